@@ -1,1 +1,30 @@
-//! mcp-runtime
+//! Run many MCP servers at once: start them, list and call their tools.
+//!
+//! `mcp-runtime` is what an agent host embeds to talk to the MCP servers its user
+//! configured. [`Runtime::start`] starts every enabled server of a [`Config`]
+//! concurrently (local stdio processes and Streamable HTTP endpoints), each bounded by
+//! its own startup timeout and reported through [`StartupEvent`]s; the tools of all
+//! ready servers form one [`Catalog`] under qualified names (`mcp__SERVER__TOOL`);
+//! [`Runtime::call_tool`] routes a qualified name back to its server, with a timeout
+//! and cancellation. Every server process belongs to the runtime and ends with it.
+//!
+//! The protocol is spoken by the official Rust SDK, `rmcp`.
+#![doc = include_str!("../../../README.md")]
+#![deny(missing_docs)]
+
+pub mod catalog;
+pub mod config;
+mod connection;
+pub mod error;
+pub mod manager;
+mod transport;
+
+pub use catalog::{Catalog, QualifiedTool};
+pub use config::{Config, ServerConfig};
+pub use connection::{PROTOCOL_VERSION, client_config};
+pub use error::{CallError, ConfigError, ListToolsError, StartError, StartupError};
+pub use manager::{
+    Runtime, ServerState, ServerStatus, StartOptions, StartupEvent, StartupSummary, TransportKind,
+};
+/// The protocol types of `rmcp` that appear in this crate's API.
+pub use rmcp::model;

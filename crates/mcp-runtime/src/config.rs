@@ -1,0 +1,220 @@
+//! Configuration: which MCP servers to run and how.
+//!
+//! The format is TOML and key-compatible with Codex's `[mcp_servers.NAME]` tables, so a
+//! Codex `config.toml` can be used as it is: unknown top-level keys are ignored, while an
+//! unknown key inside a server table is an error (a typo there would otherwise silently
+//! change what runs). Every error names the file, the table and the key.
+//!
+//! Parsing is done key by key rather than through `serde(deny_unknown_fields)` so that
+//! each message can say exactly which table and key is wrong and what it must be.
+
+mod parse;
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use crate::error::ConfigError;
+
+/// Default `startup_timeout_sec`.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default `tool_timeout_sec`.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The environment variables every stdio server receives from the parent, when set.
+///
+/// Everything else is cleared: a server sees another variable only when its table
+/// names it in `env_vars` or sets it in `env`.
+pub const INHERITED_ENV_VARS: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ",
+];
+
+/// A parsed configuration: the servers and the execution environments they may use.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Config {
+    /// The servers, by name.
+    pub servers: BTreeMap<String, ServerConfig>,
+    /// Named execution environments (`[environments.NAME]`).
+    pub environments: BTreeMap<String, EnvironmentConfig>,
+}
+
+/// One `[mcp_servers.NAME]` table.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// The server's name, the key of its table.
+    pub name: String,
+    /// How to reach it.
+    pub transport: TransportConfig,
+    /// `enabled`: whether to start it at all.
+    pub enabled: bool,
+    /// `required`: whether its failure fails the whole start.
+    pub required: bool,
+    /// `startup_timeout_sec`: bound on spawn/connect, handshake and tool listing.
+    pub startup_timeout: Duration,
+    /// `tool_timeout_sec`: bound on each tool call.
+    pub tool_timeout: Duration,
+    /// `enabled_tools`: when set, only these tools are exposed (applied first).
+    pub enabled_tools: Option<Vec<String>>,
+    /// `disabled_tools`: these tools are never exposed (applied after `enabled_tools`).
+    pub disabled_tools: Vec<String>,
+    /// `environment`: where a stdio server runs.
+    pub environment: Environment,
+    /// `share_tool_listing`: whether overlapping startups may share this server's
+    /// `tools/list` answer.
+    pub share_tool_listing: bool,
+}
+
+impl ServerConfig {
+    /// A stdio server with every other setting at its default.
+    pub fn stdio(name: impl Into<String>, command: impl Into<String>, args: Vec<String>) -> Self {
+        Self::new(
+            name.into(),
+            TransportConfig::Stdio(StdioConfig {
+                command: command.into(),
+                args,
+                env: BTreeMap::new(),
+                env_vars: Vec::new(),
+                cwd: None,
+            }),
+        )
+    }
+
+    /// A Streamable HTTP server with every other setting at its default.
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::new(
+            name.into(),
+            TransportConfig::StreamableHttp(HttpConfig {
+                url: url.into(),
+                bearer_token_env_var: None,
+                http_headers: BTreeMap::new(),
+                env_http_headers: BTreeMap::new(),
+            }),
+        )
+    }
+
+    fn new(name: String, transport: TransportConfig) -> Self {
+        Self {
+            name,
+            transport,
+            enabled: true,
+            required: false,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            tool_timeout: DEFAULT_TOOL_TIMEOUT,
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            environment: Environment::Local,
+            share_tool_listing: true,
+        }
+    }
+
+    /// Whether `enabled_tools` and `disabled_tools` let the model see `tool`.
+    pub fn exposes_tool(&self, tool: &str) -> bool {
+        let allowed = self
+            .enabled_tools
+            .as_ref()
+            .is_none_or(|enabled| enabled.iter().any(|name| name == tool));
+        allowed && !self.disabled_tools.iter().any(|name| name == tool)
+    }
+
+    /// Sets `startup_timeout_sec`.
+    pub fn with_startup_timeout(mut self, timeout: Duration) -> Self {
+        self.startup_timeout = timeout;
+        self
+    }
+
+    /// Sets `tool_timeout_sec`.
+    pub fn with_tool_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_timeout = timeout;
+        self
+    }
+
+    /// Sets `required`.
+    pub fn with_required(mut self, required: bool) -> Self {
+        self.required = required;
+        self
+    }
+}
+
+/// How a server is reached.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum TransportConfig {
+    /// A child process speaking MCP on its stdin and stdout.
+    Stdio(StdioConfig),
+    /// A Streamable HTTP endpoint.
+    StreamableHttp(HttpConfig),
+}
+
+/// The stdio keys of a server table.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct StdioConfig {
+    /// `command`: the program.
+    pub command: String,
+    /// `args`: its arguments.
+    pub args: Vec<String>,
+    /// `env`: literal variables set for the child, applied last.
+    pub env: BTreeMap<String, String>,
+    /// `env_vars`: names forwarded from the parent's environment.
+    pub env_vars: Vec<String>,
+    /// `cwd`: the child's working directory.
+    pub cwd: Option<PathBuf>,
+}
+
+/// The Streamable HTTP keys of a server table.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct HttpConfig {
+    /// `url`: the endpoint.
+    pub url: String,
+    /// `bearer_token_env_var`: the variable holding the bearer token.
+    pub bearer_token_env_var: Option<String>,
+    /// `http_headers`: literal headers sent with every request.
+    pub http_headers: BTreeMap<String, String>,
+    /// `env_http_headers`: header name to the variable holding its value.
+    pub env_http_headers: BTreeMap<String, String>,
+}
+
+/// Where a stdio server runs (`environment = "local"` or `"NAME"`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Environment {
+    /// On this host, as a child process of the runtime.
+    #[default]
+    Local,
+    /// Through the command prefix of `[environments.NAME]`.
+    Named(String),
+}
+
+/// One `[environments.NAME]` table.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct EnvironmentConfig {
+    /// `wrapper`: the command prefix that runs a program in that environment, for
+    /// example `["ssh", "-T", "host"]`.
+    pub wrapper: Vec<String>,
+}
+
+impl Config {
+    /// Reads and parses a configuration file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source: source.into(),
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses configuration text; `origin` names it in error messages.
+    pub fn parse(text: &str, origin: &Path) -> Result<Self, ConfigError> {
+        parse::parse(text, origin)
+    }
+
+    /// The servers that are enabled, in name order.
+    pub fn enabled_servers(&self) -> impl Iterator<Item = &ServerConfig> {
+        self.servers.values().filter(|server| server.enabled)
+    }
+}

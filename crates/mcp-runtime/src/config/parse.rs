@@ -1,0 +1,592 @@
+//! Key-by-key parsing of the TOML text into [`Config`].
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use toml::{Table, Value};
+
+use super::{
+    Config, Environment, EnvironmentConfig, HttpConfig, ServerConfig, StdioConfig, TransportConfig,
+};
+use crate::error::ConfigError;
+
+const STDIO_KEYS: &[&str] = &["command", "args", "env", "env_vars", "cwd"];
+const HTTP_KEYS: &[&str] = &[
+    "url",
+    "bearer_token_env_var",
+    "http_headers",
+    "env_http_headers",
+];
+const COMMON_KEYS: &[&str] = &[
+    "enabled",
+    "required",
+    "startup_timeout_sec",
+    "startup_timeout_ms",
+    "tool_timeout_sec",
+    "enabled_tools",
+    "disabled_tools",
+    "environment",
+    "share_tool_listing",
+];
+/// Keys that would carry a secret in clear text.
+const LITERAL_TOKEN_KEYS: &[&str] = &["bearer_token"];
+
+pub(super) fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
+    let root: Table = toml::from_str(text).map_err(|error| ConfigError::Syntax {
+        path: origin.to_owned(),
+        message: error.message().to_owned() + &location(text, error.span()),
+    })?;
+    let file = File { path: origin };
+
+    let mut environments = BTreeMap::new();
+    if let Some(value) = root.get("environments") {
+        for (name, value) in file.table(value, "environments", "environments")? {
+            let table_name = format!("environments.{name}");
+            if name == "local" {
+                return Err(file.invalid(
+                    "environments",
+                    name,
+                    "a name other than `local`, which always means this host",
+                ));
+            }
+            let table = file.table(value, "environments", name)?;
+            if let Some(key) = table.keys().find(|key| *key != "wrapper") {
+                return Err(file.unknown_key(&table_name, key));
+            }
+            let wrapper = match table.get("wrapper") {
+                Some(value) => file.strings(value, &table_name, "wrapper")?,
+                None => Vec::new(),
+            };
+            if wrapper.is_empty() {
+                return Err(file.invalid(&table_name, "wrapper", "a non-empty array of strings"));
+            }
+            environments.insert(name.clone(), EnvironmentConfig { wrapper });
+        }
+    }
+
+    let mut servers = BTreeMap::new();
+    if let Some(value) = root.get("mcp_servers") {
+        for (name, value) in file.table(value, "mcp_servers", "mcp_servers")? {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return Err(ConfigError::InvalidServerName {
+                    path: origin.to_owned(),
+                    name: name.clone(),
+                });
+            }
+            let server = file.server(name, value, &environments)?;
+            servers.insert(name.clone(), server);
+        }
+    }
+    Ok(Config {
+        servers,
+        environments,
+    })
+}
+
+/// ` at line L, column C` for a byte span of `text`.
+fn location(text: &str, span: Option<std::ops::Range<usize>>) -> String {
+    let Some(span) = span else {
+        return String::new();
+    };
+    let before = &text[..span.start.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |at| at + 1) + 1;
+    format!(" (at line {line}, column {column})")
+}
+
+struct File<'a> {
+    path: &'a Path,
+}
+
+impl File<'_> {
+    fn server(
+        &self,
+        name: &str,
+        value: &Value,
+        environments: &BTreeMap<String, EnvironmentConfig>,
+    ) -> Result<ServerConfig, ConfigError> {
+        let table_name = format!("mcp_servers.{name}");
+        let table = self.table(value, "mcp_servers", name)?;
+        let t = table_name.as_str();
+
+        for key in table.keys() {
+            if LITERAL_TOKEN_KEYS.contains(&key.as_str()) {
+                return Err(ConfigError::LiteralToken {
+                    path: self.path.to_owned(),
+                    table: table_name,
+                    key: key.clone(),
+                });
+            }
+            let known = [STDIO_KEYS, HTTP_KEYS, COMMON_KEYS]
+                .iter()
+                .any(|keys| keys.contains(&key.as_str()));
+            if !known {
+                return Err(self.unknown_key(t, key));
+            }
+        }
+        let stdio_key = STDIO_KEYS.iter().find(|key| table.contains_key(**key));
+        let http_key = HTTP_KEYS.iter().find(|key| table.contains_key(**key));
+        let transport = match (stdio_key, http_key) {
+            (Some(stdio_key), Some(http_key)) => {
+                return Err(ConfigError::MixedTransport {
+                    path: self.path.to_owned(),
+                    table: table_name,
+                    stdio_key: (*stdio_key).to_owned(),
+                    http_key: (*http_key).to_owned(),
+                });
+            }
+            (Some(_), None) => TransportConfig::Stdio(self.stdio(table, t)?),
+            (None, Some(_)) => TransportConfig::StreamableHttp(self.http(table, t)?),
+            (None, None) => {
+                return Err(ConfigError::MissingTransport {
+                    path: self.path.to_owned(),
+                    table: table_name,
+                });
+            }
+        };
+
+        let mut server = ServerConfig::new(name.to_owned(), transport);
+        if let Some(value) = table.get("enabled") {
+            server.enabled = self.boolean(value, t, "enabled")?;
+        }
+        if let Some(value) = table.get("required") {
+            server.required = self.boolean(value, t, "required")?;
+        }
+        if let Some(value) = table.get("share_tool_listing") {
+            server.share_tool_listing = self.boolean(value, t, "share_tool_listing")?;
+        }
+        if let Some(value) = table.get("startup_timeout_sec") {
+            server.startup_timeout = self.seconds(value, t, "startup_timeout_sec", 1.0)?;
+        } else if let Some(value) = table.get("startup_timeout_ms") {
+            server.startup_timeout = self.seconds(value, t, "startup_timeout_ms", 1e-3)?;
+        }
+        if let Some(value) = table.get("tool_timeout_sec") {
+            server.tool_timeout = self.seconds(value, t, "tool_timeout_sec", 1.0)?;
+        }
+        if let Some(value) = table.get("enabled_tools") {
+            server.enabled_tools = Some(self.strings(value, t, "enabled_tools")?);
+        }
+        if let Some(value) = table.get("disabled_tools") {
+            server.disabled_tools = self.strings(value, t, "disabled_tools")?;
+        }
+        if let Some(value) = table.get("environment") {
+            let environment = self.string(value, t, "environment")?;
+            server.environment = match environment.as_str() {
+                "local" => Environment::Local,
+                other if environments.contains_key(other) => Environment::Named(environment),
+                _ => {
+                    return Err(ConfigError::UnknownEnvironment {
+                        path: self.path.to_owned(),
+                        table: table_name,
+                        environment,
+                    });
+                }
+            };
+            if matches!(server.transport, TransportConfig::StreamableHttp(_))
+                && server.environment != Environment::Local
+            {
+                return Err(self.invalid(
+                    t,
+                    "environment",
+                    "`local` for a Streamable HTTP server (only stdio servers run in another environment)",
+                ));
+            }
+        }
+        Ok(server)
+    }
+
+    fn stdio(&self, table: &Table, t: &str) -> Result<StdioConfig, ConfigError> {
+        let command = match table.get("command") {
+            Some(value) => self.string(value, t, "command")?,
+            None => String::new(),
+        };
+        if command.is_empty() {
+            return Err(self.invalid(t, "command", "a non-empty string"));
+        }
+        let args = match table.get("args") {
+            Some(value) => self.strings(value, t, "args")?,
+            None => Vec::new(),
+        };
+        let env = match table.get("env") {
+            Some(value) => self.string_map(value, t, "env")?,
+            None => BTreeMap::new(),
+        };
+        let env_vars = match table.get("env_vars") {
+            Some(value) => self.strings(value, t, "env_vars")?,
+            None => Vec::new(),
+        };
+        let cwd = match table.get("cwd") {
+            Some(value) => Some(PathBuf::from(self.string(value, t, "cwd")?)),
+            None => None,
+        };
+        Ok(StdioConfig {
+            command,
+            args,
+            env,
+            env_vars,
+            cwd,
+        })
+    }
+
+    fn http(&self, table: &Table, t: &str) -> Result<HttpConfig, ConfigError> {
+        let url = match table.get("url") {
+            Some(value) => self.string(value, t, "url")?,
+            None => String::new(),
+        };
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(self.invalid(t, "url", "an `http://` or `https://` URL"));
+        }
+        let bearer_token_env_var = match table.get("bearer_token_env_var") {
+            Some(value) => Some(self.string(value, t, "bearer_token_env_var")?),
+            None => None,
+        };
+        let http_headers = match table.get("http_headers") {
+            Some(value) => self.string_map(value, t, "http_headers")?,
+            None => BTreeMap::new(),
+        };
+        let env_http_headers = match table.get("env_http_headers") {
+            Some(value) => self.string_map(value, t, "env_http_headers")?,
+            None => BTreeMap::new(),
+        };
+        Ok(HttpConfig {
+            url,
+            bearer_token_env_var,
+            http_headers,
+            env_http_headers,
+        })
+    }
+
+    fn table<'v>(
+        &self,
+        value: &'v Value,
+        table: &str,
+        key: &str,
+    ) -> Result<&'v Table, ConfigError> {
+        value
+            .as_table()
+            .ok_or_else(|| self.invalid(table, key, "a table"))
+    }
+
+    fn boolean(&self, value: &Value, table: &str, key: &str) -> Result<bool, ConfigError> {
+        value
+            .as_bool()
+            .ok_or_else(|| self.invalid(table, key, "`true` or `false`"))
+    }
+
+    fn string(&self, value: &Value, table: &str, key: &str) -> Result<String, ConfigError> {
+        value
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| self.invalid(table, key, "a string"))
+    }
+
+    fn strings(&self, value: &Value, table: &str, key: &str) -> Result<Vec<String>, ConfigError> {
+        let invalid = || self.invalid(table, key, "an array of strings");
+        value
+            .as_array()
+            .ok_or_else(invalid)?
+            .iter()
+            .map(|item| item.as_str().map(str::to_owned).ok_or_else(invalid))
+            .collect()
+    }
+
+    fn string_map(
+        &self,
+        value: &Value,
+        table: &str,
+        key: &str,
+    ) -> Result<BTreeMap<String, String>, ConfigError> {
+        let invalid = || self.invalid(table, key, "a table of strings");
+        value
+            .as_table()
+            .ok_or_else(invalid)?
+            .iter()
+            .map(|(name, item)| {
+                let item = item.as_str().ok_or_else(invalid)?;
+                Ok((name.clone(), item.to_owned()))
+            })
+            .collect()
+    }
+
+    /// A positive duration given in `unit` seconds (integer or float).
+    fn seconds(
+        &self,
+        value: &Value,
+        table: &str,
+        key: &str,
+        unit: f64,
+    ) -> Result<Duration, ConfigError> {
+        let number = match value {
+            Value::Integer(number) => *number as f64,
+            Value::Float(number) => *number,
+            _ => f64::NAN,
+        };
+        Duration::try_from_secs_f64(number * unit)
+            .ok()
+            .filter(|duration| !duration.is_zero())
+            .ok_or_else(|| self.invalid(table, key, "a positive number"))
+    }
+
+    fn invalid(&self, table: &str, key: &str, expected: &str) -> ConfigError {
+        ConfigError::InvalidValue {
+            path: self.path.to_owned(),
+            table: table.to_owned(),
+            key: key.to_owned(),
+            expected: expected.to_owned(),
+        }
+    }
+
+    fn unknown_key(&self, table: &str, key: &str) -> ConfigError {
+        ConfigError::UnknownKey {
+            path: self.path.to_owned(),
+            table: table.to_owned(),
+            key: key.to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_err(text: &str) -> String {
+        let error = parse(text, Path::new("/etc/mcp.toml")).unwrap_err();
+        error.to_string()
+    }
+
+    fn parse_ok(text: &str) -> Config {
+        parse(text, Path::new("/etc/mcp.toml")).unwrap()
+    }
+
+    #[test]
+    fn parses_every_stdio_key() {
+        let config = parse_ok(
+            r#"
+            model = "ignored: unknown top-level keys are allowed"
+            [mcp_servers.files]
+            command = "npx"
+            args = ["-y", "server"]
+            env = { MODE = "ro" }
+            env_vars = ["GITHUB_TOKEN"]
+            cwd = "/tmp"
+            enabled = true
+            required = true
+            startup_timeout_sec = 2.5
+            tool_timeout_sec = 60
+            enabled_tools = ["read", "list"]
+            disabled_tools = ["list"]
+            share_tool_listing = false
+            "#,
+        );
+        let server = &config.servers["files"];
+        let TransportConfig::Stdio(stdio) = &server.transport else {
+            panic!("expected stdio");
+        };
+        assert_eq!(stdio.command, "npx");
+        assert_eq!(stdio.args, ["-y", "server"]);
+        assert_eq!(stdio.env["MODE"], "ro");
+        assert_eq!(stdio.env_vars, ["GITHUB_TOKEN"]);
+        assert_eq!(stdio.cwd.as_deref(), Some(Path::new("/tmp")));
+        assert!(server.required);
+        assert!(!server.share_tool_listing);
+        assert_eq!(server.startup_timeout, Duration::from_millis(2500));
+        assert_eq!(server.tool_timeout, Duration::from_secs(60));
+        assert!(server.exposes_tool("read"));
+        assert!(
+            !server.exposes_tool("list"),
+            "disabled_tools applies after enabled_tools"
+        );
+        assert!(
+            !server.exposes_tool("write"),
+            "enabled_tools is an allow-list"
+        );
+    }
+
+    #[test]
+    fn parses_every_http_key_and_defaults() {
+        let config = parse_ok(
+            r#"
+            [mcp_servers.remote]
+            url = "https://example.com/mcp"
+            bearer_token_env_var = "REMOTE_TOKEN"
+            http_headers = { "X-Team" = "core" }
+            env_http_headers = { "X-Key" = "REMOTE_KEY" }
+            "#,
+        );
+        let server = &config.servers["remote"];
+        let TransportConfig::StreamableHttp(http) = &server.transport else {
+            panic!("expected http");
+        };
+        assert_eq!(http.url, "https://example.com/mcp");
+        assert_eq!(http.bearer_token_env_var.as_deref(), Some("REMOTE_TOKEN"));
+        assert_eq!(http.http_headers["X-Team"], "core");
+        assert_eq!(http.env_http_headers["X-Key"], "REMOTE_KEY");
+        assert!(server.enabled);
+        assert!(!server.required);
+        assert!(server.share_tool_listing);
+        assert_eq!(server.startup_timeout, Duration::from_secs(30));
+        assert_eq!(server.tool_timeout, Duration::from_secs(300));
+        assert_eq!(server.environment, Environment::Local);
+    }
+
+    #[test]
+    fn mixing_transports_names_both_keys() {
+        let message = parse_err(
+            r#"
+            [mcp_servers.both]
+            command = "x"
+            url = "http://localhost/mcp"
+            "#,
+        );
+        assert_eq!(
+            message,
+            "`/etc/mcp.toml`: `[mcp_servers.both]` mixes stdio key `command` with HTTP key `url` (a server is either `command` or `url`)"
+        );
+    }
+
+    #[test]
+    fn a_table_without_command_or_url_is_an_error() {
+        let message = parse_err("[mcp_servers.empty]\nenabled = true\n");
+        assert_eq!(
+            message,
+            "`/etc/mcp.toml`: `[mcp_servers.empty]` needs key `command` (a stdio server) or key `url` (a Streamable HTTP server)"
+        );
+    }
+
+    #[test]
+    fn a_bad_server_name_is_an_error() {
+        let message = parse_err("[mcp_servers.\"my server\"]\ncommand = \"x\"\n");
+        assert_eq!(
+            message,
+            "`/etc/mcp.toml`: server name `my server` in `[mcp_servers]` may only contain letters, digits, `_` and `-`"
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_in_a_server_table_is_an_error() {
+        let message = parse_err("[mcp_servers.a]\ncommand = \"x\"\ncomand = \"y\"\n");
+        assert_eq!(
+            message,
+            "`/etc/mcp.toml`: unknown key `comand` in `[mcp_servers.a]` (check its spelling)"
+        );
+    }
+
+    #[test]
+    fn a_literal_bearer_token_is_refused() {
+        let message =
+            parse_err("[mcp_servers.a]\nurl = \"https://x/mcp\"\nbearer_token = \"sk-123\"\n");
+        assert!(
+            message.contains("key `bearer_token` in `[mcp_servers.a]`"),
+            "{message}"
+        );
+        assert!(message.contains("bearer_token_env_var"), "{message}");
+        assert!(
+            !message.contains("sk-123"),
+            "the token must not be echoed: {message}"
+        );
+    }
+
+    #[test]
+    fn wrong_types_name_the_key_and_what_it_must_be() {
+        let cases = [
+            (
+                "command = 3",
+                "key `command` in `[mcp_servers.a]` must be a string",
+            ),
+            (
+                "command = \"x\"\nargs = \"-v\"",
+                "key `args` in `[mcp_servers.a]` must be an array of strings",
+            ),
+            (
+                "command = \"x\"\nstartup_timeout_sec = 0",
+                "key `startup_timeout_sec` in `[mcp_servers.a]` must be a positive number",
+            ),
+            (
+                "command = \"x\"\ntool_timeout_sec = -1",
+                "key `tool_timeout_sec` in `[mcp_servers.a]` must be a positive number",
+            ),
+            (
+                "command = \"x\"\nenv = { A = 1 }",
+                "key `env` in `[mcp_servers.a]` must be a table of strings",
+            ),
+            (
+                "command = \"x\"\nrequired = \"yes\"",
+                "key `required` in `[mcp_servers.a]` must be `true` or `false`",
+            ),
+            (
+                "url = \"ftp://x\"",
+                "key `url` in `[mcp_servers.a]` must be an `http://` or `https://` URL",
+            ),
+        ];
+        for (body, expected) in cases {
+            let message = parse_err(&format!("[mcp_servers.a]\n{body}\n"));
+            assert_eq!(
+                message,
+                format!("`/etc/mcp.toml`: {expected}"),
+                "for {body:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn environments_are_parsed_and_checked() {
+        let config = parse_ok(
+            r#"
+            [environments.devbox]
+            wrapper = ["ssh", "-T", "devbox"]
+            [mcp_servers.remote]
+            command = "server"
+            environment = "devbox"
+            [mcp_servers.here]
+            command = "server"
+            environment = "local"
+            "#,
+        );
+        assert_eq!(
+            config.servers["remote"].environment,
+            Environment::Named("devbox".into())
+        );
+        assert_eq!(
+            config.environments["devbox"].wrapper,
+            ["ssh", "-T", "devbox"]
+        );
+        assert_eq!(config.servers["here"].environment, Environment::Local);
+
+        let message = parse_err("[mcp_servers.a]\ncommand = \"x\"\nenvironment = \"nowhere\"\n");
+        assert_eq!(
+            message,
+            "`/etc/mcp.toml`: key `environment` in `[mcp_servers.a]` names `nowhere`, which is neither `local` nor a defined `[environments.nowhere]`"
+        );
+        let message = parse_err("[environments.box]\nwrapper = [\"ssh\"]\nshell = \"sh\"\n");
+        assert_eq!(
+            message,
+            "`/etc/mcp.toml`: unknown key `shell` in `[environments.box]` (check its spelling)"
+        );
+    }
+
+    #[test]
+    fn invalid_toml_reports_the_position() {
+        let message = parse_err("[mcp_servers.a]\ncommand = \n");
+        assert!(
+            message.starts_with("`/etc/mcp.toml` is not valid TOML:"),
+            "{message}"
+        );
+        assert!(message.contains("line 2"), "{message}");
+    }
+
+    #[test]
+    fn codex_startup_timeout_ms_is_accepted() {
+        let config = parse_ok("[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_ms = 1500\n");
+        assert_eq!(
+            config.servers["a"].startup_timeout,
+            Duration::from_millis(1500)
+        );
+    }
+}

@@ -1,0 +1,268 @@
+//! One server: spawn or connect, handshake, list tools, call tools, shut down.
+//!
+//! A [`Connection`] owns its transport and, for a local server, its process. The
+//! protocol runs on rmcp with three of its defaults changed on purpose:
+//! 1. `initialize` offers [`PROTOCOL_VERSION`], not rmcp's newest version, which many
+//!    servers reject;
+//! 2. rmcp's per-peer response cache is off, so a failed `tools/list` is an error rather
+//!    than an older answer served again;
+//! 3. every request has a timeout, and a request whose future is dropped (timeout or
+//!    caller) is followed by `notifications/cancelled`.
+
+use std::{
+    collections::HashSet,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use rmcp::{
+    ClientHandler, Peer, RoleClient, ServiceError, ServiceExt,
+    model::{
+        CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+        JsonObject, PaginatedRequestParams, ProtocolVersion, Tool,
+    },
+    service::{ClientCacheConfig, NotificationContext, RunningService},
+};
+use tokio::sync::Notify;
+
+use crate::{
+    config::{ServerConfig, TransportConfig},
+    error::{CallError, ListToolsError, StartupError, chain},
+    transport::{http, stdio},
+};
+
+/// The protocol version offered in `initialize`.
+pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+/// `tools/list` may not take more pages than this.
+pub const MAX_LIST_PAGES: usize = 100;
+/// `tools/list` may not list more tools than this.
+pub const MAX_LISTED_TOOLS: usize = 10_000;
+/// How long an exited server's last stderr may take to arrive.
+const EXIT_REPORT_WAIT: Duration = Duration::from_secs(1);
+
+/// The client side of one connection: what it offers in `initialize` and what it
+/// does with the server's notifications.
+struct Client {
+    info: ClientConfig,
+    tools_changed: Arc<Notify>,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.notify_one();
+    }
+}
+
+/// The `initialize` parameters the runtime sends: no optional client capabilities,
+/// the pinned protocol version.
+pub fn client_config() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("mcp-runtime", env!("CARGO_PKG_VERSION")),
+    )
+    .with_protocol_version(PROTOCOL_VERSION)
+}
+
+/// A live connection to one server.
+pub(crate) struct Connection {
+    service: RunningService<RoleClient, Client>,
+    process: Mutex<Option<stdio::ServerProcess>>,
+    pid: Option<u32>,
+    tools_changed: Arc<Notify>,
+}
+
+impl Connection {
+    /// Starts or reaches the server and completes the handshake. `wrapper` is the
+    /// command prefix of the server's execution environment, if it has one;
+    /// `on_spawn` learns a local server's process id as soon as it runs.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future ends the server process, if one was started.
+    pub(crate) async fn connect(
+        config: &ServerConfig,
+        wrapper: Option<&[String]>,
+        on_spawn: impl FnOnce(u32),
+    ) -> Result<Self, StartupError> {
+        let tools_changed = Arc::new(Notify::new());
+        let client = Client {
+            info: client_config(),
+            tools_changed: tools_changed.clone(),
+        };
+        let (service, process) = match &config.transport {
+            TransportConfig::Stdio(stdio_config) => {
+                let argv: Vec<String> = wrapper
+                    .unwrap_or_default()
+                    .iter()
+                    .chain([&stdio_config.command])
+                    .chain(&stdio_config.args)
+                    .cloned()
+                    .collect();
+                let spawned = stdio::spawn(&config.name, &argv, stdio_config)?;
+                let mut process = spawned.process;
+                on_spawn(process.pid());
+                match client.serve((spawned.stdout, spawned.stdin)).await {
+                    Ok(service) => (service, Some(process)),
+                    Err(error) => {
+                        return Err(match process.exit_status(EXIT_REPORT_WAIT).await {
+                            Some(status) => StartupError::Exited {
+                                status: status.to_string(),
+                                stderr_tail: process.stderr_tail().last(5),
+                            },
+                            None => StartupError::Handshake {
+                                message: chain(&error),
+                                stderr_tail: process.stderr_tail().last(5),
+                            },
+                        });
+                    }
+                }
+            }
+            TransportConfig::StreamableHttp(http_config) => {
+                let resolved = http::resolve(http_config, |name| std::env::var(name).ok())?;
+                let service = client
+                    .serve(http::transport(&resolved))
+                    .await
+                    .map_err(|error| StartupError::Handshake {
+                        message: chain(&error),
+                        stderr_tail: Vec::new(),
+                    })?;
+                (service, None)
+            }
+        };
+        service
+            .peer()
+            .set_response_cache_config(ClientCacheConfig::disabled())
+            .await;
+        Ok(Self {
+            service,
+            pid: process.as_ref().map(stdio::ServerProcess::pid),
+            process: Mutex::new(process),
+            tools_changed,
+        })
+    }
+
+    fn peer(&self) -> &Peer<RoleClient> {
+        self.service.peer()
+    }
+
+    /// The process id of a local server.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// Signalled whenever the server sends `notifications/tools/list_changed`.
+    pub(crate) fn tools_changed(&self) -> Arc<Notify> {
+        self.tools_changed.clone()
+    }
+
+    /// Lists every tool, following `nextCursor` to the end. Each page is bounded by
+    /// `page_timeout`. A repeated cursor, more than [`MAX_LIST_PAGES`] pages or more
+    /// than [`MAX_LISTED_TOOLS`] tools is an error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future sends `notifications/cancelled` for the page in flight.
+    pub(crate) async fn list_tools(
+        &self,
+        page_timeout: Duration,
+    ) -> Result<Vec<Tool>, ListToolsError> {
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen = HashSet::new();
+        for _ in 0..MAX_LIST_PAGES {
+            let params = cursor
+                .clone()
+                .map(|cursor| PaginatedRequestParams::default().with_cursor(Some(cursor)));
+            let page = tokio::time::timeout(page_timeout, self.peer().list_tools(params))
+                .await
+                .map_err(|_| ListToolsError::Request {
+                    message: format!("no answer within {}", crate::error::secs(page_timeout)),
+                })?
+                .map_err(|error| ListToolsError::Request {
+                    message: chain(&error),
+                })?;
+            tools.extend(page.tools);
+            if tools.len() > MAX_LISTED_TOOLS {
+                return Err(ListToolsError::TooManyTools {
+                    limit: MAX_LISTED_TOOLS,
+                });
+            }
+            match page.next_cursor {
+                None => return Ok(tools),
+                Some(next) => {
+                    if !seen.insert(next.clone()) {
+                        return Err(ListToolsError::RepeatedCursor { cursor: next });
+                    }
+                    cursor = Some(next);
+                }
+            }
+        }
+        Err(ListToolsError::TooManyPages {
+            limit: MAX_LIST_PAGES,
+        })
+    }
+
+    /// Calls `tool` with `arguments` and `meta` as the request's `_meta`, bounded by
+    /// `timeout`.
+    ///
+    /// # Cancel safety
+    ///
+    /// When the timeout runs out or the future is dropped, the server is sent
+    /// `notifications/cancelled` for the request.
+    pub(crate) async fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<JsonObject>,
+        meta: Option<rmcp::model::RequestMetaObject>,
+        timeout: Duration,
+    ) -> Result<CallToolResult, CallError> {
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        params.arguments = arguments;
+        params.meta = meta;
+        match tokio::time::timeout(timeout, self.peer().call_tool(params)).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) => Err(CallError::Request {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+                message: describe_service_error(&error),
+            }),
+            Err(_) => Err(CallError::Timeout {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+                after: timeout,
+            }),
+        }
+    }
+
+    /// Closes the protocol (which closes a local server's stdin), then ends the
+    /// server process: its process group gets `SIGTERM` and, after a grace period,
+    /// `SIGKILL`. Calls still in flight fail with a closed connection.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future kills the process group at once.
+    pub(crate) async fn shutdown(&self) {
+        self.service.cancellation_token().cancel();
+        let process = self
+            .process
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(process) = process {
+            process.shutdown().await;
+        }
+    }
+}
+
+fn describe_service_error(error: &ServiceError) -> String {
+    match error {
+        ServiceError::McpError(data) => format!("server error {}: {}", data.code.0, data.message),
+        ServiceError::TransportClosed => "the connection is closed".to_owned(),
+        other => chain(other),
+    }
+}

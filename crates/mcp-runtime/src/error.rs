@@ -1,0 +1,302 @@
+//! Errors, one enum per area.
+//!
+//! Every message is lowercase, names values in backticks and, where the user can act,
+//! says what to do. Errors that several tasks may observe (a startup failure is read by
+//! the runtime, its events and its summary) are cheap to clone: their sources sit in an
+//! [`Arc`].
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+/// A configuration file could not be read or does not describe a valid set of servers.
+///
+/// Every variant names the file, and where it applies the `[mcp_servers.NAME]` table
+/// and the key.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file `{}`", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why reading failed.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// The file is not valid TOML.
+    #[error("`{}` is not valid TOML: {message}", path.display())]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The parser's description, with line and column.
+        message: String,
+    },
+    /// A server name does not match `^[A-Za-z0-9_-]+$`.
+    #[error(
+        "`{}`: server name `{name}` in `[mcp_servers]` may only contain letters, digits, `_` and `-`",
+        path.display()
+    )]
+    InvalidServerName {
+        /// The file.
+        path: PathBuf,
+        /// The offending name.
+        name: String,
+    },
+    /// A table has a key this tool does not know.
+    #[error("`{}`: unknown key `{key}` in `[{table}]` (check its spelling)", path.display())]
+    UnknownKey {
+        /// The file.
+        path: PathBuf,
+        /// The table, for example `mcp_servers.github`.
+        table: String,
+        /// The unknown key.
+        key: String,
+    },
+    /// A key has a value of the wrong type or out of range.
+    #[error("`{}`: key `{key}` in `[{table}]` must be {expected}", path.display())]
+    InvalidValue {
+        /// The file.
+        path: PathBuf,
+        /// The table.
+        table: String,
+        /// The key.
+        key: String,
+        /// What the value must be, for example `a positive number of seconds`.
+        expected: String,
+    },
+    /// A server table mixes stdio and Streamable HTTP keys.
+    #[error(
+        "`{}`: `[{table}]` mixes stdio key `{stdio_key}` with HTTP key `{http_key}` (a server is either `command` or `url`)",
+        path.display()
+    )]
+    MixedTransport {
+        /// The file.
+        path: PathBuf,
+        /// The table.
+        table: String,
+        /// A stdio key present in the table.
+        stdio_key: String,
+        /// An HTTP key present in the table.
+        http_key: String,
+    },
+    /// A server table has neither `command` nor `url`.
+    #[error(
+        "`{}`: `[{table}]` needs key `command` (a stdio server) or key `url` (a Streamable HTTP server)",
+        path.display()
+    )]
+    MissingTransport {
+        /// The file.
+        path: PathBuf,
+        /// The table.
+        table: String,
+    },
+    /// A bearer token was written into the file.
+    #[error(
+        "`{}`: key `{key}` in `[{table}]` holds a literal token, which is refused (name an environment variable with `bearer_token_env_var`)",
+        path.display()
+    )]
+    LiteralToken {
+        /// The file.
+        path: PathBuf,
+        /// The table.
+        table: String,
+        /// The key that held the token.
+        key: String,
+    },
+    /// A server names an execution environment that is not defined.
+    #[error(
+        "`{}`: key `environment` in `[{table}]` names `{environment}`, which is neither `local` nor a defined `[environments.{environment}]`",
+        path.display()
+    )]
+    UnknownEnvironment {
+        /// The file.
+        path: PathBuf,
+        /// The table.
+        table: String,
+        /// The name that was not found.
+        environment: String,
+    },
+}
+
+/// One server could not be started.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartupError {
+    /// The server's program could not be started.
+    #[error("cannot start `{program}` (check `command` and `cwd`)")]
+    Spawn {
+        /// The program that was run.
+        program: String,
+        /// Why spawning failed.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// An environment variable the configuration refers to is not set or empty.
+    #[error("environment variable `{variable}` named by `{key}` is not set or is empty")]
+    MissingEnvVar {
+        /// The configuration key that named it.
+        key: &'static str,
+        /// The variable's name (never its value).
+        variable: String,
+    },
+    /// A header name or value from the configuration is not valid in HTTP.
+    #[error("header `{name}` from `{key}` is not a valid HTTP header")]
+    InvalidHeader {
+        /// The configuration key.
+        key: &'static str,
+        /// The header's name.
+        name: String,
+    },
+    /// The server process exited before it finished starting.
+    #[error(
+        "server process exited during startup ({status}){}",
+        stderr_suffix(stderr_tail)
+    )]
+    Exited {
+        /// How it exited, for example `exit status: 3`.
+        status: String,
+        /// Its last lines of stderr.
+        stderr_tail: Vec<String>,
+    },
+    /// The `initialize` handshake failed.
+    #[error("handshake failed: {message}{}", stderr_suffix(stderr_tail))]
+    Handshake {
+        /// What went wrong.
+        message: String,
+        /// The server's last lines of stderr, when it is a local process.
+        stderr_tail: Vec<String>,
+    },
+    /// Listing the server's tools failed.
+    #[error("listing tools failed")]
+    ListTools(#[source] ListToolsError),
+    /// The startup did not finish within `startup_timeout_sec`.
+    #[error("did not finish starting within {} (raise `startup_timeout_sec`)", secs(*after))]
+    Timeout {
+        /// The configured startup timeout.
+        after: Duration,
+    },
+    /// The startup was cancelled before it finished.
+    #[error("startup was cancelled")]
+    Cancelled,
+}
+
+fn stderr_suffix(tail: &[String]) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!("; last stderr: {}", tail.join(" | "))
+    }
+}
+
+pub(crate) fn secs(duration: Duration) -> String {
+    let secs = duration.as_secs_f64();
+    if secs.fract() == 0.0 {
+        format!("{secs:.0}s")
+    } else {
+        format!("{secs}s")
+    }
+}
+
+/// `tools/list` could not be followed to its end.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ListToolsError {
+    /// The server answered a cursor it had already answered.
+    #[error("the server repeated cursor `{cursor}` (its pagination loops)")]
+    RepeatedCursor {
+        /// The repeated cursor.
+        cursor: String,
+    },
+    /// More pages than the guard allows.
+    #[error("the server returned more than {limit} pages")]
+    TooManyPages {
+        /// The page limit.
+        limit: usize,
+    },
+    /// More tools than the guard allows.
+    #[error("the server listed more than {limit} tools")]
+    TooManyTools {
+        /// The tool limit.
+        limit: usize,
+    },
+    /// The request failed.
+    #[error("{message}")]
+    Request {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// A `tools/call` through the runtime failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// No tool has this qualified name.
+    #[error("no tool is named `{name}` (list them with `mcp-runtime tools`)")]
+    UnknownTool {
+        /// The qualified name asked for.
+        name: String,
+    },
+    /// The tool's server is not running.
+    #[error("server `{server}` is not running")]
+    ServerUnavailable {
+        /// The server.
+        server: String,
+    },
+    /// The call did not finish within `tool_timeout_sec`; the server was sent
+    /// `notifications/cancelled`.
+    #[error(
+        "tool `{tool}` on server `{server}` did not answer within {} (raise `tool_timeout_sec`)",
+        secs(*after)
+    )]
+    Timeout {
+        /// The server.
+        server: String,
+        /// The raw tool name.
+        tool: String,
+        /// The configured tool timeout.
+        after: Duration,
+    },
+    /// The request failed: a protocol error or a closed connection.
+    #[error("tool `{tool}` on server `{server}` failed: {message}")]
+    Request {
+        /// The server.
+        server: String,
+        /// The raw tool name.
+        tool: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Starting the runtime failed as a whole.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// One or more `required` servers did not become ready.
+    #[error("required {} failed to start: {}", if failures.len() == 1 { "server" } else { "servers" }, describe_failures(failures))]
+    RequiredServersFailed {
+        /// Each failed required server and why.
+        failures: Vec<(String, StartupError)>,
+    },
+}
+
+fn describe_failures(failures: &[(String, StartupError)]) -> String {
+    failures
+        .iter()
+        .map(|(name, error)| format!("`{name}`: {}", crate::error::chain(error)))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// An error and its sources on one line, joined with `: `.
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,396 @@
+//! Many servers at once: concurrent startup with events, the shared catalog, routing of
+//! tool calls, refreshes and shutdown.
+//!
+//! Invariants:
+//! 1. The set of servers is fixed when [`Runtime::start`] returns; only their tool
+//!    listings change afterwards.
+//! 2. A server's listing is replaced only by a listing whose `tools/list` was sent
+//!    later (a generation number is taken before the request), so an older answer
+//!    that arrives late never overwrites a newer one.
+//! 3. The catalog is rebuilt from all current listings whenever one changes, so the
+//!    qualified names always follow the rule in [`crate::catalog`].
+//! 4. Every server process belongs to the runtime: dropping the [`Runtime`] (or the
+//!    future of [`Runtime::start`]) kills every process group it started. Between
+//!    refreshes, background refresh tasks hold only a weak reference to the servers.
+
+mod startup;
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex, RwLock, Weak},
+    time::Duration,
+};
+
+use rmcp::model::{CallToolResult, JsonObject, Tool};
+use tokio_util::task::AbortOnDropHandle;
+
+pub use self::startup::{StartOptions, StartupEvent, StartupSummary};
+use crate::{
+    catalog::Catalog,
+    config::{Config, ServerConfig, TransportConfig},
+    connection::Connection,
+    error::{CallError, ListToolsError, StartError, StartupError},
+};
+
+/// The state of a server once its startup has settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerState {
+    /// Started, handshake done, tools listed.
+    Ready,
+    /// Its startup failed; see [`ServerStatus::error`].
+    Failed,
+    /// Its startup was cancelled before it finished.
+    Cancelled,
+}
+
+impl ServerState {
+    /// `ready`, `failed` or `cancelled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ready => "ready",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// How a server is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportKind {
+    /// A local child process (possibly run through an environment's wrapper).
+    Stdio,
+    /// A Streamable HTTP endpoint.
+    StreamableHttp,
+}
+
+impl TransportKind {
+    /// `stdio` or `streamable-http`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stdio => "stdio",
+            Self::StreamableHttp => "streamable-http",
+        }
+    }
+
+    fn of(config: &ServerConfig) -> Self {
+        match config.transport {
+            TransportConfig::Stdio(_) => Self::Stdio,
+            TransportConfig::StreamableHttp(_) => Self::StreamableHttp,
+        }
+    }
+}
+
+/// What the runtime knows about one server.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerStatus {
+    /// The server's name.
+    pub name: String,
+    /// Its state.
+    pub state: ServerState,
+    /// How it is reached.
+    pub transport: TransportKind,
+    /// How long its startup took until it settled.
+    pub startup_time: Duration,
+    /// Why it failed, when it did.
+    pub error: Option<StartupError>,
+    /// Its process id, for a ready local server.
+    pub pid: Option<u32>,
+    /// How many of its tools are exposed.
+    pub tools: usize,
+}
+
+/// A running set of MCP servers.
+///
+/// Dropping it kills every server process it started (each process group); call
+/// [`Runtime::shutdown`] to give servers a grace period first.
+pub struct Runtime {
+    shared: Arc<Shared>,
+    _refreshers: Vec<AbortOnDropHandle<()>>,
+}
+
+struct Shared {
+    servers: BTreeMap<String, Server>,
+    catalog: RwLock<Arc<Catalog>>,
+}
+
+struct Server {
+    config: ServerConfig,
+    state: ServerState,
+    startup_time: Duration,
+    error: Option<StartupError>,
+    connection: Option<Arc<Connection>>,
+    listing: Mutex<Listing>,
+}
+
+/// A server's current tool listing and the generation of the request it came from.
+#[derive(Default)]
+struct Listing {
+    /// The generation of the listing held in `tools`.
+    stored: u64,
+    /// The generation the next request takes.
+    next: u64,
+    tools: Vec<Tool>,
+}
+
+impl Runtime {
+    /// Starts every enabled server of `config` concurrently and waits until each has
+    /// become ready, failed or been cancelled.
+    ///
+    /// Each startup (spawn or connect, handshake, tool listing) is bounded by its
+    /// server's `startup_timeout_sec`. Progress is sent to `options`' event channel.
+    /// A `required` server that does not become ready fails the whole start; the
+    /// servers that did start are then shut down.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future kills every server process started so far; servers whose
+    /// startup had not settled are reported as [`StartupEvent::Cancelled`].
+    pub async fn start(config: Config, options: StartOptions) -> Result<Self, StartError> {
+        let outcomes = startup::start_all(&config, &options).await;
+        let mut servers = BTreeMap::new();
+        let mut required_failures = Vec::new();
+        for outcome in outcomes {
+            let name = outcome.config.name.clone();
+            let (state, error, connection, tools) = match outcome.result {
+                Ok((connection, tools)) => (ServerState::Ready, None, Some(connection), tools),
+                Err(StartupError::Cancelled) => (
+                    ServerState::Cancelled,
+                    Some(StartupError::Cancelled),
+                    None,
+                    Vec::new(),
+                ),
+                Err(error) => (ServerState::Failed, Some(error), None, Vec::new()),
+            };
+            if outcome.config.required
+                && let Some(error) = &error
+            {
+                required_failures.push((name.clone(), error.clone()));
+            }
+            servers.insert(
+                name,
+                Server {
+                    config: outcome.config,
+                    state,
+                    startup_time: outcome.elapsed,
+                    error,
+                    connection: connection.map(Arc::new),
+                    listing: Mutex::new(Listing {
+                        stored: 0,
+                        next: 1,
+                        tools,
+                    }),
+                },
+            );
+        }
+        let shared = Arc::new(Shared {
+            servers,
+            catalog: RwLock::default(),
+        });
+        shared.rebuild_catalog();
+        if !required_failures.is_empty() {
+            shared.shutdown().await;
+            return Err(StartError::RequiredServersFailed {
+                failures: required_failures,
+            });
+        }
+        let refreshers = shared
+            .servers
+            .iter()
+            .filter_map(|(name, server)| {
+                let notify = server.connection.as_ref()?.tools_changed();
+                let weak = Arc::downgrade(&shared);
+                let name = name.clone();
+                Some(AbortOnDropHandle::new(tokio::spawn(refresh_on_change(
+                    weak, name, notify,
+                ))))
+            })
+            .collect();
+        Ok(Self {
+            shared,
+            _refreshers: refreshers,
+        })
+    }
+
+    /// The status of every enabled server, in name order.
+    pub fn servers(&self) -> Vec<ServerStatus> {
+        let catalog = self.catalog();
+        self.shared
+            .servers
+            .iter()
+            .map(|(name, server)| ServerStatus {
+                name: name.clone(),
+                state: server.state,
+                transport: TransportKind::of(&server.config),
+                startup_time: server.startup_time,
+                error: server.error.clone(),
+                pid: server.connection.as_ref().and_then(|c| c.pid()),
+                tools: catalog.tools().iter().filter(|t| t.server == *name).count(),
+            })
+            .collect()
+    }
+
+    /// A snapshot of the catalog: every exposed tool under its qualified name.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.shared
+            .catalog
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Calls the tool with this qualified name, bounded by its server's
+    /// `tool_timeout_sec`. An `isError` result is a successful call: it comes back
+    /// as the server sent it.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future sends the server `notifications/cancelled` for the call;
+    /// so does running out of time.
+    ///
+    /// # Concurrent calls
+    ///
+    /// Calls run concurrently, each as its own request on the server's connection.
+    pub async fn call_tool(
+        &self,
+        qualified_name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, CallError> {
+        let catalog = self.catalog();
+        let tool = catalog
+            .resolve(qualified_name)
+            .ok_or_else(|| CallError::UnknownTool {
+                name: qualified_name.to_owned(),
+            })?;
+        let server = &self.shared.servers[&tool.server];
+        let connection = server
+            .connection
+            .clone()
+            .ok_or_else(|| CallError::ServerUnavailable {
+                server: tool.server.clone(),
+            })?;
+        connection
+            .call_tool(
+                &tool.server,
+                &tool.tool.name,
+                arguments,
+                None,
+                server.config.tool_timeout,
+            )
+            .await
+    }
+
+    /// Lists `server`'s tools again, on its own connection, and updates the catalog.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future cancels the request; the catalog keeps its listing.
+    ///
+    /// # Concurrent calls
+    ///
+    /// Concurrent refreshes each send their own `tools/list`; the catalog keeps the
+    /// answer to the request that was sent last.
+    pub async fn refresh_tools(&self, server: &str) -> Result<(), ListToolsError> {
+        self.shared.refresh(server).await
+    }
+
+    /// Shuts every server down: closes its connection, then `SIGTERM` to its process
+    /// group and `SIGKILL` after a grace period.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future kills what is left at once.
+    pub async fn shutdown(self) {
+        self.shared.shutdown().await;
+    }
+}
+
+impl Shared {
+    fn rebuild_catalog(&self) {
+        let listings: Vec<(&str, Vec<Tool>)> = self
+            .servers
+            .iter()
+            .filter(|(_, server)| server.state == ServerState::Ready)
+            .map(|(name, server)| {
+                let listing = server
+                    .listing
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                let exposed = listing
+                    .tools
+                    .iter()
+                    .filter(|tool| server.config.exposes_tool(&tool.name))
+                    .cloned()
+                    .collect();
+                (name.as_str(), exposed)
+            })
+            .collect();
+        let catalog = Catalog::build(
+            listings
+                .iter()
+                .map(|(name, tools)| (*name, tools.as_slice())),
+        );
+        *self
+            .catalog
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(catalog);
+    }
+
+    async fn refresh(&self, name: &str) -> Result<(), ListToolsError> {
+        let server = self
+            .servers
+            .get(name)
+            .ok_or_else(|| ListToolsError::Request {
+                message: format!("no server is named `{name}`"),
+            })?;
+        let connection = server
+            .connection
+            .clone()
+            .ok_or_else(|| ListToolsError::Request {
+                message: format!("server `{name}` is not running"),
+            })?;
+        let generation = {
+            let mut listing = server.listing.lock().unwrap_or_else(|p| p.into_inner());
+            listing.next += 1;
+            listing.next - 1
+        };
+        let tools = connection.list_tools(server.config.startup_timeout).await?;
+        {
+            let mut listing = server.listing.lock().unwrap_or_else(|p| p.into_inner());
+            if generation <= listing.stored {
+                return Ok(());
+            }
+            listing.stored = generation;
+            listing.tools = tools;
+        }
+        self.rebuild_catalog();
+        Ok(())
+    }
+
+    async fn shutdown(&self) {
+        let connections = self
+            .servers
+            .values()
+            .filter_map(|server| server.connection.clone());
+        futures::future::join_all(connections.map(|connection| async move {
+            connection.shutdown().await;
+        }))
+        .await;
+    }
+}
+
+/// Refreshes `name`'s listing each time its server announces a change, for as long as
+/// the runtime exists.
+async fn refresh_on_change(shared: Weak<Shared>, name: String, changed: Arc<tokio::sync::Notify>) {
+    loop {
+        changed.notified().await;
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        if let Err(error) = shared.refresh(&name).await {
+            tracing::warn!(server = %name, error = %crate::error::chain(&error), "refreshing tools after list_changed failed");
+        }
+    }
+}

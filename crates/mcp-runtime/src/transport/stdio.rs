@@ -1,0 +1,326 @@
+//! Local stdio servers: the child process, its environment, its stderr, its end.
+//!
+//! Each server runs in a process group of its own, so that ending the group also ends
+//! whatever the server started. The group is killed when the [`ServerProcess`] is
+//! dropped (also on a timed-out or cancelled startup, or while a panicking host
+//! unwinds); [`ServerProcess::shutdown`] is the graceful path: close stdin, `SIGTERM`,
+//! then `SIGKILL` after a grace period.
+//!
+//! The child's environment is cleared and rebuilt from an allow-list
+//! ([`INHERITED_ENV_VARS`]), the names in `env_vars`, then `env`: a secret in the
+//! host's environment never reaches a server that did not ask for it by name.
+
+use std::{
+    collections::{BTreeMap, VecDeque},
+    ffi::OsString,
+    process::{ExitStatus, Stdio},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use tokio::{
+    io::{AsyncBufReadExt, AsyncRead, BufReader},
+    process::{Child, ChildStdin, ChildStdout, Command},
+    task::JoinHandle,
+};
+
+use crate::{
+    config::{INHERITED_ENV_VARS, StdioConfig},
+    error::StartupError,
+};
+
+/// How many of a server's last stderr lines are kept for error messages.
+const STDERR_TAIL_LINES: usize = 20;
+/// Longer stderr lines are cut to this many bytes.
+const STDERR_LINE_BYTES: usize = 2048;
+/// How long a server may take to exit after `SIGTERM` before it is killed.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// The environment a stdio server is started with: the allow-list taken from `parent`,
+/// then the names in `env_vars`, then the literal `env`.
+pub(crate) fn child_environment(
+    stdio: &StdioConfig,
+    parent: impl Fn(&str) -> Option<OsString>,
+) -> BTreeMap<OsString, OsString> {
+    let mut env = BTreeMap::new();
+    for name in INHERITED_ENV_VARS
+        .iter()
+        .copied()
+        .chain(stdio.env_vars.iter().map(String::as_str))
+    {
+        if let Some(value) = parent(name) {
+            env.insert(OsString::from(name), value);
+        }
+    }
+    for (name, value) in &stdio.env {
+        env.insert(OsString::from(name), OsString::from(value));
+    }
+    env
+}
+
+/// A running local server process and the pipes the protocol runs over.
+pub(crate) struct Spawned {
+    pub(crate) process: ServerProcess,
+    pub(crate) stdout: ChildStdout,
+    pub(crate) stdin: ChildStdin,
+}
+
+/// Starts `argv[0]` with `argv[1..]` for `server`, in a new process group.
+pub(crate) fn spawn(
+    server: &str,
+    argv: &[String],
+    stdio: &StdioConfig,
+) -> Result<Spawned, StartupError> {
+    let (program, args) = argv.split_first().expect("argv is never empty");
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .env_clear()
+        .envs(child_environment(stdio, |name| std::env::var_os(name)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(cwd) = &stdio.cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command.spawn().map_err(|source| StartupError::Spawn {
+        program: program.clone(),
+        source: Arc::new(source),
+    })?;
+    let pgid = child
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .expect("a just-spawned child has a pid");
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let stdin = child.stdin.take().expect("stdin is piped");
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let tail = StderrTail::default();
+    let stderr_task = tokio::spawn(capture_stderr(server.to_owned(), stderr, tail.clone()));
+    Ok(Spawned {
+        process: ServerProcess {
+            child,
+            pgid,
+            tail,
+            stderr_task,
+        },
+        stdout,
+        stdin,
+    })
+}
+
+/// The last lines a server wrote to stderr.
+#[derive(Clone, Default)]
+pub(crate) struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+impl StderrTail {
+    fn push(&self, line: String) {
+        let mut lines = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if lines.len() == STDERR_TAIL_LINES {
+            lines.pop_front();
+        }
+        lines.push_back(line);
+    }
+
+    /// Up to `count` of the most recent lines, oldest first.
+    pub(crate) fn last(&self, count: usize) -> Vec<String> {
+        let lines = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        lines
+            .iter()
+            .skip(lines.len().saturating_sub(count))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Reads `stderr` line by line into `tracing` and the tail, until it closes. Memory is
+/// bounded: a line is cut at [`STDERR_LINE_BYTES`], the tail holds
+/// [`STDERR_TAIL_LINES`].
+async fn capture_stderr(server: String, stderr: impl AsyncRead + Unpin, tail: StderrTail) {
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match read_bounded_line(&mut reader, &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\n', '\r']);
+        tracing::info!(target: "mcp_runtime::server_stderr", server = %server, "{text}");
+        tail.push(text.to_owned());
+    }
+}
+
+/// Reads one line into `line`, keeping at most [`STDERR_LINE_BYTES`] of it and
+/// discarding the rest. Returns how many bytes were consumed (0 at end of stream).
+async fn read_bounded_line(
+    reader: &mut BufReader<impl AsyncRead + Unpin>,
+    line: &mut Vec<u8>,
+) -> std::io::Result<usize> {
+    let mut consumed = 0;
+    loop {
+        let buffer = reader.fill_buf().await?;
+        if buffer.is_empty() {
+            return Ok(consumed);
+        }
+        let (chunk, done) = match buffer.iter().position(|&byte| byte == b'\n') {
+            Some(at) => (&buffer[..=at], true),
+            None => (buffer, false),
+        };
+        let room = STDERR_LINE_BYTES.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let used = chunk.len();
+        reader.consume(used);
+        consumed += used;
+        if done {
+            return Ok(consumed);
+        }
+    }
+}
+
+/// A local server process. Dropping it kills its whole process group.
+pub(crate) struct ServerProcess {
+    child: Child,
+    pgid: libc::pid_t,
+    tail: StderrTail,
+    stderr_task: JoinHandle<()>,
+}
+
+impl ServerProcess {
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.pgid as u32
+    }
+
+    /// The server's last lines of stderr so far.
+    pub(crate) fn stderr_tail(&self) -> &StderrTail {
+        &self.tail
+    }
+
+    /// If the process has exited (or exits within `wait`), how it exited, once its
+    /// stderr has been read to the end (bounded by `wait` too).
+    pub(crate) async fn exit_status(&mut self, wait: Duration) -> Option<ExitStatus> {
+        let status = tokio::time::timeout(wait, self.child.wait())
+            .await
+            .ok()?
+            .ok()?;
+        let _ = tokio::time::timeout(wait, &mut self.stderr_task).await;
+        Some(status)
+    }
+
+    /// Ends the server: `SIGTERM` to its process group, `SIGKILL` to whatever is left
+    /// of the group after the grace period, then reaps the child. The caller closes
+    /// the server's stdin first.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future kills the process group at once.
+    pub(crate) async fn shutdown(mut self) {
+        signal_group(self.pgid, libc::SIGTERM);
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.child.wait()).await;
+        signal_group(self.pgid, libc::SIGKILL);
+        let _ = self.child.wait().await;
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        signal_group(self.pgid, libc::SIGKILL);
+        self.stderr_task.abort();
+    }
+}
+
+fn signal_group(pgid: libc::pid_t, signal: libc::c_int) {
+    // SAFETY: killpg has no memory-safety preconditions. The group was created for
+    // this server (`process_group(0)`), and its id stays reserved while any member
+    // is alive, so the signal reaches only the server and its descendants; an empty
+    // group is reported as ESRCH and ignored.
+    unsafe {
+        libc::killpg(pgid, signal);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stdio(env: &[(&str, &str)], env_vars: &[&str]) -> StdioConfig {
+        StdioConfig {
+            command: "server".into(),
+            args: vec![],
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            env_vars: env_vars.iter().map(|name| name.to_string()).collect(),
+            cwd: None,
+        }
+    }
+
+    fn parent(name: &str) -> Option<OsString> {
+        match name {
+            "PATH" => Some("/usr/bin".into()),
+            "HOME" => Some("/home/me".into()),
+            "AWS_SECRET_ACCESS_KEY" => Some("secret".into()),
+            "GITHUB_TOKEN" => Some("ghp".into()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn secrets_stay_behind_unless_named() {
+        let env = child_environment(&stdio(&[], &[]), parent);
+        assert_eq!(
+            env.keys().collect::<Vec<_>>(),
+            ["HOME", "PATH"],
+            "only the allow-list is inherited"
+        );
+        let env = child_environment(&stdio(&[], &["GITHUB_TOKEN", "UNSET"]), parent);
+        assert_eq!(
+            env.get(&OsString::from("GITHUB_TOKEN")),
+            Some(&"ghp".into())
+        );
+        assert!(!env.contains_key(&OsString::from("UNSET")));
+        assert!(!env.contains_key(&OsString::from("AWS_SECRET_ACCESS_KEY")));
+    }
+
+    #[test]
+    fn literal_env_is_applied_last() {
+        let env = child_environment(&stdio(&[("PATH", "/opt/bin")], &["PATH"]), parent);
+        assert_eq!(env.get(&OsString::from("PATH")), Some(&"/opt/bin".into()));
+    }
+
+    #[tokio::test]
+    async fn stderr_lines_are_bounded_and_the_tail_keeps_the_last() {
+        let long = "x".repeat(STDERR_LINE_BYTES * 3);
+        let mut text = format!("{long}\n");
+        for n in 0..STDERR_TAIL_LINES + 5 {
+            text.push_str(&format!("line {n}\n"));
+        }
+        text.push_str("no newline at the end");
+        let tail = StderrTail::default();
+        capture_stderr("s".into(), text.as_bytes(), tail.clone()).await;
+        let lines = tail.last(usize::MAX);
+        assert_eq!(lines.len(), STDERR_TAIL_LINES);
+        assert_eq!(lines.last().unwrap(), "no newline at the end");
+        assert_eq!(tail.last(2)[0], format!("line {}", STDERR_TAIL_LINES + 4));
+
+        let tail = StderrTail::default();
+        capture_stderr(
+            "s".into(),
+            format!("{long}\nafter\n").as_bytes(),
+            tail.clone(),
+        )
+        .await;
+        assert_eq!(tail.last(2)[0].len(), STDERR_LINE_BYTES);
+        assert_eq!(tail.last(2)[1], "after");
+    }
+}
