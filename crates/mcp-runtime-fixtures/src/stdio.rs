@@ -1,0 +1,107 @@
+//! Serving the fixture over this process's stdin/stdout, logging every line
+//! before rmcp parses it.
+//!
+//! rmcp only hands a handler parsed messages, so the fixture reads stdin
+//! itself: a reader task takes one line at a time, logs it, and queues it; a
+//! forwarder task writes the queue into an in-memory pipe that rmcp reads as
+//! its transport. The queue is unbounded so that stdin is drained (and logged)
+//! even while rmcp is not reading, e.g. while `initialize` hangs.
+//!
+//! The fixture exits when stdin closes: rmcp sees end of input once the queue
+//! has drained and stops after answering what is in flight. In
+//! `--hang-initialize` mode rmcp never gets that far, so the fixture stops as
+//! soon as stdin closes.
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use rmcp::{ServiceExt, service::ServerInitializeError};
+use tokio::{
+    io::{AsyncBufReadExt, AsyncWriteExt, BufReader, WriteHalf},
+    sync::{mpsc, oneshot},
+};
+
+use crate::{
+    message_log::{MessageLog, line_text},
+    server::Fixture,
+};
+
+/// Capacity of the in-memory pipe between the forwarder and rmcp.
+const PIPE_CAPACITY: usize = 1 << 16;
+
+/// Serve `fixture` over stdin/stdout until stdin closes, logging every line
+/// received to `log`.
+///
+/// # Cancel safety
+///
+/// Dropping the future stops serving; the stdin reader task stays blocked in
+/// its read until the process exits.
+pub async fn serve(fixture: Fixture, log: Option<Arc<MessageLog>>) -> anyhow::Result<()> {
+    let hang_initialize = fixture.behaviour().hang_initialize;
+    let (rmcp_input, pipe) = tokio::io::simplex(PIPE_CAPACITY);
+    let (lines_tx, lines_rx) = mpsc::unbounded_channel();
+    let (stdin_closed_tx, stdin_closed) = oneshot::channel();
+    tokio::spawn(async move {
+        read_stdin(log, lines_tx).await;
+        let _ = stdin_closed_tx.send(());
+    });
+    tokio::spawn(forward(lines_rx, pipe));
+
+    let served = async move {
+        match fixture.serve((rmcp_input, tokio::io::stdout())).await {
+            Ok(running) => {
+                running.waiting().await.context("the MCP service failed")?;
+                Ok(())
+            }
+            // stdin closed before `initialize`: nothing to serve.
+            Err(ServerInitializeError::ConnectionClosed(_)) => Ok(()),
+            Err(error) => Err(error).context("the MCP handshake failed"),
+        }
+    };
+    tokio::select! {
+        result = served => result,
+        _ = stdin_closed, if hang_initialize => Ok(()),
+    }
+}
+
+/// Read stdin line by line, log each line, and queue it for rmcp.
+async fn read_stdin(log: Option<Arc<MessageLog>>, lines: mpsc::UnboundedSender<Vec<u8>>) {
+    let mut stdin = BufReader::new(tokio::io::stdin());
+    loop {
+        let mut line = Vec::new();
+        match stdin.read_until(b'\n', &mut line).await {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(error) => {
+                eprintln!("mcp-fixture: cannot read stdin: {error}");
+                return;
+            }
+        }
+        let text = line_text(&line);
+        if let Some(log) = &log
+            && !text.trim().is_empty()
+            && let Err(error) = log.record(&text, None)
+        {
+            eprintln!("mcp-fixture: cannot write the message log: {error}");
+        }
+        if !line.ends_with(b"\n") {
+            line.push(b'\n');
+        }
+        if lines.send(line).is_err() {
+            return;
+        }
+    }
+}
+
+/// Write queued lines into rmcp's input; close it when the queue ends.
+async fn forward(
+    mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut pipe: WriteHalf<tokio::io::SimplexStream>,
+) {
+    while let Some(line) = lines.recv().await {
+        if pipe.write_all(&line).await.is_err() {
+            return;
+        }
+    }
+    let _ = pipe.shutdown().await;
+}
