@@ -28,3 +28,5 @@ pub use manager::{
 };
 /// The protocol types of `rmcp` that appear in this crate's API.
 pub use rmcp::model;
+/// The token that cancels a start ([`StartOptions::with_cancellation`]).
+pub use tokio_util::sync::CancellationToken;

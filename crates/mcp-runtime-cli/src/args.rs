@@ -1,0 +1,57 @@
+//! The command line as typed: clap's view of the arguments, before any checking.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::demo::DemoServer;
+
+/// Run many MCP servers at once: list their state and tools, call a tool.
+#[derive(Debug, Parser)]
+#[command(name = "mcp-runtime", version, about)]
+pub struct RawArgs {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every subcommand takes.
+#[derive(Debug, Args)]
+pub struct Common {
+    /// Configuration file with `[mcp_servers.NAME]` tables (a Codex config.toml
+    /// works). Without it, the built-in demo servers run.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+    /// Print JSON for scripts instead of a table.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start every enabled server and show its state, transport, startup time and error.
+    Servers {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Start every enabled server and list all tools by qualified name.
+    Tools {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Call a tool by its qualified name and print the result.
+    Call {
+        /// The qualified tool name, as `tools` prints it (`mcp__SERVER__TOOL`).
+        name: String,
+        /// The arguments, a JSON object.
+        #[arg(long, value_name = "JSON", default_value = "{}")]
+        args: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Serve a built-in demo MCP server on stdin/stdout.
+    #[command(hide = true)]
+    ServeDemo {
+        /// Which demo server.
+        server: DemoServer,
+    },
+}

@@ -1,0 +1,158 @@
+//! What the user sees: tables for people, JSON for scripts.
+
+use std::fmt::Write;
+
+use mcp_runtime::{Catalog, ServerStatus, error::chain, model::CallToolResult};
+use serde_json::{Value, json};
+
+/// The `--json` report of `servers` and `tools`: one object with both lists.
+pub fn report_json(servers: &[ServerStatus], catalog: &Catalog) -> Value {
+    let servers: Vec<Value> = servers
+        .iter()
+        .map(|server| {
+            json!({
+                "name": server.name,
+                "state": server.state.as_str(),
+                "transport": server.transport.as_str(),
+                "startup_ms": u64::try_from(server.startup_time.as_millis()).unwrap_or(u64::MAX),
+                "error": server.error.as_ref().map(|error| chain(error)),
+            })
+        })
+        .collect();
+    let tools: Vec<Value> = catalog
+        .tools()
+        .iter()
+        .map(|tool| {
+            json!({
+                "qualified_name": tool.qualified_name,
+                "server": tool.server,
+                "tool": tool.tool.name,
+                "description": tool.tool.description,
+                "input_schema": tool.tool.input_schema,
+            })
+        })
+        .collect();
+    json!({ "servers": servers, "tools": tools })
+}
+
+/// The `servers` table.
+pub fn servers_table(servers: &[ServerStatus]) -> String {
+    let rows: Vec<Vec<String>> = servers
+        .iter()
+        .map(|server| {
+            vec![
+                server.name.clone(),
+                server.state.as_str().to_owned(),
+                server.transport.as_str().to_owned(),
+                format!("{}ms", server.startup_time.as_millis()),
+                server.tools.to_string(),
+                server
+                    .error
+                    .as_ref()
+                    .map(|error| chain(error))
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect();
+    table(
+        &["SERVER", "STATE", "TRANSPORT", "STARTUP", "TOOLS", "ERROR"],
+        &rows,
+    )
+}
+
+/// The `tools` table: qualified name and the first line of the description.
+pub fn tools_table(catalog: &Catalog) -> String {
+    let rows: Vec<Vec<String>> = catalog
+        .tools()
+        .iter()
+        .map(|tool| {
+            let description = tool.tool.description.as_deref().unwrap_or_default();
+            vec![tool.qualified_name.clone(), one_line(description, 100)]
+        })
+        .collect();
+    table(&["TOOL", "DESCRIPTION"], &rows)
+}
+
+/// A call result for people: text blocks as text, anything else as JSON.
+pub fn call_text(result: &CallToolResult) -> String {
+    let mut out = String::new();
+    for block in &result.content {
+        match block.as_text() {
+            Some(text) => out.push_str(&text.text),
+            None => out.push_str(&serde_json::to_string(block).unwrap_or_default()),
+        }
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    if result.content.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        out.push_str(&serde_json::to_string_pretty(structured).unwrap_or_default());
+        out.push('\n');
+    }
+    out
+}
+
+fn one_line(text: &str, max_chars: usize) -> String {
+    let line = text.lines().next().unwrap_or_default().trim();
+    if line.chars().count() <= max_chars {
+        line.to_owned()
+    } else {
+        let cut: String = line.chars().take(max_chars - 1).collect();
+        format!("{cut}…")
+    }
+}
+
+/// Left-aligned columns separated by two spaces; the last column is not padded.
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
+    for row in std::iter::once(&header).chain(rows) {
+        let mut line = String::new();
+        for (index, (cell, width)) in row.iter().zip(&widths).enumerate() {
+            if index + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                let _ = write!(line, "{cell:width$}  ");
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_columns_and_trim_the_last() {
+        let rows = vec![
+            vec!["a".to_owned(), "ready".to_owned(), String::new()],
+            vec![
+                "longer-name".to_owned(),
+                "failed".to_owned(),
+                "why".to_owned(),
+            ],
+        ];
+        insta::assert_snapshot!(table(&["NAME", "STATE", "ERROR"], &rows), @r"
+        NAME         STATE   ERROR
+        a            ready
+        longer-name  failed  why
+        ");
+    }
+
+    #[test]
+    fn descriptions_are_cut_to_one_line() {
+        assert_eq!(one_line("first\nsecond", 80), "first");
+        assert_eq!(one_line(&"x".repeat(10), 5), "xxxx…");
+    }
+}

@@ -1,0 +1,95 @@
+//! The command line resolved: a validated plan of what to run.
+//!
+//! Everything that can be checked before a server starts is checked here: the
+//! configuration is loaded and the tool arguments are parsed, so a typo fails at once
+//! with exit code 2 rather than after every server has started.
+
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use mcp_runtime::{Config, ServerConfig, model::JsonObject};
+
+use crate::{
+    args::{Command, Common, RawArgs},
+    demo::DemoServer,
+};
+
+/// What to do.
+pub enum Plan {
+    /// Start the servers and report on them.
+    Report {
+        config: Config,
+        json: bool,
+        view: View,
+    },
+    /// Start the servers and call one tool.
+    Call {
+        config: Config,
+        json: bool,
+        name: String,
+        arguments: JsonObject,
+    },
+    /// Be a demo server.
+    ServeDemo(DemoServer),
+}
+
+/// Which report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    Servers,
+    Tools,
+}
+
+impl Plan {
+    pub fn resolve(args: RawArgs) -> anyhow::Result<Self> {
+        Ok(match args.command {
+            Command::Servers { common } => Self::report(common, View::Servers)?,
+            Command::Tools { common } => Self::report(common, View::Tools)?,
+            Command::Call { name, args, common } => {
+                let arguments = match serde_json::from_str(&args) {
+                    Ok(serde_json::Value::Object(object)) => object,
+                    Ok(_) => bail!("`--args` must be a JSON object, like '{{\"a\": 1}}'"),
+                    Err(error) => bail!("`--args` is not valid JSON: {error}"),
+                };
+                Self::Call {
+                    config: load(common.config.as_deref())?,
+                    json: common.json,
+                    name,
+                    arguments,
+                }
+            }
+            Command::ServeDemo { server } => Self::ServeDemo(server),
+        })
+    }
+
+    fn report(common: Common, view: View) -> anyhow::Result<Self> {
+        Ok(Self::Report {
+            config: load(common.config.as_deref())?,
+            json: common.json,
+            view,
+        })
+    }
+}
+
+fn load(path: Option<&Path>) -> anyhow::Result<Config> {
+    match path {
+        Some(path) => Ok(Config::load(path)?),
+        None => demo_config(),
+    }
+}
+
+/// The embedded demo configuration: servers built into this very binary.
+pub fn demo_config() -> anyhow::Result<Config> {
+    let exe = std::env::current_exe().context("cannot find the path of this executable")?;
+    let exe = exe
+        .to_str()
+        .context("the path of this executable is not valid UTF-8")?
+        .to_owned();
+    let mut config = Config::default();
+    for (name, server) in [("text", "text"), ("math", "math")] {
+        let server =
+            ServerConfig::stdio(name, exe.clone(), vec!["serve-demo".into(), server.into()]);
+        config.servers.insert(name.to_owned(), server);
+    }
+    Ok(config)
+}

@@ -1,0 +1,270 @@
+//! The `mcp-runtime` binary as users run it: output, JSON, exit codes.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use serde_json::Value;
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+        .args(args)
+        .env_remove("MCP_RUNTIME_LOG")
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+/// Replaces the varying startup times of the `servers` table with `Nms`.
+fn redact_times(text: &str) -> String {
+    text.split(' ')
+        .map(|word| match word.strip_suffix("ms") {
+            Some(number) if !number.is_empty() && number.chars().all(|c| c.is_ascii_digit()) => {
+                let pad = word.len() - 3;
+                format!("Nms{}", " ".repeat(pad))
+            }
+            _ => word.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn tools_lists_the_demo_servers_without_any_setup() {
+    let output = run(&["tools"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    insta::assert_snapshot!(stdout(&output), @r"
+    TOOL                   DESCRIPTION
+    mcp__math__add         Add two numbers: a + b
+    mcp__math__divide      Divide a by b; fails when b is zero
+    mcp__math__multiply    Multiply two numbers: a * b
+    mcp__text__echo        Return the text unchanged
+    mcp__text__upper       Return the text in upper case
+    mcp__text__word_count  Count the whitespace-separated words in the text
+    ");
+    assert_eq!(stderr(&output), "", "nothing extra on a pipe");
+}
+
+#[test]
+fn servers_shows_state_transport_and_tools() {
+    let output = run(&["servers"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    insta::assert_snapshot!(redact_times(&stdout(&output)), @r"
+    SERVER  STATE  TRANSPORT  STARTUP  TOOLS  ERROR
+    math    ready  stdio      Nms      3
+    text    ready  stdio      Nms      3
+    ");
+}
+
+#[test]
+fn json_reports_servers_and_tools_in_one_object() {
+    for command in ["servers", "tools"] {
+        let output = run(&[command, "--json"]);
+        assert_eq!(output.status.code(), Some(0));
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let servers = report["servers"].as_array().unwrap();
+        assert_eq!(servers.len(), 2);
+        for server in servers {
+            let keys: Vec<&str> = server
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            assert_eq!(keys, ["name", "state", "transport", "startup_ms", "error"]);
+            assert_eq!(server["state"], "ready");
+            assert_eq!(server["transport"], "stdio");
+            assert!(server["startup_ms"].is_u64());
+            assert!(server["error"].is_null());
+        }
+        let tools = report["tools"].as_array().unwrap();
+        assert_eq!(tools.len(), 6);
+        let add = tools
+            .iter()
+            .find(|t| t["qualified_name"] == "mcp__math__add")
+            .unwrap();
+        let keys: Vec<&str> = add
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "qualified_name",
+                "server",
+                "tool",
+                "description",
+                "input_schema"
+            ]
+        );
+        assert_eq!(add["server"], "math");
+        assert_eq!(add["tool"], "add");
+        assert_eq!(add["input_schema"]["type"], "object");
+    }
+}
+
+#[test]
+fn call_prints_the_result_and_exits_zero() {
+    let output = run(&["call", "mcp__math__add", "--args", r#"{"a": 2, "b": 3.5}"#]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "5.5\n");
+
+    let output = run(&[
+        "call",
+        "mcp__text__word_count",
+        "--args",
+        r#"{"text": "a b c"}"#,
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["content"][0]["text"], "3");
+    assert_eq!(result["structuredContent"]["words"], 3);
+}
+
+#[test]
+fn a_tool_error_exits_one_and_still_prints_the_result() {
+    let output = run(&["call", "mcp__math__divide", "--args", r#"{"a": 1, "b": 0}"#]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout(&output), "division by zero\n");
+
+    let output = run(&[
+        "call",
+        "mcp__math__divide",
+        "--args",
+        r#"{"a": 1, "b": 0}"#,
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["isError"], true);
+}
+
+#[test]
+fn other_failures_exit_two_with_one_line_on_stderr() {
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["call", "mcp__math__nope"],
+            "mcp-runtime: no tool is named `mcp__math__nope` (list them with `mcp-runtime tools`)\n",
+        ),
+        (
+            &["call", "mcp__math__add", "--args", "[1]"],
+            "mcp-runtime: `--args` must be a JSON object, like '{\"a\": 1}'\n",
+        ),
+        (
+            &["tools", "--config", "/nonexistent/mcp.toml"],
+            "mcp-runtime: cannot read config file `/nonexistent/mcp.toml`: No such file or directory (os error 2)\n",
+        ),
+        (
+            &["call", "mcp__math__add", "--args", "{"],
+            "mcp-runtime: `--args` is not valid JSON: EOF while parsing an object at line 1 column 1\n",
+        ),
+    ];
+    for (args, expected) in cases {
+        let output = run(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr(&output), expected, "{args:?}");
+        assert_eq!(stdout(&output), "", "{args:?}");
+    }
+}
+
+fn write_config(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("config.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_config_error_names_file_table_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(
+        dir.path(),
+        "[mcp_servers.a]\ncommand = \"x\"\nurl = \"http://h/mcp\"\n",
+    );
+    let output = run(&["tools", "--config", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "mcp-runtime: `{}`: `[mcp_servers.a]` mixes stdio key `command` with HTTP key `url` (a server is either `command` or `url`)\n",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn a_required_server_that_fails_exits_two_and_an_optional_one_is_named_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(
+        dir.path(),
+        "[mcp_servers.gone]\ncommand = \"/nonexistent/server\"\n",
+    );
+    let output = run(&["tools", "--config", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        stderr(&output),
+        "mcp-runtime: server `gone` failed: cannot start `/nonexistent/server` (check `command` and `cwd`): No such file or directory (os error 2)\n"
+    );
+
+    let path = write_config(
+        dir.path(),
+        "[mcp_servers.gone]\ncommand = \"/nonexistent/server\"\nrequired = true\n",
+    );
+    let output = run(&["tools", "--config", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        "mcp-runtime: starting servers: required server failed to start: `gone`: cannot start `/nonexistent/server` (check `command` and `cwd`): No such file or directory (os error 2)\n"
+    );
+}
+
+/// `@modelcontextprotocol/server-everything`, installed by `scripts/install-peers`.
+fn server_everything() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/install-peers (scripts/test does)",
+        path.display()
+    );
+    path
+}
+
+#[test]
+fn tools_and_call_work_against_server_everything_through_a_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
+            server_everything().to_str().unwrap()
+        ),
+    );
+    let config = path.to_str().unwrap();
+    let output = run(&["tools", "--config", config]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let listed = stdout(&output);
+    assert!(listed.contains("mcp__everything__get-sum"), "{listed}");
+    assert_eq!(listed.lines().count(), 1 + 13, "{listed}");
+
+    let output = run(&[
+        "call",
+        "mcp__everything__get-sum",
+        "--args",
+        r#"{"a": 20, "b": 22}"#,
+        "--config",
+        config,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("42"), "{}", stdout(&output));
+}
