@@ -1,1 +1,12 @@
+//! Integration tests: the runtime against real server processes — the workspace's
+//! fixture server and pinned peers from other projects.
 
+mod support;
+
+mod calls;
+mod config_files;
+mod http;
+mod listing;
+mod peers;
+mod processes;
+mod startup;

@@ -1,0 +1,137 @@
+//! `tools/list`: pagination and its guards, filters, qualified names.
+
+use mcp_runtime::ServerState;
+
+use crate::support::*;
+
+/// The fixture always has these tools first.
+const FIXED_TOOLS: usize = 4;
+
+#[tokio::test]
+async fn three_pages_of_fifty_are_one_hundred_fifty_tools() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let generated = (150 - FIXED_TOOLS).to_string();
+    let server = fixture(
+        "paged",
+        &[
+            "--tools",
+            &generated,
+            "--page-size",
+            "50",
+            "--log",
+            path_str(&log),
+        ],
+    );
+    let (runtime, _) = start(config([server])).await;
+    assert_eq!(runtime.servers()[0].tools, 150);
+    assert_eq!(runtime.catalog().tools().len(), 150);
+    assert!(runtime.catalog().resolve("mcp__paged__tool_145").is_some());
+    assert_eq!(count_method(&read_log(&log), "tools/list"), 3);
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_repeated_cursor_is_an_error_not_a_hang() {
+    let server = fixture(
+        "loop",
+        &["--tools", "10", "--page-size", "2", "--repeat-cursor"],
+    );
+    let (runtime, _) = start(config([server])).await;
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Failed);
+    assert_eq!(
+        mcp_runtime::error::chain(status.error.as_ref().unwrap()),
+        "listing tools failed: the server repeated cursor `again` (its pagination loops)"
+    );
+}
+
+#[tokio::test]
+async fn a_failing_tools_list_fails_the_startup_with_the_server_message() {
+    let (runtime, _) = start(config([fixture("broken", &["--fail-list"])])).await;
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Failed);
+    let error = mcp_runtime::error::chain(status.error.as_ref().unwrap());
+    assert!(error.contains("tools/list failed on purpose"), "{error}");
+}
+
+#[tokio::test]
+async fn enabled_tools_apply_first_then_disabled_tools() {
+    let mut server = fixture("f", &["--tools", "3"]);
+    server.enabled_tools = Some(vec!["echo".into(), "tool_0".into(), "tool_1".into()]);
+    server.disabled_tools = vec!["tool_1".into(), "pid".into()];
+    let (runtime, _) = start(config([server])).await;
+    let names: Vec<_> = runtime
+        .catalog()
+        .tools()
+        .iter()
+        .map(|tool| tool.qualified_name.clone())
+        .collect();
+    assert_eq!(names, ["mcp__f__echo", "mcp__f__tool_0"]);
+    assert_eq!(runtime.servers()[0].tools, 2);
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn colliding_and_long_names_are_qualified_and_still_route() {
+    let long = "a_really_long_tool_name_that_goes_past_the_limit_of_sixty_four_characters";
+    let server = fixture(
+        "f",
+        &[
+            "--tool-name",
+            "read.file",
+            "--tool-name",
+            "read_file",
+            "--tool-name",
+            long,
+        ],
+    );
+    let (runtime, _) = start(config([server])).await;
+    let catalog = runtime.catalog();
+    let mut routed: Vec<(String, String)> = Vec::new();
+    for tool in catalog.tools() {
+        assert!(tool.qualified_name.len() <= 64, "{}", tool.qualified_name);
+        assert!(
+            tool.qualified_name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            "{}",
+            tool.qualified_name
+        );
+        let back = catalog.resolve(&tool.qualified_name).unwrap();
+        routed.push((back.server.clone(), back.tool.name.to_string()));
+    }
+    for raw in ["read.file", "read_file", long] {
+        assert!(
+            routed.contains(&("f".into(), raw.into())),
+            "{raw} is routable"
+        );
+    }
+    // A second runtime with the same servers names them identically.
+    let first: Vec<String> = catalog
+        .tools()
+        .iter()
+        .map(|t| t.qualified_name.clone())
+        .collect();
+    runtime.shutdown().await;
+    let server = fixture(
+        "f",
+        &[
+            "--tool-name",
+            "read.file",
+            "--tool-name",
+            "read_file",
+            "--tool-name",
+            long,
+        ],
+    );
+    let (again, _) = start(config([server])).await;
+    let second: Vec<String> = again
+        .catalog()
+        .tools()
+        .iter()
+        .map(|t| t.qualified_name.clone())
+        .collect();
+    assert_eq!(first, second);
+    again.shutdown().await;
+}

@@ -1,0 +1,55 @@
+//! Servers written by others, installed pinned by `scripts/install-peers`.
+
+use std::path::PathBuf;
+
+use mcp_runtime::{ServerConfig, ServerState};
+use serde_json::json;
+
+use crate::support::*;
+
+/// The entry point of `@modelcontextprotocol/server-everything`; fails loudly when
+/// the peers are not installed.
+pub fn server_everything() -> PathBuf {
+    let path =
+        peers_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/install-peers (scripts/test does)",
+        path.display()
+    );
+    path
+}
+
+#[tokio::test]
+async fn server_everything_over_stdio_lists_thirteen_tools_and_adds() {
+    let everything = ServerConfig::stdio(
+        "everything",
+        "node",
+        vec![server_everything().to_str().unwrap().into(), "stdio".into()],
+    );
+    let (runtime, _) = start(config([everything])).await;
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+    assert_eq!(
+        status.tools,
+        13,
+        "without optional client capabilities: {:?}",
+        runtime
+            .catalog()
+            .tools()
+            .iter()
+            .map(|t| &t.qualified_name)
+            .collect::<Vec<_>>()
+    );
+    let result = runtime
+        .call_tool(
+            "mcp__everything__get-sum",
+            json!({"a": 2, "b": 3}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true));
+    let text = &result.content[0].as_text().unwrap().text;
+    assert!(text.contains('5'), "{text}");
+    runtime.shutdown().await;
+}

@@ -1,0 +1,238 @@
+//! Shared helpers: fixture configs, the fixture's request log, and process checks.
+
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use mcp_runtime::{
+    Config, Runtime, ServerConfig, StartOptions, StartupEvent, config::TransportConfig,
+};
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// The fixture server binary built with these tests.
+pub fn fixture_path() -> &'static str {
+    env!("CARGO_BIN_EXE_mcp-fixture")
+}
+
+/// A stdio server running the fixture with `args`.
+pub fn fixture(name: &str, args: &[&str]) -> ServerConfig {
+    ServerConfig::stdio(
+        name,
+        fixture_path(),
+        args.iter().map(|arg| arg.to_string()).collect(),
+    )
+}
+
+/// A config holding `servers`.
+pub fn config(servers: impl IntoIterator<Item = ServerConfig>) -> Config {
+    let mut config = Config::default();
+    for server in servers {
+        config.servers.insert(server.name.clone(), server);
+    }
+    config
+}
+
+/// Sets a literal environment variable for a stdio server.
+pub fn with_env(mut server: ServerConfig, name: &str, value: &str) -> ServerConfig {
+    if let TransportConfig::Stdio(stdio) = &mut server.transport {
+        stdio.env.insert(name.into(), value.into());
+    }
+    server
+}
+
+/// Forwards a variable of the parent's environment to a stdio server.
+pub fn with_env_var(mut server: ServerConfig, name: &str) -> ServerConfig {
+    if let TransportConfig::Stdio(stdio) = &mut server.transport {
+        stdio.env_vars.push(name.into());
+    }
+    server
+}
+
+/// Starts `config`, collecting its events.
+pub async fn start(config: Config) -> (Runtime, Vec<StartupEvent>) {
+    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+    let runtime = Runtime::start(config, StartOptions::new().with_events(sender))
+        .await
+        .expect("start succeeds");
+    (runtime, drain(receiver))
+}
+
+/// Every event already sent.
+pub fn drain(mut receiver: UnboundedReceiver<StartupEvent>) -> Vec<StartupEvent> {
+    let mut events = Vec::new();
+    while let Ok(event) = receiver.try_recv() {
+        events.push(event);
+    }
+    events
+}
+
+/// The process id the runtime reported for `server`.
+pub fn spawned_pid(events: &[StartupEvent], server: &str) -> i32 {
+    events
+        .iter()
+        .find_map(|event| match event {
+            StartupEvent::Spawned { server: s, pid } if s == server => Some(*pid as i32),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no Spawned event for `{server}` in {events:?}"))
+}
+
+/// A fresh temporary directory, removed when dropped.
+pub fn temp_dir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temporary directory")
+}
+
+/// The fixture's request log: one JSON object per received message.
+pub fn read_log(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .map(|line| serde_json::from_str(line).expect("log lines are JSON"))
+        .collect()
+}
+
+/// How many messages with `method` the log holds.
+pub fn count_method(log: &[Value], method: &str) -> usize {
+    log.iter().filter(|entry| entry["method"] == method).count()
+}
+
+pub fn path_str(path: &Path) -> &str {
+    path.to_str().expect("temporary paths are UTF-8")
+}
+
+pub fn peers_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers")
+}
+
+// ---- processes ----
+
+/// A process's state letter and process group, from `/proc/PID/stat`; `None` once
+/// it is gone.
+fn stat(pid: i32) -> Option<(char, i32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may contain spaces: parse after it.
+    let rest = &text[text.rfind(')')? + 2..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+/// Whether `pid` is a live process (a zombie is not).
+pub fn is_alive(pid: i32) -> bool {
+    matches!(stat(pid), Some((state, _)) if state != 'Z' && state != 'X')
+}
+
+/// The live members of process group `pgid`.
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| matches!(stat(pid), Some((state, pgrp)) if pgrp == pgid && state != 'Z' && state != 'X'))
+        .collect()
+}
+
+/// Waits, without polling, until `pid` has exited (is a zombie or gone), for at
+/// most `limit`. Returns whether it exited.
+pub fn wait_for_exit(pid: i32, limit: Duration) -> bool {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new file descriptor or
+    // -1; the descriptor is closed below.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+    if fd < 0 {
+        return !is_alive(pid);
+    }
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `poll` points to one valid pollfd for the duration of the call.
+    let ready = unsafe { libc::poll(&mut poll, 1, limit.as_millis() as i32) };
+    // SAFETY: fd was returned by pidfd_open above and is closed once.
+    unsafe { libc::close(fd) };
+    ready == 1 || !is_alive(pid)
+}
+
+/// Asserts that no process of group `pgid`, and none of `others`, is left.
+pub fn assert_all_gone(pgid: i32, others: &[i32]) {
+    let limit = Duration::from_secs(10);
+    for pid in group_members(pgid)
+        .into_iter()
+        .chain(others.iter().copied())
+    {
+        assert!(wait_for_exit(pid, limit), "process {pid} is still running");
+    }
+    assert_eq!(
+        group_members(pgid),
+        Vec::<i32>::new(),
+        "group {pgid} still has processes"
+    );
+}
+
+/// Reads the pid the fixture wrote for its own child (`--spawn-grandchild FILE`).
+pub fn read_pid(path: &Path) -> i32 {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|error| panic!("reading {}: {error}", path.display()))
+        .trim()
+        .parse()
+        .expect("a pid")
+}
+
+/// A variable the tests expect in the host's environment, holding a secret.
+pub const TEST_SECRET_VAR: &str = "MCP_RUNTIME_TEST_PARENT_SECRET";
+/// Its value.
+pub const TEST_SECRET: &str = "hunter2";
+/// A variable the tests use as an HTTP bearer token.
+pub const TEST_TOKEN_VAR: &str = "MCP_RUNTIME_TEST_HTTP_TOKEN";
+/// Its value.
+pub const TEST_TOKEN: &str = "tok-8f2e";
+/// A variable the tests use for a header value.
+pub const TEST_HEADER_VAR: &str = "MCP_RUNTIME_TEST_HEADER";
+
+/// Puts the tests' variables into this process's environment, once.
+pub fn set_test_env() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: these variables are set once, here, and read only through std, which
+        // synchronizes environment access; no test removes or changes them.
+        unsafe {
+            std::env::set_var(TEST_SECRET_VAR, TEST_SECRET);
+            std::env::set_var(TEST_TOKEN_VAR, TEST_TOKEN);
+            std::env::set_var(TEST_HEADER_VAR, "header-from-env");
+        }
+    });
+}
+
+/// A fixture serving Streamable HTTP on a free loopback port.
+pub struct HttpFixture {
+    pub url: String,
+    _child: tokio::process::Child,
+}
+
+/// Starts the fixture with `--http 127.0.0.1:0` and `args`, and waits for its URL.
+pub async fn http_fixture(args: &[&str]) -> HttpFixture {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(fixture_path())
+        .args(["--http", "127.0.0.1:0"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the fixture starts");
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    tokio::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .await
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    HttpFixture { url, _child: child }
+}
