@@ -26,9 +26,8 @@ use rmcp::{
 use tokio::sync::Notify;
 
 use crate::{
-    config::{ServerConfig, TransportConfig},
     error::{CallError, ListToolsError, StartupError, chain},
-    transport::{http, stdio},
+    transport::{Endpoint, http, stdio},
 };
 
 /// The protocol version offered in `initialize`.
@@ -39,6 +38,15 @@ pub const MAX_LIST_PAGES: usize = 100;
 pub const MAX_LISTED_TOOLS: usize = 10_000;
 /// How long an exited server's last stderr may take to arrive.
 const EXIT_REPORT_WAIT: Duration = Duration::from_secs(1);
+
+/// The experimental capability through which a server opts out of shared listings.
+pub const TOOL_CATALOG_CACHE_CAPABILITY: &str = "codex/tool-catalog-cache";
+
+/// A complete tool listing and how many `tools/list` requests it took.
+pub(crate) struct Listed {
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) requests: usize,
+}
 
 /// The client side of one connection: what it offers in `initialize` and what it
 /// does with the server's notifications.
@@ -76,16 +84,15 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// Starts or reaches the server and completes the handshake. `wrapper` is the
-    /// command prefix of the server's execution environment, if it has one;
+    /// Starts or reaches the server at `endpoint` and completes the handshake;
     /// `on_spawn` learns a local server's process id as soon as it runs.
     ///
     /// # Cancel safety
     ///
     /// Dropping the future ends the server process, if one was started.
     pub(crate) async fn connect(
-        config: &ServerConfig,
-        wrapper: Option<&[String]>,
+        server: &str,
+        endpoint: &Endpoint,
         on_spawn: impl FnOnce(u32),
     ) -> Result<Self, StartupError> {
         let tools_changed = Arc::new(Notify::new());
@@ -93,16 +100,9 @@ impl Connection {
             info: client_config(),
             tools_changed: tools_changed.clone(),
         };
-        let (service, process) = match &config.transport {
-            TransportConfig::Stdio(stdio_config) => {
-                let argv: Vec<String> = wrapper
-                    .unwrap_or_default()
-                    .iter()
-                    .chain([&stdio_config.command])
-                    .chain(&stdio_config.args)
-                    .cloned()
-                    .collect();
-                let spawned = stdio::spawn(&config.name, &argv, stdio_config)?;
+        let (service, process) = match endpoint {
+            Endpoint::Stdio(launch) => {
+                let spawned = stdio::spawn(server, launch)?;
                 let mut process = spawned.process;
                 on_spawn(process.pid());
                 match client.serve((spawned.stdout, spawned.stdin)).await {
@@ -121,10 +121,9 @@ impl Connection {
                     }
                 }
             }
-            TransportConfig::StreamableHttp(http_config) => {
-                let resolved = http::resolve(http_config, |name| std::env::var(name).ok())?;
+            Endpoint::Http(resolved) => {
                 let service = client
-                    .serve(http::transport(&resolved))
+                    .serve(http::transport(resolved))
                     .await
                     .map_err(|error| StartupError::Handshake {
                         message: chain(&error),
@@ -159,6 +158,22 @@ impl Connection {
         self.tools_changed.clone()
     }
 
+    /// Whether the server lets other startups share its listings: it opts out by
+    /// advertising `capabilities.experimental["codex/tool-catalog-cache"]` with
+    /// `"cacheable": false`.
+    pub(crate) fn allows_shared_listing(&self) -> bool {
+        let Some(info) = self.peer().peer_info() else {
+            return true;
+        };
+        let cacheable = info
+            .capabilities
+            .experimental
+            .as_ref()
+            .and_then(|experimental| experimental.get(TOOL_CATALOG_CACHE_CAPABILITY))
+            .and_then(|capability| capability.get("cacheable"));
+        cacheable != Some(&serde_json::Value::Bool(false))
+    }
+
     /// Lists every tool, following `nextCursor` to the end. Each page is bounded by
     /// `page_timeout`. A repeated cursor, more than [`MAX_LIST_PAGES`] pages or more
     /// than [`MAX_LISTED_TOOLS`] tools is an error.
@@ -169,11 +184,11 @@ impl Connection {
     pub(crate) async fn list_tools(
         &self,
         page_timeout: Duration,
-    ) -> Result<Vec<Tool>, ListToolsError> {
+    ) -> Result<Listed, ListToolsError> {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         let mut seen = HashSet::new();
-        for _ in 0..MAX_LIST_PAGES {
+        for requests in 1..=MAX_LIST_PAGES {
             let params = cursor
                 .clone()
                 .map(|cursor| PaginatedRequestParams::default().with_cursor(Some(cursor)));
@@ -192,7 +207,7 @@ impl Connection {
                 });
             }
             match page.next_cursor {
-                None => return Ok(tools),
+                None => return Ok(Listed { tools, requests }),
                 Some(next) => {
                     if !seen.insert(next.clone()) {
                         return Err(ListToolsError::RepeatedCursor { cursor: next });

@@ -170,10 +170,16 @@ pub enum StartupError {
     #[error("listing tools failed")]
     ListTools(#[source] ListToolsError),
     /// The startup did not finish within `startup_timeout_sec`.
-    #[error("did not finish starting within {} (raise `startup_timeout_sec`)", secs(*after))]
+    #[error(
+        "did not finish starting within {}{} (raise `startup_timeout_sec`)",
+        secs(*after),
+        if *waiting_for_shared_listing { " while waiting for another startup's shared tool listing" } else { "" }
+    )]
     Timeout {
         /// The configured startup timeout.
         after: Duration,
+        /// Whether time ran out while waiting for another startup's `tools/list`.
+        waiting_for_shared_listing: bool,
     },
     /// The startup was cancelled before it finished.
     #[error("startup was cancelled")]

@@ -17,6 +17,7 @@ pub mod config;
 mod connection;
 pub mod error;
 pub mod manager;
+pub mod shared_listing;
 mod transport;
 
 pub use catalog::{Catalog, QualifiedTool};
@@ -24,9 +25,11 @@ pub use config::{Config, ServerConfig};
 pub use connection::{PROTOCOL_VERSION, client_config};
 pub use error::{CallError, ConfigError, ListToolsError, StartError, StartupError};
 pub use manager::{
-    Runtime, ServerState, ServerStatus, StartOptions, StartupEvent, StartupSummary, TransportKind,
+    DEFAULT_SCOPE, Runtime, ServerState, ServerStatus, StartOptions, StartupEvent, StartupSummary,
+    TransportKind,
 };
 /// The protocol types of `rmcp` that appear in this crate's API.
 pub use rmcp::model;
+pub use shared_listing::ListingRegistry;
 /// The token that cancels a start ([`StartOptions::with_cancellation`]).
 pub use tokio_util::sync::CancellationToken;

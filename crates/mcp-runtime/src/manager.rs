@@ -17,19 +17,24 @@ mod startup;
 
 use std::{
     collections::BTreeMap,
-    sync::{Arc, Mutex, RwLock, Weak},
+    sync::{
+        Arc, Mutex, Weak,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
 use rmcp::model::{CallToolResult, JsonObject, Tool};
+use tokio::sync::watch;
 use tokio_util::task::AbortOnDropHandle;
 
-pub use self::startup::{StartOptions, StartupEvent, StartupSummary};
+pub use self::startup::{DEFAULT_SCOPE, StartOptions, StartupEvent, StartupSummary};
 use crate::{
     catalog::Catalog,
     config::{Config, ServerConfig, TransportConfig},
     connection::Connection,
     error::{CallError, ListToolsError, StartError, StartupError},
+    shared_listing::SharedTools,
 };
 
 /// The state of a server once its startup has settled.
@@ -100,6 +105,9 @@ pub struct ServerStatus {
     pub pid: Option<u32>,
     /// How many of its tools are exposed.
     pub tools: usize,
+    /// How many `tools/list` requests this runtime sent for the server's startup
+    /// listing: 0 when another startup's listing was shared with it.
+    pub tools_list_requests: usize,
 }
 
 /// A running set of MCP servers.
@@ -113,7 +121,9 @@ pub struct Runtime {
 
 struct Shared {
     servers: BTreeMap<String, Server>,
-    catalog: RwLock<Arc<Catalog>>,
+    catalog: watch::Sender<Arc<Catalog>>,
+    /// Set once shutdown begins: refreshes that fail from then on are expected.
+    closing: AtomicBool,
 }
 
 struct Server {
@@ -122,17 +132,17 @@ struct Server {
     startup_time: Duration,
     error: Option<StartupError>,
     connection: Option<Arc<Connection>>,
+    tools_list_requests: usize,
     listing: Mutex<Listing>,
 }
 
 /// A server's current tool listing and the generation of the request it came from.
-#[derive(Default)]
 struct Listing {
     /// The generation of the listing held in `tools`.
     stored: u64,
     /// The generation the next request takes.
     next: u64,
-    tools: Vec<Tool>,
+    tools: SharedTools,
 }
 
 impl Runtime {
@@ -154,15 +164,12 @@ impl Runtime {
         let mut required_failures = Vec::new();
         for outcome in outcomes {
             let name = outcome.config.name.clone();
-            let (state, error, connection, tools) = match outcome.result {
-                Ok((connection, tools)) => (ServerState::Ready, None, Some(connection), tools),
-                Err(StartupError::Cancelled) => (
-                    ServerState::Cancelled,
-                    Some(StartupError::Cancelled),
-                    None,
-                    Vec::new(),
-                ),
-                Err(error) => (ServerState::Failed, Some(error), None, Vec::new()),
+            let (state, error, started) = match outcome.result {
+                Ok(started) => (ServerState::Ready, None, Some(started)),
+                Err(StartupError::Cancelled) => {
+                    (ServerState::Cancelled, Some(StartupError::Cancelled), None)
+                }
+                Err(error) => (ServerState::Failed, Some(error), None),
             };
             if outcome.config.required
                 && let Some(error) = &error
@@ -176,20 +183,24 @@ impl Runtime {
                     state,
                     startup_time: outcome.elapsed,
                     error,
-                    connection: connection.map(Arc::new),
+                    tools_list_requests: started.as_ref().map_or(0, |s| s.tools_list_requests),
                     listing: Mutex::new(Listing {
                         stored: 0,
                         next: 1,
-                        tools,
+                        tools: started
+                            .as_ref()
+                            .map(|s| s.tools.clone())
+                            .unwrap_or_default(),
                     }),
+                    connection: started.map(|s| Arc::new(s.connection)),
                 },
             );
         }
         let shared = Arc::new(Shared {
+            catalog: watch::Sender::new(Arc::new(Shared::build_catalog(&servers))),
             servers,
-            catalog: RwLock::default(),
+            closing: AtomicBool::new(false),
         });
-        shared.rebuild_catalog();
         if !required_failures.is_empty() {
             shared.shutdown().await;
             return Err(StartError::RequiredServersFailed {
@@ -228,17 +239,20 @@ impl Runtime {
                 error: server.error.clone(),
                 pid: server.connection.as_ref().and_then(|c| c.pid()),
                 tools: catalog.tools().iter().filter(|t| t.server == *name).count(),
+                tools_list_requests: server.tools_list_requests,
             })
             .collect()
     }
 
     /// A snapshot of the catalog: every exposed tool under its qualified name.
     pub fn catalog(&self) -> Arc<Catalog> {
-        self.shared
-            .catalog
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+        self.shared.catalog.borrow().clone()
+    }
+
+    /// A receiver that sees every new catalog, for a host that re-sends the tool list
+    /// to its model when a server's tools change.
+    pub fn subscribe_catalog(&self) -> watch::Receiver<Arc<Catalog>> {
+        self.shared.catalog.subscribe()
     }
 
     /// Calls the tool with this qualified name, bounded by its server's
@@ -308,9 +322,8 @@ impl Runtime {
 }
 
 impl Shared {
-    fn rebuild_catalog(&self) {
-        let listings: Vec<(&str, Vec<Tool>)> = self
-            .servers
+    fn build_catalog(servers: &BTreeMap<String, Server>) -> Catalog {
+        let listings: Vec<(&str, Vec<Tool>)> = servers
             .iter()
             .filter(|(_, server)| server.state == ServerState::Ready)
             .map(|(name, server)| {
@@ -327,15 +340,11 @@ impl Shared {
                 (name.as_str(), exposed)
             })
             .collect();
-        let catalog = Catalog::build(
+        Catalog::build(
             listings
                 .iter()
                 .map(|(name, tools)| (*name, tools.as_slice())),
-        );
-        *self
-            .catalog
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(catalog);
+        )
     }
 
     async fn refresh(&self, name: &str) -> Result<(), ListToolsError> {
@@ -356,20 +365,22 @@ impl Shared {
             listing.next += 1;
             listing.next - 1
         };
-        let tools = connection.list_tools(server.config.startup_timeout).await?;
+        let listed = connection.list_tools(server.config.startup_timeout).await?;
         {
             let mut listing = server.listing.lock().unwrap_or_else(|p| p.into_inner());
             if generation <= listing.stored {
                 return Ok(());
             }
             listing.stored = generation;
-            listing.tools = tools;
+            listing.tools = Arc::new(listed.tools);
         }
-        self.rebuild_catalog();
+        self.catalog
+            .send_replace(Arc::new(Self::build_catalog(&self.servers)));
         Ok(())
     }
 
     async fn shutdown(&self) {
+        self.closing.store(true, Ordering::Relaxed);
         let connections = self
             .servers
             .values()
@@ -389,7 +400,9 @@ async fn refresh_on_change(shared: Weak<Shared>, name: String, changed: Arc<toki
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        if let Err(error) = shared.refresh(&name).await {
+        if let Err(error) = shared.refresh(&name).await
+            && !shared.closing.load(Ordering::Relaxed)
+        {
             tracing::warn!(server = %name, error = %crate::error::chain(&error), "refreshing tools after list_changed failed");
         }
     }

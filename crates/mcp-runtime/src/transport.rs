@@ -1,6 +1,41 @@
 //! The two ways to reach a server: a local child process over stdio, or a Streamable
 //! HTTP endpoint. Both end in an rmcp transport that [`crate::connection`] runs the
 //! protocol over.
+//!
+//! An [`Endpoint`] is prepared before anything is started: it holds exactly what will be
+//! used (the argv, the child's whole environment; the URL, the headers and token with
+//! every variable resolved), so the discovery key of a startup is computed from the
+//! same values the connection uses.
 
 pub(crate) mod http;
 pub(crate) mod stdio;
+
+use crate::{
+    config::{ServerConfig, TransportConfig},
+    error::StartupError,
+};
+
+/// Exactly how to reach one server.
+#[derive(Debug, Clone)]
+pub(crate) enum Endpoint {
+    /// A local child process (possibly through an environment's wrapper).
+    Stdio(stdio::Launch),
+    /// A Streamable HTTP endpoint.
+    Http(http::ResolvedHttp),
+}
+
+impl Endpoint {
+    /// Resolves `config` against this process's environment. `wrapper` is the command
+    /// prefix of the server's execution environment, if it has one.
+    pub(crate) fn prepare(
+        config: &ServerConfig,
+        wrapper: Option<&[String]>,
+    ) -> Result<Self, StartupError> {
+        Ok(match &config.transport {
+            TransportConfig::Stdio(stdio) => Self::Stdio(stdio::Launch::new(stdio, wrapper)),
+            TransportConfig::StreamableHttp(http) => {
+                Self::Http(http::resolve(http, |name| std::env::var(name).ok())?)
+            }
+        })
+    }
+}

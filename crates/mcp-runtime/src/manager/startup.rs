@@ -1,9 +1,14 @@
 //! Concurrent startup of every enabled server, with progress events.
 
-use std::time::Duration;
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
 
 use futures::{StreamExt, stream::FuturesUnordered};
-use rmcp::model::Tool;
 use tokio::{sync::mpsc::UnboundedSender, time::Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -11,20 +16,71 @@ use crate::{
     config::{Config, Environment, ServerConfig},
     connection::Connection,
     error::{StartupError, chain},
+    shared_listing::{
+        self, DiscoveryKey, LeaderGuard, ListingRegistry, Next, SharedTools, Startup,
+    },
+    transport::Endpoint,
 };
 
+/// The discovery scope used when the host names none.
+pub const DEFAULT_SCOPE: &str = "default";
+
 /// How to start a [`Runtime`](super::Runtime).
-#[derive(Debug, Clone, Default)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct StartOptions {
     events: Option<UnboundedSender<StartupEvent>>,
     cancel: CancellationToken,
+    scope: String,
+    registry: ListingRegistry,
+    share_listings: bool,
+}
+
+impl Default for StartOptions {
+    fn default() -> Self {
+        Self {
+            events: None,
+            cancel: CancellationToken::new(),
+            scope: DEFAULT_SCOPE.to_owned(),
+            registry: ListingRegistry::global().clone(),
+            share_listings: true,
+        }
+    }
+}
+
+impl std::fmt::Debug for StartOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StartOptions")
+            .field("scope", &self.scope)
+            .field("share_listings", &self.share_listings)
+            .finish_non_exhaustive()
+    }
 }
 
 impl StartOptions {
-    /// Default options: no events, no cancellation.
+    /// Default options: no events, no cancellation, shared listings in the
+    /// process-wide registry under the scope [`DEFAULT_SCOPE`].
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The discovery scope this runtime's catalog belongs to (an account, a workspace,
+    /// a group of agent sessions). Startups share listings only within one scope.
+    pub fn with_scope(mut self, scope: impl Into<String>) -> Self {
+        self.scope = scope.into();
+        self
+    }
+
+    /// Shares listings through `registry` instead of the process-wide one.
+    pub fn with_listing_registry(mut self, registry: ListingRegistry) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    /// Whether this runtime's startups publish and take shared listings at all.
+    pub fn with_shared_listings(mut self, share: bool) -> Self {
+        self.share_listings = share;
+        self
     }
 
     /// Sends startup progress to `events`.
@@ -56,6 +112,14 @@ pub enum StartupEvent {
         server: String,
         /// Its process id, which is also its process group id.
         pid: u32,
+    },
+    /// The handshake is done and the startup needs the server's tools.
+    ListingTools {
+        /// The server.
+        server: String,
+        /// `false`: the startup sends `tools/list` on its own connection; `true`: it
+        /// waits for another startup's listing.
+        shared: bool,
     },
     /// The server is ready.
     Ready {
@@ -98,11 +162,19 @@ pub struct StartupSummary {
     pub elapsed: Duration,
 }
 
+/// A started server: its connection, its tools, and how many `tools/list` requests
+/// its startup sent itself.
+pub(super) struct Started {
+    pub(super) connection: Connection,
+    pub(super) tools: SharedTools,
+    pub(super) tools_list_requests: usize,
+}
+
 /// How one server's startup ended.
 pub(super) struct Outcome {
     pub(super) config: ServerConfig,
     pub(super) elapsed: Duration,
-    pub(super) result: Result<(Connection, Vec<Tool>), StartupError>,
+    pub(super) result: Result<Started, StartupError>,
 }
 
 /// Starts every enabled server concurrently and returns once all have settled, in
@@ -159,33 +231,46 @@ async fn start_one(
     report.send(StartupEvent::Starting {
         server: server.clone(),
     });
+    let waiting = AtomicBool::new(false);
     let startup = async {
-        let connection = Connection::connect(config, wrapper, |pid| {
+        let endpoint = Endpoint::prepare(config, wrapper)?;
+        // Stamped before anything is sent: a listing requested from now on may serve it.
+        let ticket = (options.share_listings && config.share_tool_listing).then(|| {
+            let key = DiscoveryKey::new(&options.scope, &server, &endpoint, &config.environment);
+            options.registry.begin(key)
+        });
+        let connection = Connection::connect(&server, &endpoint, |pid| {
             report.send(StartupEvent::Spawned {
                 server: server.clone(),
                 pid,
             });
         })
         .await?;
-        let tools = connection
-            .list_tools(config.startup_timeout)
-            .await
-            .map_err(StartupError::ListTools)?;
-        Ok((connection, tools))
+        let ticket = ticket.filter(|_| connection.allows_shared_listing());
+        let (tools, tools_list_requests) =
+            list(&connection, ticket, config, &report, &waiting).await?;
+        Ok(Started {
+            connection,
+            tools,
+            tools_list_requests,
+        })
     };
     let result = tokio::select! {
         result = tokio::time::timeout(config.startup_timeout, startup) => match result {
             Ok(result) => result,
-            Err(_) => Err(StartupError::Timeout { after: config.startup_timeout }),
+            Err(_) => Err(StartupError::Timeout {
+                after: config.startup_timeout,
+                waiting_for_shared_listing: waiting.load(Ordering::Relaxed),
+            }),
         },
         () = options.cancel.cancelled() => Err(StartupError::Cancelled),
     };
     let elapsed = began.elapsed();
     report.settled = true;
     report.send(match &result {
-        Ok((_, tools)) => StartupEvent::Ready {
+        Ok(started) => StartupEvent::Ready {
             server,
-            tools: tools.len(),
+            tools: started.tools.len(),
             elapsed,
         },
         Err(StartupError::Cancelled) => StartupEvent::Cancelled { server },
@@ -199,6 +284,57 @@ async fn start_one(
         config: config.clone(),
         elapsed,
         result,
+    }
+}
+
+/// Gets the startup listing: a shared one when `ticket` finds one, else from the
+/// server on this startup's own connection. Returns the tools and how many
+/// `tools/list` requests this startup sent.
+async fn list(
+    connection: &Connection,
+    ticket: Option<Startup>,
+    config: &ServerConfig,
+    report: &Report,
+    waiting: &AtomicBool,
+) -> Result<(SharedTools, usize), StartupError> {
+    let own = |leader: Option<LeaderGuard>| async move {
+        report.send(StartupEvent::ListingTools {
+            server: config.name.clone(),
+            shared: false,
+        });
+        let listed = connection
+            .list_tools(config.startup_timeout)
+            .await
+            .map_err(StartupError::ListTools)?;
+        let tools = Arc::new(listed.tools);
+        if let Some(leader) = leader {
+            leader.publish(tools.clone());
+        }
+        Ok((tools, listed.requests))
+    };
+    let Some(mut ticket) = ticket else {
+        return own(None).await;
+    };
+    let mut announced_wait = false;
+    loop {
+        match ticket.next() {
+            Next::Take(tools) => return Ok((tools, 0)),
+            Next::Lead(leader) => return own(Some(leader)).await,
+            Next::Wait(attempt) => {
+                if !std::mem::replace(&mut announced_wait, true) {
+                    report.send(StartupEvent::ListingTools {
+                        server: config.name.clone(),
+                        shared: true,
+                    });
+                }
+                waiting.store(true, Ordering::Relaxed);
+                let shared = shared_listing::wait(attempt).await;
+                waiting.store(false, Ordering::Relaxed);
+                if let Some(tools) = shared {
+                    return Ok((tools, 0));
+                }
+            }
+        }
     }
 }
 

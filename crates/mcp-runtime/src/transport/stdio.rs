@@ -13,6 +13,7 @@
 use std::{
     collections::{BTreeMap, VecDeque},
     ffi::OsString,
+    path::PathBuf,
     process::{ExitStatus, Stdio},
     sync::{Arc, Mutex},
     time::Duration,
@@ -65,24 +66,49 @@ pub(crate) struct Spawned {
     pub(crate) stdin: ChildStdin,
 }
 
-/// Starts `argv[0]` with `argv[1..]` for `server`, in a new process group.
-pub(crate) fn spawn(
-    server: &str,
-    argv: &[String],
-    stdio: &StdioConfig,
-) -> Result<Spawned, StartupError> {
-    let (program, args) = argv.split_first().expect("argv is never empty");
+/// Exactly what a local server is started with.
+#[derive(Debug, Clone)]
+pub(crate) struct Launch {
+    /// The program and its arguments, after any environment's wrapper.
+    pub(crate) argv: Vec<String>,
+    /// The child's whole environment.
+    pub(crate) env: BTreeMap<OsString, OsString>,
+    pub(crate) cwd: Option<PathBuf>,
+}
+
+impl Launch {
+    /// `stdio`'s command run through `wrapper` (if any), with the environment built
+    /// from this process's.
+    pub(crate) fn new(stdio: &StdioConfig, wrapper: Option<&[String]>) -> Self {
+        let argv = wrapper
+            .unwrap_or_default()
+            .iter()
+            .chain([&stdio.command])
+            .chain(&stdio.args)
+            .cloned()
+            .collect();
+        Self {
+            argv,
+            env: child_environment(stdio, |name| std::env::var_os(name)),
+            cwd: stdio.cwd.clone(),
+        }
+    }
+}
+
+/// Starts `launch` for `server`, in a new process group.
+pub(crate) fn spawn(server: &str, launch: &Launch) -> Result<Spawned, StartupError> {
+    let (program, args) = launch.argv.split_first().expect("argv is never empty");
     let mut command = Command::new(program);
     command
         .args(args)
         .env_clear()
-        .envs(child_environment(stdio, |name| std::env::var_os(name)))
+        .envs(&launch.env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    if let Some(cwd) = &stdio.cwd {
+    if let Some(cwd) = &launch.cwd {
         command.current_dir(cwd);
     }
     let mut child = command.spawn().map_err(|source| StartupError::Spawn {
