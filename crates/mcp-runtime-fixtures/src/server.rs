@@ -1,12 +1,30 @@
-//! The fixture's MCP server handler: its tools, its pagination, and the delays
-//! and faults tests ask for.
+//! The fixture's MCP server handler: its tools, its pagination, and the delays,
+//! gates and faults tests ask for.
 //!
 //! The handler is written against rmcp's [`ServerHandler`] directly (no tool
 //! router) because the tool set is decided at run time. Tools are listed in a
-//! fixed order: the fixed tools `echo`, `fail`, `env`, `pid`; then the
-//! generated `tool_0` … `tool_{N-1}`; then the named ones.
+//! fixed order: the fixed tools `echo`, `fail`, `env`, `pid`, `add_tool`; then
+//! the generated `tool_0` … `tool_{N-1}`; then the named ones; then those
+//! added by calling `add_tool`, in the order they were added.
+//!
+//! The tool list is shared state: every clone of a [`Fixture`] (the HTTP
+//! server makes one per session) sees the same list. Invariants:
+//!
+//! 1. The list only grows, at its end: `add_tool` appends and nothing removes
+//!    or reorders. A cursor (an offset) from an earlier page therefore stays
+//!    valid, and a listing that spans an `add_tool` sees every tool once, the
+//!    new one on its last page.
+//! 2. Tool names are unique: `add_tool` refuses a name already listed.
+//! 3. A page is cut from the list under one lock, so its tools and its next
+//!    cursor agree.
+//! 4. `add_tool` sends `notifications/tools/list_changed` only after the tool
+//!    is in the list, so a client that lists on the notification sees it.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    path::PathBuf,
+    sync::{Arc, RwLock},
+    time::Duration,
+};
 
 use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler,
@@ -16,9 +34,11 @@ use rmcp::{
         JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
         Tool,
     },
-    service::RequestContext,
+    service::{Peer, RequestContext},
 };
 use serde_json::{Value, json};
+
+use crate::gate::{Gates, ListGate};
 
 /// The cursor every page names in `--repeat-cursor` mode.
 pub const REPEATED_CURSOR: &str = "again";
@@ -38,6 +58,9 @@ pub struct Behaviour {
     pub init_delay: Duration,
     /// Wait before answering each `tools/list`.
     pub list_delay: Duration,
+    /// Compute (spin on a CPU) this long before answering each `tools/list`, like a
+    /// server that builds its tool list on demand.
+    pub list_cpu: Duration,
     /// Wait before answering each `tools/call`.
     pub call_delay: Duration,
     /// Never answer `initialize`.
@@ -46,6 +69,9 @@ pub struct Behaviour {
     pub fail_list: bool,
     /// Advertised as `capabilities.experimental`; none when empty.
     pub experimental: ExperimentalCapabilities,
+    /// Wait for gate files in this directory before answering `initialize`
+    /// and each `tools/list` (see [`crate::gate`]).
+    pub gate_dir: Option<PathBuf>,
 }
 
 /// The fixture server. Cheap to clone: the streamable HTTP server makes one
@@ -53,15 +79,22 @@ pub struct Behaviour {
 #[derive(Clone, Debug)]
 pub struct Fixture {
     behaviour: Arc<Behaviour>,
-    tools: Arc<[Tool]>,
+    gates: Option<Arc<Gates>>,
+    /// Shared by all clones (see the module invariants).
+    tools: Arc<RwLock<Vec<Tool>>>,
 }
 
 impl Fixture {
     /// A server that behaves as `behaviour` says.
     pub fn new(behaviour: Behaviour) -> Self {
-        let tools = tools(&behaviour).into();
+        let tools = Arc::new(RwLock::new(tools(&behaviour)));
+        let gates = behaviour
+            .gate_dir
+            .clone()
+            .map(|dir| Arc::new(Gates::new(dir)));
         Self {
             behaviour: Arc::new(behaviour),
+            gates,
             tools,
         }
     }
@@ -71,29 +104,120 @@ impl Fixture {
         &self.behaviour
     }
 
+    /// The gates this server waits for, with `--gate-dir`.
+    pub fn gates(&self) -> Option<&Gates> {
+        self.gates.as_deref()
+    }
+
+    fn read_tools(&self) -> std::sync::RwLockReadGuard<'_, Vec<Tool>> {
+        // Nothing panics while holding the lock.
+        self.tools.read().expect("the tool list lock is poisoned")
+    }
+
     /// One page of tools starting at `cursor`.
     fn page(&self, cursor: Option<&str>) -> Result<ListToolsResult, McpError> {
+        let tools = self.read_tools();
         let offset = match cursor {
             None => 0,
             Some(REPEATED_CURSOR) if self.behaviour.repeat_cursor => 0,
             Some(cursor) => cursor
                 .parse::<usize>()
                 .ok()
-                .filter(|offset| *offset <= self.tools.len())
+                .filter(|offset| *offset <= tools.len())
                 .ok_or_else(|| {
                     McpError::invalid_params(format!("invalid cursor `{cursor}`"), None)
                 })?,
         };
-        let page_size = self.behaviour.page_size.unwrap_or(self.tools.len());
-        let end = offset.saturating_add(page_size).min(self.tools.len());
-        let mut result = ListToolsResult::with_all_items(self.tools[offset..end].to_vec());
+        let page_size = self.behaviour.page_size.unwrap_or(tools.len());
+        let end = offset.saturating_add(page_size).min(tools.len());
+        let mut result = ListToolsResult::with_all_items(tools[offset..end].to_vec());
         result.next_cursor = if self.behaviour.repeat_cursor {
             Some(REPEATED_CURSOR.to_owned())
         } else {
-            (end < self.tools.len()).then(|| end.to_string())
+            (end < tools.len()).then(|| end.to_string())
         };
         Ok(result)
     }
+
+    /// Append a tool named `name` (invariants 1 and 2).
+    fn add_tool(&self, name: &str) -> Result<(), McpError> {
+        let mut tools = self.tools.write().expect("the tool list lock is poisoned");
+        if tools.iter().any(|tool| tool.name == name) {
+            return Err(McpError::invalid_params(
+                format!("a tool named `{name}` already exists (pick another name)"),
+                None,
+            ));
+        }
+        tools.push(Tool::new(name.to_owned(), "added tool", no_arguments()));
+        Ok(())
+    }
+
+    /// `add_tool {name}`: append the tool, then tell the client the list
+    /// changed (invariant 4).
+    async fn add_tool_tool(
+        &self,
+        arguments: &JsonObject,
+        peer: &Peer<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let name = string_argument("add_tool", arguments, "name")?;
+        self.add_tool(name)?;
+        if let Err(error) = peer.notify_tool_list_changed().await {
+            return Err(McpError::internal_error(
+                format!("cannot send `notifications/tools/list_changed`: {error}"),
+                None,
+            ));
+        }
+        Ok(with_structured(
+            format!("added {name}"),
+            json!({ "added": name }),
+        ))
+    }
+
+    /// Wait for the `tools/list` gate and the list delay, then say whether
+    /// to fail.
+    async fn before_list(&self) -> Result<ListGate, McpError> {
+        let gate = match &self.gates {
+            Some(gates) => gates.tools_list().await.map_err(|error| {
+                McpError::internal_error(
+                    format!(
+                        "cannot read the gate `{}`: {error}",
+                        gates.tools_list_path().display()
+                    ),
+                    None,
+                )
+            })?,
+            None => ListGate::Answer,
+        };
+        tokio::time::sleep(self.behaviour.list_delay).await;
+        if !self.behaviour.list_cpu.is_zero() {
+            let cpu = self.behaviour.list_cpu;
+            tokio::task::spawn_blocking(move || spin(cpu))
+                .await
+                .map_err(|error| McpError::internal_error(error.to_string(), None))?;
+        }
+        Ok(gate)
+    }
+}
+
+/// Keeps one CPU busy for `duration` of this thread's CPU time.
+fn spin(duration: Duration) {
+    let began = thread_cpu_time();
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    while thread_cpu_time().saturating_sub(began) < duration {
+        for _ in 0..10_000 {
+            state = std::hint::black_box(state.rotate_left(5) ^ 0x2545_f491_4f6c_dd1d);
+        }
+    }
+}
+
+fn thread_cpu_time() -> Duration {
+    let mut time = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `time` is a valid timespec for the call to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut time) };
+    Duration::new(time.tv_sec as u64, time.tv_nsec as u32)
 }
 
 impl ServerHandler for Fixture {
@@ -119,6 +243,17 @@ impl ServerHandler for Fixture {
         if self.behaviour.hang_initialize {
             std::future::pending::<()>().await;
         }
+        if let Some(gates) = &self.gates {
+            gates.initialize().await.map_err(|error| {
+                McpError::internal_error(
+                    format!(
+                        "cannot read the gate `{}`: {error}",
+                        gates.initialize_path().display()
+                    ),
+                    None,
+                )
+            })?;
+        }
         tokio::time::sleep(self.behaviour.init_delay).await;
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
@@ -127,10 +262,16 @@ impl ServerHandler for Fixture {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        tokio::time::sleep(self.behaviour.list_delay).await;
-        if self.behaviour.fail_list {
+        let gate = tokio::select! {
+            gate = self.before_list() => gate?,
+            // rmcp drops the answer to a cancelled request anyway; stop waiting.
+            () = context.ct.cancelled() => {
+                return Err(McpError::internal_error("tools/list cancelled", None));
+            }
+        };
+        if self.behaviour.fail_list || gate == ListGate::Fail {
             return Err(McpError::internal_error(
                 "tools/list failed on purpose",
                 None,
@@ -160,7 +301,8 @@ impl ServerHandler for Fixture {
                 std::process::id().to_string(),
                 json!({ "pid": std::process::id() }),
             ),
-            name if self.tools.iter().any(|tool| tool.name == name) => with_structured(
+            "add_tool" => self.add_tool_tool(&arguments, &context.peer).await?,
+            name if self.read_tools().iter().any(|tool| tool.name == name) => with_structured(
                 format!("called {name}"),
                 json!({ "tool": name, "arguments": arguments }),
             ),
@@ -175,24 +317,37 @@ impl ServerHandler for Fixture {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools.iter().find(|tool| tool.name == name).cloned()
+        self.read_tools()
+            .iter()
+            .find(|tool| tool.name == name)
+            .cloned()
     }
 }
 
 /// `env {name}`: the variable's value in this process, or `<unset>`.
 fn env_tool(arguments: &JsonObject) -> Result<CallToolResult, McpError> {
-    let Some(Value::String(name)) = arguments.get("name") else {
-        return Err(McpError::invalid_params(
-            "`env` needs a string argument `name`",
-            None,
-        ));
-    };
+    let name = string_argument("env", arguments, "name")?;
     let value = std::env::var_os(name).map(|value| value.to_string_lossy().into_owned());
     let text = value.clone().unwrap_or_else(|| "<unset>".to_owned());
     Ok(with_structured(
         text,
         json!({ "name": name, "value": value }),
     ))
+}
+
+/// The string argument `argument` of the tool `tool`.
+fn string_argument<'a>(
+    tool: &str,
+    arguments: &'a JsonObject,
+    argument: &str,
+) -> Result<&'a str, McpError> {
+    match arguments.get(argument) {
+        Some(Value::String(value)) => Ok(value),
+        _ => Err(McpError::invalid_params(
+            format!("`{tool}` needs a string argument `{argument}`"),
+            None,
+        )),
+    }
 }
 
 /// A successful result with one text block and structured content.
@@ -204,7 +359,7 @@ fn with_structured(text: String, structured: Value) -> CallToolResult {
 
 /// The tool list in its fixed order (see the module docs).
 fn tools(behaviour: &Behaviour) -> Vec<Tool> {
-    let no_arguments = schema(json!({ "type": "object", "properties": {} }));
+    let no_arguments = no_arguments();
     let mut tools = vec![
         Tool::new(
             "echo",
@@ -228,6 +383,18 @@ fn tools(behaviour: &Behaviour) -> Vec<Tool> {
             })),
         ),
         Tool::new("pid", "The fixture's process id", no_arguments.clone()),
+        Tool::new(
+            "add_tool",
+            "Add a tool with this name to the fixture's tool list, then send \
+             notifications/tools/list_changed",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "name": { "type": "string", "description": "Name of the tool to add" }
+                },
+                "required": ["name"]
+            })),
+        ),
     ];
     tools.extend((0..behaviour.generated_tools).map(|i| {
         Tool::new(
@@ -243,6 +410,11 @@ fn tools(behaviour: &Behaviour) -> Vec<Tool> {
             .map(|name| Tool::new(name.clone(), "named tool", no_arguments.clone())),
     );
     tools
+}
+
+/// The input schema of a tool without arguments.
+fn no_arguments() -> Arc<JsonObject> {
+    schema(json!({ "type": "object", "properties": {} }))
 }
 
 fn schema(value: Value) -> Arc<JsonObject> {
@@ -265,25 +437,30 @@ mod tests {
     }
 
     #[test]
-    fn tools_are_fixed_then_generated_then_named() {
+    fn tools_are_fixed_then_generated_then_named_then_added() {
         let server = fixture(Behaviour {
             generated_tools: 2,
             named_tools: vec!["zeta".into(), "alpha".into()],
             ..Behaviour::default()
         });
+        server.add_tool("beta").unwrap();
+        server.add_tool("aardvark").unwrap();
         let page = server.page(None).unwrap();
         assert_eq!(
             names(&page),
             [
-                "echo", "fail", "env", "pid", "tool_0", "tool_1", "zeta", "alpha"
+                "echo", "fail", "env", "pid", "add_tool", "tool_0", "tool_1", "zeta", "alpha",
+                "beta", "aardvark"
             ]
         );
         assert_eq!(page.next_cursor, None);
         assert_eq!(
-            page.tools[4].description.as_deref(),
+            page.tools[5].description.as_deref(),
             Some("generated tool 0")
         );
-        assert_eq!(page.tools[6].description.as_deref(), Some("named tool"));
+        assert_eq!(page.tools[7].description.as_deref(), Some("named tool"));
+        assert_eq!(page.tools[9].description.as_deref(), Some("added tool"));
+        assert_eq!(server.get_tool("beta"), Some(page.tools[9].clone()));
     }
 
     #[test]
@@ -297,20 +474,49 @@ mod tests {
         assert_eq!(names(&first), ["echo", "fail", "env"]);
         assert_eq!(first.next_cursor.as_deref(), Some("3"));
         let second = server.page(Some("3")).unwrap();
-        assert_eq!(names(&second), ["pid", "tool_0", "tool_1"]);
+        assert_eq!(names(&second), ["pid", "add_tool", "tool_0"]);
         assert_eq!(second.next_cursor.as_deref(), Some("6"));
         let last = server.page(Some("6")).unwrap();
-        assert_eq!(names(&last), ["tool_2"]);
+        assert_eq!(names(&last), ["tool_1", "tool_2"]);
         assert_eq!(last.next_cursor, None);
+    }
+
+    #[test]
+    fn a_listing_that_spans_an_added_tool_sees_every_tool_once() {
+        let server = fixture(Behaviour {
+            page_size: Some(3),
+            ..Behaviour::default()
+        });
+        let first = server.page(None).unwrap();
+        assert_eq!(first.next_cursor.as_deref(), Some("3"));
+        server.add_tool("late").unwrap();
+        let second = server.page(Some("3")).unwrap();
+        assert_eq!(names(&second), ["pid", "add_tool", "late"]);
+        assert_eq!(second.next_cursor, None);
+    }
+
+    #[test]
+    fn added_tools_are_shared_by_clones_and_names_stay_unique() {
+        let server = fixture(Behaviour {
+            named_tools: vec!["named".into()],
+            ..Behaviour::default()
+        });
+        let session = server.clone();
+        session.add_tool("added").unwrap();
+        assert_eq!(names(&server.page(None).unwrap()).last(), Some(&"added"));
+        for taken in ["added", "named", "echo", "add_tool"] {
+            assert!(server.add_tool(taken).is_err(), "`{taken}` was added twice");
+        }
+        assert_eq!(server.page(None).unwrap().tools.len(), 7);
     }
 
     #[test]
     fn a_cursor_past_the_end_or_not_a_number_is_rejected() {
         let server = fixture(Behaviour::default());
-        assert!(server.page(Some("5")).is_err());
+        assert!(server.page(Some("6")).is_err());
         assert!(server.page(Some("x")).is_err());
         assert!(server.page(Some(REPEATED_CURSOR)).is_err());
-        assert!(server.page(Some("4")).unwrap().tools.is_empty());
+        assert!(server.page(Some("5")).unwrap().tools.is_empty());
     }
 
     #[test]
@@ -355,5 +561,16 @@ mod tests {
             Some(json!({ "name": "MCP_FIXTURE_SURELY_UNSET_VARIABLE", "value": null }))
         );
         assert!(env_tool(&JsonObject::new()).is_err());
+    }
+
+    #[test]
+    fn string_arguments_must_be_strings() {
+        let mut arguments = JsonObject::new();
+        arguments.insert("name".into(), json!("x"));
+        arguments.insert("number".into(), json!(1));
+        assert_eq!(string_argument("t", &arguments, "name").unwrap(), "x");
+        let error = string_argument("t", &arguments, "number").unwrap_err();
+        assert_eq!(error.message, "`t` needs a string argument `number`");
+        assert!(string_argument("t", &arguments, "missing").is_err());
     }
 }

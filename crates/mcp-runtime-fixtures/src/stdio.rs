@@ -10,7 +10,9 @@
 //! The fixture exits when stdin closes: rmcp sees end of input once the queue
 //! has drained and stops after answering what is in flight. In
 //! `--hang-initialize` mode rmcp never gets that far, so the fixture stops as
-//! soon as stdin closes.
+//! soon as stdin closes; with `--gate-dir`, it does so too when stdin closes
+//! while the `initialize` gate is closed (a gate opened later is not
+//! answered).
 
 use std::sync::Arc;
 
@@ -38,29 +40,38 @@ const PIPE_CAPACITY: usize = 1 << 16;
 /// its read until the process exits.
 pub async fn serve(fixture: Fixture, log: Option<Arc<MessageLog>>) -> anyhow::Result<()> {
     let hang_initialize = fixture.behaviour().hang_initialize;
+    let gates = fixture.gates().cloned();
     let (rmcp_input, pipe) = tokio::io::simplex(PIPE_CAPACITY);
     let (lines_tx, lines_rx) = mpsc::unbounded_channel();
-    let (stdin_closed_tx, stdin_closed) = oneshot::channel();
+    let (stdin_closed_tx, mut stdin_closed) = oneshot::channel();
     tokio::spawn(async move {
         read_stdin(log, lines_tx).await;
         let _ = stdin_closed_tx.send(());
     });
     tokio::spawn(forward(lines_rx, pipe));
 
-    let served = async move {
-        match fixture.serve((rmcp_input, tokio::io::stdout())).await {
-            Ok(running) => {
-                running.waiting().await.context("the MCP service failed")?;
-                Ok(())
+    let handshake = fixture.serve((rmcp_input, tokio::io::stdout()));
+    tokio::pin!(handshake);
+    // rmcp reads nothing while `initialize` waits, so it would not see stdin
+    // close; watch for that here.
+    let handshake = tokio::select! {
+        result = &mut handshake => result,
+        _ = &mut stdin_closed, if hang_initialize || gates.is_some() => {
+            let gate_open = gates.is_some_and(|gates| gates.initialize_is_open());
+            if hang_initialize || !gate_open {
+                return Ok(());
             }
-            // stdin closed before `initialize`: nothing to serve.
-            Err(ServerInitializeError::ConnectionClosed(_)) => Ok(()),
-            Err(error) => Err(error).context("the MCP handshake failed"),
+            handshake.await
         }
     };
-    tokio::select! {
-        result = served => result,
-        _ = stdin_closed, if hang_initialize => Ok(()),
+    match handshake {
+        Ok(running) => {
+            running.waiting().await.context("the MCP service failed")?;
+            Ok(())
+        }
+        // stdin closed before `initialize`: nothing to serve.
+        Err(ServerInitializeError::ConnectionClosed(_)) => Ok(()),
+        Err(error) => Err(error).context("the MCP handshake failed"),
     }
 }
 

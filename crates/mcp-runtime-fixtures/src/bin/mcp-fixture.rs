@@ -41,6 +41,9 @@ struct Args {
     /// Wait this long before answering each `tools/list`
     #[arg(long, value_name = "MS", default_value_t = 0)]
     list_delay_ms: u64,
+    /// Spin a CPU this long (thread CPU time) before answering each `tools/list`
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    list_cpu_ms: u64,
     /// Wait this long before answering each `tools/call`
     #[arg(long, value_name = "MS", default_value_t = 0)]
     call_delay_ms: u64,
@@ -53,6 +56,11 @@ struct Args {
     /// Advertise `capabilities.experimental[NAME] = JSON` (repeatable; JSON is an object)
     #[arg(long, value_name = "NAME=JSON", value_parser = parse_experimental)]
     experimental: Vec<(String, JsonObject)>,
+    /// Answer `initialize` only once DIR/PID.initialize exists, and each
+    /// `tools/list` only once DIR/PID.tools-list exists (an error if it holds
+    /// `fail`)
+    #[arg(long, value_name = "DIR")]
+    gate_dir: Option<PathBuf>,
     /// Append one JSON line per received JSON-RPC message to FILE
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
@@ -91,6 +99,7 @@ impl Args {
             repeat_cursor: self.repeat_cursor,
             init_delay: Duration::from_millis(self.init_delay_ms),
             list_delay: Duration::from_millis(self.list_delay_ms),
+            list_cpu: Duration::from_millis(self.list_cpu_ms),
             call_delay: Duration::from_millis(self.call_delay_ms),
             hang_initialize: self.hang_initialize,
             fail_list: self.fail_list,
@@ -99,6 +108,7 @@ impl Args {
                 .iter()
                 .cloned()
                 .collect::<ExperimentalCapabilities>(),
+            gate_dir: self.gate_dir.clone(),
         }
     }
 }
