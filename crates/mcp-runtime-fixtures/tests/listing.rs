@@ -5,13 +5,15 @@ use mcp_runtime::ServerState;
 use crate::support::*;
 
 /// The fixture always has these tools first.
-const FIXED_TOOLS: usize = 4;
+const FIXED_TOOLS: usize = 5;
 
 #[tokio::test]
 async fn three_pages_of_fifty_are_one_hundred_fifty_tools() {
     let dir = temp_dir();
     let log = dir.path().join("log.jsonl");
-    let generated = (150 - FIXED_TOOLS).to_string();
+    let generated = 150 - FIXED_TOOLS;
+    let last = format!("mcp__paged__tool_{}", generated - 1);
+    let generated = generated.to_string();
     let server = fixture(
         "paged",
         &[
@@ -26,7 +28,7 @@ async fn three_pages_of_fifty_are_one_hundred_fifty_tools() {
     let (runtime, _) = start(config([server])).await;
     assert_eq!(runtime.servers()[0].tools, 150);
     assert_eq!(runtime.catalog().tools().len(), 150);
-    assert!(runtime.catalog().resolve("mcp__paged__tool_145").is_some());
+    assert!(runtime.catalog().resolve(&last).is_some());
     assert_eq!(count_method(&read_log(&log), "tools/list"), 3);
     runtime.shutdown().await;
 }

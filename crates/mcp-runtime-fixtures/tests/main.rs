@@ -9,4 +9,5 @@ mod http;
 mod listing;
 mod peers;
 mod processes;
+mod shared_listing;
 mod startup;
