@@ -24,6 +24,9 @@ pub struct Common {
     /// Print JSON for scripts instead of a table.
     #[arg(long, global = true)]
     pub json: bool,
+    /// The discovery scope: startups share `tools/list` answers only within one scope.
+    #[arg(long, value_name = "NAME", global = true, default_value = mcp_runtime::DEFAULT_SCOPE)]
+    pub scope: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -48,10 +51,31 @@ pub enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Measure the runtime.
+    Bench {
+        #[command(subcommand)]
+        bench: Bench,
+    },
     /// Serve a built-in demo MCP server on stdin/stdout.
     #[command(hide = true)]
     ServeDemo {
         /// Which demo server.
         server: DemoServer,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Bench {
+    /// Start N runtimes at once, each starting every enabled server, and report how
+    /// many `tools/list` requests they sent and how long until all settled.
+    Startup {
+        /// How many runtimes (sessions) to start concurrently.
+        #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=4096))]
+        sessions: u32,
+        /// Every startup lists tools itself instead of sharing a burst's listing.
+        #[arg(long)]
+        no_share: bool,
+        #[command(flatten)]
+        common: Common,
     },
 }

@@ -5,6 +5,7 @@
 //! with a one-line reason on stderr.
 
 mod args;
+mod bench;
 mod demo;
 mod output;
 mod plan;
@@ -53,8 +54,13 @@ async fn run(args: args::RawArgs) -> anyhow::Result<u8> {
             demo::serve(server).await?;
             Ok(0)
         }
-        Plan::Report { config, json, view } => {
-            let runtime = start(config).await?;
+        Plan::Report {
+            config,
+            scope,
+            json,
+            view,
+        } => {
+            let runtime = start(config, scope).await?;
             let servers = runtime.servers();
             let catalog = runtime.catalog();
             runtime.shutdown().await;
@@ -71,13 +77,29 @@ async fn run(args: args::RawArgs) -> anyhow::Result<u8> {
             }
             Ok(0)
         }
+        Plan::BenchStartup {
+            config,
+            scope,
+            json,
+            sessions,
+            share,
+        } => {
+            let report = bench::startup(config, &scope, sessions, share).await;
+            if json {
+                println!("{:#}", report.to_json());
+            } else {
+                print!("{}", report.to_text());
+            }
+            Ok(0)
+        }
         Plan::Call {
             config,
+            scope,
             json,
             name,
             arguments,
         } => {
-            let runtime = start(config).await?;
+            let runtime = start(config, scope).await?;
             let result = runtime.call_tool(&name, Some(arguments)).await;
             let servers = runtime.servers();
             runtime.shutdown().await;
@@ -104,8 +126,8 @@ async fn run(args: args::RawArgs) -> anyhow::Result<u8> {
 }
 
 /// Starts the servers, with the live display when stderr is a terminal.
-async fn start(config: Config) -> anyhow::Result<Runtime> {
-    let mut options = StartOptions::new();
+async fn start(config: Config, scope: String) -> anyhow::Result<Runtime> {
+    let mut options = StartOptions::new().with_scope(scope);
     let display = if std::io::stderr().is_terminal() {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
         options = options.with_events(sender);

@@ -105,7 +105,7 @@ fn one_line(text: &str, max_chars: usize) -> String {
 }
 
 /// Left-aligned columns separated by two spaces; the last column is not padded.
-fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {

@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use mcp_runtime::{Config, ServerConfig, model::JsonObject};
 
 use crate::{
-    args::{Command, Common, RawArgs},
+    args::{Bench, Command, Common, RawArgs},
     demo::DemoServer,
 };
 
@@ -19,15 +19,25 @@ pub enum Plan {
     /// Start the servers and report on them.
     Report {
         config: Config,
+        scope: String,
         json: bool,
         view: View,
     },
     /// Start the servers and call one tool.
     Call {
         config: Config,
+        scope: String,
         json: bool,
         name: String,
         arguments: JsonObject,
+    },
+    /// Start many runtimes at once and measure it.
+    BenchStartup {
+        config: Config,
+        scope: String,
+        json: bool,
+        sessions: u32,
+        share: bool,
     },
     /// Be a demo server.
     ServeDemo(DemoServer),
@@ -53,11 +63,26 @@ impl Plan {
                 };
                 Self::Call {
                     config: load(common.config.as_deref())?,
+                    scope: common.scope,
                     json: common.json,
                     name,
                     arguments,
                 }
             }
+            Command::Bench {
+                bench:
+                    Bench::Startup {
+                        sessions,
+                        no_share,
+                        common,
+                    },
+            } => Self::BenchStartup {
+                config: load(common.config.as_deref())?,
+                scope: common.scope,
+                json: common.json,
+                sessions,
+                share: !no_share,
+            },
             Command::ServeDemo { server } => Self::ServeDemo(server),
         })
     }
@@ -65,6 +90,7 @@ impl Plan {
     fn report(common: Common, view: View) -> anyhow::Result<Self> {
         Ok(Self::Report {
             config: load(common.config.as_deref())?,
+            scope: common.scope,
             json: common.json,
             view,
         })

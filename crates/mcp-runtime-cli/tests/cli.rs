@@ -268,3 +268,68 @@ fn tools_and_call_work_against_server_everything_through_a_config_file() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stdout(&output).contains("42"), "{}", stdout(&output));
 }
+
+#[test]
+fn bench_startup_reports_one_tools_list_per_server_for_a_burst() {
+    let output = run(&["bench", "startup", "--sessions", "6", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let keys: Vec<&str> = report
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["sessions", "shared", "servers", "wall_ms"]);
+    assert_eq!(report["sessions"], 6);
+    assert_eq!(report["shared"], true);
+    assert!(report["wall_ms"].is_u64());
+    for server in report["servers"].as_array().unwrap() {
+        let keys: Vec<&str> = server
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            ["name", "ready", "failed", "tools_list_requests", "tools"]
+        );
+        assert_eq!(server["ready"], 6);
+        assert_eq!(server["failed"], 0);
+        assert_eq!(server["tools_list_requests"], 1, "{server}");
+        assert_eq!(server["tools"], 3);
+    }
+
+    let output = run(&[
+        "bench",
+        "startup",
+        "--sessions",
+        "6",
+        "--no-share",
+        "--json",
+    ]);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["shared"], false);
+    for server in report["servers"].as_array().unwrap() {
+        assert_eq!(server["tools_list_requests"], 6, "{server}");
+    }
+}
+
+#[test]
+fn bench_startup_prints_a_table() {
+    let output = run(&["bench", "startup", "--sessions", "2", "--scope", "cli-test"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    let mut lines = text.lines();
+    let head = lines.next().unwrap();
+    assert!(
+        head.starts_with("2 sessions, shared listings, all settled in "),
+        "{head}"
+    );
+    insta::assert_snapshot!(lines.collect::<Vec<_>>().join("\n"), @r"
+    SERVER  READY  FAILED  TOOLS/LIST  TOOLS
+    math    2      0       1           3
+    text    2      0       1           3
+    ");
+}

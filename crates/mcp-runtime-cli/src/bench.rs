@@ -1,0 +1,131 @@
+//! `bench startup`: many runtimes starting the same servers at once, as an agent host
+//! does with one runtime per session.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use mcp_runtime::{Config, Runtime, ServerState, StartOptions};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+/// What one burst of startups did, per server.
+pub struct StartupBench {
+    pub sessions: u32,
+    pub shared: bool,
+    pub servers: Vec<ServerBench>,
+    /// From the first start until every startup had settled.
+    pub wall: Duration,
+}
+
+#[derive(Default)]
+pub struct ServerBench {
+    pub name: String,
+    pub ready: usize,
+    pub failed: usize,
+    /// `tools/list` requests sent by all sessions' startups together.
+    pub tools_list_requests: usize,
+    /// Tools the server exposed (the largest count any session saw).
+    pub tools: usize,
+}
+
+/// Starts `sessions` runtimes concurrently in `scope`, waits until every startup has
+/// settled, shuts them all down and reports. `required` is ignored: a server that
+/// fails is counted, not fatal.
+pub async fn startup(mut config: Config, scope: &str, sessions: u32, share: bool) -> StartupBench {
+    for server in config.servers.values_mut() {
+        server.required = false;
+    }
+    let began = Instant::now();
+    let runtimes = futures::future::join_all((0..sessions).map(|_| {
+        let options = StartOptions::new()
+            .with_scope(scope)
+            .with_shared_listings(share);
+        Runtime::start(config.clone(), options)
+    }))
+    .await;
+    let wall = began.elapsed();
+
+    let mut servers: BTreeMap<String, ServerBench> = config
+        .enabled_servers()
+        .map(|server| {
+            let name = server.name.clone();
+            (
+                name.clone(),
+                ServerBench {
+                    name,
+                    ..ServerBench::default()
+                },
+            )
+        })
+        .collect();
+    let runtimes: Vec<Runtime> = runtimes
+        .into_iter()
+        .map(|runtime| runtime.expect("no server is required, so the start cannot fail"))
+        .collect();
+    for runtime in &runtimes {
+        for status in runtime.servers() {
+            let bench = servers
+                .get_mut(&status.name)
+                .expect("every status is a configured server");
+            match status.state {
+                ServerState::Ready => bench.ready += 1,
+                _ => bench.failed += 1,
+            }
+            bench.tools_list_requests += status.tools_list_requests;
+            bench.tools = bench.tools.max(status.tools);
+        }
+    }
+    futures::future::join_all(runtimes.into_iter().map(Runtime::shutdown)).await;
+    StartupBench {
+        sessions,
+        shared: share,
+        servers: servers.into_values().collect(),
+        wall,
+    }
+}
+
+impl StartupBench {
+    pub fn to_json(&self) -> Value {
+        let servers: Vec<Value> = self
+            .servers
+            .iter()
+            .map(|server| {
+                json!({
+                    "name": server.name,
+                    "ready": server.ready,
+                    "failed": server.failed,
+                    "tools_list_requests": server.tools_list_requests,
+                    "tools": server.tools,
+                })
+            })
+            .collect();
+        json!({
+            "sessions": self.sessions,
+            "shared": self.shared,
+            "servers": servers,
+            "wall_ms": u64::try_from(self.wall.as_millis()).unwrap_or(u64::MAX),
+        })
+    }
+
+    pub fn to_text(&self) -> String {
+        let rows: Vec<Vec<String>> = self
+            .servers
+            .iter()
+            .map(|server| {
+                vec![
+                    server.name.clone(),
+                    server.ready.to_string(),
+                    server.failed.to_string(),
+                    server.tools_list_requests.to_string(),
+                    server.tools.to_string(),
+                ]
+            })
+            .collect();
+        format!(
+            "{} sessions, {} listings, all settled in {}ms\n{}",
+            self.sessions,
+            if self.shared { "shared" } else { "unshared" },
+            self.wall.as_millis(),
+            crate::output::table(&["SERVER", "READY", "FAILED", "TOOLS/LIST", "TOOLS"], &rows)
+        )
+    }
+}
