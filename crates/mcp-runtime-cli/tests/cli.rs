@@ -333,3 +333,28 @@ fn bench_startup_prints_a_table() {
     text    2      0       1           3
     ");
 }
+
+#[test]
+fn bench_startup_against_real_servers_sends_one_tools_list_per_server() {
+    server_everything();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let output = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+        .args(["bench", "startup", "--sessions", "4", "--json"])
+        .args(["--config", "bench/real-servers.toml"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let servers = report["servers"].as_array().unwrap();
+    let names: Vec<&str> = servers
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["everything", "filesystem"]);
+    for server in servers {
+        assert_eq!(server["ready"], 4, "{server}");
+        assert_eq!(server["tools_list_requests"], 1, "{server}");
+        assert!(server["tools"].as_u64().unwrap() > 0, "{server}");
+    }
+}
