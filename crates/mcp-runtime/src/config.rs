@@ -198,6 +198,13 @@ pub struct EnvironmentConfig {
     pub wrapper: Vec<String>,
 }
 
+impl EnvironmentConfig {
+    /// An environment that runs programs through `wrapper`.
+    pub fn new(wrapper: Vec<String>) -> Self {
+        Self { wrapper }
+    }
+}
+
 impl Config {
     /// Reads and parses a configuration file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {

@@ -19,7 +19,7 @@ use rmcp::{
     ClientHandler, Peer, RoleClient, ServiceError, ServiceExt,
     model::{
         CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-        JsonObject, PaginatedRequestParams, ProtocolVersion, Tool,
+        JsonObject, MetaObject, PaginatedRequestParams, ProtocolVersion, RequestMetaObject, Tool,
     },
     service::{ClientCacheConfig, NotificationContext, RunningService},
 };
@@ -27,7 +27,14 @@ use tokio::sync::Notify;
 
 use crate::{
     error::{CallError, ListToolsError, StartupError, chain},
-    transport::{Endpoint, http, stdio},
+    sandbox_metadata::{
+        self, CallSandbox, SANDBOX_LAUNCHER_KEY, SANDBOX_STATE_KEY, SANDBOX_STATE_META_KEY,
+    },
+    transport::{
+        Endpoint, http,
+        splice::{Splicer, SplicingWriter},
+        stdio,
+    },
 };
 
 /// The protocol version offered in `initialize`.
@@ -78,6 +85,7 @@ pub fn client_config() -> ClientConfig {
 /// A live connection to one server.
 pub(crate) struct Connection {
     service: RunningService<RoleClient, Client>,
+    splicer: Splicer,
     process: Mutex<Option<stdio::ServerProcess>>,
     pid: Option<u32>,
     tools_changed: Arc<Notify>,
@@ -100,12 +108,14 @@ impl Connection {
             info: client_config(),
             tools_changed: tools_changed.clone(),
         };
+        let splicer = Splicer::new();
         let (service, process) = match endpoint {
             Endpoint::Stdio(launch) => {
                 let spawned = stdio::spawn(server, launch)?;
                 let mut process = spawned.process;
                 on_spawn(process.pid());
-                match client.serve((spawned.stdout, spawned.stdin)).await {
+                let stdin = SplicingWriter::new(spawned.stdin, splicer.clone());
+                match client.serve((spawned.stdout, stdin)).await {
                     Ok(service) => (service, Some(process)),
                     Err(error) => {
                         return Err(match process.exit_status(EXIT_REPORT_WAIT).await {
@@ -123,7 +133,7 @@ impl Connection {
             }
             Endpoint::Http(resolved) => {
                 let service = client
-                    .serve(http::transport(resolved))
+                    .serve(http::transport(resolved, splicer.clone())?)
                     .await
                     .map_err(|error| StartupError::Handshake {
                         message: chain(&error),
@@ -138,6 +148,7 @@ impl Connection {
             .await;
         Ok(Self {
             service,
+            splicer,
             pid: process.as_ref().map(stdio::ServerProcess::pid),
             process: Mutex::new(process),
             tools_changed,
@@ -221,8 +232,18 @@ impl Connection {
         })
     }
 
-    /// Calls `tool` with `arguments` and `meta` as the request's `_meta`, bounded by
-    /// `timeout`.
+    /// Whether the server opted into sandbox metadata in its `initialize` result.
+    pub(crate) fn wants_sandbox_metadata(&self) -> bool {
+        let info = self.peer().peer_info();
+        sandbox_metadata::opts_in(
+            info.as_ref()
+                .and_then(|info| info.capabilities.experimental.as_ref()),
+        )
+    }
+
+    /// Calls `tool` with `arguments`, bounded by `timeout`. The request's `_meta` is
+    /// `meta` (already stripped of the reserved keys) plus, when given, `sandbox`: the
+    /// state under both names, byte for byte, and the launcher.
     ///
     /// # Cancel safety
     ///
@@ -233,12 +254,24 @@ impl Connection {
         server: &str,
         tool: &str,
         arguments: Option<JsonObject>,
-        meta: Option<rmcp::model::RequestMetaObject>,
+        mut meta: JsonObject,
+        sandbox: Option<CallSandbox>,
         timeout: Duration,
     ) -> Result<CallToolResult, CallError> {
+        let mut _slot = None;
+        if let Some(sandbox) = sandbox {
+            let (placeholder, slot) = self.splicer.placeholder(sandbox.state.raw());
+            _slot = Some(slot);
+            meta.insert(SANDBOX_STATE_KEY.into(), placeholder.clone().into());
+            meta.insert(SANDBOX_STATE_META_KEY.into(), placeholder.into());
+            if let Some(launcher) = sandbox.launcher {
+                let launcher = serde_json::to_value(launcher).expect("a launcher serializes");
+                meta.insert(SANDBOX_LAUNCHER_KEY.into(), launcher);
+            }
+        }
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = arguments;
-        params.meta = meta;
+        params.meta = (!meta.is_empty()).then(|| RequestMetaObject(MetaObject(meta)));
         match tokio::time::timeout(timeout, self.peer().call_tool(params)).await {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(error)) => Err(CallError::Request {

@@ -12,24 +12,29 @@
 #![doc = include_str!("../../../README.md")]
 #![deny(missing_docs)]
 
+pub mod authority;
+pub mod binding;
 pub mod catalog;
 pub mod config;
 mod connection;
 pub mod error;
 pub mod manager;
+pub mod sandbox_metadata;
 pub mod shared_listing;
 mod transport;
 
+pub use authority::{AuthorityBound, CallAuthority, CapturedAuthority, Unsandboxed};
 pub use catalog::{Catalog, QualifiedTool};
 pub use config::{Config, ServerConfig};
 pub use connection::{PROTOCOL_VERSION, client_config};
-pub use error::{CallError, ConfigError, ListToolsError, StartError, StartupError};
+pub use error::{AuthorityError, CallError, ConfigError, ListToolsError, StartError, StartupError};
 pub use manager::{
-    DEFAULT_SCOPE, Runtime, ServerState, ServerStatus, StartOptions, StartupEvent, StartupSummary,
-    TransportKind,
+    CallOptions, DEFAULT_SCOPE, Runtime, ServerState, ServerStatus, StartOptions, StartupEvent,
+    StartupSummary, TransportKind,
 };
 /// The protocol types of `rmcp` that appear in this crate's API.
 pub use rmcp::model;
+pub use sandbox_metadata::{SandboxLauncher, SandboxState};
 pub use shared_listing::ListingRegistry;
 /// The token that cancels a start ([`StartOptions::with_cancellation`]).
 pub use tokio_util::sync::CancellationToken;

@@ -18,7 +18,7 @@ mod startup;
 use std::{
     collections::BTreeMap,
     sync::{
-        Arc, Mutex, Weak,
+        Arc, Mutex, RwLock, Weak,
         atomic::{AtomicBool, Ordering},
     },
     time::Duration,
@@ -30,10 +30,13 @@ use tokio_util::task::AbortOnDropHandle;
 
 pub use self::startup::{DEFAULT_SCOPE, StartOptions, StartupEvent, StartupSummary};
 use crate::{
+    authority::{CallAuthority, probe::LauncherProbe},
+    binding::Binding,
     catalog::Catalog,
     config::{Config, ServerConfig, TransportConfig},
     connection::Connection,
     error::{CallError, ListToolsError, StartError, StartupError},
+    sandbox_metadata::{self, CallSandbox},
     shared_listing::SharedTools,
 };
 
@@ -110,6 +113,34 @@ pub struct ServerStatus {
     pub tools_list_requests: usize,
 }
 
+/// Per-call options of [`Runtime::call_tool_with`].
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct CallOptions {
+    meta: Option<JsonObject>,
+    authority: Option<CallAuthority>,
+}
+
+impl CallOptions {
+    /// No `_meta`, the runtime's default authority.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A `_meta` object the host passes through to the server. Sandbox keys in it are
+    /// dropped; the runtime sets its own.
+    pub fn with_meta(mut self, meta: JsonObject) -> Self {
+        self.meta = Some(meta);
+        self
+    }
+
+    /// The authority of this call: its sandbox state and launcher candidate.
+    pub fn with_authority(mut self, authority: CallAuthority) -> Self {
+        self.authority = Some(authority);
+        self
+    }
+}
+
 /// A running set of MCP servers.
 ///
 /// Dropping it kills every server process it started (each process group); call
@@ -121,6 +152,7 @@ pub struct Runtime {
 
 struct Shared {
     servers: BTreeMap<String, Server>,
+    default_authority: RwLock<Option<CallAuthority>>,
     catalog: watch::Sender<Arc<Catalog>>,
     /// Set once shutdown begins: refreshes that fail from then on are expected.
     closing: AtomicBool,
@@ -128,6 +160,7 @@ struct Shared {
 
 struct Server {
     config: ServerConfig,
+    binding: Binding,
     state: ServerState,
     startup_time: Duration,
     error: Option<StartupError>,
@@ -179,6 +212,7 @@ impl Runtime {
             servers.insert(
                 name,
                 Server {
+                    binding: Binding::of(&outcome.config, &config),
                     config: outcome.config,
                     state,
                     startup_time: outcome.elapsed,
@@ -199,6 +233,7 @@ impl Runtime {
         let shared = Arc::new(Shared {
             catalog: watch::Sender::new(Arc::new(Shared::build_catalog(&servers))),
             servers,
+            default_authority: RwLock::new(None),
             closing: AtomicBool::new(false),
         });
         if !required_failures.is_empty() {
@@ -256,8 +291,8 @@ impl Runtime {
     }
 
     /// Calls the tool with this qualified name, bounded by its server's
-    /// `tool_timeout_sec`. An `isError` result is a successful call: it comes back
-    /// as the server sent it.
+    /// `tool_timeout_sec`, under the runtime's default authority (if one is set). An
+    /// `isError` result is a successful call: it comes back as the server sent it.
     ///
     /// # Cancel safety
     ///
@@ -272,6 +307,33 @@ impl Runtime {
         qualified_name: &str,
         arguments: Option<JsonObject>,
     ) -> Result<CallToolResult, CallError> {
+        self.call_tool_with(qualified_name, arguments, CallOptions::new())
+            .await
+    }
+
+    /// [`Self::call_tool`] with a `_meta` to pass through and the authority of this
+    /// call (which replaces the runtime's default).
+    ///
+    /// A server that opted into sandbox metadata receives the authority's state (under
+    /// both names, byte for byte) and, if it is a local stdio server and the launcher
+    /// passes the capability probe, the launcher. Any of those keys in `options`' `_meta`
+    /// is dropped first; other servers receive none of them. Arguments are never read
+    /// for authority.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Self::call_tool`]. A launcher probe in progress is abandoned.
+    ///
+    /// # Concurrent calls
+    ///
+    /// As [`Self::call_tool`]; concurrent calls naming the same new launcher file share
+    /// one probe run.
+    pub async fn call_tool_with(
+        &self,
+        qualified_name: &str,
+        arguments: Option<JsonObject>,
+        options: CallOptions,
+    ) -> Result<CallToolResult, CallError> {
         let catalog = self.catalog();
         let tool = catalog
             .resolve(qualified_name)
@@ -285,15 +347,51 @@ impl Runtime {
             .ok_or_else(|| CallError::ServerUnavailable {
                 server: tool.server.clone(),
             })?;
+        let mut meta = options.meta.unwrap_or_default();
+        sandbox_metadata::strip_reserved_keys(&mut meta);
+        let authority = options.authority.or_else(|| self.default_authority());
+        let sandbox = match authority {
+            Some(authority) if connection.wants_sandbox_metadata() => {
+                let launcher = match &authority.codex_executable {
+                    Some(path) if server.binding.may_offer_launcher() => {
+                        LauncherProbe::global().verified(path).await
+                    }
+                    _ => None,
+                };
+                Some(CallSandbox {
+                    state: authority.state,
+                    launcher,
+                })
+            }
+            _ => None,
+        };
         connection
             .call_tool(
                 &tool.server,
                 &tool.tool.name,
                 arguments,
-                None,
+                meta,
+                sandbox,
                 server.config.tool_timeout,
             )
             .await
+    }
+
+    /// Sets the authority used by calls that do not bring their own; `None` clears it.
+    pub fn set_default_authority(&self, authority: Option<CallAuthority>) {
+        *self
+            .shared
+            .default_authority
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = authority;
+    }
+
+    fn default_authority(&self) -> Option<CallAuthority> {
+        self.shared
+            .default_authority
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// Lists `server`'s tools again, on its own connection, and updates the catalog.

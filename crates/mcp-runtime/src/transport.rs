@@ -8,6 +8,7 @@
 //! same values the connection uses.
 
 pub(crate) mod http;
+pub(crate) mod splice;
 pub(crate) mod stdio;
 
 use crate::{

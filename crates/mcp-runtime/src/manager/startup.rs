@@ -13,7 +13,8 @@ use tokio::{sync::mpsc::UnboundedSender, time::Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    config::{Config, Environment, ServerConfig},
+    binding::Binding,
+    config::{Config, ServerConfig},
     connection::Connection,
     error::{StartupError, chain},
     shared_listing::{
@@ -183,16 +184,7 @@ pub(super) async fn start_all(config: &Config, options: &StartOptions) -> Vec<Ou
     let began = Instant::now();
     let mut pending: FuturesUnordered<_> = config
         .enabled_servers()
-        .map(|server| {
-            let wrapper = match &server.environment {
-                Environment::Local => None,
-                Environment::Named(name) => config
-                    .environments
-                    .get(name)
-                    .map(|environment| environment.wrapper.as_slice()),
-            };
-            start_one(server, wrapper, options)
-        })
+        .map(|server| start_one(server, Binding::of(server, config), options))
         .collect();
     let mut outcomes = Vec::new();
     while let Some(outcome) = pending.next().await {
@@ -216,11 +208,7 @@ pub(super) async fn start_all(config: &Config, options: &StartOptions) -> Vec<Ou
     outcomes
 }
 
-async fn start_one(
-    config: &ServerConfig,
-    wrapper: Option<&[String]>,
-    options: &StartOptions,
-) -> Outcome {
+async fn start_one(config: &ServerConfig, binding: Binding, options: &StartOptions) -> Outcome {
     let began = Instant::now();
     let server = config.name.clone();
     let mut report = Report {
@@ -233,7 +221,7 @@ async fn start_one(
     });
     let waiting = AtomicBool::new(false);
     let startup = async {
-        let endpoint = Endpoint::prepare(config, wrapper)?;
+        let endpoint = Endpoint::prepare(config, binding.wrapper())?;
         // Stamped before anything is sent: a listing requested from now on may serve it.
         let ticket = (options.share_listings && config.share_tool_listing).then(|| {
             let key = DiscoveryKey::new(&options.scope, &server, &endpoint, &config.environment);

@@ -2,15 +2,35 @@
 //!
 //! Secrets are resolved from the environment at connect time. A variable that is
 //! missing or empty is a startup error that names the variable, never its value.
+//!
+//! The transport is rmcp's, over [`SplicingHttpClient`]: rmcp's own reqwest client for
+//! every message, except a `tools/call` that carries a byte-exact value (see
+//! [`super::splice`]), whose body this module serializes and posts itself.
 
-use std::collections::HashMap;
+use std::{borrow::Cow, collections::HashMap, sync::Arc};
 
-use http::{HeaderName, HeaderValue};
-use rmcp::transport::{
-    StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+use futures::{StreamExt, stream::BoxStream};
+use http::{HeaderName, HeaderValue, header};
+use rmcp::{
+    model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage},
+    transport::{
+        StreamableHttpClientTransport,
+        streamable_http_client::{
+            AuthRequiredError, SseError, StreamableHttpClient, StreamableHttpClientTransportConfig,
+            StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
+        },
+    },
 };
+use sse_stream::{Sse, SseStream};
 
+use super::splice::Splicer;
 use crate::{config::HttpConfig, error::StartupError};
+
+const SESSION_ID_HEADER: &str = "mcp-session-id";
+const EVENT_STREAM: &str = "text/event-stream";
+const JSON: &str = "application/json";
+/// Redirects followed, same origin only.
+const MAX_REDIRECTS: usize = 10;
 
 /// What is actually sent to an HTTP server: URL, bearer token and headers, with every
 /// environment reference resolved.
@@ -84,13 +104,275 @@ pub(crate) fn resolve(
 }
 
 /// The rmcp client transport for a resolved endpoint.
-pub(crate) fn transport(resolved: &ResolvedHttp) -> StreamableHttpClientTransport<reqwest::Client> {
+pub(crate) fn transport(
+    resolved: &ResolvedHttp,
+    splicer: Splicer,
+) -> Result<StreamableHttpClientTransport<SplicingHttpClient>, StartupError> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(resolved.url.as_str())
         .custom_headers(resolved.headers.clone());
     if let Some(token) = &resolved.bearer_token {
         config = config.auth_header(token.clone());
     }
-    StreamableHttpClientTransport::from_config(config)
+    let client = reqwest::Client::builder()
+        // As rmcp's own default: idle pooled connections stall on delayed ACKs.
+        .pool_max_idle_per_host(0)
+        .redirect(same_origin_redirects())
+        .build()
+        .map_err(|error| StartupError::Handshake {
+            message: format!("cannot build the HTTP client: {error}"),
+            stderr_tail: Vec::new(),
+        })?;
+    Ok(StreamableHttpClientTransport::with_client(
+        SplicingHttpClient { client, splicer },
+        config,
+    ))
+}
+
+/// Follows only 307 and 308 redirects to the same origin: they keep the method and
+/// body, and never carry the session id or the configured headers to another host.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt.previous().first().is_some_and(|first| {
+            let next = attempt.url();
+            first.scheme() == next.scheme()
+                && first.host_str() == next.host_str()
+                && first.port_or_known_default() == next.port_or_known_default()
+        });
+        let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
+        if same_origin && keeps_body && attempt.previous().len() <= MAX_REDIRECTS {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
+}
+
+/// rmcp's reqwest client, except for the POST of a `tools/call` holding a placeholder,
+/// whose body is spliced (and so serialized here).
+#[derive(Clone)]
+pub(crate) struct SplicingHttpClient {
+    client: reqwest::Client,
+    splicer: Splicer,
+}
+
+impl SplicingHttpClient {
+    /// The spliced body of `message`, when it needs one.
+    fn spliced_body(&self, message: &ClientJsonRpcMessage) -> Option<Vec<u8>> {
+        let JsonRpcMessage::Request(request) = message else {
+            return None;
+        };
+        if !matches!(request.request, ClientRequest::CallToolRequest(_)) {
+            return None;
+        }
+        let body = serde_json::to_vec(message).ok()?;
+        self.splicer.splice(&body)
+    }
+}
+
+type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
+
+impl StreamableHttpClient for SplicingHttpClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        match self.spliced_body(&message) {
+            None => {
+                self.client
+                    .post_message_with_response_limits(
+                        uri,
+                        message,
+                        session_id,
+                        auth_header,
+                        custom_headers,
+                        limits,
+                    )
+                    .await
+            }
+            Some(body) => {
+                post_body(
+                    &self.client,
+                    &uri,
+                    body,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                    limits,
+                )
+                .await
+            }
+        }
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> HttpResult<()> {
+        self.client
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
+        self.client
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
+        self.client
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+}
+
+/// Posts a body serialized here and reads the answer the way Streamable HTTP defines
+/// it: `202`, a JSON message, or an SSE stream.
+async fn post_body(
+    client: &reqwest::Client,
+    uri: &str,
+    body: Vec<u8>,
+    session_id: Option<Arc<str>>,
+    auth_header: Option<String>,
+    custom_headers: HashMap<HeaderName, HeaderValue>,
+    limits: StreamableHttpResponseLimits,
+) -> HttpResult<StreamableHttpPostResponse> {
+    let mut request = client
+        .post(uri)
+        .header(header::ACCEPT, format!("{EVENT_STREAM}, {JSON}"))
+        .header(header::CONTENT_TYPE, JSON)
+        .body(body);
+    if let Some(token) = auth_header {
+        request = request.bearer_auth(token);
+    }
+    for (name, value) in custom_headers {
+        request = request.header(name, value);
+    }
+    if let Some(session_id) = &session_id {
+        request = request.header(SESSION_ID_HEADER, session_id.as_ref());
+    }
+    let response = request.send().await.map_err(StreamableHttpError::Client)?;
+    let status = response.status();
+    if status == reqwest::StatusCode::NOT_FOUND && session_id.is_some() {
+        return Err(StreamableHttpError::SessionExpired);
+    }
+    if status == reqwest::StatusCode::UNAUTHORIZED
+        && let Some(challenge) = response.headers().get(header::WWW_AUTHENTICATE)
+    {
+        let challenge = String::from_utf8_lossy(challenge.as_bytes()).into_owned();
+        return Err(StreamableHttpError::AuthRequired(AuthRequiredError::new(
+            challenge,
+        )));
+    }
+    if matches!(status.as_u16(), 202 | 204) {
+        return Ok(StreamableHttpPostResponse::Accepted);
+    }
+    let new_session = response
+        .headers()
+        .get(SESSION_ID_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let content_type = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .map(|value| {
+            value
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        });
+    match content_type.as_deref() {
+        Some(EVENT_STREAM) if status.is_success() => {
+            let events = SseStream::from_bytes_stream(response.bytes_stream()).boxed();
+            Ok(StreamableHttpPostResponse::Sse(events, new_session))
+        }
+        Some(JSON) => {
+            let body = read_bounded(response, limits.max_json_response_size).await?;
+            match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
+                Ok(message)
+                    if status.is_success() || matches!(message, JsonRpcMessage::Error(_)) =>
+                {
+                    Ok(StreamableHttpPostResponse::Json(message, new_session))
+                }
+                Ok(_) | Err(_) if !status.is_success() => Err(unexpected(format!("HTTP {status}"))),
+                Ok(_) => Err(unexpected("an unexpected JSON body".to_owned())),
+                Err(error) => Err(StreamableHttpError::Deserialize(error)),
+            }
+        }
+        _ if !status.is_success() => Err(unexpected(format!("HTTP {status}"))),
+        _ => Err(StreamableHttpError::UnexpectedContentType(content_type)),
+    }
+}
+
+fn unexpected(message: String) -> StreamableHttpError<reqwest::Error> {
+    StreamableHttpError::UnexpectedServerResponse(Cow::Owned(message))
+}
+
+async fn read_bounded(response: reqwest::Response, limit: usize) -> HttpResult<Vec<u8>> {
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(StreamableHttpError::Client)?;
+        if body.len() + chunk.len() > limit {
+            return Err(StreamableHttpError::ResponseBodyTooLarge { max_size: limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 #[cfg(test)]
