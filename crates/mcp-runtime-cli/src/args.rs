@@ -48,6 +48,14 @@ pub enum Command {
         /// The arguments, a JSON object.
         #[arg(long, value_name = "JSON", default_value = "{}")]
         args: String,
+        /// The sandbox state of this call, forwarded byte for byte to servers that ask
+        /// for it: a file holding the JSON, or the JSON itself.
+        #[arg(long, value_name = "FILE|JSON")]
+        sandbox_state: Option<String>,
+        /// The Codex CLI offered as the sandbox launcher to local servers that ask for
+        /// it, once it passes the capability probe. Needs `--sandbox-state`.
+        #[arg(long, value_name = "PATH", requires = "sandbox_state")]
+        codex_executable: Option<std::path::PathBuf>,
         #[command(flatten)]
         common: Common,
     },

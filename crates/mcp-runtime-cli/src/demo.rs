@@ -8,12 +8,23 @@
 //!
 //! - `text` (`demo-text`): `echo`, `word_count`, `upper`.
 //! - `math` (`demo-math`): `add`, `multiply`, `divide`.
+//! - `sandbox` (`demo-sandbox`): `run`, which runs a command under the calling host's
+//!   sandbox. It advertises `codex/sandbox-state`, captures the authority of each call
+//!   from its `_meta`, and fails closed when the host supplied no launcher.
 
+use std::{process::Stdio, time::Duration};
+
+use mcp_runtime::{CapturedAuthority, Unsandboxed, sandbox_metadata::SANDBOX_STATE_CAPABILITY};
 use rmcp::{
-    ServerHandler, ServiceExt,
+    RoleServer, ServerHandler, ServiceExt,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
-    model::{CallToolResult, ContentBlock},
-    schemars, tool, tool_handler, tool_router,
+    model::{
+        CallToolResult, ContentBlock, ExperimentalCapabilities, Implementation, JsonObject,
+        ServerCapabilities, ServerConfig,
+    },
+    schemars,
+    service::RequestContext,
+    tool, tool_handler, tool_router,
 };
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -25,6 +36,8 @@ pub enum DemoServer {
     Text,
     /// `demo-math`: add, multiply, divide.
     Math,
+    /// `demo-sandbox`: run a command under the caller's sandbox.
+    Sandbox,
 }
 
 /// Serve the demo MCP server over this process's stdin/stdout until stdin closes.
@@ -47,6 +60,7 @@ where
     match server {
         DemoServer::Text => run(TextServer::new(), input, output).await,
         DemoServer::Math => run(MathServer::new(), input, output).await,
+        DemoServer::Sandbox => run(SandboxServer::new(), input, output).await,
     }
 }
 
@@ -162,6 +176,98 @@ impl MathServer {
     instructions = "Arithmetic on two numbers a and b: add, multiply, divide."
 )]
 impl ServerHandler for MathServer {}
+
+/// How long a command run by the sandbox demo may take.
+const RUN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Arguments of `run`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct RunArgs {
+    /// The program to run, inside the sandbox.
+    program: String,
+    /// Its arguments.
+    #[serde(default)]
+    args: Vec<String>,
+}
+
+/// The `demo-sandbox` server.
+#[derive(Clone, Debug)]
+struct SandboxServer {
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl SandboxServer {
+    fn new() -> Self {
+        Self {
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    #[tool(
+        description = "Run a command under the calling host's sandbox; refuses when the host supplies no sandbox launcher"
+    )]
+    async fn run(
+        &self,
+        Parameters(RunArgs { program, args }): Parameters<RunArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<String, String> {
+        // The authority comes from the request's `_meta`, set by the host; the
+        // arguments (written by the model) are only the command.
+        let authority = CapturedAuthority::from_meta(&context.meta.0.0)
+            .map_err(|error| error.to_string())?
+            .ok_or("the host sent no sandbox state (`codex/sandbox-state`); refusing to run")?;
+        let mut command = tokio::process::Command::from(
+            authority
+                .command(&program, &args, Unsandboxed::Refuse)
+                .map_err(|error| error.to_string())?,
+        );
+        command.stdin(Stdio::null()).kill_on_drop(true);
+        let output = tokio::time::timeout(RUN_TIMEOUT, command.output())
+            .await
+            .map_err(|_| {
+                format!(
+                    "`{program}` did not finish within {}s",
+                    RUN_TIMEOUT.as_secs()
+                )
+            })?
+            .map_err(|error| format!("cannot run the sandbox launcher: {error}"))?;
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        if output.status.success() {
+            Ok(stdout)
+        } else {
+            Err(format!(
+                "`{program}` failed ({}): {}{}",
+                output.status,
+                stdout,
+                String::from_utf8_lossy(&output.stderr)
+            ))
+        }
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for SandboxServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut experimental = ExperimentalCapabilities::new();
+        experimental.insert(SANDBOX_STATE_CAPABILITY.to_owned(), JsonObject::new());
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_experimental_with(experimental)
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "demo-sandbox",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(
+            "Runs commands under the calling host's sandbox, through the launcher it supplies."
+                .to_owned(),
+        )
+    }
+}
 
 #[cfg(test)]
 mod tests {

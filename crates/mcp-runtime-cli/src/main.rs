@@ -15,7 +15,7 @@ use std::{io::IsTerminal, process::ExitCode};
 
 use anyhow::Context;
 use clap::Parser;
-use mcp_runtime::{CallError, Config, Runtime, StartOptions};
+use mcp_runtime::{CallError, CallOptions, Config, Runtime, StartOptions};
 use tracing_subscriber::EnvFilter;
 
 use crate::plan::{Plan, View};
@@ -98,9 +98,16 @@ async fn run(args: args::RawArgs) -> anyhow::Result<u8> {
             json,
             name,
             arguments,
+            authority,
         } => {
             let runtime = start(config, scope).await?;
-            let result = runtime.call_tool(&name, Some(arguments)).await;
+            let mut options = CallOptions::new();
+            if let Some(authority) = authority {
+                options = options.with_authority(authority);
+            }
+            let result = runtime
+                .call_tool_with(&name, Some(arguments), options)
+                .await;
             let servers = runtime.servers();
             runtime.shutdown().await;
             let result = match result {

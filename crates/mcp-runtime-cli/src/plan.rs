@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use mcp_runtime::{Config, ServerConfig, model::JsonObject};
+use mcp_runtime::{CallAuthority, Config, SandboxState, ServerConfig, model::JsonObject};
 
 use crate::{
     args::{Bench, Command, Common, RawArgs},
@@ -30,6 +30,7 @@ pub enum Plan {
         json: bool,
         name: String,
         arguments: JsonObject,
+        authority: Option<CallAuthority>,
     },
     /// Start many runtimes at once and measure it.
     BenchStartup {
@@ -55,18 +56,34 @@ impl Plan {
         Ok(match args.command {
             Command::Servers { common } => Self::report(common, View::Servers)?,
             Command::Tools { common } => Self::report(common, View::Tools)?,
-            Command::Call { name, args, common } => {
+            Command::Call {
+                name,
+                args,
+                sandbox_state,
+                codex_executable,
+                common,
+            } => {
                 let arguments = match serde_json::from_str(&args) {
                     Ok(serde_json::Value::Object(object)) => object,
                     Ok(_) => bail!("`--args` must be a JSON object, like '{{\"a\": 1}}'"),
                     Err(error) => bail!("`--args` is not valid JSON: {error}"),
                 };
+                let authority = sandbox_state
+                    .map(|state| {
+                        let authority = CallAuthority::new(read_state(&state)?);
+                        anyhow::Ok(match codex_executable {
+                            Some(path) => authority.with_codex_executable(path),
+                            None => authority,
+                        })
+                    })
+                    .transpose()?;
                 Self::Call {
                     config: load(common.config.as_deref())?,
                     scope: common.scope,
                     json: common.json,
                     name,
                     arguments,
+                    authority,
                 }
             }
             Command::Bench {
@@ -97,6 +114,20 @@ impl Plan {
     }
 }
 
+/// `--sandbox-state`: a file holding the JSON, or the JSON itself. The text is kept
+/// exactly as written.
+fn read_state(value: &str) -> anyhow::Result<SandboxState> {
+    let path = Path::new(value);
+    if path.is_file() {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the sandbox state file `{value}`"))?;
+        // A trailing newline is the file's, not the state's.
+        let text = text.strip_suffix('\n').unwrap_or(&text);
+        return SandboxState::from_json(text).with_context(|| format!("in `{value}`"));
+    }
+    SandboxState::from_json(value).context("`--sandbox-state` is neither a file nor valid JSON")
+}
+
 fn load(path: Option<&Path>) -> anyhow::Result<Config> {
     match path {
         Some(path) => Ok(Config::load(path)?),
@@ -112,7 +143,7 @@ pub fn demo_config() -> anyhow::Result<Config> {
         .context("the path of this executable is not valid UTF-8")?
         .to_owned();
     let mut config = Config::default();
-    for (name, server) in [("text", "text"), ("math", "math")] {
+    for (name, server) in [("text", "text"), ("math", "math"), ("sandbox", "sandbox")] {
         let server =
             ServerConfig::stdio(name, exe.clone(), vec!["serve-demo".into(), server.into()]);
         config.servers.insert(name.to_owned(), server);

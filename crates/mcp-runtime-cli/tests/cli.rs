@@ -46,6 +46,7 @@ fn tools_lists_the_demo_servers_without_any_setup() {
     mcp__math__add         Add two numbers: a + b
     mcp__math__divide      Divide a by b; fails when b is zero
     mcp__math__multiply    Multiply two numbers: a * b
+    mcp__sandbox__run      Run a command under the calling host's sandbox; refuses when the host supplies no sandbox launcher
     mcp__text__echo        Return the text unchanged
     mcp__text__upper       Return the text in upper case
     mcp__text__word_count  Count the whitespace-separated words in the text
@@ -58,9 +59,10 @@ fn servers_shows_state_transport_and_tools() {
     let output = run(&["servers"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     insta::assert_snapshot!(redact_times(&stdout(&output)), @r"
-    SERVER  STATE  TRANSPORT  STARTUP  TOOLS  ERROR
-    math    ready  stdio      Nms      3
-    text    ready  stdio      Nms      3
+    SERVER   STATE  TRANSPORT  STARTUP  TOOLS  ERROR
+    math     ready  stdio      Nms      3
+    sandbox  ready  stdio      Nms      1
+    text     ready  stdio      Nms      3
     ");
 }
 
@@ -71,7 +73,7 @@ fn json_reports_servers_and_tools_in_one_object() {
         assert_eq!(output.status.code(), Some(0));
         let report: Value = serde_json::from_slice(&output.stdout).unwrap();
         let servers = report["servers"].as_array().unwrap();
-        assert_eq!(servers.len(), 2);
+        assert_eq!(servers.len(), 3);
         for server in servers {
             let keys: Vec<&str> = server
                 .as_object()
@@ -86,7 +88,7 @@ fn json_reports_servers_and_tools_in_one_object() {
             assert!(server["error"].is_null());
         }
         let tools = report["tools"].as_array().unwrap();
-        assert_eq!(tools.len(), 6);
+        assert_eq!(tools.len(), 7);
         let add = tools
             .iter()
             .find(|t| t["qualified_name"] == "mcp__math__add")
@@ -298,7 +300,8 @@ fn bench_startup_reports_one_tools_list_per_server_for_a_burst() {
         assert_eq!(server["ready"], 6);
         assert_eq!(server["failed"], 0);
         assert_eq!(server["tools_list_requests"], 1, "{server}");
-        assert_eq!(server["tools"], 3);
+        let tools = if server["name"] == "sandbox" { 1 } else { 3 };
+        assert_eq!(server["tools"], tools);
     }
 
     let output = run(&[
@@ -328,9 +331,10 @@ fn bench_startup_prints_a_table() {
         "{head}"
     );
     insta::assert_snapshot!(lines.collect::<Vec<_>>().join("\n"), @r"
-    SERVER  READY  FAILED  TOOLS/LIST  TOOLS
-    math    2      0       1           3
-    text    2      0       1           3
+    SERVER   READY  FAILED  TOOLS/LIST  TOOLS
+    math     2      0       1           3
+    sandbox  2      0       1           1
+    text     2      0       1           3
     ");
 }
 
@@ -357,4 +361,162 @@ fn bench_startup_against_real_servers_sends_one_tools_list_per_server() {
         assert_eq!(server["tools_list_requests"], 1, "{server}");
         assert!(server["tools"].as_u64().unwrap() > 0, "{server}");
     }
+}
+
+/// A stand-in for the Codex CLI in `dir`: passes the probe, records the sandboxed argv
+/// (NUL-separated) in `dir/argv`, and runs the command.
+fn stub_launcher(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("codex");
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = sandbox ] && [ \"$2\" = --help ]; then\n  echo 'Usage: codex sandbox --sandbox-state-json <JSON> -- <COMMAND>...'\n  exit 0\nfi\nfor arg in \"$@\"; do printf '%s\\0' \"$arg\"; done > '{}/argv'\nshift 4\nexec \"$@\"\n",
+        dir.display()
+    );
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+const STATE: &str = r#"{ "zeta": {"future": [1, null]}, "alpha": 123456789012345678901234567890, "s": "caf\u00e9 \"q\"" }"#;
+
+#[test]
+fn the_sandbox_demo_runs_commands_through_the_launcher_and_fails_closed_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let launcher = stub_launcher(dir.path());
+    let args = r#"{"program": "echo", "args": ["sandboxed", "hello"]}"#;
+    let output = run(&[
+        "call",
+        "mcp__sandbox__run",
+        "--args",
+        args,
+        "--sandbox-state",
+        STATE,
+        "--codex-executable",
+        launcher.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    assert_eq!(stdout(&output), "sandboxed hello\n");
+    let argv = std::fs::read(dir.path().join("argv")).unwrap();
+    let argv: Vec<String> = argv
+        .split(|&b| b == 0)
+        .filter(|arg| !arg.is_empty())
+        .map(|arg| String::from_utf8(arg.to_vec()).unwrap())
+        .collect();
+    assert_eq!(argv[..2], ["sandbox", "--sandbox-state-json"]);
+    // The demo server is built on rmcp, which hands it `_meta` parsed: the state is
+    // the same JSON, re-serialized.
+    let forwarded: Value = serde_json::from_str(&argv[2]).unwrap();
+    assert_eq!(forwarded["zeta"], serde_json::json!({"future": [1, null]}));
+    assert_eq!(argv[3..], ["--", "echo", "sandboxed", "hello"]);
+
+    let output = run(&[
+        "call",
+        "mcp__sandbox__run",
+        "--args",
+        args,
+        "--sandbox-state",
+        STATE,
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stdout(&output).starts_with("the host supplied no sandbox launcher"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
+fn a_sandbox_state_file_is_read_and_bad_state_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.json");
+    std::fs::write(&path, "{\"mode\": \"read-only\"}\n").unwrap();
+    let output = run(&[
+        "call",
+        "mcp__math__add",
+        "--args",
+        r#"{"a": 1, "b": 2}"#,
+        "--sandbox-state",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+
+    let output = run(&["call", "mcp__math__add", "--sandbox-state", "{not json"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output)
+            .starts_with("mcp-runtime: `--sandbox-state` is neither a file nor valid JSON"),
+        "{}",
+        stderr(&output)
+    );
+    let output = run(&["call", "mcp__math__add", "--codex-executable", "/bin/true"]);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "--codex-executable needs --sandbox-state"
+    );
+}
+
+/// The fixture server, built beside this binary by `cargo test --workspace`.
+fn fixture_server() -> PathBuf {
+    let path = Path::new(env!("CARGO_BIN_EXE_mcp-runtime")).with_file_name("mcp-fixture");
+    assert!(
+        path.exists(),
+        "{} is missing: build the whole workspace first (scripts/test does)",
+        path.display()
+    );
+    path
+}
+
+#[test]
+fn a_call_to_an_opted_in_server_delivers_the_state_byte_for_byte_and_the_launcher() {
+    let dir = tempfile::tempdir().unwrap();
+    let launcher = stub_launcher(dir.path());
+    let log = dir.path().join("log.jsonl");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.opted]\ncommand = {:?}\nargs = [\"--log\", {:?}, \"--experimental\", \"codex/sandbox-state={{}}\"]\n",
+            fixture_server().to_str().unwrap(),
+            log.to_str().unwrap()
+        ),
+    );
+    let output = run(&[
+        "call",
+        "mcp__opted__echo",
+        "--args",
+        r#"{"x": 1}"#,
+        "--sandbox-state",
+        STATE,
+        "--codex-executable",
+        launcher.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let log = std::fs::read_to_string(&log).unwrap();
+    let call: Value = log
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|entry| entry["method"] == "tools/call")
+        .expect("the call reached the server");
+    let raw = call["raw"].as_str().unwrap();
+    assert!(
+        raw.contains(&format!("\"codex/sandbox-state\":{STATE}")),
+        "{raw}"
+    );
+    assert!(
+        raw.contains(&format!("\"codex/sandbox-state-meta\":{STATE}")),
+        "{raw}"
+    );
+    let canonical = std::fs::canonicalize(&launcher).unwrap();
+    assert_eq!(
+        call["params"]["_meta"]["codex/sandbox-launcher"],
+        serde_json::json!({"codexExecutable": canonical.to_str().unwrap()})
+    );
 }

@@ -9,5 +9,6 @@ mod http;
 mod listing;
 mod peers;
 mod processes;
+mod sandbox;
 mod shared_listing;
 mod startup;

@@ -1,0 +1,403 @@
+//! Sandbox request metadata end to end: which servers get which keys, byte-exact state,
+//! the launcher rules and probe, and the server-side command.
+
+use std::{
+    os::unix::{ffi::OsStrExt, fs::PermissionsExt},
+    path::{Path, PathBuf},
+};
+
+use mcp_runtime::{
+    CallAuthority, CallOptions, CapturedAuthority, Runtime, SandboxState, ServerConfig,
+    ServerState, Unsandboxed, config::Environment, config::EnvironmentConfig,
+};
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// A state with unknown fields, keys out of order, a number beyond `f64` precision,
+/// `\u` escapes and irregular whitespace: anything but the exact text would differ.
+const STATE: &str = r#"{ "zeta":{"unknown_future_field":[true,null,{"deep":"x"}]},"alpha" : 123456789012345678901234567890.125,"escaped":"caf\u00e9 \ud83d\ude00 \"q\" \/","sandbox_policy":{"type":"workspace-write","writable_roots":["/w"]} }"#;
+
+fn state() -> SandboxState {
+    SandboxState::from_json(STATE).unwrap()
+}
+
+/// A stand-in for the Codex CLI: answers the probe (counting its runs in `probes`),
+/// records the argv of a sandboxed run in `argv` (NUL-separated) and runs the command.
+fn stub_launcher(dir: &Path, passes: bool) -> PathBuf {
+    let path = dir.join("codex");
+    let help = if passes {
+        "Usage: codex sandbox --sandbox-state-json <JSON> -- <COMMAND>..."
+    } else {
+        "Usage: codex sandbox <COMMAND>..."
+    };
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = sandbox ] && [ \"$2\" = --help ]; then\n  echo probe >> '{dir}/probes'\n  echo '{help}'\n  exit 0\nfi\nfor arg in \"$@\"; do printf '%s\\0' \"$arg\"; done > '{dir}/argv'\nshift 4\nexec \"$@\"\n",
+        dir = dir.display()
+    );
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn probe_runs(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("probes")).map_or(0, |text| text.lines().count())
+}
+
+/// The fixture, logging to `log`, advertising `capability` (if any).
+fn server(log: &Path, capability: Option<&str>) -> ServerConfig {
+    let experimental;
+    let mut args = vec!["--log", path_str(log)];
+    if let Some(capability) = capability {
+        experimental = format!("{capability}={{}}");
+        args.extend(["--experimental", &experimental]);
+    }
+    fixture("f", &args)
+}
+
+/// The raw text of every `tools/call` the fixture received.
+fn calls(log: &Path) -> Vec<String> {
+    read_log(log)
+        .into_iter()
+        .filter(|entry| entry["method"] == "tools/call")
+        .map(|entry| entry["raw"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The `_meta` of the fixture's `tools/call` requests, parsed.
+fn metas(log: &Path) -> Vec<Value> {
+    read_log(log)
+        .into_iter()
+        .filter(|entry| entry["method"] == "tools/call")
+        .map(|entry| entry["params"]["_meta"].clone())
+        .collect()
+}
+
+fn launcher_meta(path: &Path) -> String {
+    let canonical = std::fs::canonicalize(path).unwrap();
+    format!(
+        r#""codex/sandbox-launcher":{{"codexExecutable":{}}}"#,
+        serde_json::to_string(canonical.to_str().unwrap()).unwrap()
+    )
+}
+
+async fn call_once(runtime: &Runtime, authority: CallAuthority) {
+    runtime
+        .call_tool_with(
+            "mcp__f__echo",
+            None,
+            CallOptions::new().with_authority(authority),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_opted_in_local_server_gets_the_exact_state_twice_and_the_launcher() {
+    for capability in ["codex/sandbox-state", "codex/sandbox-state-meta"] {
+        let dir = temp_dir();
+        let log = dir.path().join("log.jsonl");
+        let launcher = stub_launcher(dir.path(), true);
+        let (runtime, _) = start(config([server(&log, Some(capability))])).await;
+        call_once(
+            &runtime,
+            CallAuthority::new(state()).with_codex_executable(&launcher),
+        )
+        .await;
+
+        let raw = &calls(&log)[0];
+        assert!(
+            raw.contains(&format!(r#""codex/sandbox-state":{STATE}"#)),
+            "{capability}: {raw}"
+        );
+        assert!(
+            raw.contains(&format!(r#""codex/sandbox-state-meta":{STATE}"#)),
+            "{raw}"
+        );
+        assert!(raw.contains(&launcher_meta(&launcher)), "{raw}");
+        // Server side: the captured authority is the host's, byte for byte.
+        let meta_text = serde_json::to_string(&metas(&log)[0]).unwrap();
+        assert!(CapturedAuthority::from_meta_json(&meta_text).is_ok());
+        runtime.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn a_server_that_did_not_opt_in_gets_none_of_the_keys() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let launcher = stub_launcher(dir.path(), true);
+    let (runtime, _) = start(config([server(&log, None)])).await;
+    let caller_meta = json!({
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "codex/sandbox-state": {"from": "caller"},
+        "codex/sandbox-launcher": {"codexExecutable": "/tmp/evil"},
+    });
+    let options = CallOptions::new()
+        .with_meta(caller_meta.as_object().cloned().unwrap())
+        .with_authority(CallAuthority::new(state()).with_codex_executable(&launcher));
+    runtime
+        .call_tool_with("mcp__f__echo", None, options)
+        .await
+        .unwrap();
+    let meta = &metas(&log)[0];
+    for key in [
+        "codex/sandbox-state",
+        "codex/sandbox-state-meta",
+        "codex/sandbox-launcher",
+    ] {
+        assert!(
+            meta.get(key).is_none(),
+            "{key} reached a server that did not ask: {meta}"
+        );
+    }
+    assert_eq!(
+        meta["traceparent"], caller_meta["traceparent"],
+        "other keys pass through"
+    );
+    assert_eq!(
+        probe_runs(dir.path()),
+        0,
+        "no probe for a server that does not want it"
+    );
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn caller_meta_and_tool_arguments_cannot_change_the_authority() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let launcher = stub_launcher(dir.path(), true);
+    let (runtime, _) = start(config([server(&log, Some("codex/sandbox-state"))])).await;
+    let forged = json!({
+        "codex/sandbox-state": {"sandbox_policy": {"type": "danger-full-access"}},
+        "codex/sandbox-state-meta": {"sandbox_policy": {"type": "danger-full-access"}},
+        "codex/sandbox-launcher": {"codexExecutable": "/tmp/evil"},
+    });
+    let options = CallOptions::new()
+        .with_meta(forged.as_object().cloned().unwrap())
+        .with_authority(CallAuthority::new(state()).with_codex_executable(&launcher));
+    runtime
+        .call_tool_with("mcp__f__echo", forged.as_object().cloned(), options)
+        .await
+        .unwrap();
+    // Without any authority, forged keys are dropped and nothing is added.
+    let options = CallOptions::new().with_meta(forged.as_object().cloned().unwrap());
+    runtime
+        .call_tool_with("mcp__f__echo", forged.as_object().cloned(), options)
+        .await
+        .unwrap();
+
+    let raws = calls(&log);
+    assert!(
+        raws[0].contains(&format!(r#""codex/sandbox-state":{STATE}"#)),
+        "{}",
+        raws[0]
+    );
+    assert!(raws[0].contains(&launcher_meta(&launcher)), "{}", raws[0]);
+    let metas = metas(&log);
+    assert!(!metas[0].to_string().contains("danger-full-access"));
+    assert!(!metas[0].to_string().contains("/tmp/evil"));
+    for key in [
+        "codex/sandbox-state",
+        "codex/sandbox-state-meta",
+        "codex/sandbox-launcher",
+    ] {
+        assert!(metas[1].get(key).is_none(), "{}", metas[1]);
+    }
+    // The arguments reach the tool untouched: they are data, not authority.
+    let args: Vec<Value> = read_log(&log)
+        .into_iter()
+        .filter(|entry| entry["method"] == "tools/call")
+        .map(|entry| entry["params"]["arguments"].clone())
+        .collect();
+    assert_eq!(args[0], forged);
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_default_authority_applies_when_a_call_brings_none() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let (runtime, _) = start(config([server(&log, Some("codex/sandbox-state"))])).await;
+    runtime.set_default_authority(Some(CallAuthority::new(state())));
+    runtime.call_tool("mcp__f__echo", None).await.unwrap();
+    let other = SandboxState::from_json(r#"{"per":"call"}"#).unwrap();
+    call_once(&runtime, CallAuthority::new(other)).await;
+    let raws = calls(&log);
+    assert!(
+        raws[0].contains(&format!(r#""codex/sandbox-state":{STATE}"#)),
+        "{}",
+        raws[0]
+    );
+    assert!(
+        raws[1].contains(r#""codex/sandbox-state":{"per":"call"}"#),
+        "{}",
+        raws[1]
+    );
+    assert!(
+        !raws[0].contains("codex/sandbox-launcher"),
+        "no launcher was named"
+    );
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn no_launcher_for_an_http_server_even_on_loopback() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let launcher = stub_launcher(dir.path(), true);
+    let fixture = http_fixture(&[
+        "--log",
+        path_str(&log),
+        "--experimental",
+        "codex/sandbox-state={}",
+    ])
+    .await;
+    let (runtime, _) = start(config([ServerConfig::http("f", &fixture.url)])).await;
+    assert_eq!(runtime.servers()[0].state, ServerState::Ready);
+    call_once(
+        &runtime,
+        CallAuthority::new(state()).with_codex_executable(&launcher),
+    )
+    .await;
+    let raw = &calls(&log)[0];
+    assert!(
+        raw.contains(&format!(r#""codex/sandbox-state":{STATE}"#)),
+        "byte-exact over HTTP too: {raw}"
+    );
+    assert!(
+        raw.contains(&format!(r#""codex/sandbox-state-meta":{STATE}"#)),
+        "{raw}"
+    );
+    assert!(!raw.contains("codex/sandbox-launcher"), "{raw}");
+    assert_eq!(probe_runs(dir.path()), 0);
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn no_launcher_for_a_server_run_through_a_wrapper() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let launcher = stub_launcher(dir.path(), true);
+    let mut config = config([server(&log, Some("codex/sandbox-state"))]);
+    // `env` runs the server right here, but through a wrapper the runtime must treat
+    // as another host.
+    config.environments.insert(
+        "elsewhere".into(),
+        EnvironmentConfig::new(vec!["/usr/bin/env".into()]),
+    );
+    config.servers.get_mut("f").unwrap().environment = Environment::Named("elsewhere".into());
+    let (runtime, _) = start(config).await;
+    assert_eq!(
+        runtime.servers()[0].state,
+        ServerState::Ready,
+        "{:?}",
+        runtime.servers()[0].error
+    );
+    call_once(
+        &runtime,
+        CallAuthority::new(state()).with_codex_executable(&launcher),
+    )
+    .await;
+    let raw = &calls(&log)[0];
+    assert!(
+        raw.contains(&format!(r#""codex/sandbox-state":{STATE}"#)),
+        "{raw}"
+    );
+    assert!(!raw.contains("codex/sandbox-launcher"), "{raw}");
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn no_launcher_when_the_path_fails_a_rule() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let failing_dir = dir.path().join("failing");
+    std::fs::create_dir(&failing_dir).unwrap();
+    let failing = stub_launcher(&failing_dir, false);
+    let non_utf8_dir = dir
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"launcher-\xff"));
+    std::fs::create_dir(&non_utf8_dir).unwrap();
+    let non_utf8 = stub_launcher(&non_utf8_dir, true);
+    let (runtime, _) = start(config([server(&log, Some("codex/sandbox-state"))])).await;
+    for candidate in [
+        failing.clone(),
+        non_utf8,
+        PathBuf::from("relative/codex"),
+        dir.path().join("missing"),
+    ] {
+        call_once(
+            &runtime,
+            CallAuthority::new(state()).with_codex_executable(candidate),
+        )
+        .await;
+    }
+    for raw in calls(&log) {
+        assert!(
+            raw.contains(&format!(r#""codex/sandbox-state":{STATE}"#)),
+            "{raw}"
+        );
+        assert!(!raw.contains("codex/sandbox-launcher"), "{raw}");
+    }
+    assert_eq!(probe_runs(&failing_dir), 1, "the failing stub was probed");
+    assert_eq!(
+        probe_runs(&non_utf8_dir),
+        0,
+        "a non-UTF-8 path is never probed"
+    );
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_probe_runs_once_per_file_and_again_when_the_file_changes() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let launcher = stub_launcher(dir.path(), true);
+    let (runtime, _) = start(config([server(&log, Some("codex/sandbox-state"))])).await;
+    let authority = CallAuthority::new(state()).with_codex_executable(&launcher);
+    call_once(&runtime, authority.clone()).await;
+    call_once(&runtime, authority.clone()).await;
+    assert_eq!(probe_runs(dir.path()), 1);
+
+    // A different file at the same path: size and modification time change.
+    let mut script = std::fs::read_to_string(&launcher).unwrap();
+    script.push_str("# changed\n");
+    std::fs::write(&launcher, script).unwrap();
+    call_once(&runtime, authority).await;
+    assert_eq!(probe_runs(dir.path()), 2);
+    for raw in calls(&log) {
+        assert!(raw.contains(&launcher_meta(&launcher)), "{raw}");
+    }
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_captured_authority_runs_the_command_through_the_launcher_with_the_exact_argv() {
+    let dir = temp_dir();
+    let launcher = stub_launcher(dir.path(), true);
+    let authority = CapturedAuthority::new(state(), Some(launcher.clone())).unwrap();
+    let output = authority
+        .command("echo", ["one", "two words"], Unsandboxed::Refuse)
+        .unwrap()
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "one two words\n");
+    let argv = std::fs::read(dir.path().join("argv")).unwrap();
+    let argv: Vec<&[u8]> = argv
+        .split(|&b| b == 0)
+        .filter(|arg| !arg.is_empty())
+        .collect();
+    let expected: Vec<&[u8]> = vec![
+        b"sandbox",
+        b"--sandbox-state-json",
+        STATE.as_bytes(),
+        b"--",
+        b"echo",
+        b"one",
+        b"two words",
+    ];
+    assert_eq!(argv, expected);
+}
