@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
-use mcp_runtime::CancellationToken;
-use mcp_runtime::{Runtime, ServerState, StartOptions, StartupEvent};
+use mcp_runtime::{
+    CancellationToken, ListingRegistry, Runtime, ServerState, StartOptions, StartupEvent,
+};
 
 use crate::support::*;
 
@@ -86,6 +87,7 @@ async fn a_cancelled_startup_ends_the_server() {
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
     let options = StartOptions::new()
         .with_events(sender)
+        .with_listing_registry(ListingRegistry::new())
         .with_cancellation(cancel.clone());
     let start = tokio::spawn(Runtime::start(config([server]), options));
     let pid = loop {
@@ -117,7 +119,9 @@ async fn dropping_the_start_future_ends_the_server_and_reports_cancelled() {
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
     let mut start = Box::pin(Runtime::start(
         config([server]),
-        StartOptions::new().with_events(sender),
+        StartOptions::new()
+            .with_events(sender)
+            .with_listing_registry(ListingRegistry::new()),
     ));
     let pid = loop {
         tokio::select! {

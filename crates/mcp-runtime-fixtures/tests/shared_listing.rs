@@ -119,6 +119,14 @@ impl Gated {
     fn tools_lists(&self) -> usize {
         count_method(&read_log(&self.log), "tools/list")
     }
+
+    /// How many `tools/list` requests reached the process `pid`.
+    fn tools_lists_to(&self, pid: u32) -> usize {
+        read_log(&self.log)
+            .iter()
+            .filter(|entry| entry["method"] == "tools/list" && entry["pid"] == pid)
+            .count()
+    }
 }
 
 fn logged_fixture(log: &Path, extra: &[&str]) -> ServerConfig {
@@ -297,8 +305,13 @@ async fn a_cancelled_leader_hands_over_to_exactly_one_waiter() {
         "the other waiter got the new listing"
     );
     assert_eq!(other.servers()[0].state, ServerState::Ready);
-    // The cancelled leader's request and the new leader's.
-    assert_eq!(gated.tools_lists(), 2);
+    let other_pid = if new_leader_pid == a_pid {
+        b_pid
+    } else {
+        a_pid
+    };
+    assert_eq!(gated.tools_lists_to(new_leader_pid), 1);
+    assert_eq!(gated.tools_lists_to(other_pid), 0);
     assert!(registry.is_empty());
     new_leader.shutdown().await;
     other.shutdown().await;
@@ -545,4 +558,90 @@ async fn sixty_four_startups_share_one_listing() {
     assert_eq!(count_method(&read_log(&log), "tools/list"), 1);
     assert!(registry.is_empty());
     futures::future::join_all(runtimes.into_iter().map(Runtime::shutdown)).await;
+}
+
+#[tokio::test]
+async fn a_leader_that_times_out_hands_over_to_a_waiter() {
+    let registry = ListingRegistry::new();
+    let gated = Gated::new();
+    let short = gated.server().with_startup_timeout(Duration::from_secs(2));
+    let mut leader = begin(vec![short], options(&registry));
+    let mut waiter = begin(vec![gated.server()], options(&registry));
+    let (leader_pid, waiter_pid) = (leader.pid().await, waiter.pid().await);
+    gated.open(leader_pid, "initialize");
+    assert!(!leader.listing().await);
+    gated.open(waiter_pid, "initialize");
+    assert!(waiter.listing().await);
+
+    // The leader's tools/list is never answered: its own startup timeout ends it.
+    let leader = leader.runtime().await;
+    assert_eq!(
+        leader.servers()[0].error.as_ref().unwrap().to_string(),
+        "did not finish starting within 2s (raise `startup_timeout_sec`)"
+    );
+    assert!(!waiter.listing().await, "the waiter asks its own server");
+    gated.open(waiter_pid, "tools-list");
+    let waiter = waiter.runtime().await;
+    assert_eq!(waiter.servers()[0].state, ServerState::Ready);
+    assert_eq!(waiter.servers()[0].tools_list_requests, 1);
+    assert_eq!(gated.tools_lists_to(waiter_pid), 1);
+    assert!(registry.is_empty());
+    waiter.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_waiter_that_takes_over_and_fails_reports_its_own_error() {
+    let registry = ListingRegistry::new();
+    let gated = Gated::new();
+    let mut leader = begin(vec![gated.server()], options(&registry));
+    let mut waiter = begin(vec![gated.server()], options(&registry));
+    let (leader_pid, waiter_pid) = (leader.pid().await, waiter.pid().await);
+    gated.open(leader_pid, "initialize");
+    assert!(!leader.listing().await);
+    gated.open(waiter_pid, "initialize");
+    assert!(waiter.listing().await);
+    open_gate(gated.dir.path(), leader_pid, "tools-list", "fail");
+    assert!(!waiter.listing().await);
+    open_gate(gated.dir.path(), waiter_pid, "tools-list", "fail");
+
+    let (leader, waiter) = (leader.runtime().await, waiter.runtime().await);
+    for runtime in [&leader, &waiter] {
+        let status = &runtime.servers()[0];
+        assert_eq!(status.state, ServerState::Failed);
+        assert_eq!(status.tools_list_requests, 1, "each sent its own, once");
+    }
+    // Each failure is its own request's: one tools/list reached each process.
+    assert_eq!(gated.tools_lists_to(leader_pid), 1);
+    assert_eq!(gated.tools_lists_to(waiter_pid), 1);
+    assert!(registry.is_empty());
+}
+
+#[tokio::test]
+async fn a_waiter_whose_own_server_died_fails_instead_of_taking_the_listing() {
+    let registry = ListingRegistry::new();
+    let gated = Gated::new();
+    let mut leader = begin(vec![gated.server()], options(&registry));
+    let mut waiter = begin(vec![gated.server()], options(&registry));
+    let (leader_pid, waiter_pid) = (leader.pid().await, waiter.pid().await);
+    gated.open(leader_pid, "initialize");
+    assert!(!leader.listing().await);
+    gated.open(waiter_pid, "initialize");
+    assert!(waiter.listing().await);
+
+    // SAFETY: signalling a fixture process this test started.
+    unsafe { libc::kill(waiter_pid as i32, libc::SIGKILL) };
+    assert!(wait_for_exit(waiter_pid as i32, Duration::from_secs(10)));
+    gated.open(leader_pid, "tools-list");
+    let leader = leader.runtime().await;
+    assert_eq!(leader.servers()[0].state, ServerState::Ready);
+    let waiter = waiter.runtime().await;
+    let status = &waiter.servers()[0];
+    assert_eq!(status.state, ServerState::Failed);
+    let error = status.error.as_ref().unwrap().to_string();
+    assert!(
+        error.starts_with("server process exited during startup (signal: 9"),
+        "{error}"
+    );
+    assert!(registry.is_empty());
+    leader.shutdown().await;
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mcp_runtime::{Runtime, ServerState, StartError, StartOptions, StartupEvent};
+use mcp_runtime::{ListingRegistry, Runtime, ServerState, StartError, StartOptions, StartupEvent};
 
 use crate::support::*;
 
@@ -82,7 +82,9 @@ async fn a_failed_required_server_fails_the_start_and_names_every_one() {
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
     let error = Runtime::start(
         config([crash, hung, optional, fine]),
-        StartOptions::new().with_events(sender),
+        StartOptions::new()
+            .with_events(sender)
+            .with_listing_registry(ListingRegistry::new()),
     )
     .await
     .err()

@@ -6,7 +6,8 @@ use std::{
 };
 
 use mcp_runtime::{
-    Config, Runtime, ServerConfig, StartOptions, StartupEvent, config::TransportConfig,
+    Config, ListingRegistry, Runtime, ServerConfig, StartOptions, StartupEvent,
+    config::TransportConfig,
 };
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -50,12 +51,21 @@ pub fn with_env_var(mut server: ServerConfig, name: &str) -> ServerConfig {
     server
 }
 
-/// Starts `config`, collecting its events.
+/// Starts `config`, collecting its events. Each start has a registry of its own, so
+/// tests running in parallel never share listings.
 pub async fn start(config: Config) -> (Runtime, Vec<StartupEvent>) {
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-    let runtime = Runtime::start(config, StartOptions::new().with_events(sender))
+    let registry = ListingRegistry::new();
+    let options = StartOptions::new()
+        .with_events(sender)
+        .with_listing_registry(registry.clone());
+    let runtime = Runtime::start(config, options)
         .await
         .expect("start succeeds");
+    assert!(
+        registry.is_empty(),
+        "nothing is left in the registry once the start settled"
+    );
     (runtime, drain(receiver))
 }
 

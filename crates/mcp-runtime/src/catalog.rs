@@ -230,10 +230,21 @@ mod tests {
         let one = Catalog::build([("s1", &a[..]), ("s2", &b[..])]);
         let two = Catalog::build([("s2", &b[..]), ("s1", &a_reversed[..])]);
         assert_eq!(names(&one), names(&two));
-        // The hash is a pure function of the raw names: known across runs.
+    }
+
+    #[test]
+    fn hashed_names_are_the_same_in_every_run() {
+        // Pinned: a change to the hash input would rename tools for every user.
+        let first = [tool("a.b"), tool("a_b")];
+        let long = [tool(&"long".repeat(30))];
+        let catalog = Catalog::build([("s1", &first[..]), ("s2", &long[..])]);
         assert_eq!(
-            hashed_name("mcp__s1__a_b", "s1", "a.b", HASH_LEN),
-            hashed_name("mcp__s1__a_b", "s1", "a.b", HASH_LEN)
+            names(&catalog),
+            [
+                "mcp__s1__a_b_66632619",
+                "mcp__s1__a_b_c66b3f62",
+                "mcp__s2__longlonglonglonglonglonglonglonglonglonglonglo_3f5a72c6",
+            ]
         );
     }
 

@@ -148,8 +148,9 @@ pub enum TransportConfig {
     StreamableHttp(HttpConfig),
 }
 
-/// The stdio keys of a server table.
-#[derive(Debug, Clone, PartialEq)]
+/// The stdio keys of a server table. Its `Debug` output shows the names in `env`,
+/// never their values.
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct StdioConfig {
     /// `command`: the program.
@@ -164,8 +165,9 @@ pub struct StdioConfig {
     pub cwd: Option<PathBuf>,
 }
 
-/// The Streamable HTTP keys of a server table.
-#[derive(Debug, Clone, PartialEq)]
+/// The Streamable HTTP keys of a server table. Its `Debug` output shows the names in
+/// `http_headers`, never their values.
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct HttpConfig {
     /// `url`: the endpoint.
@@ -176,6 +178,32 @@ pub struct HttpConfig {
     pub http_headers: BTreeMap<String, String>,
     /// `env_http_headers`: header name to the variable holding its value.
     pub env_http_headers: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for StdioConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioConfig")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("env_vars", &self.env_vars)
+            .field("cwd", &self.cwd)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("url", &self.url)
+            .field("bearer_token_env_var", &self.bearer_token_env_var)
+            .field(
+                "http_headers",
+                &self.http_headers.keys().collect::<Vec<_>>(),
+            )
+            .field("env_http_headers", &self.env_http_headers)
+            .finish()
+    }
 }
 
 /// Where a stdio server runs (`environment = "local"` or `"NAME"`).

@@ -11,7 +11,10 @@
 
 use std::{
     collections::HashSet,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::Duration,
 };
 
@@ -45,15 +48,11 @@ pub const MAX_LIST_PAGES: usize = 100;
 pub const MAX_LISTED_TOOLS: usize = 10_000;
 /// How long an exited server's last stderr may take to arrive.
 const EXIT_REPORT_WAIT: Duration = Duration::from_secs(1);
+/// How long closing the protocol may take at shutdown.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 /// The experimental capability through which a server opts out of shared listings.
 pub const TOOL_CATALOG_CACHE_CAPABILITY: &str = "codex/tool-catalog-cache";
-
-/// A complete tool listing and how many `tools/list` requests it took.
-pub(crate) struct Listed {
-    pub(crate) tools: Vec<Tool>,
-    pub(crate) requests: usize,
-}
 
 /// The client side of one connection: what it offers in `initialize` and what it
 /// does with the server's notifications.
@@ -84,7 +83,9 @@ pub fn client_config() -> ClientConfig {
 
 /// A live connection to one server.
 pub(crate) struct Connection {
-    service: RunningService<RoleClient, Client>,
+    peer: Peer<RoleClient>,
+    /// Taken by [`Connection::shutdown`] to close the protocol; dropping it cancels.
+    service: Mutex<Option<RunningService<RoleClient, Client>>>,
     splicer: Splicer,
     process: Mutex<Option<stdio::ServerProcess>>,
     pid: Option<u32>,
@@ -147,7 +148,8 @@ impl Connection {
             .set_response_cache_config(ClientCacheConfig::disabled())
             .await;
         Ok(Self {
-            service,
+            peer: service.peer().clone(),
+            service: Mutex::new(Some(service)),
             splicer,
             pid: process.as_ref().map(stdio::ServerProcess::pid),
             process: Mutex::new(process),
@@ -156,7 +158,38 @@ impl Connection {
     }
 
     fn peer(&self) -> &Peer<RoleClient> {
-        self.service.peer()
+        &self.peer
+    }
+
+    /// Why the connection is no longer usable, if it has closed: for a local server
+    /// that exited, how it exited and its last stderr.
+    pub(crate) async fn closed_error(&self) -> Option<StartupError> {
+        let exited = lock(&self.process)
+            .as_ref()
+            .is_some_and(stdio::ServerProcess::has_exited);
+        if !exited && !self.peer.is_transport_closed() {
+            return None;
+        }
+        let process = lock(&self.process).take();
+        let Some(mut process) = process else {
+            return Some(StartupError::Closed {
+                stderr_tail: Vec::new(),
+            });
+        };
+        let status = process.exit_status(EXIT_REPORT_WAIT).await;
+        let stderr_tail = process.stderr_tail().last(5);
+        Some(match status {
+            Some(status) => StartupError::Exited {
+                status: status.to_string(),
+                stderr_tail,
+            },
+            None => StartupError::Closed { stderr_tail },
+        })
+    }
+
+    /// Kills a local server's process group now, without a grace period.
+    pub(crate) fn kill(&self) {
+        drop(lock(&self.process).take());
     }
 
     /// The process id of a local server.
@@ -185,8 +218,8 @@ impl Connection {
         cacheable != Some(&serde_json::Value::Bool(false))
     }
 
-    /// Lists every tool, following `nextCursor` to the end. Each page is bounded by
-    /// `page_timeout`. A repeated cursor, more than [`MAX_LIST_PAGES`] pages or more
+    /// Lists every tool, following `nextCursor` to the end, counting each request in
+    /// `sent`. Each page is bounded by `page_timeout`. A repeated cursor, more than [`MAX_LIST_PAGES`] pages or more
     /// than [`MAX_LISTED_TOOLS`] tools is an error.
     ///
     /// # Cancel safety
@@ -195,11 +228,13 @@ impl Connection {
     pub(crate) async fn list_tools(
         &self,
         page_timeout: Duration,
-    ) -> Result<Listed, ListToolsError> {
+        sent: &AtomicUsize,
+    ) -> Result<Vec<Tool>, ListToolsError> {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         let mut seen = HashSet::new();
-        for requests in 1..=MAX_LIST_PAGES {
+        for _ in 0..MAX_LIST_PAGES {
+            sent.fetch_add(1, Ordering::Relaxed);
             let params = cursor
                 .clone()
                 .map(|cursor| PaginatedRequestParams::default().with_cursor(Some(cursor)));
@@ -218,7 +253,7 @@ impl Connection {
                 });
             }
             match page.next_cursor {
-                None => return Ok(Listed { tools, requests }),
+                None => return Ok(tools),
                 Some(next) => {
                     if !seen.insert(next.clone()) {
                         return Err(ListToolsError::RepeatedCursor { cursor: next });
@@ -287,24 +322,31 @@ impl Connection {
         }
     }
 
-    /// Closes the protocol (which closes a local server's stdin), then ends the
-    /// server process: its process group gets `SIGTERM` and, after a grace period,
-    /// `SIGKILL`. Calls still in flight fail with a closed connection.
+    /// Closes the protocol and waits for it to finish (which closes a local server's
+    /// stdin, or ends an HTTP session with `DELETE`), then ends a local server: if it
+    /// has not exited after a grace period its process group gets `SIGTERM`, and after
+    /// another, `SIGKILL`. Calls still in flight fail with a closed connection.
     ///
     /// # Cancel safety
     ///
     /// Dropping the future kills the process group at once.
     pub(crate) async fn shutdown(&self) {
-        self.service.cancellation_token().cancel();
-        let process = self
-            .process
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take();
+        let service = lock(&self.service).take();
+        if let Some(mut service) = service {
+            let _ = service.close_with_timeout(CLOSE_WAIT).await;
+        }
+        let process = lock(&self.process).take();
         if let Some(process) = process {
             process.shutdown().await;
         }
     }
+}
+
+/// Locks `mutex`, recovering from poisoning: every guarded value here stays valid.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn describe_service_error(error: &ServiceError) -> String {

@@ -158,6 +158,12 @@ pub enum StartupError {
         /// Its last lines of stderr.
         stderr_tail: Vec<String>,
     },
+    /// The connection closed during startup, the process still running or not local.
+    #[error("the connection closed during startup{}", stderr_suffix(stderr_tail))]
+    Closed {
+        /// The server's last lines of stderr, when it is a local process.
+        stderr_tail: Vec<String>,
+    },
     /// The `initialize` handshake failed.
     #[error("handshake failed: {message}{}", stderr_suffix(stderr_tail))]
     Handshake {
@@ -230,6 +236,18 @@ pub enum ListToolsError {
     Request {
         /// What went wrong.
         message: String,
+    },
+    /// No server has this name.
+    #[error("no server is named `{server}` (list them with `mcp-runtime servers`)")]
+    UnknownServer {
+        /// The name asked for.
+        server: String,
+    },
+    /// The server is not running.
+    #[error("server `{server}` is not running")]
+    ServerUnavailable {
+        /// The server.
+        server: String,
     },
 }
 

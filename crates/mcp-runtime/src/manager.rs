@@ -19,7 +19,7 @@ use std::{
     collections::BTreeMap,
     sync::{
         Arc, Mutex, RwLock, Weak,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -191,6 +191,13 @@ impl Runtime {
     ///
     /// Dropping the future kills every server process started so far; servers whose
     /// startup had not settled are reported as [`StartupEvent::Cancelled`].
+    ///
+    /// # Concurrent calls
+    ///
+    /// Starts running at the same time (in this runtime or others sharing the
+    /// [`ListingRegistry`](crate::ListingRegistry) of `options`) coalesce their startup
+    /// `tools/list` per discovery key, as [`crate::shared_listing`] describes; each
+    /// keeps its own connection.
     pub async fn start(config: Config, options: StartOptions) -> Result<Self, StartError> {
         let outcomes = startup::start_all(&config, &options).await;
         let mut servers = BTreeMap::new();
@@ -217,7 +224,7 @@ impl Runtime {
                     state,
                     startup_time: outcome.elapsed,
                     error,
-                    tools_list_requests: started.as_ref().map_or(0, |s| s.tools_list_requests),
+                    tools_list_requests: outcome.tools_list_requests,
                     listing: Mutex::new(Listing {
                         stored: 0,
                         next: 1,
@@ -419,6 +426,18 @@ impl Runtime {
     }
 }
 
+impl Drop for Runtime {
+    /// Kills every server's process group at once, even while a background refresh
+    /// still holds the servers.
+    fn drop(&mut self) {
+        for server in self.shared.servers.values() {
+            if let Some(connection) = &server.connection {
+                connection.kill();
+            }
+        }
+    }
+}
+
 impl Shared {
     fn build_catalog(servers: &BTreeMap<String, Server>) -> Catalog {
         let listings: Vec<(&str, Vec<Tool>)> = servers
@@ -449,28 +468,31 @@ impl Shared {
         let server = self
             .servers
             .get(name)
-            .ok_or_else(|| ListToolsError::Request {
-                message: format!("no server is named `{name}`"),
+            .ok_or_else(|| ListToolsError::UnknownServer {
+                server: name.to_owned(),
             })?;
-        let connection = server
-            .connection
-            .clone()
-            .ok_or_else(|| ListToolsError::Request {
-                message: format!("server `{name}` is not running"),
-            })?;
+        let connection =
+            server
+                .connection
+                .clone()
+                .ok_or_else(|| ListToolsError::ServerUnavailable {
+                    server: name.to_owned(),
+                })?;
         let generation = {
             let mut listing = server.listing.lock().unwrap_or_else(|p| p.into_inner());
             listing.next += 1;
             listing.next - 1
         };
-        let listed = connection.list_tools(server.config.startup_timeout).await?;
+        let tools = connection
+            .list_tools(server.config.startup_timeout, &AtomicUsize::new(0))
+            .await?;
         {
             let mut listing = server.listing.lock().unwrap_or_else(|p| p.into_inner());
             if generation <= listing.stored {
                 return Ok(());
             }
             listing.stored = generation;
-            listing.tools = Arc::new(listed.tools);
+            listing.tools = Arc::new(tools);
         }
         self.catalog
             .send_replace(Arc::new(Self::build_catalog(&self.servers)));

@@ -40,11 +40,11 @@ use tokio::sync::watch;
 use crate::{config::Environment, connection::client_config, transport::Endpoint};
 
 /// Tools as one `tools/list` answered them, shared between startups.
-pub type SharedTools = Arc<Vec<Tool>>;
+pub(crate) type SharedTools = Arc<Vec<Tool>>;
 
 /// The identity of a startup's discovery inputs, as a digest.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct DiscoveryKey([u8; 32]);
+pub(crate) struct DiscoveryKey([u8; 32]);
 
 impl DiscoveryKey {
     /// The key of a startup of `server` in `scope`, reached through `endpoint`, run in
@@ -77,9 +77,11 @@ impl DiscoveryKey {
                 for arg in &launch.argv {
                     field(arg.as_bytes());
                 }
-                match &launch.cwd {
+                // An inherited working directory is this process's, now: relative
+                // paths in argv resolve against it.
+                match launch.cwd.clone().or_else(|| std::env::current_dir().ok()) {
                     Some(cwd) => field(cwd.as_os_str().as_encoded_bytes()),
-                    None => field(b"<inherited cwd>"),
+                    None => field(b"<unknown cwd>"),
                 }
                 field(&(launch.env.len() as u64).to_le_bytes());
                 for (name, value) in &launch.env {

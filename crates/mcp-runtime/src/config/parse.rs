@@ -1,4 +1,10 @@
 //! Key-by-key parsing of the TOML text into [`Config`].
+//!
+//! The document is first parsed as a plain TOML table; then every server table is
+//! checked key by key against the stdio, HTTP and common key lists, so an unknown key,
+//! a mix of transports or a value of the wrong type is reported with the file, the
+//! table and the key. Keys that would hold a secret in clear text (`bearer_token`, an
+//! `Authorization` header) are refused outright.
 
 use std::{
     collections::BTreeMap,
@@ -33,6 +39,9 @@ const COMMON_KEYS: &[&str] = &[
 ];
 /// Keys that would carry a secret in clear text.
 const LITERAL_TOKEN_KEYS: &[&str] = &["bearer_token"];
+/// Headers that carry credentials: only `bearer_token_env_var` or `env_http_headers`
+/// may set them.
+const CREDENTIAL_HEADERS: &[&str] = &["authorization", "proxy-authorization"];
 
 pub(super) fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
     let root: Table = toml::from_str(text).map_err(|error| ConfigError::Syntax {
@@ -162,10 +171,24 @@ impl File<'_> {
         if let Some(value) = table.get("share_tool_listing") {
             server.share_tool_listing = self.boolean(value, t, "share_tool_listing")?;
         }
-        if let Some(value) = table.get("startup_timeout_sec") {
-            server.startup_timeout = self.seconds(value, t, "startup_timeout_sec", 1.0)?;
-        } else if let Some(value) = table.get("startup_timeout_ms") {
-            server.startup_timeout = self.seconds(value, t, "startup_timeout_ms", 1e-3)?;
+        match (
+            table.get("startup_timeout_sec"),
+            table.get("startup_timeout_ms"),
+        ) {
+            (Some(_), Some(_)) => {
+                return Err(self.invalid(
+                    t,
+                    "startup_timeout_ms",
+                    "absent when `startup_timeout_sec` is set (set only one)",
+                ));
+            }
+            (Some(value), None) => {
+                server.startup_timeout = self.seconds(value, t, "startup_timeout_sec", 1.0)?;
+            }
+            (None, Some(value)) => {
+                server.startup_timeout = self.seconds(value, t, "startup_timeout_ms", 1e-3)?;
+            }
+            (None, None) => {}
         }
         if let Some(value) = table.get("tool_timeout_sec") {
             server.tool_timeout = self.seconds(value, t, "tool_timeout_sec", 1.0)?;
@@ -251,6 +274,16 @@ impl File<'_> {
             Some(value) => self.string_map(value, t, "http_headers")?,
             None => BTreeMap::new(),
         };
+        if let Some(name) = http_headers
+            .keys()
+            .find(|name| CREDENTIAL_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
+        {
+            return Err(ConfigError::LiteralToken {
+                path: self.path.to_owned(),
+                table: t.to_owned(),
+                key: format!("http_headers.{name}"),
+            });
+        }
         let env_http_headers = match table.get("env_http_headers") {
             Some(value) => self.string_map(value, t, "env_http_headers")?,
             None => BTreeMap::new(),
@@ -491,6 +524,28 @@ mod tests {
             !message.contains("sk-123"),
             "the token must not be echoed: {message}"
         );
+    }
+
+    #[test]
+    fn a_literal_authorization_header_is_refused() {
+        let message = parse_err(
+            "[mcp_servers.a]\nurl = \"https://x/mcp\"\nhttp_headers = { Authorization = \"Bearer sk-1\" }\n",
+        );
+        assert!(
+            message.contains(
+                "key `http_headers.Authorization` in `[mcp_servers.a]` holds a literal token"
+            ),
+            "{message}"
+        );
+        assert!(!message.contains("sk-1"), "{message}");
+    }
+
+    #[test]
+    fn both_startup_timeouts_is_an_error() {
+        let message = parse_err(
+            "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = 1\nstartup_timeout_ms = 5\n",
+        );
+        assert!(message.contains("key `startup_timeout_ms`"), "{message}");
     }
 
     #[test]

@@ -1,9 +1,15 @@
 //! Concurrent startup of every enabled server, with progress events.
+//!
+//! Every server's startup is one future (prepare the endpoint, take a stamp from the
+//! listing registry, spawn or connect, handshake, get the listing: shared or its own),
+//! bounded by its `startup_timeout_sec` and raced against the host's cancellation. The
+//! futures run concurrently in one `FuturesUnordered` inside the caller's future, so
+//! dropping that future drops every startup, and with them every process they spawned.
 
 use std::{
     sync::{
         Arc,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -114,7 +120,9 @@ pub enum StartupEvent {
         /// Its process id, which is also its process group id.
         pid: u32,
     },
-    /// The handshake is done and the startup needs the server's tools.
+    /// The handshake is done and the startup needs the server's tools. Sent again with
+    /// `shared: false` when a waiting startup takes over after the listing it waited
+    /// for failed.
     ListingTools {
         /// The server.
         server: String,
@@ -163,18 +171,18 @@ pub struct StartupSummary {
     pub elapsed: Duration,
 }
 
-/// A started server: its connection, its tools, and how many `tools/list` requests
-/// its startup sent itself.
+/// A started server: its connection and its tools.
 pub(super) struct Started {
     pub(super) connection: Connection,
     pub(super) tools: SharedTools,
-    pub(super) tools_list_requests: usize,
 }
 
 /// How one server's startup ended.
 pub(super) struct Outcome {
     pub(super) config: ServerConfig,
     pub(super) elapsed: Duration,
+    /// How many `tools/list` requests the startup sent itself, whatever its result.
+    pub(super) tools_list_requests: usize,
     pub(super) result: Result<Started, StartupError>,
 }
 
@@ -219,7 +227,7 @@ async fn start_one(config: &ServerConfig, binding: Binding, options: &StartOptio
     report.send(StartupEvent::Starting {
         server: server.clone(),
     });
-    let waiting = AtomicBool::new(false);
+    let progress = Progress::default();
     let startup = async {
         let endpoint = Endpoint::prepare(config, binding.wrapper())?;
         // Stamped before anything is sent: a listing requested from now on may serve it.
@@ -235,30 +243,30 @@ async fn start_one(config: &ServerConfig, binding: Binding, options: &StartOptio
         })
         .await?;
         let ticket = ticket.filter(|_| connection.allows_shared_listing());
-        let (tools, tools_list_requests) =
-            list(&connection, ticket, config, &report, &waiting).await?;
-        Ok(Started {
-            connection,
-            tools,
-            tools_list_requests,
-        })
+        let tools = list(&connection, ticket, config, &report, &progress).await?;
+        Ok(Started { connection, tools })
     };
     let result = tokio::select! {
+        biased;
+        () = options.cancel.cancelled() => Err(StartupError::Cancelled),
         result = tokio::time::timeout(config.startup_timeout, startup) => match result {
             Ok(result) => result,
             Err(_) => Err(StartupError::Timeout {
                 after: config.startup_timeout,
-                waiting_for_shared_listing: waiting.load(Ordering::Relaxed),
+                waiting_for_shared_listing: progress.waiting.load(Ordering::Relaxed),
             }),
         },
-        () = options.cancel.cancelled() => Err(StartupError::Cancelled),
     };
     let elapsed = began.elapsed();
     report.settled = true;
     report.send(match &result {
         Ok(started) => StartupEvent::Ready {
             server,
-            tools: started.tools.len(),
+            tools: started
+                .tools
+                .iter()
+                .filter(|tool| config.exposes_tool(&tool.name))
+                .count(),
             elapsed,
         },
         Err(StartupError::Cancelled) => StartupEvent::Cancelled { server },
@@ -271,6 +279,7 @@ async fn start_one(config: &ServerConfig, binding: Binding, options: &StartOptio
     Outcome {
         config: config.clone(),
         elapsed,
+        tools_list_requests: progress.requests.load(Ordering::Relaxed),
         result,
     }
 }
@@ -283,30 +292,30 @@ async fn list(
     ticket: Option<Startup>,
     config: &ServerConfig,
     report: &Report,
-    waiting: &AtomicBool,
-) -> Result<(SharedTools, usize), StartupError> {
+    progress: &Progress,
+) -> Result<SharedTools, StartupError> {
     let own = |leader: Option<LeaderGuard>| async move {
         report.send(StartupEvent::ListingTools {
             server: config.name.clone(),
             shared: false,
         });
-        let listed = connection
-            .list_tools(config.startup_timeout)
+        let tools = connection
+            .list_tools(config.startup_timeout, &progress.requests)
             .await
             .map_err(StartupError::ListTools)?;
-        let tools = Arc::new(listed.tools);
+        let tools = Arc::new(tools);
         if let Some(leader) = leader {
             leader.publish(tools.clone());
         }
-        Ok((tools, listed.requests))
+        Ok(tools)
     };
     let Some(mut ticket) = ticket else {
         return own(None).await;
     };
     let mut announced_wait = false;
-    loop {
+    let shared = loop {
         match ticket.next() {
-            Next::Take(tools) => return Ok((tools, 0)),
+            Next::Take(tools) => break tools,
             Next::Lead(leader) => return own(Some(leader)).await,
             Next::Wait(attempt) => {
                 if !std::mem::replace(&mut announced_wait, true) {
@@ -315,15 +324,30 @@ async fn list(
                         shared: true,
                     });
                 }
-                waiting.store(true, Ordering::Relaxed);
+                progress.waiting.store(true, Ordering::Relaxed);
                 let shared = shared_listing::wait(attempt).await;
-                waiting.store(false, Ordering::Relaxed);
+                progress.waiting.store(false, Ordering::Relaxed);
                 if let Some(tools) = shared {
-                    return Ok((tools, 0));
+                    break tools;
                 }
             }
         }
+    };
+    // A shared listing says nothing about this startup's own server: it must still be
+    // there.
+    match connection.closed_error().await {
+        Some(error) => Err(error),
+        None => Ok(shared),
     }
+}
+
+/// What a startup's own future records for the outside: it is dropped on a timeout.
+#[derive(Default)]
+struct Progress {
+    /// Whether it is waiting for another startup's listing.
+    waiting: AtomicBool,
+    /// How many `tools/list` requests it sent.
+    requests: AtomicUsize,
 }
 
 /// Sends one server's events; if the startup is dropped before it settles, reports

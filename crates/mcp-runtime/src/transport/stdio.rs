@@ -19,8 +19,13 @@ use std::{
     time::Duration,
 };
 
+use std::os::{
+    fd::{FromRawFd, OwnedFd},
+    unix::process::ExitStatusExt,
+};
+
 use tokio::{
-    io::{AsyncBufReadExt, AsyncRead, BufReader},
+    io::{AsyncBufReadExt, AsyncRead, BufReader, Interest, unix::AsyncFd},
     process::{Child, ChildStdin, ChildStdout, Command},
     task::JoinHandle,
 };
@@ -66,14 +71,24 @@ pub(crate) struct Spawned {
     pub(crate) stdin: ChildStdin,
 }
 
-/// Exactly what a local server is started with.
-#[derive(Debug, Clone)]
+/// Exactly what a local server is started with. `Debug` shows variable names only.
+#[derive(Clone)]
 pub(crate) struct Launch {
     /// The program and its arguments, after any environment's wrapper.
     pub(crate) argv: Vec<String>,
     /// The child's whole environment.
     pub(crate) env: BTreeMap<OsString, OsString>,
     pub(crate) cwd: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Launch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launch")
+            .field("argv", &self.argv)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("cwd", &self.cwd)
+            .finish()
+    }
 }
 
 impl Launch {
@@ -128,6 +143,8 @@ pub(crate) fn spawn(server: &str, launch: &Launch) -> Result<Spawned, StartupErr
         process: ServerProcess {
             child,
             pgid,
+            exit: exit_watch(pgid),
+            reaped: false,
             tail,
             stderr_task,
         },
@@ -213,9 +230,16 @@ async fn read_bounded_line(
 }
 
 /// A local server process. Dropping it kills its whole process group.
+///
+/// The leader is reaped only after the group has been sent `SIGKILL`: until then the
+/// leader (alive or a zombie) keeps its pid, and so the group id, from being reused,
+/// and every signal reaches this server's group and nothing else.
 pub(crate) struct ServerProcess {
     child: Child,
     pgid: libc::pid_t,
+    /// Readable once the leader has exited, without reaping it.
+    exit: Option<AsyncFd<OwnedFd>>,
+    reaped: bool,
     tail: StderrTail,
     stderr_task: JoinHandle<()>,
 }
@@ -231,44 +255,107 @@ impl ServerProcess {
         &self.tail
     }
 
+    /// Whether the leader has exited already (it is not reaped).
+    pub(crate) fn has_exited(&self) -> bool {
+        peek_exit_status(self.pgid).is_some()
+    }
+
+    /// Whether the leader exits within `limit` (it is not reaped).
+    async fn exited_within(&self, limit: Duration) -> bool {
+        match &self.exit {
+            Some(exit) => tokio::time::timeout(limit, exit.readable()).await.is_ok(),
+            None => false,
+        }
+    }
+
     /// If the process has exited (or exits within `wait`), how it exited, once its
-    /// stderr has been read to the end (bounded by `wait` too).
+    /// stderr has been read to the end (bounded by `wait` too). Does not reap it.
     pub(crate) async fn exit_status(&mut self, wait: Duration) -> Option<ExitStatus> {
-        let status = tokio::time::timeout(wait, self.child.wait())
-            .await
-            .ok()?
-            .ok()?;
+        if !self.exited_within(wait).await {
+            return None;
+        }
+        let status = peek_exit_status(self.pgid)?;
         let _ = tokio::time::timeout(wait, &mut self.stderr_task).await;
         Some(status)
     }
 
-    /// Ends the server: `SIGTERM` to its process group, `SIGKILL` to whatever is left
-    /// of the group after the grace period, then reaps the child. The caller closes
-    /// the server's stdin first.
+    /// Ends the server the way MCP's stdio transport describes: the caller has closed
+    /// its stdin; if it has not exited after a grace period its group gets `SIGTERM`,
+    /// and after another the whole group gets `SIGKILL` (also anything the server left
+    /// behind). Then the leader is reaped.
     ///
     /// # Cancel safety
     ///
     /// Dropping the future kills the process group at once.
     pub(crate) async fn shutdown(mut self) {
-        signal_group(self.pgid, libc::SIGTERM);
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.child.wait()).await;
+        if !self.exited_within(SHUTDOWN_GRACE).await {
+            signal_group(self.pgid, libc::SIGTERM);
+            self.exited_within(SHUTDOWN_GRACE).await;
+        }
         signal_group(self.pgid, libc::SIGKILL);
         let _ = self.child.wait().await;
+        self.reaped = true;
     }
 }
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
-        signal_group(self.pgid, libc::SIGKILL);
+        if !self.reaped {
+            signal_group(self.pgid, libc::SIGKILL);
+        }
         self.stderr_task.abort();
     }
 }
 
+/// A pidfd for `pid`, readable once it exits.
+fn exit_watch(pid: libc::pid_t) -> Option<AsyncFd<OwnedFd>> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        tracing::warn!(
+            error = %std::io::Error::last_os_error(),
+            "pidfd_open failed: server shutdown cannot wait for a grace period"
+        );
+        return None;
+    }
+    // SAFETY: `fd` is a new descriptor that nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    // SAFETY: the OwnedFd is moved into the AsyncFd, which alone closes it, so it stays
+    // open and the same for the AsyncFd's whole life.
+    unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok()
+}
+
+/// How `pid` exited, if it has, leaving it unreaped.
+fn peek_exit_status(pid: libc::pid_t) -> Option<ExitStatus> {
+    // SAFETY: an all-zero siginfo_t is valid; waitid writes it for an exited child.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is valid for writes; WNOWAIT leaves the child waitable.
+    let result = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
+        )
+    };
+    // SAFETY: si_pid and si_status are set by waitid for a child that changed state.
+    let (child, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if result != 0 || child != pid {
+        return None;
+    }
+    // Rebuild a wait status: exit code in the second byte, or the signal.
+    let raw = match info.si_code {
+        libc::CLD_EXITED => (status & 0xff) << 8,
+        _ => status & 0x7f,
+    };
+    Some(ExitStatus::from_raw(raw))
+}
+
 fn signal_group(pgid: libc::pid_t, signal: libc::c_int) {
     // SAFETY: killpg has no memory-safety preconditions. The group was created for
-    // this server (`process_group(0)`), and its id stays reserved while any member
-    // is alive, so the signal reaches only the server and its descendants; an empty
-    // group is reported as ESRCH and ignored.
+    // this server (`process_group(0)`) and its callers signal it only while the leader
+    // is unreaped, so the id cannot have been reused: the signal reaches only the
+    // server's group. A group with no live member reports ESRCH, which is ignored.
     unsafe {
         libc::killpg(pgid, signal);
     }
@@ -316,6 +403,23 @@ mod tests {
         );
         assert!(!env.contains_key(&OsString::from("UNSET")));
         assert!(!env.contains_key(&OsString::from("AWS_SECRET_ACCESS_KEY")));
+    }
+
+    #[test]
+    fn debug_output_never_shows_environment_values() {
+        let config = stdio(&[("API_KEY", "literal-secret")], &["GITHUB_TOKEN"]);
+        let launch = Launch {
+            argv: vec!["server".into()],
+            env: child_environment(&config, parent),
+            cwd: None,
+        };
+        for text in [format!("{config:?}"), format!("{launch:?}")] {
+            assert!(
+                !text.contains("literal-secret") && !text.contains("ghp"),
+                "{text}"
+            );
+            assert!(text.contains("API_KEY"), "{text}");
+        }
     }
 
     #[test]
