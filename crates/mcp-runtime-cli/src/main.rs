@@ -2,7 +2,8 @@
 //!
 //! The flow is raw arguments ([`args`]) → a validated [`plan::Plan`] → running it.
 //! Exit codes: 0 success; 1 the tool answered `isError: true`; 2 any other failure,
-//! with a one-line reason on stderr.
+//! with a one-line reason on stderr; 130 or 143 when interrupted by `SIGINT` or
+//! `SIGTERM` (every server started so far is killed first).
 
 mod args;
 mod bench;
@@ -37,14 +38,37 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => return fail(&anyhow::Error::from(error)),
     };
-    match runtime.block_on(run(args)) {
+    let outcome = runtime.block_on(async {
+        tokio::select! {
+            outcome = run(args) => outcome,
+            // Servers run in process groups of their own, so a terminal's Ctrl-C
+            // reaches only this process: dropping `run` kills every server group.
+            code = interrupted() => Ok(code),
+        }
+    });
+    match outcome {
         Ok(code) => ExitCode::from(code),
         Err(error) => fail(&error),
     }
 }
 
+/// Waits for `SIGINT` or `SIGTERM`; returns the conventional exit code for it.
+async fn interrupted() -> u8 {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = interrupt.recv() => 130,
+        _ = terminate.recv() => 143,
+    }
+}
+
 fn fail(error: &anyhow::Error) -> ExitCode {
-    eprintln!("mcp-runtime: {error:#}");
+    eprintln!("mcp-runtime: {}", output::printable(&format!("{error:#}")));
     ExitCode::from(EXIT_FAILURE)
 }
 
@@ -157,7 +181,7 @@ fn warn_failed(servers: &[mcp_runtime::ServerStatus]) {
                 "mcp-runtime: server `{}` {}: {}",
                 server.name,
                 server.state.as_str(),
-                mcp_runtime::error::chain(error)
+                output::printable(&mcp_runtime::error::chain(error))
             );
         }
     }

@@ -1,6 +1,10 @@
 //! What the user sees: tables for people, JSON for scripts.
+//!
+//! Text that servers control (descriptions, stderr quoted in errors, tool output) is
+//! passed through [`printable`] before it reaches a terminal, so a server cannot move
+//! the cursor, retitle the window or forge output with escape sequences.
 
-use std::fmt::Write;
+use std::{borrow::Cow, fmt::Write};
 
 use mcp_runtime::{Catalog, ServerStatus, error::chain, model::CallToolResult};
 use serde_json::{Value, json};
@@ -49,7 +53,7 @@ pub fn servers_table(servers: &[ServerStatus]) -> String {
                 server
                     .error
                     .as_ref()
-                    .map(|error| chain(error))
+                    .map(|error| printable(&chain(error)).replace('\n', " "))
                     .unwrap_or_default(),
             ]
         })
@@ -78,7 +82,7 @@ pub fn call_text(result: &CallToolResult) -> String {
     let mut out = String::new();
     for block in &result.content {
         match block.as_text() {
-            Some(text) => out.push_str(&text.text),
+            Some(text) => out.push_str(&printable(&text.text)),
             None => out.push_str(&serde_json::to_string(block).unwrap_or_default()),
         }
         if !out.ends_with('\n') {
@@ -94,8 +98,28 @@ pub fn call_text(result: &CallToolResult) -> String {
     out
 }
 
+/// `text` with control characters other than newline and tab shown as `\u{..}`.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.chars()
+            .map(|c| {
+                if unsafe_char(c) {
+                    c.escape_unicode().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
+    )
+}
+
 fn one_line(text: &str, max_chars: usize) -> String {
-    let line = text.lines().next().unwrap_or_default().trim();
+    let line = printable(text.lines().next().unwrap_or_default().trim()).into_owned();
+    let line = line.as_str();
     if line.chars().count() <= max_chars {
         line.to_owned()
     } else {
@@ -148,6 +172,16 @@ mod tests {
         a            ready
         longer-name  failed  why
         ");
+    }
+
+    #[test]
+    fn control_characters_from_servers_are_shown_escaped() {
+        assert_eq!(printable("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(
+            printable("\u{1b}]0;owned\u{7}\u{1b}[2Jok"),
+            "\\u{1b}]0;owned\\u{7}\\u{1b}[2Jok"
+        );
+        assert_eq!(one_line("a\u{1b}[31mred", 80), "a\\u{1b}[31mred");
     }
 
     #[test]

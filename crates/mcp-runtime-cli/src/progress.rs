@@ -64,7 +64,11 @@ fn apply(lines: &mut Vec<Line>, event: StartupEvent) {
         } => settle(
             lines,
             &server,
-            format!("✗ {server}  {}  failed: {reason}", seconds(elapsed)),
+            format!(
+                "✗ {server}  {}  failed: {}",
+                seconds(elapsed),
+                crate::output::printable(&reason).replace('\n', " ")
+            ),
         ),
         StartupEvent::Cancelled { server } => {
             settle(lines, &server, format!("- {server}  cancelled"))

@@ -520,3 +520,85 @@ fn a_call_to_an_opted_in_server_delivers_the_state_byte_for_byte_and_the_launche
         serde_json::json!({"codexExecutable": canonical.to_str().unwrap()})
     );
 }
+
+#[test]
+fn an_interrupted_call_leaves_no_server_process_behind() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    // The fixture logs every message it receives into a FIFO: reading it tells the
+    // test, without polling, that the call is in progress.
+    let log = dir.path().join("log.fifo");
+    let log_c = std::ffi::CString::new(log.to_str().unwrap()).unwrap();
+    // SAFETY: `log_c` is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(log_c.as_ptr(), 0o600) }, 0);
+    let grandchild_file = dir.path().join("grandchild.pid");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.slow]\ncommand = {:?}\nargs = [\"--call-delay-ms\", \"600000\", \"--log\", {:?}, \"--spawn-grandchild\", {:?}]\n",
+            fixture_server().to_str().unwrap(),
+            log.to_str().unwrap(),
+            grandchild_file.to_str().unwrap(),
+        ),
+    );
+    let mut cli = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+        .args([
+            "call",
+            "mcp__slow__echo",
+            "--config",
+            config.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut server_pid = None;
+    for line in std::io::BufReader::new(std::fs::File::open(&log).unwrap()).lines() {
+        let entry: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        server_pid = entry["pid"].as_i64();
+        if entry["method"] == "tools/call" {
+            break;
+        }
+    }
+    let server_pid = server_pid.expect("the server logged its messages") as i32;
+    let grandchild: i32 = std::fs::read_to_string(&grandchild_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+
+    // SAFETY: sending a signal to a child we spawned.
+    unsafe { libc::kill(cli.id() as i32, libc::SIGINT) };
+    assert_eq!(cli.wait().unwrap().code(), Some(130));
+    for pid in [server_pid, grandchild] {
+        assert!(
+            gone_within(pid, std::time::Duration::from_secs(10)),
+            "process {pid} survived"
+        );
+    }
+}
+
+/// Waits (on a pidfd, without polling) until `pid` has exited or is a zombie.
+fn gone_within(pid: i32, limit: std::time::Duration) -> bool {
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        })
+    };
+    // SAFETY: pidfd_open takes a pid and flags; the descriptor is closed below.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+    if fd < 0 {
+        return !alive();
+    }
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    unsafe { libc::poll(&mut poll, 1, limit.as_millis() as i32) };
+    // SAFETY: closing the descriptor opened above, once.
+    unsafe { libc::close(fd) };
+    !alive()
+}
