@@ -8,6 +8,11 @@
 //! [`Runtime::call_tool`] routes a qualified name back to its server, with a timeout
 //! and cancellation. Every server process belongs to the runtime and ends with it.
 //!
+//! Overlapping equivalent startups share one `tools/list` answer while each keeps its
+//! own connection ([`shared_listing`]). Servers that ask for it receive the host's
+//! sandbox authority with each call, byte for byte ([`sandbox_metadata`],
+//! [`authority`], [`binding`]); server authors use [`CapturedAuthority`] to consume it.
+//!
 //! The protocol is spoken by the official Rust SDK, `rmcp`.
 #![doc = include_str!("../../../README.md")]
 #![deny(missing_docs)]
