@@ -5,6 +5,7 @@ use std::{
     process::{Command, Output},
 };
 
+use mcp_runtime_fixtures::testing::{recorded_argv, stub_launcher, wait_for_exit};
 use serde_json::Value;
 
 fn run(args: &[&str]) -> Output {
@@ -363,26 +364,12 @@ fn bench_startup_against_real_servers_sends_one_tools_list_per_server() {
     }
 }
 
-/// A stand-in for the Codex CLI in `dir`: passes the probe, records the sandboxed argv
-/// (NUL-separated) in `dir/argv`, and runs the command.
-fn stub_launcher(dir: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join("codex");
-    let script = format!(
-        "#!/bin/sh\nif [ \"$1\" = sandbox ] && [ \"$2\" = --help ]; then\n  echo 'Usage: codex sandbox --sandbox-state-json <JSON> -- <COMMAND>...'\n  exit 0\nfi\nfor arg in \"$@\"; do printf '%s\\0' \"$arg\"; done > '{}/argv'\nshift 4\nexec \"$@\"\n",
-        dir.display()
-    );
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
-
 const STATE: &str = r#"{ "zeta": {"future": [1, null]}, "alpha": 123456789012345678901234567890, "s": "caf\u00e9 \"q\"" }"#;
 
 #[test]
 fn the_sandbox_demo_runs_commands_through_the_launcher_and_fails_closed_without_one() {
     let dir = tempfile::tempdir().unwrap();
-    let launcher = stub_launcher(dir.path());
+    let launcher = stub_launcher(dir.path(), true);
     let args = r#"{"program": "echo", "args": ["sandboxed", "hello"]}"#;
     let output = run(&[
         "call",
@@ -402,11 +389,9 @@ fn the_sandbox_demo_runs_commands_through_the_launcher_and_fails_closed_without_
         stderr(&output)
     );
     assert_eq!(stdout(&output), "sandboxed hello\n");
-    let argv = std::fs::read(dir.path().join("argv")).unwrap();
-    let argv: Vec<String> = argv
-        .split(|&b| b == 0)
-        .filter(|arg| !arg.is_empty())
-        .map(|arg| String::from_utf8(arg.to_vec()).unwrap())
+    let argv: Vec<String> = recorded_argv(dir.path())
+        .into_iter()
+        .map(|arg| String::from_utf8(arg).unwrap())
         .collect();
     assert_eq!(argv[..2], ["sandbox", "--sandbox-state-json"]);
     // The demo server is built on rmcp, which hands it `_meta` parsed: the state is
@@ -476,7 +461,7 @@ fn fixture_server() -> PathBuf {
 #[test]
 fn a_call_to_an_opted_in_server_delivers_the_state_byte_for_byte_and_the_launcher() {
     let dir = tempfile::tempdir().unwrap();
-    let launcher = stub_launcher(dir.path());
+    let launcher = stub_launcher(dir.path(), true);
     let log = dir.path().join("log.jsonl");
     let config = write_config(
         dir.path(),
@@ -572,33 +557,8 @@ fn an_interrupted_call_leaves_no_server_process_behind() {
     assert_eq!(cli.wait().unwrap().code(), Some(130));
     for pid in [server_pid, grandchild] {
         assert!(
-            gone_within(pid, std::time::Duration::from_secs(10)),
+            wait_for_exit(pid, std::time::Duration::from_secs(10)),
             "process {pid} survived"
         );
     }
-}
-
-/// Waits (on a pidfd, without polling) until `pid` has exited or is a zombie.
-fn gone_within(pid: i32, limit: std::time::Duration) -> bool {
-    let alive = || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-            !state.starts_with('Z') && !state.starts_with('X')
-        })
-    };
-    // SAFETY: pidfd_open takes a pid and flags; the descriptor is closed below.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-    if fd < 0 {
-        return !alive();
-    }
-    let mut poll = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd for the duration of the call.
-    unsafe { libc::poll(&mut poll, 1, limit.as_millis() as i32) };
-    // SAFETY: closing the descriptor opened above, once.
-    unsafe { libc::close(fd) };
-    !alive()
 }

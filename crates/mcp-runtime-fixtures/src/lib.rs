@@ -12,7 +12,8 @@
 //! - [`message_log`]: the log of every JSON-RPC message the fixture receives,
 //!   byte for byte, that tests read to see what reached the peer,
 //! - [`stdio`] and [`http`]: the two transports, each of which logs a message
-//!   before rmcp parses it.
+//!   before rmcp parses it,
+//! - [`testing`]: helpers for the tests that run these processes.
 
 #![deny(missing_docs)]
 
@@ -21,6 +22,7 @@ pub mod http;
 pub mod message_log;
 pub mod server;
 pub mod stdio;
+pub mod testing;
 
 pub use gate::Gates;
 pub use message_log::MessageLog;

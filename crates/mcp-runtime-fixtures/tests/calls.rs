@@ -11,6 +11,23 @@ fn object(value: Value) -> Option<serde_json::Map<String, Value>> {
     value.as_object().cloned()
 }
 
+/// Asserts that the fixture's log holds one `notifications/cancelled`, for its one
+/// `tools/call`.
+fn assert_the_call_was_cancelled_once(log: &std::path::Path) {
+    let log = read_log(log);
+    let call_id = log
+        .iter()
+        .find(|entry| entry["method"] == "tools/call")
+        .map(|entry| entry["id"].clone())
+        .expect("the call reached the server");
+    let cancelled: Vec<&Value> = log
+        .iter()
+        .filter(|entry| entry["method"] == "notifications/cancelled")
+        .collect();
+    assert_eq!(cancelled.len(), 1, "{log:?}");
+    assert_eq!(cancelled[0]["params"]["requestId"], call_id);
+}
+
 #[tokio::test]
 async fn a_qualified_name_routes_to_its_own_server() {
     let (runtime, events) = start(config([fixture("left", &[]), fixture("right", &[])])).await;
@@ -88,18 +105,7 @@ async fn a_call_past_its_timeout_fails_and_the_server_is_told_to_cancel() {
     // the fixture logs messages in the order it reads them.
     runtime.refresh_tools("slow").await.unwrap();
 
-    let log = read_log(&log);
-    let call_id = log
-        .iter()
-        .find(|entry| entry["method"] == "tools/call")
-        .map(|entry| entry["id"].clone())
-        .expect("the call reached the server");
-    let cancelled: Vec<&Value> = log
-        .iter()
-        .filter(|entry| entry["method"] == "notifications/cancelled")
-        .collect();
-    assert_eq!(cancelled.len(), 1, "{log:?}");
-    assert_eq!(cancelled[0]["params"]["requestId"], call_id);
+    assert_the_call_was_cancelled_once(&log);
     runtime.shutdown().await;
 }
 
@@ -128,18 +134,7 @@ async fn dropping_a_call_tells_the_server_to_cancel() {
     }
     runtime.refresh_tools("slow").await.unwrap();
 
-    let log = read_log(&log);
-    let call_id = log
-        .iter()
-        .find(|entry| entry["method"] == "tools/call")
-        .map(|entry| entry["id"].clone())
-        .expect("the call reached the server");
-    let cancelled: Vec<&Value> = log
-        .iter()
-        .filter(|entry| entry["method"] == "notifications/cancelled")
-        .collect();
-    assert_eq!(cancelled.len(), 1, "{log:?}");
-    assert_eq!(cancelled[0]["params"]["requestId"], call_id);
+    assert_the_call_was_cancelled_once(&log);
     runtime.shutdown().await;
 }
 

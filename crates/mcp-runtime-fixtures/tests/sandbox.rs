@@ -2,7 +2,7 @@
 //! the launcher rules and probe, and the server-side command.
 
 use std::{
-    os::unix::{ffi::OsStrExt, fs::PermissionsExt},
+    os::unix::ffi::OsStrExt,
     path::{Path, PathBuf},
 };
 
@@ -20,28 +20,6 @@ const STATE: &str = r#"{ "zeta":{"unknown_future_field":[true,null,{"deep":"x"}]
 
 fn state() -> SandboxState {
     SandboxState::from_json(STATE).unwrap()
-}
-
-/// A stand-in for the Codex CLI: answers the probe (counting its runs in `probes`),
-/// records the argv of a sandboxed run in `argv` (NUL-separated) and runs the command.
-fn stub_launcher(dir: &Path, passes: bool) -> PathBuf {
-    let path = dir.join("codex");
-    let help = if passes {
-        "Usage: codex sandbox --sandbox-state-json <JSON> -- <COMMAND>..."
-    } else {
-        "Usage: codex sandbox <COMMAND>..."
-    };
-    let script = format!(
-        "#!/bin/sh\nif [ \"$1\" = sandbox ] && [ \"$2\" = --help ]; then\n  echo probe >> '{dir}/probes'\n  echo '{help}'\n  exit 0\nfi\nfor arg in \"$@\"; do printf '%s\\0' \"$arg\"; done > '{dir}/argv'\nshift 4\nexec \"$@\"\n",
-        dir = dir.display()
-    );
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
-
-fn probe_runs(dir: &Path) -> usize {
-    std::fs::read_to_string(dir.join("probes")).map_or(0, |text| text.lines().count())
 }
 
 /// The fixture, logging to `log`, advertising `capability` (if any).
@@ -385,11 +363,7 @@ async fn a_captured_authority_runs_the_command_through_the_launcher_with_the_exa
         .unwrap();
     assert!(output.status.success());
     assert_eq!(String::from_utf8_lossy(&output.stdout), "one two words\n");
-    let argv = std::fs::read(dir.path().join("argv")).unwrap();
-    let argv: Vec<&[u8]> = argv
-        .split(|&b| b == 0)
-        .filter(|arg| !arg.is_empty())
-        .collect();
+    let argv = recorded_argv(dir.path());
     let expected: Vec<&[u8]> = vec![
         b"sandbox",
         b"--sandbox-state-json",
@@ -399,5 +373,8 @@ async fn a_captured_authority_runs_the_command_through_the_launcher_with_the_exa
         b"one",
         b"two words",
     ];
-    assert_eq!(argv, expected);
+    assert_eq!(
+        argv,
+        expected.iter().map(|arg| arg.to_vec()).collect::<Vec<_>>()
+    );
 }

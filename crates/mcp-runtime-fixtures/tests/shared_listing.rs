@@ -129,6 +129,27 @@ impl Gated {
     }
 }
 
+/// Starts two sessions of `gated`'s server (the first with `leader_server`) and opens
+/// their gates in order, until the first is listing on its own connection and the
+/// second is waiting for that listing.
+async fn leading_and_waiting(
+    gated: &Gated,
+    registry: &ListingRegistry,
+    leader_server: ServerConfig,
+) -> (Session, u32, Session, u32) {
+    let mut leader = begin(vec![leader_server], options(registry));
+    let mut waiter = begin(vec![gated.server()], options(registry));
+    let (leader_pid, waiter_pid) = (leader.pid().await, waiter.pid().await);
+    gated.open(leader_pid, "initialize");
+    assert!(!leader.listing().await, "the first startup leads");
+    gated.open(waiter_pid, "initialize");
+    assert!(
+        waiter.listing().await,
+        "the second waits for the leader's listing"
+    );
+    (leader, leader_pid, waiter, waiter_pid)
+}
+
 fn logged_fixture(log: &Path, extra: &[&str]) -> ServerConfig {
     let mut args = vec!["--log", path_str(log)];
     args.extend_from_slice(extra);
@@ -321,13 +342,8 @@ async fn a_cancelled_leader_hands_over_to_exactly_one_waiter() {
 async fn a_failed_leader_hands_over_and_its_error_is_never_shared() {
     let registry = ListingRegistry::new();
     let gated = Gated::new();
-    let mut leader = begin(vec![gated.server()], options(&registry));
-    let mut waiter = begin(vec![gated.server()], options(&registry));
-    let (leader_pid, waiter_pid) = (leader.pid().await, waiter.pid().await);
-    gated.open(leader_pid, "initialize");
-    assert!(!leader.listing().await);
-    gated.open(waiter_pid, "initialize");
-    assert!(waiter.listing().await);
+    let (leader, leader_pid, mut waiter, waiter_pid) =
+        leading_and_waiting(&gated, &registry, gated.server()).await;
 
     open_gate(gated.dir.path(), leader_pid, "tools-list", "fail");
     let leader = leader.runtime().await;
@@ -565,13 +581,7 @@ async fn a_leader_that_times_out_hands_over_to_a_waiter() {
     let registry = ListingRegistry::new();
     let gated = Gated::new();
     let short = gated.server().with_startup_timeout(Duration::from_secs(2));
-    let mut leader = begin(vec![short], options(&registry));
-    let mut waiter = begin(vec![gated.server()], options(&registry));
-    let (leader_pid, waiter_pid) = (leader.pid().await, waiter.pid().await);
-    gated.open(leader_pid, "initialize");
-    assert!(!leader.listing().await);
-    gated.open(waiter_pid, "initialize");
-    assert!(waiter.listing().await);
+    let (leader, _, mut waiter, waiter_pid) = leading_and_waiting(&gated, &registry, short).await;
 
     // The leader's tools/list is never answered: its own startup timeout ends it.
     let leader = leader.runtime().await;
@@ -593,13 +603,8 @@ async fn a_leader_that_times_out_hands_over_to_a_waiter() {
 async fn a_waiter_that_takes_over_and_fails_reports_its_own_error() {
     let registry = ListingRegistry::new();
     let gated = Gated::new();
-    let mut leader = begin(vec![gated.server()], options(&registry));
-    let mut waiter = begin(vec![gated.server()], options(&registry));
-    let (leader_pid, waiter_pid) = (leader.pid().await, waiter.pid().await);
-    gated.open(leader_pid, "initialize");
-    assert!(!leader.listing().await);
-    gated.open(waiter_pid, "initialize");
-    assert!(waiter.listing().await);
+    let (leader, leader_pid, mut waiter, waiter_pid) =
+        leading_and_waiting(&gated, &registry, gated.server()).await;
     open_gate(gated.dir.path(), leader_pid, "tools-list", "fail");
     assert!(!waiter.listing().await);
     open_gate(gated.dir.path(), waiter_pid, "tools-list", "fail");
@@ -620,13 +625,8 @@ async fn a_waiter_that_takes_over_and_fails_reports_its_own_error() {
 async fn a_waiter_whose_own_server_died_fails_instead_of_taking_the_listing() {
     let registry = ListingRegistry::new();
     let gated = Gated::new();
-    let mut leader = begin(vec![gated.server()], options(&registry));
-    let mut waiter = begin(vec![gated.server()], options(&registry));
-    let (leader_pid, waiter_pid) = (leader.pid().await, waiter.pid().await);
-    gated.open(leader_pid, "initialize");
-    assert!(!leader.listing().await);
-    gated.open(waiter_pid, "initialize");
-    assert!(waiter.listing().await);
+    let (leader, leader_pid, waiter, waiter_pid) =
+        leading_and_waiting(&gated, &registry, gated.server()).await;
 
     // SAFETY: signalling a fixture process this test started.
     unsafe { libc::kill(waiter_pid as i32, libc::SIGKILL) };

@@ -1,15 +1,15 @@
 //! Shared helpers: fixture configs, the fixture's request log, and process checks.
 
-use std::{
-    path::{Path, PathBuf},
-    time::Duration,
-};
+use std::path::{Path, PathBuf};
 
 use mcp_runtime::{
     Config, ListingRegistry, Runtime, ServerConfig, StartOptions, StartupEvent,
     config::TransportConfig,
 };
-use serde_json::Value;
+pub use mcp_runtime_fixtures::testing::{
+    assert_all_gone, count_method, is_alive, probe_runs, read_log, recorded_argv, stub_launcher,
+    wait_for_exit,
+};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 /// The fixture server binary built with these tests.
@@ -94,93 +94,12 @@ pub fn temp_dir() -> tempfile::TempDir {
     tempfile::tempdir().expect("temporary directory")
 }
 
-/// The fixture's request log: one JSON object per received message.
-pub fn read_log(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.lines()
-        .map(|line| serde_json::from_str(line).expect("log lines are JSON"))
-        .collect()
-}
-
-/// How many messages with `method` the log holds.
-pub fn count_method(log: &[Value], method: &str) -> usize {
-    log.iter().filter(|entry| entry["method"] == method).count()
-}
-
 pub fn path_str(path: &Path) -> &str {
     path.to_str().expect("temporary paths are UTF-8")
 }
 
 pub fn peers_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers")
-}
-
-// ---- processes ----
-
-/// A process's state letter and process group, from `/proc/PID/stat`; `None` once
-/// it is gone.
-fn stat(pid: i32) -> Option<(char, i32)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may contain spaces: parse after it.
-    let rest = &text[text.rfind(')')? + 2..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    Some((state, pgrp))
-}
-
-/// Whether `pid` is a live process (a zombie is not).
-pub fn is_alive(pid: i32) -> bool {
-    matches!(stat(pid), Some((state, _)) if state != 'Z' && state != 'X')
-}
-
-/// The live members of process group `pgid`.
-pub fn group_members(pgid: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| matches!(stat(pid), Some((state, pgrp)) if pgrp == pgid && state != 'Z' && state != 'X'))
-        .collect()
-}
-
-/// Waits, without polling, until `pid` has exited (is a zombie or gone), for at
-/// most `limit`. Returns whether it exited.
-pub fn wait_for_exit(pid: i32, limit: Duration) -> bool {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new file descriptor or
-    // -1; the descriptor is closed below.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-    if fd < 0 {
-        return !is_alive(pid);
-    }
-    let mut poll = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: `poll` points to one valid pollfd for the duration of the call.
-    let ready = unsafe { libc::poll(&mut poll, 1, limit.as_millis() as i32) };
-    // SAFETY: fd was returned by pidfd_open above and is closed once.
-    unsafe { libc::close(fd) };
-    ready == 1 || !is_alive(pid)
-}
-
-/// Asserts that no process of group `pgid`, and none of `others`, is left.
-pub fn assert_all_gone(pgid: i32, others: &[i32]) {
-    let limit = Duration::from_secs(10);
-    for pid in group_members(pgid)
-        .into_iter()
-        .chain(others.iter().copied())
-    {
-        assert!(wait_for_exit(pid, limit), "process {pid} is still running");
-    }
-    assert_eq!(
-        group_members(pgid),
-        Vec::<i32>::new(),
-        "group {pgid} still has processes"
-    );
 }
 
 /// Reads the pid the fixture wrote for its own child (`--spawn-grandchild FILE`).

@@ -1,0 +1,127 @@
+//! Helpers for tests that run real processes: a stand-in launcher, waiting for a
+//! process to end without polling, process-group checks, and reading the fixture's log.
+
+use std::{
+    os::unix::fs::PermissionsExt,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use serde_json::Value;
+
+/// Writes a stand-in for the Codex CLI into `dir` and returns its path. It answers the
+/// capability probe (`sandbox --help`) — mentioning `--sandbox-state-json` only when
+/// `passes` — and counts its runs in `dir/probes`; a sandboxed run records its argv
+/// (NUL-separated) in `dir/argv` and then runs the command.
+pub fn stub_launcher(dir: &Path, passes: bool) -> PathBuf {
+    let path = dir.join("codex");
+    let help = if passes {
+        "Usage: codex sandbox --sandbox-state-json <JSON> -- <COMMAND>..."
+    } else {
+        "Usage: codex sandbox <COMMAND>..."
+    };
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = sandbox ] && [ \"$2\" = --help ]; then\n  echo probe >> '{dir}/probes'\n  echo '{help}'\n  exit 0\nfi\nfor arg in \"$@\"; do printf '%s\\0' \"$arg\"; done > '{dir}/argv'\nshift 4\nexec \"$@\"\n",
+        dir = dir.display()
+    );
+    std::fs::write(&path, script).expect("writing the stub launcher");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+        .expect("making the stub launcher executable");
+    path
+}
+
+/// How many times the stub launcher in `dir` was probed.
+pub fn probe_runs(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("probes")).map_or(0, |text| text.lines().count())
+}
+
+/// The argv of the stub launcher's last sandboxed run in `dir`, after its own name.
+pub fn recorded_argv(dir: &Path) -> Vec<Vec<u8>> {
+    let bytes = std::fs::read(dir.join("argv")).expect("the stub launcher ran");
+    bytes
+        .split(|&b| b == 0)
+        .filter(|arg| !arg.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// A process's state letter and process group, from `/proc/PID/stat`; `None` once
+/// it is gone.
+fn stat(pid: i32) -> Option<(char, i32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may contain spaces: parse after it.
+    let rest = &text[text.rfind(')')? + 2..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+/// Whether `pid` is a live process (a zombie is not).
+pub fn is_alive(pid: i32) -> bool {
+    matches!(stat(pid), Some((state, _)) if state != 'Z' && state != 'X')
+}
+
+/// The live members of process group `pgid`.
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            matches!(stat(pid), Some((state, pgrp)) if pgrp == pgid && state != 'Z' && state != 'X')
+        })
+        .collect()
+}
+
+/// Waits, without polling, until `pid` has exited (is a zombie or gone), for at most
+/// `limit`. Returns whether it exited.
+pub fn wait_for_exit(pid: i32, limit: Duration) -> bool {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new file descriptor or
+    // -1; the descriptor is closed below.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+    if fd < 0 {
+        return !is_alive(pid);
+    }
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `poll` points to one valid pollfd for the duration of the call.
+    let ready = unsafe { libc::poll(&mut poll, 1, limit.as_millis() as i32) };
+    // SAFETY: fd was returned by pidfd_open above and is closed once.
+    unsafe { libc::close(fd) };
+    ready == 1 || !is_alive(pid)
+}
+
+/// Asserts that no process of group `pgid`, and none of `others`, is left.
+pub fn assert_all_gone(pgid: i32, others: &[i32]) {
+    let limit = Duration::from_secs(10);
+    for pid in group_members(pgid)
+        .into_iter()
+        .chain(others.iter().copied())
+    {
+        assert!(wait_for_exit(pid, limit), "process {pid} is still running");
+    }
+    assert_eq!(
+        group_members(pgid),
+        Vec::<i32>::new(),
+        "group {pgid} still has processes"
+    );
+}
+
+/// The fixture's message log: one JSON object per received message.
+pub fn read_log(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .map(|line| serde_json::from_str(line).expect("log lines are JSON"))
+        .collect()
+}
+
+/// How many messages with `method` the log holds.
+pub fn count_method(log: &[Value], method: &str) -> usize {
+    log.iter().filter(|entry| entry["method"] == method).count()
+}
