@@ -68,6 +68,14 @@ impl Plan {
                     Ok(_) => bail!("`--args` must be a JSON object, like '{{\"a\": 1}}'"),
                     Err(error) => bail!("`--args` is not valid JSON: {error}"),
                 };
+                if let Some(path) = &codex_executable
+                    && !path.is_absolute()
+                {
+                    bail!(
+                        "`--codex-executable` must be an absolute path (`PATH` is never searched); try `$(realpath {})`",
+                        path.display()
+                    );
+                }
                 let authority = sandbox_state
                     .map(|state| {
                         let authority = CallAuthority::new(read_state(&state)?);
@@ -114,18 +122,15 @@ impl Plan {
     }
 }
 
-/// `--sandbox-state`: a file holding the JSON, or the JSON itself. The text is kept
-/// exactly as written.
+/// `--sandbox-state`: JSON text when it starts with `{` or `[`, else the path of a file
+/// holding it. The text is kept exactly as written (surrounding whitespace aside).
 fn read_state(value: &str) -> anyhow::Result<SandboxState> {
-    let path = Path::new(value);
-    if path.is_file() {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the sandbox state file `{value}`"))?;
-        // A trailing newline is the file's, not the state's.
-        let text = text.strip_suffix('\n').unwrap_or(&text);
-        return SandboxState::from_json(text).with_context(|| format!("in `{value}`"));
+    if value.trim_start().starts_with(['{', '[']) {
+        return SandboxState::from_json(value).context("in `--sandbox-state`");
     }
-    SandboxState::from_json(value).context("`--sandbox-state` is neither a file nor valid JSON")
+    let text = std::fs::read_to_string(value)
+        .with_context(|| format!("cannot read the sandbox state file `{value}`"))?;
+    SandboxState::from_json(text).with_context(|| format!("in `{value}`"))
 }
 
 fn load(path: Option<&Path>) -> anyhow::Result<Config> {

@@ -5,7 +5,7 @@ use std::{
     process::{Command, Output},
 };
 
-use mcp_runtime_fixtures::testing::{recorded_argv, stub_launcher, wait_for_exit};
+use mcp_runtime_fixtures::testing::{Probe, recorded_argv, stub_launcher, wait_for_exit};
 use serde_json::Value;
 
 fn run(args: &[&str]) -> Output {
@@ -369,7 +369,7 @@ const STATE: &str = r#"{ "zeta": {"future": [1, null]}, "alpha": 123456789012345
 #[test]
 fn the_sandbox_demo_runs_commands_through_the_launcher_and_fails_closed_without_one() {
     let dir = tempfile::tempdir().unwrap();
-    let launcher = stub_launcher(dir.path(), true);
+    let launcher = stub_launcher(dir.path(), Probe::Passes);
     let args = r#"{"program": "echo", "args": ["sandboxed", "hello"]}"#;
     let output = run(&[
         "call",
@@ -417,34 +417,101 @@ fn the_sandbox_demo_runs_commands_through_the_launcher_and_fails_closed_without_
 }
 
 #[test]
-fn a_sandbox_state_file_is_read_and_bad_state_is_refused() {
+fn a_sandbox_state_file_reaches_the_server_and_bad_input_is_refused() {
     let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.jsonl");
+    let config = opted_in_fixture(dir.path(), &log);
     let path = dir.path().join("state.json");
-    std::fs::write(&path, "{\"mode\": \"read-only\"}\n").unwrap();
+    std::fs::write(&path, format!("{STATE}\n")).unwrap();
     let output = run(&[
         "call",
-        "mcp__math__add",
-        "--args",
-        r#"{"a": 1, "b": 2}"#,
+        "mcp__opted__echo",
         "--sandbox-state",
         path.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-
-    let output = run(&["call", "mcp__math__add", "--sandbox-state", "{not json"]);
-    assert_eq!(output.status.code(), Some(2));
+    let raw = received_call(&log)["raw"].as_str().unwrap().to_owned();
     assert!(
-        stderr(&output)
-            .starts_with("mcp-runtime: `--sandbox-state` is neither a file nor valid JSON"),
-        "{}",
-        stderr(&output)
+        raw.contains(&format!("\"codex/sandbox-state\":{STATE}")),
+        "{raw}"
     );
+
+    let pretty = dir.path().join("pretty.json");
+    std::fs::write(&pretty, "{\n  \"mode\": \"read-only\"\n}\n").unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["call", "mcp__math__add", "--sandbox-state", "{not json"],
+            "mcp-runtime: in `--sandbox-state`: the sandbox state cannot be used: key must be a string at line 1 column 2\n",
+        ),
+        (
+            &[
+                "call",
+                "mcp__math__add",
+                "--sandbox-state",
+                pretty.to_str().unwrap(),
+            ],
+            &format!(
+                "mcp-runtime: in `{}`: the sandbox state cannot be used: it spans several lines; write it on one line (for example with `jq -c`)\n",
+                pretty.display()
+            ),
+        ),
+        (
+            &[
+                "call",
+                "mcp__math__add",
+                "--sandbox-state",
+                "{}",
+                "--codex-executable",
+                "bin/codex",
+            ],
+            "mcp-runtime: `--codex-executable` must be an absolute path (`PATH` is never searched); try `$(realpath bin/codex)`\n",
+        ),
+        (
+            &[
+                "call",
+                "mcp__math__add",
+                "--sandbox-state",
+                "/nonexistent/state.json",
+            ],
+            "mcp-runtime: cannot read the sandbox state file `/nonexistent/state.json`: No such file or directory (os error 2)\n",
+        ),
+    ];
+    for (args, expected) in cases {
+        let output = run(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr(&output), expected, "{args:?}");
+    }
     let output = run(&["call", "mcp__math__add", "--codex-executable", "/bin/true"]);
     assert_eq!(
         output.status.code(),
         Some(2),
         "--codex-executable needs --sandbox-state"
     );
+}
+
+/// The fixture's log entry for the `tools/call` it received.
+fn received_call(log: &Path) -> Value {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|entry| entry["method"] == "tools/call")
+        .expect("the call reached the server")
+}
+
+/// A config with one fixture server that opts into sandbox metadata and logs what it
+/// receives to `log`.
+fn opted_in_fixture(dir: &Path, log: &Path) -> PathBuf {
+    write_config(
+        dir,
+        &format!(
+            "[mcp_servers.opted]\ncommand = {:?}\nargs = [\"--log\", {:?}, \"--experimental\", \"codex/sandbox-state={{}}\"]\n",
+            fixture_server().to_str().unwrap(),
+            log.to_str().unwrap()
+        ),
+    )
 }
 
 /// The fixture server, built beside this binary by `cargo test --workspace`.
@@ -461,16 +528,9 @@ fn fixture_server() -> PathBuf {
 #[test]
 fn a_call_to_an_opted_in_server_delivers_the_state_byte_for_byte_and_the_launcher() {
     let dir = tempfile::tempdir().unwrap();
-    let launcher = stub_launcher(dir.path(), true);
+    let launcher = stub_launcher(dir.path(), Probe::Passes);
     let log = dir.path().join("log.jsonl");
-    let config = write_config(
-        dir.path(),
-        &format!(
-            "[mcp_servers.opted]\ncommand = {:?}\nargs = [\"--log\", {:?}, \"--experimental\", \"codex/sandbox-state={{}}\"]\n",
-            fixture_server().to_str().unwrap(),
-            log.to_str().unwrap()
-        ),
-    );
+    let config = opted_in_fixture(dir.path(), &log);
     let output = run(&[
         "call",
         "mcp__opted__echo",
@@ -484,12 +544,7 @@ fn a_call_to_an_opted_in_server_delivers_the_state_byte_for_byte_and_the_launche
         config.to_str().unwrap(),
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let log = std::fs::read_to_string(&log).unwrap();
-    let call: Value = log
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap())
-        .find(|entry| entry["method"] == "tools/call")
-        .expect("the call reached the server");
+    let call = received_call(&log);
     let raw = call["raw"].as_str().unwrap();
     assert!(
         raw.contains(&format!("\"codex/sandbox-state\":{STATE}")),

@@ -9,19 +9,33 @@ use std::{
 
 use serde_json::Value;
 
+/// How a stub launcher answers the capability probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// Exits 0 and mentions `--sandbox-state-json`.
+    Passes,
+    /// Exits 0 without mentioning it.
+    NoMarker,
+    /// Mentions it but exits 1.
+    Fails,
+}
+
 /// Writes a stand-in for the Codex CLI into `dir` and returns its path. It answers the
-/// capability probe (`sandbox --help`) — mentioning `--sandbox-state-json` only when
-/// `passes` — and counts its runs in `dir/probes`; a sandboxed run records its argv
-/// (NUL-separated) in `dir/argv` and then runs the command.
-pub fn stub_launcher(dir: &Path, passes: bool) -> PathBuf {
+/// capability probe (`sandbox --help`) as `probe` says and counts its runs in
+/// `dir/probes`; a sandboxed run records its argv (NUL-separated) in `dir/argv` and
+/// then runs the command.
+pub fn stub_launcher(dir: &Path, probe: Probe) -> PathBuf {
     let path = dir.join("codex");
-    let help = if passes {
-        "Usage: codex sandbox --sandbox-state-json <JSON> -- <COMMAND>..."
-    } else {
-        "Usage: codex sandbox <COMMAND>..."
+    let (help, code) = match probe {
+        Probe::Passes => (
+            "Usage: codex sandbox --sandbox-state-json <JSON> -- <COMMAND>...",
+            0,
+        ),
+        Probe::NoMarker => ("Usage: codex sandbox <COMMAND>...", 0),
+        Probe::Fails => ("error: --sandbox-state-json is not supported here", 1),
     };
     let script = format!(
-        "#!/bin/sh\nif [ \"$1\" = sandbox ] && [ \"$2\" = --help ]; then\n  echo probe >> '{dir}/probes'\n  echo '{help}'\n  exit 0\nfi\nfor arg in \"$@\"; do printf '%s\\0' \"$arg\"; done > '{dir}/argv'\nshift 4\nexec \"$@\"\n",
+        "#!/bin/sh\nif [ \"$1\" = sandbox ] && [ \"$2\" = --help ]; then\n  echo probe >> '{dir}/probes'\n  echo '{help}'\n  exit {code}\nfi\nfor arg in \"$@\"; do printf '%s\\0' \"$arg\"; done > '{dir}/argv'\nshift 4\nexec \"$@\"\n",
         dir = dir.display()
     );
     std::fs::write(&path, script).expect("writing the stub launcher");
@@ -38,11 +52,14 @@ pub fn probe_runs(dir: &Path) -> usize {
 /// The argv of the stub launcher's last sandboxed run in `dir`, after its own name.
 pub fn recorded_argv(dir: &Path) -> Vec<Vec<u8>> {
     let bytes = std::fs::read(dir.join("argv")).expect("the stub launcher ran");
-    bytes
-        .split(|&b| b == 0)
-        .filter(|arg| !arg.is_empty())
-        .map(<[u8]>::to_vec)
-        .collect()
+    // Every argument ends with a NUL, so the piece after the last one is empty.
+    let mut args: Vec<Vec<u8>> = bytes.split(|&b| b == 0).map(<[u8]>::to_vec).collect();
+    assert_eq!(
+        args.pop(),
+        Some(Vec::new()),
+        "the argv file ends with a NUL"
+    );
+    args
 }
 
 /// A process's state letter and process group, from `/proc/PID/stat`; `None` once

@@ -7,8 +7,8 @@ use mcp_runtime::{
     config::TransportConfig,
 };
 pub use mcp_runtime_fixtures::testing::{
-    assert_all_gone, count_method, is_alive, probe_runs, read_log, recorded_argv, stub_launcher,
-    wait_for_exit,
+    Probe, assert_all_gone, count_method, is_alive, probe_runs, read_log, recorded_argv,
+    stub_launcher, wait_for_exit,
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 

@@ -7,7 +7,10 @@
 //! example `ssh -T host`) run elsewhere, so they are never offered a launcher; they still
 //! receive the sandbox state, which describes the call, not the host.
 
-use crate::config::{Config, Environment, ServerConfig, TransportConfig};
+use crate::{
+    config::{Config, Environment, ServerConfig, TransportConfig},
+    error::StartupError,
+};
 
 /// Where a server runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,20 +31,23 @@ pub enum Binding {
 
 impl Binding {
     /// The binding of `server` under `config`'s environments. A server naming an
-    /// environment that `config` does not define was refused when the config was
-    /// parsed; if it is met here anyway it is treated as remote, never as local.
-    pub fn of(server: &ServerConfig, config: &Config) -> Self {
+    /// environment that `config` does not define (or defines without a wrapper) cannot
+    /// run at all: running it here instead would run it in the wrong place.
+    pub fn of(server: &ServerConfig, config: &Config) -> Result<Self, StartupError> {
         match (&server.transport, &server.environment) {
-            (TransportConfig::StreamableHttp(_), _) => Self::Http,
-            (TransportConfig::Stdio(_), Environment::Local) => Self::Local,
-            (TransportConfig::Stdio(_), Environment::Named(name)) => Self::Wrapped {
-                environment: name.clone(),
-                wrapper: config
-                    .environments
-                    .get(name)
-                    .map(|environment| environment.wrapper.clone())
-                    .unwrap_or_default(),
-            },
+            (TransportConfig::StreamableHttp(_), _) => Ok(Self::Http),
+            (TransportConfig::Stdio(_), Environment::Local) => Ok(Self::Local),
+            (TransportConfig::Stdio(_), Environment::Named(name)) => {
+                match config.environments.get(name) {
+                    Some(environment) if !environment.wrapper.is_empty() => Ok(Self::Wrapped {
+                        environment: name.clone(),
+                        wrapper: environment.wrapper.clone(),
+                    }),
+                    _ => Err(StartupError::UndefinedEnvironment {
+                        environment: name.clone(),
+                    }),
+                }
+            }
         }
     }
 
@@ -64,6 +70,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+    use crate::config::EnvironmentConfig;
 
     #[test]
     fn only_local_stdio_servers_may_be_offered_a_launcher() {
@@ -82,7 +89,7 @@ mod tests {
             Path::new("test.toml"),
         )
         .unwrap();
-        let binding = |name: &str| Binding::of(&config.servers[name], &config);
+        let binding = |name: &str| Binding::of(&config.servers[name], &config).unwrap();
         assert_eq!(binding("here"), Binding::Local);
         assert!(binding("here").may_offer_launcher());
         assert_eq!(binding("web"), Binding::Http);
@@ -93,5 +100,22 @@ mod tests {
             Some(&["ssh".to_owned(), "-T".into(), "devbox".into()][..])
         );
         assert!(!there.may_offer_launcher());
+    }
+
+    #[test]
+    fn an_undefined_or_empty_environment_is_an_error_not_this_host() {
+        let mut config = Config::default();
+        let mut server = ServerConfig::stdio("s", "server", vec![]);
+        server.environment = Environment::Named("typo".into());
+        config.servers.insert("s".into(), server.clone());
+        let error = Binding::of(&server, &config).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "environment `typo` is not defined or has an empty `wrapper` (add `[environments.typo]` with a `wrapper`)"
+        );
+        config
+            .environments
+            .insert("typo".into(), EnvironmentConfig::new(Vec::new()));
+        assert!(Binding::of(&server, &config).is_err());
     }
 }

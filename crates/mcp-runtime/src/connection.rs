@@ -29,6 +29,7 @@ use rmcp::{
 use tokio::sync::Notify;
 
 use crate::{
+    binding::Binding,
     error::{CallError, ListToolsError, StartupError, chain},
     sandbox_metadata::{
         self, CallSandbox, SANDBOX_LAUNCHER_KEY, SANDBOX_STATE_KEY, SANDBOX_STATE_META_KEY,
@@ -87,6 +88,8 @@ pub(crate) struct Connection {
     /// Taken by [`Connection::shutdown`] to close the protocol; dropping it cancels.
     service: Mutex<Option<RunningService<RoleClient, Client>>>,
     splicer: Splicer,
+    /// Whether the server shares this host's filesystem (see [`Binding`]).
+    may_offer_launcher: bool,
     process: Mutex<Option<stdio::ServerProcess>>,
     pid: Option<u32>,
     tools_changed: Arc<Notify>,
@@ -94,7 +97,8 @@ pub(crate) struct Connection {
 
 impl Connection {
     /// Starts or reaches the server at `endpoint` and completes the handshake;
-    /// `on_spawn` learns a local server's process id as soon as it runs.
+    /// `binding` says where it runs; `on_spawn` learns a local server's process id as
+    /// soon as it runs.
     ///
     /// # Cancel safety
     ///
@@ -102,6 +106,7 @@ impl Connection {
     pub(crate) async fn connect(
         server: &str,
         endpoint: &Endpoint,
+        binding: &Binding,
         on_spawn: impl FnOnce(u32),
     ) -> Result<Self, StartupError> {
         let tools_changed = Arc::new(Notify::new());
@@ -152,6 +157,7 @@ impl Connection {
             service: Mutex::new(Some(service)),
             splicer,
             pid: process.as_ref().map(stdio::ServerProcess::pid),
+            may_offer_launcher: binding.may_offer_launcher(),
             process: Mutex::new(process),
             tools_changed,
         })
@@ -241,7 +247,10 @@ impl Connection {
             let page = tokio::time::timeout(page_timeout, self.peer().list_tools(params))
                 .await
                 .map_err(|_| ListToolsError::Request {
-                    message: format!("no answer within {}", crate::error::secs(page_timeout)),
+                    message: format!(
+                        "no answer to `tools/list` within {} (raise `startup_timeout_sec`)",
+                        crate::error::secs(page_timeout)
+                    ),
                 })?
                 .map_err(|error| ListToolsError::Request {
                     message: chain(&error),
@@ -265,6 +274,11 @@ impl Connection {
         Err(ListToolsError::TooManyPages {
             limit: MAX_LIST_PAGES,
         })
+    }
+
+    /// Whether a launcher path on this host may be offered to the server.
+    pub(crate) fn may_offer_launcher(&self) -> bool {
+        self.may_offer_launcher
     }
 
     /// Whether the server opted into sandbox metadata in its `initialize` result.

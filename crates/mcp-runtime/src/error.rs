@@ -187,6 +187,14 @@ pub enum StartupError {
         /// Whether time ran out while waiting for another startup's `tools/list`.
         waiting_for_shared_listing: bool,
     },
+    /// The server names an execution environment that is not defined.
+    #[error(
+        "environment `{environment}` is not defined or has an empty `wrapper` (add `[environments.{environment}]` with a `wrapper`)"
+    )]
+    UndefinedEnvironment {
+        /// The environment's name.
+        environment: String,
+    },
     /// The startup was cancelled before it finished.
     #[error("startup was cancelled")]
     Cancelled,
@@ -350,7 +358,7 @@ pub enum AuthorityError {
     },
     /// No launcher was supplied and the operator did not allow running unsandboxed.
     #[error(
-        "the host supplied no sandbox launcher (`codex/sandbox-launcher`), so the command cannot run sandboxed; refusing to run it unsandboxed"
+        "the host supplied no sandbox launcher (`codex/sandbox-launcher`), so the command cannot run sandboxed; refusing to run it unsandboxed (the host must offer a launcher, or the server's operator must allow unsandboxed runs)"
     )]
     NoLauncher,
     /// Something bound to one authority was asked for under another.

@@ -31,7 +31,6 @@ use tokio_util::task::AbortOnDropHandle;
 pub use self::startup::{DEFAULT_SCOPE, StartOptions, StartupEvent, StartupSummary};
 use crate::{
     authority::{CallAuthority, probe::LauncherProbe},
-    binding::Binding,
     catalog::Catalog,
     config::{Config, ServerConfig, TransportConfig},
     connection::Connection,
@@ -160,7 +159,6 @@ struct Shared {
 
 struct Server {
     config: ServerConfig,
-    binding: Binding,
     state: ServerState,
     startup_time: Duration,
     error: Option<StartupError>,
@@ -219,7 +217,6 @@ impl Runtime {
             servers.insert(
                 name,
                 Server {
-                    binding: Binding::of(&outcome.config, &config),
                     config: outcome.config,
                     state,
                     startup_time: outcome.elapsed,
@@ -324,8 +321,9 @@ impl Runtime {
     /// A server that opted into sandbox metadata receives the authority's state (under
     /// both names, byte for byte) and, if it is a local stdio server and the launcher
     /// passes the capability probe, the launcher. Any of those keys in `options`' `_meta`
-    /// is dropped first; other servers receive none of them. Arguments are never read
-    /// for authority.
+    /// or in the arguments is dropped first; other servers receive none of them.
+    /// Arguments are never read for authority. A launcher probe (at most 5 s, once per
+    /// launcher file) runs before the call and does not count against its timeout.
     ///
     /// # Cancel safety
     ///
@@ -356,11 +354,15 @@ impl Runtime {
             })?;
         let mut meta = options.meta.unwrap_or_default();
         sandbox_metadata::strip_reserved_keys(&mut meta);
+        let arguments = arguments.map(|mut arguments| {
+            sandbox_metadata::strip_reserved_arguments(&mut arguments);
+            arguments
+        });
         let authority = options.authority.or_else(|| self.default_authority());
         let sandbox = match authority {
             Some(authority) if connection.wants_sandbox_metadata() => {
                 let launcher = match &authority.codex_executable {
-                    Some(path) if server.binding.may_offer_launcher() => {
+                    Some(path) if connection.may_offer_launcher() => {
                         LauncherProbe::global().verified(path).await
                     }
                     _ => None,

@@ -55,27 +55,45 @@ pub fn strip_reserved_keys(meta: &mut serde_json::Map<String, serde_json::Value>
     }
 }
 
+/// Removes the reserved keys from tool arguments (written by the model): at their top
+/// level and in an `_meta` object there, so no server can mistake them for the
+/// runtime's.
+pub fn strip_reserved_arguments(arguments: &mut serde_json::Map<String, serde_json::Value>) {
+    strip_reserved_keys(arguments);
+    if let Some(serde_json::Value::Object(meta)) = arguments.get_mut("_meta") {
+        strip_reserved_keys(meta);
+    }
+}
+
 /// The host's sandbox policy for one call: opaque JSON, kept as the exact text the host
 /// gave. Cheap to clone. Two states are equal when their texts are.
 #[derive(Clone)]
 pub struct SandboxState(Arc<RawValue>);
 
-/// The sandbox state is not valid JSON.
+/// The sandbox state cannot be forwarded.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("the sandbox state is not valid JSON: {message}")]
+#[error("the sandbox state cannot be used: {message}")]
 pub struct InvalidSandboxState {
     message: String,
 }
 
 impl SandboxState {
-    /// Takes the state as the host wrote it. The text must be one JSON value; it is
-    /// forwarded exactly, including its whitespace.
+    /// Takes the state as the host wrote it: one JSON value other than `null`, on one
+    /// line (stdio carries one message per line, so a line break could not be forwarded
+    /// as it is). The text, without surrounding whitespace, is forwarded exactly.
     pub fn from_json(text: impl Into<String>) -> Result<Self, InvalidSandboxState> {
-        RawValue::from_string(text.into())
-            .map(|raw| Self(Arc::from(raw)))
-            .map_err(|error| InvalidSandboxState {
-                message: error.to_string(),
-            })
+        let invalid = |message: String| InvalidSandboxState { message };
+        let raw = RawValue::from_string(text.into()).map_err(|error| invalid(error.to_string()))?;
+        if raw.get().contains(['\n', '\r']) {
+            return Err(invalid(
+                "it spans several lines; write it on one line (for example with `jq -c`)"
+                    .to_owned(),
+            ));
+        }
+        if raw.get() == "null" {
+            return Err(invalid("it is `null`".to_owned()));
+        }
+        Ok(Self(Arc::from(raw)))
     }
 
     /// The exact JSON text.
@@ -142,6 +160,18 @@ mod tests {
         assert_eq!(state.as_json(), text);
         assert!(SandboxState::from_json("{\"a\":").is_err());
         assert_ne!(state, SandboxState::from_json("{\"b\":1}").unwrap());
+    }
+
+    #[test]
+    fn a_state_on_several_lines_or_null_is_refused() {
+        let error = SandboxState::from_json("{\n  \"a\": 1\n}").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the sandbox state cannot be used: it spans several lines; write it on one line (for example with `jq -c`)"
+        );
+        assert!(SandboxState::from_json("{\"a\":\r1}").is_err());
+        assert!(SandboxState::from_json(" null ").is_err());
+        assert_eq!(SandboxState::from_json(" {} \n").unwrap().as_json(), "{}");
     }
 
     #[test]

@@ -2,12 +2,12 @@
 //! bound to the authority that created them.
 
 use std::{
+    collections::HashMap,
     ffi::{OsStr, OsString},
     path::{Path, PathBuf},
     process::Command,
 };
 
-use serde::Deserialize;
 use serde_json::{Map, Value, value::RawValue};
 
 use crate::{
@@ -39,17 +39,6 @@ pub struct CapturedAuthority {
     launcher: Option<PathBuf>,
 }
 
-/// The sandbox keys of `_meta`, as exact JSON text.
-#[derive(Deserialize)]
-struct RawMeta<'a> {
-    #[serde(rename = "codex/sandbox-state", borrow, default)]
-    state: Option<&'a RawValue>,
-    #[serde(rename = "codex/sandbox-state-meta", borrow, default)]
-    state_meta: Option<&'a RawValue>,
-    #[serde(rename = "codex/sandbox-launcher", borrow, default)]
-    launcher: Option<&'a RawValue>,
-}
-
 impl CapturedAuthority {
     /// An authority from its parts. A launcher must be an absolute path.
     pub fn new(state: SandboxState, launcher: Option<PathBuf>) -> Result<Self, AuthorityError> {
@@ -67,36 +56,41 @@ impl CapturedAuthority {
     /// the state byte for byte. `Ok(None)` when the request carries no state.
     ///
     /// `codex/sandbox-state` is preferred; the deprecated `codex/sandbox-state-meta`
-    /// alone is accepted; both present with different texts is an error.
+    /// alone is accepted; both present with different texts is an error, as is a
+    /// `null` state or launcher.
     pub fn from_meta_json(meta: &str) -> Result<Option<Self>, AuthorityError> {
-        let raw: RawMeta<'_> =
+        let meta: HashMap<String, &RawValue> =
             serde_json::from_str(meta).map_err(|error| AuthorityError::Malformed {
                 key: "_meta",
                 message: error.to_string(),
             })?;
-        let state = match (raw.state, raw.state_meta) {
+        let state = match (
+            meta.get(SANDBOX_STATE_KEY),
+            meta.get(SANDBOX_STATE_META_KEY),
+        ) {
             (Some(state), Some(copy)) if state.get() != copy.get() => {
                 return Err(AuthorityError::MismatchedCopies);
             }
-            (Some(state), _) | (None, Some(state)) => state,
+            (Some(state), _) | (None, Some(state)) => state.get(),
             (None, None) => return Ok(None),
         };
-        let state =
-            SandboxState::from_json(state.get()).map_err(|error| AuthorityError::Malformed {
-                key: SANDBOX_STATE_KEY,
-                message: error.to_string(),
-            })?;
-        let launcher = raw
-            .launcher
+        let launcher = meta
+            .get(SANDBOX_LAUNCHER_KEY)
             .map(|launcher| parse_launcher(serde_json::from_str(launcher.get())))
             .transpose()?;
-        Self::new(state, launcher).map(Some)
+        Self::new(parse_state(state)?, launcher).map(Some)
     }
 
     /// Captures the authority from a parsed `_meta`, as rmcp hands it to a request
-    /// handler. The state is re-serialized from the parsed value: key order is kept,
-    /// but escapes and numbers beyond `f64` may be spelled differently than the host
-    /// sent them. Use [`Self::from_meta_json`] when the raw request text is available.
+    /// handler, with the same rules as [`Self::from_meta_json`] (the two copies are
+    /// compared as values).
+    ///
+    /// The state text is rebuilt from the parsed value, so it is the host's only as far
+    /// as a `serde_json::Value` keeps it: key order survives, but escapes come out
+    /// decoded and a number that does not fit an `f64` (such as
+    /// `123456789012345678901234567890`) comes out rounded — a different value. Use
+    /// [`Self::from_meta_json`] on the raw request text when the policy may hold such
+    /// numbers.
     pub fn from_meta(meta: &Map<String, Value>) -> Result<Option<Self>, AuthorityError> {
         let state = match (
             meta.get(SANDBOX_STATE_KEY),
@@ -108,17 +102,11 @@ impl CapturedAuthority {
             (Some(state), _) | (None, Some(state)) => state,
             (None, None) => return Ok(None),
         };
-        let state = SandboxState::from_json(state.to_string()).map_err(|error| {
-            AuthorityError::Malformed {
-                key: SANDBOX_STATE_KEY,
-                message: error.to_string(),
-            }
-        })?;
         let launcher = meta
             .get(SANDBOX_LAUNCHER_KEY)
             .map(|launcher| parse_launcher(serde_json::from_value(launcher.clone())))
             .transpose()?;
-        Self::new(state, launcher).map(Some)
+        Self::new(parse_state(&state.to_string())?, launcher).map(Some)
     }
 
     /// The sandbox state.
@@ -180,6 +168,13 @@ impl CapturedAuthority {
         command.args(args);
         Ok(command)
     }
+}
+
+fn parse_state(text: &str) -> Result<SandboxState, AuthorityError> {
+    SandboxState::from_json(text).map_err(|error| AuthorityError::Malformed {
+        key: SANDBOX_STATE_KEY,
+        message: error.to_string(),
+    })
 }
 
 fn parse_launcher(
@@ -293,6 +288,45 @@ mod tests {
             CapturedAuthority::from_meta(&parsed).unwrap_err(),
             AuthorityError::MismatchedCopies
         );
+    }
+
+    #[test]
+    fn both_parsers_agree_on_null_and_presence() {
+        let parse_both = |json: &str| {
+            let parsed: Map<String, Value> = serde_json::from_str(json).unwrap();
+            (
+                CapturedAuthority::from_meta_json(json),
+                CapturedAuthority::from_meta(&parsed),
+            )
+        };
+        // A null state is present and differs from its copy.
+        let (raw, parsed) = parse_both(&meta(&[
+            (SANDBOX_STATE_KEY, "null"),
+            (SANDBOX_STATE_META_KEY, STATE),
+        ]));
+        assert_eq!(raw.unwrap_err(), AuthorityError::MismatchedCopies);
+        assert_eq!(parsed.unwrap_err(), AuthorityError::MismatchedCopies);
+        // A null state alone is malformed, not absent.
+        for result in <[_; 2]>::from(parse_both(&meta(&[(SANDBOX_STATE_KEY, "null")]))) {
+            assert!(matches!(
+                result.unwrap_err(),
+                AuthorityError::Malformed {
+                    key: SANDBOX_STATE_KEY,
+                    ..
+                }
+            ));
+        }
+        // A null launcher is malformed, not absent.
+        let json = meta(&[(SANDBOX_STATE_KEY, STATE), (SANDBOX_LAUNCHER_KEY, "null")]);
+        for result in <[_; 2]>::from(parse_both(&json)) {
+            assert!(matches!(
+                result.unwrap_err(),
+                AuthorityError::Malformed {
+                    key: SANDBOX_LAUNCHER_KEY,
+                    ..
+                }
+            ));
+        }
     }
 
     #[test]

@@ -216,7 +216,11 @@ pub(super) async fn start_all(config: &Config, options: &StartOptions) -> Vec<Ou
     outcomes
 }
 
-async fn start_one(config: &ServerConfig, binding: Binding, options: &StartOptions) -> Outcome {
+async fn start_one(
+    config: &ServerConfig,
+    binding: Result<Binding, StartupError>,
+    options: &StartOptions,
+) -> Outcome {
     let began = Instant::now();
     let server = config.name.clone();
     let mut report = Report {
@@ -229,13 +233,14 @@ async fn start_one(config: &ServerConfig, binding: Binding, options: &StartOptio
     });
     let progress = Progress::default();
     let startup = async {
+        let binding = binding?;
         let endpoint = Endpoint::prepare(config, binding.wrapper())?;
         // Stamped before anything is sent: a listing requested from now on may serve it.
         let ticket = (options.share_listings && config.share_tool_listing).then(|| {
             let key = DiscoveryKey::new(&options.scope, &server, &endpoint, &config.environment);
             options.registry.begin(key)
         });
-        let connection = Connection::connect(&server, &endpoint, |pid| {
+        let connection = Connection::connect(&server, &endpoint, &binding, |pid| {
             report.send(StartupEvent::Spawned {
                 server: server.clone(),
                 pid,

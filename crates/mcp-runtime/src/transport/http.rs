@@ -5,7 +5,10 @@
 //!
 //! The transport is rmcp's, over [`SplicingHttpClient`]: rmcp's own reqwest client for
 //! every message, except a `tools/call` that carries a byte-exact value (see
-//! [`super::splice`]), whose body this module serializes and posts itself.
+//! [`super::splice`]), whose body this module serializes and posts itself. That path
+//! reads the answer as rmcp's client does (`202`, JSON, SSE with a per-event size
+//! limit, `401` challenges, `404` session expiry); it reports `403` and `429`/`5xx`
+//! as plain HTTP errors.
 
 use std::{borrow::Cow, collections::HashMap, sync::Arc};
 
@@ -23,8 +26,8 @@ use rmcp::{
 };
 use sse_stream::{Sse, SseStream};
 
-use super::splice::Splicer;
-use crate::{config::HttpConfig, error::StartupError};
+use super::splice::{Spliced, Splicer};
+use crate::{config::HttpConfig, error::StartupError, sandbox_metadata::SANDBOX_STATE_KEY};
 
 const SESSION_ID_HEADER: &str = "mcp-session-id";
 const EVENT_STREAM: &str = "text/event-stream";
@@ -156,16 +159,24 @@ pub(crate) struct SplicingHttpClient {
 }
 
 impl SplicingHttpClient {
-    /// The spliced body of `message`, when it needs one.
-    fn spliced_body(&self, message: &ClientJsonRpcMessage) -> Option<Vec<u8>> {
+    /// What to send for `message`: only a `tools/call` carrying the sandbox state holds
+    /// placeholders, so nothing else is serialized here.
+    fn splice(&self, message: &ClientJsonRpcMessage) -> HttpResult<Spliced> {
         let JsonRpcMessage::Request(request) = message else {
-            return None;
+            return Ok(Spliced::Untouched);
         };
-        if !matches!(request.request, ClientRequest::CallToolRequest(_)) {
-            return None;
+        let ClientRequest::CallToolRequest(call) = &request.request else {
+            return Ok(Spliced::Untouched);
+        };
+        let carries_state = call
+            .params
+            .meta
+            .as_ref()
+            .is_some_and(|meta| meta.0.0.contains_key(SANDBOX_STATE_KEY));
+        if !carries_state {
+            return Ok(Spliced::Untouched);
         }
-        let body = serde_json::to_vec(message).ok()?;
-        self.splicer.splice(&body)
+        Ok(self.splicer.splice(&serde_json::to_vec(message)?))
     }
 }
 
@@ -202,8 +213,11 @@ impl StreamableHttpClient for SplicingHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> HttpResult<StreamableHttpPostResponse> {
-        match self.spliced_body(&message) {
-            None => {
+        match self.splice(&message)? {
+            Spliced::Orphaned => Err(unexpected(
+                "the call was abandoned before its request could be sent".to_owned(),
+            )),
+            Spliced::Untouched => {
                 self.client
                     .post_message_with_response_limits(
                         uri,
@@ -215,7 +229,7 @@ impl StreamableHttpClient for SplicingHttpClient {
                     )
                     .await
             }
-            Some(body) => {
+            Spliced::Replaced(body) => {
                 post_body(
                     &self.client,
                     &uri,
@@ -337,7 +351,8 @@ async fn post_body(
         });
     match content_type.as_deref() {
         Some(EVENT_STREAM) if status.is_success() => {
-            let events = SseStream::from_bytes_stream(response.bytes_stream()).boxed();
+            let bytes = bounded_events(response.bytes_stream(), limits.max_sse_event_size);
+            let events = SseStream::from_bytes_stream(bytes).boxed();
             Ok(StreamableHttpPostResponse::Sse(events, new_session))
         }
         Some(JSON) => {
@@ -356,6 +371,41 @@ async fn post_body(
         _ if !status.is_success() => Err(unexpected(format!("HTTP {status}"))),
         _ => Err(StreamableHttpError::UnexpectedContentType(content_type)),
     }
+}
+
+/// An SSE event larger than this was sent.
+#[derive(Debug, thiserror::Error)]
+#[error("the server sent an event larger than {limit} bytes")]
+struct EventTooLarge {
+    limit: usize,
+}
+
+/// `bytes`, failing once one SSE event (the bytes between blank lines) grows past
+/// `limit`, so a server cannot grow this process's memory without bound.
+fn bounded_events(
+    bytes: impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send + 'static,
+    limit: usize,
+) -> impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> + Send + 'static {
+    let mut event_len = 0usize;
+    let mut previous = 0u8;
+    bytes.map(move |chunk| {
+        let chunk = chunk.map_err(std::io::Error::other)?;
+        for &byte in chunk.iter() {
+            // An event ends at an empty line: "\n\n" (a "\r" before either is ignored).
+            if byte == b'\n' && previous == b'\n' {
+                event_len = 0;
+            } else if byte != b'\r' {
+                event_len += 1;
+            }
+            if byte != b'\r' {
+                previous = byte;
+            }
+            if event_len > limit {
+                return Err(std::io::Error::other(EventTooLarge { limit }));
+            }
+        }
+        Ok(chunk)
+    })
 }
 
 fn unexpected(message: String) -> StreamableHttpError<reqwest::Error> {

@@ -10,10 +10,12 @@
 //!
 //! Invariants:
 //! 1. Placeholders are `mcp-runtime-raw-<128-bit random nonce>-<n>`: a model or a server
-//!    cannot forge one, and the nonce is per connection.
-//! 2. A slot lives until its call has finished *and* its message has been written at
-//!    least once; a request that is written after its call was dropped, or written again
-//!    by an HTTP session recovery, still finds its text.
+//!    cannot forge one, and the nonce is per connection. Only a placeholder that is a
+//!    whole JSON string (not text inside another string) is replaced.
+//! 2. A slot lives exactly as long as its call. A message whose call is gone (dropped
+//!    before rmcp wrote it, or re-sent by an HTTP session recovery after the caller gave
+//!    up) is not sent at all: a server never receives a placeholder, nor a state that
+//!    no call is waiting on.
 
 use std::{
     collections::HashMap,
@@ -37,13 +39,18 @@ struct Inner {
     /// `"mcp-runtime-raw-<nonce>-`, with the opening quote.
     marker: String,
     next: AtomicU64,
-    slots: Mutex<HashMap<u64, Slot>>,
+    slots: Mutex<HashMap<u64, Arc<RawValue>>>,
 }
 
-struct Slot {
-    raw: Arc<RawValue>,
-    written: bool,
-    call_done: bool,
+/// What [`Splicer::splice`] made of a message.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Spliced {
+    /// It holds no placeholder: send it as it is.
+    Untouched,
+    /// Send these bytes instead.
+    Replaced(Vec<u8>),
+    /// Its call is gone: do not send it.
+    Orphaned,
 }
 
 impl Splicer {
@@ -56,7 +63,7 @@ impl Splicer {
         }))
     }
 
-    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Slot>> {
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<RawValue>>> {
         self.0
             .slots
             .lock()
@@ -64,17 +71,10 @@ impl Splicer {
     }
 
     /// Registers `raw` and returns the placeholder string to put in its place, with a
-    /// guard that marks the call finished when dropped.
+    /// guard that ends the slot when the call ends.
     pub(crate) fn placeholder(&self, raw: Arc<RawValue>) -> (String, SlotGuard) {
         let id = self.0.next.fetch_add(1, Ordering::Relaxed);
-        self.slots().insert(
-            id,
-            Slot {
-                raw,
-                written: false,
-                call_done: false,
-            },
-        );
+        self.slots().insert(id, raw);
         let placeholder = format!("{}{id}", &self.0.marker[1..]);
         (
             placeholder,
@@ -85,57 +85,56 @@ impl Splicer {
         )
     }
 
-    /// `message` with every quoted placeholder replaced by its text, or `None` when it
-    /// holds none.
-    pub(crate) fn splice(&self, message: &[u8]) -> Option<Vec<u8>> {
+    /// `message` with every placeholder replaced by its text.
+    pub(crate) fn splice(&self, message: &[u8]) -> Spliced {
         let marker = self.0.marker.as_bytes();
-        let mut found = find(message, marker)?;
-        let mut slots = self.slots();
+        if find(message, marker).is_none() {
+            return Spliced::Untouched;
+        }
+        let slots = self.slots();
         let mut out = Vec::with_capacity(message.len());
-        let mut rest = message;
-        let mut used = Vec::new();
-        loop {
-            out.extend_from_slice(&rest[..found]);
-            let after = &rest[found + marker.len()..];
-            let digits = after.iter().take_while(|b| b.is_ascii_digit()).count();
-            let id = std::str::from_utf8(&after[..digits])
+        let mut at = 0;
+        while let Some(found) = find(&message[at..], marker).map(|found| at + found) {
+            let start = found + marker.len();
+            let digits = message[start..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
+            let closes = message.get(start + digits) == Some(&b'"');
+            let id = std::str::from_utf8(&message[start..start + digits])
                 .ok()
                 .and_then(|digits| digits.parse::<u64>().ok());
-            match (id, after.get(digits)) {
-                (Some(id), Some(b'"')) => {
-                    match slots.get_mut(&id) {
-                        Some(slot) => {
-                            out.extend_from_slice(slot.raw.get().as_bytes());
-                            slot.written = true;
-                            used.push(id);
-                        }
-                        None => {
-                            // Not reachable while invariant 2 holds; never send the
-                            // placeholder itself as a value.
-                            tracing::error!("a placeholder outlived its value; sending null");
-                            out.extend_from_slice(b"null");
-                        }
-                    }
-                    rest = &after[digits + 1..];
+            match id {
+                Some(id) if closes && !escaped(message, found) => {
+                    let Some(raw) = slots.get(&id) else {
+                        return Spliced::Orphaned;
+                    };
+                    out.extend_from_slice(&message[at..found]);
+                    out.extend_from_slice(raw.get().as_bytes());
+                    at = start + digits + 1;
                 }
                 _ => {
-                    out.extend_from_slice(&rest[found..found + marker.len()]);
-                    rest = after;
+                    // Text inside another string, or not a placeholder: keep it.
+                    out.extend_from_slice(&message[at..start]);
+                    at = start;
                 }
             }
-            match find(rest, marker) {
-                Some(next) => found = next,
-                None => break,
-            }
         }
-        out.extend_from_slice(rest);
-        for id in used {
-            if slots.get(&id).is_some_and(|slot| slot.call_done) {
-                slots.remove(&id);
-            }
-        }
-        Some(out)
+        out.extend_from_slice(&message[at..]);
+        Spliced::Replaced(out)
     }
+}
+
+/// Whether the quote at `at` is escaped: preceded by an odd number of backslashes,
+/// so part of a string's text rather than the start of a string.
+fn escaped(message: &[u8], at: usize) -> bool {
+    message[..at]
+        .iter()
+        .rev()
+        .take_while(|&&byte| byte == b'\\')
+        .count()
+        % 2
+        == 1
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -156,7 +155,7 @@ fn random_bytes() -> [u8; 16] {
     bytes
 }
 
-/// Marks a call finished; its slot goes once its message has been written.
+/// Ends a slot when its call ends.
 pub(crate) struct SlotGuard {
     splicer: Splicer,
     id: u64,
@@ -164,14 +163,7 @@ pub(crate) struct SlotGuard {
 
 impl Drop for SlotGuard {
     fn drop(&mut self) {
-        let mut slots = self.splicer.slots();
-        match slots.get_mut(&self.id) {
-            Some(slot) if slot.written => {
-                slots.remove(&self.id);
-            }
-            Some(slot) => slot.call_done = true,
-            None => {}
-        }
+        self.splicer.slots().remove(&self.id);
     }
 }
 
@@ -228,8 +220,11 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for SplicingWriter<W> {
             let rest = this.line.split_off(this.scanned + at + 1);
             let line = std::mem::replace(&mut this.line, rest);
             match this.splicer.splice(&line) {
-                Some(spliced) => this.out.extend_from_slice(&spliced),
-                None => this.out.extend_from_slice(&line),
+                Spliced::Untouched => this.out.extend_from_slice(&line),
+                Spliced::Replaced(spliced) => this.out.extend_from_slice(&spliced),
+                Spliced::Orphaned => {
+                    tracing::debug!("not sending a request whose call was dropped");
+                }
             }
             this.scanned = 0;
         }
@@ -264,43 +259,58 @@ mod tests {
         Arc::from(RawValue::from_string(text.to_owned()).unwrap())
     }
 
+    fn replaced(spliced: Spliced) -> String {
+        match spliced {
+            Spliced::Replaced(bytes) => String::from_utf8(bytes).unwrap(),
+            other => panic!("expected a replacement, got {other:?}"),
+        }
+    }
+
     #[test]
     fn placeholders_are_replaced_by_their_exact_text() {
         let splicer = Splicer::new();
-        let text = r#"{ "b" : 1e400, "a": "\u00e9" }"#;
+        let text = r#"{ "b" : 123456789012345678901234567890, "a": "\u00e9" }"#;
         let (placeholder, _guard) = splicer.placeholder(raw(text));
         let message = serde_json::to_vec(&serde_json::json!({
             "_meta": {"x": placeholder, "y": placeholder, "z": "keep"}
         }))
         .unwrap();
-        let spliced = String::from_utf8(splicer.splice(&message).unwrap()).unwrap();
         assert_eq!(
-            spliced,
+            replaced(splicer.splice(&message)),
             format!(r#"{{"_meta":{{"x":{text},"y":{text},"z":"keep"}}}}"#)
         );
-        assert!(
-            splicer
-                .splice(br#"{"plain":"mcp-runtime-raw-0"}"#)
-                .is_none()
+        assert_eq!(
+            splicer.splice(br#"{"plain":"mcp-runtime-raw-0"}"#),
+            Spliced::Untouched
         );
     }
 
     #[test]
-    fn a_slot_lives_until_its_call_is_done_and_its_message_written() {
+    fn a_placeholder_inside_another_string_is_left_alone() {
+        let splicer = Splicer::new();
+        let (placeholder, _guard) = splicer.placeholder(raw("{}"));
+        // A model that learned the placeholder and quotes it inside an argument.
+        let message = serde_json::to_vec(&serde_json::json!({
+            "arguments": {"text": format!("say \"{placeholder}\"")},
+            "_meta": {"x": placeholder},
+        }))
+        .unwrap();
+        let out = replaced(splicer.splice(&message));
+        assert!(out.contains(&format!(r#"say \"{placeholder}\""#)), "{out}");
+        assert!(out.ends_with(r#""_meta":{"x":{}}}"#), "{out}");
+    }
+
+    #[test]
+    fn a_message_whose_call_is_gone_is_not_sent() {
         let splicer = Splicer::new();
         let (placeholder, guard) = splicer.placeholder(raw("[1]"));
         let message = format!("[\"{placeholder}\"]");
-        drop(guard); // the call was dropped before the request was written
-        assert_eq!(splicer.splice(message.as_bytes()).unwrap(), b"[[1]]");
-        assert!(splicer.slots().is_empty(), "written and done: released");
-
-        let (placeholder, guard) = splicer.placeholder(raw("[2]"));
-        let message = format!("[\"{placeholder}\"]");
-        assert_eq!(splicer.splice(message.as_bytes()).unwrap(), b"[[2]]");
-        // Written again (a session recovery) while the call is still running.
-        assert_eq!(splicer.splice(message.as_bytes()).unwrap(), b"[[2]]");
+        // Written (and re-sent) while the call runs.
+        assert_eq!(replaced(splicer.splice(message.as_bytes())), "[[1]]");
+        assert_eq!(replaced(splicer.splice(message.as_bytes())), "[[1]]");
         drop(guard);
-        assert!(splicer.slots().is_empty());
+        assert!(splicer.slots().is_empty(), "the slot ends with the call");
+        assert_eq!(splicer.splice(message.as_bytes()), Spliced::Orphaned);
     }
 
     #[test]
@@ -309,7 +319,7 @@ mod tests {
         let two = Splicer::new();
         let (placeholder, _guard) = one.placeholder(raw("{}"));
         let message = format!("[\"{placeholder}\"]");
-        assert!(two.splice(message.as_bytes()).is_none());
+        assert_eq!(two.splice(message.as_bytes()), Spliced::Untouched);
     }
 
     #[tokio::test]
