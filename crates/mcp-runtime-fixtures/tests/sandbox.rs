@@ -64,6 +64,14 @@ fn metas(log: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// Asserts that `raw` (a received `tools/call`) carries the state under both names,
+/// byte for byte.
+fn assert_exact_state(raw: &str) {
+    for key in ["codex/sandbox-state", "codex/sandbox-state-meta"] {
+        assert!(raw.contains(&format!(r#""{key}":{STATE}"#)), "{key}: {raw}");
+    }
+}
+
 fn launcher_meta(path: &Path) -> String {
     let canonical = std::fs::canonicalize(path).unwrap();
     format!(
@@ -97,14 +105,7 @@ async fn an_opted_in_local_server_gets_the_exact_state_twice_and_the_launcher() 
         .await;
 
         let raw = &calls(&log)[0];
-        assert!(
-            raw.contains(&format!(r#""codex/sandbox-state":{STATE}"#)),
-            "{capability}: {raw}"
-        );
-        assert!(
-            raw.contains(&format!(r#""codex/sandbox-state-meta":{STATE}"#)),
-            "{raw}"
-        );
+        assert_exact_state(raw);
         assert!(raw.contains(&launcher_meta(&launcher)), "{raw}");
         // Server side: captured from the raw request, the authority is the host's,
         // byte for byte.
@@ -188,11 +189,7 @@ async fn caller_meta_and_tool_arguments_cannot_change_the_authority() {
         .unwrap();
 
     let raws = calls(&log);
-    assert!(
-        raws[0].contains(&format!(r#""codex/sandbox-state":{STATE}"#)),
-        "{}",
-        raws[0]
-    );
+    assert_exact_state(&raws[0]);
     assert!(raws[0].contains(&launcher_meta(&launcher)), "{}", raws[0]);
     let metas = metas(&log);
     assert!(!metas[0].to_string().contains("danger-full-access"));
@@ -225,11 +222,7 @@ async fn the_default_authority_applies_when_a_call_brings_none() {
     let other = SandboxState::from_json(r#"{"per":"call"}"#).unwrap();
     call_once(&runtime, CallAuthority::new(other)).await;
     let raws = calls(&log);
-    assert!(
-        raws[0].contains(&format!(r#""codex/sandbox-state":{STATE}"#)),
-        "{}",
-        raws[0]
-    );
+    assert_exact_state(&raws[0]);
     assert!(
         raws[1].contains(r#""codex/sandbox-state":{"per":"call"}"#),
         "{}",
@@ -262,14 +255,7 @@ async fn no_launcher_for_an_http_server_even_on_loopback() {
     )
     .await;
     let raw = &calls(&log)[0];
-    assert!(
-        raw.contains(&format!(r#""codex/sandbox-state":{STATE}"#)),
-        "byte-exact over HTTP too: {raw}"
-    );
-    assert!(
-        raw.contains(&format!(r#""codex/sandbox-state-meta":{STATE}"#)),
-        "{raw}"
-    );
+    assert_exact_state(raw);
     assert!(!raw.contains("codex/sandbox-launcher"), "{raw}");
     assert_eq!(probe_runs(dir.path()), 0);
     runtime.shutdown().await;
@@ -301,10 +287,7 @@ async fn no_launcher_for_a_server_run_through_a_wrapper() {
     )
     .await;
     let raw = &calls(&log)[0];
-    assert!(
-        raw.contains(&format!(r#""codex/sandbox-state":{STATE}"#)),
-        "{raw}"
-    );
+    assert_exact_state(raw);
     assert!(!raw.contains("codex/sandbox-launcher"), "{raw}");
     assert_eq!(probe_runs(dir.path()), 0, "no probe for a server elsewhere");
     runtime.shutdown().await;
@@ -340,10 +323,7 @@ async fn no_launcher_when_the_path_fails_a_rule() {
         .await;
     }
     for raw in calls(&log) {
-        assert!(
-            raw.contains(&format!(r#""codex/sandbox-state":{STATE}"#)),
-            "{raw}"
-        );
+        assert_exact_state(&raw);
         assert!(!raw.contains("codex/sandbox-launcher"), "{raw}");
     }
     assert_eq!(probe_runs(&failing_dir), 1, "the failing stub was probed");
