@@ -77,18 +77,20 @@ async fn enabled_tools_apply_first_then_disabled_tools() {
 #[tokio::test]
 async fn colliding_and_long_names_are_qualified_and_still_route() {
     let long = "a_really_long_tool_name_that_goes_past_the_limit_of_sixty_four_characters";
-    let server = fixture(
-        "f",
-        &[
-            "--tool-name",
-            "read.file",
-            "--tool-name",
-            "read_file",
-            "--tool-name",
-            long,
-        ],
-    );
-    let (runtime, _) = start(config([server])).await;
+    let server = || {
+        fixture(
+            "f",
+            &[
+                "--tool-name",
+                "read.file",
+                "--tool-name",
+                "read_file",
+                "--tool-name",
+                long,
+            ],
+        )
+    };
+    let (runtime, _) = start(config([server()])).await;
     let catalog = runtime.catalog();
     let mut routed: Vec<(String, String)> = Vec::new();
     for tool in catalog.tools() {
@@ -116,18 +118,7 @@ async fn colliding_and_long_names_are_qualified_and_still_route() {
         .map(|t| t.qualified_name.clone())
         .collect();
     runtime.shutdown().await;
-    let server = fixture(
-        "f",
-        &[
-            "--tool-name",
-            "read.file",
-            "--tool-name",
-            "read_file",
-            "--tool-name",
-            long,
-        ],
-    );
-    let (again, _) = start(config([server])).await;
+    let (again, _) = start(config([server()])).await;
     let second: Vec<String> = again
         .catalog()
         .tools()

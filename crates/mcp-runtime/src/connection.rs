@@ -51,6 +51,8 @@ pub const MAX_LISTED_TOOLS: usize = 10_000;
 const EXIT_REPORT_WAIT: Duration = Duration::from_secs(1);
 /// How long closing the protocol may take at shutdown.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
+/// How many of a failed server's last stderr lines its error quotes.
+const STDERR_REPORT_LINES: usize = 5;
 
 /// The experimental capability through which a server opts out of shared listings.
 pub const TOOL_CATALOG_CACHE_CAPABILITY: &str = "codex/tool-catalog-cache";
@@ -124,16 +126,13 @@ impl Connection {
                 match client.serve((spawned.stdout, stdin)).await {
                     Ok(service) => (service, Some(process)),
                     Err(error) => {
-                        return Err(match process.exit_status(EXIT_REPORT_WAIT).await {
-                            Some(status) => StartupError::Exited {
-                                status: status.to_string(),
-                                stderr_tail: process.stderr_tail().last(5),
-                            },
-                            None => StartupError::Handshake {
+                        return Err(exit_report(&mut process, |stderr_tail| {
+                            StartupError::Handshake {
                                 message: chain(&error),
-                                stderr_tail: process.stderr_tail().last(5),
-                            },
-                        });
+                                stderr_tail,
+                            }
+                        })
+                        .await);
                     }
                 }
             }
@@ -182,15 +181,12 @@ impl Connection {
                 stderr_tail: Vec::new(),
             });
         };
-        let status = process.exit_status(EXIT_REPORT_WAIT).await;
-        let stderr_tail = process.stderr_tail().last(5);
-        Some(match status {
-            Some(status) => StartupError::Exited {
-                status: status.to_string(),
+        Some(
+            exit_report(&mut process, |stderr_tail| StartupError::Closed {
                 stderr_tail,
-            },
-            None => StartupError::Closed { stderr_tail },
-        })
+            })
+            .await,
+        )
     }
 
     /// Kills a local server's process group now, without a grace period.
@@ -353,6 +349,23 @@ impl Connection {
         if let Some(process) = process {
             process.shutdown().await;
         }
+    }
+}
+
+/// How a local server failed: [`StartupError::Exited`] with its last stderr if it has
+/// exited (or does shortly), else `otherwise` given that stderr.
+async fn exit_report(
+    process: &mut stdio::ServerProcess,
+    otherwise: impl FnOnce(Vec<String>) -> StartupError,
+) -> StartupError {
+    let status = process.exit_status(EXIT_REPORT_WAIT).await;
+    let stderr_tail = process.stderr_tail().last(STDERR_REPORT_LINES);
+    match status {
+        Some(status) => StartupError::Exited {
+            status: status.to_string(),
+            stderr_tail,
+        },
+        None => otherwise(stderr_tail),
     }
 }
 

@@ -52,6 +52,15 @@ pub enum ServerState {
 }
 
 impl ServerState {
+    /// The state a startup that ended with `error` (or none) settles in.
+    pub(crate) fn of(error: Option<&StartupError>) -> Self {
+        match error {
+            None => Self::Ready,
+            Some(StartupError::Cancelled) => Self::Cancelled,
+            Some(_) => Self::Failed,
+        }
+    }
+
     /// `ready`, `failed` or `cancelled`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -159,7 +168,6 @@ struct Shared {
 
 struct Server {
     config: ServerConfig,
-    state: ServerState,
     startup_time: Duration,
     error: Option<StartupError>,
     connection: Option<Arc<Connection>>,
@@ -202,12 +210,9 @@ impl Runtime {
         let mut required_failures = Vec::new();
         for outcome in outcomes {
             let name = outcome.config.name.clone();
-            let (state, error, started) = match outcome.result {
-                Ok(started) => (ServerState::Ready, None, Some(started)),
-                Err(StartupError::Cancelled) => {
-                    (ServerState::Cancelled, Some(StartupError::Cancelled), None)
-                }
-                Err(error) => (ServerState::Failed, Some(error), None),
+            let (started, error) = match outcome.result {
+                Ok(started) => (Some(started), None),
+                Err(error) => (None, Some(error)),
             };
             if outcome.config.required
                 && let Some(error) = &error
@@ -218,7 +223,6 @@ impl Runtime {
                 name,
                 Server {
                     config: outcome.config,
-                    state,
                     startup_time: outcome.elapsed,
                     error,
                     tools_list_requests: outcome.tools_list_requests,
@@ -272,7 +276,7 @@ impl Runtime {
             .iter()
             .map(|(name, server)| ServerStatus {
                 name: name.clone(),
-                state: server.state,
+                state: ServerState::of(server.error.as_ref()),
                 transport: TransportKind::of(&server.config),
                 startup_time: server.startup_time,
                 error: server.error.clone(),
@@ -444,7 +448,7 @@ impl Shared {
     fn build_catalog(servers: &BTreeMap<String, Server>) -> Catalog {
         let listings: Vec<(&str, Vec<Tool>)> = servers
             .iter()
-            .filter(|(_, server)| server.state == ServerState::Ready)
+            .filter(|(_, server)| server.connection.is_some())
             .map(|(name, server)| {
                 let listing = server
                     .listing

@@ -18,6 +18,7 @@ use futures::{StreamExt, stream::FuturesUnordered};
 use tokio::{sync::mpsc::UnboundedSender, time::Instant};
 use tokio_util::sync::CancellationToken;
 
+use super::ServerState;
 use crate::{
     binding::Binding,
     config::{Config, ServerConfig},
@@ -205,12 +206,12 @@ pub(super) async fn start_all(config: &Config, options: &StartOptions) -> Vec<Ou
         ..StartupSummary::default()
     };
     for outcome in &outcomes {
-        let name = outcome.config.name.clone();
-        match &outcome.result {
-            Ok(_) => summary.ready.push(name),
-            Err(StartupError::Cancelled) => summary.cancelled.push(name),
-            Err(_) => summary.failed.push(name),
-        }
+        let names = match ServerState::of(outcome.result.as_ref().err()) {
+            ServerState::Ready => &mut summary.ready,
+            ServerState::Cancelled => &mut summary.cancelled,
+            ServerState::Failed => &mut summary.failed,
+        };
+        names.push(outcome.config.name.clone());
     }
     send(&options.events, StartupEvent::Summary(summary));
     outcomes
@@ -290,8 +291,7 @@ async fn start_one(
 }
 
 /// Gets the startup listing: a shared one when `ticket` finds one, else from the
-/// server on this startup's own connection. Returns the tools and how many
-/// `tools/list` requests this startup sent.
+/// server on this startup's own connection (counting its requests in `progress`).
 async fn list(
     connection: &Connection,
     ticket: Option<Startup>,
