@@ -57,7 +57,7 @@ impl FileIdentity {
 /// this host, not about one runtime.
 #[derive(Default)]
 pub(crate) struct LauncherProbe {
-    results: Mutex<HashMap<FileIdentity, Arc<tokio::sync::Mutex<Option<bool>>>>>,
+    results: Mutex<HashMap<FileIdentity, Arc<tokio::sync::OnceCell<bool>>>>,
 }
 
 impl LauncherProbe {
@@ -99,25 +99,30 @@ impl LauncherProbe {
             .entry(identity.clone())
             .or_default()
             .clone();
-        // Held across the probe: concurrent calls for this file wait for its answer.
-        let mut answer = answer.lock().await;
-        let passed = match *answer {
-            Some(passed) => passed,
-            None => {
+        // Concurrent calls for this file wait for the one probe run; an answer is kept
+        // only when the probe ran to an exit and the file did not change meanwhile,
+        // else the next call probes again.
+        let answer = answer
+            .get_or_try_init(|| async {
                 let probed = run_probe(&identity.canonical).await;
                 let unchanged =
                     FileIdentity::of(identity.canonical.clone()).await.as_ref() == Some(&identity);
-                if let (Some(passed), true) = (probed, unchanged) {
-                    *answer = Some(passed);
-                    if !passed {
-                        tracing::warn!(
-                            path = %path.display(),
-                            "sandbox launcher failed the capability probe (`sandbox --help` must exit 0 and mention `{PROBE_MARKER}`); it is not offered to servers"
-                        );
+                match (probed, unchanged) {
+                    (Some(passed), true) => {
+                        if !passed {
+                            tracing::warn!(
+                                path = %path.display(),
+                                "sandbox launcher failed the capability probe (`sandbox --help` must exit 0 and mention `{PROBE_MARKER}`); it is not offered to servers"
+                            );
+                        }
+                        Ok(passed)
                     }
+                    _ => Err(probed.unwrap_or(false)),
                 }
-                probed.unwrap_or(false)
-            }
+            })
+            .await;
+        let passed = match answer {
+            Ok(&passed) | Err(passed) => passed,
         };
         if passed {
             Some(SandboxLauncher::new(canonical_str))
