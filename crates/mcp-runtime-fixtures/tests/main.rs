@@ -5,6 +5,7 @@ mod support;
 
 mod calls;
 mod config_files;
+mod exact_arguments;
 mod http;
 mod listing;
 mod peers;

@@ -36,7 +36,7 @@ use crate::{
     },
     transport::{
         Endpoint, http,
-        splice::{Splicer, SplicingWriter},
+        splice::{SlotGuard, Splicer, SplicingWriter},
         stdio,
     },
 };
@@ -202,6 +202,22 @@ impl Connection {
     /// Signalled whenever the server sends `notifications/tools/list_changed`.
     pub(crate) fn tools_changed(&self) -> Arc<Notify> {
         self.tools_changed.clone()
+    }
+
+    /// `arguments`, the exact JSON text of a call's arguments, as the object rmcp
+    /// sends: leaves that would not survive a round trip through `serde_json` travel as
+    /// placeholders that the transport replaces by their text (see
+    /// [`crate::transport::splice`]). `None` when the text is not a JSON object. The
+    /// guards must live until the call has ended.
+    pub(crate) fn exact_arguments(
+        &self,
+        arguments: &serde_json::value::RawValue,
+    ) -> Option<(JsonObject, Vec<SlotGuard>)> {
+        let mut guards = Vec::new();
+        match self.splicer.exact_value(arguments, &mut guards) {
+            Ok(serde_json::Value::Object(object)) => Some((object, guards)),
+            _ => None,
+        }
     }
 
     /// Whether the server lets other startups share its listings: it opts out by

@@ -275,6 +275,12 @@ pub enum CallError {
         /// The server.
         server: String,
     },
+    /// The arguments given as JSON text are not a JSON object.
+    #[error("the arguments of tool `{name}` must be a JSON object")]
+    ArgumentsNotAnObject {
+        /// The qualified name of the tool.
+        name: String,
+    },
     /// The call did not finish within `tool_timeout_sec`; the server was sent
     /// `notifications/cancelled`.
     #[error(

@@ -25,6 +25,7 @@ use std::{
 };
 
 use rmcp::model::{CallToolResult, JsonObject, Tool};
+use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::task::AbortOnDropHandle;
 
@@ -147,6 +148,12 @@ impl CallOptions {
         self.authority = Some(authority);
         self
     }
+}
+
+/// A call's arguments: an object, or the exact JSON text of one.
+enum Arguments<'a> {
+    Object(Option<JsonObject>),
+    Exact(&'a RawValue),
 }
 
 /// A running set of MCP servers.
@@ -343,6 +350,38 @@ impl Runtime {
         arguments: Option<JsonObject>,
         options: CallOptions,
     ) -> Result<CallToolResult, CallError> {
+        self.call(qualified_name, Arguments::Object(arguments), options)
+            .await
+    }
+
+    /// [`Self::call_tool_with`] with the arguments as JSON text (an object), which the
+    /// server receives exactly as written: numbers beyond `f64` keep every digit,
+    /// strings keep their escapes. Only the whitespace between tokens may change, and
+    /// the reserved sandbox keys are dropped as for [`Self::call_tool_with`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Self::call_tool`].
+    ///
+    /// # Concurrent calls
+    ///
+    /// As [`Self::call_tool`].
+    pub async fn call_tool_exact(
+        &self,
+        qualified_name: &str,
+        arguments: &RawValue,
+        options: CallOptions,
+    ) -> Result<CallToolResult, CallError> {
+        self.call(qualified_name, Arguments::Exact(arguments), options)
+            .await
+    }
+
+    async fn call(
+        &self,
+        qualified_name: &str,
+        arguments: Arguments<'_>,
+        options: CallOptions,
+    ) -> Result<CallToolResult, CallError> {
         let catalog = self.catalog();
         let tool = catalog
             .resolve(qualified_name)
@@ -356,6 +395,18 @@ impl Runtime {
             .ok_or_else(|| CallError::ServerUnavailable {
                 server: tool.server.clone(),
             })?;
+        // The slots of exact arguments live until the call has ended.
+        let (arguments, _argument_slots) = match arguments {
+            Arguments::Object(arguments) => (arguments, Vec::new()),
+            Arguments::Exact(raw) => {
+                let (object, slots) = connection.exact_arguments(raw).ok_or_else(|| {
+                    CallError::ArgumentsNotAnObject {
+                        name: qualified_name.to_owned(),
+                    }
+                })?;
+                (Some(object), slots)
+            }
+        };
         let mut meta = options.meta.unwrap_or_default();
         sandbox_metadata::strip_reserved_keys(&mut meta);
         let arguments = arguments.map(|mut arguments| {

@@ -27,7 +27,7 @@ use rmcp::{
 use sse_stream::{Sse, SseStream};
 
 use super::splice::{Spliced, Splicer};
-use crate::{config::HttpConfig, error::StartupError, sandbox_metadata::SANDBOX_STATE_KEY};
+use crate::{config::HttpConfig, error::StartupError};
 
 const SESSION_ID_HEADER: &str = "mcp-session-id";
 const EVENT_STREAM: &str = "text/event-stream";
@@ -159,21 +159,16 @@ pub(crate) struct SplicingHttpClient {
 }
 
 impl SplicingHttpClient {
-    /// What to send for `message`: only a `tools/call` carrying the sandbox state holds
-    /// placeholders, so nothing else is serialized here.
+    /// What to send for `message`: only a `tools/call` holds placeholders (the sandbox
+    /// state, exact arguments), and only while some call holds a slot, so nothing else
+    /// is serialized here.
     fn splice(&self, message: &ClientJsonRpcMessage) -> HttpResult<Spliced> {
         let JsonRpcMessage::Request(request) = message else {
             return Ok(Spliced::Untouched);
         };
-        let ClientRequest::CallToolRequest(call) = &request.request else {
-            return Ok(Spliced::Untouched);
-        };
-        let carries_state = call
-            .params
-            .meta
-            .as_ref()
-            .is_some_and(|meta| meta.0.0.contains_key(SANDBOX_STATE_KEY));
-        if !carries_state {
+        if !matches!(request.request, ClientRequest::CallToolRequest(_))
+            || !self.splicer.has_slots()
+        {
             return Ok(Spliced::Untouched);
         }
         Ok(self.splicer.splice(&serde_json::to_vec(message)?))

@@ -28,6 +28,7 @@ use std::{
     task::{Context, Poll, ready},
 };
 
+use memchr::memmem;
 use serde_json::value::RawValue;
 use tokio::io::AsyncWrite;
 
@@ -38,6 +39,8 @@ pub(crate) struct Splicer(Arc<Inner>);
 struct Inner {
     /// `"mcp-runtime-raw-<nonce>-`, with the opening quote.
     marker: String,
+    /// Searches for `marker`.
+    finder: memmem::Finder<'static>,
     next: AtomicU64,
     slots: Mutex<HashMap<u64, Arc<RawValue>>>,
 }
@@ -55,9 +58,11 @@ pub(crate) enum Spliced {
 
 impl Splicer {
     pub(crate) fn new() -> Self {
-        let nonce = u128::from_le_bytes(random_bytes());
+        let nonce = random_nonce();
+        let marker = format!("\"mcp-runtime-raw-{nonce:032x}-");
         Self(Arc::new(Inner {
-            marker: format!("\"mcp-runtime-raw-{nonce:032x}-"),
+            finder: memmem::Finder::new(marker.as_bytes()).into_owned(),
+            marker,
             next: AtomicU64::new(0),
             slots: Mutex::default(),
         }))
@@ -85,16 +90,22 @@ impl Splicer {
         )
     }
 
+    /// Whether any call holds a slot now.
+    pub(crate) fn has_slots(&self) -> bool {
+        !self.slots().is_empty()
+    }
+
     /// `message` with every placeholder replaced by its text.
     pub(crate) fn splice(&self, message: &[u8]) -> Spliced {
         let marker = self.0.marker.as_bytes();
-        if find(message, marker).is_none() {
+        let finder = &self.0.finder;
+        if finder.find(message).is_none() {
             return Spliced::Untouched;
         }
         let slots = self.slots();
         let mut out = Vec::with_capacity(message.len());
         let mut at = 0;
-        while let Some(found) = find(&message[at..], marker).map(|found| at + found) {
+        while let Some(found) = finder.find(&message[at..]).map(|found| at + found) {
             let start = found + marker.len();
             let digits = message[start..]
                 .iter()
@@ -123,6 +134,77 @@ impl Splicer {
         out.extend_from_slice(&message[at..]);
         Spliced::Replaced(out)
     }
+
+    /// `raw` as a value rmcp can carry and this splicer writes back exactly: every leaf
+    /// (number or string) whose text serde_json would write differently (a number
+    /// beyond `f64`, `1e5`, `-0`, an escape such as `\u00e9`) becomes a placeholder
+    /// for its own text, as does a number no `Value` can hold (`1e400`); objects and arrays are rebuilt around the leaves, keeping the
+    /// order of their members. Object keys are decoded, never placeholders, so a
+    /// reader of the keys (the reserved-key filter) sees the names the server will see.
+    /// The slots end when `guards` is dropped.
+    pub(crate) fn exact_value(
+        &self,
+        raw: &RawValue,
+        guards: &mut Vec<SlotGuard>,
+    ) -> Result<serde_json::Value, serde_json::Error> {
+        use serde_json::Value;
+        let text = raw.get();
+        Ok(match text.as_bytes().first() {
+            Some(b'{') => {
+                let Members(members) = serde_json::from_str(text)?;
+                let mut object = serde_json::Map::with_capacity(members.len());
+                for (key, value) in members {
+                    object.insert(key, self.exact_value(value, guards)?);
+                }
+                Value::Object(object)
+            }
+            Some(b'[') => {
+                let elements: Vec<&RawValue> = serde_json::from_str(text)?;
+                let elements = elements
+                    .into_iter()
+                    .map(|element| self.exact_value(element, guards))
+                    .collect::<Result<_, _>>()?;
+                Value::Array(elements)
+            }
+            _ => match serde_json::from_str::<Value>(text) {
+                Ok(value) if serde_json::to_string(&value).is_ok_and(|again| again == text) => {
+                    value
+                }
+                // Written differently, or beyond what a `Value` holds (`1e400`).
+                _ => {
+                    let (placeholder, guard) = self.placeholder(Arc::from(raw.to_owned()));
+                    guards.push(guard);
+                    Value::String(placeholder)
+                }
+            },
+        })
+    }
+}
+
+/// An object's members in their order, each value still raw.
+struct Members<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de> serde::Deserialize<'de> for Members<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(0));
+                while let Some(member) = map.next_entry()? {
+                    members.push(member);
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
 }
 
 /// Whether the quote at `at` is escaped: preceded by an odd number of backslashes,
@@ -137,22 +219,13 @@ fn escaped(message: &[u8], at: usize) -> bool {
         == 1
 }
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack
-        .windows(needle.len())
-        .position(|window| window == needle)
-}
-
-fn random_bytes() -> [u8; 16] {
-    use std::hash::{BuildHasher, Hasher};
-    // Each RandomState is keyed from the operating system's randomness.
+/// 128 bits from the operating system's random source.
+fn random_nonce() -> u128 {
     let mut bytes = [0; 16];
-    for (index, chunk) in bytes.chunks_mut(8).enumerate() {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_usize(index);
-        chunk.copy_from_slice(&hasher.finish().to_le_bytes());
-    }
-    bytes
+    // Without the operating system's randomness a nonce could be guessed, and a
+    // placeholder forged: nothing sensible can go on.
+    getrandom::fill(&mut bytes).expect("the operating system provides random bytes");
+    u128::from_le_bytes(bytes)
 }
 
 /// Ends a slot when its call ends.
@@ -216,7 +289,7 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for SplicingWriter<W> {
         let this = self.get_mut();
         ready!(this.poll_drain(cx))?;
         this.line.extend_from_slice(buf);
-        while let Some(at) = this.line[this.scanned..].iter().position(|&b| b == b'\n') {
+        while let Some(at) = memchr::memchr(b'\n', &this.line[this.scanned..]) {
             let rest = this.line.split_off(this.scanned + at + 1);
             let line = std::mem::replace(&mut this.line, rest);
             match this.splicer.splice(&line) {
@@ -339,5 +412,158 @@ mod tests {
             String::from_utf8(output).unwrap(),
             "{\"a\":{\"k\": \"\\/\"}}\n{\"b\":2}\n"
         );
+    }
+
+    #[test]
+    fn exact_values_become_placeholders_only_where_needed() {
+        let splicer = Splicer::new();
+        let mut guards = Vec::new();
+        let raw =
+            RawValue::from_string(r#"{"a":1,"b":1e400,"c":"x","d":[-0]}"#.to_owned()).unwrap();
+        let value = splicer.exact_value(&raw, &mut guards).unwrap();
+        assert_eq!(guards.len(), 2, "`1e400` and `-0` only: {value}");
+        assert_eq!(value["a"], 1);
+        assert_eq!(value["c"], "x");
+        let message = serde_json::to_vec(&value).unwrap();
+        assert_eq!(
+            replaced(splicer.splice(&message)),
+            r#"{"a":1,"b":1e400,"c":"x","d":[-0]}"#
+        );
+        drop(guards);
+        assert!(splicer.slots().is_empty());
+    }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// JSON text as (exact compact text, the same with whitespace between tokens):
+        /// numbers of any length and form, strings with every kind of escape.
+        fn json_text() -> impl Strategy<Value = (String, String)> {
+            let number = (
+                any::<bool>(),
+                "(0|[1-9][0-9]{0,40})",
+                proptest::option::of("[0-9]{1,30}"),
+                proptest::option::of(("[eE]", "[+-]?", "[0-9]{1,4}")),
+            )
+                .prop_map(|(negative, int, fraction, exponent)| {
+                    let mut text = String::new();
+                    if negative {
+                        text.push('-');
+                    }
+                    text.push_str(&int);
+                    if let Some(fraction) = fraction {
+                        text.push('.');
+                        text.push_str(&fraction);
+                    }
+                    if let Some((e, sign, digits)) = exponent {
+                        text.push_str(&e);
+                        text.push_str(&sign);
+                        text.push_str(&digits);
+                    }
+                    text
+                });
+            let piece = prop_oneof![
+                "[a-z ]{0,4}",
+                Just(r#"\""#.to_owned()),
+                Just(r#"\\"#.to_owned()),
+                Just(r#"\/"#.to_owned()),
+                Just(r#"\n"#.to_owned()),
+                Just(r#"\u00e9"#.to_owned()),
+                Just(r#"\ud83d\ude00"#.to_owned()),
+                Just("é".to_owned()),
+                Just("mcp-runtime-raw-".to_owned()),
+            ];
+            let string = proptest::collection::vec(piece, 0..5)
+                .prop_map(|pieces| format!("\"{}\"", pieces.concat()));
+            let leaf = prop_oneof![
+                number,
+                string,
+                Just("true".to_owned()),
+                Just("false".to_owned()),
+                Just("null".to_owned()),
+            ]
+            .prop_map(|text| (text.clone(), text));
+            leaf.prop_recursive(4, 48, 6, |inner| {
+                let array = proptest::collection::vec(inner.clone(), 0..6).prop_map(|items| {
+                    let compact: Vec<_> = items.iter().map(|(c, _)| c.clone()).collect();
+                    let spaced: Vec<_> = items.iter().map(|(_, s)| s.clone()).collect();
+                    (
+                        format!("[{}]", compact.join(",")),
+                        format!("[ {} ]", spaced.join(" ,\n ")),
+                    )
+                });
+                let object =
+                    proptest::collection::vec(("[a-z]{1,3}", inner), 0..6).prop_map(|members| {
+                        let mut seen = std::collections::HashSet::new();
+                        let members: Vec<_> = members
+                            .into_iter()
+                            .filter(|(key, _)| seen.insert(key.clone()))
+                            .collect();
+                        let compact: Vec<_> = members
+                            .iter()
+                            .map(|(k, (c, _))| format!("\"{k}\":{c}"))
+                            .collect();
+                        let spaced: Vec<_> = members
+                            .iter()
+                            .map(|(k, (_, s))| format!("\"{k}\" :\t{s}"))
+                            .collect();
+                        (
+                            format!("{{{}}}", compact.join(",")),
+                            format!("{{ {} }}", spaced.join(" , ")),
+                        )
+                    });
+                prop_oneof![array, object]
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(384))]
+
+            /// A state spliced into a message is its exact text, whatever it holds.
+            #[test]
+            fn a_placeholder_becomes_the_exact_text((_, text) in json_text()) {
+                let splicer = Splicer::new();
+                let (placeholder, _guard) = splicer.placeholder(raw(&text));
+                let message = serde_json::to_vec(&serde_json::json!({"_meta": {"s": placeholder}})).unwrap();
+                prop_assert_eq!(replaced(splicer.splice(&message)), format!(r#"{{"_meta":{{"s":{text}}}}}"#));
+            }
+
+            /// Exact values come out as their text without the whitespace between
+            /// tokens (so also as one stdio line), and every slot ends with the guards.
+            #[test]
+            fn exact_values_come_out_byte_for_byte((compact, spaced) in json_text()) {
+                let splicer = Splicer::new();
+                let mut guards = Vec::new();
+                let value = splicer.exact_value(&raw(&spaced), &mut guards).unwrap();
+                let message = serde_json::to_vec(&value).unwrap();
+                let out = match splicer.splice(&message) {
+                    Spliced::Untouched => String::from_utf8(message).unwrap(),
+                    Spliced::Replaced(bytes) => String::from_utf8(bytes).unwrap(),
+                    Spliced::Orphaned => panic!("no slot was dropped"),
+                };
+                prop_assert_eq!(out, compact);
+                drop(guards);
+                prop_assert!(splicer.slots().is_empty());
+            }
+
+            /// Text that looks like a placeholder (this connection's own, quoted, or
+            /// escaped) inside another string is never replaced.
+            #[test]
+            fn a_lookalike_inside_a_string_is_left_alone(
+                before in "[a-z\"\\\\ ]{0,4}",
+                after in "[a-z\"\\\\ ]{0,4}",
+            ) {
+                let splicer = Splicer::new();
+                let (placeholder, _guard) = splicer.placeholder(raw("{}"));
+                let text = format!("{before}\"{placeholder}\"{after}");
+                let message = serde_json::to_vec(&serde_json::json!({"t": text, "s": placeholder})).unwrap();
+                let out = replaced(splicer.splice(&message));
+                let parsed: serde_json::Value = serde_json::from_str(&out).unwrap();
+                prop_assert_eq!(&parsed["t"], &serde_json::Value::String(text));
+                prop_assert_eq!(&parsed["s"], &serde_json::json!({}));
+            }
+        }
     }
 }
