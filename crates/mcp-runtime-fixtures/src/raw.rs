@@ -16,7 +16,9 @@
 //! 2. Everything it writes for one line is written with one `write_all` and
 //!    flushed before the next line is read, so a test sees the bytes in the
 //!    order [`RawServer::answer`] returns them.
-//! 3. It stops when stdin closes.
+//! 3. It stops when stdin closes, and not before: once stdout is closed it keeps
+//!    reading (and logging) stdin without answering, so the log holds every line
+//!    the client wrote.
 
 use std::{
     io::{BufRead as _, Write as _},
@@ -261,10 +263,11 @@ fn line(message: Value) -> Vec<u8> {
 /// Serve `server` over this process's stdin and stdout until stdin closes,
 /// logging every line received to `log` (see the module invariants).
 ///
-/// A closed stdout ends serving quietly: the client is gone.
+/// A closed stdout only stops the answers (invariant 3).
 pub fn serve(server: &RawServer, log: Option<Arc<MessageLog>>) -> anyhow::Result<()> {
     let mut stdin = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
+    let mut stdout_open = true;
     let mut bytes = Vec::new();
     loop {
         bytes.clear();
@@ -281,19 +284,16 @@ pub fn serve(server: &RawServer, log: Option<Arc<MessageLog>>) -> anyhow::Result
             eprintln!("mcp-fixture: cannot write the message log: {error}");
         }
         let reply = server.answer(&text);
+        if !stdout_open || reply.bytes.is_empty() {
+            continue;
+        }
         if !reply.wait.is_zero() {
             std::thread::sleep(reply.wait);
         }
-        if reply.bytes.is_empty() {
-            continue;
-        }
-        if stdout
+        stdout_open = stdout
             .write_all(&reply.bytes)
             .and_then(|()| stdout.flush())
-            .is_err()
-        {
-            return Ok(());
-        }
+            .is_ok();
     }
 }
 

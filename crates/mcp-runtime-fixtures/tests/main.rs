@@ -5,6 +5,7 @@ mod support;
 
 mod calls;
 mod config_files;
+mod faults;
 mod http;
 mod listing;
 mod peers;
