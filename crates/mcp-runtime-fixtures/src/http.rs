@@ -6,6 +6,11 @@
 //! `/mcp`, logs each POST body with the request's headers, and, with
 //! `--require-bearer`, answers 401 to requests without the right token. A
 //! rejected POST is still logged: the log is of what the fixture received.
+//!
+//! Two faults replace the MCP endpoint altogether: [`Fault::Status`] answers
+//! every request with one status (401 with a `WWW-Authenticate` header, any
+//! status with a short text body), and [`Fault::Silent`] accepts TCP
+//! connections and never reads from or answers them.
 
 use std::{convert::Infallible, io::Write as _, sync::Arc};
 
@@ -35,13 +40,28 @@ struct Endpoint {
     mcp: StreamableHttpService<Fixture, LocalSessionManager>,
     log: Option<Arc<MessageLog>>,
     bearer: Option<String>,
+    status: Option<StatusCode>,
+}
+
+/// An HTTP fault that replaces the MCP endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Answer every request with this status and a short text body.
+    Status(StatusCode),
+    /// Accept connections and never answer (nor read) anything.
+    Silent,
+}
+
+/// The body of every answer under [`Fault::Status`].
+pub fn fault_body(status: StatusCode) -> String {
+    format!("mcp-fixture answers {} on purpose", status.as_u16())
 }
 
 /// Bind `addr`, print `listening http://ADDR/mcp` on stdout, and serve
 /// `fixture` until the process is killed.
 ///
 /// `bearer`: when set, requests whose `Authorization` is not `Bearer TOKEN`
-/// get 401.
+/// get 401. `fault`: when set, replaces the MCP endpoint (see the module docs).
 ///
 /// # Cancel safety
 ///
@@ -52,6 +72,7 @@ pub async fn serve(
     addr: &str,
     log: Option<Arc<MessageLog>>,
     bearer: Option<String>,
+    fault: Option<Fault>,
 ) -> anyhow::Result<()> {
     let listener = TcpListener::bind(addr)
         .await
@@ -68,7 +89,18 @@ pub async fn serve(
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
-    let endpoint = Arc::new(Endpoint { mcp, log, bearer });
+    let status = match fault {
+        Some(Fault::Status(status)) => Some(status),
+        _ => None,
+    };
+    let endpoint = Arc::new(Endpoint {
+        mcp,
+        log,
+        bearer,
+        status,
+    });
+    // With `Fault::Silent`, accepted connections are kept open here, unread.
+    let mut silent = Vec::new();
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -77,6 +109,10 @@ pub async fn serve(
                 continue;
             }
         };
+        if fault == Some(Fault::Silent) {
+            silent.push(stream);
+            continue;
+        }
         let endpoint = endpoint.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request| handle(endpoint.clone(), request));
@@ -94,7 +130,7 @@ async fn handle(
     endpoint: Arc<Endpoint>,
     request: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
-    if request.uri().path() != MCP_PATH {
+    if request.uri().path() != MCP_PATH && endpoint.status.is_none() {
         return Ok(plain(StatusCode::NOT_FOUND, "not found"));
     }
     let (parts, body) = request.into_parts();
@@ -115,6 +151,16 @@ async fn handle(
         )
     {
         eprintln!("mcp-fixture: cannot write the message log: {error}");
+    }
+    if let Some(status) = endpoint.status {
+        let mut response = plain(status, fault_body(status));
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                http::HeaderValue::from_static("Bearer realm=\"mcp-fixture\""),
+            );
+        }
+        return Ok(response);
     }
     if let Some(token) = &endpoint.bearer
         && !is_bearer(&parts.headers, token)

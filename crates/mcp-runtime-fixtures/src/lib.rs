@@ -7,6 +7,9 @@
 //! it worth reading on their own:
 //!
 //! - [`server`]: the [`Fixture`] handler (tools, pagination, delays, faults),
+//! - [`raw`]: the raw stdio server, for faults only exact bytes can produce,
+//! - [`fault`]: faults the process injects into itself (crash, stderr flood,
+//!   ignoring `SIGTERM`),
 //! - [`gate`]: the files a test creates to decide when one fixture process
 //!   answers `initialize` and `tools/list`, and whether `tools/list` fails,
 //! - [`message_log`]: the log of every JSON-RPC message the fixture receives,
@@ -14,12 +17,50 @@
 //! - [`stdio`] and [`http`]: the two transports, each of which logs a message
 //!   before rmcp parses it,
 //! - [`testing`]: helpers for the tests that run these processes.
+//!
+//! # Fault flags
+//!
+//! Each fault is one flag of `mcp-fixture` (see `--help`), so a test can run a
+//! real process that misbehaves in exactly one way:
+//!
+//! | Fault | Flag |
+//! |---|---|
+//! | never answers `initialize` | `--hang-initialize` |
+//! | exits (status, stderr lines) on `initialize` | `--crash-initialize CODE` |
+//! | never answers `tools/list` | `--hang-list` |
+//! | exits (status, stderr lines) on `tools/list` | `--crash-list CODE` |
+//! | answers `tools/list` with an error | `--fail-list` |
+//! | a `tools/list` cursor that loops | `--repeat-cursor` |
+//! | many pages, many tools | `--page-size N`, `--tools N` |
+//! | an oversized `tools/list` line | `--list-padding-bytes N` |
+//! | an oversized call result | `--call-result-bytes N` |
+//! | exits (status, stderr lines) during `tools/call` | `--exit-during-call CODE` |
+//! | many MB of stderr before serving | `--stderr-flood-bytes N` |
+//! | exits before reading anything | `--exit-during-startup CODE` |
+//! | a grandchild in its process group | `--spawn-grandchild FILE` |
+//! | ignores `SIGTERM` (so does its grandchild) | `--ignore-sigterm` |
+//! | keeps running after stdin closes | `--ignore-stdin-eof` |
+//! | a line that is not JSON before the `initialize` reply (raw) | `--garbage-before-initialize` |
+//! | a line that is not JSON instead of it (raw) | `--garbage-instead-of-initialize` |
+//! | a response to an unknown id before it (raw) | `--unsolicited-response` |
+//! | a tool whose `inputSchema` is a string, null, an array or missing (raw) | `--bad-input-schema KIND` |
+//! | a tool with an empty name (raw) | `--empty-tool-name` |
+//! | two tools with the same name (raw) | `--duplicate-tool` |
+//! | ignores `notifications/cancelled`, answers late (raw) | `--ignore-cancel` |
+//! | HTTP: every request answered with one status | `--http-status STATUS` |
+//! | HTTP: accepts connections, never answers | `--http-silent` |
+//!
+//! The faults marked raw select the [`raw`] server instead of rmcp's, over
+//! stdio only. A refused connection needs no process: see
+//! [`testing::unused_local_url`].
 
 #![deny(missing_docs)]
 
+pub mod fault;
 pub mod gate;
 pub mod http;
 pub mod message_log;
+pub mod raw;
 pub mod server;
 pub mod stdio;
 pub mod testing;

@@ -4,8 +4,9 @@
 //! The handler is written against rmcp's [`ServerHandler`] directly (no tool
 //! router) because the tool set is decided at run time. Tools are listed in a
 //! fixed order: the fixed tools `echo`, `fail`, `env`, `pid`, `add_tool`; then
-//! the generated `tool_0` … `tool_{N-1}`; then the named ones; then those
-//! added by calling `add_tool`, in the order they were added.
+//! the generated `tool_0` … `tool_{N-1}`; then the named ones; then `padding`
+//! (with [`Behaviour::list_padding_bytes`]); then those added by calling
+//! `add_tool`, in the order they were added.
 //!
 //! The tool list is shared state: every clone of a [`Fixture`] (the HTTP
 //! server makes one per session) sees the same list. Invariants:
@@ -38,7 +39,10 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 
-use crate::gate::{Gates, ListGate};
+use crate::{
+    fault,
+    gate::{Gates, ListGate},
+};
 
 /// The cursor every page names in `--repeat-cursor` mode.
 pub const REPEATED_CURSOR: &str = "again";
@@ -65,8 +69,22 @@ pub struct Behaviour {
     pub call_delay: Duration,
     /// Never answer `initialize`.
     pub hang_initialize: bool,
-    /// Answer `tools/list` with a JSON-RPC error.
+    /// On `initialize`, write a few lines to stderr and exit with this status.
+    pub crash_initialize: Option<i32>,
+    /// Never answer `tools/list`.
+    pub hang_list: bool,
+    /// On `tools/list`, write a few lines to stderr and exit with this status.
+    pub crash_list: Option<i32>,
+    /// On `tools/call`, write a few lines to stderr and exit with this status.
+    pub exit_during_call: Option<i32>,
+    /// Answer `tools/list` with JSON-RPC error -32603.
     pub fail_list: bool,
+    /// List one more tool, `padding`, whose description is this many bytes, so
+    /// the `tools/list` answer is at least that long; none when 0.
+    pub list_padding_bytes: usize,
+    /// Add a text block of this many bytes to every `tools/call` result; none
+    /// when 0.
+    pub call_result_bytes: usize,
     /// Advertised as `capabilities.experimental`; none when empty.
     pub experimental: ExperimentalCapabilities,
     /// Wait for gate files in this directory before answering `initialize`
@@ -107,6 +125,11 @@ impl Fixture {
     /// The gates this server waits for, with `--gate-dir`.
     pub fn gates(&self) -> Option<&Gates> {
         self.gates.as_deref()
+    }
+
+    /// The tools listed now, in order.
+    pub fn tools(&self) -> Vec<Tool> {
+        self.read_tools().clone()
     }
 
     fn read_tools(&self) -> std::sync::RwLockReadGuard<'_, Vec<Tool>> {
@@ -173,9 +196,17 @@ impl Fixture {
         ))
     }
 
+    /// Wait for the call delay.
+    async fn before_call(&self) {
+        delay(self.behaviour.call_delay).await;
+    }
+
     /// Wait for the `tools/list` gate and the list delay, then say whether
     /// to fail.
     async fn before_list(&self) -> Result<ListGate, McpError> {
+        if self.behaviour.hang_list {
+            std::future::pending::<()>().await;
+        }
         let gate = match &self.gates {
             Some(gates) => gates.tools_list().await.map_err(|error| {
                 McpError::internal_error(
@@ -188,7 +219,7 @@ impl Fixture {
             })?,
             None => ListGate::Answer,
         };
-        tokio::time::sleep(self.behaviour.list_delay).await;
+        delay(self.behaviour.list_delay).await;
         if !self.behaviour.list_cpu.is_zero() {
             let cpu = self.behaviour.list_cpu;
             tokio::task::spawn_blocking(move || spin(cpu))
@@ -197,6 +228,21 @@ impl Fixture {
         }
         Ok(gate)
     }
+}
+
+/// Wait `duration`, or not at all when it is zero.
+///
+/// A zero-length `tokio::time::sleep` still waits for the timer's next tick
+/// (about a millisecond), which would add that much to every answer.
+async fn delay(duration: Duration) {
+    if !duration.is_zero() {
+        tokio::time::sleep(duration).await;
+    }
+}
+
+/// Text of exactly `bytes` bytes.
+fn padding(bytes: usize) -> String {
+    "x".repeat(bytes)
 }
 
 /// Keeps one CPU busy for `duration` of this thread's CPU time.
@@ -243,6 +289,9 @@ impl ServerHandler for Fixture {
         if self.behaviour.hang_initialize {
             std::future::pending::<()>().await;
         }
+        if let Some(status) = self.behaviour.crash_initialize {
+            fault::exit_with_stderr("initialize", status);
+        }
         if let Some(gates) = &self.gates {
             gates.initialize().await.map_err(|error| {
                 McpError::internal_error(
@@ -254,7 +303,7 @@ impl ServerHandler for Fixture {
                 )
             })?;
         }
-        tokio::time::sleep(self.behaviour.init_delay).await;
+        delay(self.behaviour.init_delay).await;
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }
@@ -264,6 +313,9 @@ impl ServerHandler for Fixture {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        if let Some(status) = self.behaviour.crash_list {
+            fault::exit_with_stderr("tools/list", status);
+        }
         let gate = tokio::select! {
             gate = self.before_list() => gate?,
             // rmcp drops the answer to a cancelled request anyway; stop waiting.
@@ -285,15 +337,18 @@ impl ServerHandler for Fixture {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if let Some(status) = self.behaviour.exit_during_call {
+            fault::exit_with_stderr("tools/call", status);
+        }
         tokio::select! {
-            () = tokio::time::sleep(self.behaviour.call_delay) => {}
+            () = self.before_call() => {}
             // rmcp drops the answer to a cancelled request anyway; stop waiting.
             () = context.ct.cancelled() => {
                 return Err(McpError::internal_error("tools/call cancelled", None));
             }
         }
         let arguments = request.arguments.unwrap_or_default();
-        let result = match request.name.as_ref() {
+        let mut result = match request.name.as_ref() {
             "echo" => CallToolResult::structured(Value::Object(arguments)),
             "fail" => CallToolResult::error(vec![ContentBlock::text("failed on purpose")]),
             "env" => env_tool(&arguments)?,
@@ -313,6 +368,11 @@ impl ServerHandler for Fixture {
                 ));
             }
         };
+        if self.behaviour.call_result_bytes > 0 {
+            result.content.push(ContentBlock::text(padding(
+                self.behaviour.call_result_bytes,
+            )));
+        }
         Ok(result.into())
     }
 
@@ -409,6 +469,13 @@ fn tools(behaviour: &Behaviour) -> Vec<Tool> {
             .iter()
             .map(|name| Tool::new(name.clone(), "named tool", no_arguments.clone())),
     );
+    if behaviour.list_padding_bytes > 0 {
+        tools.push(Tool::new(
+            "padding",
+            padding(behaviour.list_padding_bytes),
+            no_arguments.clone(),
+        ));
+    }
     tools
 }
 
@@ -426,6 +493,8 @@ fn schema(value: Value) -> Arc<JsonObject> {
 
 #[cfg(test)]
 mod tests {
+    use futures::FutureExt as _;
+
     use super::*;
 
     fn fixture(behaviour: Behaviour) -> Fixture {
@@ -434,6 +503,37 @@ mod tests {
 
     fn names(result: &ListToolsResult) -> Vec<&str> {
         result.tools.iter().map(|tool| tool.name.as_ref()).collect()
+    }
+
+    #[tokio::test]
+    async fn no_delay_asked_for_answers_without_waiting_for_the_timer() {
+        // Real time: a zero-length timer would be pending until the next tick.
+        let server = fixture(Behaviour::default());
+        assert_eq!(server.before_call().now_or_never(), Some(()));
+        assert!(matches!(
+            server.before_list().now_or_never(),
+            Some(Ok(ListGate::Answer))
+        ));
+
+        let slow = fixture(Behaviour {
+            list_delay: Duration::from_millis(1),
+            call_delay: Duration::from_millis(1),
+            ..Behaviour::default()
+        });
+        assert_eq!(slow.before_call().now_or_never(), None);
+        assert!(slow.before_list().now_or_never().is_none());
+    }
+
+    #[test]
+    fn padding_lists_one_more_tool_that_long() {
+        let server = fixture(Behaviour {
+            list_padding_bytes: 1000,
+            ..Behaviour::default()
+        });
+        let page = server.page(None).unwrap();
+        let padding = page.tools.last().unwrap();
+        assert_eq!(padding.name, "padding");
+        assert_eq!(padding.description.as_deref().map(str::len), Some(1000));
     }
 
     #[test]

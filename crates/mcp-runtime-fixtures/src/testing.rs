@@ -130,6 +130,19 @@ pub fn assert_all_gone(pgid: i32, others: &[i32]) {
     );
 }
 
+/// An `http://127.0.0.1:PORT/mcp` URL where nothing listens: the port was bound
+/// and released, so connecting to it is refused (unless another process takes the
+/// port in the meantime, which the kernel makes unlikely by not reusing it at once).
+pub fn unused_local_url() -> String {
+    let listener =
+        std::net::TcpListener::bind("127.0.0.1:0").expect("binding a free loopback port");
+    let addr = listener
+        .local_addr()
+        .expect("a bound listener has an address");
+    drop(listener);
+    format!("http://{addr}/mcp")
+}
+
 /// The fixture's message log: one JSON object per received message.
 pub fn read_log(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_default();

@@ -6,6 +6,7 @@ mod support;
 mod calls;
 mod config_files;
 mod exact_arguments;
+mod faults;
 mod http;
 mod listing;
 mod peers;

@@ -1,22 +1,30 @@
 //! `mcp-fixture`: a real MCP server process for mcp-runtime's integration
 //! tests, whose behaviour is chosen by flags.
 //!
-//! The command line is parsed, then the startup actions run in order (exit
-//! early, write stderr lines, spawn a grandchild), then the server is served
-//! over stdio, or over Streamable HTTP with `--http`. See `--help` for the
-//! flags and the `mcp_runtime_fixtures` crate docs for what each part does.
+//! The command line is parsed, then the startup actions run in order (ignore
+//! `SIGTERM`, exit early, write stderr lines, flood stderr, spawn a
+//! grandchild), then the server is served over stdio, or over Streamable HTTP
+//! with `--http`. The stdio server is rmcp's, except that the faults only raw
+//! bytes can produce (marked "raw" in `--help`) select the fixture's own raw
+//! server. See `--help` for the flags and the `mcp_runtime_fixtures` crate docs
+//! for what each part does.
 
 use std::{
     ffi::OsString,
     path::{Path, PathBuf},
     process::{Command, ExitCode, Stdio},
+    str::FromStr as _,
     sync::Arc,
     time::Duration,
 };
 
 use anyhow::Context as _;
 use clap::Parser;
-use mcp_runtime_fixtures::{Behaviour, Fixture, MessageLog, http, stdio};
+use mcp_runtime_fixtures::{
+    Behaviour, Fixture, MessageLog, fault, http,
+    raw::{self, BadSchema, InitializeFault, RawBehaviour, RawServer},
+    stdio,
+};
 use rmcp::model::{ExperimentalCapabilities, JsonObject};
 
 /// A fixture MCP server for mcp-runtime's integration tests.
@@ -50,9 +58,61 @@ struct Args {
     /// Fault: never answer `initialize` (exit only when stdin closes)
     #[arg(long)]
     hang_initialize: bool,
+    /// Fault: on `initialize`, write three stderr lines and exit with CODE
+    #[arg(long, value_name = "CODE", allow_negative_numbers = true)]
+    crash_initialize: Option<i32>,
+    /// Fault: never answer `tools/list` (exit only when stdin closes)
+    #[arg(long)]
+    hang_list: bool,
+    /// Fault: on `tools/list`, write three stderr lines and exit with CODE
+    #[arg(long, value_name = "CODE", allow_negative_numbers = true)]
+    crash_list: Option<i32>,
+    /// Fault: on `tools/call`, write three stderr lines and exit with CODE
+    #[arg(long, value_name = "CODE", allow_negative_numbers = true)]
+    exit_during_call: Option<i32>,
     /// Fault: answer `tools/list` with JSON-RPC error -32603
     #[arg(long)]
     fail_list: bool,
+    /// Fault: list a tool `padding` whose description is N bytes, so the
+    /// `tools/list` answer is one line longer than N
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    list_padding_bytes: usize,
+    /// Fault: add a text block of N bytes to every `tools/call` result
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    call_result_bytes: usize,
+    /// Fault: write N bytes of stderr, in 1 KiB lines, before serving
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    stderr_flood_bytes: usize,
+    /// Fault: ignore `SIGTERM` (so does a grandchild spawned with `--spawn-grandchild`)
+    #[arg(long)]
+    ignore_sigterm: bool,
+    /// Fault: keep running after stdin closes, until killed
+    #[arg(long)]
+    ignore_stdin_eof: bool,
+    /// Fault (raw): write a line that is not JSON before the `initialize` reply
+    #[arg(long, conflicts_with_all = ["garbage_instead_of_initialize", "unsolicited_response"])]
+    garbage_before_initialize: bool,
+    /// Fault (raw): write a line that is not JSON instead of the `initialize` reply
+    #[arg(long, conflicts_with = "unsolicited_response")]
+    garbage_instead_of_initialize: bool,
+    /// Fault (raw): write `{"jsonrpc":"2.0","id":987654,"result":{}}` before the
+    /// `initialize` reply
+    #[arg(long)]
+    unsolicited_response: bool,
+    /// Fault (raw): list a tool `bad_schema` second, whose `inputSchema` is KIND:
+    /// `string`, `null`, `array` or `missing`
+    #[arg(long, value_name = "KIND", value_parser = BadSchema::from_str)]
+    bad_input_schema: Option<BadSchema>,
+    /// Fault (raw): list a tool with an empty name third
+    #[arg(long)]
+    empty_tool_name: bool,
+    /// Fault (raw): list a second tool named `echo` last
+    #[arg(long)]
+    duplicate_tool: bool,
+    /// Fault (raw): answer one message at a time, each call after its delay (its
+    /// `delay_ms` argument, else --call-delay-ms), even when it was cancelled
+    #[arg(long)]
+    ignore_cancel: bool,
     /// Advertise `capabilities.experimental[NAME] = JSON` (repeatable; JSON is an object)
     #[arg(long, value_name = "NAME=JSON", value_parser = parse_experimental)]
     experimental: Vec<(String, JsonObject)>,
@@ -79,6 +139,13 @@ struct Args {
     /// With --http: answer 401 unless `Authorization: Bearer TOKEN`
     #[arg(long, value_name = "TOKEN", requires = "http")]
     require_bearer: Option<String>,
+    /// Fault, with --http: answer every request with STATUS and a short body (401
+    /// with `WWW-Authenticate`)
+    #[arg(long, value_name = "STATUS", requires = "http", value_parser = clap::value_parser!(u16).range(100..600))]
+    http_status: Option<u16>,
+    /// Fault, with --http: accept connections and never answer
+    #[arg(long, requires = "http", conflicts_with = "http_status")]
+    http_silent: bool,
 }
 
 fn parse_experimental(text: &str) -> Result<(String, JsonObject), String> {
@@ -102,7 +169,13 @@ impl Args {
             list_cpu: Duration::from_millis(self.list_cpu_ms),
             call_delay: Duration::from_millis(self.call_delay_ms),
             hang_initialize: self.hang_initialize,
+            crash_initialize: self.crash_initialize,
+            hang_list: self.hang_list,
+            crash_list: self.crash_list,
+            exit_during_call: self.exit_during_call,
             fail_list: self.fail_list,
+            list_padding_bytes: self.list_padding_bytes,
+            call_result_bytes: self.call_result_bytes,
             experimental: self
                 .experimental
                 .iter()
@@ -111,10 +184,54 @@ impl Args {
             gate_dir: self.gate_dir.clone(),
         }
     }
+
+    /// The raw server's behaviour, when a raw fault was asked for.
+    fn raw_behaviour(&self) -> Option<RawBehaviour> {
+        let initialize = if self.garbage_before_initialize {
+            InitializeFault::GarbageBefore
+        } else if self.garbage_instead_of_initialize {
+            InitializeFault::GarbageInstead
+        } else if self.unsolicited_response {
+            InitializeFault::UnsolicitedResponseBefore
+        } else {
+            InitializeFault::None
+        };
+        let raw = initialize != InitializeFault::None
+            || self.bad_input_schema.is_some()
+            || self.empty_tool_name
+            || self.duplicate_tool
+            || self.ignore_cancel;
+        raw.then(|| RawBehaviour {
+            initialize,
+            bad_schema: self.bad_input_schema,
+            empty_tool_name: self.empty_tool_name,
+            duplicate_tool: self.duplicate_tool,
+            call_delay: Duration::from_millis(self.call_delay_ms),
+        })
+    }
+
+    fn http_fault(&self) -> anyhow::Result<Option<http::Fault>> {
+        if self.http_silent {
+            return Ok(Some(http::Fault::Silent));
+        }
+        self.http_status
+            .map(|status| {
+                ::http::StatusCode::from_u16(status)
+                    .map(http::Fault::Status)
+                    .with_context(|| format!("`{status}` is not an HTTP status"))
+            })
+            .transpose()
+    }
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.ignore_sigterm
+        && let Err(error) = fault::ignore_sigterm()
+    {
+        eprintln!("mcp-fixture: cannot ignore SIGTERM: {error}");
+        return ExitCode::FAILURE;
+    }
     if let Some(code) = args.exit_during_startup {
         eprintln!("fixture: starting");
         eprintln!("fixture: loading config");
@@ -124,13 +241,24 @@ fn main() -> ExitCode {
     for k in 1..=args.stderr_lines {
         eprintln!("fixture stderr line {k}");
     }
-    match run(args) {
+    if let Err(error) = fault::flood_stderr(args.stderr_flood_bytes) {
+        eprintln!("mcp-fixture: cannot flood stderr: {error}");
+        return ExitCode::FAILURE;
+    }
+    let ignore_stdin_eof = args.ignore_stdin_eof;
+    let code = match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("mcp-fixture: {error:#}");
             ExitCode::FAILURE
         }
+    };
+    if ignore_stdin_eof {
+        loop {
+            std::thread::park();
+        }
     }
+    code
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
@@ -147,13 +275,23 @@ fn run(args: Args) -> anyhow::Result<()> {
         })
         .transpose()?;
     let fixture = Fixture::new(args.behaviour());
+    if let Some(behaviour) = args.raw_behaviour() {
+        anyhow::ensure!(
+            args.http.is_none(),
+            "the raw faults are for stdio only (drop `--http`)"
+        );
+        return raw::serve(&RawServer::new(behaviour, &fixture.tools()), log);
+    }
+    let http_fault = args.http_fault()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the tokio runtime")?;
     let result = runtime.block_on(async {
         match &args.http {
-            Some(addr) => http::serve(fixture, addr, log, args.require_bearer.clone()).await,
+            Some(addr) => {
+                http::serve(fixture, addr, log, args.require_bearer.clone(), http_fault).await
+            }
             None => stdio::serve(fixture, log).await,
         }
     });
