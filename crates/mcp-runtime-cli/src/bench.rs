@@ -129,3 +129,29 @@ impl StartupBench {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_takes_a_server_name_of_any_length() {
+        let name = "s".repeat(70_000);
+        let bench = StartupBench {
+            sessions: 2,
+            shared: true,
+            servers: vec![ServerBench {
+                name: name.clone(),
+                ready: 2,
+                ..ServerBench::default()
+            }],
+            wall: Duration::from_millis(5),
+        };
+        let text = bench.to_text();
+        assert!(
+            text.lines()
+                .any(|line| line.starts_with(&format!("{name}  2"))),
+            "the row names the server in full"
+        );
+    }
+}
