@@ -98,6 +98,15 @@ pub fn call_text(result: &CallToolResult) -> String {
     out
 }
 
+/// A call result as `--json` prints it (pretty, as the server returned it) or as text.
+pub fn call_json_or_text(result: &CallToolResult, json: bool) -> serde_json::Result<String> {
+    Ok(if json {
+        serde_json::to_string_pretty(result)? + "\n"
+    } else {
+        call_text(result)
+    })
+}
+
 /// `text` with control characters other than newline and tab shown as `\u{..}`.
 pub fn printable(text: &str) -> Cow<'_, str> {
     let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';

@@ -5,7 +5,7 @@ use std::{
     process::{Command, Output},
 };
 
-use mcp_runtime_fixtures::testing::{Probe, recorded_argv, stub_launcher, wait_for_exit};
+use mcp_runtime_fixtures::testing::{Probe, is_alive, recorded_argv, stub_launcher, wait_for_exit};
 use serde_json::Value;
 
 fn run(args: &[&str]) -> Output {
@@ -615,5 +615,135 @@ fn an_interrupted_call_leaves_no_server_process_behind() {
             wait_for_exit(pid, std::time::Duration::from_secs(10)),
             "process {pid} survived"
         );
+    }
+}
+
+/// Writes an executable shell script `name` into `dir`.
+fn write_script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn a_timeout_is_reported_before_the_servers_are_shut_down() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let leader = dir.path().join("leader.pid");
+    // Ignores SIGTERM, and outlives stdin EOF: when the fixture ends, the shell
+    // becomes `sleep`, so the server's process lives until the runtime's SIGKILL.
+    let script = write_script(
+        dir.path(),
+        "hostile.sh",
+        &format!(
+            "echo $$ > {leader:?}\ntrap '' TERM\n{fixture:?} --call-delay-ms 600000\nexec sleep 3600\n",
+            leader = leader.to_str().unwrap(),
+            fixture = fixture_server().to_str().unwrap(),
+        ),
+    );
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.hostile]\ncommand = {:?}\ntool_timeout_sec = 1\n",
+            script.to_str().unwrap()
+        ),
+    );
+    let mut cli = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+        .args([
+            "call",
+            "mcp__hostile__echo",
+            "--config",
+            config.to_str().unwrap(),
+        ])
+        .env_remove("MCP_RUNTIME_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(cli.stderr.take().unwrap()).lines();
+    let line = lines.next().expect("an error line").unwrap();
+    let leader: i32 = std::fs::read_to_string(&leader)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The server dies only by SIGKILL, which shutdown sends after its grace periods:
+    // an error reported after the cleanup would find it gone.
+    let alive_at_report = is_alive(leader);
+    assert!(
+        line.starts_with("mcp-runtime: ") && line.contains("did not answer within 1s"),
+        "{line}"
+    );
+    assert!(
+        alive_at_report,
+        "the error was printed only after the server was shut down"
+    );
+    assert_eq!(cli.wait().unwrap().code(), Some(2));
+    assert_eq!(lines.count(), 0, "one line on stderr");
+    assert!(
+        wait_for_exit(leader, std::time::Duration::from_secs(10)),
+        "the server was shut down before the CLI exited"
+    );
+}
+
+#[test]
+fn a_closed_stdout_ends_the_cli_quietly_after_shutting_servers_down() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.jsonl");
+    let grandchild_file = dir.path().join("grandchild.pid");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.f]\ncommand = {:?}\nargs = [\"--log\", {:?}, \"--spawn-grandchild\", {:?}]\n",
+            fixture_server().to_str().unwrap(),
+            log.to_str().unwrap(),
+            grandchild_file.to_str().unwrap(),
+        ),
+    );
+    for args in [
+        &["tools", "--json"][..],
+        &["tools"],
+        &["servers"],
+        &["call", "mcp__f__echo", "--json"],
+    ] {
+        let _ = std::fs::remove_file(&log);
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe() returns.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: pipe() just returned these descriptors; each is owned once.
+        let (read_end, write_end) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        drop(read_end);
+        let output = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+            .args(args)
+            .args(["--config", config.to_str().unwrap()])
+            .env_remove("MCP_RUNTIME_LOG")
+            .stdout(std::process::Stdio::from(write_end))
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert_eq!(stderr(&output), "", "{args:?}");
+        let server = mcp_runtime_fixtures::testing::read_log(&log)[0]["pid"]
+            .as_i64()
+            .unwrap() as i32;
+        let grandchild: i32 = std::fs::read_to_string(&grandchild_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        for pid in [server, grandchild] {
+            assert!(
+                wait_for_exit(pid, std::time::Duration::from_secs(10)),
+                "{args:?}: process {pid} survived"
+            );
+        }
     }
 }
