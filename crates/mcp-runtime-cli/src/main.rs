@@ -9,6 +9,7 @@
 mod args;
 mod bench;
 mod demo;
+mod logging;
 mod output;
 mod plan;
 mod progress;
@@ -21,7 +22,6 @@ use std::{
 use anyhow::Context;
 use clap::Parser;
 use mcp_runtime::{CallError, CallOptions, Config, Runtime, StartOptions};
-use tracing_subscriber::EnvFilter;
 
 use crate::plan::{Plan, View};
 
@@ -32,12 +32,7 @@ const EXIT_FAILURE: u8 = 2;
 
 fn main() -> ExitCode {
     let args = args::RawArgs::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_env("MCP_RUNTIME_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    logging::init();
     // Resolved before any signal handler is installed, so that a plan that cannot run
     // fails before anything starts.
     let plan = match Plan::resolve(args) {

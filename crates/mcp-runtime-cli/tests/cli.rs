@@ -747,3 +747,79 @@ fn a_closed_stdout_ends_the_cli_quietly_after_shutting_servers_down() {
         }
     }
 }
+
+/// A fixture behind a shell pipe that sends one `sampling/createMessage` request
+/// right after its `initialize` answer: rmcp, as the client, rejects it and logs a
+/// warning of its own.
+fn server_that_makes_rmcp_log(dir: &Path) -> PathBuf {
+    let script = write_script(
+        dir,
+        "server.sh",
+        &format!(
+            "{:?} | while IFS= read -r line; do\n  printf '%s\\n' \"$line\"\n  case \"$line\" in\n    *protocolVersion*) printf '%s\\n' '{{\"jsonrpc\":\"2.0\",\"id\":\"unsolicited\",\"method\":\"sampling/createMessage\",\"params\":{{\"messages\":[],\"maxTokens\":1}}}}' ;;\n  esac\ndone\n",
+            fixture_server().to_str().unwrap()
+        ),
+    );
+    write_config(
+        dir,
+        &format!(
+            "[mcp_servers.chatty]\ncommand = {:?}\n",
+            script.to_str().unwrap()
+        ),
+    )
+}
+
+#[test]
+fn library_logs_stay_off_stderr_at_the_default_level_and_nothing_is_coloured_on_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = server_that_makes_rmcp_log(dir.path());
+    let output = run(&["tools", "--config", config.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("mcp__chatty__echo"));
+    assert_eq!(
+        stderr(&output),
+        "",
+        "no library log line at the default level"
+    );
+
+    // Asked for, everything is shown, still without colour on a pipe.
+    let output = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+        .args(["tools", "--config", config.to_str().unwrap()])
+        .env("MCP_RUNTIME_LOG", "debug")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(
+        text.lines()
+            .any(|line| line.contains("rmcp") && line.contains("sampling/createMessage")),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "no escape codes on a pipe: {text}"
+    );
+}
+
+#[test]
+fn the_runtimes_own_warnings_stay_visible_as_one_plain_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.twice]\ncommand = {:?}\nargs = [\"--tool-name\", \"echo\"]\n",
+            fixture_server().to_str().unwrap()
+        ),
+    );
+    let output = run(&["tools", "--config", config.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stderr(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert!(lines[0].starts_with("mcp-runtime: warning: "), "{text}");
+    assert!(
+        lines[0].contains("twice") && lines[0].contains("echo"),
+        "names server and tool: {text}"
+    );
+    assert!(!text.contains('\u{1b}'), "{text}");
+}
