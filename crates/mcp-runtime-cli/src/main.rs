@@ -9,6 +9,7 @@
 mod args;
 mod bench;
 mod demo;
+mod input;
 mod logging;
 mod output;
 mod plan;
@@ -21,7 +22,7 @@ use std::{
 
 use anyhow::Context;
 use clap::Parser;
-use mcp_runtime::{CallError, CallOptions, Config, Runtime, StartOptions};
+use mcp_runtime::{CallError, CallOptions, Config, Runtime, StartOptions, model::JsonObject};
 
 use crate::plan::{Plan, View};
 
@@ -33,8 +34,8 @@ const EXIT_FAILURE: u8 = 2;
 fn main() -> ExitCode {
     let args = args::RawArgs::parse();
     logging::init();
-    // Resolved before any signal handler is installed, so that a plan that cannot run
-    // fails before anything starts.
+    // Resolved before any signal handler is installed: reading `-` from stdin may
+    // block, and Ctrl-C must still end the process then.
     let plan = match Plan::resolve(args) {
         Ok(plan) => plan,
         Err(error) => return ExitCode::from(report(&error)),
@@ -153,6 +154,12 @@ async fn run(plan: Plan) -> u8 {
             arguments,
             authority,
         } => {
+            // TODO(issue 7 #10): hand the library the exact text once it takes it; parsed
+            // into an object, numbers that do not fit a double are rounded on the wire.
+            let arguments: JsonObject = match serde_json::from_str(arguments.get()) {
+                Ok(arguments) => arguments,
+                Err(error) => return report(&anyhow::anyhow!("`--args` cannot be sent: {error}")),
+            };
             let runtime = match start(config, scope).await {
                 Ok(runtime) => runtime,
                 Err(error) => return report(&error),

@@ -453,7 +453,7 @@ fn a_sandbox_state_file_reaches_the_server_and_bad_input_is_refused() {
                 pretty.to_str().unwrap(),
             ],
             &format!(
-                "mcp-runtime: in `{}`: the sandbox state cannot be used: it spans several lines; write it on one line (for example with `jq -c`)\n",
+                "mcp-runtime: in `--sandbox-state` file `{}`: the sandbox state cannot be used: it spans several lines; write it on one line (for example with `jq -c`)\n",
                 pretty.display()
             ),
         ),
@@ -475,7 +475,7 @@ fn a_sandbox_state_file_reaches_the_server_and_bad_input_is_refused() {
                 "--sandbox-state",
                 "/nonexistent/state.json",
             ],
-            "mcp-runtime: cannot read the sandbox state file `/nonexistent/state.json`: No such file or directory (os error 2)\n",
+            "mcp-runtime: cannot read `--sandbox-state` file `/nonexistent/state.json`: No such file or directory (os error 2)\n",
         ),
     ];
     for (args, expected) in cases {
@@ -822,4 +822,110 @@ fn the_runtimes_own_warnings_stay_visible_as_one_plain_line() {
         "names server and tool: {text}"
     );
     assert!(!text.contains('\u{1b}'), "{text}");
+}
+
+#[test]
+fn args_and_sandbox_state_take_json_text_a_file_or_stdin() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("args.json");
+    std::fs::write(&file, "{\"a\": 2,\n \"b\": 40}\n").unwrap();
+    let at_file = format!("@{}", file.display());
+    let output = run(&["call", "mcp__math__add", "--args", &at_file]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "42\n");
+
+    let with_stdin = |args: &[&str], input: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+            .args(args)
+            .env_remove("MCP_RUNTIME_LOG")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let output = with_stdin(
+        &["call", "mcp__math__add", "--args", "-"],
+        r#"{"a": 1, "b": 1}"#,
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "2\n");
+
+    // The sandbox state read from stdin or `@FILE` reaches the server byte for byte.
+    let log = dir.path().join("log.jsonl");
+    let config = opted_in_fixture(dir.path(), &log);
+    let output = with_stdin(
+        &[
+            "call",
+            "mcp__opted__echo",
+            "--sandbox-state",
+            "-",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        &format!("{STATE}\n"),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let raw = received_call(&log)["raw"].as_str().unwrap().to_owned();
+    assert!(
+        raw.contains(&format!("\"codex/sandbox-state\":{STATE}")),
+        "{raw}"
+    );
+    let state = dir.path().join("state.json");
+    std::fs::write(&state, STATE).unwrap();
+    std::fs::remove_file(&log).unwrap();
+    let output = run(&[
+        "call",
+        "mcp__opted__echo",
+        "--sandbox-state",
+        &format!("@{}", state.display()),
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let raw = received_call(&log)["raw"].as_str().unwrap().to_owned();
+    assert!(
+        raw.contains(&format!("\"codex/sandbox-state\":{STATE}")),
+        "{raw}"
+    );
+
+    let output = with_stdin(
+        &[
+            "call",
+            "mcp__math__add",
+            "--args",
+            "-",
+            "--sandbox-state",
+            "-",
+        ],
+        "{}",
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        "mcp-runtime: `--args` and `--sandbox-state` cannot both read stdin (`-`); give one of them as `@FILE`\n"
+    );
+    let missing = dir.path().join("missing.json");
+    let output = run(&[
+        "call",
+        "mcp__math__add",
+        "--args",
+        &format!("@{}", missing.display()),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "mcp-runtime: cannot read `--args` file `{}`: No such file or directory (os error 2)\n",
+            missing.display()
+        )
+    );
 }
