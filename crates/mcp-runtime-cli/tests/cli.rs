@@ -296,9 +296,17 @@ fn bench_startup_reports_one_tools_list_per_server_for_a_burst() {
             .collect();
         assert_eq!(
             keys,
-            ["name", "ready", "failed", "tools_list_requests", "tools"]
+            [
+                "name",
+                "ready",
+                "failed",
+                "tools_list_requests",
+                "tools",
+                "failures"
+            ]
         );
         assert_eq!(server["ready"], 6);
+        assert_eq!(server["failures"], serde_json::json!([]));
         assert_eq!(server["failed"], 0);
         assert_eq!(server["tools_list_requests"], 1, "{server}");
         let tools = if server["name"] == "sandbox" { 1 } else { 3 };
@@ -928,4 +936,43 @@ fn args_and_sandbox_state_take_json_text_a_file_or_stdin() {
             missing.display()
         )
     );
+}
+
+#[test]
+fn bench_startup_names_why_sessions_failed_with_their_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        "[mcp_servers.gone]\ncommand = \"/nonexistent/server\"\n",
+    );
+    let config = config.to_str().unwrap();
+    let output = run(&["bench", "startup", "--sessions", "3", "--config", config]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    insta::assert_snapshot!(text.lines().skip(1).collect::<Vec<_>>().join("\n"), @r"
+    SERVER  READY  FAILED  TOOLS/LIST  TOOLS
+    gone    0      3       0           0
+
+    SERVER  SESSIONS  WHY THEY FAILED
+    gone    3         cannot start `/nonexistent/server` (check `command` and `cwd`): No such file or directory (os error 2)
+    ");
+
+    let output = run(&[
+        "bench",
+        "startup",
+        "--sessions",
+        "3",
+        "--config",
+        config,
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let server = &report["servers"][0];
+    assert_eq!(server["failed"], 3);
+    let failures = server["failures"].as_array().expect("a list of failures");
+    assert_eq!(failures.len(), 1, "{server}");
+    assert_eq!(failures[0]["count"], 3);
+    let reason = failures[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("`/nonexistent/server`"), "{reason}");
 }
