@@ -45,12 +45,13 @@ pub enum Command {
     Call {
         /// The qualified tool name, as `tools` prints it (`mcp__SERVER__TOOL`).
         name: String,
-        /// The arguments, a JSON object.
-        #[arg(long, value_name = "JSON", default_value = "{}")]
+        /// The arguments, a JSON object: the JSON itself, `@FILE` for a file holding
+        /// it, or `-` to read it from stdin.
+        #[arg(long, value_name = "JSON|@FILE|-", default_value = "{}")]
         args: String,
         /// The sandbox state of this call, forwarded byte for byte to servers that ask
-        /// for it: a file holding the JSON, or the JSON itself.
-        #[arg(long, value_name = "FILE|JSON")]
+        /// for it: the JSON itself, `@FILE`, `-` for stdin, or a file's path.
+        #[arg(long, value_name = "JSON|@FILE|-")]
         sandbox_state: Option<String>,
         /// The Codex CLI offered as the sandbox launcher to local servers that ask for
         /// it, once it passes the capability probe. Needs `--sandbox-state`.

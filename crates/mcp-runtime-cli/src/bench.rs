@@ -25,11 +25,26 @@ pub struct ServerBench {
     pub tools_list_requests: usize,
     /// Tools the server exposed (the largest count any session saw).
     pub tools: usize,
+    /// Why sessions failed: each distinct reason and how many sessions it stopped.
+    pub failures: BTreeMap<String, usize>,
+}
+
+impl ServerBench {
+    /// The distinct failure reasons, the most frequent first.
+    fn reasons(&self) -> Vec<(&str, usize)> {
+        let mut reasons: Vec<(&str, usize)> = self
+            .failures
+            .iter()
+            .map(|(reason, count)| (reason.as_str(), *count))
+            .collect();
+        reasons.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        reasons
+    }
 }
 
 /// Starts `sessions` runtimes concurrently in `scope`, waits until every startup has
 /// settled, shuts them all down and reports. `required` is ignored: a server that
-/// fails is counted, not fatal.
+/// fails is counted, with its reason, not fatal.
 pub async fn startup(mut config: Config, scope: &str, sessions: u32, share: bool) -> StartupBench {
     for server in config.servers.values_mut() {
         server.required = false;
@@ -68,7 +83,14 @@ pub async fn startup(mut config: Config, scope: &str, sessions: u32, share: bool
                 .expect("every status is a configured server");
             match status.state {
                 ServerState::Ready => bench.ready += 1,
-                _ => bench.failed += 1,
+                state => {
+                    bench.failed += 1;
+                    let reason = status.error.as_ref().map_or_else(
+                        || state.as_str().to_owned(),
+                        |error| mcp_runtime::error::chain(error),
+                    );
+                    *bench.failures.entry(reason).or_default() += 1;
+                }
             }
             bench.tools_list_requests += status.tools_list_requests;
             bench.tools = bench.tools.max(status.tools);
@@ -95,6 +117,11 @@ impl StartupBench {
                     "failed": server.failed,
                     "tools_list_requests": server.tools_list_requests,
                     "tools": server.tools,
+                    "failures": server
+                        .reasons()
+                        .into_iter()
+                        .map(|(reason, count)| json!({ "reason": reason, "count": count }))
+                        .collect::<Vec<_>>(),
                 })
             })
             .collect();
@@ -120,12 +147,59 @@ impl StartupBench {
                 ]
             })
             .collect();
-        format!(
+        let mut text = format!(
             "{} sessions, {} listings, all settled in {}ms\n{}",
             self.sessions,
             if self.shared { "shared" } else { "unshared" },
             self.wall.as_millis(),
             crate::output::table(&["SERVER", "READY", "FAILED", "TOOLS/LIST", "TOOLS"], &rows)
-        )
+        );
+        let failures: Vec<Vec<String>> = self
+            .servers
+            .iter()
+            .flat_map(|server| {
+                server.reasons().into_iter().map(|(reason, count)| {
+                    vec![
+                        server.name.clone(),
+                        count.to_string(),
+                        crate::output::printable(reason).replace('\n', " "),
+                    ]
+                })
+            })
+            .collect();
+        if !failures.is_empty() {
+            text.push('\n');
+            text.push_str(&crate::output::table(
+                &["SERVER", "SESSIONS", "WHY THEY FAILED"],
+                &failures,
+            ));
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_takes_a_server_name_of_any_length() {
+        let name = "s".repeat(70_000);
+        let bench = StartupBench {
+            sessions: 2,
+            shared: true,
+            servers: vec![ServerBench {
+                name: name.clone(),
+                ready: 2,
+                ..ServerBench::default()
+            }],
+            wall: Duration::from_millis(5),
+        };
+        let text = bench.to_text();
+        assert!(
+            text.lines()
+                .any(|line| line.starts_with(&format!("{name}  2"))),
+            "the row names the server in full"
+        );
     }
 }

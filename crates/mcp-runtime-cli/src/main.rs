@@ -3,21 +3,26 @@
 //! The flow is raw arguments ([`args`]) → a validated [`plan::Plan`] → running it.
 //! Exit codes: 0 success; 1 the tool answered `isError: true`; 2 any other failure,
 //! with a one-line reason on stderr; 130 or 143 when interrupted by `SIGINT` or
-//! `SIGTERM` (every server started so far is killed first).
+//! `SIGTERM` (every server started so far is killed first). A closed stdout (`| head`)
+//! ends the output quietly with 0, once the servers are shut down.
 
 mod args;
 mod bench;
 mod demo;
+mod input;
+mod logging;
 mod output;
 mod plan;
 mod progress;
 
-use std::{io::IsTerminal, process::ExitCode};
+use std::{
+    io::{IsTerminal, Write},
+    process::ExitCode,
+};
 
 use anyhow::Context;
 use clap::Parser;
-use mcp_runtime::{CallError, CallOptions, Config, Runtime, StartOptions};
-use tracing_subscriber::EnvFilter;
+use mcp_runtime::{CallError, CallOptions, Config, Runtime, StartOptions, model::JsonObject};
 
 use crate::plan::{Plan, View};
 
@@ -28,28 +33,25 @@ const EXIT_FAILURE: u8 = 2;
 
 fn main() -> ExitCode {
     let args = args::RawArgs::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_env("MCP_RUNTIME_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    logging::init();
+    // Resolved before any signal handler is installed: reading `-` from stdin may
+    // block, and Ctrl-C must still end the process then.
+    let plan = match Plan::resolve(args) {
+        Ok(plan) => plan,
+        Err(error) => return ExitCode::from(report(&error)),
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
-        Err(error) => return fail(&anyhow::Error::from(error)),
+        Err(error) => return ExitCode::from(report(&error.into())),
     };
-    let outcome = runtime.block_on(async {
+    ExitCode::from(runtime.block_on(async {
         tokio::select! {
-            outcome = run(args) => outcome,
+            code = run(plan) => code,
             // Servers run in process groups of their own, so a terminal's Ctrl-C
             // reaches only this process: dropping `run` kills every server group.
-            code = interrupted() => Ok(code),
+            code = interrupted() => code,
         }
-    });
-    match outcome {
-        Ok(code) => ExitCode::from(code),
-        Err(error) => fail(&error),
-    }
+    }))
 }
 
 /// Waits for `SIGINT` or `SIGTERM`; returns the conventional exit code for it.
@@ -67,39 +69,67 @@ async fn interrupted() -> u8 {
     }
 }
 
-fn fail(error: &anyhow::Error) -> ExitCode {
-    eprintln!("mcp-runtime: {}", output::printable(&format!("{error:#}")));
-    ExitCode::from(EXIT_FAILURE)
+/// Prints `error` as the one `mcp-runtime: ` line on stderr; returns the exit code.
+fn report(error: &anyhow::Error) -> u8 {
+    let line = format!(
+        "mcp-runtime: {}\n",
+        output::printable(&format!("{error:#}"))
+    );
+    // Nothing is left to tell the user if stderr itself is gone.
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    EXIT_FAILURE
 }
 
-async fn run(args: args::RawArgs) -> anyhow::Result<u8> {
-    match Plan::resolve(args)? {
-        Plan::ServeDemo(server) => {
-            demo::serve(server).await?;
-            Ok(0)
-        }
+/// Writes `text` to stdout and returns `code`. A closed stdout (the reader of a pipe
+/// went away, as with `| head`) ends the output quietly with exit code 0: nobody
+/// wants the rest.
+fn print(text: &str, code: u8) -> u8 {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => code,
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(error) => report(&anyhow::Error::from(error).context("cannot write the output")),
+    }
+}
+
+/// Runs the plan and returns the exit code. Output and errors are printed as soon as
+/// they are known, then the servers are shut down (which can take a grace period per
+/// server), then the code is returned.
+async fn run(plan: Plan) -> u8 {
+    match plan {
+        Plan::ServeDemo(server) => match demo::serve(server).await {
+            Ok(()) => 0,
+            Err(error) => report(&error),
+        },
         Plan::Report {
             config,
             scope,
             json,
             view,
         } => {
-            let runtime = start(config, scope).await?;
+            let runtime = match start(config, scope).await {
+                Ok(runtime) => runtime,
+                Err(error) => return report(&error),
+            };
             let servers = runtime.servers();
             let catalog = runtime.catalog();
-            runtime.shutdown().await;
-            if json {
-                println!("{:#}", output::report_json(&servers, &catalog));
+            let text = if json {
+                format!("{:#}\n", output::report_json(&servers, &catalog))
             } else {
                 match view {
-                    View::Servers => print!("{}", output::servers_table(&servers)),
+                    View::Servers => output::servers_table(&servers),
                     View::Tools => {
                         warn_failed(&servers);
-                        print!("{}", output::tools_table(&catalog));
+                        output::tools_table(&catalog)
                     }
                 }
-            }
-            Ok(0)
+            };
+            let code = print(&text, 0);
+            runtime.shutdown().await;
+            code
         }
         Plan::BenchStartup {
             config,
@@ -109,12 +139,12 @@ async fn run(args: args::RawArgs) -> anyhow::Result<u8> {
             share,
         } => {
             let report = bench::startup(config, &scope, sessions, share).await;
-            if json {
-                println!("{:#}", report.to_json());
+            let text = if json {
+                format!("{:#}\n", report.to_json())
             } else {
-                print!("{}", report.to_text());
-            }
-            Ok(0)
+                report.to_text()
+            };
+            print(&text, 0)
         }
         Plan::Call {
             config,
@@ -124,34 +154,45 @@ async fn run(args: args::RawArgs) -> anyhow::Result<u8> {
             arguments,
             authority,
         } => {
-            let runtime = start(config, scope).await?;
+            // TODO(issue 7 #10): hand the library the exact text once it takes it; parsed
+            // into an object, numbers that do not fit a double are rounded on the wire.
+            let arguments: JsonObject = match serde_json::from_str(arguments.get()) {
+                Ok(arguments) => arguments,
+                Err(error) => return report(&anyhow::anyhow!("`--args` cannot be sent: {error}")),
+            };
+            let runtime = match start(config, scope).await {
+                Ok(runtime) => runtime,
+                Err(error) => return report(&error),
+            };
             let mut options = CallOptions::new();
             if let Some(authority) = authority {
                 options = options.with_authority(authority);
             }
-            let result = runtime
+            let code = match runtime
                 .call_tool_with(&name, Some(arguments), options)
-                .await;
-            let servers = runtime.servers();
-            runtime.shutdown().await;
-            let result = match result {
-                Ok(result) => result,
-                Err(error @ CallError::UnknownTool { .. }) => {
-                    warn_failed(&servers);
-                    return Err(error.into());
+                .await
+            {
+                Ok(result) => {
+                    let code = if result.is_error == Some(true) {
+                        EXIT_TOOL_ERROR
+                    } else {
+                        0
+                    };
+                    match output::call_json_or_text(&result, json) {
+                        Ok(text) => print(&text, code),
+                        Err(error) => report(&error.into()),
+                    }
                 }
-                Err(error) => return Err(error.into()),
+                Err(error @ CallError::UnknownTool { .. }) => {
+                    warn_failed(&runtime.servers());
+                    report(&anyhow::anyhow!(
+                        "{error} (list them with `mcp-runtime tools`)"
+                    ))
+                }
+                Err(error) => report(&error.into()),
             };
-            if json {
-                println!("{}", serde_json::to_string_pretty(&result)?);
-            } else {
-                print!("{}", output::call_text(&result));
-            }
-            Ok(if result.is_error == Some(true) {
-                EXIT_TOOL_ERROR
-            } else {
-                0
-            })
+            runtime.shutdown().await;
+            code
         }
     }
 }
@@ -175,9 +216,11 @@ async fn start(config: Config, scope: String) -> anyhow::Result<Runtime> {
 
 /// One stderr line per server that failed to start.
 fn warn_failed(servers: &[mcp_runtime::ServerStatus]) {
+    let mut stderr = std::io::stderr().lock();
     for server in servers {
         if let Some(error) = &server.error {
-            eprintln!(
+            let _ = writeln!(
+                stderr,
                 "mcp-runtime: server `{}` {}: {}",
                 server.name,
                 server.state.as_str(),

@@ -4,7 +4,7 @@
 //! passed through [`printable`] before it reaches a terminal, so a server cannot move
 //! the cursor, retitle the window or forge output with escape sequences.
 
-use std::{borrow::Cow, fmt::Write};
+use std::borrow::Cow;
 
 use mcp_runtime::{Catalog, ServerStatus, error::chain, model::CallToolResult};
 use serde_json::{Value, json};
@@ -98,6 +98,15 @@ pub fn call_text(result: &CallToolResult) -> String {
     out
 }
 
+/// A call result as `--json` prints it (pretty, as the server returned it) or as text.
+pub fn call_json_or_text(result: &CallToolResult, json: bool) -> serde_json::Result<String> {
+    Ok(if json {
+        serde_json::to_string_pretty(result)? + "\n"
+    } else {
+        call_text(result)
+    })
+}
+
 /// `text` with control characters other than newline and tab shown as `\u{..}`.
 pub fn printable(text: &str) -> Cow<'_, str> {
     let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
@@ -129,6 +138,9 @@ fn one_line(text: &str, max_chars: usize) -> String {
 }
 
 /// Left-aligned columns separated by two spaces; the last column is not padded.
+///
+/// Cells are padded by hand, not with a formatting width: `{:width$}` panics once the
+/// width passes `u16::MAX`, and a server's name or error can be that long.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
@@ -144,7 +156,9 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
             if index + 1 == row.len() {
                 line.push_str(cell);
             } else {
-                let _ = write!(line, "{cell:width$}  ");
+                line.push_str(cell);
+                let pad = width.saturating_sub(cell.chars().count()) + 2;
+                line.extend(std::iter::repeat_n(' ', pad));
             }
         }
         out.push_str(line.trim_end());
@@ -172,6 +186,21 @@ mod tests {
         a            ready
         longer-name  failed  why
         ");
+    }
+
+    #[test]
+    fn no_cell_is_too_wide_for_the_table() {
+        // Rust's formatting width is a `u16`: a pad of 65,536 or more used to panic.
+        let name = "n".repeat(70_000);
+        let rows = vec![
+            vec![name.clone(), "ready".to_owned()],
+            vec!["a".to_owned(), "failed".to_owned()],
+        ];
+        let text = table(&["SERVER", "STATE"], &rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], format!("{name}  ready"));
+        assert_eq!(lines[2], format!("a{}  failed", " ".repeat(name.len() - 1)));
+        assert_eq!(lines[0].len(), name.len() + 2 + "STATE".len());
     }
 
     #[test]

@@ -1,17 +1,20 @@
 //! The command line resolved: a validated plan of what to run.
 //!
 //! Everything that can be checked before a server starts is checked here: the
-//! configuration is loaded and the tool arguments are parsed, so a typo fails at once
+//! configuration is loaded and the tool arguments and sandbox state are read (from
+//! their files or stdin) and parsed, so a typo fails at once
 //! with exit code 2 rather than after every server has started.
 
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use mcp_runtime::{CallAuthority, Config, SandboxState, ServerConfig, model::JsonObject};
+use mcp_runtime::{CallAuthority, Config, ServerConfig};
+use serde_json::value::RawValue;
 
 use crate::{
     args::{Bench, Command, Common, RawArgs},
     demo::DemoServer,
+    input::JsonFlag,
 };
 
 /// What to do.
@@ -29,7 +32,8 @@ pub enum Plan {
         scope: String,
         json: bool,
         name: String,
-        arguments: JsonObject,
+        /// A JSON object, exactly as the user wrote it.
+        arguments: Box<RawValue>,
         authority: Option<CallAuthority>,
     },
     /// Start many runtimes at once and measure it.
@@ -63,11 +67,18 @@ impl Plan {
                 codex_executable,
                 common,
             } => {
-                let arguments = match serde_json::from_str(&args) {
-                    Ok(serde_json::Value::Object(object)) => object,
-                    Ok(_) => bail!("`--args` must be a JSON object, like '{{\"a\": 1}}'"),
-                    Err(error) => bail!("`--args` is not valid JSON: {error}"),
-                };
+                let arguments = JsonFlag::new("--args", args);
+                let sandbox_state =
+                    sandbox_state.map(|value| JsonFlag::with_bare_path("--sandbox-state", value));
+                if arguments.reads_stdin()
+                    && sandbox_state.as_ref().is_some_and(JsonFlag::reads_stdin)
+                {
+                    bail!(
+                        "`--args` and `--sandbox-state` cannot both read stdin (`-`); give one of them as `@FILE`"
+                    );
+                }
+                let mut stdin = std::io::stdin().lock();
+                let arguments = arguments.object(&mut stdin)?;
                 if let Some(path) = &codex_executable
                     && !path.is_absolute()
                 {
@@ -78,7 +89,7 @@ impl Plan {
                 }
                 let authority = sandbox_state
                     .map(|state| {
-                        let authority = CallAuthority::new(read_state(&state)?);
+                        let authority = CallAuthority::new(state.sandbox_state(&mut stdin)?);
                         anyhow::Ok(match codex_executable {
                             Some(path) => authority.with_codex_executable(path),
                             None => authority,
@@ -120,17 +131,6 @@ impl Plan {
             view,
         })
     }
-}
-
-/// `--sandbox-state`: JSON text when it starts with `{` or `[`, else the path of a file
-/// holding it. The text is kept exactly as written (surrounding whitespace aside).
-fn read_state(value: &str) -> anyhow::Result<SandboxState> {
-    if value.trim_start().starts_with(['{', '[']) {
-        return SandboxState::from_json(value).context("in `--sandbox-state`");
-    }
-    let text = std::fs::read_to_string(value)
-        .with_context(|| format!("cannot read the sandbox state file `{value}`"))?;
-    SandboxState::from_json(text).with_context(|| format!("in `{value}`"))
 }
 
 fn load(path: Option<&Path>) -> anyhow::Result<Config> {

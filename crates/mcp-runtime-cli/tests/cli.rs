@@ -5,7 +5,7 @@ use std::{
     process::{Command, Output},
 };
 
-use mcp_runtime_fixtures::testing::{Probe, recorded_argv, stub_launcher, wait_for_exit};
+use mcp_runtime_fixtures::testing::{Probe, is_alive, recorded_argv, stub_launcher, wait_for_exit};
 use serde_json::Value;
 
 fn run(args: &[&str]) -> Output {
@@ -296,9 +296,17 @@ fn bench_startup_reports_one_tools_list_per_server_for_a_burst() {
             .collect();
         assert_eq!(
             keys,
-            ["name", "ready", "failed", "tools_list_requests", "tools"]
+            [
+                "name",
+                "ready",
+                "failed",
+                "tools_list_requests",
+                "tools",
+                "failures"
+            ]
         );
         assert_eq!(server["ready"], 6);
+        assert_eq!(server["failures"], serde_json::json!([]));
         assert_eq!(server["failed"], 0);
         assert_eq!(server["tools_list_requests"], 1, "{server}");
         let tools = if server["name"] == "sandbox" { 1 } else { 3 };
@@ -453,7 +461,7 @@ fn a_sandbox_state_file_reaches_the_server_and_bad_input_is_refused() {
                 pretty.to_str().unwrap(),
             ],
             &format!(
-                "mcp-runtime: in `{}`: the sandbox state cannot be used: it spans several lines; write it on one line (for example with `jq -c`)\n",
+                "mcp-runtime: in `--sandbox-state` file `{}`: the sandbox state cannot be used: it spans several lines; write it on one line (for example with `jq -c`)\n",
                 pretty.display()
             ),
         ),
@@ -475,7 +483,7 @@ fn a_sandbox_state_file_reaches_the_server_and_bad_input_is_refused() {
                 "--sandbox-state",
                 "/nonexistent/state.json",
             ],
-            "mcp-runtime: cannot read the sandbox state file `/nonexistent/state.json`: No such file or directory (os error 2)\n",
+            "mcp-runtime: cannot read `--sandbox-state` file `/nonexistent/state.json`: No such file or directory (os error 2)\n",
         ),
     ];
     for (args, expected) in cases {
@@ -616,4 +624,355 @@ fn an_interrupted_call_leaves_no_server_process_behind() {
             "process {pid} survived"
         );
     }
+}
+
+/// Writes an executable shell script `name` into `dir`.
+fn write_script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn a_timeout_is_reported_before_the_servers_are_shut_down() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let leader = dir.path().join("leader.pid");
+    // Ignores SIGTERM, and outlives stdin EOF: when the fixture ends, the shell
+    // becomes `sleep`, so the server's process lives until the runtime's SIGKILL.
+    let script = write_script(
+        dir.path(),
+        "hostile.sh",
+        &format!(
+            "echo $$ > {leader:?}\ntrap '' TERM\n{fixture:?} --call-delay-ms 600000\nexec sleep 3600\n",
+            leader = leader.to_str().unwrap(),
+            fixture = fixture_server().to_str().unwrap(),
+        ),
+    );
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.hostile]\ncommand = {:?}\ntool_timeout_sec = 1\n",
+            script.to_str().unwrap()
+        ),
+    );
+    let mut cli = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+        .args([
+            "call",
+            "mcp__hostile__echo",
+            "--config",
+            config.to_str().unwrap(),
+        ])
+        .env_remove("MCP_RUNTIME_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(cli.stderr.take().unwrap()).lines();
+    let line = lines.next().expect("an error line").unwrap();
+    let leader: i32 = std::fs::read_to_string(&leader)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The server dies only by SIGKILL, which shutdown sends after its grace periods:
+    // an error reported after the cleanup would find it gone.
+    let alive_at_report = is_alive(leader);
+    assert!(
+        line.starts_with("mcp-runtime: ") && line.contains("did not answer within 1s"),
+        "{line}"
+    );
+    assert!(
+        alive_at_report,
+        "the error was printed only after the server was shut down"
+    );
+    assert_eq!(cli.wait().unwrap().code(), Some(2));
+    assert_eq!(lines.count(), 0, "one line on stderr");
+    assert!(
+        wait_for_exit(leader, std::time::Duration::from_secs(10)),
+        "the server was shut down before the CLI exited"
+    );
+}
+
+#[test]
+fn a_closed_stdout_ends_the_cli_quietly_after_shutting_servers_down() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.jsonl");
+    let grandchild_file = dir.path().join("grandchild.pid");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.f]\ncommand = {:?}\nargs = [\"--log\", {:?}, \"--spawn-grandchild\", {:?}]\n",
+            fixture_server().to_str().unwrap(),
+            log.to_str().unwrap(),
+            grandchild_file.to_str().unwrap(),
+        ),
+    );
+    for args in [
+        &["tools", "--json"][..],
+        &["tools"],
+        &["servers"],
+        &["call", "mcp__f__echo", "--json"],
+    ] {
+        let _ = std::fs::remove_file(&log);
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe() returns.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: pipe() just returned these descriptors; each is owned once.
+        let (read_end, write_end) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        drop(read_end);
+        let output = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+            .args(args)
+            .args(["--config", config.to_str().unwrap()])
+            .env_remove("MCP_RUNTIME_LOG")
+            .stdout(std::process::Stdio::from(write_end))
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert_eq!(stderr(&output), "", "{args:?}");
+        let server = mcp_runtime_fixtures::testing::read_log(&log)[0]["pid"]
+            .as_i64()
+            .unwrap() as i32;
+        let grandchild: i32 = std::fs::read_to_string(&grandchild_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        for pid in [server, grandchild] {
+            assert!(
+                wait_for_exit(pid, std::time::Duration::from_secs(10)),
+                "{args:?}: process {pid} survived"
+            );
+        }
+    }
+}
+
+/// A fixture behind a shell pipe that sends one `sampling/createMessage` request
+/// right after its `initialize` answer: rmcp, as the client, rejects it and logs a
+/// warning of its own.
+fn server_that_makes_rmcp_log(dir: &Path) -> PathBuf {
+    let script = write_script(
+        dir,
+        "server.sh",
+        &format!(
+            "{:?} | while IFS= read -r line; do\n  printf '%s\\n' \"$line\"\n  case \"$line\" in\n    *protocolVersion*) printf '%s\\n' '{{\"jsonrpc\":\"2.0\",\"id\":\"unsolicited\",\"method\":\"sampling/createMessage\",\"params\":{{\"messages\":[],\"maxTokens\":1}}}}' ;;\n  esac\ndone\n",
+            fixture_server().to_str().unwrap()
+        ),
+    );
+    write_config(
+        dir,
+        &format!(
+            "[mcp_servers.chatty]\ncommand = {:?}\n",
+            script.to_str().unwrap()
+        ),
+    )
+}
+
+#[test]
+fn library_logs_stay_off_stderr_at_the_default_level_and_nothing_is_coloured_on_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = server_that_makes_rmcp_log(dir.path());
+    let output = run(&["tools", "--config", config.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("mcp__chatty__echo"));
+    assert_eq!(
+        stderr(&output),
+        "",
+        "no library log line at the default level"
+    );
+
+    // Asked for, everything is shown, still without colour on a pipe.
+    let output = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+        .args(["tools", "--config", config.to_str().unwrap()])
+        .env("MCP_RUNTIME_LOG", "debug")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(
+        text.lines()
+            .any(|line| line.contains("rmcp") && line.contains("sampling/createMessage")),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "no escape codes on a pipe: {text}"
+    );
+}
+
+#[test]
+fn the_runtimes_own_warnings_stay_visible_as_one_plain_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.twice]\ncommand = {:?}\nargs = [\"--tool-name\", \"echo\"]\n",
+            fixture_server().to_str().unwrap()
+        ),
+    );
+    let output = run(&["tools", "--config", config.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stderr(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert!(lines[0].starts_with("mcp-runtime: warning: "), "{text}");
+    assert!(
+        lines[0].contains("twice") && lines[0].contains("echo"),
+        "names server and tool: {text}"
+    );
+    assert!(!text.contains('\u{1b}'), "{text}");
+}
+
+#[test]
+fn args_and_sandbox_state_take_json_text_a_file_or_stdin() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("args.json");
+    std::fs::write(&file, "{\"a\": 2,\n \"b\": 40}\n").unwrap();
+    let at_file = format!("@{}", file.display());
+    let output = run(&["call", "mcp__math__add", "--args", &at_file]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "42\n");
+
+    let with_stdin = |args: &[&str], input: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+            .args(args)
+            .env_remove("MCP_RUNTIME_LOG")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let output = with_stdin(
+        &["call", "mcp__math__add", "--args", "-"],
+        r#"{"a": 1, "b": 1}"#,
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "2\n");
+
+    // The sandbox state read from stdin or `@FILE` reaches the server byte for byte.
+    let log = dir.path().join("log.jsonl");
+    let config = opted_in_fixture(dir.path(), &log);
+    let output = with_stdin(
+        &[
+            "call",
+            "mcp__opted__echo",
+            "--sandbox-state",
+            "-",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        &format!("{STATE}\n"),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let raw = received_call(&log)["raw"].as_str().unwrap().to_owned();
+    assert!(
+        raw.contains(&format!("\"codex/sandbox-state\":{STATE}")),
+        "{raw}"
+    );
+    let state = dir.path().join("state.json");
+    std::fs::write(&state, STATE).unwrap();
+    std::fs::remove_file(&log).unwrap();
+    let output = run(&[
+        "call",
+        "mcp__opted__echo",
+        "--sandbox-state",
+        &format!("@{}", state.display()),
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let raw = received_call(&log)["raw"].as_str().unwrap().to_owned();
+    assert!(
+        raw.contains(&format!("\"codex/sandbox-state\":{STATE}")),
+        "{raw}"
+    );
+
+    let output = with_stdin(
+        &[
+            "call",
+            "mcp__math__add",
+            "--args",
+            "-",
+            "--sandbox-state",
+            "-",
+        ],
+        "{}",
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        "mcp-runtime: `--args` and `--sandbox-state` cannot both read stdin (`-`); give one of them as `@FILE`\n"
+    );
+    let missing = dir.path().join("missing.json");
+    let output = run(&[
+        "call",
+        "mcp__math__add",
+        "--args",
+        &format!("@{}", missing.display()),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "mcp-runtime: cannot read `--args` file `{}`: No such file or directory (os error 2)\n",
+            missing.display()
+        )
+    );
+}
+
+#[test]
+fn bench_startup_names_why_sessions_failed_with_their_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        "[mcp_servers.gone]\ncommand = \"/nonexistent/server\"\n",
+    );
+    let config = config.to_str().unwrap();
+    let output = run(&["bench", "startup", "--sessions", "3", "--config", config]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    insta::assert_snapshot!(text.lines().skip(1).collect::<Vec<_>>().join("\n"), @r"
+    SERVER  READY  FAILED  TOOLS/LIST  TOOLS
+    gone    0      3       0           0
+
+    SERVER  SESSIONS  WHY THEY FAILED
+    gone    3         cannot start `/nonexistent/server` (check `command` and `cwd`): No such file or directory (os error 2)
+    ");
+
+    let output = run(&[
+        "bench",
+        "startup",
+        "--sessions",
+        "3",
+        "--config",
+        config,
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let server = &report["servers"][0];
+    assert_eq!(server["failed"], 3);
+    let failures = server["failures"].as_array().expect("a list of failures");
+    assert_eq!(failures.len(), 1, "{server}");
+    assert_eq!(failures[0]["count"], 3);
+    let reason = failures[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("`/nonexistent/server`"), "{reason}");
 }

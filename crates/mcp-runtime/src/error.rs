@@ -246,7 +246,7 @@ pub enum ListToolsError {
         message: String,
     },
     /// No server has this name.
-    #[error("no server is named `{server}` (list them with `mcp-runtime servers`)")]
+    #[error("no server is named `{server}`")]
     UnknownServer {
         /// The name asked for.
         server: String,
@@ -264,7 +264,7 @@ pub enum ListToolsError {
 #[non_exhaustive]
 pub enum CallError {
     /// No tool has this qualified name.
-    #[error("no tool is named `{name}` (list them with `mcp-runtime tools`)")]
+    #[error("no tool is named `{name}`")]
     UnknownTool {
         /// The qualified name asked for.
         name: String,

@@ -1,0 +1,100 @@
+//! Logs on stderr: by default only mcp-runtime's own warnings, one plain line each.
+//!
+//! Every problem reaches the user once, through the runtime's own error naming the
+//! server. The libraries underneath (rmcp, hyper, …) log the same failures again,
+//! without the server's name, so at the default level their logs are off, and
+//! mcp-runtime's warnings (a tool dropped from a listing, a launcher that failed its
+//! probe) print as `mcp-runtime: warning: …`, like the CLI's errors.
+//!
+//! `MCP_RUNTIME_LOG` takes a filter (`debug`, `rmcp=trace`, `mcp_runtime=info`) and
+//! shows what it selects from any crate, with times and targets. Colour is used only
+//! when stderr is a terminal and `NO_COLOR` is unset or empty.
+
+use std::{ffi::OsStr, fmt, io::IsTerminal};
+
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{
+    EnvFilter,
+    filter::Targets,
+    fmt::{FmtContext, FormatEvent, FormatFields, format::Writer},
+    registry::LookupSpan,
+};
+
+/// The environment variable holding the log filter.
+const FILTER_VARIABLE: &str = "MCP_RUNTIME_LOG";
+
+/// Installs the global subscriber writing to stderr.
+pub fn init() {
+    let colour = colour(
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(colour);
+    match EnvFilter::try_from_env(FILTER_VARIABLE) {
+        Ok(filter) => builder.with_env_filter(filter).init(),
+        Err(_) => builder
+            .event_format(Plain)
+            .finish()
+            .with(default_filter())
+            .init(),
+    }
+}
+
+/// Colour on a terminal, unless `NO_COLOR` is set to anything but the empty string.
+fn colour(terminal: bool, no_color: Option<&OsStr>) -> bool {
+    terminal && no_color.is_none_or(OsStr::is_empty)
+}
+
+/// mcp-runtime's own crates at `warn`, every other crate off.
+fn default_filter() -> Targets {
+    // A target matches by prefix: `mcp_runtime` covers the CLI and the library.
+    Targets::new().with_target("mcp_runtime", Level::WARN)
+}
+
+/// `mcp-runtime: warning: MESSAGE key=value …` on one line, control characters
+/// escaped (fields may quote what a server sent).
+struct Plain;
+
+impl<S, N> FormatEvent<S, N> for Plain
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        context: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let level = match *event.metadata().level() {
+            Level::ERROR => "error",
+            Level::WARN => "warning",
+            Level::INFO => "info",
+            Level::DEBUG => "debug",
+            Level::TRACE => "trace",
+        };
+        let mut fields = String::new();
+        context
+            .field_format()
+            .format_fields(Writer::new(&mut fields), event)?;
+        let line = crate::output::printable(&fields).replace('\n', " ");
+        writeln!(writer, "mcp-runtime: {level}: {line}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colour_only_on_a_terminal_and_never_with_no_color_set() {
+        assert!(colour(true, None));
+        assert!(colour(true, Some(OsStr::new(""))));
+        assert!(!colour(true, Some(OsStr::new("1"))));
+        assert!(!colour(false, None));
+    }
+}
