@@ -22,7 +22,7 @@ use std::{
 
 use anyhow::Context;
 use clap::Parser;
-use mcp_runtime::{CallError, CallOptions, Config, Runtime, StartOptions, model::JsonObject};
+use mcp_runtime::{CallError, CallOptions, Config, Runtime, StartOptions};
 
 use crate::plan::{Plan, View};
 
@@ -154,12 +154,6 @@ async fn run(plan: Plan) -> u8 {
             arguments,
             authority,
         } => {
-            // TODO(issue 7 #10): hand the library the exact text once it takes it; parsed
-            // into an object, numbers that do not fit a double are rounded on the wire.
-            let arguments: JsonObject = match serde_json::from_str(arguments.get()) {
-                Ok(arguments) => arguments,
-                Err(error) => return report(&anyhow::anyhow!("`--args` cannot be sent: {error}")),
-            };
             let runtime = match start(config, scope).await {
                 Ok(runtime) => runtime,
                 Err(error) => return report(&error),
@@ -169,7 +163,7 @@ async fn run(plan: Plan) -> u8 {
                 options = options.with_authority(authority);
             }
             let code = match runtime
-                .call_tool_with(&name, Some(arguments), options)
+                .call_tool_exact(&name, &arguments, options)
                 .await
             {
                 Ok(result) => {
