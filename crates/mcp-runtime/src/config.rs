@@ -3,7 +3,8 @@
 //! The format is TOML and key-compatible with Codex's `[mcp_servers.NAME]` tables, so a
 //! Codex `config.toml` can be used as it is: unknown top-level keys are ignored, while an
 //! unknown key inside a server table is an error (a typo there would otherwise silently
-//! change what runs). Every error names the file, the table and the key.
+//! change what runs). Every error names the file, the table and the key, and every error
+//! in a file is reported at once ([`ConfigError::errors`]).
 //!
 //! Parsing is done key by key rather than through `serde(deny_unknown_fields)` so that
 //! each message can say exactly which table and key is wrong and what it must be.

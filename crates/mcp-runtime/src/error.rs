@@ -116,6 +116,31 @@ pub enum ConfigError {
         /// The name that was not found.
         environment: String,
     },
+    /// Several errors, all found in one file: parsing goes on after an error so that
+    /// the user can fix every one at once.
+    #[error("{}", join(errors))]
+    Several {
+        /// Each error, none of them [`ConfigError::Several`].
+        errors: Vec<ConfigError>,
+    },
+}
+
+impl ConfigError {
+    /// The errors this one stands for: each of [`ConfigError::Several`], or itself.
+    pub fn errors(&self) -> &[ConfigError] {
+        match self {
+            Self::Several { errors } => errors,
+            error => std::slice::from_ref(error),
+        }
+    }
+}
+
+fn join(errors: &[ConfigError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// One server could not be started.
