@@ -24,6 +24,10 @@ pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default `tool_timeout_sec`.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// The longest server name accepted, in bytes: a name is part of every qualified tool
+/// name and of every message about its server, so it is kept to a size a terminal shows.
+pub const MAX_SERVER_NAME_BYTES: usize = 256;
+
 /// The environment variables every stdio server receives from the parent, when set.
 ///
 /// Everything else is cleared: a server sees another variable only when its table

@@ -42,6 +42,21 @@ pub enum ConfigError {
         /// The offending name.
         name: String,
     },
+    /// A server name is longer than [`crate::config::MAX_SERVER_NAME_BYTES`].
+    #[error(
+        "`{}`: server name `{}` in `[mcp_servers]` is {} bytes long, more than the {limit} allowed (use a shorter name)",
+        path.display(),
+        excerpt(name),
+        name.len()
+    )]
+    ServerNameTooLong {
+        /// The file.
+        path: PathBuf,
+        /// The offending name (the message shows only its start).
+        name: String,
+        /// The limit in bytes.
+        limit: usize,
+    },
     /// A table has a key this tool does not know.
     #[error("`{}`: unknown key `{key}` in `[{table}]` (check its spelling)", path.display())]
     UnknownKey {
@@ -132,6 +147,15 @@ impl ConfigError {
             Self::Several { errors } => errors,
             error => std::slice::from_ref(error),
         }
+    }
+}
+
+/// The start of a name too long to show whole.
+fn excerpt(name: &str) -> String {
+    const SHOWN_CHARS: usize = 32;
+    match name.char_indices().nth(SHOWN_CHARS) {
+        Some((end, _)) => format!("{}…", &name[..end]),
+        None => name.to_owned(),
     }
 }
 

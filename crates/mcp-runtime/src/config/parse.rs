@@ -20,7 +20,8 @@ use std::{
 use toml::{Table, Value};
 
 use super::{
-    Config, Environment, EnvironmentConfig, HttpConfig, ServerConfig, StdioConfig, TransportConfig,
+    Config, Environment, EnvironmentConfig, HttpConfig, MAX_SERVER_NAME_BYTES, ServerConfig,
+    StdioConfig, TransportConfig,
 };
 use crate::error::ConfigError;
 
@@ -78,6 +79,14 @@ pub(super) fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         && let Some(tables) = file.ok(file.table(value, "mcp_servers", "mcp_servers"))
     {
         for (name, value) in tables {
+            if name.len() > MAX_SERVER_NAME_BYTES {
+                file.report(ConfigError::ServerNameTooLong {
+                    path: origin.to_owned(),
+                    name: name.clone(),
+                    limit: MAX_SERVER_NAME_BYTES,
+                });
+                continue;
+            }
             if name.is_empty()
                 || !name
                     .chars()
@@ -559,6 +568,23 @@ mod tests {
         assert_eq!(
             message,
             "`/etc/mcp.toml`: server name `my server` in `[mcp_servers]` may only contain letters, digits, `_` and `-`"
+        );
+    }
+
+    #[test]
+    fn a_server_name_longer_than_256_bytes_is_an_error() {
+        let longest = "n".repeat(256);
+        let config = parse_ok(&format!("[mcp_servers.{longest}]\ncommand = \"x\"\n"));
+        assert!(config.servers.contains_key(&longest));
+
+        let name = "n".repeat(65_536);
+        let message = parse_err(&format!("[mcp_servers.{name}]\ncommand = \"x\"\n"));
+        assert_eq!(
+            message,
+            format!(
+                "`/etc/mcp.toml`: server name `{}…` in `[mcp_servers]` is 65536 bytes long, more than the 256 allowed (use a shorter name)",
+                "n".repeat(32)
+            )
         );
     }
 
