@@ -9,7 +9,10 @@
 //! Parsing is done key by key rather than through `serde(deny_unknown_fields)` so that
 //! each message can say exactly which table and key is wrong and what it must be.
 
+pub(crate) mod checks;
 mod parse;
+#[cfg(test)]
+mod tests;
 
 use std::{
     collections::BTreeMap,

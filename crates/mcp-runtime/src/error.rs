@@ -79,6 +79,22 @@ pub enum ConfigError {
         /// What the value must be, for example `a positive number of seconds`.
         expected: String,
     },
+    /// A value, or one item or entry of an array or table, cannot work where it is used:
+    /// a NUL byte in an argument, `=` in a variable name, an invalid HTTP header.
+    #[error("`{}`: key `{key}` in `[{table}]`: {entry} {problem}", path.display())]
+    InvalidEntry {
+        /// The file.
+        path: PathBuf,
+        /// The table.
+        table: String,
+        /// The key.
+        key: String,
+        /// Which value, item or entry, for example `item 2` or ``variable `A=B` ``; never
+        /// a value that may be secret.
+        entry: String,
+        /// What is wrong with it and what to do.
+        problem: String,
+    },
     /// A server table mixes stdio and Streamable HTTP keys.
     #[error(
         "`{}`: `[{table}]` mixes stdio key `{stdio_key}` with HTTP key `{http_key}` (a server is either `command` or `url`)",
