@@ -204,6 +204,18 @@ pub enum StartupError {
         /// The variable's name (never its value).
         variable: String,
     },
+    /// An environment variable the configuration refers to holds a value that cannot be
+    /// sent: not valid UTF-8, or a byte no HTTP header can hold (a line break).
+    #[error("environment variable `{variable}` named by `{key}` {problem}")]
+    InvalidEnvVar {
+        /// The configuration key that named it.
+        key: &'static str,
+        /// The variable's name (never its value).
+        variable: String,
+        /// What is wrong with the value and what to do, for example ``contains a line
+        /// break, which an HTTP header cannot hold (remove it)``.
+        problem: &'static str,
+    },
     /// A header name or value from the configuration is not valid in HTTP.
     #[error("header `{name}` from `{key}` is not a valid HTTP header")]
     InvalidHeader {
