@@ -46,3 +46,60 @@ fn a_missing_file_is_named_in_the_error() {
         "cannot read config file `/nonexistent/mcp.toml`: No such file or directory (os error 2)"
     );
 }
+
+#[test]
+fn every_value_that_cannot_work_is_reported_at_load_naming_file_table_and_key() {
+    let dir = temp_dir();
+    let path = dir.path().join("config.toml");
+    let text = format!(
+        r#"
+[mcp_servers.{long_name}]
+command = "server"
+
+[mcp_servers.files]
+command = "server"
+args = ["--root", "/srv\u0000"]
+env = {{ "MODE=ro" = "1" }}
+env_vars = ["GITHUB_TOKEN=ghp"]
+
+[mcp_servers.search]
+url = "http://"
+http_headers = {{ "X Team" = "core", X-Key = "secret-value\nX-Injected: 1" }}
+"#,
+        long_name = "n".repeat(300)
+    );
+    std::fs::write(&path, text).unwrap();
+    let error = Config::load(&path).unwrap_err();
+    let file = format!("`{}`: ", path.display());
+    let messages: Vec<String> = error
+        .errors()
+        .iter()
+        .map(|error| {
+            let message = error.to_string();
+            message
+                .strip_prefix(&file)
+                .unwrap_or_else(|| panic!("the file is not named first: {message}"))
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "key `args` in `[mcp_servers.files]`: item 2 contains a NUL byte, which no program argument, path or environment variable can hold (remove it)",
+            "key `env` in `[mcp_servers.files]`: variable `MODE=…` contains `=`, which no variable name can hold (write the variable's name alone)",
+            "key `env_vars` in `[mcp_servers.files]`: variable `GITHUB_TOKEN=…` contains `=`, which no variable name can hold (write the variable's name alone)",
+            &format!(
+                "server name `{}…` in `[mcp_servers]` is 300 bytes long, more than the 256 allowed (use a shorter name)",
+                "n".repeat(32)
+            ),
+            "key `url` in `[mcp_servers.search]` must be an `http://` or `https://` URL (empty host)",
+            "key `http_headers` in `[mcp_servers.search]`: header `X Team` is not a valid HTTP header name (use letters, digits and `-`)",
+            "key `http_headers` in `[mcp_servers.search]`: the value of header `X-Key` contains a line break, which an HTTP header cannot hold (remove it)",
+        ]
+    );
+    let message = error.to_string();
+    assert!(
+        !message.contains("secret-value") && !message.contains("ghp"),
+        "{message}"
+    );
+}

@@ -3,12 +3,16 @@
 //! The format is TOML and key-compatible with Codex's `[mcp_servers.NAME]` tables, so a
 //! Codex `config.toml` can be used as it is: unknown top-level keys are ignored, while an
 //! unknown key inside a server table is an error (a typo there would otherwise silently
-//! change what runs). Every error names the file, the table and the key.
+//! change what runs). Every error names the file, the table and the key, and every error
+//! in a file is reported at once ([`ConfigError::errors`]).
 //!
 //! Parsing is done key by key rather than through `serde(deny_unknown_fields)` so that
 //! each message can say exactly which table and key is wrong and what it must be.
 
+pub(crate) mod checks;
 mod parse;
+#[cfg(test)]
+mod tests;
 
 use std::{
     collections::BTreeMap,
@@ -22,6 +26,10 @@ use crate::error::ConfigError;
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default `tool_timeout_sec`.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The longest server name accepted, in bytes: a name is part of every qualified tool
+/// name and of every message about its server, so it is kept to a size a terminal shows.
+pub const MAX_SERVER_NAME_BYTES: usize = 256;
 
 /// The environment variables every stdio server receives from the parent, when set.
 ///

@@ -42,6 +42,21 @@ pub enum ConfigError {
         /// The offending name.
         name: String,
     },
+    /// A server name is longer than [`crate::config::MAX_SERVER_NAME_BYTES`].
+    #[error(
+        "`{}`: server name `{}` in `[mcp_servers]` is {} bytes long, more than the {limit} allowed (use a shorter name)",
+        path.display(),
+        excerpt(name),
+        name.len()
+    )]
+    ServerNameTooLong {
+        /// The file.
+        path: PathBuf,
+        /// The offending name (the message shows only its start).
+        name: String,
+        /// The limit in bytes.
+        limit: usize,
+    },
     /// A table has a key this tool does not know.
     #[error("`{}`: unknown key `{key}` in `[{table}]` (check its spelling)", path.display())]
     UnknownKey {
@@ -63,6 +78,22 @@ pub enum ConfigError {
         key: String,
         /// What the value must be, for example `a positive number of seconds`.
         expected: String,
+    },
+    /// A value, or one item or entry of an array or table, cannot work where it is used:
+    /// a NUL byte in an argument, `=` in a variable name, an invalid HTTP header.
+    #[error("`{}`: key `{key}` in `[{table}]`: {entry} {problem}", path.display())]
+    InvalidEntry {
+        /// The file.
+        path: PathBuf,
+        /// The table.
+        table: String,
+        /// The key.
+        key: String,
+        /// Which value, item or entry, for example `item 2` or ``variable `A=B` ``; never
+        /// a value that may be secret.
+        entry: String,
+        /// What is wrong with it and what to do.
+        problem: String,
     },
     /// A server table mixes stdio and Streamable HTTP keys.
     #[error(
@@ -116,6 +147,40 @@ pub enum ConfigError {
         /// The name that was not found.
         environment: String,
     },
+    /// Several errors, all found in one file: parsing goes on after an error so that
+    /// the user can fix every one at once.
+    #[error("{}", join(errors))]
+    Several {
+        /// Each error, none of them [`ConfigError::Several`].
+        errors: Vec<ConfigError>,
+    },
+}
+
+impl ConfigError {
+    /// The errors this one stands for: each of [`ConfigError::Several`], or itself.
+    pub fn errors(&self) -> &[ConfigError] {
+        match self {
+            Self::Several { errors } => errors,
+            error => std::slice::from_ref(error),
+        }
+    }
+}
+
+/// The start of a name too long to show whole.
+fn excerpt(name: &str) -> String {
+    const SHOWN_CHARS: usize = 32;
+    match name.char_indices().nth(SHOWN_CHARS) {
+        Some((end, _)) => format!("{}…", &name[..end]),
+        None => name.to_owned(),
+    }
+}
+
+fn join(errors: &[ConfigError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// One server could not be started.
@@ -138,6 +203,18 @@ pub enum StartupError {
         key: &'static str,
         /// The variable's name (never its value).
         variable: String,
+    },
+    /// An environment variable the configuration refers to holds a value that cannot be
+    /// sent: not valid UTF-8, or a byte no HTTP header can hold (a line break).
+    #[error("environment variable `{variable}` named by `{key}` {problem}")]
+    InvalidEnvVar {
+        /// The configuration key that named it.
+        key: &'static str,
+        /// The variable's name (never its value).
+        variable: String,
+        /// What is wrong with the value and what to do, for example ``contains a line
+        /// break, which an HTTP header cannot hold (remove it)``.
+        problem: &'static str,
     },
     /// A header name or value from the configuration is not valid in HTTP.
     #[error("header `{name}` from `{key}` is not a valid HTTP header")]

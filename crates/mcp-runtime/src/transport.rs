@@ -35,7 +35,7 @@ impl Endpoint {
         Ok(match &config.transport {
             TransportConfig::Stdio(stdio) => Self::Stdio(stdio::Launch::new(stdio, wrapper)),
             TransportConfig::StreamableHttp(http) => {
-                Self::Http(http::resolve(http, |name| std::env::var(name).ok())?)
+                Self::Http(http::resolve(http, |name| std::env::var_os(name))?)
             }
         })
     }

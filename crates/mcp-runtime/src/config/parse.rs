@@ -5,9 +5,14 @@
 //! a mix of transports or a value of the wrong type is reported with the file, the
 //! table and the key. Keys that would hold a secret in clear text (`bearer_token`, an
 //! `Authorization` header) are refused outright.
+//!
+//! An error does not stop the parse: [`File`] records it and parsing goes on with the
+//! next key, entry or table, so that every error in a file is reported at once. Only
+//! what the rest of a table depends on (its transport) ends that table early.
 
 use std::{
-    collections::BTreeMap,
+    cell::RefCell,
+    collections::{BTreeMap, BTreeSet},
     path::{Path, PathBuf},
     time::Duration,
 };
@@ -15,7 +20,12 @@ use std::{
 use toml::{Table, Value};
 
 use super::{
-    Config, Environment, EnvironmentConfig, HttpConfig, ServerConfig, StdioConfig, TransportConfig,
+    Config, Environment, EnvironmentConfig, HttpConfig, MAX_SERVER_NAME_BYTES, ServerConfig,
+    StdioConfig, TransportConfig,
+    checks::{
+        env_name_problem, header_name_problem, header_value_problem, os_string_problem, shown,
+        url_problem,
+    },
 };
 use crate::error::ConfigError;
 
@@ -48,52 +58,56 @@ pub(super) fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         path: origin.to_owned(),
         message: error.message().to_owned() + &location(text, error.span()),
     })?;
-    let file = File { path: origin };
+    let file = File {
+        path: origin,
+        errors: RefCell::default(),
+    };
 
     let mut environments = BTreeMap::new();
-    if let Some(value) = root.get("environments") {
-        for (name, value) in file.table(value, "environments", "environments")? {
-            let table_name = format!("environments.{name}");
-            if name == "local" {
-                return Err(file.invalid(
-                    "environments",
-                    name,
-                    "a name other than `local`, which always means this host",
-                ));
+    // A server may name an environment whose table has an error: that error is reported
+    // once, at the environment, not again at each server.
+    let mut declared_environments = BTreeSet::new();
+    if let Some(value) = root.get("environments")
+        && let Some(tables) = file.ok(file.table(value, "environments", "environments"))
+    {
+        for (name, value) in tables {
+            declared_environments.insert(name.as_str());
+            if let Some(environment) = file.ok(file.environment(name, value)) {
+                environments.insert(name.clone(), environment);
             }
-            let table = file.table(value, "environments", name)?;
-            if let Some(key) = table.keys().find(|key| *key != "wrapper") {
-                return Err(file.unknown_key(&table_name, key));
-            }
-            let wrapper = match table.get("wrapper") {
-                Some(value) => file.strings(value, &table_name, "wrapper")?,
-                None => Vec::new(),
-            };
-            if wrapper.is_empty() {
-                return Err(file.invalid(&table_name, "wrapper", "a non-empty array of strings"));
-            }
-            environments.insert(name.clone(), EnvironmentConfig { wrapper });
         }
     }
 
     let mut servers = BTreeMap::new();
-    if let Some(value) = root.get("mcp_servers") {
-        for (name, value) in file.table(value, "mcp_servers", "mcp_servers")? {
+    if let Some(value) = root.get("mcp_servers")
+        && let Some(tables) = file.ok(file.table(value, "mcp_servers", "mcp_servers"))
+    {
+        for (name, value) in tables {
+            if name.len() > MAX_SERVER_NAME_BYTES {
+                file.report(ConfigError::ServerNameTooLong {
+                    path: origin.to_owned(),
+                    name: name.clone(),
+                    limit: MAX_SERVER_NAME_BYTES,
+                });
+                continue;
+            }
             if name.is_empty()
                 || !name
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
             {
-                return Err(ConfigError::InvalidServerName {
+                file.report(ConfigError::InvalidServerName {
                     path: origin.to_owned(),
                     name: name.clone(),
                 });
+                continue;
             }
-            let server = file.server(name, value, &environments)?;
-            servers.insert(name.clone(), server);
+            if let Some(server) = file.ok(file.server(name, value, &declared_environments)) {
+                servers.insert(name.clone(), server);
+            }
         }
     }
-    Ok(Config {
+    file.finish(Config {
         servers,
         environments,
     })
@@ -110,16 +124,80 @@ fn location(text: &str, span: Option<std::ops::Range<usize>>) -> String {
     format!(" (at line {line}, column {column})")
 }
 
+/// The file being parsed and the errors found in it so far.
 struct File<'a> {
     path: &'a Path,
+    errors: RefCell<Vec<ConfigError>>,
 }
 
 impl File<'_> {
+    /// Records `error`; parsing goes on.
+    fn report(&self, error: ConfigError) {
+        debug_assert!(
+            !matches!(error, ConfigError::Several { .. }),
+            "errors are recorded one by one, never nested"
+        );
+        self.errors.borrow_mut().push(error);
+    }
+
+    /// The value of `result`, or `None` once its error is recorded.
+    fn ok<T>(&self, result: Result<T, ConfigError>) -> Option<T> {
+        result.map_err(|error| self.report(error)).ok()
+    }
+
+    /// Sets `target` to the value of `result`, or records its error.
+    fn set<T>(&self, target: &mut T, result: Result<T, ConfigError>) {
+        if let Some(value) = self.ok(result) {
+            *target = value;
+        }
+    }
+
+    /// `value` when no error was found in the file, else every error found.
+    fn finish<T>(self, value: T) -> Result<T, ConfigError> {
+        let mut errors = self.errors.into_inner();
+        match errors.len() {
+            0 => Ok(value),
+            1 => Err(errors.remove(0)),
+            _ => Err(ConfigError::Several { errors }),
+        }
+    }
+
+    fn environment(&self, name: &str, value: &Value) -> Result<EnvironmentConfig, ConfigError> {
+        let table_name = format!("environments.{name}");
+        if name == "local" {
+            return Err(self.invalid(
+                "environments",
+                name,
+                "a name other than `local`, which always means this host",
+            ));
+        }
+        let table = self.table(value, "environments", name)?;
+        for key in table.keys().filter(|key| *key != "wrapper") {
+            self.report(self.unknown_key(&table_name, key));
+        }
+        let wrapper = match table.get("wrapper") {
+            Some(value) => self.strings(value, &table_name, "wrapper")?,
+            None => Vec::new(),
+        };
+        if wrapper.is_empty() {
+            return Err(self.invalid(&table_name, "wrapper", "a non-empty array of strings"));
+        }
+        for (index, word) in wrapper.iter().enumerate() {
+            self.check(
+                &table_name,
+                "wrapper",
+                || item(index),
+                os_string_problem(word),
+            );
+        }
+        Ok(EnvironmentConfig { wrapper })
+    }
+
     fn server(
         &self,
         name: &str,
         value: &Value,
-        environments: &BTreeMap<String, EnvironmentConfig>,
+        environments: &BTreeSet<&str>,
     ) -> Result<ServerConfig, ConfigError> {
         let table_name = format!("mcp_servers.{name}");
         let table = self.table(value, "mcp_servers", name)?;
@@ -127,17 +205,18 @@ impl File<'_> {
 
         for key in table.keys() {
             if LITERAL_TOKEN_KEYS.contains(&key.as_str()) {
-                return Err(ConfigError::LiteralToken {
+                self.report(ConfigError::LiteralToken {
                     path: self.path.to_owned(),
-                    table: table_name,
+                    table: table_name.clone(),
                     key: key.clone(),
                 });
+                continue;
             }
             let known = [STDIO_KEYS, HTTP_KEYS, COMMON_KEYS]
                 .iter()
                 .any(|keys| keys.contains(&key.as_str()));
             if !known {
-                return Err(self.unknown_key(t, key));
+                self.report(self.unknown_key(t, key));
             }
         }
         let stdio_key = STDIO_KEYS.iter().find(|key| table.contains_key(**key));
@@ -163,63 +242,68 @@ impl File<'_> {
 
         let mut server = ServerConfig::new(name.to_owned(), transport);
         if let Some(value) = table.get("enabled") {
-            server.enabled = self.boolean(value, t, "enabled")?;
+            self.set(&mut server.enabled, self.boolean(value, t, "enabled"));
         }
         if let Some(value) = table.get("required") {
-            server.required = self.boolean(value, t, "required")?;
+            self.set(&mut server.required, self.boolean(value, t, "required"));
         }
         if let Some(value) = table.get("share_tool_listing") {
-            server.share_tool_listing = self.boolean(value, t, "share_tool_listing")?;
+            let share = self.boolean(value, t, "share_tool_listing");
+            self.set(&mut server.share_tool_listing, share);
         }
         match (
             table.get("startup_timeout_sec"),
             table.get("startup_timeout_ms"),
         ) {
             (Some(_), Some(_)) => {
-                return Err(self.invalid(
+                self.report(self.invalid(
                     t,
                     "startup_timeout_ms",
                     "absent when `startup_timeout_sec` is set (set only one)",
                 ));
             }
             (Some(value), None) => {
-                server.startup_timeout = self.seconds(value, t, "startup_timeout_sec", 1.0)?;
+                let timeout = self.seconds(value, t, "startup_timeout_sec", 1.0);
+                self.set(&mut server.startup_timeout, timeout);
             }
             (None, Some(value)) => {
-                server.startup_timeout = self.seconds(value, t, "startup_timeout_ms", 1e-3)?;
+                let timeout = self.seconds(value, t, "startup_timeout_ms", 1e-3);
+                self.set(&mut server.startup_timeout, timeout);
             }
             (None, None) => {}
         }
         if let Some(value) = table.get("tool_timeout_sec") {
-            server.tool_timeout = self.seconds(value, t, "tool_timeout_sec", 1.0)?;
+            let timeout = self.seconds(value, t, "tool_timeout_sec", 1.0);
+            self.set(&mut server.tool_timeout, timeout);
         }
         if let Some(value) = table.get("enabled_tools") {
-            server.enabled_tools = Some(self.strings(value, t, "enabled_tools")?);
+            let tools = self.strings(value, t, "enabled_tools").map(Some);
+            self.set(&mut server.enabled_tools, tools);
         }
         if let Some(value) = table.get("disabled_tools") {
-            server.disabled_tools = self.strings(value, t, "disabled_tools")?;
+            let tools = self.strings(value, t, "disabled_tools");
+            self.set(&mut server.disabled_tools, tools);
         }
-        if let Some(value) = table.get("environment") {
-            let environment = self.string(value, t, "environment")?;
-            server.environment = match environment.as_str() {
-                "local" => Environment::Local,
-                other if environments.contains_key(other) => Environment::Named(environment),
-                _ => {
-                    return Err(ConfigError::UnknownEnvironment {
+        if let Some(value) = table.get("environment")
+            && let Some(environment) = self.ok(self.string(value, t, "environment"))
+        {
+            match environment.as_str() {
+                "local" => server.environment = Environment::Local,
+                other if !environments.contains(other) => {
+                    self.report(ConfigError::UnknownEnvironment {
                         path: self.path.to_owned(),
-                        table: table_name,
+                        table: table_name.clone(),
                         environment,
                     });
                 }
-            };
-            if matches!(server.transport, TransportConfig::StreamableHttp(_))
-                && server.environment != Environment::Local
-            {
-                return Err(self.invalid(
-                    t,
-                    "environment",
-                    "`local` for a Streamable HTTP server (only stdio servers run in another environment)",
-                ));
+                _ if matches!(server.transport, TransportConfig::StreamableHttp(_)) => {
+                    self.report(self.invalid(
+                        t,
+                        "environment",
+                        "`local` for a Streamable HTTP server (only stdio servers run in another environment)",
+                    ));
+                }
+                _ => server.environment = Environment::Named(environment),
             }
         }
         Ok(server)
@@ -227,69 +311,117 @@ impl File<'_> {
 
     fn stdio(&self, table: &Table, t: &str) -> Result<StdioConfig, ConfigError> {
         let command = match table.get("command") {
-            Some(value) => self.string(value, t, "command")?,
-            None => String::new(),
+            Some(value) => self.ok(self.string(value, t, "command")),
+            None => Some(String::new()),
         };
-        if command.is_empty() {
-            return Err(self.invalid(t, "command", "a non-empty string"));
+        if command.as_deref() == Some("") {
+            self.report(self.invalid(t, "command", "a non-empty string"));
         }
-        let args = match table.get("args") {
-            Some(value) => self.strings(value, t, "args")?,
-            None => Vec::new(),
-        };
-        let env = match table.get("env") {
-            Some(value) => self.string_map(value, t, "env")?,
-            None => BTreeMap::new(),
-        };
-        let env_vars = match table.get("env_vars") {
-            Some(value) => self.strings(value, t, "env_vars")?,
-            None => Vec::new(),
-        };
-        let cwd = match table.get("cwd") {
-            Some(value) => Some(PathBuf::from(self.string(value, t, "cwd")?)),
-            None => None,
-        };
+        let args = table
+            .get("args")
+            .and_then(|value| self.ok(self.strings(value, t, "args")));
+        let env = table
+            .get("env")
+            .and_then(|value| self.ok(self.string_map(value, t, "env")));
+        let env_vars = table
+            .get("env_vars")
+            .and_then(|value| self.ok(self.strings(value, t, "env_vars")));
+        let cwd = table
+            .get("cwd")
+            .and_then(|value| self.ok(self.string(value, t, "cwd")));
+        if let Some(command) = &command {
+            self.check(
+                t,
+                "command",
+                || "the value".to_owned(),
+                os_string_problem(command),
+            );
+        }
+        for (index, arg) in args.iter().flatten().enumerate() {
+            self.check(t, "args", || item(index), os_string_problem(arg));
+        }
+        for (name, value) in env.iter().flatten() {
+            self.check(t, "env", || variable(name), env_name_problem(name));
+            let value_of = || format!("the value of {}", variable(name));
+            self.check(t, "env", value_of, os_string_problem(value));
+        }
+        for name in env_vars.iter().flatten() {
+            self.check(t, "env_vars", || variable(name), env_name_problem(name));
+        }
+        if let Some(cwd) = &cwd {
+            self.check(t, "cwd", || "the value".to_owned(), os_string_problem(cwd));
+        }
         Ok(StdioConfig {
-            command,
-            args,
-            env,
-            env_vars,
-            cwd,
+            command: command.unwrap_or_default(),
+            args: args.unwrap_or_default(),
+            env: env.unwrap_or_default(),
+            env_vars: env_vars.unwrap_or_default(),
+            cwd: cwd.map(PathBuf::from),
         })
     }
 
     fn http(&self, table: &Table, t: &str) -> Result<HttpConfig, ConfigError> {
         let url = match table.get("url") {
-            Some(value) => self.string(value, t, "url")?,
-            None => String::new(),
+            Some(value) => self.ok(self.string(value, t, "url")),
+            None => Some(String::new()),
         };
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(self.invalid(t, "url", "an `http://` or `https://` URL"));
-        }
-        let bearer_token_env_var = match table.get("bearer_token_env_var") {
-            Some(value) => Some(self.string(value, t, "bearer_token_env_var")?),
-            None => None,
-        };
-        let http_headers = match table.get("http_headers") {
-            Some(value) => self.string_map(value, t, "http_headers")?,
-            None => BTreeMap::new(),
-        };
-        if let Some(name) = http_headers
-            .keys()
-            .find(|name| CREDENTIAL_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
+        if let Some(url) = &url
+            && let Some(expected) = url_problem(url)
         {
-            return Err(ConfigError::LiteralToken {
+            self.report(self.invalid(t, "url", &expected));
+        }
+        let bearer_token_env_var = table
+            .get("bearer_token_env_var")
+            .and_then(|value| self.ok(self.string(value, t, "bearer_token_env_var")));
+        if let Some(name) = &bearer_token_env_var {
+            let key = "bearer_token_env_var";
+            self.check(t, key, || variable(name), env_name_problem(name));
+        }
+        let http_headers = table
+            .get("http_headers")
+            .and_then(|value| self.ok(self.string_map(value, t, "http_headers")))
+            .unwrap_or_default();
+        for (name, value) in &http_headers {
+            self.check(
+                t,
+                "http_headers",
+                || header(name),
+                header_name_problem(name),
+            );
+            let value_of = || format!("the value of {}", header(name));
+            self.check(t, "http_headers", value_of, header_value_problem(value));
+        }
+        for name in http_headers
+            .keys()
+            .filter(|name| CREDENTIAL_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
+        {
+            self.report(ConfigError::LiteralToken {
                 path: self.path.to_owned(),
                 table: t.to_owned(),
                 key: format!("http_headers.{name}"),
             });
         }
-        let env_http_headers = match table.get("env_http_headers") {
-            Some(value) => self.string_map(value, t, "env_http_headers")?,
-            None => BTreeMap::new(),
-        };
+        let env_http_headers = table
+            .get("env_http_headers")
+            .and_then(|value| self.ok(self.string_map(value, t, "env_http_headers")))
+            .unwrap_or_default();
+        for (name, variable_name) in &env_http_headers {
+            self.check(
+                t,
+                "env_http_headers",
+                || header(name),
+                header_name_problem(name),
+            );
+            let for_header = || format!("{} for {}", variable(variable_name), header(name));
+            self.check(
+                t,
+                "env_http_headers",
+                for_header,
+                env_name_problem(variable_name),
+            );
+        }
         Ok(HttpConfig {
-            url,
+            url: url.unwrap_or_default(),
             bearer_token_env_var,
             http_headers,
             env_http_headers,
@@ -367,6 +499,19 @@ impl File<'_> {
             .ok_or_else(|| self.invalid(table, key, "a positive number"))
     }
 
+    /// Records that `entry` of `key` cannot work, when a check found a `problem`.
+    fn check(&self, table: &str, key: &str, entry: impl FnOnce() -> String, problem: Option<&str>) {
+        if let Some(problem) = problem {
+            self.report(ConfigError::InvalidEntry {
+                path: self.path.to_owned(),
+                table: table.to_owned(),
+                key: key.to_owned(),
+                entry: entry(),
+                problem: problem.to_owned(),
+            });
+        }
+    }
+
     fn invalid(&self, table: &str, key: &str, expected: &str) -> ConfigError {
         ConfigError::InvalidValue {
             path: self.path.to_owned(),
@@ -382,6 +527,30 @@ impl File<'_> {
             table: table.to_owned(),
             key: key.to_owned(),
         }
+    }
+}
+
+/// An item of an array, counted from 1.
+fn item(index: usize) -> String {
+    format!("item {}", index + 1)
+}
+
+/// An environment variable, by name. A name holding `=` is cut there: what follows may
+/// be a value written in the wrong place, and a value may be secret.
+fn variable(name: &str) -> String {
+    match name.split_once('=') {
+        _ if name.is_empty() => "a variable name".to_owned(),
+        Some((name, _)) => format!("variable `{}=…`", shown(name)),
+        None => format!("variable `{}`", shown(name)),
+    }
+}
+
+/// An HTTP header, by name.
+fn header(name: &str) -> String {
+    if name.is_empty() {
+        "a header name".to_owned()
+    } else {
+        format!("header `{}`", shown(name))
     }
 }
 

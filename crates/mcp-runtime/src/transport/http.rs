@@ -1,7 +1,8 @@
 //! Streamable HTTP servers: headers, bearer token and the rmcp client transport.
 //!
 //! Secrets are resolved from the environment at connect time. A variable that is
-//! missing or empty is a startup error that names the variable, never its value.
+//! missing or empty, not valid UTF-8 or holds a byte no header can carry is a startup
+//! error that names the variable and what is wrong, never its value.
 //!
 //! The transport is rmcp's, over [`SplicingHttpClient`]: rmcp's own reqwest client for
 //! every message, except a `tools/call` that carries a byte-exact value (see
@@ -10,7 +11,7 @@
 //! limit, `401` challenges, `404` session expiry); it reports `403` and `429`/`5xx`
 //! as plain HTTP errors.
 
-use std::{borrow::Cow, collections::HashMap, sync::Arc};
+use std::{borrow::Cow, collections::HashMap, ffi::OsString, sync::Arc};
 
 use futures::{StreamExt, stream::BoxStream};
 use http::{HeaderName, HeaderValue, header};
@@ -27,7 +28,10 @@ use rmcp::{
 use sse_stream::{Sse, SseStream};
 
 use super::splice::{Spliced, Splicer};
-use crate::{config::HttpConfig, error::StartupError};
+use crate::{
+    config::{HttpConfig, checks::header_value_problem},
+    error::StartupError,
+};
 
 const SESSION_ID_HEADER: &str = "mcp-session-id";
 const EVENT_STREAM: &str = "text/event-stream";
@@ -61,15 +65,29 @@ impl std::fmt::Debug for ResolvedHttp {
 /// variables through `env`.
 pub(crate) fn resolve(
     http: &HttpConfig,
-    env: impl Fn(&str) -> Option<String>,
+    env: impl Fn(&str) -> Option<OsString>,
 ) -> Result<ResolvedHttp, StartupError> {
     let required = |key: &'static str, variable: &str| {
-        env(variable)
+        let invalid = |problem| StartupError::InvalidEnvVar {
+            key,
+            variable: variable.to_owned(),
+            problem,
+        };
+        let value = env(variable)
             .filter(|value| !value.is_empty())
             .ok_or_else(|| StartupError::MissingEnvVar {
                 key,
                 variable: variable.to_owned(),
-            })
+            })?
+            .into_string()
+            .map_err(|_| invalid("is not valid UTF-8 (set it to the value as text)"))?;
+        // The same rule as for the headers of the file: the value is sent in a header
+        // (the token in `Authorization`), and the HTTP client would refuse it later with
+        // a message that names neither the variable nor the problem.
+        match header_value_problem(&value) {
+            Some(problem) => Err(invalid(problem)),
+            None => Ok(value),
+        }
     };
     let mut headers = HashMap::new();
     let literal = http
@@ -459,11 +477,49 @@ mod tests {
             error.to_string(),
             "environment variable `API_TOKEN` named by `bearer_token_env_var` is not set or is empty"
         );
-        let error = resolve(&config(), |name| (name == "API_TOKEN").then(String::new)).unwrap_err();
+        let error =
+            resolve(&config(), |name| (name == "API_TOKEN").then(OsString::new)).unwrap_err();
         assert_eq!(
             error.to_string(),
             "environment variable `API_KEY` named by `env_http_headers` is not set or is empty"
         );
+    }
+
+    #[test]
+    fn an_unusable_variable_is_named_with_what_is_wrong_never_its_value() {
+        use std::os::unix::ffi::OsStringExt;
+
+        let token_only = |token: OsString| {
+            let mut config = config();
+            config.env_http_headers.clear();
+            resolve(&config, move |name| {
+                (name == "API_TOKEN").then(|| token.clone())
+            })
+        };
+        let error = token_only(OsString::from_vec(b"tok-\xff".to_vec())).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "environment variable `API_TOKEN` named by `bearer_token_env_var` is not valid UTF-8 (set it to the value as text)"
+        );
+        let error = token_only("tok-secret\n".into()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "environment variable `API_TOKEN` named by `bearer_token_env_var` contains a line break, which an HTTP header cannot hold (remove it)"
+        );
+        let error = token_only("tok-secret\u{1b}".into()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "environment variable `API_TOKEN` named by `bearer_token_env_var` contains a control character, which an HTTP header cannot hold (remove it)"
+        );
+
+        let mut config = config();
+        config.bearer_token_env_var = None;
+        let error = resolve(&config, |_| Some("key-secret\r\nX-Injected: 1".into())).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "environment variable `API_KEY` named by `env_http_headers` contains a line break, which an HTTP header cannot hold (remove it)"
+        );
+        assert!(!format!("{error:?}").contains("secret"), "{error:?}");
     }
 
     #[test]
