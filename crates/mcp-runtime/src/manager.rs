@@ -490,7 +490,7 @@ impl Shared {
             listing.next - 1
         };
         let tools = connection
-            .list_tools(server.config.startup_timeout, &AtomicUsize::new(0))
+            .list_tools(name, server.config.startup_timeout, &AtomicUsize::new(0))
             .await?;
         {
             let mut listing = server.listing.lock().unwrap_or_else(|p| p.into_inner());
