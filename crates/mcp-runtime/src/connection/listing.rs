@@ -1,60 +1,99 @@
-//! `tools/list` on one connection: every page, bounded.
+//! `tools/list` on one connection: every page, read tool by tool, bounded.
+//!
+//! A server's tools are read one by one so that one malformed tool costs only that
+//! tool. rmcp's typed `Peer::list_tools` cannot do that: it decodes a page into
+//! `Vec<Tool>` as a whole, so a single tool with, say, `"inputSchema": null` makes the
+//! whole answer fail to decode as a `tools/list` result and the server fails with
+//! "Unexpected response type". Here a page is sent as a custom request with the same
+//! method and params, and its result comes back as JSON (rmcp's catch-all
+//! `CustomResult` for an answer that is not a valid `tools/list` result; a valid one
+//! still arrives typed and is turned back into JSON), so each tool is checked on its
+//! own.
+//!
+//! Invariants:
+//! 1. A listed entry that is not a usable tool (not a JSON object; `name` missing,
+//!    not a string or empty; `inputSchema` missing or not a JSON object; another
+//!    field of the wrong shape) is left out with a warning naming the server, the
+//!    tool and the reason; the rest of the listing stands.
+//! 2. Names are unique within a listing: the first tool listed under a name is kept,
+//!    every later one is left out with a warning.
+//! 3. A listing is bounded: at most [`MAX_LIST_PAGES`] pages and [`MAX_LISTED_TOOLS`]
+//!    entries (counted as the server sent them, usable or not), no cursor twice, and
+//!    each page answered within the page timeout. Past any bound the listing fails.
+//! 4. A page whose answer is no longer awaited (timeout, dropped future) is followed
+//!    by `notifications/cancelled` for its request.
 
 use std::{
     collections::HashSet,
+    fmt,
     sync::atomic::{AtomicUsize, Ordering},
     time::Duration,
 };
 
 use rmcp::{
     Peer, RoleClient,
-    model::{PaginatedRequestParams, Tool},
+    model::{
+        CancelledNotificationParam, ClientRequest, CustomRequest, RequestId, ServerResult, Tool,
+    },
+    service::PeerRequestOptions,
 };
+use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use super::{MAX_LIST_PAGES, MAX_LISTED_TOOLS};
 use crate::error::{ListToolsError, chain};
 
+/// How many characters of a tool's name a warning quotes.
+const LABEL_CHARS: usize = 64;
+
 /// Lists every tool of `server` through `peer`, following `nextCursor` to the end and
-/// counting each request in `sent`. Each page is bounded by `page_timeout`. A
-/// repeated cursor, more than [`MAX_LIST_PAGES`] pages or more than
-/// [`MAX_LISTED_TOOLS`] tools is an error.
+/// counting each request in `sent`. Each page is bounded by `page_timeout`. Unusable
+/// and duplicate tools are left out with a warning; a repeated cursor, more than
+/// [`MAX_LIST_PAGES`] pages, more than [`MAX_LISTED_TOOLS`] listed tools or a page
+/// that is not a `tools/list` result is an error.
 ///
 /// # Cancel safety
 ///
 /// Dropping the future sends `notifications/cancelled` for the page in flight.
 pub(super) async fn list_tools(
     peer: &Peer<RoleClient>,
-    _server: &str,
+    server: &str,
     page_timeout: Duration,
     sent: &AtomicUsize,
 ) -> Result<Vec<Tool>, ListToolsError> {
-    let mut tools = Vec::new();
+    let mut listed = ListedTools::default();
     let mut cursor: Option<String> = None;
     let mut seen = HashSet::new();
     for _ in 0..MAX_LIST_PAGES {
         sent.fetch_add(1, Ordering::Relaxed);
-        let params = cursor
-            .clone()
-            .map(|cursor| PaginatedRequestParams::default().with_cursor(Some(cursor)));
-        let page = tokio::time::timeout(page_timeout, peer.list_tools(params))
+        let result = tokio::time::timeout(page_timeout, request_page(peer, cursor.as_deref()))
             .await
             .map_err(|_| ListToolsError::Request {
                 message: format!(
                     "no answer to `tools/list` within {} (raise `startup_timeout_sec`)",
                     crate::error::secs(page_timeout)
                 ),
-            })?
-            .map_err(|error| ListToolsError::Request {
-                message: chain(&error),
-            })?;
-        tools.extend(page.tools);
-        if tools.len() > MAX_LISTED_TOOLS {
+            })??;
+        let page = Page::parse(result)?;
+        if listed.entries + page.tools.len() > MAX_LISTED_TOOLS {
             return Err(ListToolsError::TooManyTools {
                 limit: MAX_LISTED_TOOLS,
             });
         }
+        for raw in page.tools {
+            if let Err(left_out) = listed.push(raw) {
+                tracing::warn!(
+                    server,
+                    tool = %left_out.label,
+                    reason = %left_out.reason,
+                    "left out tool {} of server `{server}`: {}",
+                    left_out.label,
+                    left_out.reason
+                );
+            }
+        }
         match page.next_cursor {
-            None => return Ok(tools),
+            None => return Ok(listed.into_tools()),
             Some(next) => {
                 if !seen.insert(next.clone()) {
                     return Err(ListToolsError::RepeatedCursor { cursor: next });
@@ -66,4 +105,648 @@ pub(super) async fn list_tools(
     Err(ListToolsError::TooManyPages {
         limit: MAX_LIST_PAGES,
     })
+}
+
+/// Sends one `tools/list` request and returns its result as JSON.
+///
+/// # Cancel safety
+///
+/// Dropping the future after the request was sent sends `notifications/cancelled`.
+async fn request_page(
+    peer: &Peer<RoleClient>,
+    cursor: Option<&str>,
+) -> Result<Value, ListToolsError> {
+    let failed = |error: rmcp::ServiceError| ListToolsError::Request {
+        message: chain(&error),
+    };
+    // The same request the typed call sends (`_meta` with the progress token is added
+    // by rmcp either way); only the decoding of the answer differs.
+    let params = cursor.map(|cursor| {
+        let mut params = Map::new();
+        params.insert("cursor".into(), cursor.into());
+        Value::Object(params)
+    });
+    let request = ClientRequest::CustomRequest(CustomRequest::new("tools/list", params));
+    let handle = peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await
+        .map_err(failed)?;
+    let mut guard = CancelOnDrop {
+        peer: peer.clone(),
+        id: Some(handle.id.clone()),
+    };
+    let result = handle.await_response().await;
+    guard.id = None;
+    match result.map_err(failed)? {
+        ServerResult::CustomResult(custom) => Ok(custom.0),
+        // A valid page decodes as a typed result; an answer that rmcp reads as another
+        // result type is not a `tools/list` result and fails in `Page::parse`.
+        typed => serde_json::to_value(typed).map_err(|error| ListToolsError::Request {
+            message: format!("the `tools/list` answer cannot be read: {error}"),
+        }),
+    }
+}
+
+/// Sends `notifications/cancelled` for request `id` when dropped while still armed
+/// (`id` is `Some`), as rmcp does for its typed requests.
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        // Drop cannot wait for the write; the notification is queued behind anything
+        // already sent on this connection. Without a runtime there is no connection
+        // left to tell.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let reason = "the client no longer waits for this page".to_owned();
+            let params = CancelledNotificationParam::new(Some(id), Some(reason));
+            let _ = peer.notify_cancelled(params).await;
+        });
+    }
+}
+
+/// One page of a `tools/list` answer, its tools still unchecked.
+#[derive(Debug)]
+struct Page {
+    tools: Vec<Value>,
+    next_cursor: Option<String>,
+}
+
+impl Page {
+    /// Reads a page from a `tools/list` result: `tools` must be an array and
+    /// `nextCursor`, if present and not null, a string.
+    fn parse(result: Value) -> Result<Self, ListToolsError> {
+        let malformed = |what: String| ListToolsError::Request {
+            message: format!(
+                "the `tools/list` answer {what} (the server does not follow the MCP schema; report it to its author)"
+            ),
+        };
+        let Value::Object(mut result) = result else {
+            return Err(malformed(format!(
+                "is {}, not a JSON object",
+                kind(&result)
+            )));
+        };
+        let tools = match result.remove("tools") {
+            Some(Value::Array(tools)) => tools,
+            Some(other) => {
+                return Err(malformed(format!(
+                    "has `tools` that is {}, not an array",
+                    kind(&other)
+                )));
+            }
+            None => return Err(malformed("has no `tools` array".to_owned())),
+        };
+        let next_cursor = match result.remove("nextCursor") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(cursor)) => Some(cursor),
+            Some(other) => {
+                return Err(malformed(format!(
+                    "has a `nextCursor` that is {}, not a string",
+                    kind(&other)
+                )));
+            }
+        };
+        Ok(Self { tools, next_cursor })
+    }
+}
+
+/// The usable tools of one listing so far, first of each name, in listed order.
+#[derive(Debug, Default)]
+pub(crate) struct ListedTools {
+    tools: Vec<Tool>,
+    names: HashSet<String>,
+    /// Every entry the server listed, usable or not.
+    entries: usize,
+}
+
+impl ListedTools {
+    /// Takes the next listed entry: keeps it if it is a usable tool whose name is new,
+    /// else says why it is left out.
+    pub(crate) fn push(&mut self, raw: Value) -> Result<(), LeftOut> {
+        self.entries += 1;
+        let label = Label::of(&raw, self.entries);
+        let tool = usable_tool(&raw).map_err(|reason| LeftOut {
+            label: label.clone(),
+            reason,
+        })?;
+        if !self.names.insert(tool.name.to_string()) {
+            return Err(LeftOut {
+                label,
+                reason: Reason::Duplicate,
+            });
+        }
+        debug_assert!(
+            !tool.name.is_empty(),
+            "invariant 1: only named tools are kept"
+        );
+        self.tools.push(tool);
+        debug_assert_eq!(
+            self.names.len(),
+            self.tools.len(),
+            "invariant 2: one kept tool per name"
+        );
+        Ok(())
+    }
+
+    /// The kept tools, in listed order.
+    pub(crate) fn into_tools(self) -> Vec<Tool> {
+        self.tools
+    }
+}
+
+/// A listed entry that was left out, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LeftOut {
+    /// The tool's name as a warning shows it, or its position in the listing.
+    pub(crate) label: Label,
+    /// Why it was left out.
+    pub(crate) reason: Reason,
+}
+
+impl fmt::Display for LeftOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "tool {}: {}", self.label, self.reason)
+    }
+}
+
+/// How a warning names a listed entry: its name (escaped, cut to [`LABEL_CHARS`]
+/// characters) when that is a non-empty string, else its position in the listing.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Label {
+    /// The entry's name.
+    Name(String),
+    /// The entry's 1-based position in the listing.
+    Position(usize),
+}
+
+impl Label {
+    fn of(raw: &Value, position: usize) -> Self {
+        match raw.get("name").and_then(Value::as_str) {
+            Some(name) if !name.is_empty() => {
+                let mut shown: String = name
+                    .chars()
+                    .take(LABEL_CHARS)
+                    .flat_map(char::escape_debug)
+                    .collect();
+                if name.chars().nth(LABEL_CHARS).is_some() {
+                    shown.push('…');
+                }
+                Self::Name(shown)
+            }
+            _ => Self::Position(position),
+        }
+    }
+}
+
+impl fmt::Display for Label {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Name(name) => write!(f, "`{name}`"),
+            Self::Position(position) => write!(f, "number {position} in the listing"),
+        }
+    }
+}
+
+/// Why a listed entry is not a usable tool.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Reason {
+    /// The entry is not a JSON object; the kind it is.
+    NotAnObject(&'static str),
+    /// It has no `name`.
+    NoName,
+    /// Its `name` is not a string; the kind it is.
+    NameNotAString(&'static str),
+    /// Its `name` is the empty string.
+    EmptyName,
+    /// It has no `inputSchema`.
+    NoInputSchema,
+    /// Its `inputSchema` is not a JSON object; the kind it is.
+    InputSchemaNotAnObject(&'static str),
+    /// This field does not have the shape the MCP schema gives it.
+    BadField(String),
+    /// The fields do not read as a tool together, although each does alone.
+    Malformed,
+    /// An earlier tool in the listing has the same name.
+    Duplicate,
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotAnObject(kind) => write!(f, "it is {kind}, not a JSON object"),
+            Self::NoName => write!(f, "it has no `name`"),
+            Self::NameNotAString(kind) => write!(f, "its `name` is {kind}, not a string"),
+            Self::EmptyName => write!(f, "its `name` is empty"),
+            Self::NoInputSchema => write!(f, "it has no `inputSchema`"),
+            Self::InputSchemaNotAnObject(kind) => {
+                write!(f, "its `inputSchema` is {kind}, not a JSON object")
+            }
+            Self::BadField(field) => {
+                let field: String = field
+                    .chars()
+                    .take(LABEL_CHARS)
+                    .flat_map(char::escape_debug)
+                    .collect();
+                write!(
+                    f,
+                    "its `{field}` does not have the shape the MCP schema gives it"
+                )
+            }
+            Self::Malformed => write!(f, "it does not have the shape the MCP schema gives a tool"),
+            Self::Duplicate => write!(f, "an earlier tool has the same name; the first is kept"),
+        }
+    }
+}
+
+/// `raw` as a tool, if it is one the runtime can expose.
+fn usable_tool(raw: &Value) -> Result<Tool, Reason> {
+    let Value::Object(fields) = raw else {
+        return Err(Reason::NotAnObject(kind(raw)));
+    };
+    match fields.get("name") {
+        None => return Err(Reason::NoName),
+        Some(Value::String(name)) if name.is_empty() => return Err(Reason::EmptyName),
+        Some(Value::String(_)) => {}
+        Some(other) => return Err(Reason::NameNotAString(kind(other))),
+    }
+    match fields.get("inputSchema") {
+        None => return Err(Reason::NoInputSchema),
+        Some(Value::Object(_)) => {}
+        Some(other) => return Err(Reason::InputSchemaNotAnObject(kind(other))),
+    }
+    Tool::deserialize(raw)
+        .map_err(|_| bad_field(fields).map_or(Reason::Malformed, Reason::BadField))
+}
+
+/// The first optional field of `fields` that does not read as a tool's field, found
+/// by reading each alone next to a valid name and input schema (`fields` as a whole
+/// did not read as a tool).
+fn bad_field(fields: &Map<String, Value>) -> Option<String> {
+    fields
+        .iter()
+        .filter(|(key, _)| !matches!(key.as_str(), "name" | "inputSchema"))
+        .find(|(key, value)| {
+            let mut alone = Map::new();
+            alone.insert("name".into(), "probe".into());
+            alone.insert("inputSchema".into(), Value::Object(Map::new()));
+            alone.insert((*key).clone(), (*value).clone());
+            Tool::deserialize(&Value::Object(alone)).is_err()
+        })
+        .map(|(key, _)| key.clone())
+}
+
+/// The kind of a JSON value, as a message names it.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::{ServiceExt, service::RunningService};
+    use serde_json::{Value, json};
+    use tokio::{
+        io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream},
+        sync::mpsc,
+    };
+
+    use super::*;
+    use crate::{client_config, model::ClientConfig};
+
+    /// What the scripted server received.
+    #[derive(Debug, PartialEq)]
+    enum Received {
+        /// A `tools/list` request with this id and cursor.
+        List { id: Value, cursor: Option<String> },
+        /// `notifications/cancelled` for this request id.
+        Cancelled { id: Value },
+    }
+
+    /// A server that speaks raw JSON-RPC on an in-process pipe: it answers
+    /// `initialize`, then the n-th `tools/list` with `pages[n]`, JSON text sent exactly
+    /// as given; it never answers a `tools/list` beyond the last page.
+    async fn scripted_server(
+        pages: Vec<String>,
+    ) -> (
+        RunningService<RoleClient, ClientConfig>,
+        mpsc::UnboundedReceiver<Received>,
+    ) {
+        let (client_end, server_end) = tokio::io::duplex(1 << 16);
+        let (received, receiver) = mpsc::unbounded_channel();
+        tokio::spawn(answer(server_end, pages, received));
+        let client = client_config()
+            .serve(tokio::io::split(client_end))
+            .await
+            .expect("the handshake with the scripted server succeeds");
+        (client, receiver)
+    }
+
+    async fn answer(
+        server_end: DuplexStream,
+        pages: Vec<String>,
+        received: mpsc::UnboundedSender<Received>,
+    ) {
+        let (read, mut write) = tokio::io::split(server_end);
+        let mut lines = BufReader::new(read).lines();
+        let mut pages = pages.into_iter();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let message: Value = serde_json::from_str(&line).expect("the client sends JSON");
+            let id = message.get("id").cloned().unwrap_or(Value::Null);
+            let result = match message["method"].as_str() {
+                Some("initialize") => Some(
+                    r#"{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"0"}}"#
+                        .to_owned(),
+                ),
+                Some("tools/list") => {
+                    let cursor = message["params"]["cursor"].as_str().map(str::to_owned);
+                    let _ = received.send(Received::List {
+                        id: id.clone(),
+                        cursor,
+                    });
+                    pages.next()
+                }
+                Some("notifications/cancelled") => {
+                    let id = message["params"]["requestId"].clone();
+                    let _ = received.send(Received::Cancelled { id });
+                    None
+                }
+                _ => None,
+            };
+            if let Some(result) = result {
+                let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}\n");
+                if write.write_all(line.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// One page's result as JSON text: `tools` (JSON text of the array's items) and
+    /// the next cursor.
+    fn page(tools: &str, next_cursor: Option<&str>) -> String {
+        match next_cursor {
+            Some(cursor) => format!(r#"{{"tools":[{tools}],"nextCursor":"{cursor}"}}"#),
+            None => format!(r#"{{"tools":[{tools}]}}"#),
+        }
+    }
+
+    fn good(name: &str) -> String {
+        format!(r#"{{"name":"{name}","inputSchema":{{"type":"object"}}}}"#)
+    }
+
+    async fn list(pages: Vec<String>) -> Result<Vec<Tool>, ListToolsError> {
+        let (client, _received) = scripted_server(pages).await;
+        let sent = AtomicUsize::new(0);
+        list_tools(client.peer(), "scripted", Duration::from_secs(30), &sent).await
+    }
+
+    fn names(tools: &[Tool]) -> Vec<&str> {
+        tools.iter().map(|tool| tool.name.as_ref()).collect()
+    }
+
+    #[tokio::test]
+    async fn a_tool_whose_input_schema_is_not_an_object_is_left_out_and_the_rest_listed() {
+        let tools = [
+            good("first"),
+            r#"{"name":"string","inputSchema":"object"}"#.to_owned(),
+            r#"{"name":"null","inputSchema":null}"#.to_owned(),
+            r#"{"name":"array","inputSchema":[]}"#.to_owned(),
+            r#"{"name":"missing"}"#.to_owned(),
+            good("last"),
+        ];
+        let tools = list(vec![page(&tools.join(","), None)]).await.unwrap();
+        assert_eq!(names(&tools), ["first", "last"]);
+    }
+
+    #[tokio::test]
+    async fn a_tool_without_a_usable_name_is_left_out_and_the_rest_listed() {
+        let tools = [
+            r#"{"name":"","inputSchema":{}}"#.to_owned(),
+            r#"{"name":7,"inputSchema":{}}"#.to_owned(),
+            r#"{"inputSchema":{}}"#.to_owned(),
+            r#""a tool that is a string""#.to_owned(),
+            good("kept"),
+        ];
+        let tools = list(vec![page(&tools.join(","), None)]).await.unwrap();
+        assert_eq!(names(&tools), ["kept"]);
+    }
+
+    #[tokio::test]
+    async fn the_first_of_several_tools_with_one_name_is_kept() {
+        let first = r#"{"name":"twice","description":"first","inputSchema":{}}"#;
+        let second = r#"{"name":"twice","description":"second","inputSchema":{}}"#;
+        let third = r#"{"name":"twice","description":"third","inputSchema":{}}"#;
+        let pages = vec![
+            page(&[first, &good("other"), second].join(","), Some("2")),
+            page(third, None),
+        ];
+        let tools = list(pages).await.unwrap();
+        assert_eq!(names(&tools), ["twice", "other"]);
+        assert_eq!(tools[0].description.as_deref(), Some("first"));
+    }
+
+    fn left_out(raw: &str) -> String {
+        let mut listed = ListedTools::default();
+        listed
+            .push(serde_json::from_str(&good("first")).unwrap())
+            .unwrap();
+        let raw = serde_json::from_str(raw).unwrap();
+        listed.push(raw).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_left_out_tool_is_named_with_the_reason() {
+        let cases = [
+            (
+                r#"{"name":"s","inputSchema":"object"}"#,
+                "tool `s`: its `inputSchema` is a string, not a JSON object",
+            ),
+            (
+                r#"{"name":"n","inputSchema":null}"#,
+                "tool `n`: its `inputSchema` is null, not a JSON object",
+            ),
+            (r#"{"name":"m"}"#, "tool `m`: it has no `inputSchema`"),
+            (
+                r#"{"name":"","inputSchema":{}}"#,
+                "tool number 2 in the listing: its `name` is empty",
+            ),
+            (
+                r#"{"name":["x"],"inputSchema":{}}"#,
+                "tool number 2 in the listing: its `name` is an array, not a string",
+            ),
+            (
+                r#"{"inputSchema":{}}"#,
+                "tool number 2 in the listing: it has no `name`",
+            ),
+            (
+                "null",
+                "tool number 2 in the listing: it is null, not a JSON object",
+            ),
+            (
+                r#"{"name":"a","inputSchema":{},"annotations":"read-only"}"#,
+                "tool `a`: its `annotations` does not have the shape the MCP schema gives it",
+            ),
+            (
+                r#"{"name":"first","inputSchema":{}}"#,
+                "tool `first`: an earlier tool has the same name; the first is kept",
+            ),
+        ];
+        for (raw, expected) in cases {
+            assert_eq!(left_out(raw), expected, "{raw}");
+        }
+    }
+
+    #[test]
+    fn a_warning_quotes_a_hostile_name_escaped_and_cut() {
+        let name = format!("line\nbreak`{}", "x".repeat(100));
+        let raw = json!({"name": name, "inputSchema": 7}).to_string();
+        let message = left_out(&raw);
+        let expected_name: String = format!("line\\nbreak`{}…", "x".repeat(LABEL_CHARS - 11));
+        assert_eq!(
+            message,
+            format!("tool `{expected_name}`: its `inputSchema` is a number, not a JSON object")
+        );
+    }
+
+    #[tokio::test]
+    async fn an_answer_that_is_not_a_tools_list_result_fails_the_listing() {
+        let cases = [
+            ("{}", "has no `tools` array"),
+            (
+                r#"{"tools":"none"}"#,
+                "has `tools` that is a string, not an array",
+            ),
+            (r#"[1]"#, "is an array, not a JSON object"),
+            (
+                r#"{"tools":[],"nextCursor":5}"#,
+                "has a `nextCursor` that is a number, not a string",
+            ),
+        ];
+        for (answer, expected) in cases {
+            let error = list(vec![answer.to_owned()]).await.unwrap_err().to_string();
+            assert_eq!(
+                error,
+                format!(
+                    "the `tools/list` answer {expected} (the server does not follow the MCP schema; report it to its author)"
+                )
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn pages_are_followed_by_their_cursors() {
+        let (client, mut received) = scripted_server(vec![
+            page(&good("a"), Some("c1")),
+            page(&good("b"), Some("c2")),
+            page(&good("c"), None),
+        ])
+        .await;
+        let sent = AtomicUsize::new(0);
+        let tools = list_tools(client.peer(), "s", Duration::from_secs(30), &sent)
+            .await
+            .unwrap();
+        assert_eq!(names(&tools), ["a", "b", "c"]);
+        assert_eq!(sent.load(Ordering::Relaxed), 3);
+        let mut cursors = Vec::new();
+        while let Ok(Received::List { cursor, .. }) = received.try_recv() {
+            cursors.push(cursor);
+        }
+        assert_eq!(cursors, [None, Some("c1".into()), Some("c2".into())]);
+    }
+
+    #[tokio::test]
+    async fn a_repeated_cursor_ends_the_listing_with_an_error() {
+        let pages = vec![
+            page(&good("a"), Some("again")),
+            page(&good("b"), Some("again")),
+        ];
+        let error = list(pages).await.unwrap_err();
+        assert!(
+            matches!(&error, ListToolsError::RepeatedCursor { cursor } if cursor == "again"),
+            "{error:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn more_pages_than_the_limit_is_an_error() {
+        let pages = (0..=MAX_LIST_PAGES)
+            .map(|n| page(&good(&format!("t{n}")), Some(&format!("c{n}"))))
+            .collect();
+        let error = list(pages).await.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ListToolsError::TooManyPages {
+                    limit: MAX_LIST_PAGES
+                }
+            ),
+            "{error:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn more_tools_than_the_limit_is_an_error() {
+        let tools: Vec<String> = (0..=MAX_LISTED_TOOLS)
+            .map(|n| good(&format!("t{n}")))
+            .collect();
+        let error = list(vec![page(&tools.join(","), None)]).await.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ListToolsError::TooManyTools {
+                    limit: MAX_LISTED_TOOLS
+                }
+            ),
+            "{error:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_page_without_an_answer_times_out_and_is_cancelled() {
+        let (client, mut received) = scripted_server(vec![page(&good("a"), Some("c1"))]).await;
+        let sent = AtomicUsize::new(0);
+        let error = list_tools(client.peer(), "s", Duration::from_secs(7), &sent)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "no answer to `tools/list` within 7s (raise `startup_timeout_sec`)"
+        );
+        let Some(Received::List { .. }) = received.recv().await else {
+            panic!("the first page was asked for");
+        };
+        let Some(Received::List { id, .. }) = received.recv().await else {
+            panic!("the second page was asked for");
+        };
+        assert_eq!(received.recv().await, Some(Received::Cancelled { id }));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_listing_cancels_its_page() {
+        let (client, mut received) = scripted_server(Vec::new()).await;
+        let sent = AtomicUsize::new(0);
+        let id = tokio::select! {
+            result = list_tools(client.peer(), "s", Duration::from_secs(30), &sent) => {
+                panic!("the listing cannot finish: {result:?}")
+            }
+            Some(Received::List { id, .. }) = received.recv() => id,
+        };
+        assert_eq!(received.recv().await, Some(Received::Cancelled { id }));
+    }
 }
