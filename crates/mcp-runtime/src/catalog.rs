@@ -8,7 +8,7 @@
 //! servers answered, so the same servers and tools give the same names in every run;
 //! [`Catalog::resolve`] routes a qualified name back to its server and raw tool name.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, btree_map::Entry};
 
 use rmcp::model::Tool;
 use sha2::{Digest, Sha256};
@@ -42,12 +42,19 @@ pub struct Catalog {
 impl Catalog {
     /// Qualifies the tools of each server. Tools are listed in qualified-name order.
     pub fn build<'a>(servers: impl IntoIterator<Item = (&'a str, &'a [Tool])>) -> Self {
-        // Sorted and deduplicated by (server, raw name): the input order cannot matter.
+        // Sorted by (server, raw name), so the order of servers and of tools cannot
+        // change a name; of two tools with one name on one server, the first listed
+        // is kept, as in a listing (`connection::listing`).
         let mut entries: BTreeMap<(&str, &str), &Tool> = BTreeMap::new();
         for (server, tools) in servers {
             for tool in tools {
-                if entries.insert((server, tool.name.as_ref()), tool).is_some() {
-                    tracing::warn!(server, tool = %tool.name, "server listed a tool twice; keeping one");
+                match entries.entry((server, tool.name.as_ref())) {
+                    Entry::Vacant(entry) => {
+                        entry.insert(tool);
+                    }
+                    Entry::Occupied(_) => {
+                        tracing::warn!(server, tool = %tool.name, "server listed a tool twice; keeping the first");
+                    }
                 }
             }
         }
@@ -278,9 +285,14 @@ mod tests {
     }
 
     #[test]
-    fn a_tool_listed_twice_appears_once() {
-        let tools = [tool("same"), tool("same")];
+    fn a_tool_listed_twice_appears_once_as_first_listed() {
+        let mut first = tool("same");
+        first.description = Some("first".into());
+        let mut second = tool("same");
+        second.description = Some("second".into());
+        let tools = [first.clone(), second];
         let catalog = Catalog::build([("s", &tools[..])]);
         assert_eq!(names(&catalog), ["mcp__s__same"]);
+        assert_eq!(catalog.tools()[0].tool, first);
     }
 }
