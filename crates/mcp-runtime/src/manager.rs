@@ -33,7 +33,7 @@ use crate::{
     authority::{CallAuthority, probe::LauncherProbe},
     catalog::Catalog,
     config::{Config, ServerConfig, TransportConfig},
-    connection::Connection,
+    connection::{Connection, lock},
     error::{CallError, ListToolsError, StartError, StartupError},
     sandbox_metadata::{self, CallSandbox},
     shared_listing::SharedTools,
@@ -161,6 +161,8 @@ pub struct Runtime {
 struct Shared {
     servers: BTreeMap<String, Server>,
     default_authority: RwLock<Option<CallAuthority>>,
+    /// The listing of every server that started, by name.
+    listings: Mutex<BTreeMap<String, Listing>>,
     catalog: watch::Sender<Arc<Catalog>>,
     /// Set once shutdown begins: refreshes that fail from then on are expected.
     closing: AtomicBool,
@@ -172,7 +174,6 @@ struct Server {
     error: Option<StartupError>,
     connection: Option<Arc<Connection>>,
     tools_list_requests: usize,
-    listing: Mutex<Listing>,
 }
 
 /// A server's current tool listing and the generation of the request it came from.
@@ -207,6 +208,7 @@ impl Runtime {
     pub async fn start(config: Config, options: StartOptions) -> Result<Self, StartError> {
         let outcomes = startup::start_all(&config, &options).await;
         let mut servers = BTreeMap::new();
+        let mut listings = BTreeMap::new();
         let mut required_failures = Vec::new();
         for outcome in outcomes {
             let name = outcome.config.name.clone();
@@ -219,6 +221,16 @@ impl Runtime {
             {
                 required_failures.push((name.clone(), error.clone()));
             }
+            if let Some(started) = &started {
+                listings.insert(
+                    name.clone(),
+                    Listing {
+                        stored: 0,
+                        next: 1,
+                        tools: started.tools.clone(),
+                    },
+                );
+            }
             servers.insert(
                 name,
                 Server {
@@ -226,24 +238,11 @@ impl Runtime {
                     startup_time: outcome.elapsed,
                     error,
                     tools_list_requests: outcome.tools_list_requests,
-                    listing: Mutex::new(Listing {
-                        stored: 0,
-                        next: 1,
-                        tools: started
-                            .as_ref()
-                            .map(|s| s.tools.clone())
-                            .unwrap_or_default(),
-                    }),
                     connection: started.map(|s| Arc::new(s.connection)),
                 },
             );
         }
-        let shared = Arc::new(Shared {
-            catalog: watch::Sender::new(Arc::new(Shared::build_catalog(&servers))),
-            servers,
-            default_authority: RwLock::new(None),
-            closing: AtomicBool::new(false),
-        });
+        let shared = Arc::new(Shared::new(servers, listings));
         if !required_failures.is_empty() {
             shared.shutdown().await;
             return Err(StartError::RequiredServersFailed {
@@ -445,29 +444,16 @@ impl Drop for Runtime {
 }
 
 impl Shared {
-    fn build_catalog(servers: &BTreeMap<String, Server>) -> Catalog {
-        let listings: Vec<(&str, Vec<Tool>)> = servers
-            .iter()
-            .filter(|(_, server)| server.connection.is_some())
-            .map(|(name, server)| {
-                let listing = server
-                    .listing
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-                let exposed = listing
-                    .tools
-                    .iter()
-                    .filter(|tool| server.config.exposes_tool(&tool.name))
-                    .cloned()
-                    .collect();
-                (name.as_str(), exposed)
-            })
-            .collect();
-        Catalog::build(
-            listings
-                .iter()
-                .map(|(name, tools)| (*name, tools.as_slice())),
-        )
+    fn new(servers: BTreeMap<String, Server>, listings: BTreeMap<String, Listing>) -> Self {
+        let shared = Self {
+            servers,
+            default_authority: RwLock::new(None),
+            listings: Mutex::new(listings),
+            catalog: watch::Sender::new(Arc::new(Catalog::default())),
+            closing: AtomicBool::new(false),
+        };
+        shared.publish(shared.build_catalog());
+        shared
     }
 
     async fn refresh(&self, name: &str) -> Result<(), ListToolsError> {
@@ -484,25 +470,69 @@ impl Shared {
                 .ok_or_else(|| ListToolsError::ServerUnavailable {
                     server: name.to_owned(),
                 })?;
-        let generation = {
-            let mut listing = server.listing.lock().unwrap_or_else(|p| p.into_inner());
-            listing.next += 1;
-            listing.next - 1
-        };
+        let generation = self.next_generation(name);
         let tools = connection
             .list_tools(name, server.config.startup_timeout, &AtomicUsize::new(0))
             .await?;
-        {
-            let mut listing = server.listing.lock().unwrap_or_else(|p| p.into_inner());
-            if generation <= listing.stored {
-                return Ok(());
-            }
-            listing.stored = generation;
-            listing.tools = Arc::new(tools);
+        if self.store(name, generation, tools) {
+            self.publish(self.build_catalog());
         }
-        self.catalog
-            .send_replace(Arc::new(Self::build_catalog(&self.servers)));
         Ok(())
+    }
+
+    /// Takes the generation of a new `tools/list` request for `name`.
+    fn next_generation(&self, name: &str) -> u64 {
+        let mut listings = lock(&self.listings);
+        let listing = listings
+            .get_mut(name)
+            .expect("a server with a connection has a listing");
+        listing.next += 1;
+        listing.next - 1
+    }
+
+    /// Stores the answer to `name`'s request of `generation`, unless a later
+    /// request's answer is already stored; says whether it did.
+    fn store(&self, name: &str, generation: u64, tools: Vec<Tool>) -> bool {
+        let mut listings = lock(&self.listings);
+        let listing = listings
+            .get_mut(name)
+            .expect("a server with a connection has a listing");
+        if generation <= listing.stored {
+            return false;
+        }
+        listing.stored = generation;
+        listing.tools = Arc::new(tools);
+        true
+    }
+
+    /// The catalog of the current listings, filtered by each server's tool filters.
+    fn build_catalog(&self) -> Catalog {
+        let listings: Vec<(String, SharedTools)> = lock(&self.listings)
+            .iter()
+            .map(|(name, listing)| (name.clone(), listing.tools.clone()))
+            .collect();
+        let exposed: Vec<(&str, Vec<Tool>)> = listings
+            .iter()
+            .map(|(name, tools)| {
+                let config = &self.servers[name].config;
+                let exposed = tools
+                    .iter()
+                    .filter(|tool| config.exposes_tool(&tool.name))
+                    .cloned()
+                    .collect();
+                (name.as_str(), exposed)
+            })
+            .collect();
+        Catalog::build(
+            exposed
+                .iter()
+                .map(|(name, tools)| (*name, tools.as_slice())),
+        )
+    }
+
+    /// Publishes `catalog` to every subscriber.
+    fn publish(&self, catalog: Catalog) {
+        self.catalog.send_replace(Arc::new(catalog));
     }
 
     async fn shutdown(&self) {
