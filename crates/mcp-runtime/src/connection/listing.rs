@@ -749,4 +749,171 @@ mod tests {
         };
         assert_eq!(received.recv().await, Some(Received::Cancelled { id }));
     }
+
+    mod properties {
+        use std::collections::{BTreeMap, HashMap};
+
+        use proptest::prelude::*;
+
+        use super::*;
+        use crate::catalog::{Catalog, MAX_TOOL_NAME_LEN};
+
+        /// Strings matching `pattern`; compiled once, not at every case as a `&str`
+        /// strategy is.
+        fn regex(pattern: &str) -> proptest::string::RegexGeneratorStrategy<String> {
+            proptest::string::string_regex(pattern).expect("a valid pattern")
+        }
+
+        /// Strings of `len` arbitrary characters (control characters, unicode).
+        fn chars(len: std::ops::Range<usize>) -> impl Strategy<Value = String> + Clone {
+            prop::collection::vec(any::<char>(), len).prop_map(String::from_iter)
+        }
+
+        /// Any JSON value, a few levels deep.
+        fn any_json() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::from),
+                any::<i64>().prop_map(Value::from),
+                any::<f64>()
+                    .prop_filter("JSON numbers are finite", |n| n.is_finite())
+                    .prop_map(Value::from),
+                chars(0..9).prop_map(Value::from),
+            ];
+            leaf.prop_recursive(3, 24, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                    prop::collection::btree_map(chars(0..7), inner, 0..4)
+                        .prop_map(|fields| Value::Object(fields.into_iter().collect())),
+                ]
+            })
+        }
+
+        /// Tool names as servers send them: empty, colliding once sanitized, unicode,
+        /// long, or one of a few that repeat.
+        fn any_name() -> impl Strategy<Value = String> {
+            prop_oneof![
+                Just(String::new()),
+                regex("[a._é-]{1,4}"),
+                chars(1..21),
+                regex("[a-z]{60,90}"),
+                prop::sample::select(vec!["same", "a.b", "a_b", "x__y"]).prop_map(str::to_owned),
+            ]
+        }
+
+        /// A listed entry: mostly tool-shaped (with a name that may be of the wrong
+        /// kind, an input schema that may not be an object, optional fields that may
+        /// be malformed), sometimes any JSON at all.
+        fn any_entry() -> impl Strategy<Value = Value> {
+            let schema = prop_oneof![
+                3 => Just(Value::Object(Map::new())),
+                1 => any_json(),
+            ];
+            let name = prop_oneof![
+                4 => any_name().prop_map(Value::from),
+                1 => any_json(),
+            ];
+            let extra = prop::collection::btree_map(
+                prop::sample::select(vec![
+                    "description",
+                    "title",
+                    "annotations",
+                    "_meta",
+                    "icons",
+                ]),
+                any_json(),
+                0..2,
+            );
+            let tool_shaped = (name, schema, extra, any::<bool>()).prop_map(
+                |(name, schema, extra, with_schema)| {
+                    let mut fields = Map::new();
+                    fields.insert("name".into(), name);
+                    if with_schema {
+                        fields.insert("inputSchema".into(), schema);
+                    }
+                    for (key, value) in extra {
+                        fields.insert(key.into(), value);
+                    }
+                    Value::Object(fields)
+                },
+            );
+            prop_oneof![8 => tool_shaped, 1 => any_json()]
+        }
+
+        fn any_servers() -> impl Strategy<Value = BTreeMap<String, Vec<Value>>> {
+            let server = prop_oneof![regex("[a._-]{1,4}"), chars(1..13), regex("[a-z]{50,70}")];
+            prop::collection::btree_map(server, prop::collection::vec(any_entry(), 0..24), 1..5)
+        }
+
+        proptest! {
+            // XorShift: ChaCha, the default, takes most of the time of an unoptimized test.
+            #![proptest_config(ProptestConfig {
+                cases: 256,
+                rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
+                ..ProptestConfig::default()
+            })]
+
+            #[test]
+            fn any_listing_gives_unique_routable_names_of_at_most_64_characters(
+                servers in any_servers()
+            ) {
+                let mut kept: BTreeMap<&str, Vec<Tool>> = BTreeMap::new();
+                for (server, entries) in &servers {
+                    let mut listed = ListedTools::default();
+                    let mut first_usable: HashMap<String, Tool> = HashMap::new();
+                    for entry in entries {
+                        if let Ok(tool) = usable_tool(entry) {
+                            first_usable.entry(tool.name.to_string()).or_insert(tool);
+                        }
+                        let _ = listed.push(entry.clone());
+                    }
+                    let tools = listed.into_tools();
+                    // Every name once, and under it the first usable entry listed.
+                    prop_assert_eq!(tools.len(), first_usable.len());
+                    for tool in &tools {
+                        prop_assert!(!tool.name.is_empty());
+                        prop_assert_eq!(Some(tool), first_usable.get(tool.name.as_ref()));
+                    }
+                    kept.insert(server, tools);
+                }
+
+                let catalog = Catalog::build(kept.iter().map(|(server, tools)| (*server, tools.as_slice())));
+                let total: usize = kept.values().map(Vec::len).sum();
+                prop_assert_eq!(catalog.tools().len(), total, "no tool is lost");
+                let mut names = HashSet::new();
+                for qualified in catalog.tools() {
+                    let name = &qualified.qualified_name;
+                    prop_assert!(names.insert(name.clone()), "`{}` twice", name);
+                    prop_assert!(name.len() <= MAX_TOOL_NAME_LEN, "`{}` too long", name);
+                    prop_assert!(
+                        name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+                        "`{}` has a character a model may not accept", name
+                    );
+                    let routed = catalog.resolve(name).expect("every listed name resolves");
+                    prop_assert_eq!(routed, qualified);
+                }
+                for (server, tools) in &kept {
+                    for tool in tools {
+                        let found = catalog
+                            .tools()
+                            .iter()
+                            .filter(|q| q.server == *server && q.tool == *tool)
+                            .count();
+                        prop_assert_eq!(found, 1, "`{}` of `{}` once", tool.name, server);
+                    }
+                }
+            }
+
+            #[test]
+            fn any_answer_is_read_as_a_page_or_refused_without_panicking(answer in any_json()) {
+                if let Ok(page) = Page::parse(answer.clone()) {
+                    prop_assert_eq!(Some(&Value::Array(page.tools.clone())), answer.get("tools"));
+                    let mut listed = ListedTools::default();
+                    for entry in page.tools {
+                        let _ = listed.push(entry);
+                    }
+                }
+            }
+        }
+    }
 }
