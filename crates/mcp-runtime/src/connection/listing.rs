@@ -45,6 +45,9 @@ use crate::error::{ListToolsError, chain};
 
 /// How many characters of a tool's name a warning quotes.
 const LABEL_CHARS: usize = 64;
+/// How many left-out tools of one listing get a warning each; the rest are counted
+/// in one more, so a hostile listing cannot flood the log.
+const MAX_WARNINGS: usize = 10;
 
 /// Lists every tool of `server` through `peer`, following `nextCursor` to the end and
 /// counting each request in `sent`. Each page is bounded by `page_timeout`. Unusable
@@ -64,6 +67,7 @@ pub(super) async fn list_tools(
     let mut listed = ListedTools::default();
     let mut cursor: Option<String> = None;
     let mut seen = HashSet::new();
+    let mut left_out_count = 0;
     for _ in 0..MAX_LIST_PAGES {
         sent.fetch_add(1, Ordering::Relaxed);
         let result = tokio::time::timeout(page_timeout, request_page(peer, cursor.as_deref()))
@@ -82,18 +86,28 @@ pub(super) async fn list_tools(
         }
         for raw in page.tools {
             if let Err(left_out) = listed.push(raw) {
-                tracing::warn!(
-                    server,
-                    tool = %left_out.label,
-                    reason = %left_out.reason,
-                    "left out tool {} of server `{server}`: {}",
-                    left_out.label,
-                    left_out.reason
-                );
+                left_out_count += 1;
+                if left_out_count <= MAX_WARNINGS {
+                    tracing::warn!(
+                        server,
+                        tool = %left_out.label,
+                        reason = %left_out.reason,
+                        "left out a tool the server listed"
+                    );
+                }
             }
         }
         match page.next_cursor {
-            None => return Ok(listed.into_tools()),
+            None => {
+                if left_out_count > MAX_WARNINGS {
+                    tracing::warn!(
+                        server,
+                        count = left_out_count - MAX_WARNINGS,
+                        "left out more tools the server listed (only the first {MAX_WARNINGS} are named)"
+                    );
+                }
+                return Ok(listed.into_tools());
+            }
             Some(next) => {
                 if !seen.insert(next.clone()) {
                     return Err(ListToolsError::RepeatedCursor { cursor: next });
@@ -420,6 +434,8 @@ fn kind(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use rmcp::{ServiceExt, service::RunningService};
+    use std::sync::{Arc, Mutex};
+
     use serde_json::{Value, json};
     use tokio::{
         io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream},
@@ -647,6 +663,66 @@ mod tests {
                 )
             );
         }
+    }
+
+    /// Collects every event as one line: its fields as `name=value`, message first.
+    #[derive(Clone, Default)]
+    struct Events(Arc<Mutex<Vec<String>>>);
+
+    impl tracing::Subscriber for Events {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            struct Line(String);
+            impl tracing::field::Visit for Line {
+                fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
+                    if field.name() == "message" {
+                        self.0.insert_str(0, &format!("{value:?}"));
+                    } else {
+                        self.0.push_str(&format!(" {}={value:?}", field.name()));
+                    }
+                }
+            }
+            let mut line = Line(String::new());
+            event.record(&mut line);
+            self.0.lock().unwrap().push(line.0);
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[tokio::test]
+    async fn left_out_tools_are_named_in_warnings_up_to_a_limit() {
+        let events = Events::default();
+        let _default = tracing::subscriber::set_default(events.clone());
+        let mut tools: Vec<String> = (0..MAX_WARNINGS + 2)
+            .map(|n| format!(r#"{{"name":"bad{n}","inputSchema":"object"}}"#))
+            .collect();
+        tools.push(good("good"));
+        let tools = list(vec![page(&tools.join(","), None)]).await.unwrap();
+        assert_eq!(names(&tools), ["good"]);
+        let events = events.0.lock().unwrap();
+        let warnings: Vec<&String> = events
+            .iter()
+            .filter(|line| line.starts_with("left out"))
+            .collect();
+        assert_eq!(warnings.len(), MAX_WARNINGS + 1, "{warnings:#?}");
+        assert_eq!(
+            warnings[0],
+            "left out a tool the server listed server=\"scripted\" tool=`bad0` reason=its `inputSchema` is a string, not a JSON object"
+        );
+        assert_eq!(
+            warnings[MAX_WARNINGS],
+            &format!(
+                "left out more tools the server listed (only the first {MAX_WARNINGS} are named) server=\"scripted\" count=2"
+            )
+        );
     }
 
     #[tokio::test]
