@@ -236,7 +236,7 @@ impl Page {
 
 /// The usable tools of one listing so far, first of each name, in listed order.
 #[derive(Debug, Default)]
-pub(crate) struct ListedTools {
+struct ListedTools {
     tools: Vec<Tool>,
     names: HashSet<String>,
     /// Every entry the server listed, usable or not.
@@ -246,7 +246,7 @@ pub(crate) struct ListedTools {
 impl ListedTools {
     /// Takes the next listed entry: keeps it if it is a usable tool whose name is new,
     /// else says why it is left out.
-    pub(crate) fn push(&mut self, raw: Value) -> Result<(), LeftOut> {
+    fn push(&mut self, raw: Value) -> Result<(), LeftOut> {
         self.entries += 1;
         let label = Label::of(&raw, self.entries);
         let tool = usable_tool(&raw).map_err(|reason| LeftOut {
@@ -273,18 +273,18 @@ impl ListedTools {
     }
 
     /// The kept tools, in listed order.
-    pub(crate) fn into_tools(self) -> Vec<Tool> {
+    fn into_tools(self) -> Vec<Tool> {
         self.tools
     }
 }
 
 /// A listed entry that was left out, and why.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct LeftOut {
+struct LeftOut {
     /// The tool's name as a warning shows it, or its position in the listing.
-    pub(crate) label: Label,
+    label: Label,
     /// Why it was left out.
-    pub(crate) reason: Reason,
+    reason: Reason,
 }
 
 impl fmt::Display for LeftOut {
@@ -296,7 +296,7 @@ impl fmt::Display for LeftOut {
 /// How a warning names a listed entry: its name (escaped, cut to [`LABEL_CHARS`]
 /// characters) when that is a non-empty string, else its position in the listing.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Label {
+enum Label {
     /// The entry's name.
     Name(String),
     /// The entry's 1-based position in the listing.
@@ -333,7 +333,7 @@ impl fmt::Display for Label {
 
 /// Why a listed entry is not a usable tool.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Reason {
+enum Reason {
     /// The entry is not a JSON object; the kind it is.
     NotAnObject(&'static str),
     /// It has no `name`.
