@@ -1,8 +1,8 @@
 //! Tests of `tools/list` handling: a raw JSON-RPC peer in process, and properties.
 
-use rmcp::{ServiceExt, service::RunningService};
 use std::sync::{Arc, Mutex};
 
+use rmcp::{ServiceExt, service::RunningService};
 use serde_json::{Value, json};
 use tokio::{
     io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream},
