@@ -8,7 +8,7 @@
 //! servers answered, so the same servers and tools give the same names in every run;
 //! [`Catalog::resolve`] routes a qualified name back to its server and raw tool name.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, btree_map::Entry};
 
 use rmcp::model::Tool;
 use sha2::{Digest, Sha256};
@@ -42,12 +42,19 @@ pub struct Catalog {
 impl Catalog {
     /// Qualifies the tools of each server. Tools are listed in qualified-name order.
     pub fn build<'a>(servers: impl IntoIterator<Item = (&'a str, &'a [Tool])>) -> Self {
-        // Sorted and deduplicated by (server, raw name): the input order cannot matter.
+        // Sorted by (server, raw name), so the order of servers and of tools cannot
+        // change a name; of two tools with one name on one server, the first listed
+        // is kept, as in a listing (`connection::listing`).
         let mut entries: BTreeMap<(&str, &str), &Tool> = BTreeMap::new();
         for (server, tools) in servers {
             for tool in tools {
-                if entries.insert((server, tool.name.as_ref()), tool).is_some() {
-                    tracing::warn!(server, tool = %tool.name, "server listed a tool twice; keeping one");
+                match entries.entry((server, tool.name.as_ref())) {
+                    Entry::Vacant(entry) => {
+                        entry.insert(tool);
+                    }
+                    Entry::Occupied(_) => {
+                        tracing::warn!(server, tool = %tool.name, "server listed a tool twice; keeping the first");
+                    }
                 }
             }
         }
@@ -278,9 +285,112 @@ mod tests {
     }
 
     #[test]
-    fn a_tool_listed_twice_appears_once() {
-        let tools = [tool("same"), tool("same")];
+    fn a_tool_listed_twice_appears_once_as_first_listed() {
+        let mut first = tool("same");
+        first.description = Some("first".into());
+        let mut second = tool("same");
+        second.description = Some("second".into());
+        let tools = [first.clone(), second];
         let catalog = Catalog::build([("s", &tools[..])]);
         assert_eq!(names(&catalog), ["mcp__s__same"]);
+        assert_eq!(catalog.tools()[0].tool, first);
+    }
+
+    mod properties {
+        use std::collections::BTreeSet;
+
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// Names that collide once sanitized (`a.b`, `a_b`, `a-b`, `é` and `_` …),
+        /// long names, and arbitrary characters.
+        fn any_name() -> impl Strategy<Value = String> {
+            prop_oneof![
+                4 => proptest::string::string_regex("[a._é-]{1,5}").expect("a valid pattern"),
+                1 => proptest::string::string_regex("[a-z._]{50,70}").expect("a valid pattern"),
+                1 => prop::collection::vec(any::<char>(), 0..12).prop_map(String::from_iter),
+            ]
+        }
+
+        /// Up to 12 servers, each listing up to 12 tools (names may repeat).
+        fn any_servers() -> impl Strategy<Value = Vec<(String, Vec<String>)>> {
+            prop::collection::btree_map(any_name(), prop::collection::vec(any_name(), 0..12), 1..12)
+                .prop_map(|servers| servers.into_iter().collect())
+        }
+
+        fn build(servers: &[(String, Vec<Tool>)]) -> Catalog {
+            Catalog::build(
+                servers
+                    .iter()
+                    .map(|(server, tools)| (server.as_str(), tools.as_slice())),
+            )
+        }
+
+        fn routes(catalog: &Catalog) -> Vec<(String, String, String)> {
+            catalog
+                .tools()
+                .iter()
+                .map(|q| {
+                    (
+                        q.qualified_name.clone(),
+                        q.server.clone(),
+                        q.tool.name.to_string(),
+                    )
+                })
+                .collect()
+        }
+
+        proptest! {
+            // XorShift: ChaCha, the default, takes most of the time of an unoptimized test.
+            #![proptest_config(ProptestConfig {
+                cases: 512,
+                rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
+                ..ProptestConfig::default()
+            })]
+
+            #[test]
+            fn every_tool_of_every_server_routes_back_under_a_unique_short_name(
+                servers in any_servers()
+            ) {
+                let servers: Vec<(String, Vec<Tool>)> = servers
+                    .into_iter()
+                    .map(|(server, names)| (server, names.iter().map(|n| tool(n)).collect()))
+                    .collect();
+                let catalog = build(&servers);
+                let expected: BTreeSet<(String, String)> = servers
+                    .iter()
+                    .flat_map(|(server, tools)| {
+                        tools.iter().map(move |t| (server.clone(), t.name.to_string()))
+                    })
+                    .collect();
+                let mut routed = BTreeSet::new();
+                let mut names = HashSet::new();
+                for qualified in catalog.tools() {
+                    let name = &qualified.qualified_name;
+                    prop_assert!(names.insert(name.clone()), "`{}` twice", name);
+                    prop_assert!(name.len() <= MAX_TOOL_NAME_LEN, "`{}` too long", name);
+                    prop_assert!(name.starts_with(PREFIX), "`{}`", name);
+                    prop_assert_eq!(sanitize(name), name.clone());
+                    let found = catalog.resolve(name).expect("every listed name resolves");
+                    prop_assert_eq!(found, qualified);
+                    routed.insert((found.server.clone(), found.tool.name.to_string()));
+                }
+                prop_assert_eq!(catalog.tools().len(), expected.len(), "one entry per tool");
+                prop_assert_eq!(routed, expected);
+
+                // Neither the order of servers nor that of their tools changes a name.
+                let reversed: Vec<(String, Vec<Tool>)> = servers
+                    .iter()
+                    .rev()
+                    .map(|(server, tools)| {
+                        let mut tools = tools.clone();
+                        tools.reverse();
+                        (server.clone(), tools)
+                    })
+                    .collect();
+                prop_assert_eq!(routes(&build(&reversed)), routes(&catalog));
+            }
+        }
     }
 }

@@ -9,12 +9,10 @@
 //! 3. every request has a timeout, and a request whose future is dropped (timeout or
 //!    caller) is followed by `notifications/cancelled`.
 
+mod listing;
+
 use std::{
-    collections::HashSet,
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicUsize, Ordering},
-    },
+    sync::{Arc, Mutex, atomic::AtomicUsize},
     time::Duration,
 };
 
@@ -22,7 +20,7 @@ use rmcp::{
     ClientHandler, Peer, RoleClient, ServiceError, ServiceExt,
     model::{
         CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-        JsonObject, MetaObject, PaginatedRequestParams, ProtocolVersion, RequestMetaObject, Tool,
+        JsonObject, MetaObject, ProtocolVersion, RequestMetaObject, Tool,
     },
     service::{ClientCacheConfig, NotificationContext, RunningService},
 };
@@ -236,56 +234,19 @@ impl Connection {
         cacheable != Some(&serde_json::Value::Bool(false))
     }
 
-    /// Lists every tool, following `nextCursor` to the end, counting each request in
-    /// `sent`. Each page is bounded by `page_timeout`. A repeated cursor, more than [`MAX_LIST_PAGES`] pages or more
-    /// than [`MAX_LISTED_TOOLS`] tools is an error.
+    /// Lists every tool of `server` (see [`listing::list_tools`]), counting each
+    /// request in `sent`; each page is bounded by `page_timeout`.
     ///
     /// # Cancel safety
     ///
     /// Dropping the future sends `notifications/cancelled` for the page in flight.
     pub(crate) async fn list_tools(
         &self,
+        server: &str,
         page_timeout: Duration,
         sent: &AtomicUsize,
     ) -> Result<Vec<Tool>, ListToolsError> {
-        let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
-        let mut seen = HashSet::new();
-        for _ in 0..MAX_LIST_PAGES {
-            sent.fetch_add(1, Ordering::Relaxed);
-            let params = cursor
-                .clone()
-                .map(|cursor| PaginatedRequestParams::default().with_cursor(Some(cursor)));
-            let page = tokio::time::timeout(page_timeout, self.peer().list_tools(params))
-                .await
-                .map_err(|_| ListToolsError::Request {
-                    message: format!(
-                        "no answer to `tools/list` within {} (raise `startup_timeout_sec`)",
-                        crate::error::secs(page_timeout)
-                    ),
-                })?
-                .map_err(|error| ListToolsError::Request {
-                    message: chain(&error),
-                })?;
-            tools.extend(page.tools);
-            if tools.len() > MAX_LISTED_TOOLS {
-                return Err(ListToolsError::TooManyTools {
-                    limit: MAX_LISTED_TOOLS,
-                });
-            }
-            match page.next_cursor {
-                None => return Ok(tools),
-                Some(next) => {
-                    if !seen.insert(next.clone()) {
-                        return Err(ListToolsError::RepeatedCursor { cursor: next });
-                    }
-                    cursor = Some(next);
-                }
-            }
-        }
-        Err(ListToolsError::TooManyPages {
-            limit: MAX_LIST_PAGES,
-        })
+        listing::list_tools(self.peer(), server, page_timeout, sent).await
     }
 
     /// Whether a launcher path on this host may be offered to the server.

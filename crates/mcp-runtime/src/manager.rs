@@ -9,7 +9,16 @@
 //!    that arrives late never overwrites a newer one.
 //! 3. The catalog is rebuilt from all current listings whenever one changes, so the
 //!    qualified names always follow the rule in [`crate::catalog`].
-//! 4. Every server process belongs to the runtime: dropping the [`Runtime`] (or the
+//! 4. A published catalog never goes back to older listings. Storing a listing bumps
+//!    the listings' version under the lock from which catalogs are built, so every
+//!    catalog carries the version of the listings it was built from; it is published
+//!    only if that version is newer than the published one, compared and replaced in
+//!    one step under the catalog channel's lock. A catalog built before another
+//!    refresh stored its listing is refused, not published over the newer one (a
+//!    publication fence: builds run outside any lock and stale ones are dropped).
+//!    So once a refresh that stored a listing returns, the published catalog
+//!    includes that listing or a newer one.
+//! 5. Every server process belongs to the runtime: dropping the [`Runtime`] (or the
 //!    future of [`Runtime::start`]) kills every process group it started. Between
 //!    refreshes, background refresh tasks hold only a weak reference to the servers.
 
@@ -19,7 +28,7 @@ use std::{
     collections::BTreeMap,
     sync::{
         Arc, Mutex, RwLock, Weak,
-        atomic::{AtomicBool, AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -34,7 +43,7 @@ use crate::{
     authority::{CallAuthority, probe::LauncherProbe},
     catalog::Catalog,
     config::{Config, ServerConfig, TransportConfig},
-    connection::Connection,
+    connection::{Connection, lock},
     error::{CallError, ListToolsError, StartError, StartupError},
     sandbox_metadata::{self, CallSandbox},
     shared_listing::SharedTools,
@@ -168,7 +177,11 @@ pub struct Runtime {
 struct Shared {
     servers: BTreeMap<String, Server>,
     default_authority: RwLock<Option<CallAuthority>>,
+    listings: Mutex<Listings>,
     catalog: watch::Sender<Arc<Catalog>>,
+    /// The listings' version the published catalog was built from. Changed only
+    /// inside `catalog.send_if_modified`, whose lock orders every publication.
+    published: AtomicU64,
     /// Set once shutdown begins: refreshes that fail from then on are expected.
     closing: AtomicBool,
 }
@@ -179,7 +192,20 @@ struct Server {
     error: Option<StartupError>,
     connection: Option<Arc<Connection>>,
     tools_list_requests: usize,
-    listing: Mutex<Listing>,
+}
+
+/// The listing of every server that started, and their version.
+struct Listings {
+    /// How many listings were stored since the start: a catalog built at version `v`
+    /// includes every listing stored up to `v`.
+    version: u64,
+    by_server: BTreeMap<String, Listing>,
+}
+
+/// A catalog and the listings' version it was built from.
+struct BuiltCatalog {
+    version: u64,
+    catalog: Catalog,
 }
 
 /// A server's current tool listing and the generation of the request it came from.
@@ -214,6 +240,7 @@ impl Runtime {
     pub async fn start(config: Config, options: StartOptions) -> Result<Self, StartError> {
         let outcomes = startup::start_all(&config, &options).await;
         let mut servers = BTreeMap::new();
+        let mut listings = BTreeMap::new();
         let mut required_failures = Vec::new();
         for outcome in outcomes {
             let name = outcome.config.name.clone();
@@ -226,6 +253,16 @@ impl Runtime {
             {
                 required_failures.push((name.clone(), error.clone()));
             }
+            if let Some(started) = &started {
+                listings.insert(
+                    name.clone(),
+                    Listing {
+                        stored: 0,
+                        next: 1,
+                        tools: started.tools.clone(),
+                    },
+                );
+            }
             servers.insert(
                 name,
                 Server {
@@ -233,24 +270,11 @@ impl Runtime {
                     startup_time: outcome.elapsed,
                     error,
                     tools_list_requests: outcome.tools_list_requests,
-                    listing: Mutex::new(Listing {
-                        stored: 0,
-                        next: 1,
-                        tools: started
-                            .as_ref()
-                            .map(|s| s.tools.clone())
-                            .unwrap_or_default(),
-                    }),
                     connection: started.map(|s| Arc::new(s.connection)),
                 },
             );
         }
-        let shared = Arc::new(Shared {
-            catalog: watch::Sender::new(Arc::new(Shared::build_catalog(&servers))),
-            servers,
-            default_authority: RwLock::new(None),
-            closing: AtomicBool::new(false),
-        });
+        let shared = Arc::new(Shared::new(servers, listings));
         if !required_failures.is_empty() {
             shared.shutdown().await;
             return Err(StartError::RequiredServersFailed {
@@ -467,7 +491,8 @@ impl Runtime {
     /// # Concurrent calls
     ///
     /// Concurrent refreshes each send their own `tools/list`; the catalog keeps the
-    /// answer to the request that was sent last.
+    /// answer to the request that was sent last, and never goes back to an older
+    /// listing of any server (see the module's invariant 4).
     pub async fn refresh_tools(&self, server: &str) -> Result<(), ListToolsError> {
         self.shared.refresh(server).await
     }
@@ -496,29 +521,22 @@ impl Drop for Runtime {
 }
 
 impl Shared {
-    fn build_catalog(servers: &BTreeMap<String, Server>) -> Catalog {
-        let listings: Vec<(&str, Vec<Tool>)> = servers
-            .iter()
-            .filter(|(_, server)| server.connection.is_some())
-            .map(|(name, server)| {
-                let listing = server
-                    .listing
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-                let exposed = listing
-                    .tools
-                    .iter()
-                    .filter(|tool| server.config.exposes_tool(&tool.name))
-                    .cloned()
-                    .collect();
-                (name.as_str(), exposed)
-            })
-            .collect();
-        Catalog::build(
-            listings
-                .iter()
-                .map(|(name, tools)| (*name, tools.as_slice())),
-        )
+    fn new(servers: BTreeMap<String, Server>, listings: BTreeMap<String, Listing>) -> Self {
+        let shared = Self {
+            servers,
+            default_authority: RwLock::new(None),
+            listings: Mutex::new(Listings {
+                version: 0,
+                by_server: listings,
+            }),
+            catalog: watch::Sender::new(Arc::new(Catalog::default())),
+            published: AtomicU64::new(0),
+            closing: AtomicBool::new(false),
+        };
+        let built = shared.build_catalog();
+        debug_assert_eq!(built.version, 0, "nothing was stored yet");
+        shared.catalog.send_replace(Arc::new(built.catalog));
+        shared
     }
 
     async fn refresh(&self, name: &str) -> Result<(), ListToolsError> {
@@ -535,25 +553,100 @@ impl Shared {
                 .ok_or_else(|| ListToolsError::ServerUnavailable {
                     server: name.to_owned(),
                 })?;
-        let generation = {
-            let mut listing = server.listing.lock().unwrap_or_else(|p| p.into_inner());
-            listing.next += 1;
-            listing.next - 1
-        };
+        let generation = self.next_generation(name);
         let tools = connection
-            .list_tools(server.config.startup_timeout, &AtomicUsize::new(0))
+            .list_tools(name, server.config.startup_timeout, &AtomicUsize::new(0))
             .await?;
-        {
-            let mut listing = server.listing.lock().unwrap_or_else(|p| p.into_inner());
-            if generation <= listing.stored {
-                return Ok(());
-            }
-            listing.stored = generation;
-            listing.tools = Arc::new(tools);
+        if let Some(version) = self.store(name, generation, tools) {
+            self.publish(self.build_catalog());
+            debug_assert!(
+                self.published.load(Ordering::Relaxed) >= version,
+                "invariant 4: the published catalog includes the listing just stored"
+            );
         }
-        self.catalog
-            .send_replace(Arc::new(Self::build_catalog(&self.servers)));
         Ok(())
+    }
+
+    /// Takes the generation of a new `tools/list` request for `name`.
+    fn next_generation(&self, name: &str) -> u64 {
+        let mut listings = lock(&self.listings);
+        let listing = listings
+            .by_server
+            .get_mut(name)
+            .expect("a server with a connection has a listing");
+        listing.next += 1;
+        listing.next - 1
+    }
+
+    /// Stores the answer to `name`'s request of `generation`, unless a later
+    /// request's answer is already stored; returns the listings' new version if it
+    /// stored it.
+    fn store(&self, name: &str, generation: u64, tools: Vec<Tool>) -> Option<u64> {
+        let mut listings = lock(&self.listings);
+        let listing = listings
+            .by_server
+            .get_mut(name)
+            .expect("a server with a connection has a listing");
+        debug_assert!(
+            generation < listing.next,
+            "invariant 2: a generation is taken before its request"
+        );
+        if generation <= listing.stored {
+            return None;
+        }
+        listing.stored = generation;
+        listing.tools = Arc::new(tools);
+        listings.version += 1;
+        Some(listings.version)
+    }
+
+    /// The catalog of the current listings, filtered by each server's tool filters,
+    /// with their version. Only the snapshot of the listings is taken under the lock.
+    fn build_catalog(&self) -> BuiltCatalog {
+        let (version, listings): (u64, Vec<(String, SharedTools)>) = {
+            let listings = lock(&self.listings);
+            let snapshot = listings
+                .by_server
+                .iter()
+                .map(|(name, listing)| (name.clone(), listing.tools.clone()))
+                .collect();
+            (listings.version, snapshot)
+        };
+        let exposed: Vec<(&str, Vec<Tool>)> = listings
+            .iter()
+            .map(|(name, tools)| {
+                let config = &self.servers[name].config;
+                let exposed = tools
+                    .iter()
+                    .filter(|tool| config.exposes_tool(&tool.name))
+                    .cloned()
+                    .collect();
+                (name.as_str(), exposed)
+            })
+            .collect();
+        let catalog = Catalog::build(
+            exposed
+                .iter()
+                .map(|(name, tools)| (*name, tools.as_slice())),
+        );
+        BuiltCatalog { version, catalog }
+    }
+
+    /// Publishes `built` to every subscriber if it was built from newer listings than
+    /// the published catalog; says whether it did.
+    fn publish(&self, built: BuiltCatalog) -> bool {
+        self.catalog.send_if_modified(|current| {
+            debug_assert!(
+                built.version <= lock(&self.listings).version,
+                "a catalog is built only from listings already stored"
+            );
+            if built.version <= self.published.load(Ordering::Relaxed) {
+                return false;
+            }
+            self.published.store(built.version, Ordering::Relaxed);
+            *current = Arc::new(built.catalog);
+            true
+        })
     }
 
     async fn shutdown(&self) {
@@ -582,5 +675,80 @@ async fn refresh_on_change(shared: Weak<Shared>, name: String, changed: Arc<toki
         {
             tracing::warn!(server = %name, error = %crate::error::chain(&error), "refreshing tools after list_changed failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str) -> Tool {
+        Tool::new(name.to_owned(), "", Arc::new(Default::default()))
+    }
+
+    /// A runtime's shared state for servers `names`, each started with one tool
+    /// `old`, without connections.
+    fn shared(names: &[&str]) -> Shared {
+        let servers = names
+            .iter()
+            .map(|name| {
+                let server = Server {
+                    config: ServerConfig::stdio(*name, "unused", Vec::new()),
+                    startup_time: Duration::ZERO,
+                    error: None,
+                    connection: None,
+                    tools_list_requests: 1,
+                };
+                (name.to_string(), server)
+            })
+            .collect();
+        let listings = names
+            .iter()
+            .map(|name| {
+                let listing = Listing {
+                    stored: 0,
+                    next: 1,
+                    tools: Arc::new(vec![tool("old")]),
+                };
+                (name.to_string(), listing)
+            })
+            .collect();
+        Shared::new(servers, listings)
+    }
+
+    fn published(shared: &Shared) -> Vec<String> {
+        shared
+            .catalog
+            .borrow()
+            .tools()
+            .iter()
+            .map(|tool| tool.qualified_name.clone())
+            .collect()
+    }
+
+    #[test]
+    fn a_catalog_built_before_a_newer_listing_is_stored_is_never_published_after_it() {
+        let shared = shared(&["a", "b"]);
+        let a = shared.next_generation("a");
+        let b = shared.next_generation("b");
+        // The refresh of `a` stores its answer and builds a catalog from it...
+        assert_eq!(shared.store("a", a, vec![tool("new")]), Some(1));
+        let built_by_a = shared.build_catalog();
+        // ...but before it publishes, the refresh of `b` stores, builds and publishes.
+        assert_eq!(shared.store("b", b, vec![tool("new")]), Some(2));
+        assert!(shared.publish(shared.build_catalog()));
+        assert!(!shared.publish(built_by_a), "the stale build is refused");
+        assert_eq!(published(&shared), ["mcp__a__new", "mcp__b__new"]);
+    }
+
+    #[test]
+    fn an_older_answer_never_replaces_a_newer_listing() {
+        let shared = shared(&["a"]);
+        let older = shared.next_generation("a");
+        let newer = shared.next_generation("a");
+        assert_eq!(shared.store("a", newer, vec![tool("newer")]), Some(1));
+        assert_eq!(shared.store("a", older, vec![tool("older")]), None);
+        assert!(shared.publish(shared.build_catalog()));
+        assert_eq!(published(&shared), ["mcp__a__newer"]);
     }
 }

@@ -305,7 +305,7 @@ async fn list(
             shared: false,
         });
         let tools = connection
-            .list_tools(config.startup_timeout, &progress.requests)
+            .list_tools(&config.name, config.startup_timeout, &progress.requests)
             .await
             .map_err(StartupError::ListTools)?;
         let tools = Arc::new(tools);

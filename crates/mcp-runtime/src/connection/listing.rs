@@ -1,0 +1,435 @@
+//! `tools/list` on one connection: every page, read tool by tool, bounded.
+//!
+//! A server's tools are read one by one so that one malformed tool costs only that
+//! tool. rmcp's typed `Peer::list_tools` cannot do that: it decodes a page into
+//! `Vec<Tool>` as a whole, so a single tool with, say, `"inputSchema": null` makes the
+//! whole answer fail to decode as a `tools/list` result and the server fails with
+//! "Unexpected response type". Here a page is sent as a custom request with the same
+//! method and params, and its result comes back as JSON (rmcp's catch-all
+//! `CustomResult` for an answer that is not a valid `tools/list` result; a valid one
+//! still arrives typed and is turned back into JSON), so each tool is checked on its
+//! own.
+//!
+//! Invariants:
+//! 1. A listed entry that is not a usable tool (not a JSON object; `name` missing,
+//!    not a string or empty; `inputSchema` missing or not a JSON object; another
+//!    field of the wrong shape) is left out with a warning naming the server, the
+//!    tool and the reason; the rest of the listing stands.
+//! 2. Names are unique within a listing: the first tool listed under a name is kept,
+//!    every later one is left out with a warning.
+//! 3. A listing is bounded: at most [`MAX_LIST_PAGES`] pages and [`MAX_LISTED_TOOLS`]
+//!    entries (counted as the server sent them, usable or not), no cursor twice, and
+//!    each page answered within the page timeout. Past any bound the listing fails.
+//! 4. A page whose answer is no longer awaited (timeout, dropped future) is followed
+//!    by `notifications/cancelled` for its request.
+
+use std::{
+    collections::HashSet,
+    fmt,
+    sync::atomic::{AtomicUsize, Ordering},
+    time::Duration,
+};
+
+use rmcp::{
+    Peer, RoleClient,
+    model::{
+        CancelledNotificationParam, ClientRequest, CustomRequest, RequestId, ServerResult, Tool,
+    },
+    service::PeerRequestOptions,
+};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::{MAX_LIST_PAGES, MAX_LISTED_TOOLS};
+use crate::error::{ListToolsError, chain};
+
+/// How many characters of a tool's name a warning quotes.
+const LABEL_CHARS: usize = 64;
+/// How many left-out tools of one listing get a warning each; the rest are counted
+/// in one more, so a hostile listing cannot flood the log.
+const MAX_WARNINGS: usize = 10;
+
+/// Lists every tool of `server` through `peer`, following `nextCursor` to the end and
+/// counting each request in `sent`. Each page is bounded by `page_timeout`. Unusable
+/// and duplicate tools are left out with a warning; a repeated cursor, more than
+/// [`MAX_LIST_PAGES`] pages, more than [`MAX_LISTED_TOOLS`] listed tools or a page
+/// that is not a `tools/list` result is an error.
+///
+/// # Cancel safety
+///
+/// Dropping the future sends `notifications/cancelled` for the page in flight.
+pub(super) async fn list_tools(
+    peer: &Peer<RoleClient>,
+    server: &str,
+    page_timeout: Duration,
+    sent: &AtomicUsize,
+) -> Result<Vec<Tool>, ListToolsError> {
+    let mut listed = ListedTools::default();
+    let mut cursor: Option<String> = None;
+    let mut seen = HashSet::new();
+    let mut left_out_count = 0;
+    for _ in 0..MAX_LIST_PAGES {
+        sent.fetch_add(1, Ordering::Relaxed);
+        let result = tokio::time::timeout(page_timeout, request_page(peer, cursor.as_deref()))
+            .await
+            .map_err(|_| ListToolsError::Request {
+                message: format!(
+                    "no answer to `tools/list` within {} (raise `startup_timeout_sec`)",
+                    crate::error::secs(page_timeout)
+                ),
+            })??;
+        let page = Page::parse(result)?;
+        if listed.entries + page.tools.len() > MAX_LISTED_TOOLS {
+            return Err(ListToolsError::TooManyTools {
+                limit: MAX_LISTED_TOOLS,
+            });
+        }
+        for raw in page.tools {
+            if let Err(left_out) = listed.push(raw) {
+                left_out_count += 1;
+                if left_out_count <= MAX_WARNINGS {
+                    tracing::warn!(
+                        server,
+                        tool = %left_out.label,
+                        reason = %left_out.reason,
+                        "left out a tool the server listed"
+                    );
+                }
+            }
+        }
+        match page.next_cursor {
+            None => {
+                if left_out_count > MAX_WARNINGS {
+                    tracing::warn!(
+                        server,
+                        count = left_out_count - MAX_WARNINGS,
+                        "left out more tools the server listed (only the first {MAX_WARNINGS} are named)"
+                    );
+                }
+                return Ok(listed.into_tools());
+            }
+            Some(next) => {
+                if !seen.insert(next.clone()) {
+                    return Err(ListToolsError::RepeatedCursor { cursor: next });
+                }
+                cursor = Some(next);
+            }
+        }
+    }
+    Err(ListToolsError::TooManyPages {
+        limit: MAX_LIST_PAGES,
+    })
+}
+
+/// Sends one `tools/list` request and returns its result as JSON.
+///
+/// # Cancel safety
+///
+/// Dropping the future after the request was sent sends `notifications/cancelled`.
+async fn request_page(
+    peer: &Peer<RoleClient>,
+    cursor: Option<&str>,
+) -> Result<Value, ListToolsError> {
+    let failed = |error: rmcp::ServiceError| ListToolsError::Request {
+        message: chain(&error),
+    };
+    // The same request the typed call sends (`_meta` with the progress token is added
+    // by rmcp either way); only the decoding of the answer differs.
+    let params = cursor.map(|cursor| {
+        let mut params = Map::new();
+        params.insert("cursor".into(), cursor.into());
+        Value::Object(params)
+    });
+    let request = ClientRequest::CustomRequest(CustomRequest::new("tools/list", params));
+    let handle = peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await
+        .map_err(failed)?;
+    let mut guard = CancelOnDrop {
+        peer: peer.clone(),
+        id: Some(handle.id.clone()),
+    };
+    let result = handle.await_response().await;
+    guard.id = None;
+    match result.map_err(failed)? {
+        ServerResult::CustomResult(custom) => Ok(custom.0),
+        // A valid page decodes as a typed result; an answer that rmcp reads as another
+        // result type is not a `tools/list` result and fails in `Page::parse`.
+        typed => serde_json::to_value(typed).map_err(|error| ListToolsError::Request {
+            message: format!("the `tools/list` answer cannot be read: {error}"),
+        }),
+    }
+}
+
+/// Sends `notifications/cancelled` for request `id` when dropped while still armed
+/// (`id` is `Some`), as rmcp does for its typed requests.
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        // Drop cannot wait for the write; the notification is queued behind anything
+        // already sent on this connection. Without a runtime there is no connection
+        // left to tell.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let reason = "the client no longer waits for this page".to_owned();
+            let params = CancelledNotificationParam::new(Some(id), Some(reason));
+            let _ = peer.notify_cancelled(params).await;
+        });
+    }
+}
+
+/// One page of a `tools/list` answer, its tools still unchecked.
+#[derive(Debug)]
+struct Page {
+    tools: Vec<Value>,
+    next_cursor: Option<String>,
+}
+
+impl Page {
+    /// Reads a page from a `tools/list` result: `tools` must be an array and
+    /// `nextCursor`, if present and not null, a string.
+    fn parse(result: Value) -> Result<Self, ListToolsError> {
+        let malformed = |what: String| ListToolsError::Request {
+            message: format!(
+                "the `tools/list` answer {what} (the server does not follow the MCP schema; report it to its author)"
+            ),
+        };
+        let Value::Object(mut result) = result else {
+            return Err(malformed(format!(
+                "is {}, not a JSON object",
+                kind(&result)
+            )));
+        };
+        let tools = match result.remove("tools") {
+            Some(Value::Array(tools)) => tools,
+            Some(other) => {
+                return Err(malformed(format!(
+                    "has `tools` that is {}, not an array",
+                    kind(&other)
+                )));
+            }
+            None => return Err(malformed("has no `tools` array".to_owned())),
+        };
+        let next_cursor = match result.remove("nextCursor") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(cursor)) => Some(cursor),
+            Some(other) => {
+                return Err(malformed(format!(
+                    "has a `nextCursor` that is {}, not a string",
+                    kind(&other)
+                )));
+            }
+        };
+        Ok(Self { tools, next_cursor })
+    }
+}
+
+/// The usable tools of one listing so far, first of each name, in listed order.
+#[derive(Debug, Default)]
+struct ListedTools {
+    tools: Vec<Tool>,
+    names: HashSet<String>,
+    /// Every entry the server listed, usable or not.
+    entries: usize,
+}
+
+impl ListedTools {
+    /// Takes the next listed entry: keeps it if it is a usable tool whose name is new,
+    /// else says why it is left out.
+    fn push(&mut self, raw: Value) -> Result<(), LeftOut> {
+        self.entries += 1;
+        let label = Label::of(&raw, self.entries);
+        let tool = usable_tool(&raw).map_err(|reason| LeftOut {
+            label: label.clone(),
+            reason,
+        })?;
+        if !self.names.insert(tool.name.to_string()) {
+            return Err(LeftOut {
+                label,
+                reason: Reason::Duplicate,
+            });
+        }
+        debug_assert!(
+            !tool.name.is_empty(),
+            "invariant 1: only named tools are kept"
+        );
+        self.tools.push(tool);
+        debug_assert_eq!(
+            self.names.len(),
+            self.tools.len(),
+            "invariant 2: one kept tool per name"
+        );
+        Ok(())
+    }
+
+    /// The kept tools, in listed order.
+    fn into_tools(self) -> Vec<Tool> {
+        self.tools
+    }
+}
+
+/// A listed entry that was left out, and why.
+#[derive(Debug, Clone, PartialEq)]
+struct LeftOut {
+    /// The tool's name as a warning shows it, or its position in the listing.
+    label: Label,
+    /// Why it was left out.
+    reason: Reason,
+}
+
+impl fmt::Display for LeftOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "tool {}: {}", self.label, self.reason)
+    }
+}
+
+/// How a warning names a listed entry: its name (escaped, cut to [`LABEL_CHARS`]
+/// characters) when that is a non-empty string, else its position in the listing.
+#[derive(Debug, Clone, PartialEq)]
+enum Label {
+    /// The entry's name.
+    Name(String),
+    /// The entry's 1-based position in the listing.
+    Position(usize),
+}
+
+impl Label {
+    fn of(raw: &Value, position: usize) -> Self {
+        match raw.get("name").and_then(Value::as_str) {
+            Some(name) if !name.is_empty() => {
+                let mut shown: String = name
+                    .chars()
+                    .take(LABEL_CHARS)
+                    .flat_map(char::escape_debug)
+                    .collect();
+                if name.chars().nth(LABEL_CHARS).is_some() {
+                    shown.push('…');
+                }
+                Self::Name(shown)
+            }
+            _ => Self::Position(position),
+        }
+    }
+}
+
+impl fmt::Display for Label {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Name(name) => write!(f, "`{name}`"),
+            Self::Position(position) => write!(f, "number {position} in the listing"),
+        }
+    }
+}
+
+/// Why a listed entry is not a usable tool.
+#[derive(Debug, Clone, PartialEq)]
+enum Reason {
+    /// The entry is not a JSON object; the kind it is.
+    NotAnObject(&'static str),
+    /// It has no `name`.
+    NoName,
+    /// Its `name` is not a string; the kind it is.
+    NameNotAString(&'static str),
+    /// Its `name` is the empty string.
+    EmptyName,
+    /// It has no `inputSchema`.
+    NoInputSchema,
+    /// Its `inputSchema` is not a JSON object; the kind it is.
+    InputSchemaNotAnObject(&'static str),
+    /// This field does not have the shape the MCP schema gives it.
+    BadField(String),
+    /// The fields do not read as a tool together, although each does alone.
+    Malformed,
+    /// An earlier tool in the listing has the same name.
+    Duplicate,
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotAnObject(kind) => write!(f, "it is {kind}, not a JSON object"),
+            Self::NoName => write!(f, "it has no `name`"),
+            Self::NameNotAString(kind) => write!(f, "its `name` is {kind}, not a string"),
+            Self::EmptyName => write!(f, "its `name` is empty"),
+            Self::NoInputSchema => write!(f, "it has no `inputSchema`"),
+            Self::InputSchemaNotAnObject(kind) => {
+                write!(f, "its `inputSchema` is {kind}, not a JSON object")
+            }
+            Self::BadField(field) => {
+                let field: String = field
+                    .chars()
+                    .take(LABEL_CHARS)
+                    .flat_map(char::escape_debug)
+                    .collect();
+                write!(
+                    f,
+                    "its `{field}` does not have the shape the MCP schema gives it"
+                )
+            }
+            Self::Malformed => write!(f, "it does not have the shape the MCP schema gives a tool"),
+            Self::Duplicate => write!(f, "an earlier tool has the same name; the first is kept"),
+        }
+    }
+}
+
+/// `raw` as a tool, if it is one the runtime can expose.
+fn usable_tool(raw: &Value) -> Result<Tool, Reason> {
+    let Value::Object(fields) = raw else {
+        return Err(Reason::NotAnObject(kind(raw)));
+    };
+    match fields.get("name") {
+        None => return Err(Reason::NoName),
+        Some(Value::String(name)) if name.is_empty() => return Err(Reason::EmptyName),
+        Some(Value::String(_)) => {}
+        Some(other) => return Err(Reason::NameNotAString(kind(other))),
+    }
+    match fields.get("inputSchema") {
+        None => return Err(Reason::NoInputSchema),
+        Some(Value::Object(_)) => {}
+        Some(other) => return Err(Reason::InputSchemaNotAnObject(kind(other))),
+    }
+    Tool::deserialize(raw)
+        .map_err(|_| bad_field(fields).map_or(Reason::Malformed, Reason::BadField))
+}
+
+/// The first optional field of `fields` that does not read as a tool's field, found
+/// by reading each alone next to a valid name and input schema (`fields` as a whole
+/// did not read as a tool).
+fn bad_field(fields: &Map<String, Value>) -> Option<String> {
+    fields
+        .iter()
+        .filter(|(key, _)| !matches!(key.as_str(), "name" | "inputSchema"))
+        .find(|(key, value)| {
+            let mut alone = Map::new();
+            alone.insert("name".into(), "probe".into());
+            alone.insert("inputSchema".into(), Value::Object(Map::new()));
+            alone.insert((*key).clone(), (*value).clone());
+            Tool::deserialize(&Value::Object(alone)).is_err()
+        })
+        .map(|(key, _)| key.clone())
+}
+
+/// The kind of a JSON value, as a message names it.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,560 @@
+//! Tests of `tools/list` handling: a raw JSON-RPC peer in process, and properties.
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::{ServiceExt, service::RunningService};
+use serde_json::{Value, json};
+use tokio::{
+    io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream},
+    sync::mpsc,
+};
+
+use super::*;
+use crate::{client_config, model::ClientConfig};
+
+/// What the scripted server received.
+#[derive(Debug, PartialEq)]
+enum Received {
+    /// A `tools/list` request with this id and cursor.
+    List { id: Value, cursor: Option<String> },
+    /// `notifications/cancelled` for this request id.
+    Cancelled { id: Value },
+}
+
+/// A server that speaks raw JSON-RPC on an in-process pipe: it answers
+/// `initialize`, then the n-th `tools/list` with `pages[n]`, JSON text sent exactly
+/// as given; it never answers a `tools/list` beyond the last page.
+async fn scripted_server(
+    pages: Vec<String>,
+) -> (
+    RunningService<RoleClient, ClientConfig>,
+    mpsc::UnboundedReceiver<Received>,
+) {
+    let (client_end, server_end) = tokio::io::duplex(1 << 16);
+    let (received, receiver) = mpsc::unbounded_channel();
+    tokio::spawn(answer(server_end, pages, received));
+    let client = client_config()
+        .serve(tokio::io::split(client_end))
+        .await
+        .expect("the handshake with the scripted server succeeds");
+    (client, receiver)
+}
+
+async fn answer(
+    server_end: DuplexStream,
+    pages: Vec<String>,
+    received: mpsc::UnboundedSender<Received>,
+) {
+    let (read, mut write) = tokio::io::split(server_end);
+    let mut lines = BufReader::new(read).lines();
+    let mut pages = pages.into_iter();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let message: Value = serde_json::from_str(&line).expect("the client sends JSON");
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let result = match message["method"].as_str() {
+            Some("initialize") => Some(
+                r#"{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"0"}}"#
+                    .to_owned(),
+            ),
+            Some("tools/list") => {
+                let cursor = message["params"]["cursor"].as_str().map(str::to_owned);
+                let _ = received.send(Received::List {
+                    id: id.clone(),
+                    cursor,
+                });
+                pages.next()
+            }
+            Some("notifications/cancelled") => {
+                let id = message["params"]["requestId"].clone();
+                let _ = received.send(Received::Cancelled { id });
+                None
+            }
+            _ => None,
+        };
+        if let Some(result) = result {
+            let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}\n");
+            if write.write_all(line.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// One page's result as JSON text: `tools` (JSON text of the array's items) and
+/// the next cursor.
+fn page(tools: &str, next_cursor: Option<&str>) -> String {
+    match next_cursor {
+        Some(cursor) => format!(r#"{{"tools":[{tools}],"nextCursor":"{cursor}"}}"#),
+        None => format!(r#"{{"tools":[{tools}]}}"#),
+    }
+}
+
+fn good(name: &str) -> String {
+    format!(r#"{{"name":"{name}","inputSchema":{{"type":"object"}}}}"#)
+}
+
+async fn list(pages: Vec<String>) -> Result<Vec<Tool>, ListToolsError> {
+    let (client, _received) = scripted_server(pages).await;
+    let sent = AtomicUsize::new(0);
+    list_tools(client.peer(), "scripted", Duration::from_secs(30), &sent).await
+}
+
+fn names(tools: &[Tool]) -> Vec<&str> {
+    tools.iter().map(|tool| tool.name.as_ref()).collect()
+}
+
+#[tokio::test]
+async fn a_tool_whose_input_schema_is_not_an_object_is_left_out_and_the_rest_listed() {
+    let tools = [
+        good("first"),
+        r#"{"name":"string","inputSchema":"object"}"#.to_owned(),
+        r#"{"name":"null","inputSchema":null}"#.to_owned(),
+        r#"{"name":"array","inputSchema":[]}"#.to_owned(),
+        r#"{"name":"missing"}"#.to_owned(),
+        good("last"),
+    ];
+    let tools = list(vec![page(&tools.join(","), None)]).await.unwrap();
+    assert_eq!(names(&tools), ["first", "last"]);
+}
+
+#[tokio::test]
+async fn a_tool_without_a_usable_name_is_left_out_and_the_rest_listed() {
+    let tools = [
+        r#"{"name":"","inputSchema":{}}"#.to_owned(),
+        r#"{"name":7,"inputSchema":{}}"#.to_owned(),
+        r#"{"inputSchema":{}}"#.to_owned(),
+        r#""a tool that is a string""#.to_owned(),
+        good("kept"),
+    ];
+    let tools = list(vec![page(&tools.join(","), None)]).await.unwrap();
+    assert_eq!(names(&tools), ["kept"]);
+}
+
+#[tokio::test]
+async fn the_first_of_several_tools_with_one_name_is_kept() {
+    let first = r#"{"name":"twice","description":"first","inputSchema":{}}"#;
+    let second = r#"{"name":"twice","description":"second","inputSchema":{}}"#;
+    let third = r#"{"name":"twice","description":"third","inputSchema":{}}"#;
+    let pages = vec![
+        page(&[first, &good("other"), second].join(","), Some("2")),
+        page(third, None),
+    ];
+    let tools = list(pages).await.unwrap();
+    assert_eq!(names(&tools), ["twice", "other"]);
+    assert_eq!(tools[0].description.as_deref(), Some("first"));
+}
+
+fn left_out(raw: &str) -> String {
+    let mut listed = ListedTools::default();
+    listed
+        .push(serde_json::from_str(&good("first")).unwrap())
+        .unwrap();
+    let raw = serde_json::from_str(raw).unwrap();
+    listed.push(raw).unwrap_err().to_string()
+}
+
+#[test]
+fn a_left_out_tool_is_named_with_the_reason() {
+    let cases = [
+        (
+            r#"{"name":"s","inputSchema":"object"}"#,
+            "tool `s`: its `inputSchema` is a string, not a JSON object",
+        ),
+        (
+            r#"{"name":"n","inputSchema":null}"#,
+            "tool `n`: its `inputSchema` is null, not a JSON object",
+        ),
+        (r#"{"name":"m"}"#, "tool `m`: it has no `inputSchema`"),
+        (
+            r#"{"name":"","inputSchema":{}}"#,
+            "tool number 2 in the listing: its `name` is empty",
+        ),
+        (
+            r#"{"name":["x"],"inputSchema":{}}"#,
+            "tool number 2 in the listing: its `name` is an array, not a string",
+        ),
+        (
+            r#"{"inputSchema":{}}"#,
+            "tool number 2 in the listing: it has no `name`",
+        ),
+        (
+            "null",
+            "tool number 2 in the listing: it is null, not a JSON object",
+        ),
+        (
+            r#"{"name":"a","inputSchema":{},"annotations":"read-only"}"#,
+            "tool `a`: its `annotations` does not have the shape the MCP schema gives it",
+        ),
+        (
+            r#"{"name":"first","inputSchema":{}}"#,
+            "tool `first`: an earlier tool has the same name; the first is kept",
+        ),
+    ];
+    for (raw, expected) in cases {
+        assert_eq!(left_out(raw), expected, "{raw}");
+    }
+}
+
+#[test]
+fn a_warning_quotes_a_hostile_name_escaped_and_cut() {
+    let name = format!("line\nbreak`{}", "x".repeat(100));
+    let raw = json!({"name": name, "inputSchema": 7}).to_string();
+    let message = left_out(&raw);
+    let expected_name: String = format!("line\\nbreak`{}…", "x".repeat(LABEL_CHARS - 11));
+    assert_eq!(
+        message,
+        format!("tool `{expected_name}`: its `inputSchema` is a number, not a JSON object")
+    );
+}
+
+#[tokio::test]
+async fn an_answer_that_is_not_a_tools_list_result_fails_the_listing() {
+    let cases = [
+        ("{}", "has no `tools` array"),
+        (
+            r#"{"tools":"none"}"#,
+            "has `tools` that is a string, not an array",
+        ),
+        (r#"[1]"#, "is an array, not a JSON object"),
+        (
+            r#"{"tools":[],"nextCursor":5}"#,
+            "has a `nextCursor` that is a number, not a string",
+        ),
+    ];
+    for (answer, expected) in cases {
+        let error = list(vec![answer.to_owned()]).await.unwrap_err().to_string();
+        assert_eq!(
+            error,
+            format!(
+                "the `tools/list` answer {expected} (the server does not follow the MCP schema; report it to its author)"
+            )
+        );
+    }
+}
+
+/// Collects every event as one line: its fields as `name=value`, message first.
+#[derive(Clone, Default)]
+struct Events(Arc<Mutex<Vec<String>>>);
+
+impl tracing::Subscriber for Events {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Line(String);
+        impl tracing::field::Visit for Line {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
+                if field.name() == "message" {
+                    self.0.insert_str(0, &format!("{value:?}"));
+                } else {
+                    self.0.push_str(&format!(" {}={value:?}", field.name()));
+                }
+            }
+        }
+        let mut line = Line(String::new());
+        event.record(&mut line);
+        self.0.lock().unwrap().push(line.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[tokio::test]
+async fn left_out_tools_are_named_in_warnings_up_to_a_limit() {
+    let events = Events::default();
+    let _default = tracing::subscriber::set_default(events.clone());
+    let mut tools: Vec<String> = (0..MAX_WARNINGS + 2)
+        .map(|n| format!(r#"{{"name":"bad{n}","inputSchema":"object"}}"#))
+        .collect();
+    tools.push(good("good"));
+    let tools = list(vec![page(&tools.join(","), None)]).await.unwrap();
+    assert_eq!(names(&tools), ["good"]);
+    let events = events.0.lock().unwrap();
+    let warnings: Vec<&String> = events
+        .iter()
+        .filter(|line| line.starts_with("left out"))
+        .collect();
+    assert_eq!(warnings.len(), MAX_WARNINGS + 1, "{warnings:#?}");
+    assert_eq!(
+        warnings[0],
+        "left out a tool the server listed server=\"scripted\" tool=`bad0` reason=its `inputSchema` is a string, not a JSON object"
+    );
+    assert_eq!(
+        warnings[MAX_WARNINGS],
+        &format!(
+            "left out more tools the server listed (only the first {MAX_WARNINGS} are named) server=\"scripted\" count=2"
+        )
+    );
+}
+
+#[tokio::test]
+async fn pages_are_followed_by_their_cursors() {
+    let (client, mut received) = scripted_server(vec![
+        page(&good("a"), Some("c1")),
+        page(&good("b"), Some("c2")),
+        page(&good("c"), None),
+    ])
+    .await;
+    let sent = AtomicUsize::new(0);
+    let tools = list_tools(client.peer(), "s", Duration::from_secs(30), &sent)
+        .await
+        .unwrap();
+    assert_eq!(names(&tools), ["a", "b", "c"]);
+    assert_eq!(sent.load(Ordering::Relaxed), 3);
+    let mut cursors = Vec::new();
+    while let Ok(Received::List { cursor, .. }) = received.try_recv() {
+        cursors.push(cursor);
+    }
+    assert_eq!(cursors, [None, Some("c1".into()), Some("c2".into())]);
+}
+
+#[tokio::test]
+async fn a_repeated_cursor_ends_the_listing_with_an_error() {
+    let pages = vec![
+        page(&good("a"), Some("again")),
+        page(&good("b"), Some("again")),
+    ];
+    let error = list(pages).await.unwrap_err();
+    assert!(
+        matches!(&error, ListToolsError::RepeatedCursor { cursor } if cursor == "again"),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn more_pages_than_the_limit_is_an_error() {
+    let pages = (0..=MAX_LIST_PAGES)
+        .map(|n| page(&good(&format!("t{n}")), Some(&format!("c{n}"))))
+        .collect();
+    let error = list(pages).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ListToolsError::TooManyPages {
+                limit: MAX_LIST_PAGES
+            }
+        ),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn more_tools_than_the_limit_is_an_error() {
+    let tools: Vec<String> = (0..=MAX_LISTED_TOOLS)
+        .map(|n| good(&format!("t{n}")))
+        .collect();
+    let error = list(vec![page(&tools.join(","), None)]).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ListToolsError::TooManyTools {
+                limit: MAX_LISTED_TOOLS
+            }
+        ),
+        "{error:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_page_without_an_answer_times_out_and_is_cancelled() {
+    let (client, mut received) = scripted_server(vec![page(&good("a"), Some("c1"))]).await;
+    let sent = AtomicUsize::new(0);
+    let error = list_tools(client.peer(), "s", Duration::from_secs(7), &sent)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "no answer to `tools/list` within 7s (raise `startup_timeout_sec`)"
+    );
+    let Some(Received::List { .. }) = received.recv().await else {
+        panic!("the first page was asked for");
+    };
+    let Some(Received::List { id, .. }) = received.recv().await else {
+        panic!("the second page was asked for");
+    };
+    assert_eq!(received.recv().await, Some(Received::Cancelled { id }));
+}
+
+#[tokio::test]
+async fn a_dropped_listing_cancels_its_page() {
+    let (client, mut received) = scripted_server(Vec::new()).await;
+    let sent = AtomicUsize::new(0);
+    let id = tokio::select! {
+        result = list_tools(client.peer(), "s", Duration::from_secs(30), &sent) => {
+            panic!("the listing cannot finish: {result:?}")
+        }
+        Some(Received::List { id, .. }) = received.recv() => id,
+    };
+    assert_eq!(received.recv().await, Some(Received::Cancelled { id }));
+}
+
+mod properties {
+    use std::collections::{BTreeMap, HashMap};
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::catalog::{Catalog, MAX_TOOL_NAME_LEN};
+
+    /// Strings matching `pattern`; compiled once, not at every case as a `&str`
+    /// strategy is.
+    fn regex(pattern: &str) -> proptest::string::RegexGeneratorStrategy<String> {
+        proptest::string::string_regex(pattern).expect("a valid pattern")
+    }
+
+    /// Strings of `len` arbitrary characters (control characters, unicode).
+    fn chars(len: std::ops::Range<usize>) -> impl Strategy<Value = String> + Clone {
+        prop::collection::vec(any::<char>(), len).prop_map(String::from_iter)
+    }
+
+    /// Any JSON value, a few levels deep.
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("JSON numbers are finite", |n| n.is_finite())
+                .prop_map(Value::from),
+            chars(0..9).prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(chars(0..7), inner, 0..4)
+                    .prop_map(|fields| Value::Object(fields.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// Tool names as servers send them: empty, colliding once sanitized, unicode,
+    /// long, or one of a few that repeat.
+    fn any_name() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            regex("[a._é-]{1,4}"),
+            chars(1..21),
+            regex("[a-z]{60,90}"),
+            prop::sample::select(vec!["same", "a.b", "a_b", "x__y"]).prop_map(str::to_owned),
+        ]
+    }
+
+    /// A listed entry: mostly tool-shaped (with a name that may be of the wrong
+    /// kind, an input schema that may not be an object, optional fields that may
+    /// be malformed), sometimes any JSON at all.
+    fn any_entry() -> impl Strategy<Value = Value> {
+        let schema = prop_oneof![
+            3 => Just(Value::Object(Map::new())),
+            1 => any_json(),
+        ];
+        let name = prop_oneof![
+            4 => any_name().prop_map(Value::from),
+            1 => any_json(),
+        ];
+        let extra = prop::collection::btree_map(
+            prop::sample::select(vec![
+                "description",
+                "title",
+                "annotations",
+                "_meta",
+                "icons",
+            ]),
+            any_json(),
+            0..2,
+        );
+        let tool_shaped =
+            (name, schema, extra, any::<bool>()).prop_map(|(name, schema, extra, with_schema)| {
+                let mut fields = Map::new();
+                fields.insert("name".into(), name);
+                if with_schema {
+                    fields.insert("inputSchema".into(), schema);
+                }
+                for (key, value) in extra {
+                    fields.insert(key.into(), value);
+                }
+                Value::Object(fields)
+            });
+        prop_oneof![8 => tool_shaped, 1 => any_json()]
+    }
+
+    fn any_servers() -> impl Strategy<Value = BTreeMap<String, Vec<Value>>> {
+        let server = prop_oneof![regex("[a._-]{1,4}"), chars(1..13), regex("[a-z]{50,70}")];
+        prop::collection::btree_map(server, prop::collection::vec(any_entry(), 0..24), 1..5)
+    }
+
+    proptest! {
+        // XorShift: ChaCha, the default, takes most of the time of an unoptimized test.
+        #![proptest_config(ProptestConfig {
+            cases: 256,
+            rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn any_listing_gives_unique_routable_names_of_at_most_64_characters(
+            servers in any_servers()
+        ) {
+            let mut kept: BTreeMap<&str, Vec<Tool>> = BTreeMap::new();
+            for (server, entries) in &servers {
+                let mut listed = ListedTools::default();
+                let mut first_usable: HashMap<String, Tool> = HashMap::new();
+                for entry in entries {
+                    if let Ok(tool) = usable_tool(entry) {
+                        first_usable.entry(tool.name.to_string()).or_insert(tool);
+                    }
+                    let _ = listed.push(entry.clone());
+                }
+                let tools = listed.into_tools();
+                // Every name once, and under it the first usable entry listed.
+                prop_assert_eq!(tools.len(), first_usable.len());
+                for tool in &tools {
+                    prop_assert!(!tool.name.is_empty());
+                    prop_assert_eq!(Some(tool), first_usable.get(tool.name.as_ref()));
+                }
+                kept.insert(server, tools);
+            }
+
+            let catalog = Catalog::build(kept.iter().map(|(server, tools)| (*server, tools.as_slice())));
+            let total: usize = kept.values().map(Vec::len).sum();
+            prop_assert_eq!(catalog.tools().len(), total, "no tool is lost");
+            let mut names = HashSet::new();
+            for qualified in catalog.tools() {
+                let name = &qualified.qualified_name;
+                prop_assert!(names.insert(name.clone()), "`{}` twice", name);
+                prop_assert!(name.len() <= MAX_TOOL_NAME_LEN, "`{}` too long", name);
+                prop_assert!(
+                    name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+                    "`{}` has a character a model may not accept", name
+                );
+                let routed = catalog.resolve(name).expect("every listed name resolves");
+                prop_assert_eq!(routed, qualified);
+            }
+            for (server, tools) in &kept {
+                for tool in tools {
+                    let found = catalog
+                        .tools()
+                        .iter()
+                        .filter(|q| q.server == *server && q.tool == *tool)
+                        .count();
+                    prop_assert_eq!(found, 1, "`{}` of `{}` once", tool.name, server);
+                }
+            }
+        }
+
+        #[test]
+        fn any_answer_is_read_as_a_page_or_refused_without_panicking(answer in any_json()) {
+            if let Ok(page) = Page::parse(answer.clone()) {
+                prop_assert_eq!(Some(&Value::Array(page.tools.clone())), answer.get("tools"));
+                let mut listed = ListedTools::default();
+                for entry in page.tools {
+                    let _ = listed.push(entry);
+                }
+            }
+        }
+    }
+}
