@@ -36,6 +36,7 @@ const COMMON_KEYS: &[&str] = &[
     "disabled_tools",
     "environment",
     "share_tool_listing",
+    "max_message_bytes",
 ];
 /// Keys that would carry a secret in clear text.
 const LITERAL_TOKEN_KEYS: &[&str] = &["bearer_token"];
@@ -192,6 +193,15 @@ impl File<'_> {
         }
         if let Some(value) = table.get("tool_timeout_sec") {
             server.tool_timeout = self.seconds(value, t, "tool_timeout_sec", 1.0)?;
+        }
+        if let Some(value) = table.get("max_message_bytes") {
+            server.max_message_bytes = value
+                .as_integer()
+                .filter(|bytes| *bytes > 0)
+                .and_then(|bytes| usize::try_from(bytes).ok())
+                .ok_or_else(|| {
+                    self.invalid(t, "max_message_bytes", "a positive number of bytes")
+                })?;
         }
         if let Some(value) = table.get("enabled_tools") {
             server.enabled_tools = Some(self.strings(value, t, "enabled_tools")?);
@@ -416,6 +426,7 @@ mod tests {
             enabled_tools = ["read", "list"]
             disabled_tools = ["list"]
             share_tool_listing = false
+            max_message_bytes = 1048576
             "#,
         );
         let server = &config.servers["files"];
@@ -429,6 +440,7 @@ mod tests {
         assert_eq!(stdio.cwd.as_deref(), Some(Path::new("/tmp")));
         assert!(server.required);
         assert!(!server.share_tool_listing);
+        assert_eq!(server.max_message_bytes, 1024 * 1024);
         assert_eq!(server.startup_timeout, Duration::from_millis(2500));
         assert_eq!(server.tool_timeout, Duration::from_secs(60));
         assert!(server.exposes_tool("read"));
@@ -466,6 +478,7 @@ mod tests {
         assert!(server.share_tool_listing);
         assert_eq!(server.startup_timeout, Duration::from_secs(30));
         assert_eq!(server.tool_timeout, Duration::from_secs(300));
+        assert_eq!(server.max_message_bytes, 64 * 1024 * 1024);
         assert_eq!(server.environment, Environment::Local);
     }
 
@@ -574,6 +587,14 @@ mod tests {
             (
                 "command = \"x\"\nrequired = \"yes\"",
                 "key `required` in `[mcp_servers.a]` must be `true` or `false`",
+            ),
+            (
+                "command = \"x\"\nmax_message_bytes = 0",
+                "key `max_message_bytes` in `[mcp_servers.a]` must be a positive number of bytes",
+            ),
+            (
+                "command = \"x\"\nmax_message_bytes = 1.5",
+                "key `max_message_bytes` in `[mcp_servers.a]` must be a positive number of bytes",
             ),
             (
                 "url = \"ftp://x\"",
