@@ -35,7 +35,9 @@ use crate::{
         self, CallSandbox, SANDBOX_LAUNCHER_KEY, SANDBOX_STATE_KEY, SANDBOX_STATE_META_KEY,
     },
     transport::{
-        Endpoint, http,
+        Endpoint,
+        framing::StdioTransport,
+        http,
         splice::{Splicer, SplicingWriter},
         stdio,
     },
@@ -123,7 +125,9 @@ impl Connection {
                 let mut process = spawned.process;
                 on_spawn(process.pid());
                 let stdin = SplicingWriter::new(spawned.stdin, splicer.clone());
-                match client.serve((spawned.stdout, stdin)).await {
+                let transport =
+                    StdioTransport::new(server, spawned.stdout, stdin, launch.max_message_bytes);
+                match client.serve(transport).await {
                     Ok(service) => (service, Some(process)),
                     Err(error) => {
                         return Err(exit_report(&mut process, |stderr_tail| {

@@ -27,7 +27,11 @@ use rmcp::{
 use sse_stream::{Sse, SseStream};
 
 use super::splice::{Spliced, Splicer};
-use crate::{config::HttpConfig, error::StartupError, sandbox_metadata::SANDBOX_STATE_KEY};
+use crate::{
+    config::{DEFAULT_MAX_MESSAGE_BYTES, HttpConfig},
+    error::StartupError,
+    sandbox_metadata::SANDBOX_STATE_KEY,
+};
 
 const SESSION_ID_HEADER: &str = "mcp-session-id";
 const EVENT_STREAM: &str = "text/event-stream";
@@ -42,6 +46,8 @@ pub(crate) struct ResolvedHttp {
     pub(crate) url: String,
     pub(crate) bearer_token: Option<String>,
     pub(crate) headers: HashMap<HeaderName, HeaderValue>,
+    /// The largest SSE event or JSON body accepted (`max_message_bytes`).
+    pub(crate) max_message_bytes: usize,
 }
 
 impl std::fmt::Debug for ResolvedHttp {
@@ -53,12 +59,14 @@ impl std::fmt::Debug for ResolvedHttp {
                 &self.bearer_token.as_ref().map(|_| "<redacted>"),
             )
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("max_message_bytes", &self.max_message_bytes)
             .finish()
     }
 }
 
 /// Resolves `http_headers`, `env_http_headers` and `bearer_token_env_var`, reading
-/// variables through `env`.
+/// variables through `env`. Responses are bounded by [`DEFAULT_MAX_MESSAGE_BYTES`]
+/// until [`ResolvedHttp::max_message_bytes`] is set.
 pub(crate) fn resolve(
     http: &HttpConfig,
     env: impl Fn(&str) -> Option<String>,
@@ -103,6 +111,7 @@ pub(crate) fn resolve(
         url: http.url.clone(),
         bearer_token,
         headers,
+        max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
     })
 }
 
