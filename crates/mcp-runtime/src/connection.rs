@@ -142,7 +142,7 @@ impl Connection {
             }
             Endpoint::Http(resolved) => {
                 let service = client
-                    .serve(http::transport(resolved, splicer.clone())?)
+                    .serve(http::transport(server, resolved, splicer.clone())?)
                     .await
                     .map_err(|error| StartupError::Handshake {
                         message: chain(&error),

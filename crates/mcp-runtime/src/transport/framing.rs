@@ -184,14 +184,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
         let server = &*self.server;
         let Oversized { size, id, method } = oversized;
         let limit = self.limit;
-        let message = format!(
-            "server `{server}` sent a message of {size} bytes, over its limit of {limit} bytes (raise `max_message_bytes`)"
-        );
-        let error = ErrorData::new(
-            ErrorCode::INTERNAL_ERROR,
-            message.clone(),
-            Some(serde_json::json!({"size": size, "limit": limit})),
-        );
+        let error = too_large(server, Some(size), limit);
         if method {
             tracing::warn!(
                 server,
@@ -226,7 +219,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
             );
         }
         for id in failed {
-            tracing::debug!(server, %id, "{message}");
+            tracing::debug!(server, %id, "{}", error.message);
             self.queued
                 .push_back(ServerJsonRpcMessage::error(error.clone(), Some(id)));
         }
@@ -298,6 +291,24 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Transport<RoleClient> for StdioTran
         drop(self.writer.lock().await.take());
         Ok(())
     }
+}
+
+/// The error a request gets when its answer was over `limit` bytes: `size` bytes, when
+/// known (an HTTP body or event is abandoned at the limit, unmeasured).
+pub(crate) fn too_large(server: &str, size: Option<u64>, limit: usize) -> ErrorData {
+    let message = match size {
+        Some(size) => format!(
+            "server `{server}` sent a message of {size} bytes, over its limit of {limit} bytes (raise `max_message_bytes`)"
+        ),
+        None => format!(
+            "server `{server}` sent a message over its limit of {limit} bytes (raise `max_message_bytes`)"
+        ),
+    };
+    ErrorData::new(
+        ErrorCode::INTERNAL_ERROR,
+        message,
+        Some(serde_json::json!({"size": size, "limit": limit})),
+    )
 }
 
 /// `message` as a line of JSON.
