@@ -304,11 +304,7 @@ pub(crate) fn too_large(server: &str, size: Option<u64>, limit: usize) -> ErrorD
             "server `{server}` sent a message over its limit of {limit} bytes (raise `max_message_bytes`)"
         ),
     };
-    ErrorData::new(
-        ErrorCode::INTERNAL_ERROR,
-        message,
-        Some(serde_json::json!({"size": size, "limit": limit})),
-    )
+    ErrorData::new(ErrorCode::INTERNAL_ERROR, message, None)
 }
 
 /// `message` as a line of JSON.
@@ -402,6 +398,10 @@ async fn read_frames(stdout: impl AsyncRead + Unpin, limit: usize, frames: mpsc:
             }
             None => line.extend_from_slice(content),
         }
+        debug_assert!(
+            line.len() <= limit,
+            "a line is collected only while it fits"
+        );
         let used = content.len() + usize::from(newline.is_some());
         reader.consume(used);
         if newline.is_none() {
