@@ -55,7 +55,7 @@ use super::splice::SplicingWriter;
 
 /// How long the reader keeps draining stdout after the protocol has closed, in case
 /// something outside the server's process group holds the pipe open.
-pub(crate) const DRAIN_LIMIT: Duration = Duration::from_secs(10);
+const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 /// How long an `id` may be, in bytes of JSON, for an oversized line to be matched.
 const MAX_ID_BYTES: usize = 256;
 /// How long a key may be for the scanner to compare it with `id` and `method`.
@@ -73,8 +73,9 @@ pub(crate) struct StdioTransport<W> {
 }
 
 impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
-    /// Reads `stdout` (in a task of its own, until end of file) and writes `stdin`, for
-    /// `server`, accepting lines of at most `max_message_bytes`.
+    /// Reads `stdout` (in a task of its own on the current Tokio runtime, until end of
+    /// file) and writes `stdin`, for `server`, accepting lines of at most
+    /// `max_message_bytes`.
     pub(crate) fn new(
         server: &str,
         stdout: impl AsyncRead + Unpin + Send + 'static,
@@ -795,6 +796,32 @@ mod tests {
             .expect("no wait for the timeout")
             .unwrap();
         assert_eq!(listed.tools[0].name, "t");
+        server.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unreadable_answer_fails_its_request_at_once() {
+        let (client, mut peer) = connect();
+        let (done, finished) = oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            peer.handshake().await;
+            let request = peer.next_request().await;
+            // Neither `result` nor `error`.
+            peer.send(&json!({"jsonrpc": "2.0", "id": request["id"]}).to_string())
+                .await;
+            let _ = finished.await;
+        });
+        let client = client.await;
+        let list = tokio::time::timeout(CALL_TIMEOUT, client.peer().list_tools(None))
+            .await
+            .expect("no wait for the timeout");
+        let message = error_message(list);
+        assert!(
+            message
+                .starts_with("server `big` answered with a message that is not a valid response"),
+            "{message}"
+        );
+        drop(done);
         server.await.unwrap();
     }
 
