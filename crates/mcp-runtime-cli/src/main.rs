@@ -162,10 +162,7 @@ async fn run(plan: Plan) -> u8 {
             if let Some(authority) = authority {
                 options = options.with_authority(authority);
             }
-            let code = match runtime
-                .call_tool_exact(&name, &arguments, options)
-                .await
-            {
+            let code = match runtime.call_tool_exact(&name, &arguments, options).await {
                 Ok(result) => {
                     let code = if result.is_error == Some(true) {
                         EXIT_TOOL_ERROR

@@ -26,6 +26,8 @@ use crate::error::ConfigError;
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default `tool_timeout_sec`.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default `max_message_bytes`: 64 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 
 /// The longest server name accepted, in bytes: a name is part of every qualified tool
 /// name and of every message about its server, so it is kept to a size a terminal shows.
@@ -73,6 +75,10 @@ pub struct ServerConfig {
     /// `share_tool_listing`: whether overlapping startups may share this server's
     /// `tools/list` answer.
     pub share_tool_listing: bool,
+    /// `max_message_bytes`: the largest message accepted from the server (one stdio
+    /// line, one SSE event or one JSON body); a larger one fails the request it
+    /// answers at once.
+    pub max_message_bytes: usize,
 }
 
 impl ServerConfig {
@@ -115,6 +121,7 @@ impl ServerConfig {
             disabled_tools: Vec::new(),
             environment: Environment::Local,
             share_tool_listing: true,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }
     }
 
@@ -136,6 +143,12 @@ impl ServerConfig {
     /// Sets `tool_timeout_sec`.
     pub fn with_tool_timeout(mut self, timeout: Duration) -> Self {
         self.tool_timeout = timeout;
+        self
+    }
+
+    /// Sets `max_message_bytes`.
+    pub fn with_max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
         self
     }
 

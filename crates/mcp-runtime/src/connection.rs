@@ -33,7 +33,9 @@ use crate::{
         self, CallSandbox, SANDBOX_LAUNCHER_KEY, SANDBOX_STATE_KEY, SANDBOX_STATE_META_KEY,
     },
     transport::{
-        Endpoint, http,
+        Endpoint,
+        framing::StdioTransport,
+        http,
         splice::{SlotGuard, Splicer, SplicingWriter},
         stdio,
     },
@@ -121,7 +123,9 @@ impl Connection {
                 let mut process = spawned.process;
                 on_spawn(process.pid());
                 let stdin = SplicingWriter::new(spawned.stdin, splicer.clone());
-                match client.serve((spawned.stdout, stdin)).await {
+                let transport =
+                    StdioTransport::new(server, spawned.stdout, stdin, launch.max_message_bytes);
+                match client.serve(transport).await {
                     Ok(service) => (service, Some(process)),
                     Err(error) => {
                         return Err(exit_report(&mut process, |stderr_tail| {
@@ -136,7 +140,7 @@ impl Connection {
             }
             Endpoint::Http(resolved) => {
                 let service = client
-                    .serve(http::transport(resolved, splicer.clone())?)
+                    .serve(http::transport(server, resolved, splicer.clone())?)
                     .await
                     .map_err(|error| StartupError::Handshake {
                         message: chain(&error),

@@ -441,6 +441,7 @@ mod tests {
                     .map(|(k, v)| ((*k).into(), (*v).into()))
                     .collect(),
                 cwd: None,
+                max_message_bytes: 1,
             })
         };
         let local = Environment::Local;
@@ -472,6 +473,7 @@ mod tests {
                 url: "http://127.0.0.1:1/mcp".into(),
                 bearer_token: Some(token.into()),
                 headers: BTreeMap::new().into_iter().collect(),
+                max_message_bytes: 1,
             })
         };
         assert_ne!(
@@ -484,6 +486,7 @@ mod tests {
                 argv: vec![a.into(), b.into()],
                 env: BTreeMap::new(),
                 cwd: None,
+                max_message_bytes: 1,
             })
         };
         assert_ne!(

@@ -7,6 +7,7 @@
 //! every variable resolved), so the discovery key of a startup is computed from the
 //! same values the connection uses.
 
+pub(crate) mod framing;
 pub(crate) mod http;
 pub(crate) mod splice;
 pub(crate) mod stdio;
@@ -33,10 +34,13 @@ impl Endpoint {
         wrapper: Option<&[String]>,
     ) -> Result<Self, StartupError> {
         Ok(match &config.transport {
-            TransportConfig::Stdio(stdio) => Self::Stdio(stdio::Launch::new(stdio, wrapper)),
-            TransportConfig::StreamableHttp(http) => {
-                Self::Http(http::resolve(http, |name| std::env::var_os(name))?)
+            TransportConfig::Stdio(stdio) => {
+                Self::Stdio(stdio::Launch::new(stdio, wrapper, config.max_message_bytes))
             }
+            TransportConfig::StreamableHttp(http) => Self::Http(http::ResolvedHttp {
+                max_message_bytes: config.max_message_bytes,
+                ..http::resolve(http, |name| std::env::var_os(name))?
+            }),
         })
     }
 }

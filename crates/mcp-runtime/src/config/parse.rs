@@ -46,6 +46,7 @@ const COMMON_KEYS: &[&str] = &[
     "disabled_tools",
     "environment",
     "share_tool_listing",
+    "max_message_bytes",
 ];
 /// Keys that would carry a secret in clear text.
 const LITERAL_TOKEN_KEYS: &[&str] = &["bearer_token"];
@@ -275,6 +276,14 @@ impl File<'_> {
         if let Some(value) = table.get("tool_timeout_sec") {
             let timeout = self.seconds(value, t, "tool_timeout_sec", 1.0);
             self.set(&mut server.tool_timeout, timeout);
+        }
+        if let Some(value) = table.get("max_message_bytes") {
+            let bytes = value
+                .as_integer()
+                .filter(|bytes| *bytes > 0)
+                .and_then(|bytes| usize::try_from(bytes).ok())
+                .ok_or_else(|| self.invalid(t, "max_message_bytes", "a positive number of bytes"));
+            self.set(&mut server.max_message_bytes, bytes);
         }
         if let Some(value) = table.get("enabled_tools") {
             let tools = self.strings(value, t, "enabled_tools").map(Some);
@@ -585,6 +594,7 @@ mod tests {
             enabled_tools = ["read", "list"]
             disabled_tools = ["list"]
             share_tool_listing = false
+            max_message_bytes = 1048576
             "#,
         );
         let server = &config.servers["files"];
@@ -598,6 +608,7 @@ mod tests {
         assert_eq!(stdio.cwd.as_deref(), Some(Path::new("/tmp")));
         assert!(server.required);
         assert!(!server.share_tool_listing);
+        assert_eq!(server.max_message_bytes, 1024 * 1024);
         assert_eq!(server.startup_timeout, Duration::from_millis(2500));
         assert_eq!(server.tool_timeout, Duration::from_secs(60));
         assert!(server.exposes_tool("read"));
@@ -635,6 +646,7 @@ mod tests {
         assert!(server.share_tool_listing);
         assert_eq!(server.startup_timeout, Duration::from_secs(30));
         assert_eq!(server.tool_timeout, Duration::from_secs(300));
+        assert_eq!(server.max_message_bytes, 64 * 1024 * 1024);
         assert_eq!(server.environment, Environment::Local);
     }
 
@@ -743,6 +755,14 @@ mod tests {
             (
                 "command = \"x\"\nrequired = \"yes\"",
                 "key `required` in `[mcp_servers.a]` must be `true` or `false`",
+            ),
+            (
+                "command = \"x\"\nmax_message_bytes = 0",
+                "key `max_message_bytes` in `[mcp_servers.a]` must be a positive number of bytes",
+            ),
+            (
+                "command = \"x\"\nmax_message_bytes = 1.5",
+                "key `max_message_bytes` in `[mcp_servers.a]` must be a positive number of bytes",
             ),
             (
                 "url = \"ftp://x\"",

@@ -10,13 +10,18 @@
 //! reads the answer as rmcp's client does (`202`, JSON, SSE with a per-event size
 //! limit, `401` challenges, `404` session expiry); it reports `403` and `429`/`5xx`
 //! as plain HTTP errors.
+//!
+//! Every JSON body and SSE event is bounded by the server's `max_message_bytes`. An
+//! answer over it fails its request at once with an error naming the server and the
+//! limit (not the size: the response is abandoned at the limit rather than read on),
+//! instead of rmcp's transport error or closed stream.
 
 use std::{borrow::Cow, collections::HashMap, ffi::OsString, sync::Arc};
 
 use futures::{StreamExt, stream::BoxStream};
 use http::{HeaderName, HeaderValue, header};
 use rmcp::{
-    model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage},
+    model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestId, ServerJsonRpcMessage},
     transport::{
         StreamableHttpClientTransport,
         streamable_http_client::{
@@ -29,7 +34,7 @@ use sse_stream::{Sse, SseStream};
 
 use super::splice::{Spliced, Splicer};
 use crate::{
-    config::{HttpConfig, checks::header_value_problem},
+    config::{DEFAULT_MAX_MESSAGE_BYTES, HttpConfig, checks::header_value_problem},
     error::StartupError,
 };
 
@@ -46,6 +51,8 @@ pub(crate) struct ResolvedHttp {
     pub(crate) url: String,
     pub(crate) bearer_token: Option<String>,
     pub(crate) headers: HashMap<HeaderName, HeaderValue>,
+    /// The largest SSE event or JSON body accepted (`max_message_bytes`).
+    pub(crate) max_message_bytes: usize,
 }
 
 impl std::fmt::Debug for ResolvedHttp {
@@ -57,12 +64,14 @@ impl std::fmt::Debug for ResolvedHttp {
                 &self.bearer_token.as_ref().map(|_| "<redacted>"),
             )
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("max_message_bytes", &self.max_message_bytes)
             .finish()
     }
 }
 
 /// Resolves `http_headers`, `env_http_headers` and `bearer_token_env_var`, reading
-/// variables through `env`.
+/// variables through `env`. Responses are bounded by [`DEFAULT_MAX_MESSAGE_BYTES`]
+/// until [`ResolvedHttp::max_message_bytes`] is set.
 pub(crate) fn resolve(
     http: &HttpConfig,
     env: impl Fn(&str) -> Option<OsString>,
@@ -121,16 +130,21 @@ pub(crate) fn resolve(
         url: http.url.clone(),
         bearer_token,
         headers,
+        max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
     })
 }
 
-/// The rmcp client transport for a resolved endpoint.
+/// The rmcp client transport for `server` at a resolved endpoint. Every SSE event and
+/// JSON body is bounded by [`ResolvedHttp::max_message_bytes`].
 pub(crate) fn transport(
+    server: &str,
     resolved: &ResolvedHttp,
     splicer: Splicer,
 ) -> Result<StreamableHttpClientTransport<SplicingHttpClient>, StartupError> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(resolved.url.as_str())
-        .custom_headers(resolved.headers.clone());
+        .custom_headers(resolved.headers.clone())
+        .max_sse_event_size(resolved.max_message_bytes)
+        .max_json_response_size(resolved.max_message_bytes);
     if let Some(token) = &resolved.bearer_token {
         config = config.auth_header(token.clone());
     }
@@ -144,7 +158,11 @@ pub(crate) fn transport(
             stderr_tail: Vec::new(),
         })?;
     Ok(StreamableHttpClientTransport::with_client(
-        SplicingHttpClient { client, splicer },
+        SplicingHttpClient {
+            client,
+            splicer,
+            server: server.into(),
+        },
         config,
     ))
 }
@@ -170,10 +188,15 @@ fn same_origin_redirects() -> reqwest::redirect::Policy {
 
 /// rmcp's reqwest client, except for the POST of a `tools/call` holding a placeholder,
 /// whose body is spliced (and so serialized here).
+///
+/// An answer over the response limits fails its request at once with an error that
+/// names the server and the limit, as over stdio: a JSON body too large becomes a
+/// JSON-RPC error for the request, an SSE event too large ends its stream with one.
 #[derive(Clone)]
 pub(crate) struct SplicingHttpClient {
     client: reqwest::Client,
     splicer: Splicer,
+    server: Arc<str>,
 }
 
 impl SplicingHttpClient {
@@ -190,6 +213,34 @@ impl SplicingHttpClient {
             return Ok(Spliced::Untouched);
         }
         Ok(self.splicer.splice(&serde_json::to_vec(message)?))
+    }
+}
+
+impl SplicingHttpClient {
+    /// `response` to request `id`, where an answer over `limits` is an error for the
+    /// request naming the server and the limit.
+    fn answer_too_large(
+        &self,
+        response: HttpResult<StreamableHttpPostResponse>,
+        id: RequestId,
+        limits: StreamableHttpResponseLimits,
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        let error = |limit| {
+            let error = super::framing::too_large(&self.server, None, limit);
+            ServerJsonRpcMessage::error(error, Some(id.clone()))
+        };
+        match response {
+            Err(StreamableHttpError::ResponseBodyTooLarge { max_size }) => {
+                tracing::debug!(server = %self.server, %id, max_size, "a JSON answer was over the limit");
+                Ok(StreamableHttpPostResponse::Json(error(max_size), None))
+            }
+            Ok(StreamableHttpPostResponse::Sse(events, session)) => {
+                let limit = limits.max_sse_event_size;
+                let events = answer_oversized_event(events, limit, error(limit));
+                Ok(StreamableHttpPostResponse::Sse(events, session))
+            }
+            other => other,
+        }
     }
 }
 
@@ -226,7 +277,11 @@ impl StreamableHttpClient for SplicingHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> HttpResult<StreamableHttpPostResponse> {
-        match self.splice(&message)? {
+        let request = match &message {
+            JsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
+        let response = match self.splice(&message)? {
             Spliced::Orphaned => Err(unexpected(
                 "the call was abandoned before its request could be sent".to_owned(),
             )),
@@ -254,6 +309,10 @@ impl StreamableHttpClient for SplicingHttpClient {
                 )
                 .await
             }
+        };
+        match request {
+            Some(id) => self.answer_too_large(response, id, limits),
+            None => response,
         }
     }
 
@@ -386,6 +445,47 @@ async fn post_body(
     }
 }
 
+/// `events`, except that an event over `limit` (rmcp's limit or [`bounded_events`])
+/// becomes `answer`, and the stream ends there.
+fn answer_oversized_event(
+    events: BoxStream<'static, Result<Sse, SseError>>,
+    limit: usize,
+    answer: ServerJsonRpcMessage,
+) -> BoxStream<'static, Result<Sse, SseError>> {
+    let mut answer = Some(answer);
+    events
+        .scan((), move |(), event| {
+            let event = match event {
+                _ if answer.is_none() => None,
+                Err(error) if event_too_large(&error, limit) => {
+                    tracing::debug!(limit, "an SSE event was over the limit");
+                    let answer = answer.take().expect("checked above");
+                    let data = serde_json::to_string(&answer).expect("a message serializes");
+                    Some(Ok(Sse {
+                        data: Some(data),
+                        ..Sse::default()
+                    }))
+                }
+                event => Some(event),
+            };
+            std::future::ready(event)
+        })
+        .boxed()
+}
+
+/// Whether `error` ends a stream because one event was over `limit`: this module's
+/// [`EventTooLarge`], or rmcp's own (a private type, known by its message).
+fn event_too_large(error: &SseError, limit: usize) -> bool {
+    let SseError::Body(source) = error else {
+        return false;
+    };
+    let ours = source
+        .downcast_ref::<std::io::Error>()
+        .and_then(|error| error.get_ref())
+        .is_some_and(|error| error.is::<EventTooLarge>());
+    ours || source.to_string() == format!("SSE event exceeded the maximum size of {limit} bytes")
+}
+
 /// An SSE event larger than this was sent.
 #[derive(Debug, thiserror::Error)]
 #[error("the server sent an event larger than {limit} bytes")]
@@ -443,6 +543,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::sandbox_metadata::SANDBOX_STATE_KEY;
 
     fn config() -> HttpConfig {
         HttpConfig {
@@ -533,5 +634,177 @@ mod tests {
             error.to_string(),
             "header `bad header` from `http_headers` is not a valid HTTP header"
         );
+    }
+
+    /// Answers `initialize`, accepts notifications, refuses `GET`, and answers every
+    /// other request with `answer(request)`: a content type and a body. Returns the URL.
+    async fn raw_server(answer: fn(&serde_json::Value) -> (&'static str, String)) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let mut received = Vec::new();
+                let head_end = loop {
+                    let mut chunk = [0; 4096];
+                    let n = socket.read(&mut chunk).await.unwrap();
+                    assert_ne!(n, 0, "request cut short");
+                    received.extend_from_slice(&chunk[..n]);
+                    if let Some(at) = received.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break at + 4;
+                    }
+                };
+                let head = String::from_utf8_lossy(&received[..head_end]).to_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length:"))
+                    .map_or(0, |value| value.trim().parse().unwrap());
+                while received.len() < head_end + length {
+                    let mut chunk = [0; 4096];
+                    let n = socket.read(&mut chunk).await.unwrap();
+                    received.extend_from_slice(&chunk[..n]);
+                }
+                let (status, content_type, body) = if !head.starts_with("post") {
+                    ("405 Method Not Allowed", JSON, String::new())
+                } else {
+                    let request: serde_json::Value =
+                        serde_json::from_slice(&received[head_end..]).unwrap();
+                    if request.get("id").is_none() {
+                        ("202 Accepted", JSON, String::new())
+                    } else if request["method"] == "initialize" {
+                        let result = serde_json::json!({
+                            "protocolVersion": "2025-11-25",
+                            "capabilities": {"tools": {}},
+                            "serverInfo": {"name": "raw", "version": "0"},
+                        });
+                        let answer = serde_json::json!({"jsonrpc": "2.0", "id": request["id"], "result": result});
+                        ("200 OK", JSON, answer.to_string())
+                    } else {
+                        let (content_type, body) = answer(&request);
+                        ("200 OK", content_type, body)
+                    }
+                };
+                let response = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                socket.write_all(response.as_bytes()).await.unwrap();
+            }
+        });
+        url
+    }
+
+    const LIMIT: usize = 1024;
+
+    /// An answer far over [`LIMIT`]: a JSON body for `tools/list` and the tool `json`,
+    /// an SSE event otherwise.
+    fn oversized(request: &serde_json::Value) -> (&'static str, String) {
+        let pad = "x".repeat(LIMIT * 8);
+        let answer = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": request["id"],
+            "result": {"tools": [], "content": [], "pad": pad},
+        });
+        if request["method"] == "tools/list" || request["params"]["name"] == "json" {
+            (JSON, answer.to_string())
+        } else {
+            (EVENT_STREAM, format!("data: {answer}\n\n"))
+        }
+    }
+
+    fn size_error() -> String {
+        format!(
+            "server `web` sent a message over its limit of {LIMIT} bytes (raise `max_message_bytes`)"
+        )
+    }
+
+    #[tokio::test]
+    async fn an_oversized_http_answer_fails_its_request_at_once() {
+        use rmcp::{ServiceExt, model::CallToolRequestParams};
+
+        let url = raw_server(oversized).await;
+        let resolved = ResolvedHttp {
+            url,
+            bearer_token: None,
+            headers: HashMap::new(),
+            max_message_bytes: LIMIT,
+        };
+        let client = crate::connection::client_config()
+            .serve(transport("web", &resolved, Splicer::new()).unwrap())
+            .await
+            .unwrap();
+        let expected = size_error();
+        let bound = std::time::Duration::from_secs(300);
+        let list = tokio::time::timeout(bound, client.peer().list_tools(None))
+            .await
+            .expect("no wait for the timeout");
+        let call = tokio::time::timeout(
+            bound,
+            client.peer().call_tool(CallToolRequestParams::new("echo")),
+        )
+        .await
+        .expect("no wait for the timeout");
+        for result in [list.map(|_| ()), call.map(|_| ())] {
+            match result {
+                Err(rmcp::ServiceError::McpError(error)) => assert_eq!(error.message, expected),
+                other => panic!("expected the size error, got {other:?}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn an_oversized_answer_to_a_spliced_call_fails_it_at_once() {
+        use rmcp::model::{CallToolRequest, CallToolRequestParams, MetaObject, RequestMetaObject};
+
+        let url = raw_server(oversized).await;
+        let splicer = Splicer::new();
+        let state = serde_json::value::RawValue::from_string("{}".into()).unwrap();
+        let (placeholder, _slot) = splicer.placeholder(Arc::from(state));
+        let client = SplicingHttpClient {
+            client: reqwest::Client::new(),
+            splicer,
+            server: "web".into(),
+        };
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = LIMIT;
+        limits.max_json_response_size = LIMIT;
+        for tool in ["json", "sse"] {
+            let mut params = CallToolRequestParams::new(tool);
+            let meta = serde_json::json!({ SANDBOX_STATE_KEY: placeholder });
+            params.meta = Some(RequestMetaObject(MetaObject(
+                meta.as_object().unwrap().clone(),
+            )));
+            let message = ClientJsonRpcMessage::request(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                RequestId::Number(5),
+            );
+            let response = client
+                .post_message_with_response_limits(
+                    url.as_str().into(),
+                    message,
+                    None,
+                    None,
+                    HashMap::new(),
+                    limits,
+                )
+                .await
+                .unwrap();
+            let answer = match response {
+                StreamableHttpPostResponse::Json(answer, _) => answer,
+                StreamableHttpPostResponse::Sse(mut events, _) => {
+                    let event = events.next().await.unwrap().unwrap();
+                    assert!(events.next().await.is_none(), "the stream ends there");
+                    serde_json::from_str(&event.data.unwrap()).unwrap()
+                }
+                _ => panic!("an answer was expected"),
+            };
+            let JsonRpcMessage::Error(error) = answer else {
+                panic!("expected the size error, got {answer:?}");
+            };
+            assert_eq!(error.id, Some(RequestId::Number(5)), "for {tool}");
+            assert_eq!(error.error.message, size_error(), "for {tool}");
+        }
     }
 }

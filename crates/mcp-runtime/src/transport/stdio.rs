@@ -79,6 +79,8 @@ pub(crate) struct Launch {
     /// The child's whole environment.
     pub(crate) env: BTreeMap<OsString, OsString>,
     pub(crate) cwd: Option<PathBuf>,
+    /// The longest line read from its stdout (`max_message_bytes`).
+    pub(crate) max_message_bytes: usize,
 }
 
 impl std::fmt::Debug for Launch {
@@ -87,14 +89,19 @@ impl std::fmt::Debug for Launch {
             .field("argv", &self.argv)
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("cwd", &self.cwd)
+            .field("max_message_bytes", &self.max_message_bytes)
             .finish()
     }
 }
 
 impl Launch {
     /// `stdio`'s command run through `wrapper` (if any), with the environment built
-    /// from this process's.
-    pub(crate) fn new(stdio: &StdioConfig, wrapper: Option<&[String]>) -> Self {
+    /// from this process's, reading lines of at most `max_message_bytes`.
+    pub(crate) fn new(
+        stdio: &StdioConfig,
+        wrapper: Option<&[String]>,
+        max_message_bytes: usize,
+    ) -> Self {
         let argv = wrapper
             .unwrap_or_default()
             .iter()
@@ -106,6 +113,7 @@ impl Launch {
             argv,
             env: child_environment(stdio, |name| std::env::var_os(name)),
             cwd: stdio.cwd.clone(),
+            max_message_bytes,
         }
     }
 }
@@ -412,6 +420,7 @@ mod tests {
             argv: vec!["server".into()],
             env: child_environment(&config, parent),
             cwd: None,
+            max_message_bytes: 1,
         };
         for text in [format!("{config:?}"), format!("{launch:?}")] {
             assert!(

@@ -1,0 +1,590 @@
+//! The stdio transport: newline-delimited JSON-RPC over a local server's pipes, read
+//! by a task of its own with a bound on every message.
+//!
+//! rmcp's own stdio transport drops a line longer than its limit and keeps going, so
+//! the request that line answered waits out its whole timeout; it hands a response to
+//! an id it never sent to the handshake, which then fails; and it stops reading the
+//! server's stdout when the protocol closes, so a server still writing on its way out
+//! dies of `EPIPE`. This transport keeps rmcp's protocol engine and replaces the read
+//! side: a reader task owns the server's stdout and hands whole lines to the
+//! transport through a channel; the write side is the [`SplicingWriter`] over the
+//! server's stdin, unchanged.
+//!
+//! Invariants:
+//! 1. Memory is bounded by `max_message_bytes`: a line is collected only while it
+//!    fits; past the limit it is discarded as it arrives, while an [`IdScanner`]
+//!    looks for its top-level `id` and `method` in a few bytes of state.
+//! 2. Every request the runtime sends is *pending* from the moment rmcp hands it to
+//!    the transport until an answer with its id arrives, its cancellation is sent or
+//!    writing it fails. Only an answer to a pending request reaches rmcp; any other
+//!    answer (an unsolicited `{"id":987654,"result":{}}` before `initialize`, a late
+//!    answer to a cancelled call) is logged at debug level and dropped, and the
+//!    connection stays up.
+//! 3. A line over the limit fails at once the request it answers, with an error that
+//!    names the server, the size and the limit: its top-level `id` when that is
+//!    pending, or every pending request when the line has no readable `id`. An
+//!    oversized request or notification from the server fails nothing of ours.
+//! 4. The reader owns stdout until end of file: once the protocol has closed it
+//!    keeps reading and discarding (for at most [`DRAIN_LIMIT`]), so a server that
+//!    writes while it exits after its stdin closed never sees `EPIPE`. End of file
+//!    comes when the server's process group is gone, which shutdown guarantees.
+
+use std::{
+    borrow::Cow,
+    collections::{HashSet, VecDeque},
+    io,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use rmcp::{
+    RoleClient,
+    model::{
+        ClientJsonRpcMessage, ClientNotification, ErrorCode, ErrorData, JsonRpcMessage, RequestId,
+        ServerJsonRpcMessage,
+    },
+    transport::Transport,
+};
+use tokio::{
+    io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader},
+    sync::mpsc,
+};
+
+#[cfg(doc)]
+use super::splice::SplicingWriter;
+
+/// How long the reader keeps draining stdout after the protocol has closed, in case
+/// something outside the server's process group holds the pipe open.
+const DRAIN_LIMIT: Duration = Duration::from_secs(10);
+/// How long an `id` may be, in bytes of JSON, for an oversized line to be matched.
+const MAX_ID_BYTES: usize = 256;
+/// How long a key may be for the scanner to compare it with `id` and `method`.
+const MAX_KEY_BYTES: usize = 16;
+
+/// The transport for one local server; see the module docs.
+pub(crate) struct StdioTransport<W> {
+    server: Arc<str>,
+    limit: usize,
+    frames: mpsc::Receiver<Frame>,
+    writer: Arc<tokio::sync::Mutex<Option<W>>>,
+    pending: Arc<Mutex<Pending>>,
+    /// Errors made here for pending requests, delivered before the next line.
+    queued: VecDeque<ServerJsonRpcMessage>,
+}
+
+impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
+    /// Reads `stdout` (in a task of its own on the current Tokio runtime, until end of
+    /// file) and writes `stdin`, for `server`, accepting lines of at most
+    /// `max_message_bytes`.
+    pub(crate) fn new(
+        server: &str,
+        stdout: impl AsyncRead + Unpin + Send + 'static,
+        stdin: W,
+        max_message_bytes: usize,
+    ) -> Self {
+        // One line in the channel, one being read: memory stays a small multiple of
+        // the limit.
+        let (sender, frames) = mpsc::channel(1);
+        tokio::spawn(read_frames(stdout, max_message_bytes, sender));
+        Self {
+            server: server.into(),
+            limit: max_message_bytes,
+            frames,
+            writer: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
+            pending: Arc::default(),
+            queued: VecDeque::new(),
+        }
+    }
+
+    /// Writes `line`, the encoding of one message.
+    fn write(
+        &self,
+        line: io::Result<Vec<u8>>,
+    ) -> impl Future<Output = io::Result<()>> + Send + 'static + use<W> {
+        let writer = self.writer.clone();
+        async move {
+            let line = line?;
+            let mut writer = writer.lock().await;
+            let Some(writer) = writer.as_mut() else {
+                return Err(io::ErrorKind::NotConnected.into());
+            };
+            writer.write_all(&line).await?;
+            writer.flush().await
+        }
+    }
+
+    /// Answers a request from the server with `error`, in the background.
+    fn reply_error(&self, id: RequestId, error: ErrorData) {
+        let write = self.write(encode(&ClientJsonRpcMessage::error(error, Some(id))));
+        tokio::spawn(async move {
+            if let Err(error) = write.await {
+                tracing::debug!(%error, "cannot answer the server's request");
+            }
+        });
+    }
+
+    /// What `line` holds for rmcp, if anything (see invariant 2).
+    fn parse(&mut self, line: &[u8]) -> Option<ServerJsonRpcMessage> {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return None;
+        }
+        let server = &*self.server;
+        let error = match serde_json::from_slice::<ServerJsonRpcMessage>(line) {
+            Ok(message) => {
+                let id = match &message {
+                    JsonRpcMessage::Response(response) => Some(&response.id),
+                    JsonRpcMessage::Error(error) => error.id.as_ref(),
+                    JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
+                };
+                return match id {
+                    Some(id) if !lock(&self.pending).take(id) => {
+                        tracing::debug!(server, %id, "ignoring an answer to a request not in flight");
+                        None
+                    }
+                    _ => Some(message),
+                };
+            }
+            Err(error) => error,
+        };
+        let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) else {
+            tracing::debug!(server, "ignoring a line that is not JSON");
+            return None;
+        };
+        let id = value
+            .get("id")
+            .and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
+        match (id, value.get("method").is_some()) {
+            (Some(id), false) if lock(&self.pending).take(&id) => {
+                Some(ServerJsonRpcMessage::error(
+                    ErrorData::new(
+                        ErrorCode::INTERNAL_ERROR,
+                        format!(
+                            "server `{server}` answered with a message that is not a valid response ({error})"
+                        ),
+                        None,
+                    ),
+                    Some(id),
+                ))
+            }
+            (Some(id), true) => {
+                tracing::debug!(server, %error, "answering a request that cannot be read");
+                self.reply_error(id, ErrorData::invalid_request("Invalid request", None));
+                None
+            }
+            _ => {
+                tracing::debug!(server, %error, "ignoring a message that cannot be read");
+                None
+            }
+        }
+    }
+
+    /// Fails what an oversized line answered (see invariant 3).
+    fn oversized(&mut self, oversized: Oversized) {
+        let server = &*self.server;
+        let Oversized { size, id, method } = oversized;
+        let limit = self.limit;
+        let error = too_large(server, Some(size), limit);
+        if method {
+            tracing::warn!(
+                server,
+                size,
+                limit,
+                "dropped a request or notification over `max_message_bytes`"
+            );
+            if let Some(id) = id {
+                let error = ErrorData::invalid_request(
+                    format!("message of {size} bytes is over the client's limit of {limit} bytes"),
+                    None,
+                );
+                self.reply_error(id, error);
+            }
+            return;
+        }
+        let failed: Vec<RequestId> = match id {
+            Some(id) => {
+                if !lock(&self.pending).take(&id) {
+                    tracing::debug!(server, %id, size, "ignoring an oversized answer to a request not in flight");
+                }
+                vec![id]
+            }
+            None => lock(&self.pending).ids.drain().collect(),
+        };
+        if failed.is_empty() {
+            tracing::warn!(
+                server,
+                size,
+                limit,
+                "dropped a message over `max_message_bytes`"
+            );
+        }
+        for id in failed {
+            tracing::debug!(server, %id, "{}", error.message);
+            self.queued
+                .push_back(ServerJsonRpcMessage::error(error.clone(), Some(id)));
+        }
+    }
+}
+
+impl<W: AsyncWrite + Unpin + Send + 'static> Transport<RoleClient> for StdioTransport<W> {
+    type Error = io::Error;
+
+    fn name() -> Cow<'static, str> {
+        "stdio".into()
+    }
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let mut request = None;
+        match &item {
+            JsonRpcMessage::Request(sent) => {
+                lock(&self.pending).ids.insert(sent.id.clone());
+                request = Some(sent.id.clone());
+            }
+            JsonRpcMessage::Notification(notification) => {
+                if let ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    lock(&self.pending).take(id);
+                }
+            }
+            JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
+        }
+        let write = self.write(encode(&item));
+        let pending = self.pending.clone();
+        async move {
+            let result = write.await;
+            if result.is_err()
+                && let Some(id) = request
+            {
+                lock(&pending).take(&id);
+            }
+            result
+        }
+    }
+
+    /// # Cancel safety
+    ///
+    /// rmcp polls this in a `select!`: a dropped call loses nothing, as a line is
+    /// taken from the channel and handled without awaiting.
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        loop {
+            if let Some(message) = self.queued.pop_front() {
+                return Some(message);
+            }
+            match self.frames.recv().await? {
+                Frame::Line(line) => {
+                    if let Some(message) = self.parse(&line) {
+                        return Some(message);
+                    }
+                }
+                Frame::Oversized(oversized) => self.oversized(oversized),
+            }
+        }
+    }
+
+    /// Closes the server's stdin. The reader goes on draining stdout (invariant 4).
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        drop(self.writer.lock().await.take());
+        Ok(())
+    }
+}
+
+/// The error a request gets when its answer was over `limit` bytes: `size` bytes, when
+/// known (an HTTP body or event is abandoned at the limit, unmeasured).
+pub(crate) fn too_large(server: &str, size: Option<u64>, limit: usize) -> ErrorData {
+    let message = match size {
+        Some(size) => format!(
+            "server `{server}` sent a message of {size} bytes, over its limit of {limit} bytes (raise `max_message_bytes`)"
+        ),
+        None => format!(
+            "server `{server}` sent a message over its limit of {limit} bytes (raise `max_message_bytes`)"
+        ),
+    };
+    ErrorData::new(ErrorCode::INTERNAL_ERROR, message, None)
+}
+
+/// `message` as a line of JSON.
+fn encode(message: &impl serde::Serialize) -> io::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(message).map_err(io::Error::other)?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The requests sent and not yet answered.
+#[derive(Default)]
+struct Pending {
+    ids: HashSet<RequestId>,
+}
+
+impl Pending {
+    /// Removes the request `answer` answers, if pending. Like rmcp, a numeric id may be
+    /// answered as a string of its digits.
+    fn take(&mut self, answer: &RequestId) -> bool {
+        if self.ids.remove(answer) {
+            return true;
+        }
+        match answer {
+            RequestId::String(digits) => digits
+                .parse::<i64>()
+                .is_ok_and(|number| self.ids.remove(&RequestId::Number(number))),
+            RequestId::Number(_) => false,
+        }
+    }
+}
+
+/// What the reader hands the transport.
+enum Frame {
+    /// A whole line within the limit, without its `\n`.
+    Line(Vec<u8>),
+    /// A line over the limit, discarded.
+    Oversized(Oversized),
+}
+
+/// What is known of a discarded line.
+#[derive(Debug, PartialEq)]
+struct Oversized {
+    /// Its length in bytes, without the `\n`.
+    size: u64,
+    /// Its top-level `id`, when it has a readable one.
+    id: Option<RequestId>,
+    /// Whether it has a top-level `method`: a request or notification.
+    method: bool,
+}
+
+/// Reads `stdout` line by line into `frames` until end of file; once `frames` is
+/// closed, reads and discards the rest (for at most [`DRAIN_LIMIT`]).
+async fn read_frames(stdout: impl AsyncRead + Unpin, limit: usize, frames: mpsc::Sender<Frame>) {
+    let mut reader = BufReader::new(stdout);
+    let mut line = Vec::new();
+    let mut discarding: Option<(u64, IdScanner)> = None;
+    loop {
+        let available = tokio::select! {
+            read = reader.fill_buf() => match read {
+                Ok(available) => available,
+                Err(error) => {
+                    tracing::debug!(%error, "cannot read the server's stdout");
+                    return;
+                }
+            },
+            () = frames.closed() => break,
+        };
+        if available.is_empty() {
+            // End of file: an unterminated last line is not a message.
+            return;
+        }
+        let newline = available.iter().position(|&byte| byte == b'\n');
+        let content = &available[..newline.unwrap_or(available.len())];
+        match &mut discarding {
+            Some((size, scanner)) => {
+                scanner.feed(content);
+                *size += content.len() as u64;
+            }
+            None if line.len() + content.len() > limit => {
+                let mut scanner = IdScanner::default();
+                scanner.feed(&line);
+                scanner.feed(content);
+                discarding = Some(((line.len() + content.len()) as u64, scanner));
+                line = Vec::new();
+            }
+            None => line.extend_from_slice(content),
+        }
+        debug_assert!(
+            line.len() <= limit,
+            "a line is collected only while it fits"
+        );
+        let used = content.len() + usize::from(newline.is_some());
+        reader.consume(used);
+        if newline.is_none() {
+            continue;
+        }
+        let frame = match discarding.take() {
+            Some((size, scanner)) => {
+                let (id, method) = scanner.finish();
+                Frame::Oversized(Oversized { size, id, method })
+            }
+            None => Frame::Line(std::mem::take(&mut line)),
+        };
+        if frames.send(frame).await.is_err() {
+            break;
+        }
+    }
+    drop(line);
+    let drain = async {
+        loop {
+            match reader.fill_buf().await {
+                Ok([]) | Err(_) => return,
+                Ok(available) => {
+                    let used = available.len();
+                    reader.consume(used);
+                }
+            }
+        }
+    };
+    if tokio::time::timeout(DRAIN_LIMIT, drain).await.is_err() {
+        tracing::debug!("stopped draining a server's stdout that stayed open");
+    }
+}
+
+/// Finds the top-level `id` and `method` of a JSON object fed in pieces, keeping only
+/// a few bytes: nested keys and text inside strings are skipped.
+#[derive(Default)]
+struct IdScanner {
+    depth: usize,
+    /// Whether the text is a JSON object (only then does it have keys).
+    object: bool,
+    in_string: bool,
+    escaped: bool,
+    /// At depth 1: whether the next string is a key.
+    expect_key: bool,
+    /// The raw text of the key being read, `None` once it is too long to matter.
+    key: Option<Vec<u8>>,
+    reading_key: bool,
+    /// The last key read at depth 1.
+    last_key: Key,
+    /// The raw text of the `id` value being read, `None` once it cannot be an id.
+    id_text: Option<Vec<u8>>,
+    reading_id: bool,
+    id: Option<RequestId>,
+    id_seen: bool,
+    method: bool,
+}
+
+#[derive(Default, Clone, Copy, PartialEq)]
+enum Key {
+    #[default]
+    Other,
+    Id,
+    Method,
+}
+
+impl IdScanner {
+    fn feed(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.byte(byte);
+        }
+    }
+
+    fn byte(&mut self, byte: u8) {
+        if self.in_string {
+            let closes = !self.escaped && byte == b'"';
+            self.escaped = !self.escaped && byte == b'\\';
+            if self.reading_key {
+                if closes {
+                    self.end_key();
+                } else {
+                    push_bounded(&mut self.key, byte, MAX_KEY_BYTES);
+                }
+            }
+            if self.reading_id {
+                push_bounded(&mut self.id_text, byte, MAX_ID_BYTES);
+            }
+            self.in_string = !closes;
+            return;
+        }
+        match byte {
+            b'"' => {
+                self.in_string = true;
+                if self.depth == 1 && self.object && self.expect_key {
+                    self.reading_key = true;
+                    self.key = Some(Vec::new());
+                } else if self.reading_id {
+                    push_bounded(&mut self.id_text, byte, MAX_ID_BYTES);
+                }
+            }
+            b'{' | b'[' => {
+                if self.depth == 0 {
+                    self.object = byte == b'{';
+                    self.expect_key = self.object;
+                }
+                if self.reading_id {
+                    // An object or array is not an id.
+                    self.id_text = None;
+                }
+                self.depth += 1;
+            }
+            b'}' | b']' => {
+                if self.depth == 1 {
+                    self.end_value();
+                }
+                self.depth = self.depth.saturating_sub(1);
+            }
+            b',' if self.depth == 1 => {
+                self.end_value();
+                self.expect_key = self.object;
+            }
+            b':' if self.depth == 1 => {
+                self.expect_key = false;
+                match self.last_key {
+                    Key::Id if !self.id_seen => {
+                        self.reading_id = true;
+                        self.id_text = Some(Vec::new());
+                    }
+                    Key::Method => self.method = true,
+                    Key::Id | Key::Other => {}
+                }
+            }
+            _ => {
+                if self.reading_id {
+                    push_bounded(&mut self.id_text, byte, MAX_ID_BYTES);
+                }
+            }
+        }
+    }
+
+    fn end_key(&mut self) {
+        self.reading_key = false;
+        self.last_key = Key::Other;
+        if let Some(raw) = self.key.take() {
+            let mut quoted = Vec::with_capacity(raw.len() + 2);
+            quoted.push(b'"');
+            quoted.extend_from_slice(&raw);
+            quoted.push(b'"');
+            self.last_key = match serde_json::from_slice::<String>(&quoted).as_deref() {
+                Ok("id") => Key::Id,
+                Ok("method") => Key::Method,
+                _ => Key::Other,
+            };
+        }
+    }
+
+    fn end_value(&mut self) {
+        if !self.reading_id {
+            return;
+        }
+        self.reading_id = false;
+        self.id_seen = true;
+        self.id = self
+            .id_text
+            .take()
+            .and_then(|text| serde_json::from_slice::<RequestId>(&text).ok());
+    }
+
+    /// The top-level `id`, if readable, and whether there is a top-level `method`.
+    fn finish(self) -> (Option<RequestId>, bool) {
+        (self.id, self.method)
+    }
+}
+
+fn push_bounded(text: &mut Option<Vec<u8>>, byte: u8, limit: usize) {
+    if let Some(bytes) = text {
+        if bytes.len() < limit {
+            bytes.push(byte);
+        } else {
+            *text = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

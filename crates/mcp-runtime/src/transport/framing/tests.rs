@@ -1,0 +1,356 @@
+//! Tests of the stdio transport: raw servers over in-memory pipes, and a real
+//! process for shutdown.
+
+use rmcp::{
+    ServiceExt,
+    model::{CallToolRequestParams, ClientRequest},
+    service::{RoleClient, RunningService},
+};
+use serde_json::{Value, json};
+use tokio::{
+    io::{AsyncBufReadExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf},
+    sync::oneshot,
+};
+
+use super::*;
+
+/// Small, so the tests stay fast; every oversized line below is well past it.
+const LIMIT: usize = 1024;
+/// A call's default timeout: a test that waits it out fails.
+const CALL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A server written by hand, speaking raw lines.
+struct RawPeer {
+    lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
+    write: WriteHalf<DuplexStream>,
+}
+
+impl RawPeer {
+    async fn next(&mut self) -> Value {
+        let line = self.lines.next_line().await.unwrap().expect("a message");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// The next request, skipping notifications.
+    async fn next_request(&mut self) -> Value {
+        loop {
+            let message = self.next().await;
+            if message.get("id").is_some() {
+                return message;
+            }
+        }
+    }
+
+    async fn send(&mut self, line: &str) {
+        self.write.write_all(line.as_bytes()).await.unwrap();
+        self.write.write_all(b"\n").await.unwrap();
+        self.write.flush().await.unwrap();
+    }
+
+    async fn answer(&mut self, request: &Value, result: Value) {
+        let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": result});
+        self.send(&answer.to_string()).await;
+    }
+
+    async fn handshake(&mut self) {
+        let initialize = self.next().await;
+        assert_eq!(initialize["method"], "initialize");
+        let result = json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "raw", "version": "0"},
+        });
+        self.answer(&initialize, result).await;
+        assert_eq!(self.next().await["method"], "notifications/initialized");
+    }
+}
+
+/// A client over [`StdioTransport`] and the raw server at its other end.
+fn connect() -> (
+    impl Future<Output = RunningService<RoleClient, ()>>,
+    RawPeer,
+) {
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let (read, write) = tokio::io::split(ours);
+    let transport = StdioTransport::new("big", read, write, LIMIT);
+    let (read, write) = tokio::io::split(theirs);
+    let peer = RawPeer {
+        lines: BufReader::new(read).lines(),
+        write,
+    };
+    (async move { ().serve(transport).await.unwrap() }, peer)
+}
+
+/// `{"jsonrpc":"2.0",<before>"result":{"pad":"xxx…"}<after>}`, over the limit.
+fn oversized(before: &str, after: &str) -> String {
+    let pad = "x".repeat(LIMIT * 8);
+    format!(r#"{{"jsonrpc":"2.0",{before}"result":{{"tools":[],"pad":"{pad}"}}{after}}}"#)
+}
+
+fn size_error(line: &str) -> String {
+    format!(
+        "server `big` sent a message of {} bytes, over its limit of {LIMIT} bytes (raise `max_message_bytes`)",
+        line.len()
+    )
+}
+
+fn call(name: &str) -> ClientRequest {
+    ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+        CallToolRequestParams::new(name.to_owned()),
+    ))
+}
+
+fn error_message(result: Result<impl std::fmt::Debug, rmcp::ServiceError>) -> String {
+    match result {
+        Err(rmcp::ServiceError::McpError(error)) => error.message.into_owned(),
+        other => panic!("expected the size error, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_oversized_answer_fails_its_request_at_once() {
+    let (client, mut peer) = connect();
+    let (done, finished) = oneshot::channel::<()>();
+    let (sent, mut lines) = mpsc::unbounded_channel();
+    let server = tokio::spawn(async move {
+        peer.handshake().await;
+        // A tools/list answer with its id first; a call result with its id last,
+        // as a string of digits.
+        let answers: [fn(&Value) -> String; 2] = [
+            |id| oversized(&format!(r#""id":{id},"#), ""),
+            |id| oversized("", &format!(r#","id":"{id}""#)),
+        ];
+        for answer in answers {
+            let request = peer.next_request().await;
+            let line = answer(&request["id"]);
+            peer.send(&line).await;
+            sent.send(line).unwrap();
+        }
+        // The connection is still usable afterwards.
+        let request = peer.next_request().await;
+        peer.answer(&request, json!({"tools": []})).await;
+        // Stay connected: nothing fails because the pipe closed.
+        let _ = finished.await;
+    });
+    let client = client.await;
+    let peer = client.peer();
+    let list = tokio::time::timeout(CALL_TIMEOUT, peer.list_tools(None))
+        .await
+        .expect("no wait for the timeout");
+    assert_eq!(
+        error_message(list),
+        size_error(&lines.recv().await.unwrap())
+    );
+    let call = tokio::time::timeout(CALL_TIMEOUT, peer.send_request(call("echo")))
+        .await
+        .expect("no wait for the timeout");
+    assert_eq!(
+        error_message(call),
+        size_error(&lines.recv().await.unwrap())
+    );
+    let listed = tokio::time::timeout(CALL_TIMEOUT, peer.list_tools(None))
+        .await
+        .expect("no wait for the timeout");
+    assert!(listed.unwrap().tools.is_empty());
+    drop(done);
+    server.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_oversized_answer_without_an_id_fails_every_request_in_flight() {
+    let (client, mut peer) = connect();
+    let (done, finished) = oneshot::channel::<()>();
+    // A nested `id` is not the message's: it must not single out one request.
+    let line = oversized(r#""nested":{"id":0,"also":[{"id":1}]},"#, "");
+    let sent = line.clone();
+    let server = tokio::spawn(async move {
+        peer.handshake().await;
+        peer.next_request().await;
+        peer.next_request().await;
+        peer.send(&sent).await;
+        let _ = finished.await;
+    });
+    let client = client.await;
+    let peer = client.peer();
+    let (list, call) = tokio::time::timeout(
+        CALL_TIMEOUT,
+        futures::future::join(peer.list_tools(None), peer.send_request(call("echo"))),
+    )
+    .await
+    .expect("no wait for the timeout");
+    assert_eq!(error_message(list), size_error(&line));
+    assert_eq!(error_message(call), size_error(&line));
+    drop(done);
+    server.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_to_an_unknown_id_is_ignored() {
+    let (client, mut peer) = connect();
+    let server = tokio::spawn(async move {
+        // Before `initialize` has even been read.
+        peer.send(r#"{"jsonrpc":"2.0","id":987654,"result":{}}"#)
+            .await;
+        peer.send(r#"{"jsonrpc":"2.0","id":987655,"error":{"code":1,"message":"no"}}"#)
+            .await;
+        peer.handshake().await;
+        let request = peer.next_request().await;
+        peer.send(r#"{"jsonrpc":"2.0","id":987654,"result":{}}"#)
+            .await;
+        peer.answer(
+            &request,
+            json!({"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}),
+        )
+        .await;
+    });
+    let client = client.await;
+    let listed = tokio::time::timeout(CALL_TIMEOUT, client.peer().list_tools(None))
+        .await
+        .expect("no wait for the timeout")
+        .unwrap();
+    assert_eq!(listed.tools[0].name, "t");
+    server.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unreadable_answer_fails_its_request_at_once() {
+    let (client, mut peer) = connect();
+    let (done, finished) = oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        peer.handshake().await;
+        let request = peer.next_request().await;
+        // Neither `result` nor `error`.
+        peer.send(&json!({"jsonrpc": "2.0", "id": request["id"]}).to_string())
+            .await;
+        let _ = finished.await;
+    });
+    let client = client.await;
+    let list = tokio::time::timeout(CALL_TIMEOUT, client.peer().list_tools(None))
+        .await
+        .expect("no wait for the timeout");
+    let message = error_message(list);
+    assert!(
+        message.starts_with("server `big` answered with a message that is not a valid response"),
+        "{message}"
+    );
+    drop(done);
+    server.await.unwrap();
+}
+
+fn scan(pieces: &[&str]) -> (Option<RequestId>, bool) {
+    let mut scanner = IdScanner::default();
+    for piece in pieces {
+        scanner.feed(piece.as_bytes());
+    }
+    scanner.finish()
+}
+
+#[test]
+fn the_scanner_finds_only_the_top_level_id_and_method() {
+    let number = Some(RequestId::Number(7));
+    assert_eq!(scan(&[r#"{"id":7,"result":{}}"#]), (number.clone(), false));
+    assert_eq!(
+        scan(&[r#"{"result":{"id":1},"#, r#" "id" : 7 }"#]),
+        (number.clone(), false)
+    );
+    // Split anywhere, even inside the key and the value.
+    assert_eq!(
+        scan(&[r#"{"i"#, r#"d":"#, "7", "}"]),
+        (number.clone(), false)
+    );
+    assert_eq!(
+        scan(&[r#"{"id":"a\"b","method":"x"}"#]),
+        (Some(RequestId::String("a\"b".into())), true)
+    );
+    // An escaped key is still `id`; text that looks like a key is not one.
+    assert_eq!(scan(&[r#"{"\u0069d":7}"#]), (number, false));
+    assert_eq!(scan(&[r#"{"text":"\",\"id\":5","x":1}"#]), (None, false));
+    assert_eq!(scan(&[r#"[{"id":5}]"#]), (None, false));
+    assert_eq!(scan(&[r#"{"id":{"n":5}}"#]), (None, false));
+    assert_eq!(
+        scan(&[r#"{"id":5"#]),
+        (None, false),
+        "cut off before the value ends"
+    );
+    let long = format!(r#"{{"id":"{}"}}"#, "9".repeat(MAX_ID_BYTES));
+    assert_eq!(scan(&[&long]), (None, false), "too long to be kept");
+}
+
+#[tokio::test]
+async fn lines_within_the_limit_pass_and_longer_ones_are_measured() {
+    let (sender, mut frames) = mpsc::channel(8);
+    let long = format!("{{\"id\":3,\"pad\":\"{}\"}}", "y".repeat(LIMIT));
+    let text = format!("a\r\n{long}\n{}\nlast without newline", "z".repeat(LIMIT));
+    read_frames(text.as_bytes(), LIMIT, sender).await;
+    let mut got = Vec::new();
+    while let Some(frame) = frames.recv().await {
+        got.push(match frame {
+            Frame::Line(line) => String::from_utf8(line).unwrap(),
+            Frame::Oversized(oversized) => format!("{oversized:?}"),
+        });
+    }
+    assert_eq!(
+        got,
+        [
+            "a\r".to_owned(),
+            format!(
+                "{:?}",
+                Oversized {
+                    size: long.len() as u64,
+                    id: Some(RequestId::Number(3)),
+                    method: false
+                }
+            ),
+            "z".repeat(LIMIT),
+        ]
+    );
+}
+
+/// A server that answers `initialize`, then, once its stdin closes, writes 2,000
+/// lines (more than a pipe holds) and records whether every write succeeded.
+const WRITES_ON_THE_WAY_OUT: &str = r#"
+    IFS= read -r line
+    id=$(printf '%s\n' "$line" | sed -n 's/.*"id":\([0-9]*\),"method":"initialize".*/\1/p')
+    printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}\n' "$id"
+    echo started > "$MARKER"
+    cat > /dev/null
+    i=0
+    while [ $i -lt 2000 ]; do
+        echo '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"closing down"}}' || exit 9
+        i=$((i + 1))
+    done
+    echo clean > "$MARKER"
+"#;
+
+#[tokio::test]
+async fn shutdown_keeps_reading_until_the_server_exits() {
+    use crate::{binding::Binding, connection::Connection, transport::Endpoint};
+
+    let marker = std::env::temp_dir().join(format!(
+        "mcp-runtime-drain-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_file(&marker);
+    let launch = super::super::stdio::Launch {
+        argv: vec!["sh".into(), "-c".into(), WRITES_ON_THE_WAY_OUT.into()],
+        env: [
+            ("PATH".into(), std::env::var_os("PATH").unwrap()),
+            ("MARKER".into(), marker.clone().into()),
+        ]
+        .into(),
+        cwd: None,
+        max_message_bytes: LIMIT,
+    };
+    let connection =
+        Connection::connect("quiet", &Endpoint::Stdio(launch), &Binding::Local, |_| {})
+            .await
+            .unwrap();
+    connection.shutdown().await;
+    let outcome = std::fs::read_to_string(&marker).unwrap();
+    let _ = std::fs::remove_file(&marker);
+    assert_eq!(
+        outcome, "clean\n",
+        "the server's writes on its way out failed"
+    );
+}
