@@ -4,6 +4,7 @@
 mod support;
 
 mod calls;
+mod cancellation;
 mod config_files;
 mod http;
 mod listing;
