@@ -6,6 +6,7 @@ mod support;
 mod calls;
 mod cancellation;
 mod config_files;
+mod hostile_servers;
 mod http;
 mod listing;
 mod peers;

@@ -364,7 +364,8 @@ impl Connection {
     /// still in flight (which then fail), then closes the protocol and waits for it
     /// to finish (which closes a local server's stdin, or ends an HTTP session with
     /// `DELETE`), then ends a local server: if it has not exited after a grace period
-    /// its process group gets `SIGTERM`, and after another, `SIGKILL`.
+    /// its process group gets `SIGTERM`, and after another, `SIGKILL`; this returns
+    /// once the whole group is gone (see [`stdio::ServerProcess::shutdown`]).
     ///
     /// # Cancel safety
     ///

@@ -421,8 +421,11 @@ impl Runtime {
         self.shared.refresh(server).await
     }
 
-    /// Shuts every server down: closes its connection, then `SIGTERM` to its process
-    /// group and `SIGKILL` after a grace period.
+    /// Shuts every server down, concurrently: writes the `notifications/cancelled`
+    /// owed for calls that timed out or were dropped, closes its connection, then
+    /// `SIGTERM` to its process group and `SIGKILL` after a grace period. Returns once
+    /// every server's whole process group is gone (each waits a bounded time for
+    /// leftover members to be reaped).
     ///
     /// # Cancel safety
     ///

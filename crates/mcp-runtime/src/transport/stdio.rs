@@ -4,7 +4,17 @@
 //! whatever the server started. The group is killed when the [`ServerProcess`] is
 //! dropped (also on a timed-out or cancelled startup, or while a panicking host
 //! unwinds); [`ServerProcess::shutdown`] is the graceful path: close stdin, `SIGTERM`,
-//! then `SIGKILL` after a grace period.
+//! then `SIGKILL` after a grace period, and it returns only once the whole group is
+//! gone.
+//!
+//! A group is gone when its last member has been reaped. The runtime reaps only the
+//! leader; the other members are reaped by their own parents, or, orphaned by the
+//! `SIGKILL`, by init (or the nearest subreaper), which may take a moment. No event
+//! reports that a group is empty, so shutdown probes it with signal 0 (`killpg(pgid,
+//! 0)`), backing off between probes, until the kernel answers `ESRCH`, for at most
+//! [`GROUP_EXIT_WAIT`]. The probe cannot reach another group: a group id stays
+//! taken as long as any member is left, zombies included, and signal 0 delivers
+//! nothing anyway.
 //!
 //! The child's environment is cleared and rebuilt from an allow-list
 //! ([`INHERITED_ENV_VARS`]), the names in `env_vars`, then `env`: a secret in the
@@ -41,6 +51,11 @@ const STDERR_TAIL_LINES: usize = 20;
 const STDERR_LINE_BYTES: usize = 2048;
 /// How long a server may take to exit after `SIGTERM` before it is killed.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+/// How long, after `SIGKILL`, the rest of a server's process group may take to be
+/// reaped before shutdown stops waiting for it.
+const GROUP_EXIT_WAIT: Duration = Duration::from_secs(5);
+/// The longest pause between two probes of a group that is not gone yet.
+const GROUP_PROBE_MAX_PAUSE: Duration = Duration::from_millis(50);
 
 /// The environment a stdio server is started with: the allow-list taken from `parent`,
 /// then the names in `env_vars`, then the literal `env`.
@@ -141,6 +156,7 @@ pub(crate) fn spawn(server: &str, launch: &Launch) -> Result<Spawned, StartupErr
     let stderr_task = tokio::spawn(capture_stderr(server.to_owned(), stderr, tail.clone()));
     Ok(Spawned {
         process: ServerProcess {
+            server: server.to_owned(),
             child,
             pgid,
             exit: exit_watch(pgid),
@@ -235,6 +251,8 @@ async fn read_bounded_line(
 /// leader (alive or a zombie) keeps its pid, and so the group id, from being reused,
 /// and every signal reaches this server's group and nothing else.
 pub(crate) struct ServerProcess {
+    /// The server's name, for logs.
+    server: String,
     child: Child,
     pgid: libc::pid_t,
     /// Readable once the leader has exited, without reaping it.
@@ -282,7 +300,9 @@ impl ServerProcess {
     /// Ends the server the way MCP's stdio transport describes: the caller has closed
     /// its stdin; if it has not exited after a grace period its group gets `SIGTERM`,
     /// and after another the whole group gets `SIGKILL` (also anything the server left
-    /// behind). Then the leader is reaped.
+    /// behind). Then the leader is reaped, and this returns once every other member
+    /// of the group has been reaped too (see the module docs), or after
+    /// [`GROUP_EXIT_WAIT`].
     ///
     /// # Cancel safety
     ///
@@ -295,6 +315,14 @@ impl ServerProcess {
         signal_group(self.pgid, libc::SIGKILL);
         let _ = self.child.wait().await;
         self.reaped = true;
+        if !group_gone_within(self.pgid, GROUP_EXIT_WAIT).await {
+            tracing::warn!(
+                "process group `{}` of server `{}` still has members {}s after `SIGKILL`",
+                self.pgid,
+                self.server,
+                GROUP_EXIT_WAIT.as_secs(),
+            );
+        }
     }
 }
 
@@ -349,6 +377,34 @@ fn peek_exit_status(pid: libc::pid_t) -> Option<ExitStatus> {
         _ => status & 0x7f,
     };
     Some(ExitStatus::from_raw(raw))
+}
+
+/// Whether process group `pgid` has no member left (not even a zombie) within
+/// `limit`, probing with signal 0 and pauses that double up to
+/// [`GROUP_PROBE_MAX_PAUSE`].
+async fn group_gone_within(pgid: libc::pid_t, limit: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if !group_exists(pgid) {
+            return true;
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        tokio::time::sleep(pause.min(deadline - now)).await;
+        pause = (pause * 2).min(GROUP_PROBE_MAX_PAUSE);
+    }
+}
+
+/// Whether process group `pgid` has any member, zombies included.
+fn group_exists(pgid: libc::pid_t) -> bool {
+    // SAFETY: killpg has no memory-safety preconditions, and signal 0 is never
+    // delivered: the kernel only looks the group up.
+    let found = unsafe { libc::killpg(pgid, 0) } == 0;
+    // EPERM: a member the runtime may not signal (it changed its user) is left.
+    found || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 fn signal_group(pgid: libc::pid_t, signal: libc::c_int) {
@@ -426,6 +482,25 @@ mod tests {
     fn literal_env_is_applied_last() {
         let env = child_environment(&stdio(&[("PATH", "/opt/bin")], &["PATH"]), parent);
         assert_eq!(env.get(&OsString::from("PATH")), Some(&"/opt/bin".into()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waiting_for_a_group_stops_at_the_limit() {
+        // SAFETY: getpgrp has no preconditions. This test's own group has a member.
+        let own_group = unsafe { libc::getpgrp() };
+        let start = tokio::time::Instant::now();
+        assert!(!group_gone_within(own_group, Duration::from_secs(3)).await);
+        assert_eq!(start.elapsed(), Duration::from_secs(3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_group_without_members_is_gone_without_a_pause() {
+        let mut child = Command::new("true").process_group(0).spawn().unwrap();
+        let pgid = child.id().unwrap() as libc::pid_t;
+        child.wait().await.unwrap();
+        let start = tokio::time::Instant::now();
+        assert!(group_gone_within(pgid, Duration::from_secs(3)).await);
+        assert_eq!(start.elapsed(), Duration::ZERO);
     }
 
     #[tokio::test]
