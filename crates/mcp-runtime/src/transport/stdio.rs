@@ -20,6 +20,8 @@
 //! ([`INHERITED_ENV_VARS`]), the names in `env_vars`, then `env`: a secret in the
 //! host's environment never reaches a server that did not ask for it by name.
 
+mod exit;
+
 use std::{
     collections::{BTreeMap, VecDeque},
     ffi::OsString,
@@ -29,13 +31,8 @@ use std::{
     time::Duration,
 };
 
-use std::os::{
-    fd::{FromRawFd, OwnedFd},
-    unix::process::ExitStatusExt,
-};
-
 use tokio::{
-    io::{AsyncBufReadExt, AsyncRead, BufReader, Interest, unix::AsyncFd},
+    io::{AsyncBufReadExt, AsyncRead, BufReader},
     process::{Child, ChildStdin, ChildStdout, Command},
     task::JoinHandle,
 };
@@ -159,7 +156,7 @@ pub(crate) fn spawn(server: &str, launch: &Launch) -> Result<Spawned, StartupErr
             server: server.to_owned(),
             child,
             pgid,
-            exit: exit_watch(pgid),
+            exit: exit::ExitWatch::new(pgid),
             reaped: false,
             tail,
             stderr_task,
@@ -255,8 +252,8 @@ pub(crate) struct ServerProcess {
     server: String,
     child: Child,
     pgid: libc::pid_t,
-    /// Readable once the leader has exited, without reaping it.
-    exit: Option<AsyncFd<OwnedFd>>,
+    /// Tells when the leader has exited, without reaping it.
+    exit: exit::ExitWatch,
     reaped: bool,
     tail: StderrTail,
     stderr_task: JoinHandle<()>,
@@ -275,15 +272,14 @@ impl ServerProcess {
 
     /// Whether the leader has exited already (it is not reaped).
     pub(crate) fn has_exited(&self) -> bool {
-        peek_exit_status(self.pgid).is_some()
+        exit::peek_exit_status(self.pgid).is_some()
     }
 
     /// Whether the leader exits within `limit` (it is not reaped).
     async fn exited_within(&self, limit: Duration) -> bool {
-        match &self.exit {
-            Some(exit) => tokio::time::timeout(limit, exit.readable()).await.is_ok(),
-            None => false,
-        }
+        tokio::time::timeout(limit, self.exit.exited())
+            .await
+            .is_ok()
     }
 
     /// If the process has exited (or exits within `wait`), how it exited, once its
@@ -292,7 +288,7 @@ impl ServerProcess {
         if !self.exited_within(wait).await {
             return None;
         }
-        let status = peek_exit_status(self.pgid)?;
+        let status = exit::peek_exit_status(self.pgid)?;
         let _ = tokio::time::timeout(wait, &mut self.stderr_task).await;
         Some(status)
     }
@@ -333,50 +329,6 @@ impl Drop for ServerProcess {
         }
         self.stderr_task.abort();
     }
-}
-
-/// A pidfd for `pid`, readable once it exits.
-fn exit_watch(pid: libc::pid_t) -> Option<AsyncFd<OwnedFd>> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        tracing::warn!(
-            error = %std::io::Error::last_os_error(),
-            "pidfd_open failed: server shutdown cannot wait for a grace period"
-        );
-        return None;
-    }
-    // SAFETY: `fd` is a new descriptor that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-    // SAFETY: the OwnedFd is moved into the AsyncFd, which alone closes it, so it stays
-    // open and the same for the AsyncFd's whole life.
-    unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok()
-}
-
-/// How `pid` exited, if it has, leaving it unreaped.
-fn peek_exit_status(pid: libc::pid_t) -> Option<ExitStatus> {
-    // SAFETY: an all-zero siginfo_t is valid; waitid writes it for an exited child.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `info` is valid for writes; WNOWAIT leaves the child waitable.
-    let result = unsafe {
-        libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
-        )
-    };
-    // SAFETY: si_pid and si_status are set by waitid for a child that changed state.
-    let (child, status) = unsafe { (info.si_pid(), info.si_status()) };
-    if result != 0 || child != pid {
-        return None;
-    }
-    // Rebuild a wait status: exit code in the second byte, or the signal.
-    let raw = match info.si_code {
-        libc::CLD_EXITED => (status & 0xff) << 8,
-        _ => status & 0x7f,
-    };
-    Some(ExitStatus::from_raw(raw))
 }
 
 /// Whether process group `pgid` has no member left (not even a zombie) within
