@@ -75,7 +75,9 @@ mod waiting_thread {
     pub(in super::super) struct ExitWatch(watch::Receiver<bool>);
 
     impl ExitWatch {
-        /// Starts watching `pid`, a child of this process that is not reaped.
+        /// Starts watching `pid`, a child of this process that is not reaped. The
+        /// thread starts at once, long before the runtime reaps the child (only after
+        /// it has exited), so it waits for this child and no later one with its pid.
         pub(in super::super) fn new(pid: libc::pid_t) -> Self {
             let (exited, receiver) = watch::channel(false);
             let spawned = std::thread::Builder::new()
