@@ -418,8 +418,8 @@ fn describe_service_error(error: &ServiceError) -> String {
 }
 
 /// The tool result in a `tools/call` answer. rmcp decodes an answer without `content`
-/// as another kind of result (an empty one, one with only `_meta`); such an answer is
-/// read again as a tool result with no content.
+/// as another kind of result (`{}`, or only `_meta`); such an answer is read again as
+/// a tool result with no content. Any other kind of answer is an error.
 fn call_tool_result(answer: ServerResult) -> Result<CallToolResult, String> {
     let answer = match answer {
         ServerResult::CallToolResult(result) => return Ok(result),
@@ -428,11 +428,42 @@ fn call_tool_result(answer: ServerResult) -> Result<CallToolResult, String> {
     let not_a_result = || "the server's answer is not a tool result".to_owned();
     let mut value = serde_json::to_value(&answer).map_err(|_| not_a_result())?;
     let object = value.as_object_mut().ok_or_else(not_a_result)?;
-    if !["content", "structuredContent", "isError"]
-        .iter()
-        .any(|key| object.contains_key(*key))
-    {
-        object.insert("content".into(), serde_json::Value::Array(Vec::new()));
+    if !object.keys().all(|key| key == "_meta") {
+        return Err(not_a_result());
     }
+    object.insert("content".into(), serde_json::Value::Array(Vec::new()));
     serde_json::from_value(value).map_err(|_| not_a_result())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn answer(value: serde_json::Value) -> ServerResult {
+        serde_json::from_value(value).expect("an answer rmcp decodes")
+    }
+
+    #[test]
+    fn a_tool_result_without_content_is_still_a_tool_result() {
+        let result = call_tool_result(answer(json!({}))).unwrap();
+        assert!(result.content.is_empty());
+        assert_eq!(result.is_error, None);
+
+        let result = call_tool_result(answer(json!({"_meta": {"k": 1}}))).unwrap();
+        assert!(result.content.is_empty());
+        assert_eq!(result.meta.unwrap().0["k"], 1);
+
+        let result = call_tool_result(answer(json!({"content": [], "isError": true}))).unwrap();
+        assert_eq!(result.is_error, Some(true));
+    }
+
+    #[test]
+    fn another_kind_of_answer_is_not_a_tool_result() {
+        let error = call_tool_result(answer(json!({"tools": []}))).unwrap_err();
+        assert_eq!(error, "the server's answer is not a tool result");
+        let error = call_tool_result(answer(json!({"resultType": "task", "task": {}})));
+        assert!(error.is_err());
+    }
 }
