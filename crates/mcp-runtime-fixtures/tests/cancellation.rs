@@ -48,12 +48,13 @@ async fn call_until_timeout(runtime: &Runtime) {
 async fn a_timed_out_call_is_cancelled_before_shutdown_closes_a_stdio_server() {
     let dir = temp_dir();
     let log = dir.path().join("log.jsonl");
-    let (runtime, _) = start(config([slow_stdio(&log)])).await;
+    let (runtime, events) = start(config([slow_stdio(&log)])).await;
 
     call_until_timeout(&runtime).await;
     runtime.shutdown().await;
 
     assert_the_call_was_cancelled_once(&log);
+    assert_all_gone(spawned_pid(&events, "slow"), &[]);
 }
 
 #[tokio::test]
@@ -75,7 +76,7 @@ async fn a_timed_out_call_is_cancelled_before_shutdown_ends_an_http_session() {
 async fn a_dropped_call_is_cancelled_before_shutdown_closes_the_connection() {
     let dir = temp_dir();
     let log = dir.path().join("log.jsonl");
-    let (runtime, _) = start(config([
+    let (runtime, events) = start(config([
         slow_stdio(&log).with_tool_timeout(Duration::from_secs(600))
     ]))
     .await;
@@ -95,4 +96,5 @@ async fn a_dropped_call_is_cancelled_before_shutdown_closes_the_connection() {
     runtime.shutdown().await;
 
     assert_the_call_was_cancelled_once(&log);
+    assert_all_gone(spawned_pid(&events, "slow"), &[]);
 }
