@@ -305,7 +305,9 @@ impl Runtime {
     /// # Cancel safety
     ///
     /// Dropping the future sends the server `notifications/cancelled` for the call;
-    /// so does running out of time.
+    /// so does running out of time. Neither waits for it to be written, but
+    /// [`Self::shutdown`] does before it closes the connection (dropping the runtime
+    /// instead kills the servers at once, and what is not written yet is lost).
     ///
     /// # Concurrent calls
     ///
