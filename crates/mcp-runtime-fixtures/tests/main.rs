@@ -4,9 +4,11 @@
 mod support;
 
 mod calls;
+mod cancellation;
 mod config_files;
 mod exact_arguments;
 mod faults;
+mod hostile_servers;
 mod http;
 mod listing;
 mod peers;

@@ -7,7 +7,10 @@
 //! 2. rmcp's per-peer response cache is off, so a failed `tools/list` is an error rather
 //!    than an older answer served again;
 //! 3. every request has a timeout, and a request whose future is dropped (timeout or
-//!    caller) is followed by `notifications/cancelled`.
+//!    caller) is followed by `notifications/cancelled`; for tool calls the runtime
+//!    sends it itself and writes it before the connection closes ([`cancellation`]).
+
+mod cancellation;
 
 mod listing;
 
@@ -19,10 +22,11 @@ use std::{
 use rmcp::{
     ClientHandler, Peer, RoleClient, ServiceError, ServiceExt,
     model::{
-        CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-        JsonObject, MetaObject, ProtocolVersion, RequestMetaObject, Tool,
+        CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
+        ClientRequest, Implementation, JsonObject, MetaObject, ProtocolVersion, RequestMetaObject,
+        ServerResult, Tool,
     },
-    service::{ClientCacheConfig, NotificationContext, RunningService},
+    service::{ClientCacheConfig, NotificationContext, PeerRequestOptions, RunningService},
 };
 use tokio::sync::Notify;
 
@@ -51,6 +55,8 @@ pub const MAX_LISTED_TOOLS: usize = 10_000;
 const EXIT_REPORT_WAIT: Duration = Duration::from_secs(1);
 /// How long closing the protocol may take at shutdown.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
+/// How long shutdown waits for owed `notifications/cancelled` to be written.
+const CANCELLATION_WAIT: Duration = Duration::from_secs(2);
 /// How many of a failed server's last stderr lines its error quotes.
 const STDERR_REPORT_LINES: usize = 5;
 
@@ -95,6 +101,8 @@ pub(crate) struct Connection {
     process: Mutex<Option<stdio::ServerProcess>>,
     pid: Option<u32>,
     tools_changed: Arc<Notify>,
+    /// Tool calls in flight and the cancellations owed to the server.
+    cancellations: cancellation::Cancellations,
 }
 
 impl Connection {
@@ -154,6 +162,7 @@ impl Connection {
             .set_response_cache_config(ClientCacheConfig::disabled())
             .await;
         Ok(Self {
+            cancellations: cancellation::Cancellations::new(service.peer().clone()),
             peer: service.peer().clone(),
             service: Mutex::new(Some(service)),
             splicer,
@@ -274,7 +283,8 @@ impl Connection {
     /// # Cancel safety
     ///
     /// When the timeout runs out or the future is dropped, the server is sent
-    /// `notifications/cancelled` for the request.
+    /// `notifications/cancelled` for the request: without waiting for it (the timeout
+    /// error comes when the timeout runs out), but before the connection closes.
     pub(crate) async fn call_tool(
         &self,
         server: &str,
@@ -298,30 +308,51 @@ impl Connection {
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = arguments;
         params.meta = (!meta.is_empty()).then(|| RequestMetaObject(MetaObject(meta)));
-        match tokio::time::timeout(timeout, self.peer().call_tool(params)).await {
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(error)) => Err(CallError::Request {
-                server: server.to_owned(),
-                tool: tool.to_owned(),
-                message: describe_service_error(&error),
-            }),
-            Err(_) => Err(CallError::Timeout {
-                server: server.to_owned(),
-                tool: tool.to_owned(),
-                after: timeout,
-            }),
+        let failed = |message: String| CallError::Request {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            message,
+        };
+        // rmcp's own `call_tool` hides the request id, which the cancellation needs.
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = self
+            .peer()
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|error| failed(describe_service_error(&error)))?;
+        // Queued: from here on, dropping this future owes the cancellation.
+        let in_flight = self.cancellations.register(handle.id.clone());
+        match tokio::time::timeout(timeout, handle.await_response()).await {
+            Ok(answer) => {
+                in_flight.answered();
+                match answer {
+                    Ok(result) => call_tool_result(result).map_err(failed),
+                    Err(error) => Err(failed(describe_service_error(&error))),
+                }
+            }
+            Err(_) => {
+                in_flight.give_up(cancellation::TIMED_OUT);
+                Err(CallError::Timeout {
+                    server: server.to_owned(),
+                    tool: tool.to_owned(),
+                    after: timeout,
+                })
+            }
         }
     }
 
-    /// Closes the protocol and waits for it to finish (which closes a local server's
-    /// stdin, or ends an HTTP session with `DELETE`), then ends a local server: if it
-    /// has not exited after a grace period its process group gets `SIGTERM`, and after
-    /// another, `SIGKILL`. Calls still in flight fail with a closed connection.
+    /// Writes the `notifications/cancelled` owed for calls given up and for calls
+    /// still in flight (which then fail), then closes the protocol and waits for it
+    /// to finish (which closes a local server's stdin, or ends an HTTP session with
+    /// `DELETE`), then ends a local server: if it has not exited after a grace period
+    /// its process group gets `SIGTERM`, and after another, `SIGKILL`; this returns
+    /// once the whole group is gone (see [`stdio::ServerProcess::shutdown`]).
     ///
     /// # Cancel safety
     ///
     /// Dropping the future kills the process group at once.
     pub(crate) async fn shutdown(&self) {
+        self.cancellations.flush(CANCELLATION_WAIT).await;
         let service = lock(&self.service).take();
         if let Some(mut service) = service {
             let _ = service.close_with_timeout(CLOSE_WAIT).await;
@@ -361,6 +392,59 @@ fn describe_service_error(error: &ServiceError) -> String {
     match error {
         ServiceError::McpError(data) => format!("server error {}: {}", data.code.0, data.message),
         ServiceError::TransportClosed => "the connection is closed".to_owned(),
+        // Only the runtime's own cancellation at shutdown ends a call this way.
+        ServiceError::Cancelled { .. } => "the connection closed during the call".to_owned(),
         other => chain(other),
+    }
+}
+
+/// The tool result in a `tools/call` answer. rmcp decodes an answer without `content`
+/// as another kind of result (`{}`, or only `_meta`); such an answer is read again as
+/// a tool result with no content. Any other kind of answer is an error.
+fn call_tool_result(answer: ServerResult) -> Result<CallToolResult, String> {
+    let answer = match answer {
+        ServerResult::CallToolResult(result) => return Ok(result),
+        other => other,
+    };
+    let not_a_result = || "the server's answer is not a tool result".to_owned();
+    let mut value = serde_json::to_value(&answer).map_err(|_| not_a_result())?;
+    let object = value.as_object_mut().ok_or_else(not_a_result)?;
+    if !object.keys().all(|key| key == "_meta") {
+        return Err(not_a_result());
+    }
+    object.insert("content".into(), serde_json::Value::Array(Vec::new()));
+    serde_json::from_value(value).map_err(|_| not_a_result())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn answer(value: serde_json::Value) -> ServerResult {
+        serde_json::from_value(value).expect("an answer rmcp decodes")
+    }
+
+    #[test]
+    fn a_tool_result_without_content_is_still_a_tool_result() {
+        let result = call_tool_result(answer(json!({}))).unwrap();
+        assert!(result.content.is_empty());
+        assert_eq!(result.is_error, None);
+
+        let result = call_tool_result(answer(json!({"_meta": {"k": 1}}))).unwrap();
+        assert!(result.content.is_empty());
+        assert_eq!(result.meta.unwrap().0["k"], 1);
+
+        let result = call_tool_result(answer(json!({"content": [], "isError": true}))).unwrap();
+        assert_eq!(result.is_error, Some(true));
+    }
+
+    #[test]
+    fn another_kind_of_answer_is_not_a_tool_result() {
+        let error = call_tool_result(answer(json!({"tools": []}))).unwrap_err();
+        assert_eq!(error, "the server's answer is not a tool result");
+        let error = call_tool_result(answer(json!({"resultType": "task", "task": {}})));
+        assert!(error.is_err());
     }
 }

@@ -17,6 +17,11 @@
 #![doc = include_str!("../../../README.md")]
 #![deny(missing_docs)]
 
+#[cfg(not(unix))]
+compile_error!(
+    "mcp-runtime supports Unix only (Linux and macOS): it runs each server in a process group of its own"
+);
+
 pub mod authority;
 pub mod binding;
 pub mod catalog;

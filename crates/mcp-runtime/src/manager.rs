@@ -336,7 +336,9 @@ impl Runtime {
     /// # Cancel safety
     ///
     /// Dropping the future sends the server `notifications/cancelled` for the call;
-    /// so does running out of time.
+    /// so does running out of time. Neither waits for it to be written, but
+    /// [`Self::shutdown`] does before it closes the connection (dropping the runtime
+    /// instead kills the servers at once, and what is not written yet is lost).
     ///
     /// # Concurrent calls
     ///
@@ -497,8 +499,11 @@ impl Runtime {
         self.shared.refresh(server).await
     }
 
-    /// Shuts every server down: closes its connection, then `SIGTERM` to its process
-    /// group and `SIGKILL` after a grace period.
+    /// Shuts every server down, concurrently: writes the `notifications/cancelled`
+    /// owed for calls that timed out or were dropped, closes its connection, then
+    /// `SIGTERM` to its process group and `SIGKILL` after a grace period. Returns once
+    /// every server's whole process group is gone (each waits a bounded time for
+    /// leftover members to be reaped).
     ///
     /// # Cancel safety
     ///

@@ -4,11 +4,23 @@
 //! whatever the server started. The group is killed when the [`ServerProcess`] is
 //! dropped (also on a timed-out or cancelled startup, or while a panicking host
 //! unwinds); [`ServerProcess::shutdown`] is the graceful path: close stdin, `SIGTERM`,
-//! then `SIGKILL` after a grace period.
+//! then `SIGKILL` after a grace period, and it returns only once the whole group is
+//! gone.
+//!
+//! A group is gone when its last member has been reaped. The runtime reaps only the
+//! leader; the other members are reaped by their own parents, or, orphaned by the
+//! `SIGKILL`, by init (or the nearest subreaper), which may take a moment. No event
+//! reports that a group is empty, so shutdown probes it with signal 0 (`killpg(pgid,
+//! 0)`), backing off between probes, until the kernel answers `ESRCH`, for at most
+//! [`GROUP_EXIT_WAIT`]. The probe cannot reach another group: a group id stays
+//! taken as long as any member is left, zombies included, and signal 0 delivers
+//! nothing anyway.
 //!
 //! The child's environment is cleared and rebuilt from an allow-list
 //! ([`INHERITED_ENV_VARS`]), the names in `env_vars`, then `env`: a secret in the
 //! host's environment never reaches a server that did not ask for it by name.
+
+mod exit;
 
 use std::{
     collections::{BTreeMap, VecDeque},
@@ -19,13 +31,8 @@ use std::{
     time::Duration,
 };
 
-use std::os::{
-    fd::{FromRawFd, OwnedFd},
-    unix::process::ExitStatusExt,
-};
-
 use tokio::{
-    io::{AsyncBufReadExt, AsyncRead, BufReader, Interest, unix::AsyncFd},
+    io::{AsyncBufReadExt, AsyncRead, BufReader},
     process::{Child, ChildStdin, ChildStdout, Command},
     task::JoinHandle,
 };
@@ -41,6 +48,11 @@ const STDERR_TAIL_LINES: usize = 20;
 const STDERR_LINE_BYTES: usize = 2048;
 /// How long a server may take to exit after `SIGTERM` before it is killed.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+/// How long, after `SIGKILL`, the rest of a server's process group may take to be
+/// reaped before shutdown stops waiting for it.
+const GROUP_EXIT_WAIT: Duration = Duration::from_secs(5);
+/// The longest pause between two probes of a group that is not gone yet.
+const GROUP_PROBE_MAX_PAUSE: Duration = Duration::from_millis(50);
 
 /// The environment a stdio server is started with: the allow-list taken from `parent`,
 /// then the names in `env_vars`, then the literal `env`.
@@ -149,9 +161,10 @@ pub(crate) fn spawn(server: &str, launch: &Launch) -> Result<Spawned, StartupErr
     let stderr_task = tokio::spawn(capture_stderr(server.to_owned(), stderr, tail.clone()));
     Ok(Spawned {
         process: ServerProcess {
+            server: server.to_owned(),
             child,
             pgid,
-            exit: exit_watch(pgid),
+            exit: exit::ExitWatch::new(pgid),
             reaped: false,
             tail,
             stderr_task,
@@ -243,10 +256,12 @@ async fn read_bounded_line(
 /// leader (alive or a zombie) keeps its pid, and so the group id, from being reused,
 /// and every signal reaches this server's group and nothing else.
 pub(crate) struct ServerProcess {
+    /// The server's name, for logs.
+    server: String,
     child: Child,
     pgid: libc::pid_t,
-    /// Readable once the leader has exited, without reaping it.
-    exit: Option<AsyncFd<OwnedFd>>,
+    /// Tells when the leader has exited, without reaping it.
+    exit: exit::ExitWatch,
     reaped: bool,
     tail: StderrTail,
     stderr_task: JoinHandle<()>,
@@ -265,15 +280,14 @@ impl ServerProcess {
 
     /// Whether the leader has exited already (it is not reaped).
     pub(crate) fn has_exited(&self) -> bool {
-        peek_exit_status(self.pgid).is_some()
+        exit::peek_exit_status(self.pgid).is_some()
     }
 
     /// Whether the leader exits within `limit` (it is not reaped).
     async fn exited_within(&self, limit: Duration) -> bool {
-        match &self.exit {
-            Some(exit) => tokio::time::timeout(limit, exit.readable()).await.is_ok(),
-            None => false,
-        }
+        tokio::time::timeout(limit, self.exit.exited())
+            .await
+            .is_ok()
     }
 
     /// If the process has exited (or exits within `wait`), how it exited, once its
@@ -282,7 +296,7 @@ impl ServerProcess {
         if !self.exited_within(wait).await {
             return None;
         }
-        let status = peek_exit_status(self.pgid)?;
+        let status = exit::peek_exit_status(self.pgid)?;
         let _ = tokio::time::timeout(wait, &mut self.stderr_task).await;
         Some(status)
     }
@@ -290,7 +304,9 @@ impl ServerProcess {
     /// Ends the server the way MCP's stdio transport describes: the caller has closed
     /// its stdin; if it has not exited after a grace period its group gets `SIGTERM`,
     /// and after another the whole group gets `SIGKILL` (also anything the server left
-    /// behind). Then the leader is reaped.
+    /// behind). Then the leader is reaped, and this returns once every other member
+    /// of the group has been reaped too (see the module docs), or after
+    /// [`GROUP_EXIT_WAIT`].
     ///
     /// # Cancel safety
     ///
@@ -303,6 +319,14 @@ impl ServerProcess {
         signal_group(self.pgid, libc::SIGKILL);
         let _ = self.child.wait().await;
         self.reaped = true;
+        if !group_gone_within(self.pgid, GROUP_EXIT_WAIT).await {
+            tracing::warn!(
+                "process group `{}` of server `{}` still has members {}s after `SIGKILL`",
+                self.pgid,
+                self.server,
+                GROUP_EXIT_WAIT.as_secs(),
+            );
+        }
     }
 }
 
@@ -315,48 +339,32 @@ impl Drop for ServerProcess {
     }
 }
 
-/// A pidfd for `pid`, readable once it exits.
-fn exit_watch(pid: libc::pid_t) -> Option<AsyncFd<OwnedFd>> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        tracing::warn!(
-            error = %std::io::Error::last_os_error(),
-            "pidfd_open failed: server shutdown cannot wait for a grace period"
-        );
-        return None;
+/// Whether process group `pgid` has no member left (not even a zombie) within
+/// `limit`, probing with signal 0 and pauses that double up to
+/// [`GROUP_PROBE_MAX_PAUSE`].
+async fn group_gone_within(pgid: libc::pid_t, limit: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if !group_exists(pgid) {
+            return true;
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        tokio::time::sleep(pause.min(deadline - now)).await;
+        pause = (pause * 2).min(GROUP_PROBE_MAX_PAUSE);
     }
-    // SAFETY: `fd` is a new descriptor that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-    // SAFETY: the OwnedFd is moved into the AsyncFd, which alone closes it, so it stays
-    // open and the same for the AsyncFd's whole life.
-    unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok()
 }
 
-/// How `pid` exited, if it has, leaving it unreaped.
-fn peek_exit_status(pid: libc::pid_t) -> Option<ExitStatus> {
-    // SAFETY: an all-zero siginfo_t is valid; waitid writes it for an exited child.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `info` is valid for writes; WNOWAIT leaves the child waitable.
-    let result = unsafe {
-        libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
-        )
-    };
-    // SAFETY: si_pid and si_status are set by waitid for a child that changed state.
-    let (child, status) = unsafe { (info.si_pid(), info.si_status()) };
-    if result != 0 || child != pid {
-        return None;
-    }
-    // Rebuild a wait status: exit code in the second byte, or the signal.
-    let raw = match info.si_code {
-        libc::CLD_EXITED => (status & 0xff) << 8,
-        _ => status & 0x7f,
-    };
-    Some(ExitStatus::from_raw(raw))
+/// Whether process group `pgid` has any member, zombies included.
+fn group_exists(pgid: libc::pid_t) -> bool {
+    // SAFETY: killpg has no memory-safety preconditions, and signal 0 is never
+    // delivered: the kernel only looks the group up.
+    let found = unsafe { libc::killpg(pgid, 0) } == 0;
+    // EPERM: a member the runtime may not signal (it changed its user) is left.
+    found || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 fn signal_group(pgid: libc::pid_t, signal: libc::c_int) {
@@ -435,6 +443,25 @@ mod tests {
     fn literal_env_is_applied_last() {
         let env = child_environment(&stdio(&[("PATH", "/opt/bin")], &["PATH"]), parent);
         assert_eq!(env.get(&OsString::from("PATH")), Some(&"/opt/bin".into()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waiting_for_a_group_stops_at_the_limit() {
+        // SAFETY: getpgrp has no preconditions. This test's own group has a member.
+        let own_group = unsafe { libc::getpgrp() };
+        let start = tokio::time::Instant::now();
+        assert!(!group_gone_within(own_group, Duration::from_secs(3)).await);
+        assert_eq!(start.elapsed(), Duration::from_secs(3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_group_without_members_is_gone_without_a_pause() {
+        let mut child = Command::new("true").process_group(0).spawn().unwrap();
+        let pgid = child.id().unwrap() as libc::pid_t;
+        child.wait().await.unwrap();
+        let start = tokio::time::Instant::now();
+        assert!(group_gone_within(pgid, Duration::from_secs(3)).await);
+        assert_eq!(start.elapsed(), Duration::ZERO);
     }
 
     #[tokio::test]

@@ -1,0 +1,285 @@
+//! Cancellations owed to a server, written before its connection closes.
+//!
+//! A client that stops waiting for a request tells the server with
+//! `notifications/cancelled`. rmcp queues that notification without waiting when a
+//! request's future is dropped, and closing its service ends the protocol loop with
+//! whatever is still queued or being written: a host that times out a call and shuts
+//! down at once never told the server. So the runtime sends the cancellations of its
+//! tool calls itself and keeps account of them here, as a ledger of requests in
+//! flight and a tracker of the writes it owes.
+//!
+//! Invariants:
+//! 1. A request is in flight from the moment rmcp has queued it until exactly one
+//!    party takes it out: its answer (nothing is owed), its caller giving up by
+//!    timeout or by dropping the call (one cancellation is owed), or the connection's
+//!    shutdown (one is owed). So a server gets at most one cancellation per request.
+//! 2. An owed cancellation is written by a task of the tracker; giving up never waits
+//!    for it, so a caller sees its timeout when it happens.
+//! 3. [`Cancellations::flush`] closes the ledger, owes a cancellation for every
+//!    request still in flight, and waits (bounded) until every owed cancellation has
+//!    been written: for stdio, into the server's stdin; for HTTP, its `POST`
+//!    answered. The connection closes the protocol only after that. A request
+//!    registered once the ledger is closed is not tracked: the protocol is closing
+//!    under it, and it fails with the closed connection.
+
+use std::{collections::HashSet, sync::Mutex, time::Duration};
+
+use rmcp::{
+    Peer, RoleClient,
+    model::{CancelledNotification, CancelledNotificationParam, RequestId},
+};
+use tokio_util::task::TaskTracker;
+
+use super::lock;
+use crate::error::chain;
+
+/// The reason sent when a call ran out of time.
+pub(super) const TIMED_OUT: &str = "the client's timeout for this request ran out";
+/// The reason sent when the caller dropped the call.
+const ABANDONED: &str = "the caller stopped waiting for this request";
+/// The reason sent for requests still in flight at shutdown.
+const SHUTTING_DOWN: &str = "the client is shutting down";
+
+/// The ledger of one connection's requests in flight and the cancellations it owes.
+pub(super) struct Cancellations {
+    peer: Peer<RoleClient>,
+    ledger: Mutex<Ledger>,
+    /// The tasks writing owed cancellations (invariant 2).
+    writes: TaskTracker,
+}
+
+#[derive(Default)]
+struct Ledger {
+    in_flight: HashSet<RequestId>,
+    /// Set by [`Cancellations::flush`]; nothing is registered afterwards.
+    closed: bool,
+}
+
+impl Cancellations {
+    /// An empty ledger for the connection of `peer`.
+    pub(super) fn new(peer: Peer<RoleClient>) -> Self {
+        Self {
+            peer,
+            ledger: Mutex::default(),
+            writes: TaskTracker::new(),
+        }
+    }
+
+    /// Records request `id`, which rmcp has just queued. The returned guard owes its
+    /// cancellation if it is dropped before [`InFlight::answered`].
+    pub(super) fn register(&self, id: RequestId) -> InFlight<'_> {
+        let mut ledger = lock(&self.ledger);
+        let tracked = !ledger.closed && ledger.in_flight.insert(id.clone());
+        debug_assert!(
+            tracked || ledger.closed,
+            "request ids are unique on a connection"
+        );
+        InFlight {
+            ledger: self,
+            id: tracked.then_some(id),
+        }
+    }
+
+    /// Takes `id` out of the ledger; whether it was still in flight (invariant 1).
+    fn take(&self, id: &RequestId) -> bool {
+        lock(&self.ledger).in_flight.remove(id)
+    }
+
+    /// Starts writing `notifications/cancelled` for `id`, without waiting for it.
+    fn send(&self, id: RequestId, reason: &'static str) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // Dropped outside any runtime: there is nothing left to write with.
+            tracing::debug!(%id, "no runtime left to send `notifications/cancelled` on");
+            return;
+        };
+        let peer = self.peer.clone();
+        let notification = CancelledNotification::new(CancelledNotificationParam::new(
+            Some(id),
+            Some(reason.to_owned()),
+        ));
+        self.writes.spawn_on(
+            async move {
+                if let Err(error) = peer.send_notification(notification.into()).await {
+                    tracing::debug!(error = %chain(&error), "`notifications/cancelled` was not sent");
+                }
+            },
+            &runtime,
+        );
+    }
+
+    /// Closes the ledger, cancels every request still in flight, and waits at most
+    /// `limit` until every owed cancellation has been written (invariant 3).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future stops the wait; the writes carry on.
+    pub(super) async fn flush(&self, limit: Duration) {
+        let owed = {
+            let mut ledger = lock(&self.ledger);
+            ledger.closed = true;
+            std::mem::take(&mut ledger.in_flight)
+        };
+        for id in owed {
+            self.send(id, SHUTTING_DOWN);
+        }
+        self.writes.close();
+        if tokio::time::timeout(limit, self.writes.wait())
+            .await
+            .is_err()
+        {
+            tracing::debug!(
+                pending = self.writes.len(),
+                "`notifications/cancelled` not written before the connection closed"
+            );
+        }
+    }
+
+    #[cfg(test)]
+    pub(super) fn in_flight(&self) -> usize {
+        lock(&self.ledger).in_flight.len()
+    }
+}
+
+/// One request in the ledger. Dropped before [`Self::answered`] or [`Self::give_up`],
+/// it owes the request's cancellation: its caller stopped waiting.
+pub(super) struct InFlight<'a> {
+    ledger: &'a Cancellations,
+    /// `None` once taken out, or when never tracked.
+    id: Option<RequestId>,
+}
+
+impl InFlight<'_> {
+    /// The request's answer arrived, or its connection closed: nothing is owed.
+    pub(super) fn answered(mut self) {
+        if let Some(id) = self.id.take() {
+            self.ledger.take(&id);
+        }
+    }
+
+    /// The caller gives up waiting for `reason`: the cancellation is sent, and this
+    /// returns at once.
+    pub(super) fn give_up(mut self, reason: &'static str) {
+        self.give_up_for(reason);
+    }
+
+    fn give_up_for(&mut self, reason: &'static str) {
+        if let Some(id) = self.id.take()
+            && self.ledger.take(&id)
+        {
+            self.ledger.send(id, reason);
+        }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.give_up_for(ABANDONED);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{ffi::CString, os::unix::ffi::OsStrExt, path::Path, sync::Arc};
+
+    use rmcp::model::JsonObject;
+
+    use super::*;
+    use crate::{
+        binding::Binding,
+        connection::Connection,
+        transport::{Endpoint, stdio::Launch},
+    };
+
+    /// A stdio server in `sh`: it logs every line it reads to `$1`, answers
+    /// `initialize`, never answers anything else, and writes to the FIFO `$2` once it
+    /// has read a `tools/call`.
+    const SILENT_SERVER: &str = r#"
+while IFS= read -r line; do
+  printf '%s\n' "$line" >> "$1"
+  case "$line" in
+    *'"method":"initialize"'*)
+      id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"0"}}}\n' "$id" ;;
+    *'"method":"tools/call"'*)
+      echo called > "$2" ;;
+  esac
+done
+"#;
+
+    fn mkfifo(path: &Path) {
+        let path = CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `path` is a NUL-terminated string that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    }
+
+    fn silent_server(log: &Path, fifo: &Path) -> Endpoint {
+        let argv = ["sh", "-c", SILENT_SERVER, "sh"]
+            .into_iter()
+            .map(str::to_owned)
+            .chain([log, fifo].map(|path| path.to_str().unwrap().to_owned()))
+            .collect();
+        let env = std::env::var_os("PATH")
+            .map(|path| ("PATH".into(), path))
+            .into_iter()
+            .collect();
+        Endpoint::Stdio(Launch {
+            argv,
+            env,
+            cwd: None,
+            max_message_bytes: crate::config::DEFAULT_MAX_MESSAGE_BYTES,
+        })
+    }
+
+    fn logged(log: &Path) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(log)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn shutdown_cancels_a_call_still_in_flight_before_closing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (log, fifo) = (dir.path().join("log"), dir.path().join("called"));
+        mkfifo(&fifo);
+        let connection = Connection::connect(
+            "silent",
+            &silent_server(&log, &fifo),
+            &Binding::Local,
+            |_| {},
+        )
+        .await
+        .map(Arc::new)
+        .unwrap();
+        let call = tokio::spawn({
+            let connection = connection.clone();
+            async move {
+                let timeout = Duration::from_secs(600);
+                (connection.call_tool("silent", "t", None, JsonObject::new(), None, timeout)).await
+            }
+        });
+        // The server has read the call once it writes to the FIFO.
+        let read = tokio::task::spawn_blocking(move || std::fs::read(fifo));
+        read.await.unwrap().unwrap();
+        assert_eq!(connection.cancellations.in_flight(), 1);
+
+        connection.shutdown().await;
+
+        let error = call.await.unwrap().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "tool `t` on server `silent` failed: the connection closed during the call"
+        );
+        assert_eq!(connection.cancellations.in_flight(), 0);
+        let log = logged(&log);
+        let call_id = &log.iter().find(|m| m["method"] == "tools/call").unwrap()["id"];
+        let cancelled: Vec<_> = log
+            .iter()
+            .filter(|m| m["method"] == "notifications/cancelled")
+            .collect();
+        assert_eq!(cancelled.len(), 1, "{log:?}");
+        assert_eq!(&cancelled[0]["params"]["requestId"], call_id);
+        assert_eq!(cancelled[0]["params"]["reason"], SHUTTING_DOWN);
+    }
+}
