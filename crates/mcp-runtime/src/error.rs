@@ -275,6 +275,11 @@ pub enum StartupError {
     /// The startup was cancelled before it finished.
     #[error("startup was cancelled")]
     Cancelled,
+    /// The server's `url` is `https://` and this build of mcp-runtime has no TLS.
+    #[error(
+        "the server's `url` is `https://`, and this build of mcp-runtime leaves out TLS (build it with its `tls` feature)"
+    )]
+    TlsUnavailable,
 }
 
 fn stderr_suffix(tail: &[String]) -> String {

@@ -37,10 +37,39 @@ impl Endpoint {
             TransportConfig::Stdio(stdio) => {
                 Self::Stdio(stdio::Launch::new(stdio, wrapper, config.max_message_bytes))
             }
-            TransportConfig::StreamableHttp(http) => Self::Http(http::ResolvedHttp {
-                max_message_bytes: config.max_message_bytes,
-                ..http::resolve(http, |name| std::env::var_os(name))?
-            }),
+            TransportConfig::StreamableHttp(http) => {
+                if !cfg!(feature = "tls") && is_https(&http.url) {
+                    return Err(StartupError::TlsUnavailable);
+                }
+                Self::Http(http::ResolvedHttp {
+                    max_message_bytes: config.max_message_bytes,
+                    ..http::resolve(http, |name| std::env::var_os(name))?
+                })
+            }
         })
+    }
+}
+
+fn is_https(url: &str) -> bool {
+    url.get(..8)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_https_server_needs_the_tls_feature() {
+        let config = ServerConfig::http("web", "HTTPS://example.invalid/mcp");
+        let prepared = Endpoint::prepare(&config, None);
+        if cfg!(feature = "tls") {
+            assert!(prepared.is_ok(), "{prepared:?}");
+        } else {
+            let error = prepared.unwrap_err();
+            assert!(matches!(error, StartupError::TlsUnavailable), "{error}");
+        }
+        let plain = ServerConfig::http("web", "http://127.0.0.1:1/mcp");
+        assert!(Endpoint::prepare(&plain, None).is_ok());
     }
 }
