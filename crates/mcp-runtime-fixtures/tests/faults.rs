@@ -280,7 +280,6 @@ async fn garbage_instead_of_the_initialize_reply_fails_startup() {
 }
 
 #[tokio::test]
-#[ignore = "issue 7 #8: the response to unknown id 987654 fails the handshake"]
 async fn an_unsolicited_response_before_initialize_is_ignored() {
     starts_anyway(faulty(&["--unsolicited-response"])).await;
 }
@@ -338,7 +337,6 @@ async fn more_than_10000_tools_fails_startup() {
 }
 
 #[tokio::test]
-#[ignore = "issue 7 #2: `max_message_bytes` is not a config key yet; an oversized line waits out the timeout"]
 async fn an_oversized_tools_list_line_fails_naming_size_and_limit() {
     fails_to_start(
         faulty_with_message_limit(&["--list-padding-bytes", &OVERSIZED_BYTES.to_string()]),
@@ -367,37 +365,31 @@ async fn lists_the_good_tools(args: &[&str], dropped: &str) {
 }
 
 #[tokio::test]
-#[ignore = "issue 7 #3: a string inputSchema fails the whole server"]
 async fn a_string_input_schema_drops_only_that_tool() {
     lists_the_good_tools(&["--bad-input-schema", "string"], BAD_SCHEMA_TOOL).await;
 }
 
 #[tokio::test]
-#[ignore = "issue 7 #3: a null inputSchema fails the whole server"]
 async fn a_null_input_schema_drops_only_that_tool() {
     lists_the_good_tools(&["--bad-input-schema", "null"], BAD_SCHEMA_TOOL).await;
 }
 
 #[tokio::test]
-#[ignore = "issue 7 #3: an array inputSchema fails the whole server"]
 async fn an_array_input_schema_drops_only_that_tool() {
     lists_the_good_tools(&["--bad-input-schema", "array"], BAD_SCHEMA_TOOL).await;
 }
 
 #[tokio::test]
-#[ignore = "issue 7 #3: a missing inputSchema fails the whole server"]
 async fn a_missing_input_schema_drops_only_that_tool() {
     lists_the_good_tools(&["--bad-input-schema", "missing"], BAD_SCHEMA_TOOL).await;
 }
 
 #[tokio::test]
-#[ignore = "issue 7 #3: a tool with an empty name is listed"]
 async fn an_empty_tool_name_drops_only_that_tool() {
     lists_the_good_tools(&["--empty-tool-name"], "").await;
 }
 
 #[tokio::test]
-#[ignore = "issue 7 #3: of two tools with one name, the last wins"]
 async fn of_duplicate_tool_names_the_first_is_kept() {
     let row = start_row(faulty(&["--duplicate-tool"])).await;
     row.faulty_is_callable().await;
@@ -423,7 +415,6 @@ async fn a_stderr_flood_does_not_stall_the_server() {
 }
 
 #[tokio::test]
-#[ignore = "issue 7 #2: `max_message_bytes` is not a config key yet; an oversized result waits out the timeout"]
 async fn an_oversized_call_result_fails_naming_size_and_limit() {
     let row = start_row(faulty_with_message_limit(&[
         "--call-result-bytes",
@@ -453,7 +444,6 @@ fn cancellations(log: &Path) -> (Vec<serde_json::Value>, serde_json::Value) {
 }
 
 #[tokio::test]
-#[ignore = "issue 7 #1: no `notifications/cancelled` reaches the server when shutdown follows the timeout"]
 async fn cancellation_reaches_a_server_shut_down_right_after_a_timeout() {
     let dir = temp_dir();
     let log = dir.path().join("log.jsonl");
