@@ -36,7 +36,10 @@ mod transport;
 pub use authority::{AuthorityBound, CallAuthority, CapturedAuthority, Unsandboxed};
 pub use catalog::{Catalog, QualifiedTool};
 pub use config::{Config, ServerConfig};
-pub use connection::{PROTOCOL_VERSION, client_config};
+pub use connection::{
+    MAX_LIST_PAGES, MAX_LISTED_TOOLS, PROTOCOL_VERSION, TOOL_CATALOG_CACHE_CAPABILITY,
+    client_config,
+};
 pub use error::{AuthorityError, CallError, ConfigError, ListToolsError, StartError, StartupError};
 pub use manager::{
     CallOptions, DEFAULT_SCOPE, Runtime, ServerState, ServerStatus, StartOptions, StartupEvent,

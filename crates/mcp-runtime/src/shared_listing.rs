@@ -121,6 +121,20 @@ pub struct ListingRegistry {
     state: Arc<Mutex<State>>,
 }
 
+impl std::fmt::Debug for ListingRegistry {
+    /// How many discovery keys have startups pending: never the keys themselves
+    /// (hashes of what servers are sent, tokens included).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        f.debug_struct("ListingRegistry")
+            .field("pending_keys", &state.entries.len())
+            .finish_non_exhaustive()
+    }
+}
+
 #[derive(Default)]
 struct State {
     /// The stamp counter: startups and attempts take increasing values from it.

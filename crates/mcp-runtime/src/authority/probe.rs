@@ -21,7 +21,7 @@ use std::{
 use crate::{config::INHERITED_ENV_VARS, sandbox_metadata::SandboxLauncher};
 
 /// How long the probe may run.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// What the probe's output must mention.
 const PROBE_MARKER: &str = "--sandbox-state-json";
 /// How much of the probe's output is read.
