@@ -158,6 +158,10 @@ impl Entry {
         let oldest_pending = self.pending.first().copied();
         self.listings
             .retain(|&stamp, _| oldest_pending.is_some_and(|oldest| stamp > oldest));
+        debug_assert!(
+            self.listings.is_empty() || !self.pending.is_empty(),
+            "a listing is kept only while a startup that may take it is pending"
+        );
     }
 
     fn is_idle(&self) -> bool {
@@ -193,7 +197,8 @@ impl ListingRegistry {
         let mut state = self.lock();
         state.clock += 1;
         let stamp = state.clock;
-        state.entries.entry(key).or_default().pending.insert(stamp);
+        let fresh = state.entries.entry(key).or_default().pending.insert(stamp);
+        debug_assert!(fresh, "stamps are never reused");
         Startup {
             registry: self.clone(),
             key,
@@ -228,20 +233,15 @@ impl Startup {
         state.clock += 1;
         let attempt_stamp = state.clock;
         let entry = state.entries.entry(self.key).or_default();
-        if let Some(tools) = entry
-            .listings
-            .range(self.stamp + 1..)
-            .next_back()
-            .map(|(_, t)| t)
-        {
+        if let Some((&stamp, tools)) = entry.listings.range(self.stamp + 1..).next_back() {
+            debug_assert!(
+                stamp > self.stamp,
+                "a listing serves only startups that began before its request (invariant 2)"
+            );
             return Next::Take(tools.clone());
         }
-        if let Some(receiver) = entry
-            .attempts
-            .range(self.stamp + 1..)
-            .next_back()
-            .map(|(_, r)| r)
-        {
+        if let Some((&stamp, receiver)) = entry.attempts.range(self.stamp + 1..).next_back() {
+            debug_assert!(stamp > self.stamp, "invariant 2, for attempts in flight");
             return Next::Wait(receiver.clone());
         }
         let (sender, receiver) = watch::channel(None);
@@ -282,7 +282,14 @@ impl LeaderGuard {
     pub(crate) fn publish(self, tools: SharedTools) {
         {
             let mut state = self.registry.lock();
-            if let Some(entry) = state.entries.get_mut(&self.key) {
+            let entry = state.entries.get_mut(&self.key);
+            debug_assert!(
+                entry
+                    .as_ref()
+                    .is_some_and(|entry| entry.attempts.contains_key(&self.stamp)),
+                "a leader's attempt stays registered until its guard is dropped (invariant 3)"
+            );
+            if let Some(entry) = entry {
                 entry.listings.insert(self.stamp, tools.clone());
                 entry.prune();
             }

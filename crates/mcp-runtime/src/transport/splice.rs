@@ -79,7 +79,8 @@ impl Splicer {
     /// guard that ends the slot when the call ends.
     pub(crate) fn placeholder(&self, raw: Arc<RawValue>) -> (String, SlotGuard) {
         let id = self.0.next.fetch_add(1, Ordering::Relaxed);
-        self.slots().insert(id, raw);
+        let previous = self.slots().insert(id, raw);
+        debug_assert!(previous.is_none(), "each slot has its own id (invariant 2)");
         let placeholder = format!("{}{id}", &self.0.marker[1..]);
         (
             placeholder,
