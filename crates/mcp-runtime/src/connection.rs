@@ -36,6 +36,7 @@ use crate::{
     sandbox_metadata::{
         self, CallSandbox, SANDBOX_LAUNCHER_KEY, SANDBOX_STATE_KEY, SANDBOX_STATE_META_KEY,
     },
+    sync::lock,
     transport::{
         Endpoint,
         framing::StdioTransport,
@@ -379,13 +380,6 @@ async fn exit_report(
         },
         None => otherwise(stderr_tail),
     }
-}
-
-/// Locks `mutex`, recovering from poisoning: every guarded value here stays valid.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn describe_service_error(error: &ServiceError) -> String {

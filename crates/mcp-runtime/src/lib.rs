@@ -31,6 +31,7 @@ pub mod error;
 pub mod manager;
 pub mod sandbox_metadata;
 pub mod shared_listing;
+mod sync;
 mod transport;
 
 pub use authority::{AuthorityBound, CallAuthority, CapturedAuthority, Unsandboxed};

@@ -43,10 +43,11 @@ use crate::{
     authority::{CallAuthority, probe::LauncherProbe},
     catalog::Catalog,
     config::{Config, ServerConfig, TransportConfig},
-    connection::{Connection, lock},
+    connection::Connection,
     error::{CallError, ListToolsError, StartError, StartupError},
     sandbox_metadata::{self, CallSandbox},
     shared_listing::SharedTools,
+    sync::lock,
 };
 
 /// The state of a server once its startup has settled.
@@ -469,19 +470,11 @@ impl Runtime {
 
     /// Sets the authority used by calls that do not bring their own; `None` clears it.
     pub fn set_default_authority(&self, authority: Option<CallAuthority>) {
-        *self
-            .shared
-            .default_authority
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = authority;
+        *crate::sync::write(&self.shared.default_authority) = authority;
     }
 
     fn default_authority(&self) -> Option<CallAuthority> {
-        self.shared
-            .default_authority
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+        crate::sync::read(&self.shared.default_authority).clone()
     }
 
     /// Lists `server`'s tools again, on its own connection, and updates the catalog.

@@ -125,10 +125,7 @@ impl std::fmt::Debug for ListingRegistry {
     /// How many discovery keys have startups pending: never the keys themselves
     /// (hashes of what servers are sent, tokens included).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = self
-            .state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let state = self.lock();
         f.debug_struct("ListingRegistry")
             .field("pending_keys", &state.entries.len())
             .finish_non_exhaustive()
@@ -187,9 +184,7 @@ impl ListingRegistry {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::sync::lock(&self.state)
     }
 
     /// Registers a startup that begins now.

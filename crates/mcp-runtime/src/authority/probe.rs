@@ -92,10 +92,7 @@ impl LauncherProbe {
         let Some(identity) = FileIdentity::of(canonical).await else {
             return omit("the file cannot be read");
         };
-        let answer = self
-            .results
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        let answer = crate::sync::lock(&self.results)
             .entry(identity.clone())
             .or_default()
             .clone();

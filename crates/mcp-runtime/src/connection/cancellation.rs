@@ -30,8 +30,8 @@ use rmcp::{
 };
 use tokio_util::task::TaskTracker;
 
-use super::lock;
 use crate::error::chain;
+use crate::sync::lock;
 
 /// The reason sent when a call ran out of time.
 pub(super) const TIMED_OUT: &str = "the client's timeout for this request ran out";

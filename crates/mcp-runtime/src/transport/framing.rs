@@ -315,11 +315,7 @@ fn encode(message: &impl serde::Serialize) -> io::Result<Vec<u8>> {
     Ok(line)
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+use crate::sync::lock;
 
 /// The requests sent and not yet answered.
 #[derive(Default)]

@@ -69,10 +69,7 @@ impl Splicer {
     }
 
     fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<RawValue>>> {
-        self.0
-            .slots
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::sync::lock(&self.0.slots)
     }
 
     /// Registers `raw` and returns the placeholder string to put in its place, with a

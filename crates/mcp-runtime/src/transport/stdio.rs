@@ -180,10 +180,7 @@ pub(crate) struct StderrTail(Arc<Mutex<VecDeque<String>>>);
 
 impl StderrTail {
     fn push(&self, line: String) {
-        let mut lines = self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut lines = crate::sync::lock(&self.0);
         if lines.len() == STDERR_TAIL_LINES {
             lines.pop_front();
         }
@@ -192,10 +189,7 @@ impl StderrTail {
 
     /// Up to `count` of the most recent lines, oldest first.
     pub(crate) fn last(&self, count: usize) -> Vec<String> {
-        let lines = self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let lines = crate::sync::lock(&self.0);
         lines
             .iter()
             .skip(lines.len().saturating_sub(count))
