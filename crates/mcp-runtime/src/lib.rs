@@ -16,6 +16,7 @@
 //! The protocol is spoken by the official Rust SDK, `rmcp`.
 #![doc = include_str!("../../../README.md")]
 #![deny(missing_docs)]
+#![warn(missing_debug_implementations, unreachable_pub)]
 
 #[cfg(not(unix))]
 compile_error!(

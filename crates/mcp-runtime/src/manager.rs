@@ -506,6 +506,21 @@ impl Runtime {
     }
 }
 
+impl std::fmt::Debug for Runtime {
+    /// The servers' names and states; nothing of their configuration (which may name
+    /// secrets).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let states: BTreeMap<String, &'static str> = self
+            .servers()
+            .into_iter()
+            .map(|status| (status.name, status.state.as_str()))
+            .collect();
+        f.debug_struct("Runtime")
+            .field("servers", &states)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Drop for Runtime {
     /// Kills every server's process group at once, even while a background refresh
     /// still holds the servers.
