@@ -37,7 +37,9 @@ pub use authority::{AuthorityBound, CallAuthority, CapturedAuthority, Unsandboxe
 pub use catalog::{Catalog, QualifiedTool};
 pub use config::{Config, ServerConfig};
 pub use connection::{PROTOCOL_VERSION, client_config};
-pub use error::{AuthorityError, CallError, ConfigError, ListToolsError, StartError, StartupError};
+pub use error::{
+    AuthorityError, CallError, ConfigError, ListToolsError, RestartError, StartError, StartupError,
+};
 pub use manager::{
     CallOptions, DEFAULT_SCOPE, Runtime, ServerState, ServerStatus, StartOptions, StartupEvent,
     StartupSummary, TransportKind,
