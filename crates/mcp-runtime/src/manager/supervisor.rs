@@ -182,6 +182,10 @@ impl Shared {
         attempt: u32,
         _restarting: tokio::sync::MutexGuard<'_, ()>,
     ) -> Result<(Arc<Connection>, u64), RestartError> {
+        debug_assert!(
+            server.restarting.try_lock().is_err(),
+            "invariant 2: a restart runs under the server's restart lock"
+        );
         if self.closing.load(Ordering::Relaxed) {
             return Err(RestartError::ShuttingDown {
                 server: name.to_owned(),
