@@ -326,3 +326,76 @@ async fn an_http_server_that_forgot_the_session_gets_a_new_one_on_the_next_call(
     assert_eq!(status(&runtime).state, ServerState::Ready);
     runtime.shutdown().await;
 }
+
+/// Waits (bounded) for the next event that `wanted` accepts.
+async fn wait_for_event(
+    events: &mut UnboundedReceiver<StartupEvent>,
+    wanted: impl Fn(&StartupEvent) -> bool,
+) -> StartupEvent {
+    let found = async {
+        while let Some(event) = events.recv().await {
+            if wanted(&event) {
+                return event;
+            }
+        }
+        panic!("the event channel closed");
+    };
+    tokio::time::timeout(Duration::from_secs(20), found)
+        .await
+        .expect("the event arrives")
+}
+
+#[tokio::test]
+async fn a_server_killed_between_calls_is_marked_unavailable_without_a_call() {
+    let mut moody = start_moody().await;
+    set_mode(&moody.mode, "behave");
+    // SAFETY: `kill` has no memory effects; the pid is the server's group leader,
+    // not reaped yet, so it names nothing else.
+    assert_eq!(unsafe { libc::kill(moody.first_pid, libc::SIGKILL) }, 0);
+
+    let event = wait_for_event(&mut moody.events, |event| {
+        matches!(event, StartupEvent::Unavailable { .. })
+    })
+    .await;
+    let StartupEvent::Unavailable { server, reason } = event else {
+        unreachable!()
+    };
+    assert_eq!(server, SERVER);
+    assert!(reason.contains("signal: 9"), "{reason}");
+    let stopped = status(&moody.runtime);
+    assert_eq!(stopped.state, ServerState::Unavailable);
+
+    let pid = call_pid(&moody.runtime).await.expect("the next call works");
+    assert_ne!(pid, moody.first_pid);
+    assert_all_gone(moody.first_pid, &[]);
+    moody.runtime.shutdown().await;
+    assert_all_gone(pid, &[]);
+}
+
+#[tokio::test]
+async fn list_changed_is_followed_on_the_new_connection() {
+    let mut moody = start_moody().await;
+    crash(&moody).await;
+    set_mode(&moody.mode, "behave");
+    call_pid(&moody.runtime).await.expect("the restart works");
+    next_events(&mut moody.events);
+
+    let mut catalog = moody.runtime.subscribe_catalog();
+    moody
+        .runtime
+        .call_tool(
+            "mcp__crashy__add_tool",
+            serde_json::json!({"name": "extra"}).as_object().cloned(),
+        )
+        .await
+        .expect("add_tool works");
+    let listed = tokio::time::timeout(
+        Duration::from_secs(20),
+        catalog.wait_for(|catalog| catalog.resolve("mcp__crashy__extra").is_some()),
+    )
+    .await
+    .expect("the new tool is listed in time")
+    .is_ok();
+    assert!(listed);
+    moody.runtime.shutdown().await;
+}
