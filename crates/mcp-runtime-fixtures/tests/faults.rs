@@ -484,7 +484,6 @@ async fn a_server_that_ignores_cancellation_gets_it_and_stays_usable() {
 }
 
 #[tokio::test]
-#[ignore = "issue 7 #15: a call in flight when the server exits does not report the exit status and stderr tail"]
 async fn exit_during_a_call_reports_status_and_stderr() {
     let row = start_row(faulty(&["--exit-during-call", "5"])).await;
     let message = row.call_failure("pid", None).await;

@@ -13,6 +13,7 @@ mod http;
 mod listing;
 mod peers;
 mod processes;
+mod restart;
 mod sandbox;
 mod shared_listing;
 mod startup;

@@ -87,8 +87,7 @@ async fn a_failed_required_server_fails_the_start_and_names_every_one() {
             .with_listing_registry(ListingRegistry::new()),
     )
     .await
-    .err()
-    .expect("the start fails");
+    .expect_err("the start fails");
 
     let StartError::RequiredServersFailed { failures } = &error else {
         panic!("unexpected error {error:?}");

@@ -14,6 +14,8 @@ mod cancellation;
 
 mod listing;
 
+mod liveness;
+
 use std::{
     sync::{Arc, Mutex, atomic::AtomicUsize},
     time::Duration,
@@ -28,7 +30,8 @@ use rmcp::{
     },
     service::{ClientCacheConfig, NotificationContext, PeerRequestOptions, RunningService},
 };
-use tokio::sync::Notify;
+use tokio::sync::{Notify, OnceCell};
+use tokio_util::sync::CancellationToken;
 
 use crate::{
     binding::Binding,
@@ -104,6 +107,11 @@ pub(crate) struct Connection {
     tools_changed: Arc<Notify>,
     /// Tool calls in flight and the cancellations owed to the server.
     cancellations: cancellation::Cancellations,
+    /// Cancelled once the transport's input ended or rmcp dropped the transport
+    /// ([`liveness`]).
+    ended: CancellationToken,
+    /// Why the connection ended, once [`Connection::closed_error`] found out.
+    closed: OnceCell<StartupError>,
 }
 
 impl Connection {
@@ -126,6 +134,7 @@ impl Connection {
             tools_changed: tools_changed.clone(),
         };
         let splicer = Splicer::new();
+        let ended = CancellationToken::new();
         let (service, process) = match endpoint {
             Endpoint::Stdio(launch) => {
                 let spawned = stdio::spawn(server, launch)?;
@@ -134,7 +143,10 @@ impl Connection {
                 let stdin = SplicingWriter::new(spawned.stdin, splicer.clone());
                 let transport =
                     StdioTransport::new(server, spawned.stdout, stdin, launch.max_message_bytes);
-                match client.serve(transport).await {
+                match client
+                    .serve(liveness::Watched::new(transport, ended.clone()))
+                    .await
+                {
                     Ok(service) => (service, Some(process)),
                     Err(error) => {
                         return Err(exit_report(&mut process, |stderr_tail| {
@@ -148,8 +160,9 @@ impl Connection {
                 }
             }
             Endpoint::Http(resolved) => {
+                let transport = http::transport(server, resolved, splicer.clone())?;
                 let service = client
-                    .serve(http::transport(server, resolved, splicer.clone())?)
+                    .serve(liveness::Watched::new(transport, ended.clone()))
                     .await
                     .map_err(|error| StartupError::Handshake {
                         message: chain(&error),
@@ -171,6 +184,8 @@ impl Connection {
             may_offer_launcher: binding.may_offer_launcher(),
             process: Mutex::new(process),
             tools_changed,
+            ended,
+            closed: OnceCell::new(),
         })
     }
 
@@ -179,26 +194,56 @@ impl Connection {
     }
 
     /// Why the connection is no longer usable, if it has closed: for a local server
-    /// that exited, how it exited and its last stderr.
+    /// that exited, how it exited and its last stderr. Once found, the same answer is
+    /// given to every caller; the process stays with the connection (for
+    /// [`Connection::shutdown`] to reap).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future while it waits for the exit status kills the process group.
     pub(crate) async fn closed_error(&self) -> Option<StartupError> {
+        if let Some(error) = self.closed.get() {
+            return Some(error.clone());
+        }
         let exited = lock(&self.process)
             .as_ref()
             .is_some_and(stdio::ServerProcess::has_exited);
-        if !exited && !self.peer.is_transport_closed() {
+        if !exited && !self.peer.is_transport_closed() && !self.ended.is_cancelled() {
             return None;
         }
-        let process = lock(&self.process).take();
-        let Some(mut process) = process else {
-            return Some(StartupError::Closed {
-                stderr_tail: Vec::new(),
-            });
-        };
-        Some(
-            exit_report(&mut process, |stderr_tail| StartupError::Closed {
-                stderr_tail,
+        let error = self
+            .closed
+            .get_or_init(|| async {
+                let process = lock(&self.process).take();
+                let Some(mut process) = process else {
+                    return StartupError::Closed {
+                        stderr_tail: Vec::new(),
+                    };
+                };
+                let error = exit_report(&mut process, |stderr_tail| StartupError::Closed {
+                    stderr_tail,
+                })
+                .await;
+                *lock(&self.process) = Some(process);
+                error
             })
-            .await,
-        )
+            .await;
+        Some(error.clone())
+    }
+
+    /// Whether the connection has ended (see [`Connection::ended`]).
+    pub(crate) fn has_ended(&self) -> bool {
+        self.ended.is_cancelled() || self.peer.is_transport_closed()
+    }
+
+    /// Returns once the connection has ended: the server closed it (a local server
+    /// usually by exiting), the session failed, or it was shut down.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future has no effect.
+    pub(crate) async fn ended(&self) {
+        self.ended.cancelled().await;
     }
 
     /// Kills a local server's process group now, without a grace period.

@@ -339,6 +339,9 @@ pub enum ListToolsError {
         /// The server.
         server: String,
     },
+    /// The server had stopped and could not be started again.
+    #[error(transparent)]
+    Restart(RestartError),
 }
 
 /// A `tools/call` through the runtime failed.
@@ -386,6 +389,84 @@ pub enum CallError {
         tool: String,
         /// What went wrong.
         message: String,
+    },
+    /// The server's connection ended during the call: a local server exited, or the
+    /// session ended. The server is unavailable until its next call starts it again.
+    #[error(
+        "tool `{tool}` on server `{server}` failed: {reason} (the next call starts the server again)"
+    )]
+    ServerLost {
+        /// The server.
+        server: String,
+        /// The raw tool name.
+        tool: String,
+        /// How the connection ended: a local server's exit status and last stderr.
+        reason: String,
+    },
+    /// The tool's server had stopped and could not be started again.
+    #[error(transparent)]
+    Restart(RestartError),
+}
+
+/// A server that stopped after it was ready could not be started again.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum RestartError {
+    /// No server has this name.
+    #[error("no server is named `{server}`")]
+    UnknownServer {
+        /// The name asked for.
+        server: String,
+    },
+    /// The server did not start with the runtime, so there is nothing to restart.
+    #[error(
+        "server `{server}` did not start with the runtime and is not restarted (fix its startup error and start the runtime again)"
+    )]
+    NeverStarted {
+        /// The server.
+        server: String,
+    },
+    /// A restart attempt failed.
+    #[error(
+        "server `{server}` stopped and starting it again failed (attempt {attempt} of {limit})"
+    )]
+    Failed {
+        /// The server.
+        server: String,
+        /// Which attempt this was, from 1.
+        attempt: u32,
+        /// How many attempts are made before the server is left stopped.
+        limit: u32,
+        /// Why the attempt failed.
+        #[source]
+        source: Arc<StartupError>,
+    },
+    /// The last attempt failed and the next one is not due yet.
+    #[error(
+        "server `{server}` stopped and its last restart failed; the next attempt is allowed in {} (call again then)",
+        secs(*retry_in)
+    )]
+    BackingOff {
+        /// The server.
+        server: String,
+        /// How long until the next attempt is allowed.
+        retry_in: Duration,
+    },
+    /// Every allowed attempt was made; the server stays stopped.
+    #[error(
+        "server `{server}` stopped and was started again {attempts} times without a successful call; it stays stopped until it is restarted explicitly"
+    )]
+    GaveUp {
+        /// The server.
+        server: String,
+        /// How many attempts were made.
+        attempts: u32,
+    },
+    /// The runtime is shutting down.
+    #[error("server `{server}` is not restarted: the runtime is shutting down")]
+    ShuttingDown {
+        /// The server.
+        server: String,
     },
 }
 

@@ -42,7 +42,9 @@ pub use connection::{
     MAX_LIST_PAGES, MAX_LISTED_TOOLS, PROTOCOL_VERSION, TOOL_CATALOG_CACHE_CAPABILITY,
     client_config,
 };
-pub use error::{AuthorityError, CallError, ConfigError, ListToolsError, StartError, StartupError};
+pub use error::{
+    AuthorityError, CallError, ConfigError, ListToolsError, RestartError, StartError, StartupError,
+};
 pub use manager::{
     CallOptions, DEFAULT_SCOPE, Runtime, ServerState, ServerStatus, StartOptions, StartupEvent,
     StartupSummary, TransportKind,

@@ -3,7 +3,10 @@
 //!
 //! Invariants:
 //! 1. The set of servers is fixed when [`Runtime::start`] returns; only their tool
-//!    listings change afterwards.
+//!    listings and their connections change afterwards. A server that stops after it
+//!    was ready keeps its tools in the catalog and is started again by its next call
+//!    or refresh, as the `supervisor` module describes; a server whose startup failed is never
+//!    started again.
 //! 2. A server's listing is replaced only by a listing whose `tools/list` was sent
 //!    later (a generation number is taken before the request), so an older answer
 //!    that arrives late never overwrites a newer one.
@@ -21,8 +24,13 @@
 //! 5. Every server process belongs to the runtime: dropping the [`Runtime`] (or the
 //!    future of [`Runtime::start`]) kills every process group it started. Between
 //!    refreshes, background refresh tasks hold only a weak reference to the servers.
+//!    A connection a restart replaces is shut down before the new one is installed.
 
 mod startup;
+
+mod status;
+
+mod supervisor;
 
 use std::{
     collections::BTreeMap,
@@ -35,102 +43,24 @@ use std::{
 
 use rmcp::model::{CallToolResult, JsonObject, Tool};
 use serde_json::value::RawValue;
-use tokio::sync::watch;
+use tokio::sync::{mpsc::UnboundedSender, watch};
 use tokio_util::task::AbortOnDropHandle;
 
-pub use self::startup::{DEFAULT_SCOPE, StartOptions, StartupEvent, StartupSummary};
+pub use self::{
+    startup::{DEFAULT_SCOPE, StartOptions, StartupEvent, StartupSummary},
+    status::{ServerState, ServerStatus, TransportKind},
+};
 use crate::{
     authority::{CallAuthority, probe::LauncherProbe},
+    binding::Binding,
     catalog::Catalog,
-    config::{Config, ServerConfig, TransportConfig},
+    config::{Config, ServerConfig},
     connection::Connection,
-    error::{CallError, ListToolsError, StartError, StartupError},
+    error::{CallError, ListToolsError, RestartError, StartError, StartupError},
     sandbox_metadata::{self, CallSandbox},
     shared_listing::SharedTools,
     sync::lock,
 };
-
-/// The state of a server once its startup has settled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ServerState {
-    /// Started, handshake done, tools listed.
-    Ready,
-    /// Its startup failed; see [`ServerStatus::error`].
-    Failed,
-    /// Its startup was cancelled before it finished.
-    Cancelled,
-}
-
-impl ServerState {
-    /// The state a startup that ended with `error` (or none) settles in.
-    pub(crate) fn of(error: Option<&StartupError>) -> Self {
-        match error {
-            None => Self::Ready,
-            Some(StartupError::Cancelled) => Self::Cancelled,
-            Some(_) => Self::Failed,
-        }
-    }
-
-    /// `ready`, `failed` or `cancelled`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ready => "ready",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-        }
-    }
-}
-
-/// How a server is reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TransportKind {
-    /// A local child process (possibly run through an environment's wrapper).
-    Stdio,
-    /// A Streamable HTTP endpoint.
-    StreamableHttp,
-}
-
-impl TransportKind {
-    /// `stdio` or `streamable-http`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Stdio => "stdio",
-            Self::StreamableHttp => "streamable-http",
-        }
-    }
-
-    fn of(config: &ServerConfig) -> Self {
-        match config.transport {
-            TransportConfig::Stdio(_) => Self::Stdio,
-            TransportConfig::StreamableHttp(_) => Self::StreamableHttp,
-        }
-    }
-}
-
-/// What the runtime knows about one server.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct ServerStatus {
-    /// The server's name.
-    pub name: String,
-    /// Its state.
-    pub state: ServerState,
-    /// How it is reached.
-    pub transport: TransportKind,
-    /// How long its startup took until it settled.
-    pub startup_time: Duration,
-    /// Why it failed, when it did.
-    pub error: Option<StartupError>,
-    /// Its process id, for a ready local server.
-    pub pid: Option<u32>,
-    /// How many of its tools are exposed.
-    pub tools: usize,
-    /// How many `tools/list` requests this runtime sent for the server's startup
-    /// listing: 0 when another startup's listing was shared with it.
-    pub tools_list_requests: usize,
-}
 
 /// Per-call options of [`Runtime::call_tool_with`].
 #[derive(Debug, Clone, Default)]
@@ -177,6 +107,8 @@ pub struct Runtime {
 
 struct Shared {
     servers: BTreeMap<String, Server>,
+    /// Where startup and restart events go.
+    events: Option<UnboundedSender<StartupEvent>>,
     default_authority: RwLock<Option<CallAuthority>>,
     listings: Mutex<Listings>,
     catalog: watch::Sender<Arc<Catalog>>,
@@ -190,9 +122,49 @@ struct Shared {
 struct Server {
     config: ServerConfig,
     startup_time: Duration,
+    /// Why its startup failed.
     error: Option<StartupError>,
-    connection: Option<Arc<Connection>>,
     tools_list_requests: usize,
+    /// Where it runs, for a server that started: what a restart uses.
+    binding: Option<Binding>,
+    live: Mutex<supervisor::Live>,
+    /// Held by whoever replaces the connection (supervisor invariant 1 and 2).
+    restarting: tokio::sync::Mutex<()>,
+    /// The generation of the current connection, for the background refresh.
+    generation: watch::Sender<u64>,
+    /// How many restarts succeeded.
+    restarts: AtomicU64,
+}
+
+impl Server {
+    fn new(
+        config: ServerConfig,
+        startup_time: Duration,
+        error: Option<StartupError>,
+        tools_list_requests: usize,
+        binding: Option<Binding>,
+        connection: Option<Arc<Connection>>,
+    ) -> Self {
+        Self {
+            config,
+            startup_time,
+            error,
+            tools_list_requests,
+            binding,
+            live: Mutex::new(supervisor::Live {
+                connection,
+                ..supervisor::Live::default()
+            }),
+            restarting: tokio::sync::Mutex::new(()),
+            generation: watch::Sender::new(0),
+            restarts: AtomicU64::new(0),
+        }
+    }
+
+    /// The current connection, usable or not.
+    fn connection(&self) -> Option<Arc<Connection>> {
+        lock(&self.live).connection.clone()
+    }
 }
 
 /// The listing of every server that started, and their version.
@@ -264,18 +236,24 @@ impl Runtime {
                     },
                 );
             }
+            let binding = started
+                .as_ref()
+                .and_then(|_| Binding::of(&outcome.config, &config).ok());
             servers.insert(
                 name,
-                Server {
-                    config: outcome.config,
-                    startup_time: outcome.elapsed,
+                Server::new(
+                    outcome.config,
+                    outcome.elapsed,
                     error,
-                    tools_list_requests: outcome.tools_list_requests,
-                    connection: started.map(|s| Arc::new(s.connection)),
-                },
+                    outcome.tools_list_requests,
+                    binding,
+                    started.map(|s| Arc::new(s.connection)),
+                ),
             );
         }
-        let shared = Arc::new(Shared::new(servers, listings));
+        let mut shared = Shared::new(servers, listings);
+        shared.events = options.events();
+        let shared = Arc::new(shared);
         if !required_failures.is_empty() {
             shared.shutdown().await;
             return Err(StartError::RequiredServersFailed {
@@ -285,13 +263,16 @@ impl Runtime {
         let refreshers = shared
             .servers
             .iter()
-            .filter_map(|(name, server)| {
-                let notify = server.connection.as_ref()?.tools_changed();
+            .filter(|(_, server)| server.binding.is_some())
+            .map(|(name, server)| {
+                let generation = server.generation.subscribe();
+                shared.watch(name, server);
                 let weak = Arc::downgrade(&shared);
-                let name = name.clone();
-                Some(AbortOnDropHandle::new(tokio::spawn(refresh_on_change(
-                    weak, name, notify,
-                ))))
+                AbortOnDropHandle::new(tokio::spawn(refresh_on_change(
+                    weak,
+                    name.clone(),
+                    generation,
+                )))
             })
             .collect();
         Ok(Self {
@@ -306,15 +287,35 @@ impl Runtime {
         self.shared
             .servers
             .iter()
-            .map(|(name, server)| ServerStatus {
-                name: name.clone(),
-                state: ServerState::of(server.error.as_ref()),
-                transport: TransportKind::of(&server.config),
-                startup_time: server.startup_time,
-                error: server.error.clone(),
-                pid: server.connection.as_ref().and_then(|c| c.pid()),
-                tools: catalog.tools().iter().filter(|t| t.server == *name).count(),
-                tools_list_requests: server.tools_list_requests,
+            .map(|(name, server)| {
+                let live = lock(&server.live);
+                let usable = live.usable().is_some();
+                let state = if server.binding.is_none() {
+                    ServerState::of(server.error.as_ref())
+                } else if usable {
+                    ServerState::Ready
+                } else if live.backoff.attempts() >= supervisor::MAX_ATTEMPTS {
+                    ServerState::Failed
+                } else {
+                    ServerState::Unavailable
+                };
+                let unavailable = (!usable && server.binding.is_some()).then(|| {
+                    live.lost
+                        .clone()
+                        .unwrap_or_else(|| "the connection closed".to_owned())
+                });
+                ServerStatus {
+                    name: name.clone(),
+                    state,
+                    transport: TransportKind::of(&server.config),
+                    startup_time: server.startup_time,
+                    error: live.last_error.clone().or_else(|| server.error.clone()),
+                    unavailable,
+                    restarts: server.restarts.load(Ordering::Relaxed) as u32,
+                    pid: live.connection.as_ref().and_then(|c| c.pid()),
+                    tools: catalog.tools().iter().filter(|t| t.server == *name).count(),
+                    tools_list_requests: server.tools_list_requests,
+                }
             })
             .collect()
     }
@@ -344,6 +345,19 @@ impl Runtime {
     /// # Concurrent calls
     ///
     /// Calls run concurrently, each as its own request on the server's connection.
+    ///
+    /// # A server that stopped
+    ///
+    /// A call in flight when its server's process exits (or its connection closes)
+    /// fails at once with [`CallError::ServerLost`], naming the exit status and the
+    /// last stderr. The server is then [`ServerState::Unavailable`] and the next call
+    /// starts it again (a new process, or a new HTTP session) and lists its tools on
+    /// the new connection before it is sent; concurrent calls wait for that one
+    /// restart. A failed restart fails the call with [`CallError::Restart`]; the next
+    /// attempt is allowed after a pause that doubles from 1 s to 30 s, and after 5
+    /// attempts without a successful call in between the server stays stopped until
+    /// [`Self::restart`]. Each step is reported on the event channel of
+    /// [`StartOptions::with_events`].
     pub async fn call_tool(
         &self,
         qualified_name: &str,
@@ -416,12 +430,16 @@ impl Runtime {
                 name: qualified_name.to_owned(),
             })?;
         let server = &self.shared.servers[&tool.server];
-        let connection = server
-            .connection
-            .clone()
-            .ok_or_else(|| CallError::ServerUnavailable {
-                server: tool.server.clone(),
-            })?;
+        let (connection, generation) =
+            self.shared
+                .available(&tool.server)
+                .await
+                .map_err(|error| match error {
+                    RestartError::NeverStarted { server } => {
+                        CallError::ServerUnavailable { server }
+                    }
+                    error => CallError::Restart(error),
+                })?;
         // The slots of exact arguments live until the call has ended.
         let (arguments, _argument_slots) = match arguments {
             Arguments::Object(arguments) => (arguments, Vec::new()),
@@ -456,7 +474,7 @@ impl Runtime {
             }
             _ => None,
         };
-        connection
+        let result = connection
             .call_tool(
                 &tool.server,
                 &tool.tool.name,
@@ -465,7 +483,26 @@ impl Runtime {
                 sandbox,
                 server.config.tool_timeout,
             )
-            .await
+            .await;
+        match result {
+            Ok(result) => {
+                self.shared.usable(&tool.server, generation);
+                Ok(result)
+            }
+            // A request that failed because the connection ended: say how it ended.
+            Err(CallError::Request { server, tool, .. })
+                if let Some(closed) = connection.closed_error().await =>
+            {
+                let reason = supervisor::lost_reason(&closed);
+                self.shared.lost(&server, generation, &reason);
+                Err(CallError::ServerLost {
+                    server,
+                    tool,
+                    reason,
+                })
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// Sets the authority used by calls that do not bring their own; `None` clears it.
@@ -490,6 +527,21 @@ impl Runtime {
     /// listing of any server (see the module's invariant 4).
     pub async fn refresh_tools(&self, server: &str) -> Result<(), ListToolsError> {
         self.shared.refresh(server).await
+    }
+
+    /// Starts `server` again: shuts its current connection down (if any), then starts
+    /// it as a restart after it stopped does, and resets its count of attempts.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future ends the new server process, if one was started; the
+    /// server is then unavailable and its next call starts it.
+    ///
+    /// # Concurrent calls
+    ///
+    /// Calls to the server wait for the restart, then use the new connection.
+    pub async fn restart(&self, server: &str) -> Result<(), RestartError> {
+        self.shared.restart(server).await.map(drop)
     }
 
     /// Shuts every server down, concurrently: writes the `notifications/cancelled`
@@ -526,7 +578,7 @@ impl Drop for Runtime {
     /// still holds the servers.
     fn drop(&mut self) {
         for server in self.shared.servers.values() {
-            if let Some(connection) = &server.connection {
+            if let Some(connection) = server.connection() {
                 connection.kill();
             }
         }
@@ -537,6 +589,7 @@ impl Shared {
     fn new(servers: BTreeMap<String, Server>, listings: BTreeMap<String, Listing>) -> Self {
         let shared = Self {
             servers,
+            events: None,
             default_authority: RwLock::new(None),
             listings: Mutex::new(Listings {
                 version: 0,
@@ -552,24 +605,22 @@ impl Shared {
         shared
     }
 
-    async fn refresh(&self, name: &str) -> Result<(), ListToolsError> {
+    async fn refresh(self: &Arc<Self>, name: &str) -> Result<(), ListToolsError> {
         let server = self
             .servers
             .get(name)
             .ok_or_else(|| ListToolsError::UnknownServer {
                 server: name.to_owned(),
             })?;
-        let connection =
-            server
-                .connection
-                .clone()
-                .ok_or_else(|| ListToolsError::ServerUnavailable {
-                    server: name.to_owned(),
-                })?;
+        let (connection, live) = self.available(name).await.map_err(|error| match error {
+            RestartError::NeverStarted { server } => ListToolsError::ServerUnavailable { server },
+            error => ListToolsError::Restart(error),
+        })?;
         let generation = self.next_generation(name);
         let tools = connection
             .list_tools(name, server.config.startup_timeout, &AtomicUsize::new(0))
             .await?;
+        self.usable(name, live);
         if let Some(version) = self.store(name, generation, tools) {
             self.publish(self.build_catalog());
             debug_assert!(
@@ -664,22 +715,52 @@ impl Shared {
 
     async fn shutdown(&self) {
         self.closing.store(true, Ordering::Relaxed);
-        let connections = self
-            .servers
-            .values()
-            .filter_map(|server| server.connection.clone());
-        futures::future::join_all(connections.map(|connection| async move {
-            connection.shutdown().await;
+        futures::future::join_all(self.servers.values().map(|server| async move {
+            // A watcher ending a stopped server's process holds this lock: wait for it.
+            let _restarting = server.restarting.lock().await;
+            if let Some(connection) = server.connection() {
+                connection.shutdown().await;
+            }
         }))
         .await;
     }
+
+    fn send(&self, event: StartupEvent) {
+        if let Some(events) = &self.events {
+            // A host that stopped listening does not stop the runtime.
+            let _ = events.send(event);
+        }
+    }
 }
 
-/// Refreshes `name`'s listing each time its server announces a change, for as long as
-/// the runtime exists.
-async fn refresh_on_change(shared: Weak<Shared>, name: String, changed: Arc<tokio::sync::Notify>) {
+/// Refreshes `name`'s listing each time its server announces a change, on whichever
+/// connection is current (`generation` says when a restart replaced it), for as long
+/// as the runtime exists.
+async fn refresh_on_change(
+    shared: Weak<Shared>,
+    name: String,
+    mut generation: watch::Receiver<u64>,
+) {
     loop {
-        changed.notified().await;
+        generation.borrow_and_update();
+        let changed = {
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            shared.servers[&name]
+                .connection()
+                .map(|c| c.tools_changed())
+        };
+        let Some(changed) = changed else {
+            return;
+        };
+        tokio::select! {
+            () = changed.notified() => {}
+            replaced = generation.changed() => match replaced {
+                Ok(()) => continue,
+                Err(_) => return,
+            },
+        }
         let Some(shared) = shared.upgrade() else {
             return;
         };
@@ -705,13 +786,14 @@ mod tests {
         let servers = names
             .iter()
             .map(|name| {
-                let server = Server {
-                    config: ServerConfig::stdio(*name, "unused", Vec::new()),
-                    startup_time: Duration::ZERO,
-                    error: None,
-                    connection: None,
-                    tools_list_requests: 1,
-                };
+                let server = Server::new(
+                    ServerConfig::stdio(*name, "unused", Vec::new()),
+                    Duration::ZERO,
+                    None,
+                    1,
+                    None,
+                    None,
+                );
                 (name.to_string(), server)
             })
             .collect();

@@ -91,10 +91,17 @@ impl StartOptions {
         self
     }
 
-    /// Sends startup progress to `events`.
+    /// Sends startup progress to `events`, and afterwards, for the runtime's whole
+    /// life, each server that stops and each attempt to start it again
+    /// ([`StartupEvent::Unavailable`] and the restart events).
     pub fn with_events(mut self, events: UnboundedSender<StartupEvent>) -> Self {
         self.events = Some(events);
         self
+    }
+
+    /// The channel events are sent to, if any.
+    pub(super) fn events(&self) -> Option<UnboundedSender<StartupEvent>> {
+        self.events.clone()
     }
 
     /// Cancels every startup still in progress when `cancel` is cancelled; those
@@ -156,6 +163,48 @@ pub enum StartupEvent {
     },
     /// Every startup has settled.
     Summary(StartupSummary),
+    /// A server that was ready stopped: its process exited or its connection closed.
+    /// Its tools stay in the catalog; its next call starts it again. Sent after
+    /// [`StartupEvent::Summary`], like the restart events below: the channel of
+    /// [`StartOptions::with_events`] keeps reporting for the runtime's whole life.
+    Unavailable {
+        /// The server.
+        server: String,
+        /// How it stopped, in one line: a local server's exit status and last stderr.
+        reason: String,
+    },
+    /// An attempt to start a stopped server again began. Its `Spawned` event follows
+    /// for a local server.
+    Restarting {
+        /// The server.
+        server: String,
+        /// Which attempt since the server was last usable, from 1.
+        attempt: u32,
+    },
+    /// A restart succeeded: the server is ready again, with its tools listed anew on
+    /// its new connection.
+    Restarted {
+        /// The server.
+        server: String,
+        /// Which attempt succeeded.
+        attempt: u32,
+        /// How many tools it listed.
+        tools: usize,
+        /// How long the attempt took.
+        elapsed: Duration,
+    },
+    /// A restart attempt failed.
+    RestartFailed {
+        /// The server.
+        server: String,
+        /// Which attempt failed.
+        attempt: u32,
+        /// Why, in one line.
+        reason: String,
+        /// How long until the next attempt is allowed; `None` when no attempt is left
+        /// (the server stays stopped until it is restarted explicitly).
+        retry_in: Option<Duration>,
+    },
 }
 
 /// How a start went, once every server has settled.
@@ -209,7 +258,7 @@ pub(super) async fn start_all(config: &Config, options: &StartOptions) -> Vec<Ou
         let names = match ServerState::of(outcome.result.as_ref().err()) {
             ServerState::Ready => &mut summary.ready,
             ServerState::Cancelled => &mut summary.cancelled,
-            ServerState::Failed => &mut summary.failed,
+            ServerState::Failed | ServerState::Unavailable => &mut summary.failed,
         };
         names.push(outcome.config.name.clone());
     }
@@ -288,6 +337,39 @@ async fn start_one(
         tools_list_requests: progress.requests.load(Ordering::Relaxed),
         result,
     }
+}
+
+/// Starts `config`'s server again, alone: a new process or session, the handshake,
+/// and its tools listed on its own connection (never a shared listing: the server
+/// stopped, so any listing of it may be stale), bounded by `startup_timeout_sec`.
+///
+/// # Cancel safety
+///
+/// Dropping the future ends the server process, if one was started.
+pub(super) async fn restart_one(
+    config: &ServerConfig,
+    binding: &Binding,
+    on_spawn: impl FnOnce(u32),
+) -> Result<Started, StartupError> {
+    let server = &config.name;
+    let attempt = async {
+        let endpoint = Endpoint::prepare(config, binding.wrapper())?;
+        let connection = Connection::connect(server, &endpoint, binding, on_spawn).await?;
+        let tools = connection
+            .list_tools(server, config.startup_timeout, &AtomicUsize::new(0))
+            .await
+            .map_err(StartupError::ListTools)?;
+        Ok(Started {
+            connection,
+            tools: Arc::new(tools),
+        })
+    };
+    tokio::time::timeout(config.startup_timeout, attempt)
+        .await
+        .unwrap_or(Err(StartupError::Timeout {
+            after: config.startup_timeout,
+            waiting_for_shared_listing: false,
+        }))
 }
 
 /// Gets the startup listing: a shared one when `ticket` finds one, else from the

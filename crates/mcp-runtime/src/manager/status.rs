@@ -1,0 +1,101 @@
+//! What the runtime tells about each server: its state, how it is reached, its
+//! status.
+
+use std::time::Duration;
+
+use crate::{
+    config::{ServerConfig, TransportConfig},
+    error::StartupError,
+};
+
+/// The state of a server once its startup has settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerState {
+    /// Started, handshake done, tools listed.
+    Ready,
+    /// Its startup failed; see [`ServerStatus::error`].
+    Failed,
+    /// Its startup was cancelled before it finished.
+    Cancelled,
+    /// It was ready, then stopped (its process exited or its connection closed); its
+    /// next call starts it again. See [`ServerStatus::unavailable`].
+    Unavailable,
+}
+
+impl ServerState {
+    /// The state a startup that ended with `error` (or none) settles in.
+    pub(crate) fn of(error: Option<&StartupError>) -> Self {
+        match error {
+            None => Self::Ready,
+            Some(StartupError::Cancelled) => Self::Cancelled,
+            Some(_) => Self::Failed,
+        }
+    }
+
+    /// `ready`, `failed`, `cancelled` or `unavailable`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ready => "ready",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// How a server is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportKind {
+    /// A local child process (possibly run through an environment's wrapper).
+    Stdio,
+    /// A Streamable HTTP endpoint.
+    StreamableHttp,
+}
+
+impl TransportKind {
+    /// `stdio` or `streamable-http`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stdio => "stdio",
+            Self::StreamableHttp => "streamable-http",
+        }
+    }
+
+    pub(super) fn of(config: &ServerConfig) -> Self {
+        match config.transport {
+            TransportConfig::Stdio(_) => Self::Stdio,
+            TransportConfig::StreamableHttp(_) => Self::StreamableHttp,
+        }
+    }
+}
+
+/// What the runtime knows about one server.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerStatus {
+    /// The server's name.
+    pub name: String,
+    /// Its state.
+    pub state: ServerState,
+    /// How it is reached.
+    pub transport: TransportKind,
+    /// How long its startup took until it settled.
+    pub startup_time: Duration,
+    /// Why it failed, when it did: its startup, or the last attempt to start it
+    /// again after it stopped.
+    pub error: Option<StartupError>,
+    /// Why it stopped, while it is [`ServerState::Unavailable`] (or
+    /// [`ServerState::Failed`] after it stopped and could not be started again).
+    pub unavailable: Option<String>,
+    /// How many times it was started again since the runtime started.
+    pub restarts: u32,
+    /// Its process id, for a ready local server.
+    pub pid: Option<u32>,
+    /// How many of its tools are exposed.
+    pub tools: usize,
+    /// How many `tools/list` requests this runtime sent for the server's startup
+    /// listing: 0 when another startup's listing was shared with it.
+    pub tools_list_requests: usize,
+}
