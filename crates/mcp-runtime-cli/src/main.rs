@@ -44,28 +44,41 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => return ExitCode::from(report(&error.into())),
     };
-    ExitCode::from(runtime.block_on(async {
-        tokio::select! {
-            code = run(plan) => code,
-            // Servers run in process groups of their own, so a terminal's Ctrl-C
-            // reaches only this process: dropping `run` kills every server group.
-            code = interrupted() => code,
-        }
-    }))
+    ExitCode::from(runtime.block_on(async { run(plan, Interrupt::listen()).await }))
 }
 
-/// Waits for `SIGINT` or `SIGTERM`; returns the conventional exit code for it.
-async fn interrupted() -> u8 {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = interrupt.recv() => 130,
-        _ = terminate.recv() => 143,
+/// `SIGINT` or `SIGTERM`, once received, as the conventional exit code for it.
+#[derive(Clone)]
+struct Interrupt(tokio::sync::watch::Receiver<Option<u8>>);
+
+impl Interrupt {
+    /// Starts listening for the signals.
+    fn listen() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (sender, receiver) = tokio::sync::watch::channel(None);
+        if let (Ok(mut interrupt), Ok(mut terminate)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
+            tokio::spawn(async move {
+                let code = tokio::select! {
+                    _ = interrupt.recv() => 130,
+                    _ = terminate.recv() => 143,
+                };
+                sender.send_replace(Some(code));
+                // Held until the process ends, so that waiters never see it closed.
+                std::future::pending::<()>().await;
+            });
+        }
+        Self(receiver)
+    }
+
+    /// Waits for a signal; its exit code.
+    async fn received(&mut self) -> u8 {
+        match self.0.wait_for(Option::is_some).await {
+            Ok(code) => code.unwrap_or(EXIT_FAILURE),
+            Err(_) => std::future::pending().await,
+        }
     }
 }
 
@@ -97,8 +110,37 @@ fn print(text: &str, code: u8) -> u8 {
 
 /// Runs the plan and returns the exit code. Output and errors are printed as soon as
 /// they are known, then the servers are shut down (which can take a grace period per
-/// server), then the code is returned.
-async fn run(plan: Plan) -> u8 {
+/// server), then the code is returned. A signal ends the run with its exit code.
+async fn run(plan: Plan, mut interrupt: Interrupt) -> u8 {
+    match plan {
+        Plan::Call {
+            config,
+            scope,
+            json,
+            name,
+            arguments,
+            authority,
+        } => {
+            let call = Call {
+                json,
+                name,
+                arguments,
+                authority,
+            };
+            call.run(config, scope, interrupt).await
+        }
+        plan => tokio::select! {
+            code = run_to_end(plan) => code,
+            // Servers run in process groups of their own, so a terminal's Ctrl-C
+            // reaches only this process: dropping the run kills every server group.
+            // Nothing is in flight to cancel.
+            code = interrupt.received() => code,
+        },
+    }
+}
+
+/// Runs a plan other than a call.
+async fn run_to_end(plan: Plan) -> u8 {
     match plan {
         Plan::ServeDemo(server) => match demo::serve(server).await {
             Ok(()) => 0,
@@ -146,44 +188,67 @@ async fn run(plan: Plan) -> u8 {
             };
             print(&text, 0)
         }
-        Plan::Call {
-            config,
-            scope,
-            json,
-            name,
-            arguments,
-            authority,
-        } => {
-            let runtime = match start(config, scope).await {
-                Ok(runtime) => runtime,
-                Err(error) => return report(&error),
-            };
-            let mut options = CallOptions::new();
-            if let Some(authority) = authority {
-                options = options.with_authority(authority);
+        Plan::Call { .. } => unreachable!("calls run through `Call::run`"),
+    }
+}
+
+/// A `call` command.
+struct Call {
+    json: bool,
+    name: String,
+    arguments: Box<serde_json::value::RawValue>,
+    authority: Option<mcp_runtime::CallAuthority>,
+}
+
+impl Call {
+    /// Starts the servers, calls the tool and prints its result. A signal while the
+    /// call is in flight gives it up: the `notifications/cancelled` it owes is written
+    /// before every server is killed.
+    async fn run(self, config: Config, scope: String, mut interrupt: Interrupt) -> u8 {
+        let started = tokio::select! {
+            started = start(config, scope) => started,
+            // Dropping the start kills what it started; nothing was called yet.
+            code = interrupt.received() => return code,
+        };
+        let runtime = match started {
+            Ok(runtime) => runtime,
+            Err(error) => return report(&error),
+        };
+        let mut options = CallOptions::new();
+        if let Some(authority) = self.authority {
+            options = options.with_authority(authority);
+        }
+        let answer = tokio::select! {
+            answer = runtime.call_tool_exact(&self.name, &self.arguments, options) => answer,
+            code = interrupt.received() => {
+                runtime.abort().await;
+                return code;
             }
-            let code = match runtime.call_tool_exact(&name, &arguments, options).await {
-                Ok(result) => {
-                    let code = if result.is_error == Some(true) {
-                        EXIT_TOOL_ERROR
-                    } else {
-                        0
-                    };
-                    match output::call_json_or_text(&result, json) {
-                        Ok(text) => print(&text, code),
-                        Err(error) => report(&error.into()),
-                    }
+        };
+        let code = match answer {
+            Ok(result) => {
+                let code = if result.is_error == Some(true) {
+                    EXIT_TOOL_ERROR
+                } else {
+                    0
+                };
+                match output::call_json_or_text(&result, self.json) {
+                    Ok(text) => print(&text, code),
+                    Err(error) => report(&error.into()),
                 }
-                Err(error @ CallError::UnknownTool { .. }) => {
-                    warn_failed(&runtime.servers());
-                    report(&anyhow::anyhow!(
-                        "{error} (list them with `mcp-runtime tools`)"
-                    ))
-                }
-                Err(error) => report(&error.into()),
-            };
-            runtime.shutdown().await;
-            code
+            }
+            Err(error @ CallError::UnknownTool { .. }) => {
+                warn_failed(&runtime.servers());
+                report(&anyhow::anyhow!(
+                    "{error} (list them with `mcp-runtime tools`)"
+                ))
+            }
+            Err(error) => report(&error.into()),
+        };
+        tokio::select! {
+            () = runtime.shutdown() => code,
+            // Dropping the shutdown kills what is left at once.
+            code = interrupt.received() => code,
         }
     }
 }

@@ -601,7 +601,8 @@ fn an_interrupted_call_leaves_no_server_process_behind() {
         .spawn()
         .unwrap();
     let mut server_pid = None;
-    for line in std::io::BufReader::new(std::fs::File::open(&log).unwrap()).lines() {
+    let mut lines = std::io::BufReader::new(std::fs::File::open(&log).unwrap()).lines();
+    for line in lines.by_ref() {
         let entry: Value = serde_json::from_str(&line.unwrap()).unwrap();
         server_pid = entry["pid"].as_i64();
         if entry["method"] == "tools/call" {
@@ -618,6 +619,10 @@ fn an_interrupted_call_leaves_no_server_process_behind() {
     // SAFETY: sending a signal to a child we spawned.
     unsafe { libc::kill(cli.id() as i32, libc::SIGINT) };
     assert_eq!(cli.wait().unwrap().code(), Some(130));
+    // The cancellation is written before the server is killed, but a killed stdio
+    // server may not have read it: that it reaches a server is tested over HTTP
+    // (`cancellation::a_dropped_call_is_cancelled_before_abort_ends_an_http_session`).
+    drop(lines);
     for pid in [server_pid, grandchild] {
         assert!(
             wait_for_exit(pid, std::time::Duration::from_secs(10)),

@@ -98,3 +98,29 @@ async fn a_dropped_call_is_cancelled_before_shutdown_closes_the_connection() {
     assert_the_call_was_cancelled_once(&log);
     assert_all_gone(spawned_pid(&events, "slow"), &[]);
 }
+
+#[tokio::test]
+async fn a_dropped_call_is_cancelled_before_abort_ends_an_http_session() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let fixture = http_fixture(&["--call-delay-ms", "600000", "--log", path_str(&log)]).await;
+    let server =
+        ServerConfig::http("slow", &fixture.url).with_tool_timeout(Duration::from_secs(600));
+    let (runtime, _) = start(config([server])).await;
+
+    {
+        let call = runtime.call_tool("mcp__slow__echo", None);
+        let mut call = std::pin::pin!(call);
+        // One poll puts the request on its way; then the caller gives up, as the CLI
+        // does on an interrupt.
+        tokio::select! {
+            biased;
+            _ = &mut call => panic!("the call cannot finish"),
+            () = std::future::ready(()) => {}
+        }
+        runtime.refresh_tools("slow").await.unwrap();
+    }
+    runtime.abort().await;
+
+    assert_the_call_was_cancelled_once(&log);
+}

@@ -251,6 +251,19 @@ impl Connection {
         drop(lock(&self.process).take());
     }
 
+    /// Writes the `notifications/cancelled` owed for calls given up and for calls
+    /// still in flight (waiting at most [`CANCELLATION_WAIT`]), then kills a local
+    /// server's process group at once: shutdown for a host that must stop now.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future stops waiting for the writes; the process group is killed
+    /// when the runtime drops the connection.
+    pub(crate) async fn abort(&self) {
+        self.cancellations.flush(CANCELLATION_WAIT).await;
+        self.kill();
+    }
+
     /// The process id of a local server.
     pub(crate) fn pid(&self) -> Option<u32> {
         self.pid

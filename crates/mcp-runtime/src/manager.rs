@@ -556,6 +556,28 @@ impl Runtime {
     pub async fn shutdown(self) {
         self.shared.shutdown().await;
     }
+
+    /// Ends every server now, for a host that must stop at once (an interrupt): writes
+    /// the `notifications/cancelled` owed for calls that timed out or were dropped,
+    /// and for calls still in flight (waiting at most two seconds for those writes),
+    /// then kills every process group without a grace period. Dropping the runtime
+    /// kills at once too, but cannot wait for what is owed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future kills what is left at once.
+    pub async fn abort(self) {
+        self.shared.closing.store(true, Ordering::Relaxed);
+        let connections = self
+            .shared
+            .servers
+            .values()
+            .filter_map(|server| server.connection());
+        futures::future::join_all(connections.map(|connection| async move {
+            connection.abort().await;
+        }))
+        .await;
+    }
 }
 
 impl std::fmt::Debug for Runtime {
