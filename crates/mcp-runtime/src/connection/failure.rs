@@ -146,3 +146,59 @@ fn describe_http(error: &StreamableHttpError<HttpFailure>) -> String {
         _ => "the HTTP exchange failed".to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::ErrorData;
+
+    use super::*;
+
+    fn sent(error: StreamableHttpError<HttpFailure>) -> ServiceError {
+        ServiceError::TransportSend(DynamicTransportError::from_parts(
+            "http",
+            std::any::TypeId::of::<()>(),
+            Box::new(error),
+        ))
+    }
+
+    #[test]
+    fn an_http_failure_is_found_behind_the_transport_error() {
+        let failure = HttpFailure::NotFound {
+            server: "web".into(),
+        };
+        let error = from_service(sent(StreamableHttpError::Client(failure)));
+        assert!(
+            matches!(&error, RequestError::Http(HttpFailure::NotFound { server }) if server == "web"),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn a_json_rpc_error_keeps_its_code_and_message() {
+        let error = from_service(ServiceError::McpError(ErrorData::internal_error(
+            "server `big` sent too much",
+            None,
+        )));
+        assert_eq!(
+            error.to_string(),
+            "server error -32603: server `big` sent too much"
+        );
+        assert!(
+            std::error::Error::source(&error).is_some(),
+            "rmcp's error is kept"
+        );
+    }
+
+    #[test]
+    fn other_transport_failures_are_described_without_internals() {
+        let error = from_service(sent(StreamableHttpError::UnexpectedContentType(Some(
+            "text/html".into(),
+        ))));
+        assert_eq!(
+            error.to_string(),
+            "the server answered with content type `text/html`, neither JSON nor an event stream"
+        );
+        let closed = from_service(ServiceError::TransportClosed);
+        assert!(matches!(closed, RequestError::Closed { .. }), "{closed:?}");
+    }
+}

@@ -50,6 +50,9 @@ const EVENT_STREAM: &str = "text/event-stream";
 const JSON: &str = "application/json";
 /// Redirects followed, same origin only.
 const MAX_REDIRECTS: usize = 10;
+/// Headers the protocol sets, which a configured header may not replace (header names
+/// are lowercase). `mcp-protocol-version` is set through the configured headers.
+const RESERVED_HEADERS: [&str; 3] = ["accept", SESSION_ID_HEADER, "last-event-id"];
 /// How much of an error answer's body is read for its excerpt.
 const ERROR_BODY_READ_BYTES: usize = 4096;
 
@@ -575,6 +578,12 @@ impl Post<'_> {
             request = request.bearer_auth(token);
         }
         for (name, value) in self.custom_headers {
+            // As rmcp's client: the headers the protocol sets cannot be configured.
+            if RESERVED_HEADERS.contains(&name.as_str()) {
+                return Err(StreamableHttpError::ReservedHeaderConflict(
+                    name.to_string(),
+                ));
+            }
             request = request.header(name, value);
         }
         if let Some(session_id) = &self.session_id {
@@ -1054,6 +1063,34 @@ mod tests {
                 ))
             ),
             "the server's JSON-RPC error is its answer"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_configured_header_may_not_replace_one_the_protocol_sets() {
+        let address = answering(status_response("200 OK", JSON, "{}")).await;
+        let client = SplicingHttpClient {
+            client: http_client().unwrap(),
+            splicer: Splicer::new(),
+            server: "web".into(),
+        };
+        let message = ClientJsonRpcMessage::request(
+            ClientRequest::PingRequest(Default::default()),
+            RequestId::Number(1),
+        );
+        let headers = HashMap::from([(header::ACCEPT, HeaderValue::from_static("text/html"))]);
+        let result = client
+            .post_message(
+                format!("http://{address}/mcp").into(),
+                message,
+                None,
+                None,
+                headers,
+            )
+            .await;
+        assert!(
+            matches!(&result, Err(StreamableHttpError::ReservedHeaderConflict(name)) if name == "accept"),
+            "the header is refused"
         );
     }
 
