@@ -84,13 +84,26 @@ impl Interrupt {
 
 /// Prints `error` as the one `mcp-runtime: ` line on stderr; returns the exit code.
 fn report(error: &anyhow::Error) -> u8 {
-    let line = format!(
-        "mcp-runtime: {}\n",
-        output::printable(&format!("{error:#}"))
-    );
+    let line = format!("mcp-runtime: {}\n", output::printable(&describe(error)));
     // Nothing is left to tell the user if stderr itself is gone.
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
     EXIT_FAILURE
+}
+
+/// `error` and its causes on one line, as `{:#}` writes them, except that the chain
+/// ends with the first of the runtime's errors, written by
+/// [`mcp_runtime::error::chain`]: the sources behind it belong to the protocol library
+/// and name its internals.
+fn describe(error: &anyhow::Error) -> String {
+    let mut parts = Vec::new();
+    for cause in error.chain() {
+        if mcp_runtime::error::is_ours(cause) {
+            parts.push(mcp_runtime::error::chain(cause));
+            break;
+        }
+        parts.push(cause.to_string());
+    }
+    parts.join(": ")
 }
 
 /// Writes `text` to stdout and returns `code`. A closed stdout (the reader of a pipe
@@ -283,5 +296,35 @@ fn warn_failed(servers: &[mcp_runtime::ServerStatus]) {
                 output::printable(&mcp_runtime::error::chain(error))
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use mcp_runtime::error::{CallError, RequestError};
+
+    use super::*;
+
+    #[test]
+    fn a_reported_error_ends_with_the_runtime_s_own_text() {
+        let error = CallError::Failed {
+            server: "web".into(),
+            tool: "echo".into(),
+            source: RequestError::Other {
+                description: "the request failed".into(),
+                source: Arc::new(std::io::Error::other("Transport [internal::Type<T>] error")),
+            },
+        };
+        let error = anyhow::Error::from(error).context("calling `echo`");
+        assert!(
+            format!("{error:#}").contains("Transport ["),
+            "the chain goes on"
+        );
+        assert_eq!(
+            describe(&error),
+            "calling `echo`: tool `echo` on server `web` failed: the request failed"
+        );
     }
 }

@@ -296,7 +296,6 @@ async fn hang_in_tools_list_times_out_naming_the_timeout() {
 }
 
 #[tokio::test]
-#[ignore = "issue 7 #5: a crash during tools/list does not report the exit status and stderr tail"]
 async fn crash_in_tools_list_reports_status_and_stderr() {
     fails_to_start(
         faulty(&["--crash-list", "4"]),
@@ -518,28 +517,24 @@ async fn a_server_that_ignores_sigterm_and_has_a_grandchild_is_cleaned_up() {
 // HTTP.
 
 #[tokio::test]
-#[ignore = "issue 7 #5: a 401 shows rmcp's transport error, not which config key to set"]
 async fn http_401_says_authorization_is_needed() {
     let server = http_fixture(&["--http-status", "401"]).await;
     fails_to_start(faulty_http(&server.url), &["`bearer_token_env_var`"]).await;
 }
 
 #[tokio::test]
-#[ignore = "issue 7 #5: a 404 shows rmcp's transport error, not that no MCP endpoint is there"]
 async fn http_404_says_there_is_no_endpoint() {
     let server = http_fixture(&["--http-status", "404"]).await;
     fails_to_start(faulty_http(&server.url), &["404"]).await;
 }
 
 #[tokio::test]
-#[ignore = "issue 7 #5: a 405 shows rmcp's transport error, not that it may be a legacy HTTP+SSE server"]
 async fn http_405_suggests_a_legacy_sse_server() {
     let server = http_fixture(&["--http-status", "405"]).await;
     fails_to_start(faulty_http(&server.url), &["405", "SSE"]).await;
 }
 
 #[tokio::test]
-#[ignore = "issue 7 #5: a 500 shows rmcp's transport error, not the status and body"]
 async fn http_500_reports_status_and_body() {
     let server = http_fixture(&["--http-status", "500"]).await;
     fails_to_start(
@@ -550,7 +545,6 @@ async fn http_500_reports_status_and_body() {
 }
 
 #[tokio::test]
-#[ignore = "issue 7 #5: a refused connection shows rmcp's transport error"]
 async fn http_connection_refused_says_so() {
     fails_to_start(faulty_http(&unused_local_url()), &["refused"]).await;
 }

@@ -55,6 +55,11 @@ async fn a_failing_tools_list_fails_the_startup_with_the_server_message() {
     assert_eq!(status.state, ServerState::Failed);
     let error = mcp_runtime::error::chain(status.error.as_ref().unwrap());
     assert!(error.contains("tools/list failed on purpose"), "{error}");
+    // The JSON-RPC code and message, without the protocol library's own prefix.
+    assert!(
+        error.starts_with("listing tools failed: server error -32603: "),
+        "{error}"
+    );
 }
 
 #[tokio::test]

@@ -12,6 +12,8 @@
 
 mod cancellation;
 
+mod failure;
+
 mod listing;
 
 mod liveness;
@@ -22,7 +24,7 @@ use std::{
 };
 
 use rmcp::{
-    ClientHandler, Peer, RoleClient, ServiceError, ServiceExt,
+    ClientHandler, Peer, RoleClient, ServiceExt,
     model::{
         CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
         ClientRequest, Implementation, JsonObject, MetaObject, ProtocolVersion, RequestMetaObject,
@@ -35,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     binding::Binding,
-    error::{CallError, ListToolsError, StartupError, chain},
+    error::{CallError, ListToolsError, RequestError, StartupError},
     sandbox_metadata::{
         self, CallSandbox, SANDBOX_LAUNCHER_KEY, SANDBOX_STATE_KEY, SANDBOX_STATE_META_KEY,
     },
@@ -149,9 +151,10 @@ impl Connection {
                 {
                     Ok(service) => (service, Some(process)),
                     Err(error) => {
+                        let source = failure::from_initialize(error);
                         return Err(exit_report(&mut process, |stderr_tail| {
                             StartupError::Handshake {
-                                message: chain(&error),
+                                source,
                                 stderr_tail,
                             }
                         })
@@ -165,7 +168,7 @@ impl Connection {
                     .serve(liveness::Watched::new(transport, ended.clone()))
                     .await
                     .map_err(|error| StartupError::Handshake {
-                        message: chain(&error),
+                        source: failure::from_initialize(error),
                         stderr_tail: Vec::new(),
                     })?;
                 (service, None)
@@ -318,7 +321,31 @@ impl Connection {
         page_timeout: Duration,
         sent: &AtomicUsize,
     ) -> Result<Vec<Tool>, ListToolsError> {
-        listing::list_tools(self.peer(), server, page_timeout, sent).await
+        match listing::list_tools(self.peer(), server, page_timeout, sent).await {
+            Err(ListToolsError::Failed(error)) => {
+                Err(ListToolsError::Failed(self.with_exit_report(error).await))
+            }
+            other => other,
+        }
+    }
+
+    /// `error`, or, when it is the end of the connection of a local server that has
+    /// exited, how it exited and its last stderr.
+    async fn with_exit_report(&self, error: RequestError) -> RequestError {
+        if !matches!(error, RequestError::Closed { .. }) {
+            return error;
+        }
+        match self.closed_error().await {
+            Some(StartupError::Exited {
+                status,
+                stderr_tail,
+            }) => RequestError::Exited {
+                status,
+                stderr_tail,
+            },
+            Some(StartupError::Closed { stderr_tail }) => RequestError::Closed { stderr_tail },
+            _ => error,
+        }
     }
 
     /// Whether a launcher path on this host may be offered to the server.
@@ -372,13 +399,21 @@ impl Connection {
             tool: tool.to_owned(),
             message,
         };
+        let request_failed = async |error| CallError::Failed {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            source: self.with_exit_report(failure::from_service(error)).await,
+        };
         // rmcp's own `call_tool` hides the request id, which the cancellation needs.
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = self
+        let handle = match self
             .peer()
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
-            .map_err(|error| failed(describe_service_error(&error)))?;
+        {
+            Ok(handle) => handle,
+            Err(error) => return Err(request_failed(error).await),
+        };
         // Queued: from here on, dropping this future owes the cancellation.
         let in_flight = self.cancellations.register(handle.id.clone());
         match tokio::time::timeout(timeout, handle.await_response()).await {
@@ -386,7 +421,7 @@ impl Connection {
                 in_flight.answered();
                 match answer {
                     Ok(result) => call_tool_result(result).map_err(failed),
-                    Err(error) => Err(failed(describe_service_error(&error))),
+                    Err(error) => Err(request_failed(error).await),
                 }
             }
             Err(_) => {
@@ -437,16 +472,6 @@ async fn exit_report(
             stderr_tail,
         },
         None => otherwise(stderr_tail),
-    }
-}
-
-fn describe_service_error(error: &ServiceError) -> String {
-    match error {
-        ServiceError::McpError(data) => format!("server error {}: {}", data.code.0, data.message),
-        ServiceError::TransportClosed => "the connection is closed".to_owned(),
-        // Only the runtime's own cancellation at shutdown ends a call this way.
-        ServiceError::Cancelled { .. } => "the connection closed during the call".to_owned(),
-        other => chain(other),
     }
 }
 

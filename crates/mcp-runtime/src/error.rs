@@ -242,12 +242,19 @@ pub enum StartupError {
         stderr_tail: Vec<String>,
     },
     /// The `initialize` handshake failed.
-    #[error("handshake failed: {message}{}", stderr_suffix(stderr_tail))]
+    #[error("handshake failed{}", stderr_suffix(stderr_tail))]
     Handshake {
-        /// What went wrong.
-        message: String,
+        /// Why.
+        #[source]
+        source: RequestError,
         /// The server's last lines of stderr, when it is a local process.
         stderr_tail: Vec<String>,
+    },
+    /// The HTTP client could not be set up.
+    #[error("cannot set up the HTTP client: {message}")]
+    HttpClient {
+        /// What went wrong.
+        message: String,
     },
     /// Listing the server's tools failed.
     #[error("listing tools failed")]
@@ -321,12 +328,17 @@ pub enum ListToolsError {
         /// The tool limit.
         limit: usize,
     },
-    /// The request failed.
+    /// The server's answer is not a usable `tools/list` result, or no answer came in
+    /// time.
     #[error("{message}")]
     Request {
         /// What went wrong.
         message: String,
     },
+    /// The request failed: the server's JSON-RPC error, an HTTP failure or the end of
+    /// the connection.
+    #[error(transparent)]
+    Failed(RequestError),
     /// No server has this name.
     #[error("no server is named `{server}`")]
     UnknownServer {
@@ -380,7 +392,19 @@ pub enum CallError {
         /// The configured tool timeout.
         after: Duration,
     },
-    /// The request failed: a protocol error or a closed connection.
+    /// The request failed: the server's JSON-RPC error, an HTTP failure or the end of
+    /// the connection.
+    #[error("tool `{tool}` on server `{server}` failed")]
+    Failed {
+        /// The server.
+        server: String,
+        /// The raw tool name.
+        tool: String,
+        /// Why.
+        #[source]
+        source: RequestError,
+    },
+    /// The server's answer is not a tool result.
     #[error("tool `{tool}` on server `{server}` failed: {message}")]
     Request {
         /// The server.
@@ -490,11 +514,178 @@ fn describe_failures(failures: &[(String, StartupError)]) -> String {
         .join("; ")
 }
 
-/// An error and its sources on one line, joined with `: `.
-pub fn chain(error: &dyn std::error::Error) -> String {
+/// A request to a server failed below the level of what was asked: the server
+/// answered with a JSON-RPC error, the HTTP exchange failed, or the connection ended.
+///
+/// The protocol library's own error stays reachable as the `source` of
+/// [`RequestError::Server`] and [`RequestError::Other`], for a program that wants it;
+/// [`chain`] stops before it, as its text is written for the library's developers.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The server answered with a JSON-RPC error.
+    #[error("server error {code}: {message}")]
+    Server {
+        /// The JSON-RPC error code.
+        code: i32,
+        /// The server's message.
+        message: String,
+        /// The protocol library's error.
+        #[source]
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
+    /// An HTTP request failed.
+    #[error(transparent)]
+    Http(HttpFailure),
+    /// The server process exited.
+    #[error("the server process exited ({status}){}", stderr_suffix(stderr_tail))]
+    Exited {
+        /// How it exited, for example `exit status: 3`.
+        status: String,
+        /// Its last lines of stderr.
+        stderr_tail: Vec<String>,
+    },
+    /// The connection closed, the process still running or not local.
+    #[error("the connection closed{}", stderr_suffix(stderr_tail))]
+    Closed {
+        /// The server's last lines of stderr, when it is a local process.
+        stderr_tail: Vec<String>,
+    },
+    /// Anything else the protocol library reported.
+    #[error("{description}")]
+    Other {
+        /// What went wrong, in words.
+        description: String,
+        /// The protocol library's error.
+        #[source]
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// How an HTTP request to a Streamable HTTP server failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpFailure {
+    /// `401`: the server wants credentials.
+    #[error(
+        "server `{server}` answered HTTP 401: authorization is needed (name a token's variable with `bearer_token_env_var`, or send a header with `env_http_headers`)"
+    )]
+    Unauthorized {
+        /// The server.
+        server: String,
+    },
+    /// `403`: the server refused the credentials sent.
+    #[error(
+        "server `{server}` answered HTTP 403: the credentials were refused (check the token named by `bearer_token_env_var` or the headers of `env_http_headers`)"
+    )]
+    Forbidden {
+        /// The server.
+        server: String,
+    },
+    /// `404` without a session: nothing answers MCP at this URL.
+    #[error("server `{server}` answered HTTP 404: no MCP endpoint is at this URL (check `url`)")]
+    NotFound {
+        /// The server.
+        server: String,
+    },
+    /// `405` to a `POST`: most likely a server of the older HTTP+SSE transport.
+    #[error(
+        "server `{server}` answered HTTP 405 to a POST: it is probably a legacy HTTP+SSE server, which is not supported (point `url` at a Streamable HTTP endpoint)"
+    )]
+    LegacySse {
+        /// The server.
+        server: String,
+    },
+    /// Another status that is not a success.
+    #[error(
+        "server `{server}` answered HTTP {status}{}",
+        body_suffix(body_excerpt)
+    )]
+    Status {
+        /// The server.
+        server: String,
+        /// The status code.
+        status: u16,
+        /// The start of the body, as text, at most [`HTTP_BODY_EXCERPT_CHARS`]
+        /// characters.
+        body_excerpt: String,
+    },
+    /// The connection was refused.
+    #[error(
+        "server `{server}` refused the connection (check that it is running and that `url` names its host and port)"
+    )]
+    Refused {
+        /// The server.
+        server: String,
+    },
+    /// The host name could not be resolved.
+    #[error("the host `{host}` of server `{server}` cannot be resolved (check `url`)")]
+    Dns {
+        /// The server.
+        server: String,
+        /// The host name.
+        host: String,
+    },
+    /// The TLS handshake failed.
+    #[error(
+        "the TLS handshake with server `{server}` failed (check that it serves HTTPS, or use `http://` in `url`)"
+    )]
+    Tls {
+        /// The server.
+        server: String,
+    },
+    /// The request timed out.
+    #[error("the HTTP request to server `{server}` timed out")]
+    Timeout {
+        /// The server.
+        server: String,
+    },
+    /// The connection could not be made for another reason, or broke.
+    #[error("cannot reach server `{server}`: {description} (check `url` and the network)")]
+    Connection {
+        /// The server.
+        server: String,
+        /// What the HTTP client reported.
+        description: String,
+    },
+}
+
+/// How many characters of an HTTP error body [`HttpFailure::Status`] keeps.
+pub const HTTP_BODY_EXCERPT_CHARS: usize = 200;
+
+fn body_suffix(excerpt: &str) -> String {
+    if excerpt.is_empty() {
+        String::new()
+    } else {
+        format!(": {excerpt}")
+    }
+}
+
+/// Whether `error` is one of this crate's errors, whose text is written for users
+/// (a program printing an error chain of its own stops where [`chain`] would).
+pub fn is_ours(error: &(dyn std::error::Error + 'static)) -> bool {
+    error.is::<ConfigError>()
+        || error.is::<StartupError>()
+        || error.is::<ListToolsError>()
+        || error.is::<CallError>()
+        || error.is::<StartError>()
+        || error.is::<RequestError>()
+        || error.is::<HttpFailure>()
+        || error.is::<AuthorityError>()
+}
+
+/// An error and its sources on one line, joined with `: `. The chain stops at the
+/// first source that is not one of this crate's errors (an I/O error is kept, its
+/// text names no internals): the protocol library's errors stay available through
+/// `source` but their text (type names, debug dumps) is not for users.
+pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
+        let io = cause.is::<std::io::Error>() || cause.is::<Arc<std::io::Error>>();
+        if !is_ours(cause) && !io {
+            break;
+        }
         text.push_str(": ");
         text.push_str(&cause.to_string());
         source = cause.source();
@@ -535,4 +726,150 @@ pub enum AuthorityError {
         "this was created under a different sandbox authority and cannot be reused under this call's; create a new one"
     )]
     Changed,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The protocol library's error for a JSON-RPC error from the server.
+    fn server_error() -> Arc<dyn std::error::Error + Send + Sync> {
+        Arc::new(rmcp::ServiceError::McpError(
+            rmcp::model::ErrorData::internal_error("boom", None),
+        ))
+    }
+
+    fn request_errors() -> Vec<RequestError> {
+        let server = || "web".to_owned();
+        let http = [
+            HttpFailure::Unauthorized { server: server() },
+            HttpFailure::Forbidden { server: server() },
+            HttpFailure::NotFound { server: server() },
+            HttpFailure::LegacySse { server: server() },
+            HttpFailure::Status {
+                server: server(),
+                status: 503,
+                body_excerpt: "down".into(),
+            },
+            HttpFailure::Status {
+                server: server(),
+                status: 500,
+                body_excerpt: String::new(),
+            },
+            HttpFailure::Refused { server: server() },
+            HttpFailure::Dns {
+                server: server(),
+                host: "mcp.invalid".into(),
+            },
+            HttpFailure::Tls { server: server() },
+            HttpFailure::Timeout { server: server() },
+            HttpFailure::Connection {
+                server: server(),
+                description: "the connection failed".into(),
+            },
+        ];
+        let mut errors: Vec<_> = http.into_iter().map(RequestError::Http).collect();
+        errors.extend([
+            RequestError::Server {
+                code: -32603,
+                message: "boom".into(),
+                source: server_error(),
+            },
+            RequestError::Exited {
+                status: "exit status: 4".into(),
+                stderr_tail: vec!["fatal".into()],
+            },
+            RequestError::Closed {
+                stderr_tail: Vec::new(),
+            },
+            RequestError::Other {
+                description: "the request failed".into(),
+                source: Arc::new(rmcp::ServiceError::TransportClosed),
+            },
+        ]);
+        errors
+    }
+
+    /// Every message a request failure can show, in every error that carries one.
+    fn messages() -> Vec<String> {
+        let mut messages = Vec::new();
+        for error in request_errors() {
+            messages.push(chain(&error));
+            messages.push(chain(&StartupError::Handshake {
+                source: error.clone(),
+                stderr_tail: vec!["last words".into()],
+            }));
+            messages.push(chain(&StartupError::ListTools(ListToolsError::Failed(
+                error.clone(),
+            ))));
+            messages.push(chain(&CallError::Failed {
+                server: "web".into(),
+                tool: "echo".into(),
+                source: error,
+            }));
+        }
+        messages
+    }
+
+    #[test]
+    fn no_message_shows_an_internal_name() {
+        for message in messages() {
+            for internal in ["::", "rmcp", "Transport [", "Mcp error", "Some("] {
+                assert!(!message.contains(internal), "`{internal}` in: {message}");
+            }
+            let generic = message.as_bytes().windows(2).any(|pair| {
+                (pair[0].is_ascii_alphanumeric() || pair[0] == b'_') && pair[1] == b'<'
+            });
+            assert!(!generic, "a generic type in: {message}");
+            assert!(!message.ends_with('.'), "a trailing period: {message}");
+        }
+    }
+
+    #[test]
+    fn the_chain_stops_before_the_protocol_library_but_keeps_it_as_source() {
+        let error = StartupError::ListTools(ListToolsError::Failed(RequestError::Server {
+            code: -32603,
+            message: "boom".into(),
+            source: server_error(),
+        }));
+        assert_eq!(
+            chain(&error),
+            "listing tools failed: server error -32603: boom"
+        );
+        let mut source: &dyn std::error::Error = &error;
+        let mut depth = 0;
+        while let Some(next) = source.source() {
+            source = next;
+            depth += 1;
+        }
+        assert!(depth >= 2, "the library's error is still a source");
+        assert!(source.to_string().contains("Mcp error"), "{source}");
+    }
+
+    #[test]
+    fn the_chain_keeps_an_io_cause() {
+        let error = StartupError::Spawn {
+            program: "srv".into(),
+            source: Arc::new(std::io::Error::from(std::io::ErrorKind::NotFound)),
+        };
+        assert_eq!(
+            chain(&error),
+            "cannot start `srv` (check `command` and `cwd`): entity not found"
+        );
+    }
+
+    #[test]
+    fn an_http_failure_names_the_server_and_what_to_do() {
+        for error in request_errors() {
+            if let RequestError::Http(failure) = &error {
+                let message = failure.to_string();
+                assert!(message.contains("server `web`"), "{message}");
+            }
+        }
+        let unauthorized = HttpFailure::Unauthorized {
+            server: "web".into(),
+        };
+        assert!(unauthorized.to_string().contains("`bearer_token_env_var`"));
+        assert!(unauthorized.to_string().contains("`env_http_headers`"));
+    }
 }

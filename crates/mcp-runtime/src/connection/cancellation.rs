@@ -268,8 +268,8 @@ done
 
         let error = call.await.unwrap().unwrap_err();
         assert_eq!(
-            error.to_string(),
-            "tool `t` on server `silent` failed: the connection closed during the call"
+            crate::error::chain(&error),
+            "tool `t` on server `silent` failed: the connection closed"
         );
         assert_eq!(connection.cancellations.in_flight(), 0);
         let log = logged(&log);

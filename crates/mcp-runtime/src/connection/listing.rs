@@ -40,8 +40,9 @@ use rmcp::{
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::failure;
 use super::{MAX_LIST_PAGES, MAX_LISTED_TOOLS};
-use crate::error::{ListToolsError, chain};
+use crate::error::ListToolsError;
 
 /// How many characters of a tool's name a warning quotes.
 const LABEL_CHARS: usize = 64;
@@ -130,9 +131,7 @@ async fn request_page(
     peer: &Peer<RoleClient>,
     cursor: Option<&str>,
 ) -> Result<Value, ListToolsError> {
-    let failed = |error: rmcp::ServiceError| ListToolsError::Request {
-        message: chain(&error),
-    };
+    let failed = |error| ListToolsError::Failed(failure::from_service(error));
     // The same request the typed call sends (`_meta` with the progress token is added
     // by rmcp either way); only the decoding of the answer differs.
     let params = cursor.map(|cursor| {

@@ -4,12 +4,19 @@
 //! missing or empty, not valid UTF-8 or holds a byte no header can carry is a startup
 //! error that names the variable and what is wrong, never its value.
 //!
-//! The transport is rmcp's, over [`SplicingHttpClient`]: rmcp's own reqwest client for
-//! every message, except a `tools/call` that carries a byte-exact value (see
-//! [`super::splice`]), whose body this module serializes and posts itself. That path
-//! reads the answer as rmcp's client does (`202`, JSON, SSE with a per-event size
-//! limit, `401` challenges, `404` session expiry); it reports `403` and `429`/`5xx`
-//! as plain HTTP errors.
+//! The transport is rmcp's, over [`SplicingHttpClient`]. Every `POST` is sent and
+//! its answer read here (`202`, JSON, SSE with a per-event size limit, `404` session
+//! expiry), so that a `tools/call` carrying a byte-exact value (see
+//! [`super::splice`]) can have its body spliced, and so that a failure is classified
+//! here, with what the response showed: rmcp's reqwest client drops the body of a
+//! `5xx` answer and reports other statuses as text, which would leave a user without
+//! the server's own explanation and the runtime without a typed cause. A failure is
+//! an [`HttpFailure`] (the client's `Error`), which names the server and says what to
+//! do: `401`/`403` (authorization), `404` (no endpoint), `405` to a `POST` (a legacy
+//! HTTP+SSE server), any other status with an excerpt of its body, a refused
+//! connection, a host name that does not resolve (known by this module's resolver),
+//! a failed TLS handshake, a timeout. `GET` streams and `DELETE` stay rmcp's; only
+//! their network failures are classified the same way.
 //!
 //! Every JSON body and SSE event is bounded by the server's `max_message_bytes`. An
 //! answer over it fails its request at once with an error naming the server and the
@@ -25,17 +32,20 @@ use rmcp::{
     transport::{
         StreamableHttpClientTransport,
         streamable_http_client::{
-            AuthRequiredError, SseError, StreamableHttpClient, StreamableHttpClientTransportConfig,
+            SseError, StreamableHttpClient, StreamableHttpClientTransportConfig,
             StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
         },
     },
 };
 use sse_stream::{Sse, SseStream};
 
+mod failure;
+
+use self::failure::{Resolver, classify, from_rmcp, status_failure};
 use super::splice::{Spliced, Splicer};
 use crate::{
     config::{DEFAULT_MAX_MESSAGE_BYTES, HttpConfig, checks::header_value_problem},
-    error::StartupError,
+    error::{HttpFailure, StartupError},
 };
 
 const SESSION_ID_HEADER: &str = "mcp-session-id";
@@ -43,6 +53,11 @@ const EVENT_STREAM: &str = "text/event-stream";
 const JSON: &str = "application/json";
 /// Redirects followed, same origin only.
 const MAX_REDIRECTS: usize = 10;
+/// Headers the protocol sets, which a configured header may not replace (header names
+/// are lowercase). `mcp-protocol-version` is set through the configured headers.
+const RESERVED_HEADERS: [&str; 3] = ["accept", SESSION_ID_HEADER, "last-event-id"];
+/// How much of an error answer's body is read for its excerpt.
+const ERROR_BODY_READ_BYTES: usize = 4096;
 
 /// What is actually sent to an HTTP server: URL, bearer token and headers, with every
 /// environment reference resolved.
@@ -148,15 +163,9 @@ pub(crate) fn transport(
     if let Some(token) = &resolved.bearer_token {
         config = config.auth_header(token.clone());
     }
-    let client = reqwest::Client::builder()
-        // As rmcp's own default: idle pooled connections stall on delayed ACKs.
-        .pool_max_idle_per_host(0)
-        .redirect(same_origin_redirects())
-        .build()
-        .map_err(|error| StartupError::Handshake {
-            message: format!("cannot build the HTTP client: {error}"),
-            stderr_tail: Vec::new(),
-        })?;
+    let client = http_client().map_err(|_| StartupError::HttpClient {
+        message: "the TLS backend cannot be initialized".to_owned(),
+    })?;
     Ok(StreamableHttpClientTransport::with_client(
         SplicingHttpClient {
             client,
@@ -165,6 +174,16 @@ pub(crate) fn transport(
         },
         config,
     ))
+}
+
+/// The HTTP client of every server: same-origin redirects, this module's resolver.
+fn http_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        // As rmcp's own default: idle pooled connections stall on delayed ACKs.
+        .pool_max_idle_per_host(0)
+        .redirect(same_origin_redirects())
+        .dns_resolver(Arc::new(Resolver))
+        .build()
 }
 
 /// Follows only 307 and 308 redirects to the same origin: they keep the method and
@@ -186,8 +205,8 @@ fn same_origin_redirects() -> reqwest::redirect::Policy {
     })
 }
 
-/// rmcp's reqwest client, except for the POST of a `tools/call` holding a placeholder,
-/// whose body is spliced (and so serialized here).
+/// rmcp's reqwest client for `GET` and `DELETE`; every `POST` is sent here, with the
+/// body of a `tools/call` holding a placeholder spliced. Failures are [`HttpFailure`]s.
 ///
 /// An answer over the response limits fails its request at once with an error that
 /// names the server and the limit, as over stdio: a JSON body too large becomes a
@@ -244,10 +263,10 @@ impl SplicingHttpClient {
     }
 }
 
-type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
+type HttpResult<T> = Result<T, StreamableHttpError<HttpFailure>>;
 
 impl StreamableHttpClient for SplicingHttpClient {
-    type Error = reqwest::Error;
+    type Error = HttpFailure;
 
     async fn post_message(
         &self,
@@ -281,34 +300,28 @@ impl StreamableHttpClient for SplicingHttpClient {
             JsonRpcMessage::Request(request) => Some(request.id.clone()),
             _ => None,
         };
-        let response = match self.splice(&message)? {
+        let body = match self.splice(&message)? {
             Spliced::Orphaned => Err(unexpected(
                 "the call was abandoned before its request could be sent".to_owned(),
             )),
-            Spliced::Untouched => {
-                self.client
-                    .post_message_with_response_limits(
-                        uri,
-                        message,
-                        session_id,
-                        auth_header,
-                        custom_headers,
-                        limits,
-                    )
-                    .await
-            }
-            Spliced::Replaced(body) => {
-                post_body(
-                    &self.client,
-                    &uri,
-                    body,
+            Spliced::Untouched => Ok(serde_json::to_vec(&message)?),
+            Spliced::Replaced(body) => Ok(body),
+        };
+        let response = match body {
+            Ok(body) => {
+                let post = Post {
+                    client: &self.client,
+                    server: &self.server,
+                    uri: &uri,
                     session_id,
                     auth_header,
                     custom_headers,
                     limits,
-                )
-                .await
+                    awaits_answer: request.is_some(),
+                };
+                post.send(body).await
             }
+            Err(error) => Err(error),
         };
         match request {
             Some(id) => self.answer_too_large(response, id, limits),
@@ -326,6 +339,7 @@ impl StreamableHttpClient for SplicingHttpClient {
         self.client
             .delete_session(uri, session_id, auth_header, custom_headers)
             .await
+            .map_err(|error| from_rmcp(&self.server, error))
     }
 
     async fn get_stream(
@@ -339,6 +353,7 @@ impl StreamableHttpClient for SplicingHttpClient {
         self.client
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
+            .map_err(|error| from_rmcp(&self.server, error))
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -360,88 +375,118 @@ impl StreamableHttpClient for SplicingHttpClient {
                 max_sse_event_size,
             )
             .await
+            .map_err(|error| from_rmcp(&self.server, error))
     }
 }
 
-/// Posts a body serialized here and reads the answer the way Streamable HTTP defines
-/// it: `202`, a JSON message, or an SSE stream.
-async fn post_body(
-    client: &reqwest::Client,
-    uri: &str,
-    body: Vec<u8>,
+/// One `POST` of a message to `server`.
+struct Post<'a> {
+    client: &'a reqwest::Client,
+    server: &'a str,
+    uri: &'a str,
     session_id: Option<Arc<str>>,
     auth_header: Option<String>,
     custom_headers: HashMap<HeaderName, HeaderValue>,
     limits: StreamableHttpResponseLimits,
-) -> HttpResult<StreamableHttpPostResponse> {
-    let mut request = client
-        .post(uri)
-        .header(header::ACCEPT, format!("{EVENT_STREAM}, {JSON}"))
-        .header(header::CONTENT_TYPE, JSON)
-        .body(body);
-    if let Some(token) = auth_header {
-        request = request.bearer_auth(token);
-    }
-    for (name, value) in custom_headers {
-        request = request.header(name, value);
-    }
-    if let Some(session_id) = &session_id {
-        request = request.header(SESSION_ID_HEADER, session_id.as_ref());
-    }
-    let response = request.send().await.map_err(StreamableHttpError::Client)?;
-    let status = response.status();
-    if status == reqwest::StatusCode::NOT_FOUND && session_id.is_some() {
-        return Err(StreamableHttpError::SessionExpired);
-    }
-    if status == reqwest::StatusCode::UNAUTHORIZED
-        && let Some(challenge) = response.headers().get(header::WWW_AUTHENTICATE)
-    {
-        let challenge = String::from_utf8_lossy(challenge.as_bytes()).into_owned();
-        return Err(StreamableHttpError::AuthRequired(AuthRequiredError::new(
-            challenge,
-        )));
-    }
-    if matches!(status.as_u16(), 202 | 204) {
-        return Ok(StreamableHttpPostResponse::Accepted);
-    }
-    let new_session = response
-        .headers()
-        .get(SESSION_ID_HEADER)
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned);
-    let content_type = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .map(|value| {
-            value
-                .split(';')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_ascii_lowercase()
-        });
-    match content_type.as_deref() {
-        Some(EVENT_STREAM) if status.is_success() => {
-            let bytes = bounded_events(response.bytes_stream(), limits.max_sse_event_size);
-            let events = SseStream::from_bytes_stream(bytes).boxed();
-            Ok(StreamableHttpPostResponse::Sse(events, new_session))
+    /// Whether the message is a request, which needs an answer; a notification or a
+    /// response needs none, so a `2xx` with any body accepts it.
+    awaits_answer: bool,
+}
+
+impl Post<'_> {
+    /// Posts `body` and reads the answer the way Streamable HTTP defines it: `202`, a
+    /// JSON message, or an SSE stream. A status that is not a success is an
+    /// [`HttpFailure`], unless its body is a JSON-RPC error (which answers the request)
+    /// or it is the `404` of an expired session (which rmcp recovers from).
+    ///
+    /// The server is never sent the `discover` request of newer protocol versions
+    /// (the runtime starts with `initialize`), so its special answers are not read.
+    async fn send(self, body: Vec<u8>) -> HttpResult<StreamableHttpPostResponse> {
+        let server = self.server;
+        let mut request = self
+            .client
+            .post(self.uri)
+            .header(header::ACCEPT, format!("{EVENT_STREAM}, {JSON}"))
+            .header(header::CONTENT_TYPE, JSON)
+            .body(body);
+        if let Some(token) = self.auth_header {
+            request = request.bearer_auth(token);
         }
-        Some(JSON) => {
-            let body = read_bounded(response, limits.max_json_response_size).await?;
-            match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
-                Ok(message)
-                    if status.is_success() || matches!(message, JsonRpcMessage::Error(_)) =>
-                {
-                    Ok(StreamableHttpPostResponse::Json(message, new_session))
-                }
-                Ok(_) | Err(_) if !status.is_success() => Err(unexpected(format!("HTTP {status}"))),
-                Ok(_) => Err(unexpected("an unexpected JSON body".to_owned())),
-                Err(error) => Err(StreamableHttpError::Deserialize(error)),
+        for (name, value) in self.custom_headers {
+            // As rmcp's client: the headers the protocol sets cannot be configured.
+            if RESERVED_HEADERS.contains(&name.as_str()) {
+                return Err(StreamableHttpError::ReservedHeaderConflict(
+                    name.to_string(),
+                ));
             }
+            request = request.header(name, value);
         }
-        _ if !status.is_success() => Err(unexpected(format!("HTTP {status}"))),
-        _ => Err(StreamableHttpError::UnexpectedContentType(content_type)),
+        if let Some(session_id) = &self.session_id {
+            request = request.header(SESSION_ID_HEADER, session_id.as_ref());
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|error| StreamableHttpError::Client(classify(server, &error)))?;
+        let status = response.status();
+        if status == reqwest::StatusCode::NOT_FOUND && self.session_id.is_some() {
+            return Err(StreamableHttpError::SessionExpired);
+        }
+        if matches!(status.as_u16(), 202 | 204) {
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        let new_session = response
+            .headers()
+            .get(SESSION_ID_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        let content_type = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .map(|value| {
+                value
+                    .split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_ascii_lowercase()
+            });
+        if !status.is_success() {
+            let credentials = matches!(status.as_u16(), 401 | 403);
+            let body = if content_type.as_deref() == Some(JSON) && !credentials {
+                let body =
+                    read_bounded(server, response, self.limits.max_json_response_size).await?;
+                if let Ok(message @ JsonRpcMessage::Error(_)) =
+                    serde_json::from_slice::<ServerJsonRpcMessage>(&body)
+                {
+                    return Ok(StreamableHttpPostResponse::Json(message, new_session));
+                }
+                body
+            } else {
+                read_start(response, ERROR_BODY_READ_BYTES).await
+            };
+            let failure = status_failure(server, status, &body, true);
+            return Err(StreamableHttpError::Client(failure));
+        }
+        match content_type.as_deref() {
+            Some(EVENT_STREAM) => {
+                let bytes = bounded_events(response.bytes_stream(), self.limits.max_sse_event_size);
+                let events = SseStream::from_bytes_stream(bytes).boxed();
+                Ok(StreamableHttpPostResponse::Sse(events, new_session))
+            }
+            Some(JSON) => {
+                let body =
+                    read_bounded(server, response, self.limits.max_json_response_size).await?;
+                match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
+                    Ok(message) => Ok(StreamableHttpPostResponse::Json(message, new_session)),
+                    Err(_) if !self.awaits_answer => Ok(StreamableHttpPostResponse::Accepted),
+                    Err(error) => Err(StreamableHttpError::Deserialize(error)),
+                }
+            }
+            _ if !self.awaits_answer => Ok(StreamableHttpPostResponse::Accepted),
+            _ => Err(StreamableHttpError::UnexpectedContentType(content_type)),
+        }
     }
 }
 
@@ -521,15 +566,33 @@ fn bounded_events(
     })
 }
 
-fn unexpected(message: String) -> StreamableHttpError<reqwest::Error> {
+fn unexpected(message: String) -> StreamableHttpError<HttpFailure> {
     StreamableHttpError::UnexpectedServerResponse(Cow::Owned(message))
 }
 
-async fn read_bounded(response: reqwest::Response, limit: usize) -> HttpResult<Vec<u8>> {
+/// Up to `limit` bytes from the start of `response`'s body; what arrived before a
+/// failure to read on.
+async fn read_start(response: reqwest::Response, limit: usize) -> Vec<u8> {
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while body.len() < limit
+        && let Some(Ok(chunk)) = chunks.next().await
+    {
+        let room = limit - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+    body
+}
+
+async fn read_bounded(
+    server: &str,
+    response: reqwest::Response,
+    limit: usize,
+) -> HttpResult<Vec<u8>> {
     let mut body = Vec::new();
     let mut chunks = response.bytes_stream();
     while let Some(chunk) = chunks.next().await {
-        let chunk = chunk.map_err(StreamableHttpError::Client)?;
+        let chunk = chunk.map_err(|error| StreamableHttpError::Client(classify(server, &error)))?;
         if body.len() + chunk.len() > limit {
             return Err(StreamableHttpError::ResponseBodyTooLarge { max_size: limit });
         }
@@ -697,6 +760,206 @@ mod tests {
     }
 
     const LIMIT: usize = 1024;
+
+    /// Answers every request with `response` (a whole HTTP response) and closes the
+    /// connection. Returns the address.
+    async fn answering(response: String) -> std::net::SocketAddr {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                // The request is read only until its head ends: enough to answer. A
+                // TLS handshake (a record starting with 0x16) is answered at once.
+                let mut received = Vec::new();
+                while !received.windows(4).any(|w| w == b"\r\n\r\n")
+                    && received.first() != Some(&0x16)
+                {
+                    let mut chunk = [0; 4096];
+                    match socket.read(&mut chunk).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => received.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let _ = socket.write_all(response.as_bytes()).await;
+                let _ = socket.shutdown().await;
+            }
+        });
+        address
+    }
+
+    /// What a `POST` of a `ping` request to `url` fails with.
+    async fn post_failure(url: &str) -> HttpFailure {
+        let client = SplicingHttpClient {
+            client: http_client().unwrap(),
+            splicer: Splicer::new(),
+            server: "web".into(),
+        };
+        let message = ClientJsonRpcMessage::request(
+            ClientRequest::PingRequest(Default::default()),
+            RequestId::Number(1),
+        );
+        let result = client
+            .post_message(url.into(), message, None, None, HashMap::new())
+            .await;
+        match result {
+            Err(StreamableHttpError::Client(failure)) => failure,
+            Err(other) => panic!("expected a classified failure, got {other}"),
+            Ok(_) => panic!("expected a failure, got an answer"),
+        }
+    }
+
+    fn status_response(status: &str, content_type: &str, body: &str) -> String {
+        format!(
+            "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    }
+
+    #[tokio::test]
+    async fn each_failing_status_is_classified_with_what_to_do() {
+        let cases = [
+            ("401 Unauthorized", "`bearer_token_env_var`"),
+            ("403 Forbidden", "`env_http_headers`"),
+            (
+                "404 Not Found",
+                "no MCP endpoint is at this URL (check `url`)",
+            ),
+            ("405 Method Not Allowed", "legacy HTTP+SSE server"),
+            ("429 Too Many Requests", "HTTP 429: slow down"),
+        ];
+        for (status, expected) in cases {
+            let address = answering(status_response(status, "text/plain", "slow down")).await;
+            let failure = post_failure(&format!("http://{address}/mcp")).await;
+            let message = failure.to_string();
+            assert!(
+                message.starts_with("server `web` answered HTTP "),
+                "{message}"
+            );
+            assert!(
+                message.contains(expected),
+                "expected `{expected}` in: {message}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_server_error_keeps_an_excerpt_of_its_body() {
+        let body = format!("upstream\n\n  database   down {}", "x".repeat(1000));
+        let address = answering(status_response("502 Bad Gateway", "text/html", &body)).await;
+        let failure = post_failure(&format!("http://{address}/mcp")).await;
+        let HttpFailure::Status {
+            status,
+            body_excerpt,
+            ..
+        } = &failure
+        else {
+            panic!("expected a status failure, got {failure:?}");
+        };
+        assert_eq!(*status, 502);
+        assert!(
+            body_excerpt.starts_with("upstream database down xxx"),
+            "{body_excerpt}"
+        );
+        assert!(body_excerpt.ends_with('…'), "{body_excerpt}");
+        assert_eq!(
+            body_excerpt.chars().count(),
+            crate::error::HTTP_BODY_EXCERPT_CHARS + 1
+        );
+    }
+
+    #[tokio::test]
+    async fn a_json_rpc_error_with_a_failing_status_answers_the_request() {
+        let error = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"busy"}}"#;
+        let address = answering(status_response("500 Internal Server Error", JSON, error)).await;
+        let client = SplicingHttpClient {
+            client: http_client().unwrap(),
+            splicer: Splicer::new(),
+            server: "web".into(),
+        };
+        let message = ClientJsonRpcMessage::request(
+            ClientRequest::PingRequest(Default::default()),
+            RequestId::Number(1),
+        );
+        let answer = client
+            .post_message(
+                format!("http://{address}/mcp").into(),
+                message,
+                None,
+                None,
+                HashMap::new(),
+            )
+            .await;
+        assert!(
+            matches!(
+                answer,
+                Ok(StreamableHttpPostResponse::Json(
+                    JsonRpcMessage::Error(_),
+                    _
+                ))
+            ),
+            "the server's JSON-RPC error is its answer"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_configured_header_may_not_replace_one_the_protocol_sets() {
+        let address = answering(status_response("200 OK", JSON, "{}")).await;
+        let client = SplicingHttpClient {
+            client: http_client().unwrap(),
+            splicer: Splicer::new(),
+            server: "web".into(),
+        };
+        let message = ClientJsonRpcMessage::request(
+            ClientRequest::PingRequest(Default::default()),
+            RequestId::Number(1),
+        );
+        let headers = HashMap::from([(header::ACCEPT, HeaderValue::from_static("text/html"))]);
+        let result = client
+            .post_message(
+                format!("http://{address}/mcp").into(),
+                message,
+                None,
+                None,
+                headers,
+            )
+            .await;
+        assert!(
+            matches!(&result, Err(StreamableHttpError::ReservedHeaderConflict(name)) if name == "accept"),
+            "the header is refused"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_classified() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        drop(listener);
+        let failure = post_failure(&format!("http://{address}/mcp")).await;
+        assert!(
+            matches!(failure, HttpFailure::Refused { .. }),
+            "{failure:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_host_name_that_does_not_resolve_is_classified() {
+        // `.invalid` never resolves (RFC 6761): no lookup reaches a real host.
+        let failure = post_failure("http://mcp-runtime-test.invalid/mcp").await;
+        match failure {
+            HttpFailure::Dns { host, .. } => assert_eq!(host, "mcp-runtime-test.invalid"),
+            other => panic!("expected a DNS failure, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn tls_to_a_plain_http_listener_is_classified() {
+        let address = answering(status_response("200 OK", JSON, "{}")).await;
+        let failure = post_failure(&format!("https://{address}/mcp")).await;
+        assert!(matches!(failure, HttpFailure::Tls { .. }), "{failure:?}");
+    }
 
     /// An answer far over [`LIMIT`]: a JSON body for `tools/list` and the tool `json`,
     /// an SSE event otherwise.

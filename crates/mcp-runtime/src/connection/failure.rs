@@ -1,0 +1,204 @@
+//! How rmcp's errors become [`RequestError`]s.
+//!
+//! rmcp's errors are written for its developers: their text names transport types
+//! (`Transport [rmcp::transport::worker::WorkerTransport<…>] error: …`), debug dumps and
+//! the phase of its worker. Here each is read by its type and variant: the server's
+//! JSON-RPC error keeps its code and message; an HTTP failure is the [`HttpFailure`]
+//! the transport classified (found by downcasting the transport's error, which rmcp
+//! boxes without a `source` link); the end of the connection is
+//! [`RequestError::Closed`], which the connection turns into the exit report of a
+//! local server. Anything else is described in words of this crate. rmcp's error
+//! stays the `source` of [`RequestError::Server`] and [`RequestError::Other`].
+
+use std::sync::Arc;
+
+use rmcp::{
+    ServiceError,
+    service::ClientInitializeError,
+    transport::{DynamicTransportError, streamable_http_client::StreamableHttpError},
+};
+
+use crate::error::{HttpFailure, RequestError};
+
+/// What a failed request means, from rmcp's error.
+pub(super) fn from_service(error: ServiceError) -> RequestError {
+    let description = match &error {
+        ServiceError::McpError(data) => {
+            return RequestError::Server {
+                code: data.code.0,
+                message: data.message.to_string(),
+                source: Arc::new(error),
+            };
+        }
+        ServiceError::TransportSend(transport) => match from_transport(transport) {
+            Ok(failure) => return failure,
+            Err(description) => description,
+        },
+        // Only the end of the connection (or the runtime's own cancellation at
+        // shutdown) ends a request this way.
+        ServiceError::TransportClosed | ServiceError::Cancelled { .. } => {
+            return RequestError::Closed {
+                stderr_tail: Vec::new(),
+            };
+        }
+        ServiceError::UnexpectedResponse => {
+            "the server's answer is not of the kind the request asks for".to_owned()
+        }
+        ServiceError::Timeout { timeout } => {
+            format!("no answer within {}", crate::error::secs(*timeout))
+        }
+        _ => "the request failed".to_owned(),
+    };
+    RequestError::Other {
+        description,
+        source: Arc::new(error),
+    }
+}
+
+/// What a failed `initialize` means, from rmcp's error.
+pub(super) fn from_initialize(error: ClientInitializeError) -> RequestError {
+    let description = match &error {
+        ClientInitializeError::JsonRpcError(data) => {
+            return RequestError::Server {
+                code: data.code.0,
+                message: data.message.to_string(),
+                source: Arc::new(error),
+            };
+        }
+        ClientInitializeError::TransportError { error: transport, .. } => {
+            match from_transport(transport) {
+                Ok(failure) => return failure,
+                Err(description) => description,
+            }
+        }
+        ClientInitializeError::ConnectionClosed(_) => {
+            return RequestError::Closed {
+                stderr_tail: Vec::new(),
+            };
+        }
+        ClientInitializeError::ExpectedInitResponse(_)
+        | ClientInitializeError::ExpectedInitResult(_)
+        | ClientInitializeError::ConflictInitResponseId(..)
+        | ClientInitializeError::UncorrelatedErrorResponse { .. } => {
+            "the server did not answer `initialize` with an initialize result".to_owned()
+        }
+        ClientInitializeError::NoCompatibleProtocolVersion { .. } => {
+            "the server supports none of the protocol versions offered (upgrade the server or mcp-runtime)".to_owned()
+        }
+        _ => "the handshake failed".to_owned(),
+    };
+    RequestError::Other {
+        description,
+        source: Arc::new(error),
+    }
+}
+
+/// The failure behind a transport's error: an [`HttpFailure`] or the end of the
+/// connection; otherwise a description of it.
+fn from_transport(error: &DynamicTransportError) -> Result<RequestError, String> {
+    if let Some(http) = error
+        .error
+        .downcast_ref::<StreamableHttpError<HttpFailure>>()
+    {
+        return match http {
+            StreamableHttpError::Client(failure) => Ok(RequestError::Http(failure.clone())),
+            StreamableHttpError::TransportChannelClosed => Ok(RequestError::Closed {
+                stderr_tail: Vec::new(),
+            }),
+            other => Err(describe_http(other)),
+        };
+    }
+    // The stdio transport's errors are this crate's own (or I/O errors), whose text
+    // names no internals.
+    Err(format!(
+        "cannot send to the server: {}",
+        crate::error::chain(error.error.as_ref())
+    ))
+}
+
+/// A description of an HTTP transport failure that is not an [`HttpFailure`].
+fn describe_http(error: &StreamableHttpError<HttpFailure>) -> String {
+    match error {
+        StreamableHttpError::HttpStatus(status) => {
+            format!("the server answered HTTP {}", status.status)
+        }
+        StreamableHttpError::UnexpectedContentType(Some(content_type)) => format!(
+            "the server answered with content type `{content_type}`, neither JSON nor an event stream"
+        ),
+        StreamableHttpError::UnexpectedContentType(None) => {
+            "the server answered without a content type".to_owned()
+        }
+        StreamableHttpError::Deserialize(_) => {
+            "the server's answer is not a JSON-RPC message".to_owned()
+        }
+        StreamableHttpError::SessionExpired | StreamableHttpError::SessionRecoveryTimeout => {
+            "the server ended the session and it could not be started again".to_owned()
+        }
+        StreamableHttpError::MissingSessionIdInResponse => {
+            "the server's answer to `initialize` has no session id".to_owned()
+        }
+        StreamableHttpError::ReservedHeaderConflict(name) => format!(
+            "header `{name}` is set by the protocol and cannot be configured (remove it from `http_headers` or `env_http_headers`)"
+        ),
+        StreamableHttpError::UnexpectedServerResponse(text) => {
+            format!("unexpected answer from the server: {text}")
+        }
+        _ => "the HTTP exchange failed".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::ErrorData;
+
+    use super::*;
+
+    fn sent(error: StreamableHttpError<HttpFailure>) -> ServiceError {
+        ServiceError::TransportSend(DynamicTransportError::from_parts(
+            "http",
+            std::any::TypeId::of::<()>(),
+            Box::new(error),
+        ))
+    }
+
+    #[test]
+    fn an_http_failure_is_found_behind_the_transport_error() {
+        let failure = HttpFailure::NotFound {
+            server: "web".into(),
+        };
+        let error = from_service(sent(StreamableHttpError::Client(failure)));
+        assert!(
+            matches!(&error, RequestError::Http(HttpFailure::NotFound { server }) if server == "web"),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn a_json_rpc_error_keeps_its_code_and_message() {
+        let error = from_service(ServiceError::McpError(ErrorData::internal_error(
+            "server `big` sent too much",
+            None,
+        )));
+        assert_eq!(
+            error.to_string(),
+            "server error -32603: server `big` sent too much"
+        );
+        assert!(
+            std::error::Error::source(&error).is_some(),
+            "rmcp's error is kept"
+        );
+    }
+
+    #[test]
+    fn other_transport_failures_are_described_without_internals() {
+        let error = from_service(sent(StreamableHttpError::UnexpectedContentType(Some(
+            "text/html".into(),
+        ))));
+        assert_eq!(
+            error.to_string(),
+            "the server answered with content type `text/html`, neither JSON nor an event stream"
+        );
+        let closed = from_service(ServiceError::TransportClosed);
+        assert!(matches!(closed, RequestError::Closed { .. }), "{closed:?}");
+    }
+}

@@ -1,0 +1,182 @@
+//! What a failed HTTP exchange means: the [`HttpFailure`] for a network error of the
+//! HTTP client or for an answer whose status is not a success.
+//!
+//! A network error is read by the types in its `source` chain, never by its text
+//! (which names the URL, and internals): a refused connection and a timeout are I/O
+//! error kinds, a failed TLS handshake is the invalid data the TLS stream reports,
+//! and a host name that does not resolve is known by [`Resolver`], the resolver the
+//! client is built with, whose failure is a type of this module.
+
+use std::borrow::Cow;
+
+use rmcp::transport::streamable_http_client::StreamableHttpError;
+
+use crate::error::{HTTP_BODY_EXCERPT_CHARS, HttpFailure};
+
+/// The system's resolver, whose failures carry [`NotResolved`] so that
+/// [`classify`] can tell a host name that does not resolve from other connection
+/// failures without reading the HTTP client's messages.
+pub(super) struct Resolver;
+
+impl reqwest::dns::Resolve for Resolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let addresses = tokio::net::lookup_host((host.as_str(), 0))
+                .await
+                .map_err(|_| Box::new(NotResolved) as Box<dyn std::error::Error + Send + Sync>)?;
+            let addresses: Vec<_> = addresses.collect();
+            if addresses.is_empty() {
+                return Err(Box::new(NotResolved) as Box<dyn std::error::Error + Send + Sync>);
+            }
+            Ok(Box::new(addresses.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// A host name did not resolve.
+#[derive(Debug, thiserror::Error)]
+#[error("the host name does not resolve")]
+struct NotResolved;
+
+/// What `error`, from the HTTP client talking to `server`, means for the user: a
+/// refused connection, an unresolved host, a failed TLS handshake, a timeout or
+/// another connection failure. The client's own message is not used: it names the
+/// URL (which may carry a secret) and its sources name internals.
+pub(super) fn classify(server: &str, error: &reqwest::Error) -> HttpFailure {
+    let server = server.to_owned();
+    if error.is_timeout() {
+        return HttpFailure::Timeout { server };
+    }
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if cause.is::<NotResolved>() {
+            let host = error
+                .url()
+                .and_then(|url| url.host_str())
+                .unwrap_or_default()
+                .to_owned();
+            return HttpFailure::Dns { server, host };
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => return HttpFailure::Refused { server },
+                std::io::ErrorKind::TimedOut => return HttpFailure::Timeout { server },
+                // The TLS stream reports a failed handshake (a record that is not
+                // TLS, a certificate refused) as invalid data.
+                std::io::ErrorKind::InvalidData if error.is_connect() => {
+                    return HttpFailure::Tls { server };
+                }
+                _ => {}
+            }
+            // An I/O error's `source` skips the error it wraps (the TLS stream wraps
+            // its own error in another I/O error): that one is read next.
+            if let Some(inner) = io.get_ref() {
+                source = Some(inner);
+                continue;
+            }
+        }
+        source = cause.source();
+    }
+    let description = if error.is_connect() {
+        "the connection failed"
+    } else if error.is_body() || error.is_decode() {
+        "reading the answer failed"
+    } else {
+        "the request failed"
+    };
+    HttpFailure::Connection {
+        server,
+        description: description.to_owned(),
+    }
+}
+
+/// The failure an answer with `status` (not a success) stands for, given the start of
+/// its body; `post` says whether the request was a `POST`.
+pub(super) fn status_failure(
+    server: &str,
+    status: reqwest::StatusCode,
+    body: &[u8],
+    post: bool,
+) -> HttpFailure {
+    let server = server.to_owned();
+    match status.as_u16() {
+        401 => HttpFailure::Unauthorized { server },
+        403 => HttpFailure::Forbidden { server },
+        404 => HttpFailure::NotFound { server },
+        405 if post => HttpFailure::LegacySse { server },
+        code => HttpFailure::Status {
+            server,
+            status: code,
+            body_excerpt: excerpt(body),
+        },
+    }
+}
+
+/// The start of `body` as one line of text: at most [`HTTP_BODY_EXCERPT_CHARS`]
+/// characters, control characters and runs of white space as one space, `…` when cut.
+fn excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let mut words = text
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|word| !word.is_empty());
+    let mut out = String::new();
+    let mut chars = 0;
+    let mut cut = false;
+    if let Some(first) = words.next() {
+        for (index, word) in std::iter::once(first).chain(words).enumerate() {
+            let separator = usize::from(index > 0);
+            let room = HTTP_BODY_EXCERPT_CHARS.saturating_sub(chars + separator);
+            if room == 0 {
+                cut = true;
+                break;
+            }
+            if separator == 1 {
+                out.push(' ');
+            }
+            let taken: String = word.chars().take(room).collect();
+            chars += separator + taken.chars().count();
+            out.push_str(&taken);
+            if taken.len() < word.len() {
+                cut = true;
+                break;
+            }
+        }
+    }
+    if cut {
+        out.push('…');
+    }
+    out
+}
+
+/// `error` from rmcp's reqwest client with its network failure classified.
+pub(super) fn from_rmcp(
+    server: &str,
+    error: StreamableHttpError<reqwest::Error>,
+) -> StreamableHttpError<HttpFailure> {
+    use StreamableHttpError as E;
+    match error {
+        E::Client(error) => E::Client(classify(server, &error)),
+        E::HttpStatus(status) => E::HttpStatus(status),
+        E::Sse(error) => E::Sse(error),
+        E::Io(error) => E::Io(error),
+        E::UnexpectedEndOfStream => E::UnexpectedEndOfStream,
+        E::UnexpectedServerResponse(text) => E::UnexpectedServerResponse(text),
+        E::ResponseBodyTooLarge { max_size } => E::ResponseBodyTooLarge { max_size },
+        E::UnexpectedContentType(content_type) => E::UnexpectedContentType(content_type),
+        E::ServerDoesNotSupportSse => E::ServerDoesNotSupportSse,
+        E::ServerDoesNotSupportDeleteSession => E::ServerDoesNotSupportDeleteSession,
+        E::Deserialize(error) => E::Deserialize(error),
+        E::TransportChannelClosed => E::TransportChannelClosed,
+        E::MissingSessionIdInResponse => E::MissingSessionIdInResponse,
+        E::AuthRequired(_) => E::Client(HttpFailure::Unauthorized {
+            server: server.to_owned(),
+        }),
+        E::InsufficientScope(_) => E::Client(HttpFailure::Forbidden {
+            server: server.to_owned(),
+        }),
+        E::ReservedHeaderConflict(name) => E::ReservedHeaderConflict(name),
+        E::SessionExpired => E::SessionExpired,
+        other => E::UnexpectedServerResponse(Cow::Owned(other.to_string())),
+    }
+}
