@@ -85,6 +85,17 @@ impl Cancellations {
         lock(&self.ledger).in_flight.remove(id)
     }
 
+    /// Takes `id` out of the ledger and, if it was still in flight, starts writing its
+    /// cancellation. Both happen under the ledger's lock, so [`Self::flush`] either
+    /// takes the request itself or finds its write already tracked (invariant 3).
+    fn take_and_send(&self, id: RequestId, reason: &'static str) {
+        let mut ledger = lock(&self.ledger);
+        if ledger.in_flight.remove(&id) {
+            self.send(id, reason);
+        }
+        drop(ledger);
+    }
+
     /// Starts writing `notifications/cancelled` for `id`, without waiting for it.
     fn send(&self, id: RequestId, reason: &'static str) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -163,10 +174,8 @@ impl InFlight<'_> {
     }
 
     fn give_up_for(&mut self, reason: &'static str) {
-        if let Some(id) = self.id.take()
-            && self.ledger.take(&id)
-        {
-            self.ledger.send(id, reason);
+        if let Some(id) = self.id.take() {
+            self.ledger.take_and_send(id, reason);
         }
     }
 }

@@ -56,6 +56,8 @@ use super::splice::SplicingWriter;
 /// How long the reader keeps draining stdout after the protocol has closed, in case
 /// something outside the server's process group holds the pipe open.
 const DRAIN_LIMIT: Duration = Duration::from_secs(10);
+/// How many error answers to the server's unreadable requests may wait to be written.
+const MAX_ERROR_REPLIES: usize = 16;
 /// How long an `id` may be, in bytes of JSON, for an oversized line to be matched.
 const MAX_ID_BYTES: usize = 256;
 /// How long a key may be for the scanner to compare it with `id` and `method`.
@@ -70,6 +72,8 @@ pub(crate) struct StdioTransport<W> {
     pending: Arc<Mutex<Pending>>,
     /// Errors made here for pending requests, delivered before the next line.
     queued: VecDeque<ServerJsonRpcMessage>,
+    /// Bounds the error answers on their way to the server.
+    replies: Arc<tokio::sync::Semaphore>,
 }
 
 impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
@@ -93,6 +97,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
             writer: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
             pending: Arc::default(),
             queued: VecDeque::new(),
+            replies: Arc::new(tokio::sync::Semaphore::new(MAX_ERROR_REPLIES)),
         }
     }
 
@@ -113,13 +118,21 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
         }
     }
 
-    /// Answers a request from the server with `error`, in the background.
+    /// Answers a request from the server with `error`, in the background. At most
+    /// [`MAX_ERROR_REPLIES`] such answers are on their way at once: a server that
+    /// sends unreadable requests without reading its stdin gets no more, rather than
+    /// growing this process's tasks without bound.
     fn reply_error(&self, id: RequestId, error: ErrorData) {
+        let Ok(permit) = self.replies.clone().try_acquire_owned() else {
+            tracing::debug!(server = &*self.server, %id, "not answering: too many answers are waiting to be written");
+            return;
+        };
         let write = self.write(encode(&ClientJsonRpcMessage::error(error, Some(id))));
         tokio::spawn(async move {
             if let Err(error) = write.await {
                 tracing::debug!(%error, "cannot answer the server's request");
             }
+            drop(permit);
         });
     }
 
@@ -203,11 +216,13 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
             return;
         }
         let failed: Vec<RequestId> = match id {
+            Some(id) if lock(&self.pending).take(&id) => vec![id],
             Some(id) => {
-                if !lock(&self.pending).take(&id) {
-                    tracing::debug!(server, %id, size, "ignoring an oversized answer to a request not in flight");
-                }
-                vec![id]
+                // Invariant 2: an answer to a request not in flight reaches nobody,
+                // also when it is too large (an error for its id would fail the
+                // handshake as the answer itself would have).
+                tracing::debug!(server, %id, size, "ignoring an oversized answer to a request not in flight");
+                return;
             }
             None => lock(&self.pending).ids.drain().collect(),
         };

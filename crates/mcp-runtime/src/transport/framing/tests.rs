@@ -354,3 +354,19 @@ async fn shutdown_keeps_reading_until_the_server_exits() {
         "the server's writes on its way out failed"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_oversized_answer_to_an_unknown_id_is_ignored_too() {
+    // Before `initialize` is answered: an error for the unknown id would fail the
+    // handshake, as the unsolicited answer itself would have.
+    let (client, mut peer) = connect();
+    let server = tokio::spawn(async move {
+        peer.send(&oversized(r#""id":987654,"#, "")).await;
+        peer.handshake().await;
+    });
+    let client = tokio::time::timeout(CALL_TIMEOUT, client)
+        .await
+        .expect("the handshake does not wait");
+    drop(client);
+    server.await.unwrap();
+}
