@@ -313,7 +313,7 @@ pub enum ListToolsError {
     /// The server answered a cursor it had already answered.
     #[error("the server repeated cursor `{cursor}` (its pagination loops)")]
     RepeatedCursor {
-        /// The repeated cursor.
+        /// The repeated cursor, escaped and cut to a length a message can quote.
         cursor: String,
     },
     /// More pages than the guard allows.

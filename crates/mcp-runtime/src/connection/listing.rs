@@ -110,8 +110,12 @@ pub(super) async fn list_tools(
                 return Ok(listed.into_tools());
             }
             Some(next) => {
-                if !seen.insert(next.clone()) {
-                    return Err(ListToolsError::RepeatedCursor { cursor: next });
+                // Digests, not the cursors: a cursor may be as large as a message,
+                // and a listing may take a hundred pages.
+                if !seen.insert(<sha2::Sha256 as sha2::Digest>::digest(next.as_bytes())) {
+                    return Err(ListToolsError::RepeatedCursor {
+                        cursor: shown(&next),
+                    });
                 }
                 cursor = Some(next);
             }
@@ -305,20 +309,23 @@ enum Label {
 impl Label {
     fn of(raw: &Value, position: usize) -> Self {
         match raw.get("name").and_then(Value::as_str) {
-            Some(name) if !name.is_empty() => {
-                let mut shown: String = name
-                    .chars()
-                    .take(LABEL_CHARS)
-                    .flat_map(char::escape_debug)
-                    .collect();
-                if name.chars().nth(LABEL_CHARS).is_some() {
-                    shown.push('…');
-                }
-                Self::Name(shown)
-            }
+            Some(name) if !name.is_empty() => Self::Name(shown(name)),
             _ => Self::Position(position),
         }
     }
+}
+
+/// `text` as a message may quote it: escaped, cut to [`LABEL_CHARS`] characters.
+fn shown(text: &str) -> String {
+    let mut shown: String = text
+        .chars()
+        .take(LABEL_CHARS)
+        .flat_map(char::escape_debug)
+        .collect();
+    if text.chars().nth(LABEL_CHARS).is_some() {
+        shown.push('…');
+    }
+    shown
 }
 
 impl fmt::Display for Label {

@@ -558,3 +558,12 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn a_quoted_cursor_is_escaped_and_cut() {
+    let cursor = format!("a\nb{}", "x".repeat(1000));
+    let quoted = shown(&cursor);
+    assert!(quoted.starts_with("a\\nb"), "{quoted}");
+    assert!(quoted.ends_with('…'), "{quoted}");
+    assert!(quoted.chars().count() <= LABEL_CHARS + 2, "{quoted}");
+}
