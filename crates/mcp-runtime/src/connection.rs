@@ -321,7 +321,9 @@ impl Connection {
         page_timeout: Duration,
         sent: &AtomicUsize,
     ) -> Result<Vec<Tool>, ListToolsError> {
-        match listing::list_tools(self.peer(), server, page_timeout, sent).await {
+        match listing::list_tools(self.peer(), &self.cancellations, server, page_timeout, sent)
+            .await
+        {
             Err(ListToolsError::Failed(error)) => {
                 Err(ListToolsError::Failed(self.with_exit_report(error).await))
             }

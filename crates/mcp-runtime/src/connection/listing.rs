@@ -32,16 +32,14 @@ use std::{
 
 use rmcp::{
     Peer, RoleClient,
-    model::{
-        CancelledNotificationParam, ClientRequest, CustomRequest, RequestId, ServerResult, Tool,
-    },
+    model::{ClientRequest, CustomRequest, ServerResult, Tool},
     service::PeerRequestOptions,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::failure;
 use super::{MAX_LIST_PAGES, MAX_LISTED_TOOLS};
+use super::{cancellation::Cancellations, failure};
 use crate::error::ListToolsError;
 
 /// How many characters of a tool's name a warning quotes.
@@ -58,9 +56,11 @@ const MAX_WARNINGS: usize = 10;
 ///
 /// # Cancel safety
 ///
-/// Dropping the future sends `notifications/cancelled` for the page in flight.
+/// Dropping the future owes `notifications/cancelled` for the page in flight, written
+/// through `cancellations` (so before the connection closes).
 pub(super) async fn list_tools(
     peer: &Peer<RoleClient>,
+    cancellations: &Cancellations,
     server: &str,
     page_timeout: Duration,
     sent: &AtomicUsize,
@@ -71,14 +71,17 @@ pub(super) async fn list_tools(
     let mut left_out_count = 0;
     for _ in 0..MAX_LIST_PAGES {
         sent.fetch_add(1, Ordering::Relaxed);
-        let result = tokio::time::timeout(page_timeout, request_page(peer, cursor.as_deref()))
-            .await
-            .map_err(|_| ListToolsError::Request {
-                message: format!(
-                    "no answer to `tools/list` within {} (raise `startup_timeout_sec`)",
-                    crate::error::secs(page_timeout)
-                ),
-            })??;
+        let result = tokio::time::timeout(
+            page_timeout,
+            request_page(peer, cancellations, cursor.as_deref()),
+        )
+        .await
+        .map_err(|_| ListToolsError::Request {
+            message: format!(
+                "no answer to `tools/list` within {} (raise `startup_timeout_sec`)",
+                crate::error::secs(page_timeout)
+            ),
+        })??;
         let page = Page::parse(result)?;
         if listed.entries + page.tools.len() > MAX_LISTED_TOOLS {
             return Err(ListToolsError::TooManyTools {
@@ -130,9 +133,10 @@ pub(super) async fn list_tools(
 ///
 /// # Cancel safety
 ///
-/// Dropping the future after the request was sent sends `notifications/cancelled`.
+/// Dropping the future after the request was sent owes its `notifications/cancelled`.
 async fn request_page(
     peer: &Peer<RoleClient>,
+    cancellations: &Cancellations,
     cursor: Option<&str>,
 ) -> Result<Value, ListToolsError> {
     let failed = |error| ListToolsError::Failed(failure::from_service(error));
@@ -148,12 +152,10 @@ async fn request_page(
         .send_request_with_option(request, PeerRequestOptions::no_options())
         .await
         .map_err(failed)?;
-    let mut guard = CancelOnDrop {
-        peer: peer.clone(),
-        id: Some(handle.id.clone()),
-    };
+    // Queued: from here on, dropping this future owes the cancellation.
+    let in_flight = cancellations.register(handle.id.clone());
     let result = handle.await_response().await;
-    guard.id = None;
+    in_flight.answered();
     match result.map_err(failed)? {
         ServerResult::CustomResult(custom) => Ok(custom.0),
         // A valid page decodes as a typed result; an answer that rmcp reads as another
@@ -161,33 +163,6 @@ async fn request_page(
         typed => serde_json::to_value(typed).map_err(|error| ListToolsError::Request {
             message: format!("the `tools/list` answer cannot be read: {error}"),
         }),
-    }
-}
-
-/// Sends `notifications/cancelled` for request `id` when dropped while still armed
-/// (`id` is `Some`), as rmcp does for its typed requests.
-struct CancelOnDrop {
-    peer: Peer<RoleClient>,
-    id: Option<RequestId>,
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        let Some(id) = self.id.take() else {
-            return;
-        };
-        // Drop cannot wait for the write; the notification is queued behind anything
-        // already sent on this connection. Without a runtime there is no connection
-        // left to tell.
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let peer = self.peer.clone();
-        runtime.spawn(async move {
-            let reason = "the client no longer waits for this page".to_owned();
-            let params = CancelledNotificationParam::new(Some(id), Some(reason));
-            let _ = peer.notify_cancelled(params).await;
-        });
     }
 }
 

@@ -96,7 +96,14 @@ fn good(name: &str) -> String {
 async fn list(pages: Vec<String>) -> Result<Vec<Tool>, ListToolsError> {
     let (client, _received) = scripted_server(pages).await;
     let sent = AtomicUsize::new(0);
-    list_tools(client.peer(), "scripted", Duration::from_secs(30), &sent).await
+    list_tools(
+        client.peer(),
+        &Cancellations::new(client.peer().clone()),
+        "scripted",
+        Duration::from_secs(30),
+        &sent,
+    )
+    .await
 }
 
 fn names(tools: &[Tool]) -> Vec<&str> {
@@ -301,9 +308,15 @@ async fn pages_are_followed_by_their_cursors() {
     ])
     .await;
     let sent = AtomicUsize::new(0);
-    let tools = list_tools(client.peer(), "s", Duration::from_secs(30), &sent)
-        .await
-        .unwrap();
+    let tools = list_tools(
+        client.peer(),
+        &Cancellations::new(client.peer().clone()),
+        "s",
+        Duration::from_secs(30),
+        &sent,
+    )
+    .await
+    .unwrap();
     assert_eq!(names(&tools), ["a", "b", "c"]);
     assert_eq!(sent.load(Ordering::Relaxed), 3);
     let mut cursors = Vec::new();
@@ -364,9 +377,15 @@ async fn more_tools_than_the_limit_is_an_error() {
 async fn a_page_without_an_answer_times_out_and_is_cancelled() {
     let (client, mut received) = scripted_server(vec![page(&good("a"), Some("c1"))]).await;
     let sent = AtomicUsize::new(0);
-    let error = list_tools(client.peer(), "s", Duration::from_secs(7), &sent)
-        .await
-        .unwrap_err();
+    let error = list_tools(
+        client.peer(),
+        &Cancellations::new(client.peer().clone()),
+        "s",
+        Duration::from_secs(7),
+        &sent,
+    )
+    .await
+    .unwrap_err();
     assert_eq!(
         error.to_string(),
         "no answer to `tools/list` within 7s (raise `startup_timeout_sec`)"
@@ -384,8 +403,9 @@ async fn a_page_without_an_answer_times_out_and_is_cancelled() {
 async fn a_dropped_listing_cancels_its_page() {
     let (client, mut received) = scripted_server(Vec::new()).await;
     let sent = AtomicUsize::new(0);
+    let cancellations = Cancellations::new(client.peer().clone());
     let id = tokio::select! {
-        result = list_tools(client.peer(), "s", Duration::from_secs(30), &sent) => {
+        result = list_tools(client.peer(), &cancellations, "s", Duration::from_secs(30), &sent) => {
             panic!("the listing cannot finish: {result:?}")
         }
         Some(Received::List { id, .. }) = received.recv() => id,
