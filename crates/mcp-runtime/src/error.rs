@@ -664,14 +664,19 @@ fn body_suffix(excerpt: &str) -> String {
 /// Whether `error` is one of this crate's errors, whose text is written for users
 /// (a program printing an error chain of its own stops where [`chain`] would).
 pub fn is_ours(error: &(dyn std::error::Error + 'static)) -> bool {
-    error.is::<ConfigError>()
-        || error.is::<StartupError>()
-        || error.is::<ListToolsError>()
-        || error.is::<CallError>()
-        || error.is::<StartError>()
-        || error.is::<RequestError>()
-        || error.is::<HttpFailure>()
-        || error.is::<AuthorityError>()
+    /// Whether `error` is a `T`, or a `T` shared in an `Arc` (as sources are).
+    fn is<T: std::error::Error + 'static>(error: &(dyn std::error::Error + 'static)) -> bool {
+        error.is::<T>() || error.is::<Arc<T>>()
+    }
+    is::<ConfigError>(error)
+        || is::<StartupError>(error)
+        || is::<ListToolsError>(error)
+        || is::<CallError>(error)
+        || is::<StartError>(error)
+        || is::<RestartError>(error)
+        || is::<RequestError>(error)
+        || is::<HttpFailure>(error)
+        || is::<AuthorityError>(error)
 }
 
 /// An error and its sources on one line, joined with `: `. The chain stops at the
@@ -731,6 +736,22 @@ pub enum AuthorityError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_chain_goes_through_our_errors_shared_in_an_arc() {
+        let error = CallError::Restart(RestartError::Failed {
+            server: "s".into(),
+            attempt: 1,
+            limit: 5,
+            source: Arc::new(StartupError::Exited {
+                status: "exit status: 7".into(),
+                stderr_tail: vec!["cannot open the tool database".into()],
+            }),
+        });
+        let text = chain(&error);
+        assert!(text.contains("exit status: 7"), "{text}");
+        assert!(text.contains("cannot open the tool database"), "{text}");
+    }
 
     /// The protocol library's error for a JSON-RPC error from the server.
     fn server_error() -> Arc<dyn std::error::Error + Send + Sync> {

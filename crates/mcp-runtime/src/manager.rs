@@ -56,7 +56,7 @@ use crate::{
     catalog::Catalog,
     config::{Config, ServerConfig},
     connection::Connection,
-    error::{CallError, ListToolsError, RestartError, StartError, StartupError},
+    error::{CallError, ListToolsError, RequestError, RestartError, StartError, StartupError},
     sandbox_metadata::{self, CallSandbox},
     shared_listing::SharedTools,
     sync::lock,
@@ -490,9 +490,11 @@ impl Runtime {
                 Ok(result)
             }
             // A request that failed because the connection ended: say how it ended.
-            Err(CallError::Request { server, tool, .. })
-                if let Some(closed) = connection.closed_error().await =>
-            {
+            Err(CallError::Failed {
+                server,
+                tool,
+                source: RequestError::Exited { .. } | RequestError::Closed { .. },
+            }) if let Some(closed) = connection.closed_error().await => {
                 let reason = supervisor::lost_reason(&closed);
                 self.shared.lost(&server, generation, &reason);
                 Err(CallError::ServerLost {
