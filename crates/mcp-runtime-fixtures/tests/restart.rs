@@ -22,11 +22,14 @@ use crate::support::*;
 const SERVER: &str = "crashy";
 
 /// A stdio server that starts the fixture as the file `mode` says: `crash` (exits
-/// with status 5 during its first call), `broken` (writes a line to stderr and exits
+/// with status 5 during its first call), `crash-holding` (the same, but first starts a
+/// `sleep` that inherits its stdout and stderr and outlives it, and writes the
+/// `sleep`'s pid to `mode` + `.holder`), `broken` (writes a line to stderr and exits
 /// with status 7 before reading anything), anything else (behaves).
 fn moody(mode: &Path) -> ServerConfig {
     let script = r#"case "$(cat "$0")" in
   crash) exec "$1" --exit-during-call 5 ;;
+  crash-holding) sleep 600 & echo $! > "$0.holder"; exec "$1" --exit-during-call 5 ;;
   broken) echo "fixture: cannot open the tool database" >&2; exit 7 ;;
   *) exec "$1" ;;
 esac"#;
@@ -57,14 +60,22 @@ struct Moody {
 
 /// A runtime with one [`moody`] server, started in mode `crash`.
 async fn start_moody() -> Moody {
+    start_moody_with("crash", |server| server).await
+}
+
+/// A runtime with one [`moody`] server as `configure` changes it, started in `mode`.
+async fn start_moody_with(
+    mode_at_start: &str,
+    configure: impl FnOnce(ServerConfig) -> ServerConfig,
+) -> Moody {
     let dir = temp_dir();
     let mode = dir.path().join("mode");
-    set_mode(&mode, "crash");
+    set_mode(&mode, mode_at_start);
     let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
     let options = StartOptions::new()
         .with_events(sender)
         .with_listing_registry(ListingRegistry::new());
-    let runtime = Runtime::start(config([moody(&mode)]), options)
+    let runtime = Runtime::start(config([configure(moody(&mode))]), options)
         .await
         .expect("start succeeds");
     let started = next_events(&mut events);
@@ -172,6 +183,49 @@ async fn a_server_that_exits_mid_call_is_reported_then_started_again_by_the_next
     assert_eq!(ready.pid, Some(pid as u32));
     assert_eq!(ready.restarts, 1);
     assert_eq!(ready.unavailable, None);
+
+    moody.runtime.shutdown().await;
+    assert_all_gone(pid, &[]);
+}
+
+#[tokio::test]
+async fn a_server_that_exits_mid_call_while_a_child_holds_its_stdout_is_lost_at_once() {
+    let timeout = Duration::from_secs(120);
+    let mut moody =
+        start_moody_with("crash-holding", |server| server.with_tool_timeout(timeout)).await;
+    let holder = read_pid(&moody.mode.with_extension("holder"));
+
+    let began = std::time::Instant::now();
+    crash(&moody).await;
+    assert!(
+        began.elapsed() < Duration::from_secs(30),
+        "the call waited for its timeout"
+    );
+    let stopped = status(&moody.runtime);
+    assert_eq!(stopped.state, ServerState::Unavailable);
+    assert!(
+        stopped
+            .unavailable
+            .as_deref()
+            .is_some_and(|reason| reason.contains("exit status: 5")),
+        "{stopped:?}"
+    );
+    let events = next_events(&mut moody.events);
+    assert!(
+        events.iter().any(|event| matches!(
+            event,
+            StartupEvent::Unavailable { server, reason }
+                if server == SERVER && reason.contains("exit status: 5")
+        )),
+        "{events:?}"
+    );
+
+    set_mode(&moody.mode, "behave");
+    let pid = call_pid(&moody.runtime).await.expect("the next call works");
+    assert_ne!(pid, moody.first_pid, "a new process answered");
+    assert_eq!(status(&moody.runtime).state, ServerState::Ready);
+    // The `sleep` holding the old stdout was ended with the old group.
+    assert_all_gone(moody.first_pid, &[holder]);
 
     moody.runtime.shutdown().await;
     assert_all_gone(pid, &[]);

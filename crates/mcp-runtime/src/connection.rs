@@ -59,6 +59,9 @@ pub const MAX_LIST_PAGES: usize = 100;
 pub const MAX_LISTED_TOOLS: usize = 10_000;
 /// How long an exited server's last stderr may take to arrive.
 const EXIT_REPORT_WAIT: Duration = Duration::from_secs(1);
+/// How long a call whose connection ended still waits for an answer the server wrote
+/// before the end.
+const ANSWER_AFTER_END_WAIT: Duration = Duration::from_millis(500);
 /// How long closing the protocol may take at shutdown.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 /// How long shutdown waits for owed `notifications/cancelled` to be written.
@@ -109,8 +112,8 @@ pub(crate) struct Connection {
     tools_changed: Arc<Notify>,
     /// Tool calls in flight and the cancellations owed to the server.
     cancellations: cancellation::Cancellations,
-    /// Cancelled once the transport's input ended or rmcp dropped the transport
-    /// ([`liveness`]).
+    /// Cancelled once the transport's input ended, rmcp dropped the transport, or a
+    /// local server's process exited ([`liveness`]).
     ended: CancellationToken,
     /// Why the connection ended, once [`Connection::closed_error`] found out.
     closed: OnceCell<StartupError>,
@@ -149,7 +152,10 @@ impl Connection {
                     .serve(liveness::Watched::new(transport, ended.clone()))
                     .await
                 {
-                    Ok(service) => (service, Some(process)),
+                    Ok(service) => {
+                        liveness::watch_exit(process.exited(), ended.clone());
+                        (service, Some(process))
+                    }
                     Err(error) => {
                         let source = failure::from_initialize(error);
                         return Err(exit_report(&mut process, |stderr_tail| {
@@ -236,11 +242,16 @@ impl Connection {
 
     /// Whether the connection has ended (see [`Connection::ended`]).
     pub(crate) fn has_ended(&self) -> bool {
-        self.ended.is_cancelled() || self.peer.is_transport_closed()
+        self.ended.is_cancelled()
+            || self.peer.is_transport_closed()
+            || lock(&self.process)
+                .as_ref()
+                .is_some_and(stdio::ServerProcess::has_exited)
     }
 
-    /// Returns once the connection has ended: the server closed it (a local server
-    /// usually by exiting), the session failed, or it was shut down.
+    /// Returns once the connection has ended: the server closed it, a local server's
+    /// process exited (even if a process it started still holds its stdout), the
+    /// session failed, or it was shut down.
     ///
     /// # Cancel safety
     ///
@@ -368,6 +379,10 @@ impl Connection {
     /// `meta` (already stripped of the reserved keys) plus, when given, `sandbox`: the
     /// state under both names, byte for byte, and the launcher.
     ///
+    /// A call in flight when the connection ends (see [`Connection::ended`]) fails at
+    /// once, unless the server's answer is already on its way (it gets at most
+    /// [`ANSWER_AFTER_END_WAIT`] to arrive); nothing is owed to the server then.
+    ///
     /// # Cancel safety
     ///
     /// When the timeout runs out or the future is dropped, the server is sent
@@ -418,7 +433,21 @@ impl Connection {
         };
         // Queued: from here on, dropping this future owes the cancellation.
         let in_flight = self.cancellations.register(handle.id.clone());
-        match tokio::time::timeout(timeout, handle.await_response()).await {
+        let mut response = std::pin::pin!(handle.await_response());
+        let waited = tokio::select! {
+            biased;
+            waited = tokio::time::timeout(timeout, response.as_mut()) => Some(waited),
+            () = self.ended.cancelled() => None,
+        };
+        let waited = match waited {
+            Some(waited) => waited,
+            // The connection ended (a local server may have exited with its stdout
+            // still held open): an answer written before the end still counts.
+            None => Ok(tokio::time::timeout(ANSWER_AFTER_END_WAIT, response)
+                .await
+                .unwrap_or(Err(ServiceError::TransportClosed))),
+        };
+        match waited {
             Ok(answer) => {
                 in_flight.answered();
                 match answer {

@@ -1,4 +1,4 @@
-//! Learning that a connection ended: the transport, watched.
+//! Learning that a connection ended: the transport and the process, watched.
 //!
 //! rmcp's serve loop ends when its transport's input ends (a local server closed its
 //! stdout, usually by exiting; an HTTP session's worker gave up) and it says so to
@@ -7,10 +7,22 @@
 //! the reason, so the runtime can mark the server unavailable at once rather than at
 //! its next call.
 //!
-//! Invariant: the token is cancelled no later than the loop fails the requests in
-//! flight (they are failed when the loop ends, after the input ended or the transport
-//! was dropped), so a failed call that finds the token not cancelled did not fail
-//! because the connection ended.
+//! A local server's stdout does not always end when the server does: a process it
+//! started (`sh -c 'helper & exec server'`, any wrapper whose child inherits stdout)
+//! may hold it open long after the server exited. So [`watch_exit`] also cancels the
+//! token when the server's process exits, once the server is ready (a server still
+//! starting is watched by its startup).
+//!
+//! Invariants:
+//! 1. The token is cancelled no later than the loop fails the requests in flight
+//!    (they are failed when the loop ends, after the input ended or the transport was
+//!    dropped), so a failed call that finds the token not cancelled did not fail
+//!    because the connection ended.
+//! 2. Once a ready local server's process has exited, the token is cancelled without
+//!    waiting for its stdout to end; the exit is observed without reaping the process
+//!    (see [`crate::transport::stdio`]).
+//! 3. The exit watch ends when the token is cancelled, whatever cancelled it, so it
+//!    never outlives its connection's transport.
 
 use std::borrow::Cow;
 
@@ -20,6 +32,20 @@ use rmcp::{
     transport::Transport,
 };
 use tokio_util::sync::{CancellationToken, DropGuard};
+
+/// Cancels `ended` once `exited` resolves (the server's process has exited); ends
+/// early if `ended` is cancelled otherwise (invariants 2 and 3).
+pub(super) fn watch_exit(
+    exited: impl Future<Output = ()> + Send + 'static,
+    ended: CancellationToken,
+) {
+    tokio::spawn(async move {
+        tokio::select! {
+            () = exited => ended.cancel(),
+            () = ended.cancelled() => {}
+        }
+    });
+}
 
 /// A transport that cancels its token when its input ends or it is dropped.
 pub(super) struct Watched<T> {
@@ -67,5 +93,126 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
         self.inner.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use rmcp::model::JsonObject;
+
+    use crate::{
+        binding::Binding,
+        config::DEFAULT_MAX_MESSAGE_BYTES,
+        connection::Connection,
+        error::StartupError,
+        transport::{Endpoint, stdio::Launch},
+    };
+
+    /// A stdio server in `sh`: it answers `initialize`, and on `tools/call` starts a
+    /// `sleep` that inherits its stdout, writes a line to stderr and exits with 3.
+    const DYING_SERVER: &str = r#"
+while IFS= read -r line; do
+  case "$line" in
+    *'"method":"initialize"'*)
+      id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"0"}}}\n' "$id" ;;
+    *'"method":"tools/call"'*)
+      sleep 600 &
+      echo "dying" >&2
+      exit 3 ;;
+  esac
+done
+"#;
+
+    /// A stdio server in `sh`: it starts a `sleep` that inherits its stdout and
+    /// answers `initialize`; it answers `tools/call` and exits at once.
+    const LAST_WORDS_SERVER: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
+  case "$line" in
+    *'"method":"initialize"'*)
+      sleep 600 &
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"0"}}}\n' "$id" ;;
+    *'"method":"tools/call"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"last words"}]}}\n' "$id"
+      exit 0 ;;
+  esac
+done
+"#;
+
+    fn sh_server(script: &str) -> Endpoint {
+        let argv = ["sh", "-c", script]
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let env = std::env::var_os("PATH")
+            .map(|path| ("PATH".into(), path))
+            .into_iter()
+            .collect();
+        Endpoint::Stdio(Launch {
+            argv,
+            env,
+            cwd: None,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+        })
+    }
+
+    #[tokio::test]
+    async fn a_server_that_exits_while_a_child_holds_its_stdout_ends_the_connection() {
+        let connection =
+            Connection::connect("dying", &sh_server(DYING_SERVER), &Binding::Local, |_| {})
+                .await
+                .unwrap();
+        assert!(!connection.has_ended());
+        let timeout = Duration::from_secs(120);
+        let began = Instant::now();
+        let error = connection
+            .call_tool("dying", "t", None, JsonObject::new(), None, timeout)
+            .await
+            .expect_err("the call fails");
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "the call waited for its timeout: {error}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "tool `t` on server `dying` failed: the connection is closed"
+        );
+        assert!(connection.has_ended());
+        assert_eq!(connection.cancellations.in_flight(), 0, "nothing is owed");
+        match connection.closed_error().await {
+            Some(StartupError::Exited {
+                status,
+                stderr_tail,
+            }) => {
+                assert_eq!(status, "exit status: 3");
+                assert_eq!(stderr_tail, ["dying"]);
+            }
+            other => panic!("not an exit: {other:?}"),
+        }
+        connection.kill();
+    }
+
+    #[tokio::test]
+    async fn an_answer_written_before_the_server_exits_still_counts() {
+        let endpoint = sh_server(LAST_WORDS_SERVER);
+        let connection = Connection::connect("last", &endpoint, &Binding::Local, |_| {})
+            .await
+            .unwrap();
+        let timeout = Duration::from_secs(120);
+        let result = connection
+            .call_tool("last", "t", None, JsonObject::new(), None, timeout)
+            .await
+            .expect("the answer arrives");
+        assert_eq!(
+            result.content[0].as_text().map(|text| text.text.as_str()),
+            Some("last words")
+        );
+        assert_eq!(connection.cancellations.in_flight(), 0);
+        connection.ended().await;
+        assert!(connection.has_ended());
+        connection.kill();
     }
 }

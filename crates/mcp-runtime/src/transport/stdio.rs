@@ -277,6 +277,18 @@ impl ServerProcess {
         exit::peek_exit_status(self.pgid).is_some()
     }
 
+    /// Resolves once the leader has exited (it is not reaped); never, if its exit
+    /// cannot be watched. The future does not borrow the process, so it may outlive
+    /// it: once the process is dropped its group is killed, and the future resolves.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only waits.
+    pub(crate) fn exited(&self) -> impl Future<Output = ()> + Send + 'static {
+        let exit = self.exit.clone();
+        async move { exit.exited().await }
+    }
+
     /// Whether the leader exits within `limit` (it is not reaped).
     async fn exited_within(&self, limit: Duration) -> bool {
         tokio::time::timeout(limit, self.exit.exited())

@@ -14,7 +14,9 @@
 //!   `SIGKILL` of the group's end guarantees.
 //!
 //! Either way, a watch that cannot be set up (no pidfd, no thread) reports nothing,
-//! and the caller waits out its grace periods instead.
+//! and the caller waits out its grace periods instead. A watch is cheap to clone, and
+//! its clones may wait at the same time: the connection's liveness watch waits on
+//! one while shutdown waits on another.
 
 use std::process::ExitStatus;
 
@@ -25,12 +27,16 @@ pub(super) use self::waiting_thread::ExitWatch;
 
 #[cfg(all(target_os = "linux", not(feature = "portable-process")))]
 mod pidfd {
-    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::{
+        os::fd::{FromRawFd, OwnedFd},
+        sync::Arc,
+    };
 
     use tokio::io::{Interest, unix::AsyncFd};
 
     /// Readable once the process has exited.
-    pub(in super::super) struct ExitWatch(Option<AsyncFd<OwnedFd>>);
+    #[derive(Clone)]
+    pub(in super::super) struct ExitWatch(Option<Arc<AsyncFd<OwnedFd>>>);
 
     impl ExitWatch {
         /// Starts watching `pid`, a child of this process that is not reaped.
@@ -48,7 +54,8 @@ mod pidfd {
             let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
             // SAFETY: the OwnedFd is moved into the AsyncFd, which alone closes it, so it
             // stays open and the same for the AsyncFd's whole life.
-            Self(unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok())
+            let registered = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) };
+            Self(registered.ok().map(Arc::new))
         }
 
         /// Resolves once the process has exited; never, if it cannot be watched.
@@ -72,6 +79,7 @@ mod waiting_thread {
     use tokio::sync::watch;
 
     /// Set once the process has exited.
+    #[derive(Clone)]
     pub(in super::super) struct ExitWatch(watch::Receiver<bool>);
 
     impl ExitWatch {
