@@ -445,7 +445,7 @@ impl Connection {
             // still held open): an answer written before the end still counts.
             None => Ok(tokio::time::timeout(ANSWER_AFTER_END_WAIT, response)
                 .await
-                .unwrap_or(Err(ServiceError::TransportClosed))),
+                .unwrap_or(Err(rmcp::ServiceError::TransportClosed))),
         };
         match waited {
             Ok(answer) => {
