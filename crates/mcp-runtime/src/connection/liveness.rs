@@ -106,7 +106,7 @@ mod tests {
         binding::Binding,
         config::DEFAULT_MAX_MESSAGE_BYTES,
         connection::Connection,
-        error::StartupError,
+        error::{CallError, RequestError, StartupError},
         transport::{Endpoint, stdio::Launch},
     };
 
@@ -176,9 +176,22 @@ done
             began.elapsed() < Duration::from_secs(30),
             "the call waited for its timeout: {error}"
         );
-        assert_eq!(
-            error.to_string(),
-            "tool `t` on server `dying` failed: the connection is closed"
+        assert!(
+            matches!(
+                &error,
+                CallError::Failed {
+                    source: RequestError::Exited { .. },
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        let message = crate::error::chain(&error);
+        assert!(
+            message.starts_with("tool `t` on server `dying` failed: ")
+                && message.contains("exit status: 3")
+                && message.contains("dying"),
+            "{message}"
         );
         assert!(connection.has_ended());
         assert_eq!(connection.cancellations.in_flight(), 0, "nothing is owed");
