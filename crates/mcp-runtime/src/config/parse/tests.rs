@@ -1,0 +1,268 @@
+use super::*;
+
+fn parse_err(text: &str) -> String {
+    let error = parse(text, Path::new("/etc/mcp.toml")).unwrap_err();
+    error.to_string()
+}
+
+fn parse_ok(text: &str) -> Config {
+    parse(text, Path::new("/etc/mcp.toml")).unwrap()
+}
+
+#[test]
+fn parses_every_stdio_key() {
+    let config = parse_ok(
+        r#"
+        model = "ignored: unknown top-level keys are allowed"
+        [mcp_servers.files]
+        command = "npx"
+        args = ["-y", "server"]
+        env = { MODE = "ro" }
+        env_vars = ["GITHUB_TOKEN"]
+        cwd = "/tmp"
+        enabled = true
+        required = true
+        startup_timeout_sec = 2.5
+        tool_timeout_sec = 60
+        enabled_tools = ["read", "list"]
+        disabled_tools = ["list"]
+        share_tool_listing = false
+        max_message_bytes = 1048576
+        "#,
+    );
+    let server = &config.servers["files"];
+    let TransportConfig::Stdio(stdio) = &server.transport else {
+        panic!("expected stdio");
+    };
+    assert_eq!(stdio.command, "npx");
+    assert_eq!(stdio.args, ["-y", "server"]);
+    assert_eq!(stdio.env["MODE"], "ro");
+    assert_eq!(stdio.env_vars, ["GITHUB_TOKEN"]);
+    assert_eq!(stdio.cwd.as_deref(), Some(Path::new("/tmp")));
+    assert!(server.required);
+    assert!(!server.share_tool_listing);
+    assert_eq!(server.max_message_bytes, 1024 * 1024);
+    assert_eq!(server.startup_timeout, Duration::from_millis(2500));
+    assert_eq!(server.tool_timeout, Duration::from_secs(60));
+    assert!(server.exposes_tool("read"));
+    assert!(
+        !server.exposes_tool("list"),
+        "disabled_tools applies after enabled_tools"
+    );
+    assert!(
+        !server.exposes_tool("write"),
+        "enabled_tools is an allow-list"
+    );
+}
+
+#[test]
+fn parses_every_http_key_and_defaults() {
+    let config = parse_ok(
+        r#"
+        [mcp_servers.remote]
+        url = "https://example.com/mcp"
+        bearer_token_env_var = "REMOTE_TOKEN"
+        http_headers = { "X-Team" = "core" }
+        env_http_headers = { "X-Key" = "REMOTE_KEY" }
+        "#,
+    );
+    let server = &config.servers["remote"];
+    let TransportConfig::StreamableHttp(http) = &server.transport else {
+        panic!("expected http");
+    };
+    assert_eq!(http.url, "https://example.com/mcp");
+    assert_eq!(http.bearer_token_env_var.as_deref(), Some("REMOTE_TOKEN"));
+    assert_eq!(http.http_headers["X-Team"], "core");
+    assert_eq!(http.env_http_headers["X-Key"], "REMOTE_KEY");
+    assert!(server.enabled);
+    assert!(!server.required);
+    assert!(server.share_tool_listing);
+    assert_eq!(server.startup_timeout, Duration::from_secs(30));
+    assert_eq!(server.tool_timeout, Duration::from_secs(300));
+    assert_eq!(server.max_message_bytes, 64 * 1024 * 1024);
+    assert_eq!(server.environment, Environment::Local);
+}
+
+#[test]
+fn mixing_transports_names_both_keys() {
+    let message = parse_err(
+        r#"
+        [mcp_servers.both]
+        command = "x"
+        url = "http://localhost/mcp"
+        "#,
+    );
+    assert_eq!(
+        message,
+        "`/etc/mcp.toml`: `[mcp_servers.both]` mixes stdio key `command` with HTTP key `url` (a server is either `command` or `url`)"
+    );
+}
+
+#[test]
+fn a_table_without_command_or_url_is_an_error() {
+    let message = parse_err("[mcp_servers.empty]\nenabled = true\n");
+    assert_eq!(
+        message,
+        "`/etc/mcp.toml`: `[mcp_servers.empty]` needs key `command` (a stdio server) or key `url` (a Streamable HTTP server)"
+    );
+}
+
+#[test]
+fn a_bad_server_name_is_an_error() {
+    let message = parse_err("[mcp_servers.\"my server\"]\ncommand = \"x\"\n");
+    assert_eq!(
+        message,
+        "`/etc/mcp.toml`: server name `my server` in `[mcp_servers]` may only contain letters, digits, `_` and `-`"
+    );
+}
+
+#[test]
+fn an_unknown_key_in_a_server_table_is_an_error() {
+    let message = parse_err("[mcp_servers.a]\ncommand = \"x\"\ncomand = \"y\"\n");
+    assert_eq!(
+        message,
+        "`/etc/mcp.toml`: unknown key `comand` in `[mcp_servers.a]` (check its spelling)"
+    );
+}
+
+#[test]
+fn a_literal_bearer_token_is_refused() {
+    let message =
+        parse_err("[mcp_servers.a]\nurl = \"https://x/mcp\"\nbearer_token = \"sk-123\"\n");
+    assert!(
+        message.contains("key `bearer_token` in `[mcp_servers.a]`"),
+        "{message}"
+    );
+    assert!(message.contains("bearer_token_env_var"), "{message}");
+    assert!(
+        !message.contains("sk-123"),
+        "the token must not be echoed: {message}"
+    );
+}
+
+#[test]
+fn a_literal_authorization_header_is_refused() {
+    let message = parse_err(
+        "[mcp_servers.a]\nurl = \"https://x/mcp\"\nhttp_headers = { Authorization = \"Bearer sk-1\" }\n",
+    );
+    assert!(
+        message.contains(
+            "key `http_headers.Authorization` in `[mcp_servers.a]` holds a literal token"
+        ),
+        "{message}"
+    );
+    assert!(!message.contains("sk-1"), "{message}");
+}
+
+#[test]
+fn both_startup_timeouts_is_an_error() {
+    let message = parse_err(
+        "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = 1\nstartup_timeout_ms = 5\n",
+    );
+    assert!(message.contains("key `startup_timeout_ms`"), "{message}");
+}
+
+#[test]
+fn wrong_types_name_the_key_and_what_it_must_be() {
+    let cases = [
+        (
+            "command = 3",
+            "key `command` in `[mcp_servers.a]` must be a string",
+        ),
+        (
+            "command = \"x\"\nargs = \"-v\"",
+            "key `args` in `[mcp_servers.a]` must be an array of strings",
+        ),
+        (
+            "command = \"x\"\nstartup_timeout_sec = 0",
+            "key `startup_timeout_sec` in `[mcp_servers.a]` must be a positive number",
+        ),
+        (
+            "command = \"x\"\ntool_timeout_sec = -1",
+            "key `tool_timeout_sec` in `[mcp_servers.a]` must be a positive number",
+        ),
+        (
+            "command = \"x\"\nenv = { A = 1 }",
+            "key `env` in `[mcp_servers.a]` must be a table of strings",
+        ),
+        (
+            "command = \"x\"\nrequired = \"yes\"",
+            "key `required` in `[mcp_servers.a]` must be `true` or `false`",
+        ),
+        (
+            "command = \"x\"\nmax_message_bytes = 0",
+            "key `max_message_bytes` in `[mcp_servers.a]` must be a positive number of bytes",
+        ),
+        (
+            "command = \"x\"\nmax_message_bytes = 1.5",
+            "key `max_message_bytes` in `[mcp_servers.a]` must be a positive number of bytes",
+        ),
+        (
+            "url = \"ftp://x\"",
+            "key `url` in `[mcp_servers.a]` must be an `http://` or `https://` URL",
+        ),
+    ];
+    for (body, expected) in cases {
+        let message = parse_err(&format!("[mcp_servers.a]\n{body}\n"));
+        assert_eq!(
+            message,
+            format!("`/etc/mcp.toml`: {expected}"),
+            "for {body:?}"
+        );
+    }
+}
+
+#[test]
+fn environments_are_parsed_and_checked() {
+    let config = parse_ok(
+        r#"
+        [environments.devbox]
+        wrapper = ["ssh", "-T", "devbox"]
+        [mcp_servers.remote]
+        command = "server"
+        environment = "devbox"
+        [mcp_servers.here]
+        command = "server"
+        environment = "local"
+        "#,
+    );
+    assert_eq!(
+        config.servers["remote"].environment,
+        Environment::Named("devbox".into())
+    );
+    assert_eq!(
+        config.environments["devbox"].wrapper,
+        ["ssh", "-T", "devbox"]
+    );
+    assert_eq!(config.servers["here"].environment, Environment::Local);
+
+    let message = parse_err("[mcp_servers.a]\ncommand = \"x\"\nenvironment = \"nowhere\"\n");
+    assert_eq!(
+        message,
+        "`/etc/mcp.toml`: key `environment` in `[mcp_servers.a]` names `nowhere`, which is neither `local` nor a defined `[environments.nowhere]`"
+    );
+    let message = parse_err("[environments.box]\nwrapper = [\"ssh\"]\nshell = \"sh\"\n");
+    assert_eq!(
+        message,
+        "`/etc/mcp.toml`: unknown key `shell` in `[environments.box]` (check its spelling)"
+    );
+}
+
+#[test]
+fn invalid_toml_reports_the_position() {
+    let message = parse_err("[mcp_servers.a]\ncommand = \n");
+    assert!(
+        message.starts_with("`/etc/mcp.toml` is not valid TOML:"),
+        "{message}"
+    );
+    assert!(message.contains("line 2"), "{message}");
+}
+
+#[test]
+fn codex_startup_timeout_ms_is_accepted() {
+    let config = parse_ok("[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_ms = 1500\n");
+    assert_eq!(
+        config.servers["a"].startup_timeout,
+        Duration::from_millis(1500)
+    );
+}

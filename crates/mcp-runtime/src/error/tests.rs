@@ -1,0 +1,159 @@
+use super::*;
+
+#[test]
+fn the_chain_goes_through_our_errors_shared_in_an_arc() {
+    let error = CallError::Restart(RestartError::Failed {
+        server: "s".into(),
+        attempt: 1,
+        limit: 5,
+        source: Arc::new(StartupError::Exited {
+            status: "exit status: 7".into(),
+            stderr_tail: vec!["cannot open the tool database".into()],
+        }),
+    });
+    let text = chain(&error);
+    assert!(text.contains("exit status: 7"), "{text}");
+    assert!(text.contains("cannot open the tool database"), "{text}");
+}
+
+/// The protocol library's error for a JSON-RPC error from the server.
+fn server_error() -> Arc<dyn std::error::Error + Send + Sync> {
+    Arc::new(rmcp::ServiceError::McpError(
+        rmcp::model::ErrorData::internal_error("boom", None),
+    ))
+}
+
+fn request_errors() -> Vec<RequestError> {
+    let server = || "web".to_owned();
+    let http = [
+        HttpFailure::Unauthorized { server: server() },
+        HttpFailure::Forbidden { server: server() },
+        HttpFailure::NotFound { server: server() },
+        HttpFailure::LegacySse { server: server() },
+        HttpFailure::Status {
+            server: server(),
+            status: 503,
+            body_excerpt: "down".into(),
+        },
+        HttpFailure::Status {
+            server: server(),
+            status: 500,
+            body_excerpt: String::new(),
+        },
+        HttpFailure::Refused { server: server() },
+        HttpFailure::Dns {
+            server: server(),
+            host: "mcp.invalid".into(),
+        },
+        HttpFailure::Tls { server: server() },
+        HttpFailure::Timeout { server: server() },
+        HttpFailure::Connection {
+            server: server(),
+            description: "the connection failed".into(),
+        },
+    ];
+    let mut errors: Vec<_> = http.into_iter().map(RequestError::Http).collect();
+    errors.extend([
+        RequestError::Server {
+            code: -32603,
+            message: "boom".into(),
+            source: server_error(),
+        },
+        RequestError::Exited {
+            status: "exit status: 4".into(),
+            stderr_tail: vec!["fatal".into()],
+        },
+        RequestError::Closed {
+            stderr_tail: Vec::new(),
+        },
+        RequestError::Other {
+            description: "the request failed".into(),
+            source: Arc::new(rmcp::ServiceError::TransportClosed),
+        },
+    ]);
+    errors
+}
+
+/// Every message a request failure can show, in every error that carries one.
+fn messages() -> Vec<String> {
+    let mut messages = Vec::new();
+    for error in request_errors() {
+        messages.push(chain(&error));
+        messages.push(chain(&StartupError::Handshake {
+            source: error.clone(),
+            stderr_tail: vec!["last words".into()],
+        }));
+        messages.push(chain(&StartupError::ListTools(ListToolsError::Failed(
+            error.clone(),
+        ))));
+        messages.push(chain(&CallError::Failed {
+            server: "web".into(),
+            tool: "echo".into(),
+            source: error,
+        }));
+    }
+    messages
+}
+
+#[test]
+fn no_message_shows_an_internal_name() {
+    for message in messages() {
+        for internal in ["::", "rmcp", "Transport [", "Mcp error", "Some("] {
+            assert!(!message.contains(internal), "`{internal}` in: {message}");
+        }
+        let generic = message
+            .as_bytes()
+            .windows(2)
+            .any(|pair| (pair[0].is_ascii_alphanumeric() || pair[0] == b'_') && pair[1] == b'<');
+        assert!(!generic, "a generic type in: {message}");
+        assert!(!message.ends_with('.'), "a trailing period: {message}");
+    }
+}
+
+#[test]
+fn the_chain_stops_before_the_protocol_library_but_keeps_it_as_source() {
+    let error = StartupError::ListTools(ListToolsError::Failed(RequestError::Server {
+        code: -32603,
+        message: "boom".into(),
+        source: server_error(),
+    }));
+    assert_eq!(
+        chain(&error),
+        "listing tools failed: server error -32603: boom"
+    );
+    let mut source: &dyn std::error::Error = &error;
+    let mut depth = 0;
+    while let Some(next) = source.source() {
+        source = next;
+        depth += 1;
+    }
+    assert!(depth >= 2, "the library's error is still a source");
+    assert!(source.to_string().contains("Mcp error"), "{source}");
+}
+
+#[test]
+fn the_chain_keeps_an_io_cause() {
+    let error = StartupError::Spawn {
+        program: "srv".into(),
+        source: Arc::new(std::io::Error::from(std::io::ErrorKind::NotFound)),
+    };
+    assert_eq!(
+        chain(&error),
+        "cannot start `srv` (check `command` and `cwd`): entity not found"
+    );
+}
+
+#[test]
+fn an_http_failure_names_the_server_and_what_to_do() {
+    for error in request_errors() {
+        if let RequestError::Http(failure) = &error {
+            let message = failure.to_string();
+            assert!(message.contains("server `web`"), "{message}");
+        }
+    }
+    let unauthorized = HttpFailure::Unauthorized {
+        server: "web".into(),
+    };
+    assert!(unauthorized.to_string().contains("`bearer_token_env_var`"));
+    assert!(unauthorized.to_string().contains("`env_http_headers`"));
+}

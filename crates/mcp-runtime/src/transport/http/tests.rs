@@ -1,0 +1,465 @@
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::sandbox_metadata::SANDBOX_STATE_KEY;
+
+fn config() -> HttpConfig {
+    HttpConfig {
+        url: "http://127.0.0.1:1/mcp".into(),
+        bearer_token_env_var: Some("API_TOKEN".into()),
+        http_headers: BTreeMap::from([("X-Team".into(), "core".into())]),
+        env_http_headers: BTreeMap::from([("X-Key".into(), "API_KEY".into())]),
+    }
+}
+
+#[test]
+fn resolves_headers_and_token_from_the_environment() {
+    let resolved = resolve(&config(), |name| match name {
+        "API_TOKEN" => Some("tok-1".into()),
+        "API_KEY" => Some("key-1".into()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(resolved.bearer_token.as_deref(), Some("tok-1"));
+    assert_eq!(resolved.headers[&HeaderName::from_static("x-team")], "core");
+    assert_eq!(resolved.headers[&HeaderName::from_static("x-key")], "key-1");
+    assert!(
+        !format!("{resolved:?}").contains("tok-1"),
+        "debug output redacts the token"
+    );
+}
+
+#[test]
+fn a_missing_or_empty_variable_is_named_without_a_value() {
+    let error = resolve(&config(), |name| (name == "API_KEY").then(|| "k".into())).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "environment variable `API_TOKEN` named by `bearer_token_env_var` is not set or is empty"
+    );
+    let error = resolve(&config(), |name| (name == "API_TOKEN").then(OsString::new)).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "environment variable `API_KEY` named by `env_http_headers` is not set or is empty"
+    );
+}
+
+#[test]
+fn an_unusable_variable_is_named_with_what_is_wrong_never_its_value() {
+    use std::os::unix::ffi::OsStringExt;
+
+    let token_only = |token: OsString| {
+        let mut config = config();
+        config.env_http_headers.clear();
+        resolve(&config, move |name| {
+            (name == "API_TOKEN").then(|| token.clone())
+        })
+    };
+    let error = token_only(OsString::from_vec(b"tok-\xff".to_vec())).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "environment variable `API_TOKEN` named by `bearer_token_env_var` is not valid UTF-8 (set it to the value as text)"
+    );
+    let error = token_only("tok-secret\n".into()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "environment variable `API_TOKEN` named by `bearer_token_env_var` contains a line break, which an HTTP header cannot hold (remove it)"
+    );
+    let error = token_only("tok-secret\u{1b}".into()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "environment variable `API_TOKEN` named by `bearer_token_env_var` contains a control character, which an HTTP header cannot hold (remove it)"
+    );
+
+    let mut config = config();
+    config.bearer_token_env_var = None;
+    let error = resolve(&config, |_| Some("key-secret\r\nX-Injected: 1".into())).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "environment variable `API_KEY` named by `env_http_headers` contains a line break, which an HTTP header cannot hold (remove it)"
+    );
+    assert!(!format!("{error:?}").contains("secret"), "{error:?}");
+}
+
+#[test]
+fn an_invalid_header_is_an_error() {
+    let mut config = config();
+    config.bearer_token_env_var = None;
+    config.env_http_headers.clear();
+    config.http_headers.insert("bad header".into(), "v".into());
+    let error = resolve(&config, |_| None).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "header `bad header` from `http_headers` is not a valid HTTP header"
+    );
+}
+
+/// Answers `initialize`, accepts notifications, refuses `GET`, and answers every
+/// other request with `answer(request)`: a content type and a body. Returns the URL.
+async fn raw_server(answer: fn(&serde_json::Value) -> (&'static str, String)) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut received = Vec::new();
+            let head_end = loop {
+                let mut chunk = [0; 4096];
+                let n = socket.read(&mut chunk).await.unwrap();
+                assert_ne!(n, 0, "request cut short");
+                received.extend_from_slice(&chunk[..n]);
+                if let Some(at) = received.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break at + 4;
+                }
+            };
+            let head = String::from_utf8_lossy(&received[..head_end]).to_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+                .map_or(0, |value| value.trim().parse().unwrap());
+            while received.len() < head_end + length {
+                let mut chunk = [0; 4096];
+                let n = socket.read(&mut chunk).await.unwrap();
+                received.extend_from_slice(&chunk[..n]);
+            }
+            let (status, content_type, body) = if !head.starts_with("post") {
+                ("405 Method Not Allowed", JSON, String::new())
+            } else {
+                let request: serde_json::Value =
+                    serde_json::from_slice(&received[head_end..]).unwrap();
+                if request.get("id").is_none() {
+                    ("202 Accepted", JSON, String::new())
+                } else if request["method"] == "initialize" {
+                    let result = serde_json::json!({
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "raw", "version": "0"},
+                    });
+                    let answer = serde_json::json!({"jsonrpc": "2.0", "id": request["id"], "result": result});
+                    ("200 OK", JSON, answer.to_string())
+                } else {
+                    let (content_type, body) = answer(&request);
+                    ("200 OK", content_type, body)
+                }
+            };
+            let response = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            socket.write_all(response.as_bytes()).await.unwrap();
+        }
+    });
+    url
+}
+
+const LIMIT: usize = 1024;
+
+/// Answers every request with `response` (a whole HTTP response) and closes the
+/// connection. Returns the address.
+async fn answering(response: String) -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            // The request is read only until its head ends: enough to answer. A
+            // TLS handshake (a record starting with 0x16) is answered at once.
+            let mut received = Vec::new();
+            while !received.windows(4).any(|w| w == b"\r\n\r\n") && received.first() != Some(&0x16)
+            {
+                let mut chunk = [0; 4096];
+                match socket.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => received.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let _ = socket.write_all(response.as_bytes()).await;
+            let _ = socket.shutdown().await;
+        }
+    });
+    address
+}
+
+/// What a `POST` of a `ping` request to `url` fails with.
+async fn post_failure(url: &str) -> HttpFailure {
+    let client = SplicingHttpClient {
+        client: http_client().unwrap(),
+        splicer: Splicer::new(),
+        server: "web".into(),
+    };
+    let message = ClientJsonRpcMessage::request(
+        ClientRequest::PingRequest(Default::default()),
+        RequestId::Number(1),
+    );
+    let result = client
+        .post_message(url.into(), message, None, None, HashMap::new())
+        .await;
+    match result {
+        Err(StreamableHttpError::Client(failure)) => failure,
+        Err(other) => panic!("expected a classified failure, got {other}"),
+        Ok(_) => panic!("expected a failure, got an answer"),
+    }
+}
+
+fn status_response(status: &str, content_type: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[tokio::test]
+async fn each_failing_status_is_classified_with_what_to_do() {
+    let cases = [
+        ("401 Unauthorized", "`bearer_token_env_var`"),
+        ("403 Forbidden", "`env_http_headers`"),
+        (
+            "404 Not Found",
+            "no MCP endpoint is at this URL (check `url`)",
+        ),
+        ("405 Method Not Allowed", "legacy HTTP+SSE server"),
+        ("429 Too Many Requests", "HTTP 429: slow down"),
+    ];
+    for (status, expected) in cases {
+        let address = answering(status_response(status, "text/plain", "slow down")).await;
+        let failure = post_failure(&format!("http://{address}/mcp")).await;
+        let message = failure.to_string();
+        assert!(
+            message.starts_with("server `web` answered HTTP "),
+            "{message}"
+        );
+        assert!(
+            message.contains(expected),
+            "expected `{expected}` in: {message}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_server_error_keeps_an_excerpt_of_its_body() {
+    let body = format!("upstream\n\n  database   down {}", "x".repeat(1000));
+    let address = answering(status_response("502 Bad Gateway", "text/html", &body)).await;
+    let failure = post_failure(&format!("http://{address}/mcp")).await;
+    let HttpFailure::Status {
+        status,
+        body_excerpt,
+        ..
+    } = &failure
+    else {
+        panic!("expected a status failure, got {failure:?}");
+    };
+    assert_eq!(*status, 502);
+    assert!(
+        body_excerpt.starts_with("upstream database down xxx"),
+        "{body_excerpt}"
+    );
+    assert!(body_excerpt.ends_with('…'), "{body_excerpt}");
+    assert_eq!(
+        body_excerpt.chars().count(),
+        crate::error::HTTP_BODY_EXCERPT_CHARS + 1
+    );
+}
+
+#[tokio::test]
+async fn a_json_rpc_error_with_a_failing_status_answers_the_request() {
+    let error = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"busy"}}"#;
+    let address = answering(status_response("500 Internal Server Error", JSON, error)).await;
+    let client = SplicingHttpClient {
+        client: http_client().unwrap(),
+        splicer: Splicer::new(),
+        server: "web".into(),
+    };
+    let message = ClientJsonRpcMessage::request(
+        ClientRequest::PingRequest(Default::default()),
+        RequestId::Number(1),
+    );
+    let answer = client
+        .post_message(
+            format!("http://{address}/mcp").into(),
+            message,
+            None,
+            None,
+            HashMap::new(),
+        )
+        .await;
+    assert!(
+        matches!(
+            answer,
+            Ok(StreamableHttpPostResponse::Json(
+                JsonRpcMessage::Error(_),
+                _
+            ))
+        ),
+        "the server's JSON-RPC error is its answer"
+    );
+}
+
+#[tokio::test]
+async fn a_configured_header_may_not_replace_one_the_protocol_sets() {
+    let address = answering(status_response("200 OK", JSON, "{}")).await;
+    let client = SplicingHttpClient {
+        client: http_client().unwrap(),
+        splicer: Splicer::new(),
+        server: "web".into(),
+    };
+    let message = ClientJsonRpcMessage::request(
+        ClientRequest::PingRequest(Default::default()),
+        RequestId::Number(1),
+    );
+    let headers = HashMap::from([(header::ACCEPT, HeaderValue::from_static("text/html"))]);
+    let result = client
+        .post_message(
+            format!("http://{address}/mcp").into(),
+            message,
+            None,
+            None,
+            headers,
+        )
+        .await;
+    assert!(
+        matches!(&result, Err(StreamableHttpError::ReservedHeaderConflict(name)) if name == "accept"),
+        "the header is refused"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_classified() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    drop(listener);
+    let failure = post_failure(&format!("http://{address}/mcp")).await;
+    assert!(
+        matches!(failure, HttpFailure::Refused { .. }),
+        "{failure:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_host_name_that_does_not_resolve_is_classified() {
+    // `.invalid` never resolves (RFC 6761): no lookup reaches a real host.
+    let failure = post_failure("http://mcp-runtime-test.invalid/mcp").await;
+    match failure {
+        HttpFailure::Dns { host, .. } => assert_eq!(host, "mcp-runtime-test.invalid"),
+        other => panic!("expected a DNS failure, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn tls_to_a_plain_http_listener_is_classified() {
+    let address = answering(status_response("200 OK", JSON, "{}")).await;
+    let failure = post_failure(&format!("https://{address}/mcp")).await;
+    assert!(matches!(failure, HttpFailure::Tls { .. }), "{failure:?}");
+}
+
+/// An answer far over [`LIMIT`]: a JSON body for `tools/list` and the tool `json`,
+/// an SSE event otherwise.
+fn oversized(request: &serde_json::Value) -> (&'static str, String) {
+    let pad = "x".repeat(LIMIT * 8);
+    let answer = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": request["id"],
+        "result": {"tools": [], "content": [], "pad": pad},
+    });
+    if request["method"] == "tools/list" || request["params"]["name"] == "json" {
+        (JSON, answer.to_string())
+    } else {
+        (EVENT_STREAM, format!("data: {answer}\n\n"))
+    }
+}
+
+fn size_error() -> String {
+    format!(
+        "server `web` sent a message over its limit of {LIMIT} bytes (raise `max_message_bytes`)"
+    )
+}
+
+#[tokio::test]
+async fn an_oversized_http_answer_fails_its_request_at_once() {
+    use rmcp::{ServiceExt, model::CallToolRequestParams};
+
+    let url = raw_server(oversized).await;
+    let resolved = ResolvedHttp {
+        url,
+        bearer_token: None,
+        headers: HashMap::new(),
+        max_message_bytes: LIMIT,
+    };
+    let client = crate::connection::client_config()
+        .serve(transport("web", &resolved, Splicer::new()).unwrap())
+        .await
+        .unwrap();
+    let expected = size_error();
+    let bound = std::time::Duration::from_secs(300);
+    let list = tokio::time::timeout(bound, client.peer().list_tools(None))
+        .await
+        .expect("no wait for the timeout");
+    let call = tokio::time::timeout(
+        bound,
+        client.peer().call_tool(CallToolRequestParams::new("echo")),
+    )
+    .await
+    .expect("no wait for the timeout");
+    for result in [list.map(|_| ()), call.map(|_| ())] {
+        match result {
+            Err(rmcp::ServiceError::McpError(error)) => assert_eq!(error.message, expected),
+            other => panic!("expected the size error, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_oversized_answer_to_a_spliced_call_fails_it_at_once() {
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, MetaObject, RequestMetaObject};
+
+    let url = raw_server(oversized).await;
+    let splicer = Splicer::new();
+    let state = serde_json::value::RawValue::from_string("{}".into()).unwrap();
+    let (placeholder, _slot) = splicer.placeholder(Arc::from(state));
+    let client = SplicingHttpClient {
+        client: reqwest::Client::new(),
+        splicer,
+        server: "web".into(),
+    };
+    let mut limits = StreamableHttpResponseLimits::default();
+    limits.max_sse_event_size = LIMIT;
+    limits.max_json_response_size = LIMIT;
+    for tool in ["json", "sse"] {
+        let mut params = CallToolRequestParams::new(tool);
+        let meta = serde_json::json!({ SANDBOX_STATE_KEY: placeholder });
+        params.meta = Some(RequestMetaObject(MetaObject(
+            meta.as_object().unwrap().clone(),
+        )));
+        let message = ClientJsonRpcMessage::request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            RequestId::Number(5),
+        );
+        let response = client
+            .post_message_with_response_limits(
+                url.as_str().into(),
+                message,
+                None,
+                None,
+                HashMap::new(),
+                limits,
+            )
+            .await
+            .unwrap();
+        let answer = match response {
+            StreamableHttpPostResponse::Json(answer, _) => answer,
+            StreamableHttpPostResponse::Sse(mut events, _) => {
+                let event = events.next().await.unwrap().unwrap();
+                assert!(events.next().await.is_none(), "the stream ends there");
+                serde_json::from_str(&event.data.unwrap()).unwrap()
+            }
+            _ => panic!("an answer was expected"),
+        };
+        let JsonRpcMessage::Error(error) = answer else {
+            panic!("expected the size error, got {answer:?}");
+        };
+        assert_eq!(error.id, Some(RequestId::Number(5)), "for {tool}");
+        assert_eq!(error.error.message, size_error(), "for {tool}");
+    }
+}
