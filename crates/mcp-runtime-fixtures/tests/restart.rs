@@ -330,33 +330,10 @@ async fn a_failed_restart_backs_off_until_an_explicit_restart() {
     }
 }
 
-/// A fixture serving Streamable HTTP at `addr` (`127.0.0.1:0` for any free port),
-/// and its URL.
-async fn serve_http(addr: &str) -> (tokio::process::Child, String) {
-    use tokio::io::AsyncBufReadExt;
-    let mut child = tokio::process::Command::new(fixture_path())
-        .args(["--http", addr])
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the fixture starts");
-    let stdout = child.stdout.take().unwrap();
-    let mut line = String::new();
-    tokio::io::BufReader::new(stdout)
-        .read_line(&mut line)
-        .await
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
-    (child, url)
-}
-
 #[tokio::test]
 async fn an_http_server_that_forgot_the_session_gets_a_new_one_on_the_next_call() {
-    let (mut first, url) = serve_http("127.0.0.1:0").await;
+    let mut first = http_fixture(&[]).await;
+    let url = first.url.clone();
     let addr = url
         .strip_prefix("http://")
         .and_then(|rest| rest.strip_suffix("/mcp"))
@@ -367,11 +344,11 @@ async fn an_http_server_that_forgot_the_session_gets_a_new_one_on_the_next_call(
 
     // The server goes away (a call then fails, naming the server) and comes back
     // without the session.
-    first.kill().await.expect("killing the HTTP fixture");
+    first.kill().await;
     let error = call_pid(&runtime).await.expect_err("nobody answers");
     let message = chain(&error);
     assert!(message.contains("`crashy`"), "{message}");
-    let (_second, _) = serve_http(&addr).await;
+    let _second = http_fixture_at(&addr, &[]).await;
 
     let pid = call_pid(&runtime)
         .await

@@ -139,14 +139,27 @@ pub fn set_test_env() {
 /// A fixture serving Streamable HTTP on a free loopback port.
 pub struct HttpFixture {
     pub url: String,
-    _child: tokio::process::Child,
+    child: tokio::process::Child,
+}
+
+impl HttpFixture {
+    /// Kills the fixture process and waits for it.
+    pub async fn kill(&mut self) {
+        self.child.kill().await.expect("killing the HTTP fixture");
+    }
 }
 
 /// Starts the fixture with `--http 127.0.0.1:0` and `args`, and waits for its URL.
 pub async fn http_fixture(args: &[&str]) -> HttpFixture {
+    http_fixture_at("127.0.0.1:0", args).await
+}
+
+/// Starts the fixture serving Streamable HTTP at `addr` with `args`, and waits for
+/// its URL.
+pub async fn http_fixture_at(addr: &str, args: &[&str]) -> HttpFixture {
     use tokio::io::AsyncBufReadExt;
     let mut child = tokio::process::Command::new(fixture_path())
-        .args(["--http", "127.0.0.1:0"])
+        .args(["--http", addr])
         .args(args)
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
@@ -163,5 +176,5 @@ pub async fn http_fixture(args: &[&str]) -> HttpFixture {
         .strip_prefix("listening ")
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
         .to_owned();
-    HttpFixture { url, _child: child }
+    HttpFixture { url, child }
 }
