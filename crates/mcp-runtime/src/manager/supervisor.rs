@@ -121,25 +121,32 @@ impl Backoff {
 }
 
 impl Shared {
-    /// `name`'s connection and its generation, after starting the server again if it
-    /// stopped (see the module docs).
-    pub(super) async fn available(
-        self: &Arc<Self>,
-        name: &str,
-    ) -> Result<(Arc<Connection>, u64), RestartError> {
+    /// The server named `name`, if it is one that can be started again: it exists and
+    /// its first startup got far enough to know how to reach it.
+    fn restartable(&self, name: &str) -> Result<&Server, RestartError> {
         let server = self
             .servers
             .get(name)
             .ok_or_else(|| RestartError::UnknownServer {
                 server: name.to_owned(),
             })?;
-        if let Some(usable) = lock(&server.live).usable() {
-            return Ok(usable);
-        }
         if server.binding.is_none() {
             return Err(RestartError::NeverStarted {
                 server: name.to_owned(),
             });
+        }
+        Ok(server)
+    }
+
+    /// `name`'s connection and its generation, after starting the server again if it
+    /// stopped (see the module docs).
+    pub(super) async fn available(
+        self: &Arc<Self>,
+        name: &str,
+    ) -> Result<(Arc<Connection>, u64), RestartError> {
+        let server = self.restartable(name)?;
+        if let Some(usable) = lock(&server.live).usable() {
+            return Ok(usable);
         }
         // Single flight: whoever takes the lock first restarts; the others find its
         // connection here when they take it in turn.
@@ -158,17 +165,7 @@ impl Shared {
         self: &Arc<Self>,
         name: &str,
     ) -> Result<(Arc<Connection>, u64), RestartError> {
-        let server = self
-            .servers
-            .get(name)
-            .ok_or_else(|| RestartError::UnknownServer {
-                server: name.to_owned(),
-            })?;
-        if server.binding.is_none() {
-            return Err(RestartError::NeverStarted {
-                server: name.to_owned(),
-            });
-        }
+        let server = self.restartable(name)?;
         let restarting = server.restarting.lock().await;
         lock(&server.live).backoff.reset();
         self.restart_locked(name, server, 1, restarting).await
