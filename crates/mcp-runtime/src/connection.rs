@@ -524,6 +524,27 @@ fn call_tool_result(answer: ServerResult) -> Result<CallToolResult, String> {
     serde_json::from_value(value).map_err(|_| not_a_result())
 }
 
+/// A local server running `script` in `sh`, with `args` as `$1`, `$2`…, and only
+/// `PATH` in its environment: the unit tests' hand-written servers.
+#[cfg(test)]
+pub(crate) fn sh_server(script: &str, args: &[&str]) -> Endpoint {
+    let argv = ["sh", "-c", script, "sh"]
+        .into_iter()
+        .chain(args.iter().copied())
+        .map(str::to_owned)
+        .collect();
+    let env = std::env::var_os("PATH")
+        .map(|path| ("PATH".into(), path))
+        .into_iter()
+        .collect();
+    Endpoint::Stdio(stdio::Launch {
+        argv,
+        env,
+        cwd: None,
+        max_message_bytes: crate::config::DEFAULT_MAX_MESSAGE_BYTES,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -29,14 +29,14 @@ use super::{
 };
 use crate::error::ConfigError;
 
-const STDIO_KEYS: &[&str] = &["command", "args", "env", "env_vars", "cwd"];
-const HTTP_KEYS: &[&str] = &[
+pub(super) const STDIO_KEYS: &[&str] = &["command", "args", "env", "env_vars", "cwd"];
+pub(super) const HTTP_KEYS: &[&str] = &[
     "url",
     "bearer_token_env_var",
     "http_headers",
     "env_http_headers",
 ];
-const COMMON_KEYS: &[&str] = &[
+pub(super) const COMMON_KEYS: &[&str] = &[
     "enabled",
     "required",
     "startup_timeout_sec",
@@ -49,7 +49,7 @@ const COMMON_KEYS: &[&str] = &[
     "max_message_bytes",
 ];
 /// Keys that would carry a secret in clear text.
-const LITERAL_TOKEN_KEYS: &[&str] = &["bearer_token"];
+pub(super) const LITERAL_TOKEN_KEYS: &[&str] = &["bearer_token"];
 /// Headers that carry credentials: only `bearer_token_env_var` or `env_http_headers`
 /// may set them.
 const CREDENTIAL_HEADERS: &[&str] = &["authorization", "proxy-authorization"];

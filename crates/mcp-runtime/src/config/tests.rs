@@ -205,27 +205,16 @@ mod properties {
     };
 
     const ORIGIN: &str = "/srv/my config/mcp.toml";
-    const SERVER_KEYS: &[&str] = &[
-        "command",
-        "args",
-        "env",
-        "env_vars",
-        "cwd",
-        "url",
-        "bearer_token_env_var",
-        "http_headers",
-        "env_http_headers",
-        "enabled",
-        "required",
-        "startup_timeout_sec",
-        "startup_timeout_ms",
-        "tool_timeout_sec",
-        "enabled_tools",
-        "disabled_tools",
-        "environment",
-        "share_tool_listing",
-        "bearer_token",
-    ];
+    /// Every key a server table may hold, as the parser knows them.
+    fn server_keys() -> Vec<&'static str> {
+        [
+            crate::config::parse::STDIO_KEYS,
+            crate::config::parse::HTTP_KEYS,
+            crate::config::parse::COMMON_KEYS,
+            crate::config::parse::LITERAL_TOKEN_KEYS,
+        ]
+        .concat()
+    }
 
     /// Strings near the edges the checks care about, and any others.
     fn text() -> impl Strategy<Value = String> {
@@ -284,7 +273,7 @@ mod properties {
     /// A server table: known keys (and some unknown ones) with values of any type.
     fn server_table() -> impl Strategy<Value = Table> {
         let key = prop_oneof![
-            4 => prop::sample::select(SERVER_KEYS).prop_map(str::to_owned),
+            4 => prop::sample::select(server_keys()).prop_map(str::to_owned),
             1 => "[a-z_]{1,10}",
         ];
         prop::collection::vec(key, 0..6).prop_flat_map(|keys| {

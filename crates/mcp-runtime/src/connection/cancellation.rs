@@ -195,8 +195,8 @@ mod tests {
     use super::*;
     use crate::{
         binding::Binding,
-        connection::Connection,
-        transport::{Endpoint, stdio::Launch},
+        connection::{Connection, sh_server},
+        transport::Endpoint,
     };
 
     /// A stdio server in `sh`: it logs every line it reads to `$1`, answers
@@ -222,21 +222,10 @@ done
     }
 
     fn silent_server(log: &Path, fifo: &Path) -> Endpoint {
-        let argv = ["sh", "-c", SILENT_SERVER, "sh"]
-            .into_iter()
-            .map(str::to_owned)
-            .chain([log, fifo].map(|path| path.to_str().unwrap().to_owned()))
-            .collect();
-        let env = std::env::var_os("PATH")
-            .map(|path| ("PATH".into(), path))
-            .into_iter()
-            .collect();
-        Endpoint::Stdio(Launch {
-            argv,
-            env,
-            cwd: None,
-            max_message_bytes: crate::config::DEFAULT_MAX_MESSAGE_BYTES,
-        })
+        sh_server(
+            SILENT_SERVER,
+            &[log.to_str().unwrap(), fifo.to_str().unwrap()],
+        )
     }
 
     fn logged(log: &Path) -> Vec<serde_json::Value> {

@@ -104,10 +104,8 @@ mod tests {
 
     use crate::{
         binding::Binding,
-        config::DEFAULT_MAX_MESSAGE_BYTES,
-        connection::Connection,
+        connection::{Connection, sh_server},
         error::{CallError, RequestError, StartupError},
-        transport::{Endpoint, stdio::Launch},
     };
 
     /// A stdio server in `sh`: it answers `initialize`, and on `tools/call` starts a
@@ -142,29 +140,16 @@ while IFS= read -r line; do
 done
 "#;
 
-    fn sh_server(script: &str) -> Endpoint {
-        let argv = ["sh", "-c", script]
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
-        let env = std::env::var_os("PATH")
-            .map(|path| ("PATH".into(), path))
-            .into_iter()
-            .collect();
-        Endpoint::Stdio(Launch {
-            argv,
-            env,
-            cwd: None,
-            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
-        })
-    }
-
     #[tokio::test]
     async fn a_server_that_exits_while_a_child_holds_its_stdout_ends_the_connection() {
-        let connection =
-            Connection::connect("dying", &sh_server(DYING_SERVER), &Binding::Local, |_| {})
-                .await
-                .unwrap();
+        let connection = Connection::connect(
+            "dying",
+            &sh_server(DYING_SERVER, &[]),
+            &Binding::Local,
+            |_| {},
+        )
+        .await
+        .unwrap();
         assert!(!connection.has_ended());
         let timeout = Duration::from_secs(120);
         let began = Instant::now();
@@ -210,7 +195,7 @@ done
 
     #[tokio::test]
     async fn an_answer_written_before_the_server_exits_still_counts() {
-        let endpoint = sh_server(LAST_WORDS_SERVER);
+        let endpoint = sh_server(LAST_WORDS_SERVER, &[]);
         let connection = Connection::connect("last", &endpoint, &Binding::Local, |_| {})
             .await
             .unwrap();
