@@ -44,6 +44,21 @@ async fn call_until_timeout(runtime: &Runtime) {
     assert!(matches!(error, CallError::Timeout { .. }), "{error}");
 }
 
+/// Starts a call to `mcp__slow__echo` and drops it once its request is on the wire.
+async fn drop_a_call_in_flight(runtime: &Runtime) {
+    let call = runtime.call_tool("mcp__slow__echo", None);
+    let mut call = std::pin::pin!(call);
+    // One poll puts the request on its way; then the caller gives up.
+    tokio::select! {
+        biased;
+        _ = &mut call => panic!("the call cannot finish"),
+        () = std::future::ready(()) => {}
+    }
+    // A refresh is answered only after the call's request was written; the call
+    // is dropped when this returns.
+    runtime.refresh_tools("slow").await.unwrap();
+}
+
 #[tokio::test]
 async fn a_timed_out_call_is_cancelled_before_shutdown_closes_a_stdio_server() {
     let dir = temp_dir();
@@ -81,18 +96,7 @@ async fn a_dropped_call_is_cancelled_before_shutdown_closes_the_connection() {
     ]))
     .await;
 
-    {
-        let call = runtime.call_tool("mcp__slow__echo", None);
-        let mut call = std::pin::pin!(call);
-        // One poll puts the request on its way; then the caller gives up.
-        tokio::select! {
-            biased;
-            _ = &mut call => panic!("the call cannot finish"),
-            () = std::future::ready(()) => {}
-        }
-        // A refresh is answered only after the call's request was written.
-        runtime.refresh_tools("slow").await.unwrap();
-    }
+    drop_a_call_in_flight(&runtime).await;
     runtime.shutdown().await;
 
     assert_the_call_was_cancelled_once(&log);
@@ -108,18 +112,8 @@ async fn a_dropped_call_is_cancelled_before_abort_ends_an_http_session() {
         ServerConfig::http("slow", &fixture.url).with_tool_timeout(Duration::from_secs(600));
     let (runtime, _) = start(config([server])).await;
 
-    {
-        let call = runtime.call_tool("mcp__slow__echo", None);
-        let mut call = std::pin::pin!(call);
-        // One poll puts the request on its way; then the caller gives up, as the CLI
-        // does on an interrupt.
-        tokio::select! {
-            biased;
-            _ = &mut call => panic!("the call cannot finish"),
-            () = std::future::ready(()) => {}
-        }
-        runtime.refresh_tools("slow").await.unwrap();
-    }
+    // As the CLI does on an interrupt.
+    drop_a_call_in_flight(&runtime).await;
     runtime.abort().await;
 
     assert_the_call_was_cancelled_once(&log);
