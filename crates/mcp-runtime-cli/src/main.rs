@@ -65,9 +65,8 @@ impl Interrupt {
                     _ = interrupt.recv() => 130,
                     _ = terminate.recv() => 143,
                 };
+                // Receivers keep the code after the sender is gone.
                 sender.send_replace(Some(code));
-                // Held until the process ends, so that waiters never see it closed.
-                std::future::pending::<()>().await;
             });
         }
         Self(receiver)
