@@ -109,6 +109,8 @@ struct Shared {
     servers: BTreeMap<String, Server>,
     /// Where startup and restart events go.
     events: Option<UnboundedSender<StartupEvent>>,
+    /// See [`StartOptions::with_first_restart_pause`].
+    first_restart_pause: Duration,
     default_authority: RwLock<Option<CallAuthority>>,
     listings: Mutex<Listings>,
     catalog: watch::Sender<Arc<Catalog>>,
@@ -253,6 +255,7 @@ impl Runtime {
         }
         let mut shared = Shared::new(servers, listings);
         shared.events = options.events();
+        shared.first_restart_pause = options.first_restart_pause();
         let shared = Arc::new(shared);
         if !required_failures.is_empty() {
             shared.shutdown().await;
@@ -614,6 +617,7 @@ impl Shared {
         let shared = Self {
             servers,
             events: None,
+            first_restart_pause: supervisor::FIRST_BACKOFF,
             default_authority: RwLock::new(None),
             listings: Mutex::new(Listings {
                 version: 0,

@@ -42,6 +42,7 @@ pub struct StartOptions {
     scope: String,
     registry: ListingRegistry,
     share_listings: bool,
+    first_restart_pause: Duration,
 }
 
 impl Default for StartOptions {
@@ -52,6 +53,7 @@ impl Default for StartOptions {
             scope: DEFAULT_SCOPE.to_owned(),
             registry: ListingRegistry::global().clone(),
             share_listings: true,
+            first_restart_pause: super::supervisor::FIRST_BACKOFF,
         }
     }
 }
@@ -102,6 +104,18 @@ impl StartOptions {
     /// The channel events are sent to, if any.
     pub(super) fn events(&self) -> Option<UnboundedSender<StartupEvent>> {
         self.events.clone()
+    }
+
+    /// How long to wait after a server's first failed restart before the next call
+    /// may try again (1 s by default). The pause doubles with each further failure,
+    /// up to 30 s or this first pause, whichever is longer.
+    pub fn with_first_restart_pause(mut self, pause: Duration) -> Self {
+        self.first_restart_pause = pause;
+        self
+    }
+
+    pub(super) fn first_restart_pause(&self) -> Duration {
+        self.first_restart_pause
     }
 
     /// Cancels every startup still in progress when `cancel` is cancelled; those

@@ -100,11 +100,13 @@ impl Backoff {
 
     /// Records an attempt that ended at `now`; returns how long until the next one
     /// is allowed, or `None` if none is.
-    pub(super) fn attempted(&mut self, now: Instant) -> Option<Duration> {
+    /// The first pause is `first`; each further one doubles, up to [`MAX_BACKOFF`] or
+    /// `first`, whichever is longer.
+    pub(super) fn attempted(&mut self, now: Instant, first: Duration) -> Option<Duration> {
         self.attempts += 1;
-        let pause = FIRST_BACKOFF
+        let pause = first
             .saturating_mul(1 << (self.attempts - 1).min(16))
-            .min(MAX_BACKOFF);
+            .min(MAX_BACKOFF.max(first));
         self.not_before = Some(now + pause);
         (self.attempts < MAX_ATTEMPTS).then_some(pause)
     }
@@ -217,7 +219,9 @@ impl Shared {
             });
         })
         .await;
-        let retry_in = lock(&server.live).backoff.attempted(Instant::now());
+        let retry_in = lock(&server.live)
+            .backoff
+            .attempted(Instant::now(), self.first_restart_pause);
         let started = match result {
             Ok(started) => started,
             Err(error) => {
@@ -372,7 +376,7 @@ mod tests {
         let mut pauses = Vec::new();
         for attempt in 1..=MAX_ATTEMPTS {
             assert_eq!(backoff.next_attempt("s", Instant::now()).unwrap(), attempt);
-            let pause = backoff.attempted(Instant::now());
+            let pause = backoff.attempted(Instant::now(), FIRST_BACKOFF);
             if attempt == MAX_ATTEMPTS {
                 assert_eq!(pause, None, "no attempt is left");
                 break;
@@ -399,18 +403,26 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_first_pause_longer_than_the_cap_is_kept() {
+        let mut backoff = Backoff::default();
+        let long = MAX_BACKOFF * 20;
+        assert_eq!(backoff.attempted(Instant::now(), long), Some(long));
+        assert_eq!(backoff.attempted(Instant::now(), long), Some(long));
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn the_pause_never_exceeds_the_cap() {
         let mut backoff = Backoff {
             attempts: 0,
             not_before: None,
         };
         for _ in 0..MAX_ATTEMPTS - 1 {
-            let pause = backoff.attempted(Instant::now()).unwrap();
+            let pause = backoff.attempted(Instant::now(), FIRST_BACKOFF).unwrap();
             assert!(pause <= MAX_BACKOFF);
         }
         // Far more attempts than allowed would still not overflow the pause.
         backoff.attempts = 40;
-        assert_eq!(backoff.attempted(Instant::now()), None);
+        assert_eq!(backoff.attempted(Instant::now(), FIRST_BACKOFF), None);
         assert!(backoff.not_before.unwrap() - Instant::now() <= MAX_BACKOFF);
     }
 }
