@@ -48,6 +48,103 @@ pub struct Config {
     pub servers: BTreeMap<String, ServerConfig>,
     /// Named execution environments (`[environments.NAME]`).
     pub environments: BTreeMap<String, EnvironmentConfig>,
+    /// `mcp_oauth_credentials_store`: where OAuth tokens are kept.
+    pub oauth_credentials_store: CredentialsStore,
+    /// What the file holds that loads but is not acted on (a key Codex knows that
+    /// mcp-runtime does not implement), one entry per server and key.
+    pub warnings: Vec<ConfigWarning>,
+}
+
+/// A setting that loads but is not acted on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConfigWarning {
+    /// The file.
+    pub path: PathBuf,
+    /// The table, for example `mcp_servers.github`.
+    pub table: String,
+    /// The key.
+    pub key: String,
+    /// Why it has no effect, finishing a sentence about the key.
+    pub reason: String,
+}
+
+impl std::fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: [{}] `{}` {}",
+            self.path.display(),
+            self.table,
+            self.key,
+            self.reason
+        )
+    }
+}
+
+/// `mcp_oauth_credentials_store`: where OAuth tokens are kept (Codex's key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum CredentialsStore {
+    /// The OS keyring when one is usable, else the file.
+    #[default]
+    Auto,
+    /// The OS keyring only.
+    Keyring,
+    /// A `0600` file in the user's configuration directory.
+    File,
+}
+
+/// `default_tools_approval_mode` and `[mcp_servers.X.tools.T] approval_mode`: whether
+/// the host asks a person before a tool runs (Codex's values). mcp-runtime carries it
+/// to the host; it never asks anyone itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ApprovalMode {
+    /// The host decides, by its own policy (`auto`).
+    Auto,
+    /// The host asks before every call (`prompt`).
+    Prompt,
+    /// The tool is approved: the host calls it without asking (`approve`).
+    Approve,
+}
+
+impl ApprovalMode {
+    /// `auto`, `prompt` or `approve`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Prompt => "prompt",
+            Self::Approve => "approve",
+        }
+    }
+}
+
+/// One `[mcp_servers.X.tools.TOOL]` table: settings the host applies to one tool.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolConfig {
+    /// `approval_mode`: overrides the server's `default_tools_approval_mode`.
+    pub approval_mode: Option<ApprovalMode>,
+    /// `output_token_limit`: the most tokens of this tool's output the host should
+    /// give the model.
+    pub output_token_limit: Option<u64>,
+}
+
+/// The OAuth keys of a server table (`scopes`, `oauth`, `oauth_resource`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OAuthConfig {
+    /// `scopes`: the scopes to ask for, overriding the server's.
+    pub scopes: Option<Vec<String>>,
+    /// `oauth.client_id`: a pre-registered client.
+    pub client_id: Option<String>,
+    /// `oauth.callback_url`: the redirect URL registered for that client.
+    pub callback_url: Option<String>,
+    /// `oauth.callback_port`: the local port the login listens on.
+    pub callback_port: Option<u16>,
+    /// `oauth_resource`: the `resource` parameter (RFC 8707), overriding the server URL.
+    pub resource: Option<String>,
 }
 
 /// One `[mcp_servers.NAME]` table.
@@ -79,6 +176,16 @@ pub struct ServerConfig {
     /// line, one SSE event or one JSON body); a larger one fails the request it
     /// answers at once.
     pub max_message_bytes: usize,
+    /// `supports_parallel_tool_calls`: the host may run several calls of this server's
+    /// tools at once (the runtime always can; this tells the host the server's tools
+    /// tolerate it).
+    pub supports_parallel_tool_calls: bool,
+    /// `default_tools_approval_mode`: the approval mode of every tool without its own.
+    pub default_tools_approval_mode: Option<ApprovalMode>,
+    /// `[mcp_servers.X.tools.TOOL]`: per-tool settings, by raw tool name.
+    pub tools: BTreeMap<String, ToolConfig>,
+    /// The OAuth keys, for a Streamable HTTP server.
+    pub oauth: OAuthConfig,
 }
 
 impl ServerConfig {
@@ -105,6 +212,7 @@ impl ServerConfig {
                 bearer_token_env_var: None,
                 http_headers: BTreeMap::new(),
                 env_http_headers: BTreeMap::new(),
+                transport: HttpTransport::StreamableHttp,
             }),
         )
     }
@@ -122,6 +230,10 @@ impl ServerConfig {
             environment: Environment::Local,
             share_tool_listing: true,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            supports_parallel_tool_calls: false,
+            default_tools_approval_mode: None,
+            tools: BTreeMap::new(),
+            oauth: OAuthConfig::default(),
         }
     }
 
@@ -150,6 +262,14 @@ impl ServerConfig {
     pub fn with_max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_message_bytes = bytes;
         self
+    }
+
+    /// The approval mode of `tool`: its own, else the server's default.
+    pub fn approval_mode(&self, tool: &str) -> Option<ApprovalMode> {
+        self.tools
+            .get(tool)
+            .and_then(|settings| settings.approval_mode)
+            .or(self.default_tools_approval_mode)
     }
 
     /// Sets `required`.
@@ -199,6 +319,19 @@ pub struct HttpConfig {
     pub http_headers: BTreeMap<String, String>,
     /// `env_http_headers`: header name to the variable holding its value.
     pub env_http_headers: BTreeMap<String, String>,
+    /// `transport`: which HTTP transport the server speaks.
+    pub transport: HttpTransport,
+}
+
+/// `transport = "streamable_http" | "sse"`: the HTTP transport of a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum HttpTransport {
+    /// Streamable HTTP, the default (`streamable_http`).
+    #[default]
+    StreamableHttp,
+    /// The legacy HTTP+SSE transport of protocol revision 2024-11-05 (`sse`).
+    Sse,
 }
 
 impl std::fmt::Debug for StdioConfig {
@@ -223,6 +356,7 @@ impl std::fmt::Debug for HttpConfig {
                 &self.http_headers.keys().collect::<Vec<_>>(),
             )
             .field("env_http_headers", &self.env_http_headers)
+            .field("transport", &self.transport)
             .finish()
     }
 }

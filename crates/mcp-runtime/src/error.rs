@@ -287,6 +287,12 @@ pub enum StartupError {
         "the server's `url` is `https://`, and this build of mcp-runtime leaves out TLS (build it with its `tls` feature)"
     )]
     TlsUnavailable,
+    /// The server is configured for the legacy HTTP+SSE transport, which this version
+    /// does not speak yet.
+    #[error(
+        "the server is configured with `transport = \"sse\"` (the legacy HTTP+SSE transport), which mcp-runtime does not speak yet (use its Streamable HTTP endpoint if it has one)"
+    )]
+    LegacySseUnsupported,
 }
 
 fn stderr_suffix(tail: &[String]) -> String {

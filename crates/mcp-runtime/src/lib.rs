@@ -30,6 +30,7 @@ pub mod config;
 mod connection;
 pub mod error;
 pub mod manager;
+pub mod naming;
 pub mod sandbox_metadata;
 pub mod shared_listing;
 mod sync;

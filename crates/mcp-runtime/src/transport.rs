@@ -13,7 +13,7 @@ pub(crate) mod splice;
 pub(crate) mod stdio;
 
 use crate::{
-    config::{ServerConfig, TransportConfig},
+    config::{HttpTransport, ServerConfig, TransportConfig},
     error::StartupError,
 };
 
@@ -38,6 +38,9 @@ impl Endpoint {
                 Self::Stdio(stdio::Launch::new(stdio, wrapper, config.max_message_bytes))
             }
             TransportConfig::StreamableHttp(http) => {
+                if http.transport == HttpTransport::Sse {
+                    return Err(StartupError::LegacySseUnsupported);
+                }
                 if !cfg!(feature = "tls") && is_https(&http.url) {
                     return Err(StartupError::TlsUnavailable);
                 }

@@ -20,8 +20,8 @@ use std::{
 use toml::{Table, Value};
 
 use super::{
-    Config, Environment, EnvironmentConfig, HttpConfig, MAX_SERVER_NAME_BYTES, ServerConfig,
-    StdioConfig, TransportConfig,
+    Config, Environment, EnvironmentConfig, HttpConfig, HttpTransport, MAX_SERVER_NAME_BYTES,
+    ServerConfig, StdioConfig, TransportConfig,
     checks::{
         env_name_problem, header_name_problem, header_value_problem, os_string_problem, shown,
         url_problem,
@@ -111,6 +111,7 @@ pub(super) fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
     file.finish(Config {
         servers,
         environments,
+        ..Config::default()
     })
 }
 
@@ -434,6 +435,7 @@ impl File<'_> {
             bearer_token_env_var,
             http_headers,
             env_http_headers,
+            transport: HttpTransport::StreamableHttp,
         })
     }
 

@@ -9,6 +9,7 @@ fn config() -> HttpConfig {
         bearer_token_env_var: Some("API_TOKEN".into()),
         http_headers: BTreeMap::from([("X-Team".into(), "core".into())]),
         env_http_headers: BTreeMap::from([("X-Key".into(), "API_KEY".into())]),
+        transport: crate::config::HttpTransport::StreamableHttp,
     }
 }
 
