@@ -164,6 +164,13 @@ impl Remove {
 /// The TOML document of `text`, or why it is not one.
 fn document(text: &str, path: &Path) -> anyhow::Result<DocumentMut> {
     text.parse::<DocumentMut>().map_err(|error| {
+        if text.trim_start().starts_with('{') {
+            return anyhow::anyhow!(
+                "`{}` holds JSON, and `add` and `remove` edit TOML files only (print it as TOML with `mcp-runtime import {}`, or edit it by hand)",
+                path.display(),
+                path.display()
+            );
+        }
         // The loader's message gives line and column the same way as for every
         // other command; the editor's own is the fallback.
         match Config::parse(text, path) {

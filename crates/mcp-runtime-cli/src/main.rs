@@ -1,4 +1,6 @@
-//! `mcp-runtime`: start MCP servers, list their state and tools, call a tool.
+//! `mcp-runtime`: start MCP servers, list their state and tools, call a tool; list and
+//! edit the servers of a configuration file ([`edit`], [`show`]), by default the one
+//! Codex reads ([`config_file`]).
 //!
 //! The flow is raw arguments ([`args`]) → a validated [`plan::Plan`] → running it.
 //! Exit codes: 0 success; 1 the tool answered `isError: true`; 2 any other failure,

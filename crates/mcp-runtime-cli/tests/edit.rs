@@ -400,6 +400,18 @@ fn a_failed_edit_leaves_the_file_unchanged_and_says_why() {
     // Removing the broken server is how it is fixed.
     home.ok(&["remove", "a"]);
     assert_eq!(read(&file), "");
+
+    let json = home.dir.path().join("mcp.json");
+    write(&json, "{\"mcpServers\": {}}\n");
+    let output = home.run(&["add", "b", "--config", json.to_str().unwrap(), "--", "b"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "mcp-runtime: `{0}` holds JSON, and `add` and `remove` edit TOML files only (print it as TOML with `mcp-runtime import {0}`, or edit it by hand)\n",
+            json.display()
+        )
+    );
 }
 
 #[test]
