@@ -8,7 +8,8 @@
 //! 3. When that file does not exist, the commands that start servers (`tools`,
 //!    `servers`, `call`, `bench`) run the demo, `list` and `get` find no server, and
 //!    `add` creates it. An existing file is always used, even one without
-//!    `[mcp_servers]`: it lists nothing, and the demo is not run instead.
+//!    `[mcp_servers]`: it lists nothing, and the demo is not run instead (a command
+//!    that starts servers says so on stderr).
 //! 4. Whatever loads a configuration prints its warnings on stderr, one
 //!    `mcp-runtime: warning: …` line each, before anything else happens; stdout stays
 //!    free for the output (and its JSON).
@@ -91,6 +92,14 @@ pub fn read(config: Option<&Path>, demo: bool, demo_fallback: bool) -> anyhow::R
     };
     let config = Config::load(&path)?;
     print_warnings(&config.warnings);
+    if demo_fallback && config.servers.is_empty() {
+        // Otherwise an empty table would be all the user sees, where they may have
+        // expected the demo of the README.
+        print_warnings(&[format!(
+            "`{}` configures no server (add one with `mcp-runtime add`, or pass `--demo` for the built-in demo servers)",
+            path.display()
+        )]);
+    }
     Ok(Loaded {
         config,
         origin: Origin::File(path),

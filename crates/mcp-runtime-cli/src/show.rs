@@ -46,15 +46,14 @@ pub fn list(loaded: &Loaded, json: bool) -> String {
         .map(|server| {
             let (target, variables) = match &server.transport {
                 TransportConfig::Stdio(stdio) => {
-                    let mut target = vec![stdio.command.as_str()];
-                    target.extend(stdio.args.iter().map(String::as_str));
+                    let target = command_line(&stdio.command, &stdio.args);
                     let variables = stdio
                         .env
                         .keys()
                         .chain(&stdio.env_vars)
                         .map(String::as_str)
                         .collect::<Vec<_>>();
-                    (target.join(" "), variables.join(", "))
+                    (target, variables.join(", "))
                 }
                 TransportConfig::StreamableHttp(http) => {
                     let variables = http
@@ -122,15 +121,20 @@ pub fn get(loaded: &Loaded, name: &str, json: bool) -> anyhow::Result<String> {
                 Value::String(text) => text.clone(),
                 Value::Array(items) if items.is_empty() => "-".to_owned(),
                 Value::Object(entries) if entries.is_empty() => "-".to_owned(),
-                Value::Array(items) => items
-                    .iter()
-                    .map(|item| match item {
+                Value::Array(items) => {
+                    let items = items.iter().map(|item| match item {
                         Value::String(text) => text.clone(),
                         other => other.to_string(),
-                    })
-                    .collect::<Vec<_>>()
-                    // As a command line; the other lists are names.
-                    .join(if key == "args" { " " } else { ", " }),
+                    });
+                    if key == "args" {
+                        items
+                            .map(|arg| quoted(&arg).into_owned())
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    } else {
+                        items.collect::<Vec<_>>().join(", ")
+                    }
+                }
                 Value::Object(entries) => entries
                     .iter()
                     .map(|(key, value)| match value {
@@ -239,6 +243,25 @@ fn transport(server: &ServerConfig) -> &'static str {
     }
 }
 
+/// `command` and `args` as a shell would take them back.
+fn command_line(command: &str, args: &[String]) -> String {
+    std::iter::once(command)
+        .chain(args.iter().map(String::as_str))
+        .map(quoted)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `word` as is when a shell would read it back unchanged, else in single quotes.
+fn quoted(word: &str) -> Cow<'_, str> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        Cow::Borrowed(word)
+    } else {
+        Cow::Owned(format!("'{}'", word.replace('\'', r"'\''")))
+    }
+}
+
 /// `url` with the password of its user information, if any, shown as `*****`.
 fn masked_url(url: &str) -> Cow<'_, str> {
     let Some(scheme_end) = url.find("://").map(|at| at + 3) else {
@@ -265,6 +288,15 @@ fn masked_url(url: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_line_is_shown_as_a_shell_would_read_it_back() {
+        let args = ["-y", "@scope/pkg@1.2", "a b", "", "it's", "$HOME"].map(String::from);
+        assert_eq!(
+            command_line("npx", &args),
+            r"npx -y @scope/pkg@1.2 'a b' '' 'it'\''s' '$HOME'"
+        );
+    }
 
     #[test]
     fn a_password_in_a_url_is_masked_and_nothing_else_changes() {

@@ -135,12 +135,11 @@ fn added_servers_are_listed_and_shown_without_their_env_values() {
 
     let mut outputs = Vec::new();
     let list = home.ok(&["list"]);
-    assert_eq!(
-        list,
-        "SERVER  STATUS   TRANSPORT        COMMAND OR URL            VARIABLES\n\
-         docs    enabled  stdio            docs-server --port 4000   DOCS_TOKEN, MODE\n\
-         web     enabled  streamable_http  https://example.test/mcp  WEB_TOKEN\n"
-    );
+    insta::assert_snapshot!(list, @r"
+    SERVER  STATUS   TRANSPORT        COMMAND OR URL            VARIABLES
+    docs    enabled  stdio            docs-server --port 4000   DOCS_TOKEN, MODE
+    web     enabled  streamable_http  https://example.test/mcp  WEB_TOKEN
+    ");
     outputs.push(list);
 
     let list_json = home.ok(&["list", "--json"]);
@@ -156,23 +155,22 @@ fn added_servers_are_listed_and_shown_without_their_env_values() {
     outputs.push(list_json);
 
     let get = home.ok(&["get", "docs"]);
-    assert_eq!(
-        get,
-        "KEY                           VALUE\n\
-         name                          docs\n\
-         transport                     stdio\n\
-         enabled                       true\n\
-         command                       docs-server\n\
-         args                          --port 4000\n\
-         env                           DOCS_TOKEN, MODE\n\
-         env_vars                      -\n\
-         required                      false\n\
-         startup_timeout_sec           30.0\n\
-         tool_timeout_sec              300.0\n\
-         disabled_tools                -\n\
-         environment                   local\n\
-         supports_parallel_tool_calls  false\n"
-    );
+    insta::assert_snapshot!(get, @r"
+    KEY                           VALUE
+    name                          docs
+    transport                     stdio
+    enabled                       true
+    command                       docs-server
+    args                          --port 4000
+    env                           DOCS_TOKEN, MODE
+    env_vars                      -
+    required                      false
+    startup_timeout_sec           30.0
+    tool_timeout_sec              300.0
+    disabled_tools                -
+    environment                   local
+    supports_parallel_tool_calls  false
+    ");
     outputs.push(get);
 
     let get_json = home.ok(&["get", "docs", "--json"]);
@@ -548,11 +546,22 @@ fn a_file_without_servers_lists_nothing_and_runs_no_demo() {
         &file,
         "model = \"o3\"\n[profiles.fast]\nmodel = \"o4-mini\"\n",
     );
-    assert_eq!(home.ok(&["tools"]), "TOOL  DESCRIPTION\n");
-    assert_eq!(
-        home.ok(&["servers"]),
-        "SERVER  STATE  TRANSPORT  STARTUP  TOOLS  ERROR\n"
+    let hint = format!(
+        "mcp-runtime: warning: `{}` configures no server (add one with `mcp-runtime add`, or pass `--demo` for the built-in demo servers)\n",
+        file.display()
     );
+    for (command, table) in [
+        ("tools", "TOOL  DESCRIPTION\n"),
+        (
+            "servers",
+            "SERVER  STATE  TRANSPORT  STARTUP  TOOLS  ERROR\n",
+        ),
+    ] {
+        let output = home.run(&[command]);
+        assert_eq!(output.status.code(), Some(0), "{command}");
+        assert_eq!(stdout(&output), table, "{command}");
+        assert_eq!(stderr(&output), hint, "{command}");
+    }
     assert_eq!(home.ok(&["list", "--json"]), "{\n  \"servers\": []\n}\n");
     assert_eq!(
         home.ok(&["list"]),
