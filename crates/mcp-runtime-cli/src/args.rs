@@ -18,15 +18,43 @@ pub struct RawArgs {
 #[derive(Debug, Args)]
 pub struct Common {
     /// Configuration file with `[mcp_servers.NAME]` tables (a Codex config.toml
-    /// works). Without it, the built-in demo servers run.
+    /// works). Default: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`, when
+    /// it exists; else the built-in demo servers run.
     #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
+    /// Run the built-in demo servers, whatever configuration file exists.
+    #[arg(long, global = true, conflicts_with = "config")]
+    pub demo: bool,
     /// Print JSON for scripts instead of a table.
     #[arg(long, global = true)]
     pub json: bool,
     /// The discovery scope: startups share `tools/list` answers only within one scope.
     #[arg(long, value_name = "NAME", global = true, default_value = mcp_runtime::DEFAULT_SCOPE)]
     pub scope: String,
+}
+
+/// The file `add` and `remove` edit.
+#[derive(Debug, Args)]
+pub struct FileArgs {
+    /// The configuration file to edit. Default: `$CODEX_HOME/config.toml`, else
+    /// `~/.codex/config.toml` (created when missing).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// Options of `list` and `get`.
+#[derive(Debug, Args)]
+pub struct ReadArgs {
+    /// The configuration file to read. Default: `$CODEX_HOME/config.toml`, else
+    /// `~/.codex/config.toml`; no server when it does not exist.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Show the built-in demo servers instead.
+    #[arg(long, conflicts_with = "config")]
+    pub demo: bool,
+    /// Print JSON for scripts instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -59,6 +87,49 @@ pub enum Command {
         codex_executable: Option<std::path::PathBuf>,
         #[command(flatten)]
         common: Common,
+    },
+    /// Add a server to the configuration file, or replace the one of that name.
+    #[command(
+        override_usage = "mcp-runtime add [OPTIONS] <NAME> (--url <URL> | -- <COMMAND> [ARGS]...)",
+        group(clap::ArgGroup::new("transport").args(["command", "url"]).required(true).multiple(false))
+    )]
+    Add {
+        /// The server's name: letters, digits, `_` and `-`.
+        name: String,
+        /// A variable set for a stdio server, written into the file as it is given
+        /// (repeat for more). For a secret, prefer `env_vars` in the file.
+        #[arg(long = "env", value_name = "KEY=VALUE", conflicts_with = "url")]
+        env: Vec<String>,
+        /// The URL of a Streamable HTTP server, instead of a command.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        /// The environment variable holding the bearer token sent to `--url`.
+        #[arg(long, value_name = "VAR", requires = "url")]
+        bearer_token_env_var: Option<String>,
+        /// The command that starts a stdio server, then its arguments (after `--`).
+        #[arg(value_name = "COMMAND", trailing_var_arg = true, num_args = 0..)]
+        command: Vec<String>,
+        #[command(flatten)]
+        file: FileArgs,
+    },
+    /// Remove a server from the configuration file.
+    Remove {
+        /// The server's name.
+        name: String,
+        #[command(flatten)]
+        file: FileArgs,
+    },
+    /// Show one configured server's settings, from the file alone: nothing is started.
+    Get {
+        /// The server's name.
+        name: String,
+        #[command(flatten)]
+        read: ReadArgs,
+    },
+    /// List the configured servers, from the file alone: nothing is started.
+    List {
+        #[command(flatten)]
+        read: ReadArgs,
     },
     /// Measure the runtime.
     Bench {

@@ -1,4 +1,6 @@
-//! `mcp-runtime`: start MCP servers, list their state and tools, call a tool.
+//! `mcp-runtime`: start MCP servers, list their state and tools, call a tool; list and
+//! edit the servers of a configuration file ([`edit`], [`show`]), by default the one
+//! Codex reads ([`config_file`]).
 //!
 //! The flow is raw arguments ([`args`]) → a validated [`plan::Plan`] → running it.
 //! Exit codes: 0 success; 1 the tool answered `isError: true`; 2 any other failure,
@@ -8,12 +10,15 @@
 
 mod args;
 mod bench;
+mod config_file;
 mod demo;
+mod edit;
 mod input;
 mod logging;
 mod output;
 mod plan;
 mod progress;
+mod show;
 
 use std::{
     io::{IsTerminal, Write},
@@ -200,6 +205,24 @@ async fn run_to_end(plan: Plan) -> u8 {
             };
             print(&text, 0)
         }
+        Plan::Add(add) => match add.apply() {
+            Ok(text) => print(&text, 0),
+            Err(error) => report(&error),
+        },
+        Plan::Remove(remove) => match remove.apply() {
+            Ok(edit::Removal::Removed(text)) => print(&text, 0),
+            // As in Codex: nothing to remove is not a failure.
+            Ok(edit::Removal::NotFound(warning)) => {
+                config_file::print_warnings(&[warning]);
+                0
+            }
+            Err(error) => report(&error),
+        },
+        Plan::List { loaded, json } => print(&show::list(&loaded, json), 0),
+        Plan::Get { loaded, name, json } => match show::get(&loaded, &name, json) {
+            Ok(text) => print(&text, 0),
+            Err(error) => report(&error),
+        },
         Plan::Call { .. } => unreachable!("calls run through `Call::run`"),
     }
 }

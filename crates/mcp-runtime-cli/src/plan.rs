@@ -5,15 +5,15 @@
 //! their files or stdin) and parsed, so a typo fails at once
 //! with exit code 2 rather than after every server has started.
 
-use std::path::Path;
-
 use anyhow::{Context, bail};
 use mcp_runtime::{CallAuthority, Config, ServerConfig};
 use serde_json::value::RawValue;
 
 use crate::{
     args::{Bench, Command, Common, RawArgs},
+    config_file::{self, Loaded},
     demo::DemoServer,
+    edit::{self, Transport},
     input::JsonFlag,
 };
 
@@ -46,6 +46,18 @@ pub enum Plan {
     },
     /// Be a demo server.
     ServeDemo(DemoServer),
+    /// Add or replace a server in a configuration file.
+    Add(edit::Add),
+    /// Remove a server from a configuration file.
+    Remove(edit::Remove),
+    /// Print the configured servers.
+    List { loaded: Loaded, json: bool },
+    /// Print one configured server.
+    Get {
+        loaded: Loaded,
+        name: String,
+        json: bool,
+    },
 }
 
 /// Which report.
@@ -97,7 +109,7 @@ impl Plan {
                     })
                     .transpose()?;
                 Self::Call {
-                    config: load(common.config.as_deref())?,
+                    config: load(&common)?,
                     scope: common.scope,
                     json: common.json,
                     name,
@@ -113,19 +125,65 @@ impl Plan {
                         common,
                     },
             } => Self::BenchStartup {
-                config: load(common.config.as_deref())?,
+                config: load(&common)?,
                 scope: common.scope,
                 json: common.json,
                 sessions,
                 share: !no_share,
             },
             Command::ServeDemo { server } => Self::ServeDemo(server),
+            Command::Add {
+                name,
+                env,
+                url,
+                bearer_token_env_var,
+                command,
+                file,
+            } => {
+                edit::check_name(&name)?;
+                let env = edit::parse_env(env)?;
+                let transport = match (url, command.split_first()) {
+                    (Some(url), _) => Transport::Http {
+                        url,
+                        bearer_token_env_var,
+                    },
+                    (None, Some((command, args))) => Transport::Stdio {
+                        command: command.clone(),
+                        args: args.to_vec(),
+                        env,
+                    },
+                    (None, None) => bail!(
+                        "`add` needs the server's command after `--`, or `--url URL` (for example `mcp-runtime add {name} -- npx -y some-server`)"
+                    ),
+                };
+                Self::Add(edit::Add {
+                    path: config_file::edit_target(file.config.as_deref())?,
+                    name,
+                    transport,
+                })
+            }
+            Command::Remove { name, file } => {
+                edit::check_name(&name)?;
+                Self::Remove(edit::Remove {
+                    path: config_file::edit_target(file.config.as_deref())?,
+                    name,
+                })
+            }
+            Command::Get { name, read } => Self::Get {
+                loaded: config_file::read(read.config.as_deref(), read.demo, false)?,
+                name,
+                json: read.json,
+            },
+            Command::List { read } => Self::List {
+                loaded: config_file::read(read.config.as_deref(), read.demo, false)?,
+                json: read.json,
+            },
         })
     }
 
     fn report(common: Common, view: View) -> anyhow::Result<Self> {
         Ok(Self::Report {
-            config: load(common.config.as_deref())?,
+            config: load(&common)?,
             scope: common.scope,
             json: common.json,
             view,
@@ -133,11 +191,10 @@ impl Plan {
     }
 }
 
-fn load(path: Option<&Path>) -> anyhow::Result<Config> {
-    match path {
-        Some(path) => Ok(Config::load(path)?),
-        None => demo_config(),
-    }
+/// The configuration of a command that starts servers: `--config`, `--demo`, the
+/// default file when it exists, else the demo ([`config_file`]).
+fn load(common: &Common) -> anyhow::Result<Config> {
+    Ok(config_file::read(common.config.as_deref(), common.demo, true)?.config)
 }
 
 /// The embedded demo configuration: servers built into this very binary.

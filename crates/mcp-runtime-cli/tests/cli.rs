@@ -8,8 +8,24 @@ use std::{
 use mcp_runtime_fixtures::testing::{Probe, is_alive, recorded_argv, stub_launcher, wait_for_exit};
 use serde_json::Value;
 
+/// The binary, with `HOME` and `CODEX_HOME` in an empty directory, so that no
+/// `~/.codex/config.toml` on this machine changes what a test sees: without
+/// `--config`, the demo servers run.
+fn cli() -> Command {
+    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-empty-home");
+    std::fs::create_dir_all(&home).unwrap();
+    assert!(
+        !home.join(".codex").exists() && !home.join("config.toml").exists(),
+        "{} must stay empty",
+        home.display()
+    );
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"));
+    command.env("HOME", &home).env("CODEX_HOME", &home);
+    command
+}
+
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+    cli()
         .args(args)
         .env_remove("MCP_RUNTIME_LOG")
         .output()
@@ -351,7 +367,7 @@ fn bench_startup_prints_a_table() {
 fn bench_startup_against_real_servers_sends_one_tools_list_per_server() {
     server_everything();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let output = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+    let output = cli()
         .args(["bench", "startup", "--sessions", "4", "--json"])
         .args(["--config", "bench/real-servers.toml"])
         .current_dir(&root)
@@ -589,7 +605,7 @@ fn an_interrupted_call_leaves_no_server_process_behind() {
             grandchild_file.to_str().unwrap(),
         ),
     );
-    let mut cli = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+    let mut cli = cli()
         .args([
             "call",
             "mcp__slow__echo",
@@ -663,7 +679,7 @@ fn a_timeout_is_reported_before_the_servers_are_shut_down() {
             script.to_str().unwrap()
         ),
     );
-    let mut cli = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+    let mut cli = cli()
         .args([
             "call",
             "mcp__hostile__echo",
@@ -730,7 +746,7 @@ fn a_closed_stdout_ends_the_cli_quietly_after_shutting_servers_down() {
         let (read_end, write_end) =
             unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         drop(read_end);
-        let output = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+        let output = cli()
             .args(args)
             .args(["--config", config.to_str().unwrap()])
             .env_remove("MCP_RUNTIME_LOG")
@@ -796,7 +812,7 @@ fn library_logs_stay_off_stderr_at_the_default_level_and_nothing_is_coloured_on_
     );
 
     // Asked for, everything is shown, still without colour on a pipe.
-    let output = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+    let output = cli()
         .args(["tools", "--config", config.to_str().unwrap()])
         .env("MCP_RUNTIME_LOG", "debug")
         .output()
@@ -849,7 +865,7 @@ fn args_and_sandbox_state_take_json_text_a_file_or_stdin() {
     assert_eq!(stdout(&output), "42\n");
 
     let with_stdin = |args: &[&str], input: &str| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+        let mut child = cli()
             .args(args)
             .env_remove("MCP_RUNTIME_LOG")
             .stdin(std::process::Stdio::piped())
