@@ -9,6 +9,7 @@
 mod args;
 mod bench;
 mod demo;
+mod import;
 mod input;
 mod logging;
 mod output;
@@ -200,6 +201,7 @@ async fn run_to_end(plan: Plan) -> u8 {
             };
             print(&text, 0)
         }
+        Plan::Print(text) => print(&text, 0),
         Plan::Call { .. } => unreachable!("calls run through `Call::run`"),
     }
 }

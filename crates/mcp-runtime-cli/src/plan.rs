@@ -46,6 +46,8 @@ pub enum Plan {
     },
     /// Be a demo server.
     ServeDemo(DemoServer),
+    /// Print text that is already known, such as what `import` converted.
+    Print(String),
 }
 
 /// Which report.
@@ -120,6 +122,7 @@ impl Plan {
                 share: !no_share,
             },
             Command::ServeDemo { server } => Self::ServeDemo(server),
+            Command::Import { file } => Self::Print(crate::import::toml(&file)?),
         })
     }
 

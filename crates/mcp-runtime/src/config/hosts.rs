@@ -107,6 +107,15 @@ const VS_CODE_IGNORED: &[(&str, &str)] = &[
     ),
 ];
 
+/// Reads the JSON file of another host at `path` and converts it, as [`import`] does.
+pub fn import_file(path: &Path) -> Result<String, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source: source.into(),
+    })?;
+    import(&text, path)
+}
+
 /// Converts the JSON file `text` of another host into the Codex TOML it means, for
 /// `mcp-runtime import`. Variables are not expanded (invariant 2); the result is
 /// validated as `Config::load` would validate it.
