@@ -655,3 +655,24 @@ fn names_and_values_are_quoted_and_escaped_in_the_toml() {
         )])
     );
 }
+
+#[test]
+fn a_second_authorization_header_is_refused_not_written_twice() {
+    let text = r#"{ "mcpServers": { "a": { "url": "https://x/mcp", "headers": {
+        "Authorization": "Bearer ${A}", "authorization": "Bearer ${B}" } } } }"#;
+    let error = load(text, Path::new("/p/.mcp.json"), &vars(&[("B", "b-secret")])).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "`/p/.mcp.json`: key `headers.authorization` in `[mcpServers.a]` holds a literal token, which is refused (name an environment variable with `bearer_token_env_var`)"
+    );
+}
+
+#[test]
+fn an_env_file_that_cannot_be_read_is_an_error_of_its_key() {
+    let text = r#"{ "servers": { "a": { "command": "x", "envFile": "${workspaceFolder}/missing.env" } } }"#;
+    let error = load(text, Path::new("/p/.vscode/mcp.json"), &vars(&[])).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "`/p/.vscode/mcp.json`: key `envFile` in `[servers.a]` names `/p/missing.env`, which cannot be read (No such file or directory (os error 2))"
+    );
+}
