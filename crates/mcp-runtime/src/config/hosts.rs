@@ -18,12 +18,25 @@
 //!   Followed: Cursor's MCP documentation (cursor.com/docs/mcp), "Config interpolation".
 //!
 //! A file is told by its content, never its name: JSON (possibly with comments and
-//! trailing commas) rather than TOML, then `mcpServers` or `servers` at its top.
+//! trailing commas) rather than TOML, then `mcpServers` or `servers` at its top. Since
+//! the `mcpServers` shape is shared, every `${…}` form is read in every file
+//! (the table of `template.rs`); other top-level keys are ignored.
+//!
+//! What maps to what, in both shapes: `command`, `args`, `cwd`, `url` as they are;
+//! `env` and `envFile` → `env` / `env_vars`; `headers` → `bearer_token_env_var`,
+//! `http_headers`, `env_http_headers`; `type` `stdio` (or none) and `http` (also
+//! `streamable-http`) choose by key as Codex does; `type` `sse` → `transport = "sse"`;
+//! `disabled: true` (in `mcpServers`, as Cline and Windsurf write it) →
+//! `enabled = false`. A server name keeps `[A-Za-z0-9_-]` and writes every other
+//! character as `_` (`io.github/x` → `io_github_x`); two names that become one are an
+//! error. Keys a host documents that mcp-runtime does not act on (VS Code's `dev`,
+//! `sandbox`, `sandboxEnabled`, `gallery`, `version`; Claude Code's `oauth`; Cursor's
+//! `auth`) load with a [`ConfigWarning`]; any other key is an error.
 //!
 //! Invariants:
 //!
 //! 1. A JSON file is converted into Codex's `[mcp_servers.NAME]` TOML, and that text
-//!    is what [`super::parse`] validates: every rule of a server table holds in one
+//!    is what the TOML parser validates: every rule of a server table holds in one
 //!    place, and the errors it finds are told in the JSON file's own terms (the
 //!    server's object, its JSON key).
 //! 2. `mcp-runtime import` prints the same TOML, except where a value holds a
