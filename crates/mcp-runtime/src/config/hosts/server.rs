@@ -472,14 +472,14 @@ impl Converter<'_> {
                     Ok(whole.to_owned())
                 }
                 Ref::Env { default, .. } if self.mode == Mode::Check => {
-                    Ok(default.unwrap_or("0").to_owned())
+                    Ok(default.map_or_else(|| stand_in(&key, &out), str::to_owned))
                 }
                 Ref::Input(id) if self.mode == Mode::Check => Ok(self
                     .inputs
                     .get(id)
                     .cloned()
                     .flatten()
-                    .unwrap_or_else(|| "0".to_owned())),
+                    .unwrap_or_else(|| stand_in(&key, &out))),
                 Ref::Env { name, default } => {
                     let value = (self.vars)(name);
                     match (value, default) {
@@ -539,5 +539,16 @@ impl Converter<'_> {
             }),
             Predefined::PathSeparator => Ok(std::path::MAIN_SEPARATOR.to_string()),
         }
+    }
+}
+
+/// What stands in for a variable without default when import validates its output
+/// ([`Mode::Check`]): `0`, a valid host, port, path segment or argument; at the start
+/// of a `url`, a whole URL.
+fn stand_in(key: &str, before: &str) -> String {
+    if key == "url" && before.is_empty() {
+        "http://0".to_owned()
+    } else {
+        "0".to_owned()
     }
 }

@@ -676,3 +676,31 @@ fn an_env_file_that_cannot_be_read_is_an_error_of_its_key() {
         "`/p/.vscode/mcp.json`: key `envFile` in `[servers.a]` names `/p/missing.env`, which cannot be read (No such file or directory (os error 2))"
     );
 }
+
+#[test]
+fn import_validates_its_output_with_a_stand_in_for_each_variable() {
+    let text = r#"{ "mcpServers": {
+        "whole": { "url": "${MCP_URL}" },
+        "port": { "url": "http://localhost:${PORT}/mcp" },
+        "host": { "url": "https://${HOST:-example.com}/mcp" }
+    } }"#;
+    let toml = import_with(text, Path::new("/p/.mcp.json"), &vars(&[])).unwrap();
+    for kept in [
+        "url = \"${MCP_URL}\"",
+        "url = \"http://localhost:${PORT}/mcp\"",
+        "url = \"https://${HOST:-example.com}/mcp\"",
+    ] {
+        assert!(toml.contains(kept), "{kept} in {toml}");
+    }
+    // What the stand-ins cannot make valid is still refused.
+    let error = import_with(
+        r#"{ "mcpServers": { "a": { "url": "ftp://${HOST}/mcp" } } }"#,
+        Path::new("/p/.mcp.json"),
+        &vars(&[]),
+    )
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "`/p/.mcp.json`: key `url` in `[mcpServers.a]` must be an `http://` or `https://` URL"
+    );
+}
