@@ -26,6 +26,10 @@ const KEYS: &[&str] = &[
     "type", "command", "args", "env", "envFile", "cwd", "url", "headers",
 ];
 
+/// The key of the `mcpServers` shape that turns a server off, as Cline and Windsurf
+/// write it.
+const DISABLED: &str = "disabled";
+
 /// Keys of one host that mcp-runtime reads but does not act on, with why, finishing a
 /// sentence about the key.
 const MCP_SERVERS_IGNORED: &[(&str, &str)] = &[
@@ -60,6 +64,7 @@ const VS_CODE_IGNORED: &[(&str, &str)] = &[
         "is VS Code's gallery record, which mcp-runtime does not use",
     ),
 ];
+
 /// The conversion of one file's servers.
 pub(super) struct Converter<'a> {
     pub(super) path: &'a Path,
@@ -166,14 +171,12 @@ impl Converter<'_> {
                     reason: (*reason).to_owned(),
                 });
             } else if !self.knows(key) {
-                let known = match self.shape {
-                    Shape::McpServers => {
-                        "`type`, `command`, `args`, `env`, `envFile`, `cwd`, `url`, `headers`, `disabled`"
-                    }
-                    Shape::VsCode => {
-                        "`type`, `command`, `args`, `env`, `envFile`, `cwd`, `url`, `headers`"
-                    }
-                };
+                let known: Vec<String> = KEYS
+                    .iter()
+                    .chain((self.shape == Shape::McpServers).then_some(&DISABLED))
+                    .map(|key| format!("`{key}`"))
+                    .collect();
+                let known = known.join(", ");
                 self.error(
                     t,
                     key,
@@ -231,7 +234,7 @@ impl Converter<'_> {
 
     /// Whether a server of this shape may have `key`.
     fn knows(&self, key: &str) -> bool {
-        KEYS.contains(&key) || (self.shape == Shape::McpServers && key == "disabled")
+        KEYS.contains(&key) || (self.shape == Shape::McpServers && key == DISABLED)
     }
 
     /// Checks `type` against the keys present; `Some(true)` for `sse`.
@@ -436,7 +439,7 @@ impl Converter<'_> {
         }
     }
 
-    /// `text` of the value at `at` (for example ``​`args` item 2``): at load with every
+    /// `text` of the value at `at` (for example `` `args` item 2 ``): at load with every
     /// reference expanded; at import with the predefined ones expanded and the rest
     /// kept, with a comment (invariant 2). `None` once an error is recorded.
     fn value(
