@@ -131,6 +131,15 @@ pub enum Command {
         #[command(flatten)]
         read: ReadArgs,
     },
+    /// Print another host's JSON config as Codex `config.toml` tables.
+    ///
+    /// Reads the files of Claude Desktop, Claude Code, VS Code and Cursor (which
+    /// `--config` also reads as they are). A `${…}` that Codex's format cannot express
+    /// is kept with a comment; no variable's value is printed.
+    Import {
+        /// The JSON file, for example `.vscode/mcp.json`.
+        file: PathBuf,
+    },
     /// Measure the runtime.
     Bench {
         #[command(subcommand)]

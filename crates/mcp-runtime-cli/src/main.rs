@@ -13,6 +13,7 @@ mod bench;
 mod config_file;
 mod demo;
 mod edit;
+mod import;
 mod input;
 mod logging;
 mod output;
@@ -223,6 +224,7 @@ async fn run_to_end(plan: Plan) -> u8 {
             Ok(text) => print(&text, 0),
             Err(error) => report(&error),
         },
+        Plan::Print(text) => print(&text, 0),
         Plan::Call { .. } => unreachable!("calls run through `Call::run`"),
     }
 }

@@ -58,6 +58,8 @@ pub enum Plan {
         name: String,
         json: bool,
     },
+    /// Print text that is already known, such as what `import` converted.
+    Print(String),
 }
 
 /// Which report.
@@ -178,6 +180,7 @@ impl Plan {
                 loaded: config_file::read(read.config.as_deref(), read.demo, false)?,
                 json: read.json,
             },
+            Command::Import { file } => Self::Print(crate::import::toml(&file)?),
         })
     }
 

@@ -10,6 +10,7 @@
 //! each message can say exactly which table and key is wrong and what it must be.
 
 pub(crate) mod checks;
+pub mod hosts;
 mod parse;
 #[cfg(test)]
 mod tests;
@@ -389,7 +390,8 @@ impl EnvironmentConfig {
 }
 
 impl Config {
-    /// Reads and parses a configuration file.
+    /// Reads and parses a configuration file: Codex's TOML, or the JSON file of another
+    /// host ([`hosts`]), told apart by content.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
@@ -398,8 +400,12 @@ impl Config {
         Self::parse(&text, path)
     }
 
-    /// Parses configuration text; `origin` names it in error messages.
+    /// Parses configuration text; `origin` names it in error messages. JSON text is
+    /// another host's file, converted to TOML first ([`hosts`]).
     pub fn parse(text: &str, origin: &Path) -> Result<Self, ConfigError> {
+        if hosts::looks_like_json(text) {
+            return hosts::load(text, origin, &hosts::process_vars);
+        }
         parse::parse(text, origin)
     }
 

@@ -147,6 +147,51 @@ pub enum ConfigError {
         /// The name that was not found.
         environment: String,
     },
+    /// A JSON file of another host is not valid JSON.
+    #[error("`{}` is not valid JSON: {message}", path.display())]
+    JsonSyntax {
+        /// The file.
+        path: PathBuf,
+        /// The parser's description, with line and column.
+        message: String,
+    },
+    /// A file is not one of the formats mcp-runtime reads, or its top level is not
+    /// what that format needs (see [`crate::config::hosts`]).
+    #[error("`{}` {problem}", path.display())]
+    HostFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong and what to do, finishing a sentence about the file.
+        problem: String,
+    },
+    /// A server name of another host's JSON file cannot name an mcp-runtime server.
+    #[error("`{}`: server name `{}` in `{table}` {problem}", path.display(), excerpt(name))]
+    HostServerName {
+        /// The file.
+        path: PathBuf,
+        /// The object holding the servers, for example `mcpServers`.
+        table: String,
+        /// The name (the message shows only its start).
+        name: String,
+        /// What is wrong and what to do.
+        problem: String,
+    },
+    /// A key of a server in another host's JSON file: unknown, of the wrong type, or
+    /// holding a `${…}` reference that cannot be resolved.
+    #[error("`{}`: key `{key}` in `[{table}]`{} {problem}", path.display(), entry_of(entry))]
+    HostKey {
+        /// The file.
+        path: PathBuf,
+        /// The server's object, for example `servers.github`.
+        table: String,
+        /// The key.
+        key: String,
+        /// Which item or entry of the key, for example `item 2` or ``variable `A` ``.
+        entry: Option<String>,
+        /// What is wrong and what to do, finishing a sentence about the key; never a
+        /// value that may be secret.
+        problem: String,
+    },
     /// Several errors, all found in one file: parsing goes on after an error so that
     /// the user can fix every one at once.
     #[error("{}", join(errors))]
@@ -173,6 +218,13 @@ fn excerpt(name: &str) -> String {
         Some((end, _)) => format!("{}…", &name[..end]),
         None => name.to_owned(),
     }
+}
+
+/// `: ENTRY`, naming an item or entry after its key.
+fn entry_of(entry: &Option<String>) -> String {
+    entry
+        .as_ref()
+        .map_or_else(String::new, |entry| format!(": {entry}"))
 }
 
 fn join(errors: &[ConfigError]) -> String {
