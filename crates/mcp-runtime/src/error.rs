@@ -57,8 +57,12 @@ pub enum ConfigError {
         /// The limit in bytes.
         limit: usize,
     },
-    /// A table has a key this tool does not know.
-    #[error("`{}`: unknown key `{key}` in `[{table}]` (check its spelling)", path.display())]
+    /// A table has a key that neither mcp-runtime nor Codex knows.
+    #[error(
+        "`{}`: unknown key `{key}` in `[{table}]` ({})",
+        path.display(),
+        spelling_hint(suggestion.as_deref())
+    )]
     UnknownKey {
         /// The file.
         path: PathBuf,
@@ -66,6 +70,31 @@ pub enum ConfigError {
         table: String,
         /// The unknown key.
         key: String,
+        /// The known key closest to it, when one is close.
+        suggestion: Option<String>,
+    },
+    /// A key that only a Streamable HTTP server can use is in a stdio server's table.
+    #[error(
+        "`{}`: key `{key}` in `[{table}]` applies only to a server with `url` (remove it from this stdio server)",
+        path.display()
+    )]
+    UrlOnlyKey {
+        /// The file.
+        path: PathBuf,
+        /// The table.
+        table: String,
+        /// The key.
+        key: String,
+    },
+    /// A top-level key has a value of the wrong type or out of range.
+    #[error("`{}`: top-level key `{key}` must be {expected}", path.display())]
+    InvalidTopLevelValue {
+        /// The file.
+        path: PathBuf,
+        /// The key.
+        key: String,
+        /// What the value must be.
+        expected: String,
     },
     /// A key has a value of the wrong type or out of range.
     #[error("`{}`: key `{key}` in `[{table}]` must be {expected}", path.display())]
@@ -163,6 +192,14 @@ impl ConfigError {
             Self::Several { errors } => errors,
             error => std::slice::from_ref(error),
         }
+    }
+}
+
+/// What to do about an unknown key.
+fn spelling_hint(suggestion: Option<&str>) -> String {
+    match suggestion {
+        Some(known) => format!("did you mean `{known}`?"),
+        None => "check its spelling".to_owned(),
     }
 }
 

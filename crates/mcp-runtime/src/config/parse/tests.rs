@@ -117,11 +117,50 @@ fn a_bad_server_name_is_an_error() {
 }
 
 #[test]
-fn an_unknown_key_in_a_server_table_is_an_error() {
+fn an_unknown_key_in_a_server_table_is_an_error_with_the_closest_known_key() {
     let message = parse_err("[mcp_servers.a]\ncommand = \"x\"\ncomand = \"y\"\n");
     assert_eq!(
         message,
-        "`/etc/mcp.toml`: unknown key `comand` in `[mcp_servers.a]` (check its spelling)"
+        "`/etc/mcp.toml`: unknown key `comand` in `[mcp_servers.a]` (did you mean `command`?)"
+    );
+    let message = parse_err("[mcp_servers.a]\nurl = \"https://x/mcp\"\nheaders = {}\n");
+    assert_eq!(
+        message,
+        "`/etc/mcp.toml`: unknown key `headers` in `[mcp_servers.a]` (did you mean `http_headers`?)"
+    );
+    let message = parse_err("[mcp_servers.a]\ncommand = \"x\"\nxyz = 1\n");
+    assert_eq!(
+        message,
+        "`/etc/mcp.toml`: unknown key `xyz` in `[mcp_servers.a]` (check its spelling)"
+    );
+}
+
+#[test]
+fn unknown_keys_in_tool_oauth_and_env_var_tables_suggest_the_closest_key() {
+    let error = parse(
+        r#"
+        [mcp_servers.a]
+        command = "x"
+        env_vars = [{ nme = "LANG" }]
+        [mcp_servers.a.tools.search]
+        aproval_mode = "approve"
+        [mcp_servers.b]
+        url = "https://x/mcp"
+        [mcp_servers.b.oauth]
+        client = "id"
+        "#,
+        Path::new("/etc/mcp.toml"),
+    )
+    .unwrap_err();
+    let messages: Vec<String> = error.errors().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        messages,
+        [
+            "`/etc/mcp.toml`: key `env_vars` in `[mcp_servers.a]`: item 1 has unknown key `nme` (did you mean `name`?)",
+            "`/etc/mcp.toml`: key `env_vars` in `[mcp_servers.a]`: item 1 needs `name`, the variable's name as a string",
+            "`/etc/mcp.toml`: unknown key `aproval_mode` in `[mcp_servers.a.tools.search]` (did you mean `approval_mode`?)",
+            "`/etc/mcp.toml`: unknown key `client` in `[mcp_servers.b.oauth]` (did you mean `client_id`?)",
+        ]
     );
 }
 
@@ -141,25 +180,42 @@ fn a_literal_bearer_token_is_refused() {
 }
 
 #[test]
-fn a_literal_authorization_header_is_refused() {
-    let message = parse_err(
-        "[mcp_servers.a]\nurl = \"https://x/mcp\"\nhttp_headers = { Authorization = \"Bearer sk-1\" }\n",
+fn an_authorization_header_is_accepted_and_its_value_never_shown() {
+    let config = parse_ok(
+        "[mcp_servers.a]\nurl = \"https://x/mcp\"\nhttp_headers = { Authorization = \"Bearer sk-1\", Proxy-Authorization = \"Basic sk-2\" }\n",
     );
+    let TransportConfig::StreamableHttp(http) = &config.servers["a"].transport else {
+        panic!("expected http");
+    };
+    assert_eq!(http.http_headers["Authorization"], "Bearer sk-1");
+    let shown = format!("{config:?}");
+    assert!(shown.contains("Authorization"), "{shown}");
     assert!(
-        message.contains(
-            "key `http_headers.Authorization` in `[mcp_servers.a]` holds a literal token"
-        ),
-        "{message}"
+        !shown.contains("sk-1") && !shown.contains("sk-2"),
+        "{shown}"
     );
+
+    // A message about the header names it, never its value.
+    let message = parse_err(
+        "[mcp_servers.a]\nurl = \"https://x/mcp\"\nhttp_headers = { Authorization = \"Bearer sk-1\\n\" }\n",
+    );
+    assert!(message.contains("header `Authorization`"), "{message}");
     assert!(!message.contains("sk-1"), "{message}");
 }
 
 #[test]
-fn both_startup_timeouts_is_an_error() {
-    let message = parse_err(
-        "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = 1\nstartup_timeout_ms = 5\n",
+fn with_both_startup_timeouts_the_seconds_win_with_a_warning() {
+    let config = parse_ok(
+        "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = 2\nstartup_timeout_ms = 500\n",
     );
-    assert!(message.contains("key `startup_timeout_ms`"), "{message}");
+    assert_eq!(config.servers["a"].startup_timeout, Duration::from_secs(2));
+    let warnings: Vec<String> = config.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        warnings,
+        [
+            "/etc/mcp.toml: [mcp_servers.a] `startup_timeout_ms` is ignored because `startup_timeout_sec` is also set, which wins as in Codex (remove one of them)"
+        ]
+    );
 }
 
 #[test]
