@@ -596,3 +596,5 @@ mod properties {
         }
     }
 }
+
+mod codex;

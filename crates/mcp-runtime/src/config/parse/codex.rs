@@ -161,7 +161,7 @@ impl File<'_> {
                 Some("chatgpt") => self.warn(
                     t,
                     "auth",
-                    "`chatgpt` has no effect: mcp-runtime has no ChatGPT session, so it reaches the server with `bearer_token_env_var`, `http_headers` and `env_http_headers` only"
+                    "set to `chatgpt` has no effect: mcp-runtime has no ChatGPT session, so it reaches the server with `bearer_token_env_var`, `http_headers` and `env_http_headers` only"
                         .to_owned(),
                 ),
                 _ => self.report(self.invalid(t, "auth", "`oauth` or `chatgpt`")),
@@ -191,7 +191,7 @@ impl File<'_> {
                     t,
                     key,
                     format!(
-                        "`{}` has no effect: it names one of Codex's execution environments, which mcp-runtime does not have; this server runs where its `environment` key says, this host by default (to run it elsewhere, define `[environments.NAME]` with a `wrapper` and set `environment = \"NAME\"`)",
+                        "set to `{}` has no effect: it names one of Codex's execution environments, which mcp-runtime does not have; this server runs where its `environment` key says, this host by default (to run it elsewhere, define `[environments.NAME]` with a `wrapper` and set `environment = \"NAME\"`)",
                         shown(&environment)
                     ),
                 );
