@@ -145,9 +145,9 @@ pub enum CredentialsStore {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ApprovalMode {
-    /// The host decides by its own policy, from the tool's annotations (`auto`, Codex's
-    /// default: ask unless the tool says it is read-only, and always when it says it is
-    /// destructive).
+    /// The host decides from the tool's annotations (`auto`, Codex's default): it asks
+    /// when the tool says it is destructive, runs a tool that says it is read-only, and
+    /// otherwise asks unless the tool says it is neither destructive nor open-world.
     Auto,
     /// The host asks before every call (`prompt`).
     Prompt,
