@@ -7,6 +7,8 @@
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
+use crate::config::checks::shown;
+
 /// A configuration file could not be read or does not describe a valid set of servers.
 ///
 /// Every variant names the file, and where it applies the `[mcp_servers.NAME]` table
@@ -33,8 +35,9 @@ pub enum ConfigError {
     },
     /// A server name does not match `^[A-Za-z0-9_-]+$`.
     #[error(
-        "`{}`: server name `{name}` in `[mcp_servers]` may only contain letters, digits, `_` and `-`",
-        path.display()
+        "`{}`: server name `{}` in `[mcp_servers]` may only contain letters, digits, `_` and `-`",
+        path.display(),
+        shown(name)
     )]
     InvalidServerName {
         /// The file.
@@ -46,7 +49,7 @@ pub enum ConfigError {
     #[error(
         "`{}`: server name `{}` in `[mcp_servers]` is {} bytes long, more than the {limit} allowed (use a shorter name)",
         path.display(),
-        excerpt(name),
+        shown(&excerpt(name)),
         name.len()
     )]
     ServerNameTooLong {
@@ -59,8 +62,9 @@ pub enum ConfigError {
     },
     /// A table has a key that neither mcp-runtime nor Codex knows.
     #[error(
-        "`{}`: unknown key `{key}` in `[{table}]` ({})",
+        "`{}`: unknown key `{}` in `[{table}]` ({})",
         path.display(),
+        shown(key),
         spelling_hint(suggestion.as_deref())
     )]
     UnknownKey {
@@ -97,7 +101,11 @@ pub enum ConfigError {
         expected: String,
     },
     /// A key has a value of the wrong type or out of range.
-    #[error("`{}`: key `{key}` in `[{table}]` must be {expected}", path.display())]
+    #[error(
+        "`{}`: key `{}` in `[{table}]` must be {expected}",
+        path.display(),
+        shown(key)
+    )]
     InvalidValue {
         /// The file.
         path: PathBuf,
@@ -177,7 +185,8 @@ pub enum ConfigError {
         environment: String,
     },
     /// Several errors, all found in one file: parsing goes on after an error so that
-    /// the user can fix every one at once.
+    /// the user can fix every one at once. The message is one line per error, each a
+    /// whole message that names the file.
     #[error("{}", join(errors))]
     Several {
         /// Each error, none of them [`ConfigError::Several`].
@@ -217,7 +226,7 @@ fn join(errors: &[ConfigError]) -> String {
         .iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
-        .join("; ")
+        .join("\n")
 }
 
 /// One server could not be started.
@@ -554,7 +563,7 @@ fn describe_failures(failures: &[(String, StartupError)]) -> String {
         .iter()
         .map(|(name, error)| format!("`{name}`: {}", crate::error::chain(error)))
         .collect::<Vec<_>>()
-        .join("; ")
+        .join("\n")
 }
 
 /// A request to a server failed below the level of what was asked: the server

@@ -30,7 +30,9 @@ use super::{
     Config, ConfigWarning, CredentialsStore, Environment, EnvironmentConfig, MAX_SERVER_NAME_BYTES,
     ServerConfig, TransportConfig,
     checks::{os_string_problem, shown},
-    keys::{HTTP_KEYS, LITERAL_TOKEN_KEYS, STDIO_KEYS, URL_ONLY_KEYS, closest, server_keys},
+    keys::{
+        HTTP_KEYS, LITERAL_TOKEN_KEYS, STDIO_KEYS, URL_ONLY_KEYS, closest, server_keys, table_part,
+    },
 };
 use crate::error::ConfigError;
 
@@ -176,7 +178,7 @@ impl File<'_> {
     }
 
     fn environment(&self, name: &str, value: &Value) -> Result<EnvironmentConfig, ConfigError> {
-        let table_name = format!("environments.{name}");
+        let table_name = format!("environments.{}", table_part(name));
         if name == "local" {
             return Err(self.invalid(
                 "environments",

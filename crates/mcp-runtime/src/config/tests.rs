@@ -48,7 +48,7 @@ fn every_error_in_a_file_is_reported_at_once() {
             "`/etc/mcp.toml`: server name `bad name` in `[mcp_servers]` may only contain letters, digits, `_` and `-`",
         ]
     );
-    assert_eq!(error.to_string(), messages.join("; "));
+    assert_eq!(error.to_string(), messages.join("\n"), "one line per error");
 }
 
 #[test]
@@ -426,8 +426,16 @@ mod properties {
         if rest.is_empty() {
             return Some(top);
         }
-        let (second, rest) = rest.split_once('.').unwrap_or((rest, ""));
-        let second = top.get(second)?.as_table()?;
+        // An environment's name may need quotes; a server's name never does.
+        let (second, rest) = match rest.strip_prefix('"') {
+            Some(_) => (rest, ""),
+            None => rest.split_once('.').unwrap_or((rest, "")),
+        };
+        let second = top
+            .iter()
+            .find(|(name, _)| crate::config::keys::table_part(name) == second)?
+            .1
+            .as_table()?;
         if rest.is_empty() {
             return Some(second);
         }
@@ -462,7 +470,9 @@ mod properties {
                 let required = matches!(key.as_str(), "command" | "url");
                 prop_assert!(has_key(table, key) || required, "{}", message);
                 prop_assert!(message.contains(&format!("`[{table}]`")), "{}", message);
+                let key = crate::config::checks::shown(key);
                 prop_assert!(message.contains(&format!("key `{key}`")), "{}", message);
+                prop_assert!(!message.contains('\n'), "one line: {}", message);
             }
             ConfigError::UrlOnlyKey { table, key, .. } => {
                 prop_assert!(has_key(table, key), "{}", message);
@@ -492,6 +502,7 @@ mod properties {
             }
             ConfigError::InvalidServerName { name, .. }
             | ConfigError::ServerNameTooLong { name, .. } => {
+                prop_assert!(!message.contains('\n'), "one line: {}", message);
                 let servers = keys_of(root, "mcp_servers");
                 prop_assert!(
                     servers.is_some_and(|servers| servers.contains_key(name)),
