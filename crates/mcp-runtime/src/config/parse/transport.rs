@@ -60,6 +60,27 @@ impl File<'_> {
             let value_of = || format!("the value of {}", variable(name));
             self.check(t, "env", value_of, os_string_problem(value));
         }
+        let (remote, local): (Vec<_>, Vec<_>) = env_vars
+            .into_iter()
+            .flatten()
+            .partition(|(_, is_remote)| *is_remote);
+        for (name, _) in local.iter().chain(&remote) {
+            self.check(t, "env_vars", || variable(name), env_name_problem(name));
+        }
+        if !remote.is_empty() {
+            let names: Vec<String> = remote
+                .iter()
+                .map(|(name, _)| format!("`{}`", shown(name)))
+                .collect();
+            self.warn(
+                t,
+                "env_vars",
+                format!(
+                    "entries with `source = \"remote\"` ({}) are not forwarded: mcp-runtime forwards only variables of its own environment (set the value with `env`, or in the environment's `wrapper`)",
+                    names.join(", ")
+                ),
+            );
+        }
         if let Some(cwd) = &cwd {
             self.check(t, "cwd", || "the value".to_owned(), os_string_problem(cwd));
         }
@@ -67,17 +88,17 @@ impl File<'_> {
             command: command.unwrap_or_default(),
             args: args.unwrap_or_default(),
             env: env.unwrap_or_default(),
-            env_vars: env_vars.unwrap_or_default(),
+            env_vars: local.into_iter().map(|(name, _)| name).collect(),
             cwd: cwd.map(PathBuf::from),
         })
     }
 
-    /// `env_vars`: the names of the variables to forward from this process's
-    /// environment. An entry is a name, or a table `{ name = "…", source = "local" |
-    /// "remote" }` (Codex's form). A `remote` variable is one Codex reads in the remote
-    /// environment a server runs in; mcp-runtime forwards only its own variables, so such
-    /// an entry loads with a warning and is not forwarded.
-    fn env_vars(&self, value: &Value, t: &str) -> Result<Vec<String>, ConfigError> {
+    /// `env_vars`: the variables to forward from this process's environment, each with
+    /// whether it is `remote`. An entry is a name, or a table `{ name = "…", source =
+    /// "local" | "remote" }` (Codex's form). A `remote` variable is one Codex reads in
+    /// the remote environment a server runs in; mcp-runtime forwards only its own
+    /// variables, so such an entry loads with a warning and is not forwarded.
+    fn env_vars(&self, value: &Value, t: &str) -> Result<Vec<(String, bool)>, ConfigError> {
         const KEY: &str = "env_vars";
         let items = value.as_array().ok_or_else(|| {
             self.invalid(
@@ -86,8 +107,7 @@ impl File<'_> {
                 "an array of variable names or of tables `{ name = \"…\", source = \"local\" }`",
             )
         })?;
-        let mut local = Vec::new();
-        let mut remote = Vec::new();
+        let mut names = Vec::new();
         for (index, entry) in items.iter().enumerate() {
             let (name, is_remote) = match entry {
                 Value::String(name) => (name, false),
@@ -129,24 +149,9 @@ impl File<'_> {
                     continue;
                 }
             };
-            self.check(t, KEY, || variable(name), env_name_problem(name));
-            if is_remote {
-                remote.push(format!("`{}`", shown(name)));
-            } else {
-                local.push(name.clone());
-            }
+            names.push((name.clone(), is_remote));
         }
-        if !remote.is_empty() {
-            self.warn(
-                t,
-                KEY,
-                format!(
-                    "entries with `source = \"remote\"` ({}) are not forwarded: mcp-runtime forwards only variables of its own environment (set the value with `env`, or in the environment's `wrapper`)",
-                    remote.join(", ")
-                ),
-            );
-        }
-        Ok(local)
+        Ok(names)
     }
 
     pub(super) fn http(&self, table: &Table, t: &str) -> Result<HttpConfig, ConfigError> {
