@@ -1,16 +1,60 @@
 //! Configuration: which MCP servers to run and how.
 //!
 //! The format is TOML and key-compatible with Codex's `[mcp_servers.NAME]` tables, so a
-//! Codex `config.toml` can be used as it is: unknown top-level keys are ignored, while an
-//! unknown key inside a server table is an error (a typo there would otherwise silently
-//! change what runs). Every error names the file, the table and the key, and every error
-//! in a file is reported at once ([`ConfigError::errors`]).
+//! Codex `config.toml` can be used as it is: unknown top-level keys (Codex's `model`,
+//! `[profiles.*]`, `[features]`, …) are ignored, while an unknown key inside a server
+//! table is an error (a typo there would otherwise silently change what runs), with the
+//! closest known key as a suggestion. Every error names the file, the table and the key,
+//! and every error in a file is reported at once ([`ConfigError::errors`]).
 //!
-//! Parsing is done key by key rather than through `serde(deny_unknown_fields)` so that
-//! each message can say exactly which table and key is wrong and what it must be.
+//! # The keys followed
+//!
+//! The server keys are those of Codex's `RawMcpServerConfig`
+//! (`codex-rs/config/src/mcp_types.rs`) in the newest version read for this work, the
+//! one that holds `http_headers_helper`, `environment_id`, `auth`, `omit_tools_from`,
+//! `oauth.callback_url`/`callback_port` and `tools.TOOL.output_token_limit` (the
+//! approval values and their meaning as in `codex-rs/core/src/mcp_tool_call.rs` at
+//! Codex commit `ca466061d64f0b44f416135c7fd06aa7af850bbc`), plus
+//! `experimental_environment`, the name `environment_id` had before, from the version
+//! at Codex commit `00b17c2659c96ab3d0ae8de723b4ce2d686850b1`. The top-level
+//! `mcp_oauth_credentials_store` is Codex's `ConfigToml` key of that name.
+//! Every key falls in one of three groups:
+//!
+//! 1. Honoured: mcp-runtime acts on it, or carries it to the host
+//!    ([`ServerConfig::tools`], [`ServerConfig::approval_mode`],
+//!    [`ServerConfig::supports_parallel_tool_calls`]), or keeps it for OAuth
+//!    ([`ServerConfig::oauth`], [`Config::oauth_credentials_store`]).
+//! 2. Accepted with a warning: a key Codex knows whose effect mcp-runtime does not have
+//!    (`http_headers_helper`, `env_vars` with `source = "remote"`, `environment_id`,
+//!    `name`, `omit_tools_from`, …). Its value is checked as Codex checks it, and the
+//!    file loads with one [`ConfigWarning`] per server and key saying what does not
+//!    happen and what to use instead. A value that asks for what mcp-runtime does anyway
+//!    (`environment_id = "local"`) loads silently.
+//! 3. mcp-runtime's own: `environment`, `share_tool_listing`, `max_message_bytes`,
+//!    `transport`, and the `[environments.NAME]` tables.
+//!
+//! Where Codex decides something, mcp-runtime decides the same: with both
+//! `startup_timeout_sec` and `startup_timeout_ms` the seconds win; an `Authorization`
+//! header in `http_headers` is accepted (its value is never shown); a literal
+//! `bearer_token` is refused; OAuth keys on a stdio server are an error.
+//!
+//! # Why key by key
+//!
+//! Parsing is done key by key over a [`toml::Table`] rather than through a serde
+//! `Raw*` struct destructured into the validated type. Serde's derive stops a struct at
+//! its first error and words it in serde's terms (`invalid type: string, expected u64`),
+//! while every error here names the file, the table and the key, says what the value
+//! must be, never repeats a value that may be secret, and is reported together with
+//! every other error of the file. A `Raw*` struct whose fields are all
+//! [`toml::Value`] would keep those messages but add a third list of every key next to
+//! the parser and the key lists of the `keys` module; instead, those lists are the
+//! single record of what a table may hold. A test loads a complete Codex `config.toml`
+//! with every key (`config/testdata/codex-full.toml`), and property tests check that
+//! every error points at a table and key of the document.
 
 pub(crate) mod checks;
 pub mod hosts;
+mod keys;
 mod parse;
 #[cfg(test)]
 mod tests;
@@ -102,20 +146,26 @@ pub enum CredentialsStore {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ApprovalMode {
-    /// The host decides, by its own policy (`auto`).
+    /// The host decides from the tool's annotations (`auto`, Codex's default): it asks
+    /// when the tool says it is destructive, runs a tool that says it is read-only, and
+    /// otherwise asks unless the tool says it is neither destructive nor open-world.
     Auto,
     /// The host asks before every call (`prompt`).
     Prompt,
+    /// The host asks unless the tool declares itself read-only (`readOnlyHint`); a tool
+    /// without annotations counts as one that writes (`writes`).
+    Writes,
     /// The tool is approved: the host calls it without asking (`approve`).
     Approve,
 }
 
 impl ApprovalMode {
-    /// `auto`, `prompt` or `approve`.
+    /// `auto`, `prompt`, `writes` or `approve`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Auto => "auto",
             Self::Prompt => "prompt",
+            Self::Writes => "writes",
             Self::Approve => "approve",
         }
     }

@@ -7,6 +7,8 @@
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
+use crate::config::checks::shown;
+
 /// A configuration file could not be read or does not describe a valid set of servers.
 ///
 /// Every variant names the file, and where it applies the `[mcp_servers.NAME]` table
@@ -33,8 +35,9 @@ pub enum ConfigError {
     },
     /// A server name does not match `^[A-Za-z0-9_-]+$`.
     #[error(
-        "`{}`: server name `{name}` in `[mcp_servers]` may only contain letters, digits, `_` and `-`",
-        path.display()
+        "`{}`: server name `{}` in `[mcp_servers]` may only contain letters, digits, `_` and `-`",
+        path.display(),
+        shown(name)
     )]
     InvalidServerName {
         /// The file.
@@ -46,7 +49,7 @@ pub enum ConfigError {
     #[error(
         "`{}`: server name `{}` in `[mcp_servers]` is {} bytes long, more than the {limit} allowed (use a shorter name)",
         path.display(),
-        excerpt(name),
+        shown(&excerpt(name)),
         name.len()
     )]
     ServerNameTooLong {
@@ -57,8 +60,13 @@ pub enum ConfigError {
         /// The limit in bytes.
         limit: usize,
     },
-    /// A table has a key this tool does not know.
-    #[error("`{}`: unknown key `{key}` in `[{table}]` (check its spelling)", path.display())]
+    /// A table has a key that neither mcp-runtime nor Codex knows.
+    #[error(
+        "`{}`: unknown key `{}` in `[{table}]` ({})",
+        path.display(),
+        shown(key),
+        spelling_hint(suggestion.as_deref())
+    )]
     UnknownKey {
         /// The file.
         path: PathBuf,
@@ -66,9 +74,38 @@ pub enum ConfigError {
         table: String,
         /// The unknown key.
         key: String,
+        /// The known key closest to it, when one is close.
+        suggestion: Option<String>,
+    },
+    /// A key that only a Streamable HTTP server can use is in a stdio server's table.
+    #[error(
+        "`{}`: key `{key}` in `[{table}]` applies only to a server with `url` (remove it from this stdio server)",
+        path.display()
+    )]
+    UrlOnlyKey {
+        /// The file.
+        path: PathBuf,
+        /// The table.
+        table: String,
+        /// The key.
+        key: String,
+    },
+    /// A top-level key has a value of the wrong type or out of range.
+    #[error("`{}`: top-level key `{key}` must be {expected}", path.display())]
+    InvalidTopLevelValue {
+        /// The file.
+        path: PathBuf,
+        /// The key.
+        key: String,
+        /// What the value must be.
+        expected: String,
     },
     /// A key has a value of the wrong type or out of range.
-    #[error("`{}`: key `{key}` in `[{table}]` must be {expected}", path.display())]
+    #[error(
+        "`{}`: key `{}` in `[{table}]` must be {expected}",
+        path.display(),
+        shown(key)
+    )]
     InvalidValue {
         /// The file.
         path: PathBuf,
@@ -193,7 +230,8 @@ pub enum ConfigError {
         problem: String,
     },
     /// Several errors, all found in one file: parsing goes on after an error so that
-    /// the user can fix every one at once.
+    /// the user can fix every one at once. The message is one line per error, each a
+    /// whole message that names the file.
     #[error("{}", join(errors))]
     Several {
         /// Each error, none of them [`ConfigError::Several`].
@@ -208,6 +246,14 @@ impl ConfigError {
             Self::Several { errors } => errors,
             error => std::slice::from_ref(error),
         }
+    }
+}
+
+/// What to do about an unknown key.
+fn spelling_hint(suggestion: Option<&str>) -> String {
+    match suggestion {
+        Some(known) => format!("did you mean `{known}`?"),
+        None => "check its spelling".to_owned(),
     }
 }
 
@@ -232,7 +278,7 @@ fn join(errors: &[ConfigError]) -> String {
         .iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
-        .join("; ")
+        .join("\n")
 }
 
 /// One server could not be started.
@@ -569,7 +615,7 @@ fn describe_failures(failures: &[(String, StartupError)]) -> String {
         .iter()
         .map(|(name, error)| format!("`{name}`: {}", crate::error::chain(error)))
         .collect::<Vec<_>>()
-        .join("; ")
+        .join("\n")
 }
 
 /// A request to a server failed below the level of what was asked: the server

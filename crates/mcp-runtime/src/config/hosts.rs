@@ -188,10 +188,14 @@ fn relocate(error: ConfigError, objects: &BTreeMap<String, String>) -> ConfigErr
         None => table,
     };
     match error {
-        ConfigError::UnknownKey { path, table, key } => ConfigError::UnknownKey {
+        // A suggestion names a TOML key, which the JSON file does not have.
+        ConfigError::UnknownKey {
+            path, table, key, ..
+        } => ConfigError::UnknownKey {
             path,
             table: object(table),
             key: json_key(&key),
+            suggestion: None,
         },
         ConfigError::InvalidValue {
             path,

@@ -1,58 +1,40 @@
 //! Key-by-key parsing of the TOML text into [`Config`].
 //!
 //! The document is first parsed as a plain TOML table; then every server table is
-//! checked key by key against the stdio, HTTP and common key lists, so an unknown key,
-//! a mix of transports or a value of the wrong type is reported with the file, the
-//! table and the key. Keys that would hold a secret in clear text (`bearer_token`, an
-//! `Authorization` header) are refused outright.
+//! checked key by key against the key lists of [`super::keys`], so an unknown key, a mix
+//! of transports or a value of the wrong type is reported with the file, the table and
+//! the key. A literal `bearer_token` is refused outright (Codex refuses it too).
 //!
 //! An error does not stop the parse: [`File`] records it and parsing goes on with the
 //! next key, entry or table, so that every error in a file is reported at once. Only
-//! what the rest of a table depends on (its transport) ends that table early.
+//! what the rest of a table depends on (its transport) ends that table early. A key that
+//! loads but has no effect is recorded as a [`ConfigWarning`] instead.
+//!
+//! The transport keys are read in [`transport`], the keys of Codex's format that go
+//! beyond a transport and its timeouts (tools, approval, OAuth, and the keys that only
+//! warn) in [`codex`].
+
+mod codex;
+mod transport;
 
 use std::{
     cell::RefCell,
     collections::{BTreeMap, BTreeSet},
-    path::{Path, PathBuf},
+    path::Path,
     time::Duration,
 };
 
 use toml::{Table, Value};
 
 use super::{
-    Config, Environment, EnvironmentConfig, HttpConfig, HttpTransport, MAX_SERVER_NAME_BYTES,
-    ServerConfig, StdioConfig, TransportConfig,
-    checks::{
-        env_name_problem, header_name_problem, header_value_problem, os_string_problem, shown,
-        url_problem,
+    Config, ConfigWarning, CredentialsStore, Environment, EnvironmentConfig, MAX_SERVER_NAME_BYTES,
+    ServerConfig, TransportConfig,
+    checks::{os_string_problem, shown},
+    keys::{
+        HTTP_KEYS, LITERAL_TOKEN_KEYS, STDIO_KEYS, URL_ONLY_KEYS, closest, server_keys, table_part,
     },
 };
 use crate::error::ConfigError;
-
-pub(super) const STDIO_KEYS: &[&str] = &["command", "args", "env", "env_vars", "cwd"];
-pub(super) const HTTP_KEYS: &[&str] = &[
-    "url",
-    "bearer_token_env_var",
-    "http_headers",
-    "env_http_headers",
-];
-pub(super) const COMMON_KEYS: &[&str] = &[
-    "enabled",
-    "required",
-    "startup_timeout_sec",
-    "startup_timeout_ms",
-    "tool_timeout_sec",
-    "enabled_tools",
-    "disabled_tools",
-    "environment",
-    "share_tool_listing",
-    "max_message_bytes",
-];
-/// Keys that would carry a secret in clear text.
-pub(super) const LITERAL_TOKEN_KEYS: &[&str] = &["bearer_token"];
-/// Headers that carry credentials: only `bearer_token_env_var` or `env_http_headers`
-/// may set them.
-const CREDENTIAL_HEADERS: &[&str] = &["authorization", "proxy-authorization"];
 
 pub(super) fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
     let root: Table = toml::from_str(text).map_err(|error| ConfigError::Syntax {
@@ -62,6 +44,7 @@ pub(super) fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
     let file = File {
         path: origin,
         errors: RefCell::default(),
+        warnings: RefCell::default(),
     };
 
     let mut environments = BTreeMap::new();
@@ -108,10 +91,28 @@ pub(super) fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
             }
         }
     }
+
+    let mut oauth_credentials_store = CredentialsStore::default();
+    if let Some(value) = root.get("mcp_oauth_credentials_store") {
+        let store = match value.as_str() {
+            Some("auto") => Ok(CredentialsStore::Auto),
+            Some("keyring") => Ok(CredentialsStore::Keyring),
+            Some("file") => Ok(CredentialsStore::File),
+            _ => Err(ConfigError::InvalidTopLevelValue {
+                path: origin.to_owned(),
+                key: "mcp_oauth_credentials_store".to_owned(),
+                expected: "`auto`, `keyring` or `file`".to_owned(),
+            }),
+        };
+        file.set(&mut oauth_credentials_store, store);
+    }
+
+    let warnings = file.warnings.take();
     file.finish(Config {
         servers,
         environments,
-        ..Config::default()
+        oauth_credentials_store,
+        warnings,
     })
 }
 
@@ -126,10 +127,11 @@ fn location(text: &str, span: Option<std::ops::Range<usize>>) -> String {
     format!(" (at line {line}, column {column})")
 }
 
-/// The file being parsed and the errors found in it so far.
+/// The file being parsed, the errors found in it so far and the warnings.
 struct File<'a> {
     path: &'a Path,
     errors: RefCell<Vec<ConfigError>>,
+    warnings: RefCell<Vec<ConfigWarning>>,
 }
 
 impl File<'_> {
@@ -140,6 +142,17 @@ impl File<'_> {
             "errors are recorded one by one, never nested"
         );
         self.errors.borrow_mut().push(error);
+    }
+
+    /// Records that `key` of `table` loads but has no effect, and why: `reason`
+    /// finishes a sentence about the key.
+    fn warn(&self, table: &str, key: &str, reason: String) {
+        self.warnings.borrow_mut().push(ConfigWarning {
+            path: self.path.to_owned(),
+            table: table.to_owned(),
+            key: key.to_owned(),
+            reason,
+        });
     }
 
     /// The value of `result`, or `None` once its error is recorded.
@@ -165,7 +178,7 @@ impl File<'_> {
     }
 
     fn environment(&self, name: &str, value: &Value) -> Result<EnvironmentConfig, ConfigError> {
-        let table_name = format!("environments.{name}");
+        let table_name = format!("environments.{}", table_part(name));
         if name == "local" {
             return Err(self.invalid(
                 "environments",
@@ -174,9 +187,7 @@ impl File<'_> {
             ));
         }
         let table = self.table(value, "environments", name)?;
-        for key in table.keys().filter(|key| *key != "wrapper") {
-            self.report(self.unknown_key(&table_name, key));
-        }
+        self.unknown_keys(table, &table_name, &["wrapper"]);
         let wrapper = match table.get("wrapper") {
             Some(value) => self.strings(value, &table_name, "wrapper")?,
             None => Vec::new(),
@@ -212,13 +223,8 @@ impl File<'_> {
                     table: table_name.clone(),
                     key: key.clone(),
                 });
-                continue;
-            }
-            let known = [STDIO_KEYS, HTTP_KEYS, COMMON_KEYS]
-                .iter()
-                .any(|keys| keys.contains(&key.as_str()));
-            if !known {
-                self.report(self.unknown_key(t, key));
+            } else if !server_keys().any(|known| known == key) {
+                self.report(self.unknown_key(t, key, closest(key, server_keys())));
             }
         }
         let stdio_key = STDIO_KEYS.iter().find(|key| table.contains_key(**key));
@@ -232,7 +238,16 @@ impl File<'_> {
                     http_key: (*http_key).to_owned(),
                 });
             }
-            (Some(_), None) => TransportConfig::Stdio(self.stdio(table, t)?),
+            (Some(_), None) => {
+                for key in URL_ONLY_KEYS.iter().filter(|key| table.contains_key(**key)) {
+                    self.report(ConfigError::UrlOnlyKey {
+                        path: self.path.to_owned(),
+                        table: table_name.clone(),
+                        key: (*key).to_owned(),
+                    });
+                }
+                TransportConfig::Stdio(self.stdio(table, t)?)
+            }
             (None, Some(_)) => TransportConfig::StreamableHttp(self.http(table, t)?),
             (None, None) => {
                 return Err(ConfigError::MissingTransport {
@@ -243,6 +258,20 @@ impl File<'_> {
         };
 
         let mut server = ServerConfig::new(name.to_owned(), transport);
+        self.common(table, t, &mut server, environments);
+        self.codex_keys(table, t, &mut server);
+        Ok(server)
+    }
+
+    /// The keys every server takes that are not about its transport or Codex's tools
+    /// and approval settings.
+    fn common(
+        &self,
+        table: &Table,
+        t: &str,
+        server: &mut ServerConfig,
+        environments: &BTreeSet<&str>,
+    ) {
         if let Some(value) = table.get("enabled") {
             self.set(&mut server.enabled, self.boolean(value, t, "enabled"));
         }
@@ -253,26 +282,23 @@ impl File<'_> {
             let share = self.boolean(value, t, "share_tool_listing");
             self.set(&mut server.share_tool_listing, share);
         }
-        match (
-            table.get("startup_timeout_sec"),
-            table.get("startup_timeout_ms"),
-        ) {
-            (Some(_), Some(_)) => {
-                self.report(self.invalid(
-                    t,
-                    "startup_timeout_ms",
-                    "absent when `startup_timeout_sec` is set (set only one)",
-                ));
-            }
-            (Some(value), None) => {
-                let timeout = self.seconds(value, t, "startup_timeout_sec", 1.0);
-                self.set(&mut server.startup_timeout, timeout);
-            }
-            (None, Some(value)) => {
-                let timeout = self.seconds(value, t, "startup_timeout_ms", 1e-3);
-                self.set(&mut server.startup_timeout, timeout);
-            }
-            (None, None) => {}
+        let seconds = table
+            .get("startup_timeout_sec")
+            .map(|value| self.seconds(value, t, "startup_timeout_sec", 1.0));
+        let milliseconds = table
+            .get("startup_timeout_ms")
+            .map(|value| self.seconds(value, t, "startup_timeout_ms", 1e-3));
+        // As in Codex, the seconds win when both are set.
+        if seconds.is_some() && milliseconds.is_some() {
+            self.warn(
+                t,
+                "startup_timeout_ms",
+                "is ignored because `startup_timeout_sec` is also set, which wins as in Codex (remove one of them)"
+                    .to_owned(),
+            );
+        }
+        for timeout in [milliseconds, seconds].into_iter().flatten() {
+            self.set(&mut server.startup_timeout, timeout);
         }
         if let Some(value) = table.get("tool_timeout_sec") {
             let timeout = self.seconds(value, t, "tool_timeout_sec", 1.0);
@@ -302,7 +328,7 @@ impl File<'_> {
                 other if !environments.contains(other) => {
                     self.report(ConfigError::UnknownEnvironment {
                         path: self.path.to_owned(),
-                        table: table_name.clone(),
+                        table: t.to_owned(),
                         environment,
                     });
                 }
@@ -316,127 +342,14 @@ impl File<'_> {
                 _ => server.environment = Environment::Named(environment),
             }
         }
-        Ok(server)
     }
 
-    fn stdio(&self, table: &Table, t: &str) -> Result<StdioConfig, ConfigError> {
-        let command = match table.get("command") {
-            Some(value) => self.ok(self.string(value, t, "command")),
-            None => Some(String::new()),
-        };
-        if command.as_deref() == Some("") {
-            self.report(self.invalid(t, "command", "a non-empty string"));
+    /// Reports every key of `table` not in `known`, with the closest known key.
+    fn unknown_keys(&self, table: &Table, table_name: &str, known: &[&str]) {
+        for key in table.keys().filter(|key| !known.contains(&key.as_str())) {
+            let suggestion = closest(key, known.iter().copied());
+            self.report(self.unknown_key(table_name, key, suggestion));
         }
-        let args = table
-            .get("args")
-            .and_then(|value| self.ok(self.strings(value, t, "args")));
-        let env = table
-            .get("env")
-            .and_then(|value| self.ok(self.string_map(value, t, "env")));
-        let env_vars = table
-            .get("env_vars")
-            .and_then(|value| self.ok(self.strings(value, t, "env_vars")));
-        let cwd = table
-            .get("cwd")
-            .and_then(|value| self.ok(self.string(value, t, "cwd")));
-        if let Some(command) = &command {
-            self.check(
-                t,
-                "command",
-                || "the value".to_owned(),
-                os_string_problem(command),
-            );
-        }
-        for (index, arg) in args.iter().flatten().enumerate() {
-            self.check(t, "args", || item(index), os_string_problem(arg));
-        }
-        for (name, value) in env.iter().flatten() {
-            self.check(t, "env", || variable(name), env_name_problem(name));
-            let value_of = || format!("the value of {}", variable(name));
-            self.check(t, "env", value_of, os_string_problem(value));
-        }
-        for name in env_vars.iter().flatten() {
-            self.check(t, "env_vars", || variable(name), env_name_problem(name));
-        }
-        if let Some(cwd) = &cwd {
-            self.check(t, "cwd", || "the value".to_owned(), os_string_problem(cwd));
-        }
-        Ok(StdioConfig {
-            command: command.unwrap_or_default(),
-            args: args.unwrap_or_default(),
-            env: env.unwrap_or_default(),
-            env_vars: env_vars.unwrap_or_default(),
-            cwd: cwd.map(PathBuf::from),
-        })
-    }
-
-    fn http(&self, table: &Table, t: &str) -> Result<HttpConfig, ConfigError> {
-        let url = match table.get("url") {
-            Some(value) => self.ok(self.string(value, t, "url")),
-            None => Some(String::new()),
-        };
-        if let Some(url) = &url
-            && let Some(expected) = url_problem(url)
-        {
-            self.report(self.invalid(t, "url", &expected));
-        }
-        let bearer_token_env_var = table
-            .get("bearer_token_env_var")
-            .and_then(|value| self.ok(self.string(value, t, "bearer_token_env_var")));
-        if let Some(name) = &bearer_token_env_var {
-            let key = "bearer_token_env_var";
-            self.check(t, key, || variable(name), env_name_problem(name));
-        }
-        let http_headers = table
-            .get("http_headers")
-            .and_then(|value| self.ok(self.string_map(value, t, "http_headers")))
-            .unwrap_or_default();
-        for (name, value) in &http_headers {
-            self.check(
-                t,
-                "http_headers",
-                || header(name),
-                header_name_problem(name),
-            );
-            let value_of = || format!("the value of {}", header(name));
-            self.check(t, "http_headers", value_of, header_value_problem(value));
-        }
-        for name in http_headers
-            .keys()
-            .filter(|name| CREDENTIAL_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
-        {
-            self.report(ConfigError::LiteralToken {
-                path: self.path.to_owned(),
-                table: t.to_owned(),
-                key: format!("http_headers.{name}"),
-            });
-        }
-        let env_http_headers = table
-            .get("env_http_headers")
-            .and_then(|value| self.ok(self.string_map(value, t, "env_http_headers")))
-            .unwrap_or_default();
-        for (name, variable_name) in &env_http_headers {
-            self.check(
-                t,
-                "env_http_headers",
-                || header(name),
-                header_name_problem(name),
-            );
-            let for_header = || format!("{} for {}", variable(variable_name), header(name));
-            self.check(
-                t,
-                "env_http_headers",
-                for_header,
-                env_name_problem(variable_name),
-            );
-        }
-        Ok(HttpConfig {
-            url: url.unwrap_or_default(),
-            bearer_token_env_var,
-            http_headers,
-            env_http_headers,
-            transport: HttpTransport::StreamableHttp,
-        })
     }
 
     fn table<'v>(
@@ -513,13 +426,17 @@ impl File<'_> {
     /// Records that `entry` of `key` cannot work, when a check found a `problem`.
     fn check(&self, table: &str, key: &str, entry: impl FnOnce() -> String, problem: Option<&str>) {
         if let Some(problem) = problem {
-            self.report(ConfigError::InvalidEntry {
-                path: self.path.to_owned(),
-                table: table.to_owned(),
-                key: key.to_owned(),
-                entry: entry(),
-                problem: problem.to_owned(),
-            });
+            self.report(self.invalid_entry(table, key, entry(), problem));
+        }
+    }
+
+    fn invalid_entry(&self, table: &str, key: &str, entry: String, problem: &str) -> ConfigError {
+        ConfigError::InvalidEntry {
+            path: self.path.to_owned(),
+            table: table.to_owned(),
+            key: key.to_owned(),
+            entry,
+            problem: problem.to_owned(),
         }
     }
 
@@ -532,11 +449,12 @@ impl File<'_> {
         }
     }
 
-    fn unknown_key(&self, table: &str, key: &str) -> ConfigError {
+    fn unknown_key(&self, table: &str, key: &str, suggestion: Option<&str>) -> ConfigError {
         ConfigError::UnknownKey {
             path: self.path.to_owned(),
             table: table.to_owned(),
             key: key.to_owned(),
+            suggestion: suggestion.map(str::to_owned),
         }
     }
 }

@@ -40,7 +40,7 @@ fn every_error_in_a_file_is_reported_at_once() {
         messages,
         [
             "`/etc/mcp.toml`: key `wrapper` in `[environments.box]` must be a non-empty array of strings",
-            "`/etc/mcp.toml`: unknown key `comand` in `[mcp_servers.a]` (check its spelling)",
+            "`/etc/mcp.toml`: unknown key `comand` in `[mcp_servers.a]` (did you mean `command`?)",
             "`/etc/mcp.toml`: key `command` in `[mcp_servers.a]` must be a string",
             "`/etc/mcp.toml`: key `args` in `[mcp_servers.a]` must be an array of strings",
             "`/etc/mcp.toml`: key `bearer_token` in `[mcp_servers.b]` holds a literal token, which is refused (name an environment variable with `bearer_token_env_var`)",
@@ -48,7 +48,7 @@ fn every_error_in_a_file_is_reported_at_once() {
             "`/etc/mcp.toml`: server name `bad name` in `[mcp_servers]` may only contain letters, digits, `_` and `-`",
         ]
     );
-    assert_eq!(error.to_string(), messages.join("; "));
+    assert_eq!(error.to_string(), messages.join("\n"), "one line per error");
 }
 
 #[test]
@@ -207,13 +207,7 @@ mod properties {
     const ORIGIN: &str = "/srv/my config/mcp.toml";
     /// Every key a server table may hold, as the parser knows them.
     fn server_keys() -> Vec<&'static str> {
-        [
-            crate::config::parse::STDIO_KEYS,
-            crate::config::parse::HTTP_KEYS,
-            crate::config::parse::COMMON_KEYS,
-            crate::config::parse::LITERAL_TOKEN_KEYS,
-        ]
-        .concat()
+        crate::config::keys::server_keys().collect()
     }
 
     /// Strings near the edges the checks care about, and any others.
@@ -254,12 +248,57 @@ mod properties {
         let string_table = prop::collection::btree_map(text(), text(), 0..4)
             .prop_map(|map| Value::Table(map.into_iter().map(|(k, v)| (k, v.into())).collect()))
             .boxed();
+        let approval = prop_oneof![
+            Just("auto"),
+            Just("prompt"),
+            Just("writes"),
+            Just("approve"),
+            Just("ask"),
+        ]
+        .prop_map(|mode| Value::String(mode.to_owned()));
         let typed = match key {
-            "args" | "env_vars" | "enabled_tools" | "disabled_tools" => strings,
+            "args" | "env_vars" | "enabled_tools" | "disabled_tools" | "scopes" => strings,
             "env" | "http_headers" | "env_http_headers" => string_table,
-            "enabled" | "required" | "share_tool_listing" => {
+            "enabled" | "required" | "share_tool_listing" | "supports_parallel_tool_calls" => {
                 any::<bool>().prop_map(Value::Boolean).boxed()
             }
+            "default_tools_approval_mode" => approval.boxed(),
+            "tools" => {
+                let tool = (prop::option::of(approval), prop::option::of(-2i64..100_000)).prop_map(
+                    |(mode, limit)| {
+                        let mut table = Table::new();
+                        if let Some(mode) = mode {
+                            table.insert("approval_mode".into(), mode);
+                        }
+                        if let Some(limit) = limit {
+                            table.insert("output_token_limit".into(), Value::Integer(limit));
+                        }
+                        Value::Table(table)
+                    },
+                );
+                prop::collection::btree_map(text(), tool, 0..3)
+                    .prop_map(|tools| Value::Table(tools.into_iter().collect()))
+                    .boxed()
+            }
+            "oauth" => (
+                prop::option::of(text()),
+                prop::option::of(text()),
+                prop::option::of(-1i64..70_000),
+            )
+                .prop_map(|(client_id, callback_url, callback_port)| {
+                    let mut table = Table::new();
+                    if let Some(client_id) = client_id {
+                        table.insert("client_id".into(), client_id.into());
+                    }
+                    if let Some(callback_url) = callback_url {
+                        table.insert("callback_url".into(), callback_url.into());
+                    }
+                    if let Some(port) = callback_port {
+                        table.insert("callback_port".into(), Value::Integer(port));
+                    }
+                    Value::Table(table)
+                })
+                .boxed(),
             "startup_timeout_sec" | "startup_timeout_ms" | "tool_timeout_sec" => prop_oneof![
                 (-2i64..100).prop_map(Value::Integer),
                 any::<f64>().prop_map(Value::Float),
@@ -378,15 +417,38 @@ mod properties {
         Ok(())
     }
 
-    /// The keys of table `name` (`mcp_servers.x`, `environments.x`, or a top-level one).
+    /// The keys of table `name`: a top-level one, `environments.x`, `mcp_servers.x`, or
+    /// `mcp_servers.x.oauth`, `mcp_servers.x.tools` and `mcp_servers.x.tools.TOOL` (a
+    /// server name has no `.`, a tool name may).
     fn keys_of<'a>(root: &'a Table, name: &str) -> Option<&'a Table> {
         let (top, rest) = name.split_once('.').unwrap_or((name, ""));
         let top = root.get(top)?.as_table()?;
         if rest.is_empty() {
-            Some(top)
-        } else {
-            top.get(rest)?.as_table()
+            return Some(top);
         }
+        // An environment's name may need quotes; a server's name never does.
+        let (second, rest) = match rest.strip_prefix('"') {
+            Some(_) => (rest, ""),
+            None => rest.split_once('.').unwrap_or((rest, "")),
+        };
+        let second = top
+            .iter()
+            .find(|(name, _)| crate::config::keys::table_part(name) == second)?
+            .1
+            .as_table()?;
+        if rest.is_empty() {
+            return Some(second);
+        }
+        let (third, tool) = rest.split_once('.').unwrap_or((rest, ""));
+        let third = second.get(third)?.as_table()?;
+        if !rest.contains('.') {
+            return Some(third);
+        }
+        third
+            .iter()
+            .find(|(name, _)| crate::config::keys::table_part(name) == tool)?
+            .1
+            .as_table()
     }
 
     /// `error` names a table of `root` and, where it concerns a key, a key of that table.
@@ -396,8 +458,6 @@ mod properties {
     ) -> Result<(), TestCaseError> {
         let message = error.to_string();
         let has_key = |table: &str, key: &str| {
-            // `http_headers.Authorization` names an entry of the key `http_headers`.
-            let key = key.split_once('.').map_or(key, |(key, _)| key);
             keys_of(root, table).is_some_and(|table| table.contains_key(key))
         };
         match error {
@@ -410,7 +470,13 @@ mod properties {
                 let required = matches!(key.as_str(), "command" | "url");
                 prop_assert!(has_key(table, key) || required, "{}", message);
                 prop_assert!(message.contains(&format!("`[{table}]`")), "{}", message);
+                let key = crate::config::checks::shown(key);
                 prop_assert!(message.contains(&format!("key `{key}`")), "{}", message);
+                prop_assert!(!message.contains('\n'), "one line: {}", message);
+            }
+            ConfigError::UrlOnlyKey { table, key, .. } => {
+                prop_assert!(has_key(table, key), "{}", message);
+                prop_assert!(message.contains(&format!("`[{table}]`")), "{}", message);
             }
             ConfigError::MixedTransport {
                 table,
@@ -436,6 +502,7 @@ mod properties {
             }
             ConfigError::InvalidServerName { name, .. }
             | ConfigError::ServerNameTooLong { name, .. } => {
+                prop_assert!(!message.contains('\n'), "one line: {}", message);
                 let servers = keys_of(root, "mcp_servers");
                 prop_assert!(
                     servers.is_some_and(|servers| servers.contains_key(name)),
@@ -453,6 +520,19 @@ mod properties {
     fn check_can_work(config: &Config) -> Result<(), TestCaseError> {
         for server in config.servers.values() {
             prop_assert!(server.name.len() <= 256);
+            for tool in server.tools.values() {
+                prop_assert!(tool.output_token_limit.is_none_or(|limit| limit > 0));
+            }
+            prop_assert!(server.oauth.callback_port.is_none_or(|port| port > 0));
+            for url in server
+                .oauth
+                .callback_url
+                .iter()
+                .chain(&server.oauth.resource)
+            {
+                let url = url::Url::parse(url);
+                prop_assert!(url.is_ok_and(|url| url.has_host()));
+            }
             match &server.transport {
                 TransportConfig::Stdio(stdio) => {
                     let words = std::iter::once(&stdio.command).chain(&stdio.args);
@@ -527,3 +607,5 @@ mod properties {
         }
     }
 }
+
+mod codex;

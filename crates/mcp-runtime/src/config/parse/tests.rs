@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::HttpTransport;
 
 fn parse_err(text: &str) -> String {
     let error = parse(text, Path::new("/etc/mcp.toml")).unwrap_err();
@@ -117,11 +118,50 @@ fn a_bad_server_name_is_an_error() {
 }
 
 #[test]
-fn an_unknown_key_in_a_server_table_is_an_error() {
+fn an_unknown_key_in_a_server_table_is_an_error_with_the_closest_known_key() {
     let message = parse_err("[mcp_servers.a]\ncommand = \"x\"\ncomand = \"y\"\n");
     assert_eq!(
         message,
-        "`/etc/mcp.toml`: unknown key `comand` in `[mcp_servers.a]` (check its spelling)"
+        "`/etc/mcp.toml`: unknown key `comand` in `[mcp_servers.a]` (did you mean `command`?)"
+    );
+    let message = parse_err("[mcp_servers.a]\nurl = \"https://x/mcp\"\nheaders = {}\n");
+    assert_eq!(
+        message,
+        "`/etc/mcp.toml`: unknown key `headers` in `[mcp_servers.a]` (did you mean `http_headers`?)"
+    );
+    let message = parse_err("[mcp_servers.a]\ncommand = \"x\"\nxyz = 1\n");
+    assert_eq!(
+        message,
+        "`/etc/mcp.toml`: unknown key `xyz` in `[mcp_servers.a]` (check its spelling)"
+    );
+}
+
+#[test]
+fn unknown_keys_in_tool_oauth_and_env_var_tables_suggest_the_closest_key() {
+    let error = parse(
+        r#"
+        [mcp_servers.a]
+        command = "x"
+        env_vars = [{ nme = "LANG" }]
+        [mcp_servers.a.tools.search]
+        aproval_mode = "approve"
+        [mcp_servers.b]
+        url = "https://x/mcp"
+        [mcp_servers.b.oauth]
+        client = "id"
+        "#,
+        Path::new("/etc/mcp.toml"),
+    )
+    .unwrap_err();
+    let messages: Vec<String> = error.errors().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        messages,
+        [
+            "`/etc/mcp.toml`: key `env_vars` in `[mcp_servers.a]`: item 1 has unknown key `nme` (did you mean `name`?)",
+            "`/etc/mcp.toml`: key `env_vars` in `[mcp_servers.a]`: item 1 needs `name`, the variable's name as a string",
+            "`/etc/mcp.toml`: unknown key `aproval_mode` in `[mcp_servers.a.tools.search]` (did you mean `approval_mode`?)",
+            "`/etc/mcp.toml`: unknown key `client` in `[mcp_servers.b.oauth]` (did you mean `client_id`?)",
+        ]
     );
 }
 
@@ -141,25 +181,42 @@ fn a_literal_bearer_token_is_refused() {
 }
 
 #[test]
-fn a_literal_authorization_header_is_refused() {
-    let message = parse_err(
-        "[mcp_servers.a]\nurl = \"https://x/mcp\"\nhttp_headers = { Authorization = \"Bearer sk-1\" }\n",
+fn an_authorization_header_is_accepted_and_its_value_never_shown() {
+    let config = parse_ok(
+        "[mcp_servers.a]\nurl = \"https://x/mcp\"\nhttp_headers = { Authorization = \"Bearer sk-1\", Proxy-Authorization = \"Basic sk-2\" }\n",
     );
+    let TransportConfig::StreamableHttp(http) = &config.servers["a"].transport else {
+        panic!("expected http");
+    };
+    assert_eq!(http.http_headers["Authorization"], "Bearer sk-1");
+    let shown = format!("{config:?}");
+    assert!(shown.contains("Authorization"), "{shown}");
     assert!(
-        message.contains(
-            "key `http_headers.Authorization` in `[mcp_servers.a]` holds a literal token"
-        ),
-        "{message}"
+        !shown.contains("sk-1") && !shown.contains("sk-2"),
+        "{shown}"
     );
+
+    // A message about the header names it, never its value.
+    let message = parse_err(
+        "[mcp_servers.a]\nurl = \"https://x/mcp\"\nhttp_headers = { Authorization = \"Bearer sk-1\\n\" }\n",
+    );
+    assert!(message.contains("header `Authorization`"), "{message}");
     assert!(!message.contains("sk-1"), "{message}");
 }
 
 #[test]
-fn both_startup_timeouts_is_an_error() {
-    let message = parse_err(
-        "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = 1\nstartup_timeout_ms = 5\n",
+fn with_both_startup_timeouts_the_seconds_win_with_a_warning() {
+    let config = parse_ok(
+        "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = 2\nstartup_timeout_ms = 500\n",
     );
-    assert!(message.contains("key `startup_timeout_ms`"), "{message}");
+    assert_eq!(config.servers["a"].startup_timeout, Duration::from_secs(2));
+    let warnings: Vec<String> = config.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        warnings,
+        [
+            "/etc/mcp.toml: [mcp_servers.a] `startup_timeout_ms` is ignored because `startup_timeout_sec` is also set, which wins as in Codex (remove one of them)"
+        ]
+    );
 }
 
 #[test]
@@ -264,5 +321,174 @@ fn codex_startup_timeout_ms_is_accepted() {
     assert_eq!(
         config.servers["a"].startup_timeout,
         Duration::from_millis(1500)
+    );
+}
+
+#[test]
+fn env_vars_entries_may_be_tables_and_remote_ones_are_not_forwarded() {
+    let config = parse_ok(
+        r#"
+        [mcp_servers.a]
+        command = "x"
+        env_vars = ["HOME", { name = "LANG", source = "local" }, { name = "TZ" }, { name = "TOKEN", source = "remote" }, { name = "KEY", source = "remote" }]
+        "#,
+    );
+    let TransportConfig::Stdio(stdio) = &config.servers["a"].transport else {
+        panic!("expected stdio");
+    };
+    assert_eq!(stdio.env_vars, ["HOME", "LANG", "TZ"]);
+    let warnings: Vec<String> = config.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        warnings,
+        [
+            "/etc/mcp.toml: [mcp_servers.a] `env_vars` entries with `source = \"remote\"` (`TOKEN`, `KEY`) are not forwarded: mcp-runtime forwards only variables of its own environment (set the value with `env`, or in the environment's `wrapper`)"
+        ]
+    );
+}
+
+#[test]
+fn a_bad_env_vars_entry_names_the_item_and_what_it_must_be() {
+    let error = parse(
+        r#"
+        [mcp_servers.a]
+        command = "x"
+        env_vars = [{ name = "LANG", source = "cloud" }, 3, { source = "local" }, { name = "A=B" }]
+        "#,
+        Path::new("/etc/mcp.toml"),
+    )
+    .unwrap_err();
+    let messages: Vec<String> = error.errors().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        messages,
+        [
+            "`/etc/mcp.toml`: key `env_vars` in `[mcp_servers.a]`: item 1 has a `source` other than `local` or `remote`",
+            "`/etc/mcp.toml`: key `env_vars` in `[mcp_servers.a]`: item 2 is neither a variable name nor a table `{ name = \"…\", source = \"local\" }`",
+            "`/etc/mcp.toml`: key `env_vars` in `[mcp_servers.a]`: item 3 needs `name`, the variable's name as a string",
+            "`/etc/mcp.toml`: key `env_vars` in `[mcp_servers.a]`: variable `A=…` contains `=`, which no variable name can hold (write the variable's name alone)",
+        ]
+    );
+}
+
+#[test]
+fn the_transport_key_selects_the_http_transport() {
+    let config = parse_ok(
+        r#"
+        [mcp_servers.plain]
+        url = "https://x/mcp"
+        [mcp_servers.streamable]
+        url = "https://x/mcp"
+        transport = "streamable_http"
+        [mcp_servers.legacy]
+        url = "https://x/sse"
+        transport = "sse"
+        "#,
+    );
+    let transport = |name: &str| match &config.servers[name].transport {
+        TransportConfig::StreamableHttp(http) => http.transport,
+        TransportConfig::Stdio(_) => panic!("expected http"),
+    };
+    assert_eq!(transport("plain"), HttpTransport::StreamableHttp);
+    assert_eq!(transport("streamable"), HttpTransport::StreamableHttp);
+    assert_eq!(transport("legacy"), HttpTransport::Sse);
+
+    assert_eq!(
+        parse_err("[mcp_servers.a]\nurl = \"https://x/mcp\"\ntransport = \"websocket\"\n"),
+        "`/etc/mcp.toml`: key `transport` in `[mcp_servers.a]` must be `streamable_http` or `sse`"
+    );
+    assert_eq!(
+        parse_err("[mcp_servers.a]\ncommand = \"x\"\ntransport = \"sse\"\n"),
+        "`/etc/mcp.toml`: key `transport` in `[mcp_servers.a]` applies only to a server with `url` (remove it from this stdio server)"
+    );
+}
+
+#[test]
+fn a_bad_approval_mode_names_the_values_codex_takes() {
+    assert_eq!(
+        parse_err("[mcp_servers.a]\ncommand = \"x\"\ndefault_tools_approval_mode = \"never\"\n"),
+        "`/etc/mcp.toml`: key `default_tools_approval_mode` in `[mcp_servers.a]` must be one of `auto`, `prompt`, `writes` or `approve`"
+    );
+    assert_eq!(
+        parse_err(
+            "[mcp_servers.a]\ncommand = \"x\"\n[mcp_servers.a.tools.\"read.file\"]\napproval_mode = true\n"
+        ),
+        "`/etc/mcp.toml`: key `approval_mode` in `[mcp_servers.a.tools.\"read.file\"]` must be one of `auto`, `prompt`, `writes` or `approve`"
+    );
+}
+
+#[test]
+fn every_error_of_codex_keys_is_reported_at_once() {
+    let error = parse(
+        r#"
+        [mcp_servers.a]
+        command = "x"
+        oauth = { client_id = "id" }
+        oauth_resource = "https://x/"
+        auth = "oauth"
+        http_headers_helper = "helper"
+        supports_parallel_tool_calls = "yes"
+        tools = { search = { output_token_limit = 0 }, list = "approve" }
+        [mcp_servers.b]
+        url = "https://x/mcp"
+        http_headers_helper = "  "
+        auth = "token"
+        oauth = { client_id = "", callback_url = "localhost:1", callback_port = 70000 }
+        omit_tools_from = ["direct", "sideways"]
+        environment_id = 3
+        "#,
+        Path::new("/etc/mcp.toml"),
+    )
+    .unwrap_err();
+    let messages: Vec<String> = error.errors().iter().map(ToString::to_string).collect();
+    let f = "`/etc/mcp.toml`:";
+    assert_eq!(
+        messages,
+        [
+            format!(
+                "{f} key `http_headers_helper` in `[mcp_servers.a]` applies only to a server with `url` (remove it from this stdio server)"
+            ),
+            format!(
+                "{f} key `auth` in `[mcp_servers.a]` applies only to a server with `url` (remove it from this stdio server)"
+            ),
+            format!(
+                "{f} key `oauth` in `[mcp_servers.a]` applies only to a server with `url` (remove it from this stdio server)"
+            ),
+            format!(
+                "{f} key `oauth_resource` in `[mcp_servers.a]` applies only to a server with `url` (remove it from this stdio server)"
+            ),
+            format!(
+                "{f} key `supports_parallel_tool_calls` in `[mcp_servers.a]` must be `true` or `false`"
+            ),
+            format!("{f} key `list` in `[mcp_servers.a.tools]` must be a table"),
+            format!(
+                "{f} key `output_token_limit` in `[mcp_servers.a.tools.search]` must be a positive number of tokens"
+            ),
+            format!("{f} key `client_id` in `[mcp_servers.b.oauth]` must be a non-empty string"),
+            format!(
+                "{f} key `callback_url` in `[mcp_servers.b.oauth]` must be an `http://` or `https://` URL"
+            ),
+            format!(
+                "{f} key `callback_port` in `[mcp_servers.b.oauth]` must be a port number from 1 to 65535"
+            ),
+            format!(
+                "{f} key `http_headers_helper` in `[mcp_servers.b]` must be a non-empty string"
+            ),
+            format!("{f} key `auth` in `[mcp_servers.b]` must be `oauth` or `chatgpt`"),
+            format!("{f} key `environment_id` in `[mcp_servers.b]` must be a string"),
+            format!(
+                "{f} key `omit_tools_from` in `[mcp_servers.b]` must be an array of `direct`, `deferred` and `code_mode`"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_bad_top_level_credentials_store_is_an_error() {
+    assert_eq!(
+        parse_ok("mcp_oauth_credentials_store = \"file\"\n").oauth_credentials_store,
+        CredentialsStore::File
+    );
+    assert_eq!(
+        parse_err("mcp_oauth_credentials_store = \"vault\"\n"),
+        "`/etc/mcp.toml`: top-level key `mcp_oauth_credentials_store` must be `auto`, `keyring` or `file`"
     );
 }
