@@ -10,14 +10,13 @@ fn shared(names: &[&str]) -> Shared {
     let servers = names
         .iter()
         .map(|name| {
-            let server = Server::new(
-                ServerConfig::stdio(*name, "unused", Vec::new()),
-                Duration::ZERO,
-                None,
-                1,
-                None,
-                None,
-            );
+            let server = Server::new(ServerConfig::stdio(*name, "unused", Vec::new()));
+            server.settled.send_replace(Some(Arc::new(joining::Settled {
+                startup_time: Duration::ZERO,
+                error: None,
+                tools_list_requests: 1,
+                binding: None,
+            })));
             (name.to_string(), server)
         })
         .collect();
