@@ -510,6 +510,7 @@ impl Runtime {
     }
 
     /// Lists `server`'s tools again, on its own connection, and updates the catalog.
+    /// A server still starting is waited for first.
     ///
     /// # Cancel safety
     ///
@@ -525,7 +526,8 @@ impl Runtime {
     }
 
     /// Starts `server` again: shuts its current connection down (if any), then starts
-    /// it as a restart after it stopped does, and resets its count of attempts.
+    /// it as a restart after it stopped does, and resets its count of attempts. A
+    /// server still starting is waited for first.
     ///
     /// # Cancel safety
     ///
