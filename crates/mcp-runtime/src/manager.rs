@@ -61,7 +61,7 @@ use crate::{
     catalog::Catalog,
     config::{Config, ServerConfig},
     connection::Connection,
-    error::{CallError, ListToolsError, RequestError, RestartError, StartError, StartupError},
+    error::{CallError, ListToolsError, RequestError, RestartError, StartError},
     sandbox_metadata::{self, CallSandbox},
     shared_listing::SharedTools,
     sync::lock,
@@ -631,36 +631,6 @@ impl Shared {
         debug_assert_eq!(built.version, 0, "nothing was stored yet");
         shared.catalog.send_replace(Arc::new(built.catalog));
         shared
-    }
-
-    /// Waits as [`Runtime::start`] describes; when a required server fails, shuts
-    /// everything down and says which.
-    async fn wait_until_usable(&self, wait: startup::Wait) -> Result<(), StartError> {
-        let required: Vec<(&String, &Server)> = self
-            .servers
-            .iter()
-            .filter(|(_, server)| server.config.required)
-            .collect();
-        let settled =
-            futures::future::join_all(required.iter().map(|(_, server)| server.wait_settled()))
-                .await;
-        let failures: Vec<(String, StartupError)> = required
-            .iter()
-            .zip(settled)
-            .filter_map(|((name, _), settled)| Some(((*name).clone(), settled.error.clone()?)))
-            .collect();
-        if !failures.is_empty() {
-            self.shutdown().await;
-            return Err(StartError::RequiredServersFailed { failures });
-        }
-        match wait {
-            startup::Wait::All => self.startups_ended().await,
-            startup::Wait::RequiredThenGrace(grace) => {
-                // Running out of grace is the point: the rest start in the background.
-                let _ = tokio::time::timeout(grace, self.startups_ended()).await;
-            }
-        }
-        Ok(())
     }
 
     async fn refresh(self: &Arc<Self>, name: &str) -> Result<(), ListToolsError> {

@@ -39,7 +39,7 @@ use super::{Listing, Server, Shared, refresh_on_change, startup};
 use crate::{
     binding::Binding,
     config::Config,
-    error::{CallError, StartupError},
+    error::{CallError, StartError, StartupError},
     naming::servers_for_qualified_name,
     sync::lock,
 };
@@ -136,6 +136,36 @@ impl Shared {
             tools_list_requests: outcome.tools_list_requests,
             binding: outcome.binding,
         })));
+    }
+
+    /// Waits as [`Runtime::start`] describes; when a required server fails, shuts
+    /// everything down and says which.
+    pub(super) async fn wait_until_usable(&self, wait: startup::Wait) -> Result<(), StartError> {
+        let required: Vec<(&String, &Server)> = self
+            .servers
+            .iter()
+            .filter(|(_, server)| server.config.required)
+            .collect();
+        let settled =
+            futures::future::join_all(required.iter().map(|(_, server)| server.wait_settled()))
+                .await;
+        let failures: Vec<(String, StartupError)> = required
+            .iter()
+            .zip(settled)
+            .filter_map(|((name, _), settled)| Some(((*name).clone(), settled.error.clone()?)))
+            .collect();
+        if !failures.is_empty() {
+            self.shutdown().await;
+            return Err(StartError::RequiredServersFailed { failures });
+        }
+        match wait {
+            startup::Wait::All => self.startups_ended().await,
+            startup::Wait::RequiredThenGrace(grace) => {
+                // Running out of grace is the point: the rest start in the background.
+                let _ = tokio::time::timeout(grace, self.startups_ended()).await;
+            }
+        }
+        Ok(())
     }
 
     /// Waits until the startup task has ended: every server has settled, or the task

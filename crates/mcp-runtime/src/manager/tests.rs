@@ -1,4 +1,5 @@
 use super::*;
+use crate::error::StartupError;
 
 fn tool(name: &str) -> Tool {
     Tool::new(name.to_owned(), "", Arc::new(Default::default()))
