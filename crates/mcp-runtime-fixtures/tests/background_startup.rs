@@ -421,3 +421,24 @@ async fn waiting_for_a_shared_listing_after_the_start_counts_against_the_startup
     assert_all_gone(waiter_pid as i32, &[]);
     assert!(registry.is_empty());
 }
+
+#[tokio::test]
+async fn dropping_the_runtime_while_a_server_starts_ends_its_process() {
+    let gates = Gates::new();
+    let registry = ListingRegistry::new();
+    let (runtime, mut events) = start_with(
+        vec![gates.server("slow")],
+        StartOptions::new().with_optional_grace(Duration::ZERO),
+        &registry,
+    )
+    .await;
+    let pid = pid_of(&mut events, "slow").await;
+    drop(runtime);
+    until(
+        &mut events,
+        |e| matches!(e, StartupEvent::Cancelled { server } if server == "slow"),
+    )
+    .await;
+    assert_all_gone(pid as i32, &[]);
+    assert!(registry.is_empty());
+}

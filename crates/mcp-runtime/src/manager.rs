@@ -23,8 +23,10 @@
 //!    So once a refresh that stored a listing returns, the published catalog
 //!    includes that listing or a newer one.
 //! 5. Every server process belongs to the runtime: dropping the [`Runtime`] (or the
-//!    future of [`Runtime::start`]) kills every process group it started. Between
-//!    refreshes, background refresh tasks hold only a weak reference to the servers.
+//!    future of [`Runtime::start`]) kills every process group it started, including
+//!    those of startups still in progress (joining invariant 3). Between refreshes,
+//!    background refresh tasks and the startup task hold only a weak reference to the
+//!    servers.
 //!    A connection a restart replaces is shut down before the new one is installed.
 
 mod joining;
@@ -601,6 +603,9 @@ impl Drop for Runtime {
     /// still holds the servers; the startups still in progress end with the startup
     /// task, which dropping the runtime aborts.
     fn drop(&mut self) {
+        // The startup task is aborted with its handle; cancelling first ends its
+        // startups even if it is being polled right now.
+        self.shared.startups_cancel.cancel();
         for server in self.shared.servers.values() {
             if let Some(connection) = server.connection() {
                 connection.kill();
