@@ -199,7 +199,8 @@ pub enum StartupEvent {
         /// waits for another startup's listing.
         shared: bool,
     },
-    /// The server is ready.
+    /// The server is ready, and its tools are in the catalog already (also when it
+    /// became ready after [`Runtime::start`](super::Runtime::start) returned).
     Ready {
         /// The server.
         server: String,
@@ -222,7 +223,8 @@ pub enum StartupEvent {
         /// The server.
         server: String,
     },
-    /// Every startup has settled.
+    /// Every startup has settled: sent before [`Runtime::start`](super::Runtime::start)
+    /// returns with [`StartOptions::wait_for_all`], and possibly after it otherwise.
     Summary(StartupSummary),
     /// A server that was ready stopped: its process exited or its connection closed.
     /// Its tools stay in the catalog; its next call starts it again. Sent after
