@@ -53,6 +53,7 @@ pub async fn startup(mut config: Config, scope: &str, sessions: u32, share: bool
     let runtimes = futures::future::join_all((0..sessions).map(|_| {
         let options = StartOptions::new()
             .with_scope(scope)
+            .wait_for_all()
             .with_shared_listings(share);
         Runtime::start(config.clone(), options)
     }))

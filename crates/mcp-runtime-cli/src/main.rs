@@ -238,9 +238,10 @@ struct Call {
 }
 
 impl Call {
-    /// Starts the servers, calls the tool and prints its result. A signal while the
-    /// call is in flight gives it up: the `notifications/cancelled` it owes is written
-    /// before every server is killed.
+    /// Starts the servers the plan chose (only the tool's own server, when its name
+    /// tells which), calls the tool and prints its result. A signal while the call is
+    /// in flight gives it up: the `notifications/cancelled` it owes is written before
+    /// every server is killed.
     async fn run(self, config: Config, scope: String, mut interrupt: Interrupt) -> u8 {
         let started = tokio::select! {
             started = start(config, scope) => started,
@@ -290,9 +291,11 @@ impl Call {
     }
 }
 
-/// Starts the servers, with the live display when stderr is a terminal.
+/// Starts the servers and waits until every one has settled, so that a report shows
+/// them all and a call finds its tool; with the live display (which shows the servers
+/// still starting) when stderr is a terminal.
 async fn start(config: Config, scope: String) -> anyhow::Result<Runtime> {
-    let mut options = StartOptions::new().with_scope(scope);
+    let mut options = StartOptions::new().with_scope(scope).wait_for_all();
     let display = if std::io::stderr().is_terminal() {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
         options = options.with_events(sender);

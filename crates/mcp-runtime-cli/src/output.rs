@@ -9,7 +9,9 @@ use std::borrow::Cow;
 use mcp_runtime::{Catalog, ServerStatus, error::chain, model::CallToolResult};
 use serde_json::{Value, json};
 
-/// The `--json` report of `servers` and `tools`: one object with both lists.
+/// The `--json` report of `servers` and `tools`: one object with both lists. A
+/// server's `state` is one of `starting`, `ready`, `failed`, `cancelled` and
+/// `unavailable`.
 pub fn report_json(servers: &[ServerStatus], catalog: &Catalog) -> Value {
     let servers: Vec<Value> = servers
         .iter()
@@ -20,6 +22,8 @@ pub fn report_json(servers: &[ServerStatus], catalog: &Catalog) -> Value {
                 "transport": server.transport.as_str(),
                 "startup_ms": u64::try_from(server.startup_time.as_millis()).unwrap_or(u64::MAX),
                 "error": server.error.as_ref().map(|error| chain(error)),
+                "supports_parallel_tool_calls": server.supports_parallel_tool_calls,
+                "default_tools_approval_mode": server.default_tools_approval_mode.map(|mode| mode.as_str()),
             })
         })
         .collect();

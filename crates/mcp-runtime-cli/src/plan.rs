@@ -26,8 +26,10 @@ pub enum Plan {
         json: bool,
         view: View,
     },
-    /// Start the servers and call one tool.
+    /// Start the servers the tool may belong to and call it.
     Call {
+        /// Only the tool's own server, when its name tells which (see
+        /// [`servers_to_call`]).
         config: Config,
         scope: String,
         json: bool,
@@ -111,7 +113,7 @@ impl Plan {
                     })
                     .transpose()?;
                 Self::Call {
-                    config: load(&common)?,
+                    config: servers_to_call(&name, load(&common)?),
                     scope: common.scope,
                     json: common.json,
                     name,
@@ -200,6 +202,19 @@ fn load(common: &Common) -> anyhow::Result<Config> {
     Ok(config_file::read(common.config.as_deref(), common.demo, true)?.config)
 }
 
+/// `config` with only the enabled server that the qualified tool name `name` can
+/// belong to, when its `mcp__SERVER__` prefix names exactly one: a call starts only
+/// the server it needs. When the name cannot tell (no enabled server, or several,
+/// match its prefix), every server is kept and started.
+pub fn servers_to_call(name: &str, mut config: Config) -> Config {
+    let enabled = config.enabled_servers().map(|server| server.name.as_str());
+    if let [server] = mcp_runtime::naming::servers_for_qualified_name(name, enabled)[..] {
+        let server = server.to_owned();
+        config.servers.retain(|name, _| *name == server);
+    }
+    config
+}
+
 /// The embedded demo configuration: servers built into this very binary.
 pub fn demo_config() -> anyhow::Result<Config> {
     let exe = std::env::current_exe().context("cannot find the path of this executable")?;
@@ -214,4 +229,45 @@ pub fn demo_config() -> anyhow::Result<Config> {
         config.servers.insert(name.to_owned(), server);
     }
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(names: &[&str]) -> Config {
+        let mut config = Config::default();
+        for name in names {
+            let server = ServerConfig::stdio(*name, "unused", Vec::new());
+            config.servers.insert((*name).to_owned(), server);
+        }
+        config
+    }
+
+    fn kept(name: &str, config: Config) -> Vec<String> {
+        servers_to_call(name, config).servers.into_keys().collect()
+    }
+
+    #[test]
+    fn a_call_keeps_only_the_server_its_name_belongs_to() {
+        assert_eq!(kept("mcp__b__echo", config(&["a", "b", "c"])), ["b"]);
+    }
+
+    #[test]
+    fn a_name_that_cannot_tell_its_server_keeps_every_server() {
+        // Both names sanitize to `a_b`.
+        assert_eq!(
+            kept("mcp__a_b__echo", config(&["a-b", "a_b"])),
+            ["a-b", "a_b"]
+        );
+        assert_eq!(kept("mcp__z__echo", config(&["a", "b"])), ["a", "b"]);
+        assert_eq!(kept("echo", config(&["a", "b"])), ["a", "b"]);
+    }
+
+    #[test]
+    fn a_disabled_server_does_not_make_a_name_ambiguous() {
+        let mut both = config(&["a-b", "a_b"]);
+        both.servers.get_mut("a-b").unwrap().enabled = false;
+        assert_eq!(kept("mcp__a_b__echo", both), ["a_b"]);
+    }
 }

@@ -98,7 +98,18 @@ fn json_reports_servers_and_tools_in_one_object() {
                 .keys()
                 .map(String::as_str)
                 .collect();
-            assert_eq!(keys, ["name", "state", "transport", "startup_ms", "error"]);
+            assert_eq!(
+                keys,
+                [
+                    "name",
+                    "state",
+                    "transport",
+                    "startup_ms",
+                    "error",
+                    "supports_parallel_tool_calls",
+                    "default_tools_approval_mode"
+                ]
+            );
             assert_eq!(server["state"], "ready");
             assert_eq!(server["transport"], "stdio");
             assert!(server["startup_ms"].is_u64());

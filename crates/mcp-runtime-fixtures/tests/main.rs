@@ -3,6 +3,7 @@
 
 mod support;
 
+mod background_startup;
 mod calls;
 mod cancellation;
 mod config_files;

@@ -85,7 +85,9 @@ async fn a_cancelled_startup_ends_the_server() {
     let (server, _) = parent_fixture(dir.path(), &["--list-delay-ms", "600000"]);
     let cancel = CancellationToken::new();
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    // Waits for every server, so the cancelled one has settled when the start returns.
     let options = StartOptions::new()
+        .wait_for_all()
         .with_events(sender)
         .with_listing_registry(ListingRegistry::new())
         .with_cancellation(cancel.clone());
@@ -119,7 +121,9 @@ async fn dropping_the_start_future_ends_the_server_and_reports_cancelled() {
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
     let mut start = Box::pin(Runtime::start(
         config([server]),
+        // Waits for every server: the start cannot return before it is dropped.
         StartOptions::new()
+            .wait_for_all()
             .with_events(sender)
             .with_listing_registry(ListingRegistry::new()),
     ));

@@ -77,6 +77,7 @@ async fn start_moody_with(
     set_mode(&mode, mode_at_start);
     let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
     let options = StartOptions::new()
+        .wait_for_all()
         .with_events(sender)
         .with_first_restart_pause(RESTART_PAUSE)
         .with_listing_registry(ListingRegistry::new());

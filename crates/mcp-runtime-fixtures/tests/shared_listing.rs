@@ -74,8 +74,12 @@ impl Session {
     }
 }
 
+/// Options that share listings through `registry`, for a start that returns once
+/// every server has settled (the grace mode has its own tests in `background_startup`).
 fn options(registry: &ListingRegistry) -> StartOptions {
-    StartOptions::new().with_listing_registry(registry.clone())
+    StartOptions::new()
+        .wait_for_all()
+        .with_listing_registry(registry.clone())
 }
 
 /// Opens `pid`'s gate for `method` (`initialize` or `tools-list`); `content` `fail`

@@ -80,6 +80,7 @@ async fn a_failed_required_server_fails_the_start_and_names_every_one() {
     let optional = fixture("optional", &["--exit-during-startup", "5"]);
     let fine = fixture("fine", &[]).with_required(true);
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+    // The default mode: the start waits for every required server, not for the rest.
     let error = Runtime::start(
         config([crash, hung, optional, fine]),
         StartOptions::new()

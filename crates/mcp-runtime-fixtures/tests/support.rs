@@ -51,12 +51,14 @@ pub fn with_env_var(mut server: ServerConfig, name: &str) -> ServerConfig {
     server
 }
 
-/// Starts `config`, collecting its events. Each start has a registry of its own, so
-/// tests running in parallel never share listings.
+/// Starts `config` and waits until every server has settled
+/// ([`StartOptions::wait_for_all`]), collecting its events. Each start has a registry
+/// of its own, so tests running in parallel never share listings.
 pub async fn start(config: Config) -> (Runtime, Vec<StartupEvent>) {
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
     let registry = ListingRegistry::new();
     let options = StartOptions::new()
+        .wait_for_all()
         .with_events(sender)
         .with_listing_registry(registry.clone());
     let runtime = Runtime::start(config, options)

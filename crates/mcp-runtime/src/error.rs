@@ -476,6 +476,16 @@ pub enum CallError {
         /// The server.
         server: String,
     },
+    /// The tool's server did not start: its startup failed, timed out or was
+    /// cancelled. The server is not started again by calls.
+    #[error("server `{server}` did not start")]
+    ServerNotStarted {
+        /// The server.
+        server: String,
+        /// Why its startup failed.
+        #[source]
+        source: StartupError,
+    },
     /// The arguments given as JSON text are not a JSON object.
     #[error("the arguments of tool `{name}` must be a JSON object")]
     ArgumentsNotAnObject {

@@ -47,8 +47,8 @@ pub use error::{
     AuthorityError, CallError, ConfigError, ListToolsError, RestartError, StartError, StartupError,
 };
 pub use manager::{
-    CallOptions, DEFAULT_SCOPE, Runtime, ServerState, ServerStatus, StartOptions, StartupEvent,
-    StartupSummary, TransportKind,
+    CallOptions, DEFAULT_OPTIONAL_GRACE, DEFAULT_SCOPE, Runtime, ServerState, ServerStatus,
+    StartOptions, StartupEvent, StartupSummary, TransportKind,
 };
 /// The protocol types of `rmcp` that appear in this crate's API.
 pub use rmcp::model;

@@ -2,11 +2,12 @@
 //! tool calls, refreshes and shutdown.
 //!
 //! Invariants:
-//! 1. The set of servers is fixed when [`Runtime::start`] returns; only their tool
-//!    listings and their connections change afterwards. A server that stops after it
-//!    was ready keeps its tools in the catalog and is started again by its next call
-//!    or refresh, as the `supervisor` module describes; a server whose startup failed is never
-//!    started again.
+//! 1. The set of servers is fixed when [`Runtime::start`] begins; only their states,
+//!    tool listings and connections change afterwards. A server still starting when
+//!    the start returns joins when it is ready, as the `joining` module describes. A
+//!    server that stops after it was ready keeps its tools in the catalog and is
+//!    started again by its next call or refresh, as the `supervisor` module describes;
+//!    a server whose startup failed is never started again.
 //! 2. A server's listing is replaced only by a listing whose `tools/list` was sent
 //!    later (a generation number is taken before the request), so an older answer
 //!    that arrives late never overwrites a newer one.
@@ -22,9 +23,13 @@
 //!    So once a refresh that stored a listing returns, the published catalog
 //!    includes that listing or a newer one.
 //! 5. Every server process belongs to the runtime: dropping the [`Runtime`] (or the
-//!    future of [`Runtime::start`]) kills every process group it started. Between
-//!    refreshes, background refresh tasks hold only a weak reference to the servers.
+//!    future of [`Runtime::start`]) kills every process group it started, including
+//!    those of startups still in progress (joining invariant 3). Between refreshes,
+//!    background refresh tasks and the startup task hold only a weak reference to the
+//!    servers.
 //!    A connection a restart replaces is shut down before the new one is installed.
+
+mod joining;
 
 mod startup;
 
@@ -41,22 +46,24 @@ use std::{
     time::Duration,
 };
 
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
 use rmcp::model::{CallToolResult, JsonObject, Tool};
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc::UnboundedSender, watch};
 use tokio_util::task::AbortOnDropHandle;
 
 pub use self::{
-    startup::{DEFAULT_SCOPE, StartOptions, StartupEvent, StartupSummary},
+    startup::{DEFAULT_OPTIONAL_GRACE, DEFAULT_SCOPE, StartOptions, StartupEvent, StartupSummary},
     status::{ServerState, ServerStatus, TransportKind},
 };
 use crate::{
     authority::{CallAuthority, probe::LauncherProbe},
-    binding::Binding,
     catalog::Catalog,
     config::{Config, ServerConfig},
     connection::Connection,
-    error::{CallError, ListToolsError, RequestError, RestartError, StartError, StartupError},
+    error::{CallError, ListToolsError, RequestError, RestartError, StartError},
     sandbox_metadata::{self, CallSandbox},
     shared_listing::SharedTools,
     sync::lock,
@@ -102,11 +109,19 @@ enum Arguments<'a> {
 /// [`Runtime::shutdown`] to give servers a grace period first.
 pub struct Runtime {
     shared: Arc<Shared>,
-    _refreshers: Vec<AbortOnDropHandle<()>>,
+    /// The startups still in progress when the start returned, as a task (see the
+    /// `joining` module); dropping the handle aborts it.
+    _startups: Option<AbortOnDropHandle<()>>,
 }
 
 struct Shared {
     servers: BTreeMap<String, Server>,
+    /// When the start began.
+    began: Instant,
+    /// Cancels the startups still in progress.
+    startups_cancel: CancellationToken,
+    /// Closed when the startup task has ended.
+    startups_done: watch::Receiver<()>,
     /// Where startup and restart events go.
     events: Option<UnboundedSender<StartupEvent>>,
     /// See [`StartOptions::with_first_restart_pause`].
@@ -123,12 +138,8 @@ struct Shared {
 
 struct Server {
     config: ServerConfig,
-    startup_time: Duration,
-    /// Why its startup failed.
-    error: Option<StartupError>,
-    tools_list_requests: usize,
-    /// Where it runs, for a server that started: what a restart uses.
-    binding: Option<Binding>,
+    /// How its first startup ended, once it has (see the `joining` module).
+    settled: watch::Sender<Option<Arc<joining::Settled>>>,
     live: Mutex<supervisor::Live>,
     /// Held by whoever replaces the connection (supervisor invariant 1 and 2).
     restarting: tokio::sync::Mutex<()>,
@@ -136,30 +147,21 @@ struct Server {
     generation: watch::Sender<u64>,
     /// How many restarts succeeded.
     restarts: AtomicU64,
+    /// Refreshes its listing when it announces a change, once it has started.
+    refresher: Mutex<Option<AbortOnDropHandle<()>>>,
 }
 
 impl Server {
-    fn new(
-        config: ServerConfig,
-        startup_time: Duration,
-        error: Option<StartupError>,
-        tools_list_requests: usize,
-        binding: Option<Binding>,
-        connection: Option<Arc<Connection>>,
-    ) -> Self {
+    /// A server that is starting.
+    fn new(config: ServerConfig) -> Self {
         Self {
             config,
-            startup_time,
-            error,
-            tools_list_requests,
-            binding,
-            live: Mutex::new(supervisor::Live {
-                connection,
-                ..supervisor::Live::default()
-            }),
+            settled: watch::Sender::new(None),
+            live: Mutex::new(supervisor::Live::default()),
             restarting: tokio::sync::Mutex::new(()),
             generation: watch::Sender::new(0),
             restarts: AtomicU64::new(0),
+            refresher: Mutex::new(None),
         }
     }
 
@@ -193,13 +195,21 @@ struct Listing {
 }
 
 impl Runtime {
-    /// Starts every enabled server of `config` concurrently and waits until each has
-    /// become ready, failed or been cancelled.
+    /// Starts every enabled server of `config` concurrently and returns once the
+    /// runtime is usable: by default when every `required` server is ready and then
+    /// every optional one has settled or a grace of 1 s has passed
+    /// ([`StartOptions::with_optional_grace`]); with [`StartOptions::wait_for_all`],
+    /// when every server has settled (ready, failed or cancelled).
+    ///
+    /// Servers still starting when it returns are [`ServerState::Starting`]; they go
+    /// on starting in the background and join the catalog when they are ready, which
+    /// [`Self::subscribe_catalog`] announces (and their [`StartupEvent::Ready`]). A call
+    /// to one of them waits for it.
     ///
     /// Each startup (spawn or connect, handshake, tool listing) is bounded by its
     /// server's `startup_timeout_sec`. Progress is sent to `options`' event channel.
     /// A `required` server that does not become ready fails the whole start; the
-    /// servers that did start are then shut down.
+    /// other startups are then cancelled and the servers that did start shut down.
     ///
     /// # Cancel safety
     ///
@@ -211,76 +221,47 @@ impl Runtime {
     /// Starts running at the same time (in this runtime or others sharing the
     /// [`ListingRegistry`](crate::ListingRegistry) of `options`) coalesce their startup
     /// `tools/list` per discovery key, as [`crate::shared_listing`] describes; each
-    /// keeps its own connection.
+    /// keeps its own connection. Startups that go on after the start returned keep
+    /// taking part.
     pub async fn start(config: Config, options: StartOptions) -> Result<Self, StartError> {
-        let outcomes = startup::start_all(&config, &options).await;
-        let mut servers = BTreeMap::new();
-        let mut listings = BTreeMap::new();
-        let mut required_failures = Vec::new();
-        for outcome in outcomes {
-            let name = outcome.config.name.clone();
-            let (started, error) = match outcome.result {
-                Ok(started) => (Some(started), None),
-                Err(error) => (None, Some(error)),
-            };
-            if outcome.config.required
-                && let Some(error) = &error
-            {
-                required_failures.push((name.clone(), error.clone()));
-            }
-            if let Some(started) = &started {
-                listings.insert(
-                    name.clone(),
-                    Listing {
-                        stored: 0,
-                        next: 1,
-                        tools: started.tools.clone(),
-                    },
-                );
-            }
-            let binding = started
-                .as_ref()
-                .and_then(|_| Binding::of(&outcome.config, &config).ok());
-            servers.insert(
-                name,
-                Server::new(
-                    outcome.config,
-                    outcome.elapsed,
-                    error,
-                    outcome.tools_list_requests,
-                    binding,
-                    started.map(|s| Arc::new(s.connection)),
-                ),
-            );
-        }
-        let mut shared = Shared::new(servers, listings);
+        let cancel = options.cancel().child_token();
+        let servers = config
+            .enabled_servers()
+            .map(|server| (server.name.clone(), Server::new(server.clone())))
+            .collect();
+        let (done, startups_done) = watch::channel(());
+        let mut shared = Shared::new(servers, BTreeMap::new());
         shared.events = options.events();
         shared.first_restart_pause = options.first_restart_pause();
+        shared.startups_cancel = cancel.clone();
+        shared.startups_done = startups_done;
         let shared = Arc::new(shared);
-        if !required_failures.is_empty() {
-            shared.shutdown().await;
-            return Err(StartError::RequiredServersFailed {
-                failures: required_failures,
-            });
+        let wait = options.wait();
+        // The startups run inside this future until the runtime is usable, so that
+        // dropping it drops them (and ends their processes) at once; the rest of them
+        // then move to a task of their own.
+        let mut startups = Box::pin(joining::drive(
+            Arc::downgrade(&shared),
+            config,
+            options.with_cancellation(cancel),
+            done,
+        ));
+        let mut startups_ended = false;
+        {
+            let usable = shared.wait_until_usable(wait);
+            tokio::pin!(usable);
+            tokio::select! {
+                usable = &mut usable => usable,
+                () = &mut startups => {
+                    startups_ended = true;
+                    usable.await
+                }
+            }?;
         }
-        let refreshers = shared
-            .servers
-            .iter()
-            .filter(|(_, server)| server.binding.is_some())
-            .map(|(name, server)| {
-                let generation = server.generation.subscribe();
-                shared.watch(name, server);
-                let weak = Arc::downgrade(&shared);
-                AbortOnDropHandle::new(tokio::spawn(refresh_on_change(
-                    weak,
-                    name.clone(),
-                    generation,
-                )))
-            })
-            .collect();
         Ok(Self {
             shared,
-            _refreshers: refreshers,
+            // An ended future is never polled again.
+            _startups: (!startups_ended).then(|| AbortOnDropHandle::new(tokio::spawn(startups))),
         })
     }
 
@@ -291,10 +272,14 @@ impl Runtime {
             .servers
             .iter()
             .map(|(name, server)| {
+                let settled = server.settled();
                 let live = lock(&server.live);
                 let usable = live.usable().is_some();
-                let state = if server.binding.is_none() {
-                    ServerState::of(server.error.as_ref())
+                let started = settled.as_ref().is_some_and(|s| s.binding.is_some());
+                let state = if let Some(settled) = settled.as_ref().filter(|_| !started) {
+                    ServerState::of(settled.error.as_ref())
+                } else if settled.is_none() {
+                    ServerState::Starting
                 } else if usable {
                     ServerState::Ready
                 } else if live.backoff.attempts() >= supervisor::MAX_ATTEMPTS {
@@ -302,7 +287,7 @@ impl Runtime {
                 } else {
                     ServerState::Unavailable
                 };
-                let unavailable = (!usable && server.binding.is_some()).then(|| {
+                let unavailable = (!usable && started).then(|| {
                     live.lost
                         .clone()
                         .unwrap_or_else(|| "the connection closed".to_owned())
@@ -311,13 +296,20 @@ impl Runtime {
                     name: name.clone(),
                     state,
                     transport: TransportKind::of(&server.config),
-                    startup_time: server.startup_time,
-                    error: live.last_error.clone().or_else(|| server.error.clone()),
+                    startup_time: settled
+                        .as_ref()
+                        .map_or_else(|| self.shared.began.elapsed(), |s| s.startup_time),
+                    error: live
+                        .last_error
+                        .clone()
+                        .or_else(|| settled.as_ref().and_then(|s| s.error.clone())),
                     unavailable,
                     restarts: server.restarts.load(Ordering::Relaxed) as u32,
                     pid: live.connection.as_ref().and_then(|c| c.pid()),
                     tools: catalog.tools().iter().filter(|t| t.server == *name).count(),
-                    tools_list_requests: server.tools_list_requests,
+                    tools_list_requests: settled.as_ref().map_or(0, |s| s.tools_list_requests),
+                    supports_parallel_tool_calls: server.config.supports_parallel_tool_calls,
+                    default_tools_approval_mode: server.config.default_tools_approval_mode,
                 }
             })
             .collect()
@@ -337,6 +329,11 @@ impl Runtime {
     /// Calls the tool with this qualified name, bounded by its server's
     /// `tool_timeout_sec`, under the runtime's default authority (if one is set). An
     /// `isError` result is a successful call: it comes back as the server sent it.
+    ///
+    /// A call to a server still [`ServerState::Starting`] (told from the name's
+    /// `mcp__SERVER__` prefix) first waits for it to settle, which its
+    /// `startup_timeout_sec` bounds; a call to a server whose startup failed fails at
+    /// once with [`CallError::ServerNotStarted`], carrying that startup error.
     ///
     /// # Cancel safety
     ///
@@ -426,16 +423,11 @@ impl Runtime {
         arguments: Arguments<'_>,
         options: CallOptions,
     ) -> Result<CallToolResult, CallError> {
-        let catalog = self.catalog();
-        let tool = catalog
-            .resolve(qualified_name)
-            .ok_or_else(|| CallError::UnknownTool {
-                name: qualified_name.to_owned(),
-            })?;
-        let server = &self.shared.servers[&tool.server];
+        let (server_name, tool_name) = self.shared.route(qualified_name).await?;
+        let server = &self.shared.servers[&server_name];
         let (connection, generation) =
             self.shared
-                .available(&tool.server)
+                .available(&server_name)
                 .await
                 .map_err(|error| match error {
                     RestartError::NeverStarted { server } => {
@@ -479,8 +471,8 @@ impl Runtime {
         };
         let result = connection
             .call_tool(
-                &tool.server,
-                &tool.tool.name,
+                &server_name,
+                &tool_name,
                 arguments,
                 meta,
                 sandbox,
@@ -489,7 +481,7 @@ impl Runtime {
             .await;
         match result {
             Ok(result) => {
-                self.shared.usable(&tool.server, generation);
+                self.shared.usable(&server_name, generation);
                 Ok(result)
             }
             // A request that failed because the connection ended: say how it ended.
@@ -520,6 +512,7 @@ impl Runtime {
     }
 
     /// Lists `server`'s tools again, on its own connection, and updates the catalog.
+    /// A server still starting is waited for first.
     ///
     /// # Cancel safety
     ///
@@ -535,7 +528,8 @@ impl Runtime {
     }
 
     /// Starts `server` again: shuts its current connection down (if any), then starts
-    /// it as a restart after it stopped does, and resets its count of attempts.
+    /// it as a restart after it stopped does, and resets its count of attempts. A
+    /// server still starting is waited for first.
     ///
     /// # Cancel safety
     ///
@@ -549,7 +543,9 @@ impl Runtime {
         self.shared.restart(server).await.map(drop)
     }
 
-    /// Shuts every server down, concurrently: writes the `notifications/cancelled`
+    /// Cancels the startups still in progress and waits for them to end (with the
+    /// processes they spawned), then shuts every server down, concurrently: writes the
+    /// `notifications/cancelled`
     /// owed for calls that timed out or were dropped, closes its connection, then
     /// `SIGTERM` to its process group and `SIGKILL` after a grace period. Returns once
     /// every server's whole process group is gone (each waits a bounded time for
@@ -573,6 +569,8 @@ impl Runtime {
     /// Dropping the future kills what is left at once.
     pub async fn abort(self) {
         self.shared.closing.store(true, Ordering::Relaxed);
+        // Startups still in progress end their processes at once when cancelled.
+        self.shared.stop_startups().await;
         let connections = self
             .shared
             .servers
@@ -602,8 +600,12 @@ impl std::fmt::Debug for Runtime {
 
 impl Drop for Runtime {
     /// Kills every server's process group at once, even while a background refresh
-    /// still holds the servers.
+    /// still holds the servers; the startups still in progress end with the startup
+    /// task, which dropping the runtime aborts.
     fn drop(&mut self) {
+        // The startup task is aborted with its handle; cancelling first ends its
+        // startups even if it is being polled right now.
+        self.shared.startups_cancel.cancel();
         for server in self.shared.servers.values() {
             if let Some(connection) = server.connection() {
                 connection.kill();
@@ -616,6 +618,9 @@ impl Shared {
     fn new(servers: BTreeMap<String, Server>, listings: BTreeMap<String, Listing>) -> Self {
         let shared = Self {
             servers,
+            began: Instant::now(),
+            startups_cancel: CancellationToken::new(),
+            startups_done: watch::channel(()).1,
             events: None,
             first_restart_pause: supervisor::FIRST_BACKOFF,
             default_authority: RwLock::new(None),
@@ -743,6 +748,8 @@ impl Shared {
 
     async fn shutdown(&self) {
         self.closing.store(true, Ordering::Relaxed);
+        // Before the connections: a server that joins meanwhile is shut down below.
+        self.stop_startups().await;
         futures::future::join_all(self.servers.values().map(|server| async move {
             // A watcher ending a stopped server's process holds this lock: wait for it.
             let _restarting = server.restarting.lock().await;

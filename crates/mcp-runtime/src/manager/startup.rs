@@ -3,8 +3,11 @@
 //! Every server's startup is one future (prepare the endpoint, take a stamp from the
 //! listing registry, spawn or connect, handshake, get the listing: shared or its own),
 //! bounded by its `startup_timeout_sec` and raced against the host's cancellation. The
-//! futures run concurrently in one `FuturesUnordered` inside the caller's future, so
-//! dropping that future drops every startup, and with them every process they spawned.
+//! futures run concurrently in one `FuturesUnordered` inside the caller's future (the
+//! runtime's startup task, see the `joining` module), so dropping that future drops
+//! every startup, and with them every process they spawned. Each outcome is handed
+//! over as soon as it is known, before its final event is sent: a host that sees a
+//! server's `Ready` finds its tools in the catalog.
 
 use std::{
     sync::{
@@ -18,7 +21,6 @@ use futures::{StreamExt, stream::FuturesUnordered};
 use tokio::{sync::mpsc::UnboundedSender, time::Instant};
 use tokio_util::sync::CancellationToken;
 
-use super::ServerState;
 use crate::{
     binding::Binding,
     config::{Config, ServerConfig},
@@ -33,6 +35,20 @@ use crate::{
 /// The discovery scope used when the host names none.
 pub const DEFAULT_SCOPE: &str = "default";
 
+/// How long [`Runtime::start`](super::Runtime::start) waits, by default, for optional
+/// servers once the required ones are ready.
+pub const DEFAULT_OPTIONAL_GRACE: Duration = Duration::from_secs(1);
+
+/// When [`Runtime::start`](super::Runtime::start) returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wait {
+    /// Once every required server is ready and then every optional one has settled or
+    /// this long has passed, whichever comes first.
+    RequiredThenGrace(Duration),
+    /// Once every server has settled.
+    All,
+}
+
 /// How to start a [`Runtime`](super::Runtime).
 #[derive(Clone)]
 #[non_exhaustive]
@@ -43,6 +59,7 @@ pub struct StartOptions {
     registry: ListingRegistry,
     share_listings: bool,
     first_restart_pause: Duration,
+    wait: Wait,
 }
 
 impl Default for StartOptions {
@@ -54,6 +71,7 @@ impl Default for StartOptions {
             registry: ListingRegistry::global().clone(),
             share_listings: true,
             first_restart_pause: super::supervisor::FIRST_BACKOFF,
+            wait: Wait::RequiredThenGrace(DEFAULT_OPTIONAL_GRACE),
         }
     }
 }
@@ -63,15 +81,44 @@ impl std::fmt::Debug for StartOptions {
         f.debug_struct("StartOptions")
             .field("scope", &self.scope)
             .field("share_listings", &self.share_listings)
+            .field("wait", &self.wait)
             .finish_non_exhaustive()
     }
 }
 
 impl StartOptions {
     /// Default options: no events, no cancellation, shared listings in the
-    /// process-wide registry under the scope [`DEFAULT_SCOPE`].
+    /// process-wide registry under the scope [`DEFAULT_SCOPE`], and a start that
+    /// returns once the required servers are ready plus a grace of
+    /// [`DEFAULT_OPTIONAL_GRACE`] for the optional ones.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Once every `required` server is ready, waits at most `grace` more for the
+    /// optional servers still starting, then lets [`Runtime::start`](super::Runtime::start)
+    /// return (1 s by default). Those servers go on starting in the background and join
+    /// the catalog when they are ready. A zero grace returns as soon as the required
+    /// servers are ready.
+    pub fn with_optional_grace(mut self, grace: Duration) -> Self {
+        self.wait = Wait::RequiredThenGrace(grace);
+        self
+    }
+
+    /// Lets [`Runtime::start`](super::Runtime::start) return only once every server
+    /// has settled: ready, failed or cancelled. For a report of every server, or a
+    /// benchmark.
+    pub fn wait_for_all(mut self) -> Self {
+        self.wait = Wait::All;
+        self
+    }
+
+    pub(super) fn cancel(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    pub(super) fn wait(&self) -> Wait {
+        self.wait
     }
 
     /// The discovery scope this runtime's catalog belongs to (an account, a workspace,
@@ -152,7 +199,8 @@ pub enum StartupEvent {
         /// waits for another startup's listing.
         shared: bool,
     },
-    /// The server is ready.
+    /// The server is ready, and its tools are in the catalog already (also when it
+    /// became ready after [`Runtime::start`](super::Runtime::start) returned).
     Ready {
         /// The server.
         server: String,
@@ -175,7 +223,8 @@ pub enum StartupEvent {
         /// The server.
         server: String,
     },
-    /// Every startup has settled.
+    /// Every startup has settled: sent before [`Runtime::start`](super::Runtime::start)
+    /// returns with [`StartOptions::wait_for_all`], and possibly after it otherwise.
     Summary(StartupSummary),
     /// A server that was ready stopped: its process exited or its connection closed.
     /// Its tools stay in the catalog; its next call starts it again. Sent after
@@ -247,47 +296,83 @@ pub(super) struct Outcome {
     pub(super) elapsed: Duration,
     /// How many `tools/list` requests the startup sent itself, whatever its result.
     pub(super) tools_list_requests: usize,
+    /// Where the server runs, for a server that started.
+    pub(super) binding: Option<Binding>,
     pub(super) result: Result<Started, StartupError>,
 }
 
-/// Starts every enabled server concurrently and returns once all have settled, in
-/// name order.
-pub(super) async fn start_all(config: &Config, options: &StartOptions) -> Vec<Outcome> {
+impl Outcome {
+    /// The event that reports this outcome.
+    fn event(&self) -> StartupEvent {
+        let server = self.config.name.clone();
+        let elapsed = self.elapsed;
+        match &self.result {
+            Ok(started) => StartupEvent::Ready {
+                server,
+                tools: started
+                    .tools
+                    .iter()
+                    .filter(|tool| self.config.exposes_tool(&tool.name))
+                    .count(),
+                elapsed,
+            },
+            Err(StartupError::Cancelled) => StartupEvent::Cancelled { server },
+            Err(error) => StartupEvent::Failed {
+                server,
+                reason: chain(error),
+                elapsed,
+            },
+        }
+    }
+}
+
+/// Starts every enabled server concurrently and hands each outcome to `settled` as
+/// soon as it is known, then sends its final event; once all have settled, sends the
+/// summary.
+///
+/// # Cancel safety
+///
+/// Dropping the future drops every startup still in progress (ending its process)
+/// and reports it [`StartupEvent::Cancelled`].
+pub(super) async fn start_all(
+    config: &Config,
+    options: &StartOptions,
+    mut settled: impl FnMut(Outcome),
+) {
     let began = Instant::now();
     let mut pending: FuturesUnordered<_> = config
         .enabled_servers()
         .map(|server| start_one(server, Binding::of(server, config), options))
         .collect();
-    let mut outcomes = Vec::new();
-    while let Some(outcome) = pending.next().await {
-        outcomes.push(outcome);
-    }
-    outcomes.sort_by(|a, b| a.config.name.cmp(&b.config.name));
-
-    let mut summary = StartupSummary {
-        elapsed: began.elapsed(),
-        ..StartupSummary::default()
-    };
-    for outcome in &outcomes {
-        let names = match ServerState::of(outcome.result.as_ref().err()) {
-            ServerState::Ready => &mut summary.ready,
-            ServerState::Cancelled => &mut summary.cancelled,
-            ServerState::Failed | ServerState::Unavailable => &mut summary.failed,
+    let mut summary = StartupSummary::default();
+    while let Some((outcome, report)) = pending.next().await {
+        let names = match &outcome.result {
+            Ok(_) => &mut summary.ready,
+            Err(StartupError::Cancelled) => &mut summary.cancelled,
+            Err(_) => &mut summary.failed,
         };
         names.push(outcome.config.name.clone());
+        let event = outcome.event();
+        settled(outcome);
+        report.settle(event);
     }
+    summary.ready.sort();
+    summary.failed.sort();
+    summary.cancelled.sort();
+    summary.elapsed = began.elapsed();
     send(&options.events, StartupEvent::Summary(summary));
-    outcomes
 }
 
+/// Starts one server. The final event is left to the caller: the [`Report`] sends it
+/// when told, or reports the startup cancelled if it is dropped first.
 async fn start_one(
     config: &ServerConfig,
     binding: Result<Binding, StartupError>,
     options: &StartOptions,
-) -> Outcome {
+) -> (Outcome, Report) {
     let began = Instant::now();
     let server = config.name.clone();
-    let mut report = Report {
+    let report = Report {
         events: options.events.clone(),
         server: server.clone(),
         settled: false,
@@ -296,6 +381,7 @@ async fn start_one(
         server: server.clone(),
     });
     let progress = Progress::default();
+    let bound = binding.as_ref().ok().cloned();
     let startup = async {
         let binding = binding?;
         let endpoint = Endpoint::prepare(config, binding.wrapper())?;
@@ -326,31 +412,14 @@ async fn start_one(
             }),
         },
     };
-    let elapsed = began.elapsed();
-    report.settled = true;
-    report.send(match &result {
-        Ok(started) => StartupEvent::Ready {
-            server,
-            tools: started
-                .tools
-                .iter()
-                .filter(|tool| config.exposes_tool(&tool.name))
-                .count(),
-            elapsed,
-        },
-        Err(StartupError::Cancelled) => StartupEvent::Cancelled { server },
-        Err(error) => StartupEvent::Failed {
-            server,
-            reason: chain(error),
-            elapsed,
-        },
-    });
-    Outcome {
+    let outcome = Outcome {
         config: config.clone(),
-        elapsed,
+        elapsed: began.elapsed(),
         tools_list_requests: progress.requests.load(Ordering::Relaxed),
+        binding: bound.filter(|_| result.is_ok()),
         result,
-    }
+    };
+    (outcome, report)
 }
 
 /// Starts `config`'s server again, alone: a new process or session, the handshake,
@@ -462,6 +531,12 @@ struct Report {
 impl Report {
     fn send(&self, event: StartupEvent) {
         send(&self.events, event);
+    }
+
+    /// Sends the startup's final event.
+    fn settle(mut self, event: StartupEvent) {
+        self.settled = true;
+        self.send(event);
     }
 }
 

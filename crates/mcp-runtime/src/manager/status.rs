@@ -4,14 +4,18 @@
 use std::time::Duration;
 
 use crate::{
-    config::{ServerConfig, TransportConfig},
+    config::{ApprovalMode, ServerConfig, TransportConfig},
     error::StartupError,
 };
 
-/// The state of a server once its startup has settled.
+/// The state of a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ServerState {
+    /// Its startup is still in progress: the runtime returned from its start before
+    /// this (optional) server was ready. It joins the catalog when it is; a call to it
+    /// waits for it, within its `startup_timeout_sec`.
+    Starting,
     /// Started, handshake done, tools listed.
     Ready,
     /// Its startup failed; see [`ServerStatus::error`].
@@ -33,9 +37,10 @@ impl ServerState {
         }
     }
 
-    /// `ready`, `failed`, `cancelled` or `unavailable`.
+    /// `starting`, `ready`, `failed`, `cancelled` or `unavailable`.
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::Starting => "starting",
             Self::Ready => "ready",
             Self::Failed => "failed",
             Self::Cancelled => "cancelled",
@@ -81,7 +86,8 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// How it is reached.
     pub transport: TransportKind,
-    /// How long its startup took until it settled.
+    /// How long its startup took until it settled; while it is
+    /// [`ServerState::Starting`], how long it has been starting.
     pub startup_time: Duration,
     /// Why it failed, when it did: its startup, or the last attempt to start it
     /// again after it stopped.
@@ -98,4 +104,10 @@ pub struct ServerStatus {
     /// How many `tools/list` requests this runtime sent for the server's startup
     /// listing: 0 when another startup's listing was shared with it.
     pub tools_list_requests: usize,
+    /// Its `supports_parallel_tool_calls`: the host may run several calls of this
+    /// server's tools at once.
+    pub supports_parallel_tool_calls: bool,
+    /// Its `default_tools_approval_mode`: whether the host asks a person before one of
+    /// its tools runs, for tools without an `approval_mode` of their own.
+    pub default_tools_approval_mode: Option<ApprovalMode>,
 }

@@ -35,6 +35,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::{Server, Shared, StartupEvent, startup};
 use crate::{
+    binding::Binding,
     connection::Connection,
     error::{RestartError, StartupError, chain},
     sync::lock,
@@ -124,20 +125,21 @@ impl Backoff {
 
 impl Shared {
     /// The server named `name`, if it is one that can be started again: it exists and
-    /// its first startup got far enough to know how to reach it.
-    fn restartable(&self, name: &str) -> Result<&Server, RestartError> {
+    /// its first startup got far enough to know how to reach it. Waits for a server
+    /// still starting to settle first.
+    async fn restartable(&self, name: &str) -> Result<(&Server, Binding), RestartError> {
         let server = self
             .servers
             .get(name)
             .ok_or_else(|| RestartError::UnknownServer {
                 server: name.to_owned(),
             })?;
-        if server.binding.is_none() {
-            return Err(RestartError::NeverStarted {
+        match server.wait_settled().await.binding.clone() {
+            Some(binding) => Ok((server, binding)),
+            None => Err(RestartError::NeverStarted {
                 server: name.to_owned(),
-            });
+            }),
         }
-        Ok(server)
     }
 
     /// `name`'s connection and its generation, after starting the server again if it
@@ -146,7 +148,7 @@ impl Shared {
         self: &Arc<Self>,
         name: &str,
     ) -> Result<(Arc<Connection>, u64), RestartError> {
-        let server = self.restartable(name)?;
+        let (server, binding) = self.restartable(name).await?;
         if let Some(usable) = lock(&server.live).usable() {
             return Ok(usable);
         }
@@ -159,7 +161,8 @@ impl Shared {
         let attempt = lock(&server.live)
             .backoff
             .next_attempt(name, Instant::now())?;
-        self.restart_locked(name, server, attempt, restarting).await
+        self.restart_locked(name, server, &binding, attempt, restarting)
+            .await
     }
 
     /// [`Runtime::restart`].
@@ -167,10 +170,11 @@ impl Shared {
         self: &Arc<Self>,
         name: &str,
     ) -> Result<(Arc<Connection>, u64), RestartError> {
-        let server = self.restartable(name)?;
+        let (server, binding) = self.restartable(name).await?;
         let restarting = server.restarting.lock().await;
         lock(&server.live).backoff.reset();
-        self.restart_locked(name, server, 1, restarting).await
+        self.restart_locked(name, server, &binding, 1, restarting)
+            .await
     }
 
     /// Shuts `name`'s current connection down and starts it again, as `attempt`;
@@ -179,6 +183,7 @@ impl Shared {
         self: &Arc<Self>,
         name: &str,
         server: &Server,
+        binding: &Binding,
         attempt: u32,
         _restarting: tokio::sync::MutexGuard<'_, ()>,
     ) -> Result<(Arc<Connection>, u64), RestartError> {
@@ -191,10 +196,6 @@ impl Shared {
                 server: name.to_owned(),
             });
         }
-        let binding = server
-            .binding
-            .as_ref()
-            .expect("only a server that started is restarted");
         let (old, generation) = {
             let live = lock(&server.live);
             (live.connection.clone(), live.generation)

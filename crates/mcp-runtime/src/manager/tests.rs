@@ -1,4 +1,5 @@
 use super::*;
+use crate::error::StartupError;
 
 fn tool(name: &str) -> Tool {
     Tool::new(name.to_owned(), "", Arc::new(Default::default()))
@@ -10,14 +11,13 @@ fn shared(names: &[&str]) -> Shared {
     let servers = names
         .iter()
         .map(|name| {
-            let server = Server::new(
-                ServerConfig::stdio(*name, "unused", Vec::new()),
-                Duration::ZERO,
-                None,
-                1,
-                None,
-                None,
-            );
+            let server = Server::new(ServerConfig::stdio(*name, "unused", Vec::new()));
+            server.settled.send_replace(Some(Arc::new(joining::Settled {
+                startup_time: Duration::ZERO,
+                error: None,
+                tools_list_requests: 1,
+                binding: None,
+            })));
             (name.to_string(), server)
         })
         .collect();
@@ -69,4 +69,129 @@ fn an_older_answer_never_replaces_a_newer_listing() {
     assert_eq!(shared.store("a", older, vec![tool("older")]), None);
     assert!(shared.publish(shared.build_catalog()));
     assert_eq!(published(&shared), ["mcp__a__newer"]);
+}
+
+/// A runtime's shared state whose servers `(name, required)` are all starting, and the
+/// sender whose drop says the startups ended.
+fn starting(servers: &[(&str, bool)]) -> (Arc<Shared>, watch::Sender<()>) {
+    let servers = servers
+        .iter()
+        .map(|(name, required)| {
+            let config = ServerConfig::stdio(*name, "unused", Vec::new()).with_required(*required);
+            (name.to_string(), Server::new(config))
+        })
+        .collect();
+    let mut shared = Shared::new(servers, BTreeMap::new());
+    let (done, startups_done) = watch::channel(());
+    shared.startups_done = startups_done;
+    (Arc::new(shared), done)
+}
+
+fn settle(shared: &Shared, name: &str, error: Option<StartupError>) {
+    shared.servers[name]
+        .settled
+        .send_replace(Some(Arc::new(joining::Settled {
+            startup_time: Duration::ZERO,
+            error,
+            tools_list_requests: 0,
+            binding: None,
+        })));
+}
+
+/// Lets spawned tasks see what happened, then run for `duration` of virtual time.
+async fn run_for(duration: Duration) {
+    let settle = || async {
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+    };
+    settle().await;
+    tokio::time::advance(duration).await;
+    settle().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_start_waits_for_required_servers_then_at_most_the_grace() {
+    let (shared, _done) = starting(&[("optional", false), ("required", true)]);
+    let grace = Duration::from_secs(1);
+    let wait = tokio::spawn({
+        let shared = shared.clone();
+        async move {
+            shared
+                .wait_until_usable(startup::Wait::RequiredThenGrace(grace))
+                .await
+        }
+    });
+    run_for(grace * 10).await;
+    assert!(!wait.is_finished(), "the required server is still starting");
+    settle(&shared, "required", None);
+    run_for(grace - Duration::from_millis(1)).await;
+    assert!(!wait.is_finished(), "the grace is counted from then");
+    run_for(Duration::from_millis(1)).await;
+    assert!(wait.is_finished());
+    wait.await.unwrap().expect("no required server failed");
+    assert!(shared.servers["optional"].settled().is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_start_returns_before_the_grace_once_every_server_settled() {
+    let (shared, done) = starting(&[("optional", false)]);
+    let wait = tokio::spawn({
+        let shared = shared.clone();
+        async move {
+            let wait = startup::Wait::RequiredThenGrace(Duration::from_secs(3600));
+            shared.wait_until_usable(wait).await
+        }
+    });
+    run_for(Duration::from_secs(1)).await;
+    assert!(!wait.is_finished());
+    settle(&shared, "optional", None);
+    drop(done);
+    run_for(Duration::ZERO).await;
+    assert!(wait.is_finished());
+}
+
+#[tokio::test(start_paused = true)]
+async fn waiting_for_all_waits_until_the_startups_ended() {
+    let (shared, done) = starting(&[("optional", false)]);
+    let wait = tokio::spawn({
+        let shared = shared.clone();
+        async move { shared.wait_until_usable(startup::Wait::All).await }
+    });
+    run_for(Duration::from_secs(3600)).await;
+    assert!(!wait.is_finished());
+    settle(&shared, "optional", None);
+    drop(done);
+    run_for(Duration::ZERO).await;
+    assert!(wait.is_finished());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_required_server_fails_the_start_without_waiting_for_the_others() {
+    let (shared, done) = starting(&[("a", true), ("b", true), ("optional", false)]);
+    let wait = tokio::spawn({
+        let shared = shared.clone();
+        async move { shared.wait_until_usable(startup::Wait::All).await }
+    });
+    settle(&shared, "a", Some(StartupError::Cancelled));
+    run_for(Duration::from_secs(1)).await;
+    assert!(!wait.is_finished(), "every required server is waited for");
+    settle(&shared, "b", None);
+    run_for(Duration::ZERO).await;
+    assert!(
+        !wait.is_finished(),
+        "shutdown waits for the startups to end"
+    );
+    assert!(
+        shared.startups_cancel.is_cancelled(),
+        "after cancelling them"
+    );
+    drop(done);
+    match wait.await.unwrap() {
+        Err(StartError::RequiredServersFailed { failures }) => {
+            let names: Vec<&str> = failures.iter().map(|(name, _)| name.as_str()).collect();
+            assert_eq!(names, ["a"]);
+        }
+        other => panic!("expected the required server's failure, got {other:?}"),
+    }
 }

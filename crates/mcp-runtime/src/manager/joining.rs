@@ -1,0 +1,236 @@
+//! Servers that settle after [`Runtime::start`](super::Runtime::start) returned: the
+//! runtime's startup task, how a settled server joins the runtime, and waiting for a
+//! server still starting.
+//!
+//! Every startup runs in one task the runtime owns (its handle aborts it when the
+//! runtime is dropped). The start waits only for what it needs
+//! ([`StartOptions::with_optional_grace`](super::StartOptions::with_optional_grace)):
+//! the other servers go on starting in that task and join when they settle.
+//!
+//! Invariants:
+//! 1. A server is [`Starting`](super::ServerState::Starting) until its outcome has
+//!    been installed, and its outcome is installed once: its `settled` slot goes from
+//!    `None` to `Some` and never back.
+//! 2. A server that became ready joins in this order: its listing is stored (which
+//!    bumps the listings' version, manager invariant 4), its connection is installed,
+//!    the catalog that includes its tools is published, and only then is it marked
+//!    settled and its `Ready` event sent. So whoever sees it settled (a waiting call)
+//!    or ready (the host, on the event channel) finds its tools in the catalog, and
+//!    whoever sees its binding finds its listing.
+//! 3. No startup outlives the runtime: shutdown and abort cancel the startups still in
+//!    progress and wait for the startup task to finish (each cancelled startup ends the
+//!    process it spawned) before they end the connections of the servers that joined;
+//!    dropping the runtime aborts the task, which drops every startup and with it
+//!    every process it spawned.
+//! 4. A call to a server still starting waits for its outcome, which its own
+//!    `startup_timeout_sec` bounds; a call to a server whose startup failed fails at
+//!    once with that startup error.
+
+use std::{
+    collections::BTreeSet,
+    sync::{Arc, Weak},
+    time::Duration,
+};
+
+use tokio::sync::watch;
+use tokio_util::task::AbortOnDropHandle;
+
+use super::{Listing, Server, Shared, refresh_on_change, startup};
+use crate::{
+    binding::Binding,
+    config::Config,
+    error::{CallError, StartError, StartupError},
+    naming::servers_for_qualified_name,
+    sync::lock,
+};
+
+/// How a server's first startup ended.
+pub(super) struct Settled {
+    /// How long the startup took.
+    pub(super) startup_time: Duration,
+    /// Why it failed, if it did.
+    pub(super) error: Option<StartupError>,
+    /// How many `tools/list` requests the startup sent itself.
+    pub(super) tools_list_requests: usize,
+    /// Where it runs, for a server that started: what a restart uses.
+    pub(super) binding: Option<Binding>,
+}
+
+impl Server {
+    /// How its first startup ended; `None` while it is still starting.
+    pub(super) fn settled(&self) -> Option<Arc<Settled>> {
+        self.settled.borrow().clone()
+    }
+
+    /// Waits until its first startup has settled.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only waits.
+    pub(super) async fn wait_settled(&self) -> Arc<Settled> {
+        let mut settled = self.settled.subscribe();
+        let settled = settled
+            .wait_for(Option::is_some)
+            .await
+            .expect("the server owns its sender");
+        settled.clone().expect("waited for `Some`")
+    }
+}
+
+/// The runtime's startup task: starts every enabled server of `config` and installs
+/// each outcome into the runtime, if it still exists. `done` is dropped when the task
+/// ends, however it ends.
+pub(super) async fn drive(
+    shared: Weak<Shared>,
+    config: Config,
+    options: startup::StartOptions,
+    done: watch::Sender<()>,
+) {
+    startup::start_all(&config, &options, |outcome| {
+        // A runtime that is gone does not take it: dropping it ends the server.
+        if let Some(shared) = shared.upgrade() {
+            shared.install(outcome);
+        }
+    })
+    .await;
+    drop(done);
+}
+
+impl Shared {
+    /// Makes a settled server part of the runtime (invariant 2).
+    fn install(self: &Arc<Self>, outcome: startup::Outcome) {
+        let name = outcome.config.name.as_str();
+        let server = &self.servers[name];
+        debug_assert!(
+            server.settled().is_none(),
+            "invariant 1: an outcome is installed once"
+        );
+        let error = match outcome.result {
+            Ok(started) => {
+                {
+                    let mut listings = lock(&self.listings);
+                    listings.by_server.insert(
+                        name.to_owned(),
+                        Listing {
+                            stored: 0,
+                            next: 1,
+                            tools: started.tools,
+                        },
+                    );
+                    listings.version += 1;
+                }
+                lock(&server.live).connection = Some(Arc::new(started.connection));
+                self.watch(name, server);
+                let generation = server.generation.subscribe();
+                *lock(&server.refresher) = Some(AbortOnDropHandle::new(tokio::spawn(
+                    refresh_on_change(Arc::downgrade(self), name.to_owned(), generation),
+                )));
+                self.publish(self.build_catalog());
+                None
+            }
+            Err(error) => Some(error),
+        };
+        server.settled.send_replace(Some(Arc::new(Settled {
+            startup_time: outcome.elapsed,
+            error,
+            tools_list_requests: outcome.tools_list_requests,
+            binding: outcome.binding,
+        })));
+    }
+
+    /// Waits as [`Runtime::start`] describes; when a required server fails, shuts
+    /// everything down and says which.
+    pub(super) async fn wait_until_usable(&self, wait: startup::Wait) -> Result<(), StartError> {
+        let required: Vec<(&String, &Server)> = self
+            .servers
+            .iter()
+            .filter(|(_, server)| server.config.required)
+            .collect();
+        let settled =
+            futures::future::join_all(required.iter().map(|(_, server)| server.wait_settled()))
+                .await;
+        let failures: Vec<(String, StartupError)> = required
+            .iter()
+            .zip(settled)
+            .filter_map(|((name, _), settled)| Some(((*name).clone(), settled.error.clone()?)))
+            .collect();
+        if !failures.is_empty() {
+            self.shutdown().await;
+            return Err(StartError::RequiredServersFailed { failures });
+        }
+        match wait {
+            startup::Wait::All => self.startups_ended().await,
+            startup::Wait::RequiredThenGrace(grace) => {
+                // Running out of grace is the point: the rest start in the background.
+                let _ = tokio::time::timeout(grace, self.startups_ended()).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until the startup task has ended: every server has settled, or the task
+    /// was aborted.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only waits.
+    pub(super) async fn startups_ended(&self) {
+        let mut done = self.startups_done.clone();
+        // The sender is dropped when the task ends.
+        while done.changed().await.is_ok() {}
+    }
+
+    /// Cancels the startups still in progress and waits until they have ended
+    /// (invariant 3).
+    pub(super) async fn stop_startups(&self) {
+        self.startups_cancel.cancel();
+        self.startups_ended().await;
+    }
+
+    /// The server and raw tool name `qualified_name` routes to, after waiting for the
+    /// servers it may belong to that are still starting (invariant 4).
+    ///
+    /// The servers it may belong to are told from its `mcp__SERVER__` prefix; when the
+    /// prefix names none of them, every server may own it.
+    pub(super) async fn route(&self, qualified_name: &str) -> Result<(String, String), CallError> {
+        let named =
+            servers_for_qualified_name(qualified_name, self.servers.keys().map(String::as_str));
+        let candidates: BTreeSet<&str> = if named.is_empty() {
+            self.servers.keys().map(String::as_str).collect()
+        } else {
+            named.iter().copied().collect()
+        };
+        loop {
+            if let Some(tool) = self.catalog.borrow().resolve(qualified_name) {
+                return Ok((tool.server.clone(), tool.tool.name.to_string()));
+            }
+            let starting: Vec<&Server> = candidates
+                .iter()
+                .map(|name| &self.servers[*name])
+                .filter(|server| server.settled().is_none())
+                .collect();
+            if starting.is_empty() {
+                break;
+            }
+            // Whichever settles first may be the owner: look again then.
+            futures::future::select_all(
+                starting
+                    .into_iter()
+                    .map(|server| Box::pin(server.wait_settled())),
+            )
+            .await;
+        }
+        // Not in the catalog and nothing left to wait for: a server it can only belong
+        // to that did not start says why.
+        let failed = named.iter().find_map(|name| {
+            let error = self.servers[*name].settled()?.error.clone()?;
+            Some((name.to_string(), error))
+        });
+        Err(match failed {
+            Some((server, source)) => CallError::ServerNotStarted { server, source },
+            None => CallError::UnknownTool {
+                name: qualified_name.to_owned(),
+            },
+        })
+    }
+}
