@@ -39,7 +39,9 @@
 //!   newcomer alone takes the hash suffix (rule 2 or 3 for the newcomer, never for
 //!   the tool already named).
 //! - **A name is never given to another tool**, even after its tool left the catalog;
-//!   the tool gets it back if it returns.
+//!   the tool gets it back if it returns. (The names of the last 50,000 tools that
+//!   left are remembered; older departures are forgotten, so that a server renaming
+//!   its tools at every refresh cannot grow memory without bound.)
 //! - **No tool is dropped**: rule 4's counter always ends on a free name.
 //!
 //! Tools named together, with nothing named before, get exactly Codex's names, the
@@ -47,14 +49,16 @@
 //!
 //! # Invariants of a [`Registry`]
 //!
-//! 1. A (server, raw tool name) pair, once named, keeps its name.
-//! 2. A name is given to one (server, raw tool name) pair at most, and is at most
-//!    [`MAX_TOOL_NAME_LEN`] bytes of `[A-Za-z0-9_]`.
+//! 1. A (server, raw tool name) pair, once named, keeps its name while it is
+//!    remembered: always while it is named at every naming, and for the last
+//!    [`REMEMBERED_DEPARTURES`] pairs absent from the last naming.
+//! 2. A name is given to one remembered (server, raw tool name) pair at most, and is
+//!    at most [`MAX_TOOL_NAME_LEN`] bytes of `[A-Za-z0-9_]`.
 //! 3. A server, once given a namespace, keeps it; its later tools are named in it.
 //! 4. Every namespace is `mcp__SERVER__` sanitized, or that with the hash suffix of rule
 //!    2: what [`servers_for_qualified_name`] relies on.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use sha1::{Digest, Sha1};
 
@@ -166,39 +170,92 @@ fn fit_with_hash(namespace: &str, tool: &str, hash_input: &str) -> String {
     }
 }
 
+/// How many tools that left the catalog keep their names reserved: the oldest
+/// departures beyond this are forgotten, so a server that renames its tools at every
+/// refresh cannot grow the registry without bound.
+pub(crate) const REMEMBERED_DEPARTURES: usize = 50_000;
+
 /// Every name given so far, by server and raw tool name (see the module's invariants).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Registry {
     servers: HashMap<String, ServerNames>,
     /// The server each namespace was given to.
     namespace_owners: HashMap<String, String>,
-    /// Every name given.
+    /// Every name given and remembered.
     taken: HashSet<String>,
+    /// Tools absent from the last naming, oldest first, with the departure number
+    /// their [`Named::departed`] holds (an entry whose tool came back since is stale).
+    departures: VecDeque<(u64, String, String)>,
+    /// How many tools are absent now (`departed` set).
+    absent: usize,
+    next_departure: u64,
+    remembered_departures: usize,
+    /// How many namings there were: [`Named::seen`] says which last listed a tool.
+    namings: u64,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::remembering(REMEMBERED_DEPARTURES)
+    }
 }
 
 #[derive(Debug)]
 struct ServerNames {
     namespace: String,
-    /// Qualified names by raw tool name.
-    tools: HashMap<String, String>,
+    /// By raw tool name.
+    tools: HashMap<String, Named>,
+}
+
+#[derive(Debug)]
+struct Named {
+    name: String,
+    /// Set while the tool is absent: its departure number.
+    departed: Option<u64>,
+    /// The last naming that listed it.
+    seen: u64,
 }
 
 impl Registry {
+    /// A registry that remembers the names of the last `departures` tools that left.
+    pub(crate) fn remembering(departures: usize) -> Self {
+        Self {
+            servers: HashMap::new(),
+            namespace_owners: HashMap::new(),
+            taken: HashSet::new(),
+            departures: VecDeque::new(),
+            absent: 0,
+            next_departure: 0,
+            remembered_departures: departures,
+            namings: 0,
+        }
+    }
+
+    /// How many tools have a name reserved: those of the last naming, and the last
+    /// departed ones.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.taken.len()
+    }
+
     /// The qualified name of each of `tools`, (server, raw tool name) pairs given each
     /// once, in their order: the name already given, else a new one by the rules.
+    /// Tools named before and absent from `tools` keep their names reserved, up to
+    /// the last [`REMEMBERED_DEPARTURES`] of them.
     pub(crate) fn name(&mut self, tools: &[(&str, &str)]) -> Vec<String> {
-        let namespaces = self.namespaces(tools);
-        let own_parts = own_parts(tools, &namespaces);
-
-        let mut names: Vec<Option<String>> = tools
-            .iter()
-            .map(|(server, tool)| {
-                self.servers
-                    .get(*server)
-                    .and_then(|known| known.tools.get(*tool))
-                    .cloned()
-            })
-            .collect();
+        self.namings += 1;
+        let naming = self.namings;
+        let mut names: Vec<Option<String>> = Vec::with_capacity(tools.len());
+        for (server, tool) in tools {
+            let known = self
+                .servers
+                .get_mut(*server)
+                .and_then(|known| known.tools.get_mut(*tool));
+            names.push(known.map(|named| {
+                named.seen = naming;
+                named.name.clone()
+            }));
+        }
         let mut newcomers: Vec<(String, usize)> = names
             .iter()
             .enumerate()
@@ -209,10 +266,18 @@ impl Registry {
             })
             .collect();
         newcomers.sort_unstable();
+        let namespaces = self.namespaces(tools);
+        let crowded: HashSet<&str> = newcomers
+            .iter()
+            .map(|(_, index)| namespaces[tools[*index].0].as_str())
+            .collect();
+        let own_parts = own_parts(tools, &namespaces, &crowded);
         for (identity, index) in newcomers {
             let (server, tool) = tools[index];
             let namespace = &namespaces[server];
-            let own = &own_parts[index];
+            let own = own_parts[index]
+                .as_ref()
+                .expect("a newcomer's namespace is crowded");
             let whole = format!("{namespace}{own}");
             let name = if whole.len() <= MAX_TOOL_NAME_LEN && !self.taken.contains(&whole) {
                 whole
@@ -247,13 +312,82 @@ impl Registry {
                     }
                 })
                 .tools
-                .insert(tool.to_owned(), name.clone());
+                .insert(
+                    tool.to_owned(),
+                    Named {
+                        name: name.clone(),
+                        departed: None,
+                        seen: naming,
+                    },
+                );
             names[index] = Some(name);
         }
+        self.note_departures();
         names
             .into_iter()
             .map(|name| name.expect("every tool was named above"))
             .collect()
+    }
+
+    /// Marks every named tool the last naming did not list departed, and those it
+    /// listed present, then forgets the oldest departures beyond the number
+    /// remembered.
+    fn note_departures(&mut self) {
+        for (server, names) in &mut self.servers {
+            for (tool, named) in &mut names.tools {
+                let here = named.seen == self.namings;
+                match (here, named.departed) {
+                    (true, Some(_)) => {
+                        named.departed = None;
+                        self.absent -= 1;
+                    }
+                    (false, None) => {
+                        named.departed = Some(self.next_departure);
+                        self.departures.push_back((
+                            self.next_departure,
+                            server.clone(),
+                            tool.clone(),
+                        ));
+                        self.next_departure += 1;
+                        self.absent += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        while self.absent > self.remembered_departures {
+            let (departure, server, tool) = self
+                .departures
+                .pop_front()
+                .expect("every absent tool has a departure queued");
+            let Some(names) = self.servers.get_mut(&server) else {
+                continue;
+            };
+            if names
+                .tools
+                .get(&tool)
+                .is_some_and(|named| named.departed == Some(departure))
+            {
+                let named = names.tools.remove(&tool).expect("just found");
+                self.taken.remove(&named.name);
+                self.absent -= 1;
+            }
+        }
+        // Entries of tools that came back are stale: dropped once they are as many
+        // as the current ones, so a tool that comes and goes cannot grow the queue.
+        if self.departures.len() > 2 * self.absent + 16 {
+            let servers = &self.servers;
+            self.departures.retain(|(departure, server, tool)| {
+                servers
+                    .get(server)
+                    .and_then(|names| names.tools.get(tool))
+                    .is_some_and(|named| named.departed == Some(*departure))
+            });
+        }
+        debug_assert!(
+            self.departures.len() >= self.absent,
+            "every absent tool has a departure queued"
+        );
     }
 
     /// The namespace of each server of `tools`: the one it was given, else rule 2
@@ -292,25 +426,42 @@ impl Registry {
     }
 }
 
-/// Rule 3: each tool's own part, sanitized, with its hash when another tool's in the
-/// same namespace sanitizes alike.
-fn own_parts(tools: &[(&str, &str)], namespaces: &HashMap<&str, String>) -> Vec<String> {
-    let sanitized: Vec<String> = tools.iter().map(|(_, tool)| sanitize(tool)).collect();
+/// Rule 3, for the tools in a `crowded` namespace (one where a tool is to be named):
+/// each tool's own part, sanitized, with its hash when another tool's in the same
+/// namespace sanitizes alike. Other tools keep the names they have: `None`.
+fn own_parts(
+    tools: &[(&str, &str)],
+    namespaces: &HashMap<&str, String>,
+    crowded: &HashSet<&str>,
+) -> Vec<Option<String>> {
+    let sanitized: Vec<Option<String>> = tools
+        .iter()
+        .map(|(server, tool)| {
+            crowded
+                .contains(namespaces[server].as_str())
+                .then(|| sanitize(tool))
+        })
+        .collect();
     let mut sharing: HashMap<(&str, &str), usize> = HashMap::new();
     for ((server, _), own) in tools.iter().zip(&sanitized) {
-        *sharing
-            .entry((namespaces[server].as_str(), own.as_str()))
-            .or_default() += 1;
+        if let Some(own) = own {
+            *sharing
+                .entry((namespaces[server].as_str(), own.as_str()))
+                .or_default() += 1;
+        }
     }
     tools
         .iter()
         .zip(&sanitized)
         .map(|((server, tool), own)| {
-            if sharing[&(namespaces[server].as_str(), own.as_str())] > 1 {
-                format!("{own}{}", hash_suffix(&tool_identity(server, tool)))
-            } else {
-                own.clone()
-            }
+            let own = own.as_ref()?;
+            Some(
+                if sharing[&(namespaces[server].as_str(), own.as_str())] > 1 {
+                    format!("{own}{}", hash_suffix(&tool_identity(server, tool)))
+                } else {
+                    own.clone()
+                },
+            )
         })
         .collect()
 }

@@ -372,3 +372,41 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn departed_names_stay_reserved_up_to_a_bound() {
+    let mut registry = Registry::remembering(2);
+    named(&mut registry, &[("x", "y__z")]);
+    // `x`'s tool departed and is remembered: a newcomer cannot have its name.
+    assert_eq!(
+        named(&mut registry, &[("x__y", "z")]),
+        ["mcp__x__y__z_d68844efc53b"]
+    );
+    // Churn: every naming lists new tools only; two departures are remembered.
+    for round in 0..10 {
+        let tool = format!("t{round}");
+        named(&mut registry, &[("churn", &tool), ("x__y", "z")]);
+        assert!(registry.len() <= 2 + 2, "{} names kept", registry.len());
+    }
+    // `x`'s departure is forgotten: its old name is free again.
+    assert_eq!(
+        named(&mut registry, &[("x__y", "z"), ("x", "y__z")]),
+        ["mcp__x__y__z_d68844efc53b", "mcp__x__y__z"]
+    );
+    // A tool that comes back before it is forgotten keeps its name.
+    let mut registry = Registry::remembering(2);
+    let first = named(&mut registry, &[("s", "a"), ("s", "b")]);
+    named(&mut registry, &[("s", "b")]);
+    named(&mut registry, &[("s", "b"), ("t", "c")]);
+    assert_eq!(named(&mut registry, &[("s", "a"), ("s", "b")]), first);
+    // A tool that comes and goes does not grow the queue of departures.
+    for _ in 0..100 {
+        named(&mut registry, &[("s", "a")]);
+        named(&mut registry, &[("s", "a"), ("s", "b")]);
+    }
+    assert!(
+        registry.departures.len() <= 2 * 2 + 16,
+        "{} departures queued",
+        registry.departures.len()
+    );
+}
