@@ -9,8 +9,10 @@
 //! Each [`QualifiedTool`] also carries the settings of the server's table that are
 //! for the host to apply; mcp-runtime only reports them:
 //! - `approval_mode`: the tool's `[mcp_servers.X.tools.T] approval_mode`, else the
-//!   server's `default_tools_approval_mode`; whether the host asks a person before
-//!   the tool runs. mcp-runtime never asks anyone itself.
+//!   server's `default_tools_approval_mode`: whether the host asks a person before
+//!   the tool runs. `prompt`: ask before every call; `approve`: call without asking;
+//!   `auto`, or unset: the host's own policy decides. mcp-runtime never asks anyone
+//!   itself, and calls a tool whatever its mode.
 //! - `output_token_limit`: the most tokens of the tool's output the host should give
 //!   the model.
 //! - `supports_parallel_tool_calls`: the host may run several calls of this server's
@@ -22,7 +24,8 @@
 //!    two tools never share a name (naming invariant 2).
 //! 2. A catalog built from another keeps every name that one gave, and gives no name
 //!    that one, or any catalog it was built from, gave to another tool: they share
-//!    one name registry.
+//!    one name registry (which remembers the tools that left for a while; see
+//!    [`naming`](crate::naming)).
 //! 3. Tools named together for the first time get the same names whatever the order
 //!    of servers and of their tools.
 
@@ -79,6 +82,12 @@ impl Catalog {
     /// qualified-name order.
     ///
     /// Build from [`Catalog::default`] for a first catalog.
+    ///
+    /// # Concurrent calls
+    ///
+    /// Builds from catalogs of one lineage take turns naming tools (they share the
+    /// registry), so two catalogs built at once from the same `previous` still agree
+    /// on every name either gave.
     pub fn build<'a>(
         previous: &Catalog,
         servers: impl IntoIterator<Item = (&'a ServerConfig, &'a [Tool])>,

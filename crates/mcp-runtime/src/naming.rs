@@ -1,11 +1,14 @@
 //! The names the model sees for servers' tools: Codex's names, never changed once given.
 //!
 //! A Codex user already knows their tools by the names Codex gives them, so mcp-runtime
-//! gives the same ones. The rule followed is that of Codex commit
-//! `52a0ab1201c2c3fda775f9b45d4c3326a4d9b806` (`codex-rs/codex-mcp/src/mcp_tool_names.rs`,
-//! with `sanitize_responses_api_tool_name` of `codex-rs/codex-mcp/src/mcp/mod.rs`, the
-//! namespace of a server without connector of `mcp_connection_manager.rs`, and
-//! `ToolName::display` of `codex-rs/protocol`, which joins namespace and name as they are):
+//! gives the same ones. The rule followed is `qualify_tools` of Codex commit
+//! `52a0ab1201c2c3fda775f9b45d4c3326a4d9b806` (`codex-rs/codex-mcp/src/mcp_tool_names.rs`),
+//! with what it calls: `sanitize_responses_api_tool_name` (`codex-mcp/src/mcp/mod.rs`)
+//! and `ToolName::namespaced(..).display()` (`codex-rs/protocol`), which joins namespace
+//! and name as they are. Its input for a server without connector (every server of a
+//! config file) is the namespace `mcp__SERVER__` and the raw tool name, as Codex's
+//! connection manager builds them (`normalize_codex_apps_callable_namespace` and
+//! `normalize_codex_apps_callable_name`, `mcp_connection_manager.rs`):
 //!
 //! 1. A server's namespace is `mcp__SERVER__` and a tool's own part is its raw name, both
 //!    [sanitized](sanitize): every character outside `[A-Za-z0-9_]` becomes one `_`.
@@ -31,8 +34,8 @@
 //!
 //! Codex names the whole set of tools afresh each time. mcp-runtime's catalog changes
 //! while a host uses it (a server that starts late joins it, a server's tool list is
-//! refreshed), and a model that was shown a name must be able to call it. So a
-//! [`Registry`] remembers every name it gave:
+//! refreshed), and a model that was shown a name must be able to call it. So the
+//! catalog keeps a registry of every name it gave:
 //!
 //! - **A name once given never changes.** A tool already named keeps its name; a server
 //!   already named keeps its namespace. When a newcomer collides with them, the
@@ -47,11 +50,11 @@
 //! Tools named together, with nothing named before, get exactly Codex's names, the
 //! same whatever the order in which servers answered.
 //!
-//! # Invariants of a [`Registry`]
+//! # Invariants of the registry
 //!
-//! 1. A (server, raw tool name) pair, once named, keeps its name while it is
-//!    remembered: always while it is named at every naming, and for the last
-//!    [`REMEMBERED_DEPARTURES`] pairs absent from the last naming.
+//! 1. A (server, raw tool name) pair, once named, keeps its name for as long as it is
+//!    remembered: while every naming lists it, and, once a naming leaves it out,
+//!    until 50,000 (`REMEMBERED_DEPARTURES`) later departures push it out.
 //! 2. A name is given to one remembered (server, raw tool name) pair at most, and is
 //!    at most [`MAX_TOOL_NAME_LEN`] bytes of `[A-Za-z0-9_]`.
 //! 3. A server, once given a namespace, keeps it; its later tools are named in it.
