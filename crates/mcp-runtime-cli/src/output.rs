@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use mcp_runtime::{Catalog, ServerStatus, error::chain, model::CallToolResult};
+use mcp_runtime::{Catalog, QualifiedTool, ServerStatus, error::chain, model::CallToolResult};
 use serde_json::{Value, json};
 
 /// The `--json` report of `servers` and `tools`: one object with both lists. A
@@ -27,20 +27,32 @@ pub fn report_json(servers: &[ServerStatus], catalog: &Catalog) -> Value {
             })
         })
         .collect();
-    let tools: Vec<Value> = catalog
-        .tools()
-        .iter()
-        .map(|tool| {
-            json!({
-                "qualified_name": tool.qualified_name,
-                "server": tool.server,
-                "tool": tool.tool.name,
-                "description": tool.tool.description,
-                "input_schema": tool.tool.input_schema,
-            })
-        })
-        .collect();
+    let tools: Vec<Value> = catalog.tools().iter().map(tool_json).collect();
     json!({ "servers": servers, "tools": tools })
+}
+
+/// One tool of the `--json` report. The host settings of the server's table appear
+/// only when set: `approval_mode` (`auto`, `prompt` or `approve`),
+/// `output_token_limit`, and `supports_parallel_tool_calls` (only when `true`).
+fn tool_json(tool: &QualifiedTool) -> Value {
+    let mut object = json!({
+        "qualified_name": tool.qualified_name,
+        "server": tool.server,
+        "tool": tool.tool.name,
+        "description": tool.tool.description,
+        "input_schema": tool.tool.input_schema,
+    });
+    let fields = object.as_object_mut().expect("an object literal");
+    if let Some(mode) = tool.approval_mode {
+        fields.insert("approval_mode".into(), mode.as_str().into());
+    }
+    if let Some(limit) = tool.output_token_limit {
+        fields.insert("output_token_limit".into(), limit.into());
+    }
+    if tool.supports_parallel_tool_calls {
+        fields.insert("supports_parallel_tool_calls".into(), true.into());
+    }
+    object
 }
 
 /// The `servers` table.
@@ -190,6 +202,79 @@ mod tests {
         a            ready
         longer-name  failed  why
         ");
+    }
+
+    #[test]
+    fn tools_json_shows_host_settings_only_when_set() {
+        use std::sync::Arc;
+
+        use mcp_runtime::{
+            ServerConfig,
+            config::{ApprovalMode, ToolConfig},
+            model::Tool,
+        };
+
+        let tool = |name: &str| Tool::new(name.to_owned(), "", Arc::new(Default::default()));
+        let mut configured = ServerConfig::stdio("my-server", "unused", vec![]);
+        configured.default_tools_approval_mode = Some(ApprovalMode::Prompt);
+        configured.supports_parallel_tool_calls = true;
+        let mut settings = ToolConfig::default();
+        settings.approval_mode = Some(ApprovalMode::Approve);
+        settings.output_token_limit = Some(2000);
+        configured.tools.insert("get-item".into(), settings);
+        let plain = ServerConfig::stdio("plain", "unused", vec![]);
+        let configured_tools = [tool("get-item"), tool("other")];
+        let plain_tools = [tool("t")];
+        let catalog = Catalog::build(
+            &Catalog::default(),
+            [
+                (&configured, &configured_tools[..]),
+                (&plain, &plain_tools[..]),
+            ],
+        );
+        let report = report_json(&[], &catalog);
+        let tools: Vec<&Value> = report["tools"].as_array().unwrap().iter().collect();
+        let keys =
+            |tool: &Value| -> Vec<String> { tool.as_object().unwrap().keys().cloned().collect() };
+        let shape = [
+            "qualified_name",
+            "server",
+            "tool",
+            "description",
+            "input_schema",
+        ];
+
+        assert_eq!(tools[0]["qualified_name"], "mcp__my_server__get_item");
+        assert_eq!(tools[0]["tool"], "get-item");
+        assert_eq!(
+            keys(tools[0]),
+            [
+                &shape[..],
+                &[
+                    "approval_mode",
+                    "output_token_limit",
+                    "supports_parallel_tool_calls"
+                ]
+            ]
+            .concat()
+        );
+        assert_eq!(tools[0]["approval_mode"], "approve");
+        assert_eq!(tools[0]["output_token_limit"], 2000);
+        assert_eq!(tools[0]["supports_parallel_tool_calls"], true);
+
+        assert_eq!(tools[1]["qualified_name"], "mcp__my_server__other");
+        assert_eq!(
+            keys(tools[1]),
+            [
+                &shape[..],
+                &["approval_mode", "supports_parallel_tool_calls"]
+            ]
+            .concat()
+        );
+        assert_eq!(tools[1]["approval_mode"], "prompt");
+
+        assert_eq!(tools[2]["qualified_name"], "mcp__plain__t");
+        assert_eq!(keys(tools[2]), shape, "nothing set, the shape is unchanged");
     }
 
     #[test]

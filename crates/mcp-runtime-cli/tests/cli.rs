@@ -284,12 +284,12 @@ fn tools_and_call_work_against_server_everything_through_a_config_file() {
     let output = run(&["tools", "--config", config]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let listed = stdout(&output);
-    assert!(listed.contains("mcp__everything__get-sum"), "{listed}");
+    assert!(listed.contains("mcp__everything__get_sum"), "{listed}");
     assert_eq!(listed.lines().count(), 1 + 13, "{listed}");
 
     let output = run(&[
         "call",
-        "mcp__everything__get-sum",
+        "mcp__everything__get_sum",
         "--args",
         r#"{"a": 20, "b": 22}"#,
         "--config",

@@ -133,3 +133,39 @@ async fn colliding_and_long_names_are_qualified_and_still_route() {
     assert_eq!(first, second);
     again.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_tool_added_by_a_refresh_takes_the_suffix_and_no_name_changes() {
+    let (runtime, _) = start(config([fixture(
+        "my-server",
+        &["--tool-name", "tool_name"],
+    )]))
+    .await;
+    let before: Vec<(String, String)> = runtime
+        .catalog()
+        .tools()
+        .iter()
+        .map(|t| (t.qualified_name.clone(), t.tool.name.to_string()))
+        .collect();
+    assert!(before.contains(&("mcp__my_server__tool_name".into(), "tool_name".into())));
+
+    // `tool-name` sanitizes like `tool_name`: named together, both would be hashed.
+    let mut catalog = runtime.subscribe_catalog();
+    let arguments = serde_json::json!({"name": "tool-name"});
+    runtime
+        .call_tool("mcp__my_server__add_tool", arguments.as_object().cloned())
+        .await
+        .unwrap();
+    let updated = catalog
+        .wait_for(|catalog| catalog.tools().len() == before.len() + 1)
+        .await
+        .unwrap()
+        .clone();
+    for (name, raw) in &before {
+        let kept = updated.resolve(name).expect("a name stays");
+        assert_eq!(kept.tool.name, raw.as_str(), "{name}");
+    }
+    let added = updated.resolve("mcp__my_server__tool_name_6c9a5b0263f1");
+    assert_eq!(added.map(|t| t.tool.name.as_ref()), Some("tool-name"));
+    runtime.shutdown().await;
+}

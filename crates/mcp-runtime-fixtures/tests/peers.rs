@@ -43,7 +43,7 @@ async fn server_everything_over_stdio_lists_thirteen_tools_and_adds() {
     );
     let result = runtime
         .call_tool(
-            "mcp__everything__get-sum",
+            "mcp__everything__get_sum",
             json!({"a": 2, "b": 3}).as_object().cloned(),
         )
         .await

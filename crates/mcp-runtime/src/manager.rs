@@ -709,22 +709,13 @@ impl Shared {
                 .collect();
             (listings.version, snapshot)
         };
-        let exposed: Vec<(&str, Vec<Tool>)> = listings
-            .iter()
-            .map(|(name, tools)| {
-                let config = &self.servers[name].config;
-                let exposed = tools
-                    .iter()
-                    .filter(|tool| config.exposes_tool(&tool.name))
-                    .cloned()
-                    .collect();
-                (name.as_str(), exposed)
-            })
-            .collect();
+        // Names the published catalog gave stay (catalog invariant 2).
+        let previous = self.catalog.borrow().clone();
         let catalog = Catalog::build(
-            exposed
+            &previous,
+            listings
                 .iter()
-                .map(|(name, tools)| (*name, tools.as_slice())),
+                .map(|(name, tools)| (&self.servers[name].config, tools.as_slice())),
         );
         BuiltCatalog { version, catalog }
     }

@@ -539,7 +539,14 @@ mod properties {
                 kept.insert(server, tools);
             }
 
-            let catalog = Catalog::build(kept.iter().map(|(server, tools)| (*server, tools.as_slice())));
+            let configs: Vec<crate::ServerConfig> = kept
+                .keys()
+                .map(|server| crate::ServerConfig::stdio(*server, "unused", vec![]))
+                .collect();
+            let catalog = Catalog::build(
+                &Catalog::default(),
+                configs.iter().zip(kept.values()).map(|(config, tools)| (config, tools.as_slice())),
+            );
             let total: usize = kept.values().map(Vec::len).sum();
             prop_assert_eq!(catalog.tools().len(), total, "no tool is lost");
             let mut names = HashSet::new();
@@ -548,7 +555,7 @@ mod properties {
                 prop_assert!(names.insert(name.clone()), "`{}` twice", name);
                 prop_assert!(name.len() <= MAX_TOOL_NAME_LEN, "`{}` too long", name);
                 prop_assert!(
-                    name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+                    name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
                     "`{}` has a character a model may not accept", name
                 );
                 let routed = catalog.resolve(name).expect("every listed name resolves");
@@ -559,7 +566,7 @@ mod properties {
                     let found = catalog
                         .tools()
                         .iter()
-                        .filter(|q| q.server == *server && q.tool == *tool)
+                        .filter(|q| q.server == *server && *q.tool == *tool)
                         .count();
                     prop_assert_eq!(found, 1, "`{}` of `{}` once", tool.name, server);
                 }

@@ -1,0 +1,333 @@
+use std::collections::HashSet;
+
+use super::*;
+use crate::config::ToolConfig;
+
+fn tool(name: &str) -> Tool {
+    Tool::new(name.to_owned(), "", Arc::new(Default::default()))
+}
+
+fn server(name: &str) -> ServerConfig {
+    ServerConfig::stdio(name, "unused", vec![])
+}
+
+/// A first catalog of `servers`.
+fn build<'a>(servers: impl IntoIterator<Item = (&'a ServerConfig, &'a [Tool])>) -> Catalog {
+    Catalog::build(&Catalog::default(), servers)
+}
+
+fn names(catalog: &Catalog) -> Vec<&str> {
+    catalog
+        .tools()
+        .iter()
+        .map(|tool| tool.qualified_name.as_str())
+        .collect()
+}
+
+#[test]
+fn names_are_codex_names_in_qualified_name_order() {
+    let files = server("my-files");
+    let tools = [
+        tool("read_file"),
+        tool("list.dir"),
+        tool("grüße"),
+        tool("get-item"),
+    ];
+    let catalog = build([(&files, &tools[..])]);
+    assert_eq!(
+        names(&catalog),
+        [
+            "mcp__my_files__get_item",
+            "mcp__my_files__gr__e",
+            "mcp__my_files__list_dir",
+            "mcp__my_files__read_file",
+        ]
+    );
+}
+
+#[test]
+fn names_do_not_depend_on_listing_order() {
+    let (s1, s2) = (server("s1"), server("s-1"));
+    let a = [tool("a.b"), tool("a_b"), tool("c")];
+    let a_reversed = [tool("c"), tool("a_b"), tool("a.b")];
+    let b = [tool(&"long".repeat(30)), tool("c")];
+    let one = build([(&s1, &a[..]), (&s2, &b[..])]);
+    let two = build([(&s2, &b[..]), (&s1, &a_reversed[..])]);
+    assert_eq!(names(&one), names(&two));
+    assert_eq!(names(&one).len(), 5);
+}
+
+#[test]
+fn every_qualified_name_routes_back_to_its_server_and_raw_tool() {
+    let (one, two) = (server("one"), server("two"));
+    let first = [
+        tool("a.b"),
+        tool("a_b"),
+        tool(&"x".repeat(70)),
+        tool("plain"),
+    ];
+    let second = [tool("plain")];
+    let catalog = build([(&one, &first[..]), (&two, &second[..])]);
+    let mut routed: Vec<(String, String)> = catalog
+        .tools()
+        .iter()
+        .map(|qualified| {
+            let found = catalog.resolve(&qualified.qualified_name).unwrap();
+            (found.server.clone(), found.tool.name.to_string())
+        })
+        .collect();
+    routed.sort();
+    let mut expected: Vec<(String, String)> = first
+        .iter()
+        .map(|t| ("one".to_owned(), t.name.to_string()))
+        .chain([("two".to_owned(), "plain".to_owned())])
+        .collect();
+    expected.sort();
+    assert_eq!(routed, expected);
+    assert!(catalog.resolve("mcp__one__missing").is_none());
+}
+
+#[test]
+fn a_tool_listed_twice_appears_once_as_first_listed() {
+    let s = server("s");
+    let mut first = tool("same");
+    first.description = Some("first".into());
+    let mut second = tool("same");
+    second.description = Some("second".into());
+    let tools = [first.clone(), second];
+    let catalog = build([(&s, &tools[..])]);
+    assert_eq!(names(&catalog), ["mcp__s__same"]);
+    assert_eq!(*catalog.tools()[0].tool, first);
+}
+
+#[test]
+fn only_the_tools_a_server_exposes_are_named() {
+    let mut s = server("s");
+    s.enabled_tools = Some(vec!["kept".into(), "disabled".into()]);
+    s.disabled_tools = vec!["disabled".into()];
+    let tools = [tool("kept"), tool("disabled"), tool("other")];
+    let catalog = build([(&s, &tools[..])]);
+    assert_eq!(names(&catalog), ["mcp__s__kept"]);
+}
+
+#[test]
+fn a_server_joining_later_with_a_colliding_name_leaves_the_old_names_intact() {
+    let (early, late) = (server("basic_server"), server("basic-server"));
+    let early_tools = [tool("query")];
+    let late_tools = [tool("lookup"), tool("query")];
+    let first = build([(&early, &early_tools[..])]);
+    assert_eq!(names(&first), ["mcp__basic_server__query"]);
+
+    let second = Catalog::build(
+        &first,
+        [(&early, &early_tools[..]), (&late, &late_tools[..])],
+    );
+    let by_server = |catalog: &Catalog, name: &str| {
+        let tool = catalog.resolve(name).expect("named");
+        (tool.server.clone(), tool.tool.name.to_string())
+    };
+    assert_eq!(
+        by_server(&second, "mcp__basic_server__query"),
+        ("basic_server".to_owned(), "query".to_owned()),
+        "the name given first still routes to the same tool"
+    );
+    assert_eq!(
+        names(&second),
+        [
+            "mcp__basic_server__query",
+            "mcp__basic_server_c83615c428ad__lookup",
+            "mcp__basic_server_c83615c428ad__query",
+        ]
+    );
+    // Built at once, both would have been hashed (Codex's names).
+    let at_once = build([(&early, &early_tools[..]), (&late, &late_tools[..])]);
+    assert_eq!(
+        names(&at_once),
+        [
+            "mcp__basic_server_234b1425bdea__query",
+            "mcp__basic_server_c83615c428ad__lookup",
+            "mcp__basic_server_c83615c428ad__query",
+        ]
+    );
+}
+
+#[test]
+fn a_refresh_keeps_every_name_and_shares_unchanged_tools() {
+    let (s, t) = (server("s"), server("t"));
+    let s_tools = [tool("a.b"), tool("long".repeat(20).as_str())];
+    let t_tools = [tool("x")];
+    let first = build([(&s, &s_tools[..]), (&t, &t_tools[..])]);
+
+    let mut changed = tool("x");
+    changed.description = Some("new".into());
+    let refreshed_t = [changed, tool("a.b")];
+    let second = Catalog::build(&first, [(&s, &s_tools[..]), (&t, &refreshed_t[..])]);
+    for old in first.tools() {
+        let new = second.resolve(&old.qualified_name).expect("a name is kept");
+        assert_eq!((&new.server, &new.tool.name), (&old.server, &old.tool.name));
+        assert_eq!(
+            Arc::ptr_eq(&new.tool, &old.tool),
+            old.server == "s",
+            "`{}`: an unchanged tool is shared, a changed one replaced",
+            old.qualified_name
+        );
+    }
+    assert_eq!(second.tools().len(), 4);
+    assert_eq!(
+        second
+            .resolve("mcp__t__x")
+            .unwrap()
+            .tool
+            .description
+            .as_deref(),
+        Some("new")
+    );
+}
+
+#[test]
+fn each_tool_carries_its_host_settings() {
+    let mut s = server("s");
+    s.default_tools_approval_mode = Some(ApprovalMode::Prompt);
+    s.supports_parallel_tool_calls = true;
+    let own = ToolConfig {
+        approval_mode: Some(ApprovalMode::Approve),
+        output_token_limit: Some(2000),
+    };
+    s.tools.insert("own".into(), own);
+    let plain = server("plain");
+    let s_tools = [tool("own"), tool("default")];
+    let plain_tools = [tool("tool")];
+    let catalog = build([(&s, &s_tools[..]), (&plain, &plain_tools[..])]);
+    let settings = |name: &str| {
+        let tool = catalog.resolve(name).expect("named");
+        (
+            tool.approval_mode,
+            tool.output_token_limit,
+            tool.supports_parallel_tool_calls,
+        )
+    };
+    assert_eq!(
+        settings("mcp__s__own"),
+        (Some(ApprovalMode::Approve), Some(2000), true)
+    );
+    assert_eq!(
+        settings("mcp__s__default"),
+        (Some(ApprovalMode::Prompt), None, true)
+    );
+    assert_eq!(settings("mcp__plain__tool"), (None, None, false));
+}
+
+mod properties {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::naming::{sanitize, servers_for_qualified_name};
+
+    /// Names that collide once sanitized (`a.b`, `a_b`, `a-b`, `é` and `_` …),
+    /// long names, and arbitrary characters.
+    fn any_name() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => proptest::string::string_regex("[a._é-]{1,5}").expect("a valid pattern"),
+            1 => proptest::string::string_regex("[a-z._]{50,70}").expect("a valid pattern"),
+            1 => prop::collection::vec(any::<char>(), 0..12).prop_map(String::from_iter),
+        ]
+    }
+
+    /// Up to 12 servers, each listing up to 12 tools (names may repeat).
+    fn any_servers() -> impl Strategy<Value = Vec<(String, Vec<String>)>> {
+        prop::collection::btree_map(any_name(), prop::collection::vec(any_name(), 0..12), 1..12)
+            .prop_map(|servers| servers.into_iter().collect())
+    }
+
+    fn build(previous: &Catalog, servers: &[(ServerConfig, Vec<Tool>)]) -> Catalog {
+        Catalog::build(
+            previous,
+            servers
+                .iter()
+                .map(|(config, tools)| (config, tools.as_slice())),
+        )
+    }
+
+    fn routes(catalog: &Catalog) -> Vec<(String, String, String)> {
+        catalog
+            .tools()
+            .iter()
+            .map(|q| {
+                (
+                    q.qualified_name.clone(),
+                    q.server.clone(),
+                    q.tool.name.to_string(),
+                )
+            })
+            .collect()
+    }
+
+    proptest! {
+        // XorShift: ChaCha, the default, takes most of the time of an unoptimized test.
+        #![proptest_config(ProptestConfig {
+            cases: 256,
+            rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn every_tool_of_every_server_routes_back_under_a_unique_short_name(
+            servers in any_servers(),
+            joining_later in 0..12_usize,
+        ) {
+            let servers: Vec<(ServerConfig, Vec<Tool>)> = servers
+                .into_iter()
+                .map(|(name, tools)| (server(&name), tools.iter().map(|n| tool(n)).collect()))
+                .collect();
+            let catalog = build(&Catalog::default(), &servers);
+            let expected: BTreeSet<(String, String)> = servers
+                .iter()
+                .flat_map(|(config, tools)| {
+                    tools.iter().map(move |t| (config.name.clone(), t.name.to_string()))
+                })
+                .collect();
+            let mut routed = BTreeSet::new();
+            let mut names = HashSet::new();
+            for qualified in catalog.tools() {
+                let name = &qualified.qualified_name;
+                prop_assert!(names.insert(name.clone()), "`{}` twice", name);
+                prop_assert!(name.len() <= MAX_TOOL_NAME_LEN, "`{}` too long", name);
+                prop_assert!(name.starts_with("mcp__"), "`{}`", name);
+                prop_assert_eq!(sanitize(name), name.clone());
+                let found = catalog.resolve(name).expect("every listed name resolves");
+                prop_assert_eq!(found, qualified);
+                prop_assert!(servers_for_qualified_name(
+                    name,
+                    servers.iter().map(|(config, _)| config.name.as_str())
+                ).contains(&qualified.server.as_str()));
+                routed.insert((found.server.clone(), found.tool.name.to_string()));
+            }
+            prop_assert_eq!(catalog.tools().len(), expected.len(), "one entry per tool");
+            prop_assert_eq!(&routed, &expected);
+
+            // Neither the order of servers nor that of their tools changes a name.
+            let reversed: Vec<(ServerConfig, Vec<Tool>)> = servers
+                .iter()
+                .rev()
+                .map(|(config, tools)| {
+                    let mut tools = tools.clone();
+                    tools.reverse();
+                    (config.clone(), tools)
+                })
+                .collect();
+            prop_assert_eq!(routes(&build(&Catalog::default(), &reversed)), routes(&catalog));
+
+            // Servers joining later never rename a tool already named.
+            let split = joining_later.min(servers.len());
+            let early = build(&Catalog::default(), &servers[..split]);
+            let all = build(&early, &servers);
+            for named in early.tools() {
+                let kept = all.resolve(&named.qualified_name).expect("a name is kept");
+                prop_assert_eq!((&kept.server, &kept.tool.name), (&named.server, &named.tool.name));
+            }
+            prop_assert_eq!(all.tools().len(), expected.len(), "no tool is dropped");
+        }
+    }
+}
