@@ -133,7 +133,11 @@ pub(crate) fn resolve(
         };
         let header_name = HeaderName::try_from(name.as_str()).map_err(|_| invalid())?;
         let mut header_value = HeaderValue::try_from(value).map_err(|_| invalid())?;
-        header_value.set_sensitive(key == "env_http_headers");
+        // A value read from the environment may be a secret; a literal `Authorization`
+        // or `Proxy-Authorization` (which the file may hold, as Codex's does) is one.
+        let credential = header_name == http::header::AUTHORIZATION
+            || header_name == http::header::PROXY_AUTHORIZATION;
+        header_value.set_sensitive(key == "env_http_headers" || credential);
         headers.insert(header_name, header_value);
     }
     let bearer_token = http

@@ -416,7 +416,6 @@ env_http_headers = {{ X-Key = "LEGACY_KEY" }}
 }
 
 #[test]
-#[ignore = "needs the TOML parser to know `transport` (issue 8, section 4), built in parallel"]
 fn sse_type_loads_as_the_legacy_sse_transport() {
     let config = load_file("sse.json", &[]);
     let TransportConfig::StreamableHttp(http) = &config.servers["legacy"].transport else {
@@ -510,7 +509,6 @@ fn every_error_of_a_json_file_is_reported_at_once_in_its_own_terms() {
             "bad.url": { "url": "https://x/mcp" },
             "": { "command": "x" },
             "both": { "command": "x", "url": "https://x/mcp" },
-            "secret": { "url": "https://x/mcp", "headers": { "Authorization": "Basic abc" } },
             "scalar": 3
         }
     }"#;
@@ -532,7 +530,6 @@ fn every_error_of_a_json_file_is_reported_at_once_in_its_own_terms() {
             "`/p/.mcp.json`: key `scalar` in `[mcpServers]` must be an object",
             "`/p/.mcp.json`: key `url` in `[mcpServers.bad url]` must be an `http://` or `https://` URL",
             "`/p/.mcp.json`: `[mcpServers.both]` mixes stdio key `command` with HTTP key `url` (a server is either `command` or `url`)",
-            "`/p/.mcp.json`: key `headers.Authorization` in `[mcpServers.secret]` holds a literal token, which is refused (name an environment variable with `bearer_token_env_var`)",
         ]
     );
 }
@@ -657,13 +654,21 @@ fn names_and_values_are_quoted_and_escaped_in_the_toml() {
 }
 
 #[test]
-fn a_second_authorization_header_is_refused_not_written_twice() {
+fn a_second_authorization_header_is_not_sent_twice() {
     let text = r#"{ "mcpServers": { "a": { "url": "https://x/mcp", "headers": {
         "Authorization": "Bearer ${A}", "authorization": "Bearer ${B}" } } } }"#;
-    let error = load(text, Path::new("/p/.mcp.json"), &vars(&[("B", "b-secret")])).unwrap_err();
+    let config = load(text, Path::new("/p/.mcp.json"), &vars(&[("B", "b-secret")])).unwrap();
+    let TransportConfig::StreamableHttp(http) = &config.servers["a"].transport else {
+        panic!("expected http");
+    };
+    assert_eq!(http.bearer_token_env_var.as_deref(), Some("A"));
+    assert!(http.http_headers.is_empty(), "{http:?}");
+    let warnings: Vec<String> = config.warnings.iter().map(ToString::to_string).collect();
     assert_eq!(
-        error.to_string(),
-        "`/p/.mcp.json`: key `headers.authorization` in `[mcpServers.a]` holds a literal token, which is refused (name an environment variable with `bearer_token_env_var`)"
+        warnings,
+        [
+            "/p/.mcp.json: [mcp_servers.a] `http_headers` entry header `authorization` is not sent: `bearer_token_env_var` sets that header (keep one of them)"
+        ]
     );
 }
 

@@ -205,6 +205,47 @@ fn an_authorization_header_is_accepted_and_its_value_never_shown() {
 }
 
 #[test]
+fn a_header_is_set_in_one_place_only() {
+    let message = parse_err(concat!(
+        "[mcp_servers.a]\nurl = \"https://x/mcp\"\n",
+        "http_headers = { X-Team = \"a\", x-team = \"b\" }\n",
+        "env_http_headers = { X-TEAM = \"TEAM\" }\n",
+    ));
+    let lines: Vec<&str> = message.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "`/etc/mcp.toml`: key `http_headers` in `[mcp_servers.a]`: header `x-team` is already set in `http_headers` (header names ignore case: keep one)",
+            "`/etc/mcp.toml`: key `env_http_headers` in `[mcp_servers.a]`: header `X-TEAM` is already set in `http_headers` (header names ignore case: keep one)",
+        ],
+        "{message}"
+    );
+}
+
+#[test]
+fn the_bearer_token_wins_over_an_authorization_header_with_a_warning() {
+    let config = parse_ok(concat!(
+        "[mcp_servers.a]\nurl = \"https://x/mcp\"\nbearer_token_env_var = \"TOKEN\"\n",
+        "http_headers = { Authorization = \"Bearer sk-1\", X-Team = \"a\" }\n",
+        "env_http_headers = { authorization = \"OTHER\" }\n",
+    ));
+    let TransportConfig::StreamableHttp(http) = &config.servers["a"].transport else {
+        panic!("expected http");
+    };
+    assert_eq!(http.http_headers.keys().collect::<Vec<_>>(), ["X-Team"]);
+    assert!(http.env_http_headers.is_empty());
+    let warnings: Vec<String> = config.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        warnings,
+        [
+            "/etc/mcp.toml: [mcp_servers.a] `http_headers` entry header `Authorization` is not sent: `bearer_token_env_var` sets that header (keep one of them)",
+            "/etc/mcp.toml: [mcp_servers.a] `env_http_headers` entry header `authorization` is not sent: `bearer_token_env_var` sets that header (keep one of them)",
+        ]
+    );
+    assert!(!warnings.concat().contains("sk-1"));
+}
+
+#[test]
 fn with_both_startup_timeouts_the_seconds_win_with_a_warning() {
     let config = parse_ok(
         "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = 2\nstartup_timeout_ms = 500\n",

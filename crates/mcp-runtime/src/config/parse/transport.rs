@@ -6,7 +6,7 @@
 //! value is kept for the request and never shown (the `Debug` output of
 //! [`HttpConfig`] lists header names only, and no message repeats a header value).
 
-use std::path::PathBuf;
+use std::{collections::BTreeMap, path::PathBuf};
 
 use toml::{Table, Value};
 
@@ -171,7 +171,7 @@ impl File<'_> {
             let key = "bearer_token_env_var";
             self.check(t, key, || variable(name), env_name_problem(name));
         }
-        let http_headers = table
+        let mut http_headers = table
             .get("http_headers")
             .and_then(|value| self.ok(self.string_map(value, t, "http_headers")))
             .unwrap_or_default();
@@ -185,7 +185,7 @@ impl File<'_> {
             let value_of = || format!("the value of {}", header(name));
             self.check(t, "http_headers", value_of, header_value_problem(value));
         }
-        let env_http_headers = table
+        let mut env_http_headers = table
             .get("env_http_headers")
             .and_then(|value| self.ok(self.string_map(value, t, "env_http_headers")))
             .unwrap_or_default();
@@ -204,6 +204,12 @@ impl File<'_> {
                 env_name_problem(variable_name),
             );
         }
+        self.keep_each_header_once(
+            t,
+            &bearer_token_env_var,
+            &mut http_headers,
+            &mut env_http_headers,
+        );
         let transport = match table.get("transport") {
             None => HttpTransport::StreamableHttp,
             Some(value) => match value.as_str() {
@@ -222,5 +228,65 @@ impl File<'_> {
             env_http_headers,
             transport,
         })
+    }
+}
+
+impl File<'_> {
+    /// Makes every header set by one entry only. An `Authorization` entry next to
+    /// `bearer_token_env_var` loads, as in Codex, but is not sent: the token is, and a
+    /// warning says so (two `Authorization` headers would reach the server). Any other
+    /// header set twice (two keys differing only in case, or the same name in
+    /// `http_headers` and `env_http_headers`) is an error: which value to send would be
+    /// an accident of the order of the tables.
+    fn keep_each_header_once(
+        &self,
+        t: &str,
+        bearer_token_env_var: &Option<String>,
+        http_headers: &mut BTreeMap<String, String>,
+        env_http_headers: &mut BTreeMap<String, String>,
+    ) {
+        if bearer_token_env_var.is_some() {
+            for (key, headers) in [
+                ("http_headers", &mut *http_headers),
+                ("env_http_headers", &mut *env_http_headers),
+            ] {
+                headers.retain(|name, _| {
+                    let credential = name.eq_ignore_ascii_case("authorization");
+                    if credential {
+                        self.warn(
+                            t,
+                            key,
+                            format!(
+                                "entry {} is not sent: `bearer_token_env_var` sets that header (keep one of them)",
+                                header(name)
+                            ),
+                        );
+                    }
+                    !credential
+                });
+            }
+        }
+        let mut seen: BTreeMap<String, &'static str> = BTreeMap::new();
+        let entries = http_headers
+            .keys()
+            .map(|name| ("http_headers", name))
+            .chain(
+                env_http_headers
+                    .keys()
+                    .map(|name| ("env_http_headers", name)),
+            );
+        for (key, name) in entries {
+            if let Some(first) = seen.insert(name.to_ascii_lowercase(), key) {
+                self.report(ConfigError::InvalidEntry {
+                    path: self.path.to_owned(),
+                    table: t.to_owned(),
+                    key: key.to_owned(),
+                    entry: header(name),
+                    problem: format!(
+                        "is already set in `{first}` (header names ignore case: keep one)"
+                    ),
+                });
+            }
+        }
     }
 }

@@ -31,6 +31,19 @@ fn resolves_headers_and_token_from_the_environment() {
 }
 
 #[test]
+fn credential_headers_and_variables_are_sent_as_sensitive() {
+    let mut http = config();
+    http.bearer_token_env_var = None;
+    http.http_headers
+        .insert("Authorization".into(), "Basic c2VjcmV0".into());
+    let resolved = resolve(&http, |name| (name == "API_KEY").then(|| "key-1".into())).unwrap();
+    let sensitive = |name| resolved.headers[&HeaderName::from_static(name)].is_sensitive();
+    assert!(sensitive("authorization"));
+    assert!(sensitive("x-key"));
+    assert!(!sensitive("x-team"));
+}
+
+#[test]
 fn a_missing_or_empty_variable_is_named_without_a_value() {
     let error = resolve(&config(), |name| (name == "API_KEY").then(|| "k".into())).unwrap_err();
     assert_eq!(
