@@ -391,7 +391,7 @@ fn a_failed_edit_leaves_the_file_unchanged_and_says_why() {
     assert_eq!(
         stderr(&output),
         format!(
-            "mcp-runtime: adding server `b` would leave the file with errors, so nothing was written: `{path}`: unknown key `comand` in `[mcp_servers.a]` (check its spelling)\n"
+            "mcp-runtime: adding server `b` would leave the file with errors, so nothing was written: `{path}`: unknown key `comand` in `[mcp_servers.a]` (did you mean `command`?)\n"
         )
     );
     assert_eq!(read(&file), broken);
