@@ -89,9 +89,14 @@ impl Interrupt {
 
 /// Prints `error` as the one `mcp-runtime: ` line on stderr; returns the exit code.
 fn report(error: &anyhow::Error) -> u8 {
-    let line = format!("mcp-runtime: {}\n", output::printable(&describe(error)));
+    // Several errors (every error of a configuration file) come one per line; each
+    // line starts with the program's name, so each can be found and read alone.
+    let text: String = describe(error)
+        .lines()
+        .map(|line| format!("mcp-runtime: {}\n", output::printable(line)))
+        .collect();
     // Nothing is left to tell the user if stderr itself is gone.
-    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
     EXIT_FAILURE
 }
 

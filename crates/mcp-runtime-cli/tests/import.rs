@@ -91,7 +91,7 @@ fn import_reports_every_error_with_file_server_and_key() {
     assert_eq!(
         text(&output.stderr),
         format!(
-            "mcp-runtime: `{file}`: key `comand` in `[servers.a]` is unknown (check its spelling; a server here has `type`, `command`, `args`, `env`, `envFile`, `cwd`, `url`, `headers`); `{file}`: key `url` in `[servers.b]` uses input `missing`, which `inputs` does not declare (declare it there)\n"
+            "mcp-runtime: `{file}`: key `comand` in `[servers.a]` is unknown (check its spelling; a server here has `type`, `command`, `args`, `env`, `envFile`, `cwd`, `url`, `headers`)\nmcp-runtime: `{file}`: key `url` in `[servers.b]` uses input `missing`, which `inputs` does not declare (declare it there)\n"
         )
     );
 }
