@@ -1008,3 +1008,51 @@ fn bench_startup_names_why_sessions_failed_with_their_counts() {
     let reason = failures[0]["reason"].as_str().unwrap();
     assert!(reason.contains("`/nonexistent/server`"), "{reason}");
 }
+
+#[test]
+fn a_codex_config_loads_with_its_warnings_and_its_tool_settings_reach_the_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            concat!(
+                "model = \"gpt-5\"\n\n[profiles.fast]\nmodel = \"gpt-5-mini\"\n\n",
+                "[mcp_servers.my-server]\ncommand = {:?}\nname = \"Fixture\"\n",
+                "supports_parallel_tool_calls = true\ndefault_tools_approval_mode = \"prompt\"\n\n",
+                "[mcp_servers.my-server.tools.echo]\napproval_mode = \"approve\"\noutput_token_limit = 2000\n",
+            ),
+            fixture_server().to_str().unwrap()
+        ),
+    );
+    let output = run(&["tools", "--json", "--config", config.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "mcp-runtime: warning: {}: [mcp_servers.my-server] `name` has no effect: it is a display name that Codex no longer reads, and mcp-runtime names this server `my-server` after its table\n",
+            config.display()
+        )
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let server = &report["servers"][0];
+    assert_eq!(server["supports_parallel_tool_calls"], true);
+    assert_eq!(server["default_tools_approval_mode"], "prompt");
+    let tool = |name: &str| {
+        report["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|tool| tool["qualified_name"] == name)
+            .unwrap_or_else(|| panic!("no tool {name} in {report}"))
+            .clone()
+    };
+    // Codex's name: `-` becomes `_`.
+    let echo = tool("mcp__my_server__echo");
+    assert_eq!(echo["server"], "my-server");
+    assert_eq!(echo["approval_mode"], "approve");
+    assert_eq!(echo["output_token_limit"], 2000);
+    assert_eq!(echo["supports_parallel_tool_calls"], true);
+    let pid = tool("mcp__my_server__pid");
+    assert_eq!(pid["approval_mode"], "prompt");
+    assert!(pid.get("output_token_limit").is_none(), "{pid}");
+}
