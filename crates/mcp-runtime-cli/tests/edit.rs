@@ -47,11 +47,17 @@ impl Home {
     }
 
     fn run(&self, args: &[&str]) -> Output {
+        self.run_with(args, &[])
+    }
+
+    /// Runs with the variables `env` set.
+    fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"));
         command
             .args(args)
             .env_remove("MCP_RUNTIME_LOG")
             .env("HOME", self.home())
+            .envs(env.iter().copied())
             .current_dir(self.dir.path());
         match &self.codex_home {
             Some(codex_home) => command.env("CODEX_HOME", codex_home),
@@ -233,6 +239,75 @@ fn header_values_and_url_passwords_are_never_shown() {
     );
     assert!(seen.contains("X-Key=API_KEY_VAR"), "{seen}");
     assert!(seen.contains("api     disabled"), "{seen}");
+}
+
+/// The secret that the variables of [`list_and_get_of_a_json_file_never_expand_a_variable`]
+/// hold.
+const SECRET: &str = "s3cret-t0ken";
+
+#[test]
+fn list_and_get_of_a_json_file_never_expand_a_variable() {
+    let home = Home::new();
+    let files = [
+        (
+            "claude/.mcp.json",
+            r#"{ "mcpServers": {
+  "cli": { "command": "run-${SECRET}", "args": ["--token", "${SECRET}", "--k=${SECRET:-x}"],
+           "env": { "SECRET": "${SECRET}", "RENAMED": "${SECRET}", "MIXED": "a-${SECRET}" } },
+  "web": { "type": "http", "url": "https://${SECRET}.example/mcp/${SECRET}",
+           "headers": { "Authorization": "Bearer ${SECRET}", "X-Whole": "${SECRET}", "X-Mixed": "t ${SECRET}" } }
+} }"#,
+        ),
+        (
+            "vscode/.vscode/mcp.json",
+            r#"{
+  // VS Code asks for `token` as a password; mcp-runtime reads MCP_RUNTIME_INPUT_TOKEN.
+  "inputs": [{ "id": "token", "type": "promptString", "password": true }],
+  "servers": {
+    "cli": { "type": "stdio", "command": "run", "args": ["${input:token}", "--env=${env:SECRET}"],
+             "env": { "TOKEN": "${input:token}", "MIXED": "x${env:SECRET}" } },
+    "web": { "type": "http", "url": "https://h.example/${input:token}/mcp",
+             "headers": { "Authorization": "Bearer ${input:token}", "X-Mixed": "k ${env:SECRET}" } },
+  },
+}"#,
+        ),
+        (
+            "cursor/.cursor/mcp.json",
+            r#"{ "mcpServers": {
+  "cli": { "command": "run", "args": ["${env:SECRET}"], "env": { "K": "${env:SECRET}" } },
+  "web": { "url": "https://h.example/${env:SECRET}", "headers": { "X-Key": "v${env:SECRET}" } }
+} }"#,
+        ),
+    ];
+    let env = [("SECRET", SECRET), ("MCP_RUNTIME_INPUT_TOKEN", SECRET)];
+    for (name, text) in files {
+        let file = home.dir.path().join(name);
+        write(&file, text);
+        let file = file.to_str().unwrap();
+        for command in [
+            &["list"][..],
+            &["list", "--json"],
+            &["get", "cli"],
+            &["get", "cli", "--json"],
+            &["get", "web"],
+            &["get", "web", "--json"],
+        ] {
+            let args = [command, &["--config", file]].concat();
+            let output = home.run_with(&args, &env);
+            let (stdout, stderr) = (stdout(&output), stderr(&output));
+            assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+            assert!(!stdout.contains(SECRET), "{args:?}: {stdout}");
+            assert!(!stderr.contains(SECRET), "{args:?}: {stderr}");
+        }
+        let shown = home.run_with(&["get", "cli", "--json", "--config", file], &env);
+        let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+        let written = match name {
+            "claude/.mcp.json" => json!(["--token", "${SECRET}", "--k=${SECRET:-x}"]),
+            "vscode/.vscode/mcp.json" => json!(["${input:token}", "--env=${env:SECRET}"]),
+            _ => json!(["${env:SECRET}"]),
+        };
+        assert_eq!(shown["args"], written, "{name}: shown as written");
+    }
 }
 
 /// A file as a person writes it: comments, blank lines, odd spacing and quoting, keys

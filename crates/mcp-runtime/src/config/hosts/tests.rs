@@ -7,7 +7,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use super::{Mode, convert, import_with, load};
+use super::{Mode, convert, import_with, load, parse_as_written};
 use crate::{
     config::{Config, HttpTransport, ServerConfig, TransportConfig},
     error::ConfigError,
@@ -707,5 +707,58 @@ fn import_validates_its_output_with_a_stand_in_for_each_variable() {
     assert_eq!(
         error.to_string(),
         "`/p/.mcp.json`: key `url` in `[mcpServers.a]` must be an `http://` or `https://` URL"
+    );
+}
+
+#[test]
+fn a_file_read_as_written_expands_no_variable_and_is_otherwise_as_loaded() {
+    let text = r#"{ "inputs": [{ "id": "pw", "type": "promptString", "password": true }],
+      "servers": {
+        "cli": { "command": "run-${env:T}", "args": ["--token", "${input:pw}", "${userHome}/x"],
+                 "env": { "T": "${env:T}", "R": "${env:T}", "M": "a${input:pw}" }, "cwd": "/w/${env:T}" },
+        "web": { "type": "http", "url": "${env:URL}",
+                 "headers": { "Authorization": "Bearer ${input:pw}", "X-M": "k ${env:T}" } }
+    } }"#;
+    let path = Path::new("/p/.vscode/mcp.json");
+    let env = vars(&[
+        ("T", "secret-t"),
+        ("URL", "https://secret-u.example/mcp"),
+        ("MCP_RUNTIME_INPUT_PW", "secret-pw"),
+        ("HOME", "/home/me"),
+    ]);
+    let shown = parse_as_written(text, path, &env).unwrap();
+    let mut cli = stdio(
+        "cli",
+        "run-${env:T}",
+        &["--token", "${input:pw}", "/home/me/x"],
+        &[("R", "${env:T}"), ("M", "a${input:pw}")],
+        &["T"],
+    );
+    if let TransportConfig::Stdio(stdio) = &mut cli.transport {
+        stdio.cwd = Some("/w/${env:T}".into());
+    }
+    let web = http(
+        "web",
+        "${env:URL}",
+        Some("MCP_RUNTIME_INPUT_PW"),
+        &[("X-M", "k ${env:T}")],
+        &[],
+    );
+    assert_eq!(shown.servers, servers(vec![cli, web]));
+    assert!(!format!("{shown:?}").contains("secret"), "{shown:?}");
+    // Loaded, the same file holds the values: only their text differs.
+    let loaded = load(text, path, &env).unwrap();
+    assert_eq!(
+        loaded.servers.keys().collect::<Vec<_>>(),
+        shown.servers.keys().collect::<Vec<_>>()
+    );
+    assert!(format!("{loaded:?}").contains("secret-pw"));
+    // A TOML file has no variables: it reads as it loads.
+    let toml = "[mcp_servers.a]\ncommand = \"${T}\"\n";
+    assert_eq!(
+        parse_as_written(toml, Path::new("c.toml"), &env)
+            .unwrap()
+            .servers,
+        Config::parse(toml, Path::new("c.toml")).unwrap().servers
     );
 }
