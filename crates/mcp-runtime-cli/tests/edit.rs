@@ -232,13 +232,43 @@ fn header_values_and_url_passwords_are_never_shown() {
     }
     assert!(!seen.contains("pa55word"), "{seen}");
     assert!(!seen.contains("team-s3cret"), "{seen}");
-    assert!(seen.contains("https://me:*****@example.test/mcp"), "{seen}");
+    assert!(seen.contains("https://*****@example.test/mcp"), "{seen}");
     assert!(
         seen.contains("X-Team"),
         "the header's name is shown: {seen}"
     );
     assert!(seen.contains("X-Key=API_KEY_VAR"), "{seen}");
     assert!(seen.contains("api     disabled"), "{seen}");
+}
+
+#[test]
+fn a_token_in_a_url_s_user_query_or_fragment_is_never_shown() {
+    let home = Home::new();
+    let file = home.default_file();
+    write(
+        &file,
+        "[mcp_servers.user]\nurl = \"https://ghp_userTOKEN@example.test/mcp\"\n\
+         [mcp_servers.query]\nurl = \"https://example.test/mcp?api_key=keyTOKEN&token=tokTOKEN&v=1\"\n\
+         [mcp_servers.fragment]\nurl = \"https://example.test/mcp#fragTOKEN\"\n",
+    );
+    let mut seen = String::new();
+    for args in [
+        &["list"][..],
+        &["list", "--json"],
+        &["get", "user"],
+        &["get", "query", "--json"],
+        &["get", "fragment"],
+    ] {
+        seen += &home.ok(args);
+    }
+    assert!(!seen.contains("TOKEN"), "{seen}");
+    for shown in [
+        "https://*****@example.test/mcp",
+        "https://example.test/mcp?api_key=*****&token=*****&v=*****",
+        "https://example.test/mcp#*****",
+    ] {
+        assert!(seen.contains(shown), "{shown} in {seen}");
+    }
 }
 
 /// The secret that the variables of [`list_and_get_of_a_json_file_never_expand_a_variable`]
