@@ -95,6 +95,8 @@ pub fn list(loaded: &Loaded, json: bool) -> String {
 /// The `get` output; an error when there is no such server.
 pub fn get(loaded: &Loaded, name: &str, json: bool) -> anyhow::Result<String> {
     let Some(server) = loaded.config.servers.get(name) else {
+        // On one line whatever the name holds.
+        let name = redact::one_line(name);
         match &loaded.origin {
             Origin::File(path) => bail!(
                 "no server `{name}` in `{}` (list them with `mcp-runtime list`)",

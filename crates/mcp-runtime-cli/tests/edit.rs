@@ -271,6 +271,31 @@ fn a_token_in_a_url_s_user_query_or_fragment_is_never_shown() {
     }
 }
 
+#[test]
+fn a_name_with_control_characters_is_refused_on_one_escaped_line() {
+    let home = Home::new();
+    write(&home.default_file(), "[mcp_servers.a]\ncommand = \"a\"\n");
+    let name = "x\r\ny\u{1b}[2J";
+    let long = format!("{name}{}", "n".repeat(300));
+    for args in [
+        &["add", name, "--", "run"][..],
+        &["add", &long, "--", "run"],
+        &["remove", name],
+        &["get", name],
+        &["get", name, "--json"],
+    ] {
+        let output = home.run(args);
+        let stderr = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr:?}");
+        assert!(
+            !stderr.trim_end().chars().any(char::is_control),
+            "{args:?}: {stderr:?}"
+        );
+        assert!(stderr.contains("x\\r\\ny"), "{args:?}: {stderr:?}");
+    }
+}
+
 /// The secret that the variables of [`list_and_get_of_a_json_file_never_expand_a_variable`]
 /// hold.
 const SECRET: &str = "s3cret-t0ken";

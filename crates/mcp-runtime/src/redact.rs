@@ -1,5 +1,10 @@
-//! Configured text that may hold a secret, made safe to show in output, messages,
-//! logs and `Debug`.
+//! Configured text made safe to show in output, messages, logs and `Debug`: secrets
+//! masked, control characters escaped.
+//!
+//! A name from a file or the command line may hold any character: [`one_line`] writes
+//! its control characters as escapes (`\r`, `\u{1b}`), so that it can neither split a
+//! one-line message nor drive the terminal. The configuration's own messages do the
+//! same.
 //!
 //! A server's URL can carry a credential in its user information (a token as the
 //! user name, `https://TOKEN@host`, or a password, `https://user:PASSWORD@host`), in
@@ -20,6 +25,15 @@ use std::borrow::Cow;
 
 /// What stands for a hidden value.
 const MASK: &str = "*****";
+
+/// `text` with its control characters escaped, to be quoted in a one-line message.
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    if text.chars().any(char::is_control) {
+        Cow::Owned(crate::config::checks::shown(text))
+    } else {
+        Cow::Borrowed(text)
+    }
+}
 
 /// `url` with its user information, query values and fragment masked (the module's
 /// rules 1 to 3); borrowed when there is nothing to mask.
@@ -112,6 +126,15 @@ mod tests {
             assert!(matches!(url(unchanged), Cow::Borrowed(_)), "{unchanged}");
             assert_eq!(url(unchanged), unchanged);
         }
+    }
+
+    #[test]
+    fn one_line_escapes_control_characters_only() {
+        assert_eq!(one_line("a\r\nb\u{1b}[2J\t"), "a\\r\\nb\\u{1b}[2J\\t");
+        assert!(matches!(
+            one_line("plain ü `x`"),
+            Cow::Borrowed("plain ü `x`")
+        ));
     }
 
     #[test]

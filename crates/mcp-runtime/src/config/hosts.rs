@@ -70,7 +70,7 @@ use std::{
 
 use serde_json::Value;
 
-use super::{Config, ConfigWarning, ServerConfig, TransportConfig};
+use super::{Config, ConfigWarning, ServerConfig, TransportConfig, checks::shown};
 use crate::error::ConfigError;
 pub(crate) use jsonc::looks_like_json;
 use render::{Item, Table, render};
@@ -404,7 +404,8 @@ fn convert(
         let Some(name) = converter.server_name(&top, original, &objects) else {
             continue;
         };
-        let object = format!("{top}.{original}");
+        // Named in messages and warnings, one line each.
+        let object = format!("{top}.{}", shown(original));
         if let Some(table) = converter.server(&top, &name, original, &object, value) {
             tables.push(table);
         }
