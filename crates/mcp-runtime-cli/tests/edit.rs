@@ -12,6 +12,8 @@ use std::{
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+use crate::support::{stderr, stdout};
+
 /// A home directory of its own, with or without `CODEX_HOME`.
 struct Home {
     dir: TempDir,
@@ -78,14 +80,6 @@ impl Home {
         assert_eq!(stderr(&output), "", "{args:?}");
         stdout(&output)
     }
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).unwrap()
 }
 
 fn write(path: &Path, text: &str) {
