@@ -8,7 +8,7 @@
 //!
 //! A server's URL can carry a credential in its user information (a token as the
 //! user name, `https://TOKEN@host`, or a password, `https://user:PASSWORD@host`), in
-//! its query (`?api_key=…`, `?token=…`) and in its fragment. [`url`] masks all three
+//! its query (`?api_key=…`, `?token=…`) and in its fragment. [`url()`] masks all three
 //! and keeps the rest of the text as written, so that the URL can still be recognised:
 //!
 //! 1. The whole user information before the last `@` of the authority is `*****`.
