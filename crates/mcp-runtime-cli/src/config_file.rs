@@ -13,6 +13,8 @@
 //! 4. Whatever loads a configuration prints its warnings on stderr, one
 //!    `mcp-runtime: warning: …` line each, before anything else happens; stdout stays
 //!    free for the output (and its JSON).
+//! 5. `list` and `get` read a host's JSON file without expanding its variables, as
+//!    `import` does: the value of a `${TOKEN}` in `args` or `url` is never shown.
 
 use std::{
     fmt::Display,
@@ -62,10 +64,30 @@ fn codex_config_path_from(codex_home: Option<PathBuf>, home: Option<PathBuf>) ->
     }
 }
 
-/// The configuration of a command that reads one: `--config`, `--demo`, else the
-/// default file when it exists, else the demo when `demo_fallback` holds (the commands
-/// that start servers) or no server at all (`list`, `get`).
+/// The configuration of a command that starts servers: `--config`, `--demo`, else the
+/// default file when it exists, else the demo when `demo_fallback` holds.
 pub fn read(config: Option<&Path>, demo: bool, demo_fallback: bool) -> anyhow::Result<Loaded> {
+    read_with(config, demo, demo_fallback, Config::load)
+}
+
+/// The configuration `list` and `get` show: as [`read`] without the demo fallback
+/// (no file, no server), and with every `${…}` of a host's JSON file kept as written
+/// rather than expanded (invariant 5).
+pub fn read_as_written(config: Option<&Path>, demo: bool) -> anyhow::Result<Loaded> {
+    read_with(
+        config,
+        demo,
+        false,
+        mcp_runtime::config::hosts::load_as_written,
+    )
+}
+
+fn read_with(
+    config: Option<&Path>,
+    demo: bool,
+    demo_fallback: bool,
+    load: fn(&Path) -> Result<Config, mcp_runtime::ConfigError>,
+) -> anyhow::Result<Loaded> {
     if demo {
         return Ok(Loaded {
             config: demo_config()?,
@@ -90,7 +112,7 @@ pub fn read(config: Option<&Path>, demo: bool, demo_fallback: bool) -> anyhow::R
             }
         },
     };
-    let config = Config::load(&path)?;
+    let config = load(&path)?;
     print_warnings(&config.warnings);
     if demo_fallback && config.servers.is_empty() {
         // Otherwise an empty table would be all the user sees, where they may have

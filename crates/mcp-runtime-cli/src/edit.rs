@@ -24,7 +24,7 @@ use std::{
 };
 
 use anyhow::{Context, bail};
-use mcp_runtime::{Config, config::MAX_SERVER_NAME_BYTES};
+use mcp_runtime::{Config, config::MAX_SERVER_NAME_BYTES, redact};
 use toml_edit::{Array, DocumentMut, Item, Table, Value, value};
 
 use crate::config_file::{exists, print_warnings};
@@ -62,10 +62,12 @@ pub struct Remove {
 }
 
 /// Checks `name` as the loader does: `[A-Za-z0-9_-]`, at most
-/// [`MAX_SERVER_NAME_BYTES`] bytes.
+/// [`MAX_SERVER_NAME_BYTES`] bytes. The message shows the name on one line, its
+/// control characters escaped.
 pub fn check_name(name: &str) -> anyhow::Result<()> {
     if name.len() > MAX_SERVER_NAME_BYTES {
-        let shown: String = name.chars().take(32).collect();
+        let start: String = name.chars().take(32).collect();
+        let shown = redact::one_line(&start);
         bail!(
             "server name `{shown}…` is {} bytes long, more than the {MAX_SERVER_NAME_BYTES} allowed (use a shorter name)",
             name.len()
@@ -76,7 +78,10 @@ pub fn check_name(name: &str) -> anyhow::Result<()> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     {
-        bail!("server name `{name}` may only contain letters, digits, `_` and `-`");
+        bail!(
+            "server name `{}` may only contain letters, digits, `_` and `-`",
+            redact::one_line(name)
+        );
     }
     Ok(())
 }

@@ -174,12 +174,12 @@ impl Plan {
                 })
             }
             Command::Get { name, read } => Self::Get {
-                loaded: config_file::read(read.config.as_deref(), read.demo, false)?,
+                loaded: config_file::read_as_written(read.config.as_deref(), read.demo)?,
                 name,
                 json: read.json,
             },
             Command::List { read } => Self::List {
-                loaded: config_file::read(read.config.as_deref(), read.demo, false)?,
+                loaded: config_file::read_as_written(read.config.as_deref(), read.demo)?,
                 json: read.json,
             },
             Command::Import { file } => Self::Print(crate::import::toml(&file)?),

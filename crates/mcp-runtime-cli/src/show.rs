@@ -4,8 +4,9 @@
 //!    a server would hang, and they work for servers that cannot start here.
 //! 2. No secret is shown: `env` and `http_headers` show their names only, never their
 //!    values (Codex masks them as `NAME=*****` in its tables but prints them in its
-//!    JSON; mcp-runtime prints names only, everywhere), and a password in a URL is
-//!    masked. Variable names (`env_vars`, `bearer_token_env_var`, the variables of
+//!    JSON; mcp-runtime prints names only, everywhere). A URL is shown with its user
+//!    information, query values and fragment masked ([`redact::url`]), where a token
+//!    may be. Variable names (`env_vars`, `bearer_token_env_var`, the variables of
 //!    `env_http_headers`) are shown: they are where secrets live, not secrets.
 //! 3. `list --json` prints `{"servers":[…]}`, each server exactly `name`, `transport`,
 //!    `enabled`, `command`, `args`, `url` (`null` where the transport has none);
@@ -17,6 +18,7 @@ use anyhow::bail;
 use mcp_runtime::{
     ServerConfig,
     config::{HttpTransport, TransportConfig},
+    redact,
 };
 use serde_json::{Value, json};
 
@@ -62,7 +64,7 @@ pub fn list(loaded: &Loaded, json: bool) -> String {
                         .chain(http.env_http_headers.values())
                         .map(String::as_str)
                         .collect::<Vec<_>>();
-                    (masked_url(&http.url).into_owned(), variables.join(", "))
+                    (redact::url(&http.url).into_owned(), variables.join(", "))
                 }
                 _ => (String::new(), String::new()),
             };
@@ -93,6 +95,8 @@ pub fn list(loaded: &Loaded, json: bool) -> String {
 /// The `get` output; an error when there is no such server.
 pub fn get(loaded: &Loaded, name: &str, json: bool) -> anyhow::Result<String> {
     let Some(server) = loaded.config.servers.get(name) else {
+        // On one line whatever the name holds.
+        let name = redact::one_line(name);
         match &loaded.origin {
             Origin::File(path) => bail!(
                 "no server `{name}` in `{}` (list them with `mcp-runtime list`)",
@@ -159,7 +163,7 @@ fn summary(server: &ServerConfig) -> Value {
     let (command, args, url) = match &server.transport {
         TransportConfig::Stdio(stdio) => (json!(stdio.command), json!(stdio.args), Value::Null),
         TransportConfig::StreamableHttp(http) => {
-            (Value::Null, Value::Null, json!(masked_url(&http.url)))
+            (Value::Null, Value::Null, json!(redact::url(&http.url)))
         }
         _ => (Value::Null, Value::Null, Value::Null),
     };
@@ -262,29 +266,6 @@ fn quoted(word: &str) -> Cow<'_, str> {
     }
 }
 
-/// `url` with the password of its user information, if any, shown as `*****`.
-fn masked_url(url: &str) -> Cow<'_, str> {
-    let Some(scheme_end) = url.find("://").map(|at| at + 3) else {
-        return Cow::Borrowed(url);
-    };
-    let rest = &url[scheme_end..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let Some(at) = authority.rfind('@') else {
-        return Cow::Borrowed(url);
-    };
-    let Some(colon) = authority[..at].find(':') else {
-        return Cow::Borrowed(url);
-    };
-    let password_start = scheme_end + colon + 1;
-    let password_end = scheme_end + at;
-    Cow::Owned(format!(
-        "{}*****{}",
-        &url[..password_start],
-        &url[password_end..]
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,21 +277,5 @@ mod tests {
             command_line("npx", &args),
             r"npx -y @scope/pkg@1.2 'a b' '' 'it'\''s' '$HOME'"
         );
-    }
-
-    #[test]
-    fn a_password_in_a_url_is_masked_and_nothing_else_changes() {
-        assert_eq!(
-            masked_url("https://me:s3cret@h.example/mcp?q=a:b@c"),
-            "https://me:*****@h.example/mcp?q=a:b@c"
-        );
-        for unchanged in [
-            "https://h.example/mcp",
-            "https://me@h.example/mcp",
-            "http://h:8080/a@b",
-            "not a url",
-        ] {
-            assert_eq!(masked_url(unchanged), unchanged);
-        }
     }
 }

@@ -8,6 +8,8 @@ use std::{
 use mcp_runtime_fixtures::testing::{Probe, is_alive, recorded_argv, stub_launcher, wait_for_exit};
 use serde_json::Value;
 
+use crate::support::{fixture_server, stderr, stdout};
+
 /// The binary, with `HOME` and `CODEX_HOME` in an empty directory, so that no
 /// `~/.codex/config.toml` on this machine changes what a test sees: without
 /// `--config`, the demo servers run.
@@ -30,14 +32,6 @@ fn run(args: &[&str]) -> Output {
         .env_remove("MCP_RUNTIME_LOG")
         .output()
         .expect("the binary runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).unwrap()
 }
 
 /// Replaces the varying startup times of the `servers` table with `Nms`.
@@ -547,17 +541,6 @@ fn opted_in_fixture(dir: &Path, log: &Path) -> PathBuf {
             log.to_str().unwrap()
         ),
     )
-}
-
-/// The fixture server, built beside this binary by `cargo test --workspace`.
-fn fixture_server() -> PathBuf {
-    let path = Path::new(env!("CARGO_BIN_EXE_mcp-runtime")).with_file_name("mcp-fixture");
-    assert!(
-        path.exists(),
-        "{} is missing: build the whole workspace first (scripts/test does)",
-        path.display()
-    );
-    path
 }
 
 #[test]

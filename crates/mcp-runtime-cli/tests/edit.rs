@@ -12,6 +12,8 @@ use std::{
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+use crate::support::{stderr, stdout};
+
 /// A home directory of its own, with or without `CODEX_HOME`.
 struct Home {
     dir: TempDir,
@@ -47,11 +49,17 @@ impl Home {
     }
 
     fn run(&self, args: &[&str]) -> Output {
+        self.run_with(args, &[])
+    }
+
+    /// Runs with the variables `env` set.
+    fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"));
         command
             .args(args)
             .env_remove("MCP_RUNTIME_LOG")
             .env("HOME", self.home())
+            .envs(env.iter().copied())
             .current_dir(self.dir.path());
         match &self.codex_home {
             Some(codex_home) => command.env("CODEX_HOME", codex_home),
@@ -72,14 +80,6 @@ impl Home {
         assert_eq!(stderr(&output), "", "{args:?}");
         stdout(&output)
     }
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).unwrap()
 }
 
 fn write(path: &Path, text: &str) {
@@ -226,13 +226,137 @@ fn header_values_and_url_passwords_are_never_shown() {
     }
     assert!(!seen.contains("pa55word"), "{seen}");
     assert!(!seen.contains("team-s3cret"), "{seen}");
-    assert!(seen.contains("https://me:*****@example.test/mcp"), "{seen}");
+    assert!(seen.contains("https://*****@example.test/mcp"), "{seen}");
     assert!(
         seen.contains("X-Team"),
         "the header's name is shown: {seen}"
     );
     assert!(seen.contains("X-Key=API_KEY_VAR"), "{seen}");
     assert!(seen.contains("api     disabled"), "{seen}");
+}
+
+#[test]
+fn a_token_in_a_url_s_user_query_or_fragment_is_never_shown() {
+    let home = Home::new();
+    let file = home.default_file();
+    write(
+        &file,
+        "[mcp_servers.user]\nurl = \"https://ghp_userTOKEN@example.test/mcp\"\n\
+         [mcp_servers.query]\nurl = \"https://example.test/mcp?api_key=keyTOKEN&token=tokTOKEN&v=1\"\n\
+         [mcp_servers.fragment]\nurl = \"https://example.test/mcp#fragTOKEN\"\n",
+    );
+    let mut seen = String::new();
+    for args in [
+        &["list"][..],
+        &["list", "--json"],
+        &["get", "user"],
+        &["get", "query", "--json"],
+        &["get", "fragment"],
+    ] {
+        seen += &home.ok(args);
+    }
+    assert!(!seen.contains("TOKEN"), "{seen}");
+    for shown in [
+        "https://*****@example.test/mcp",
+        "https://example.test/mcp?api_key=*****&token=*****&v=*****",
+        "https://example.test/mcp#*****",
+    ] {
+        assert!(seen.contains(shown), "{shown} in {seen}");
+    }
+}
+
+#[test]
+fn a_name_with_control_characters_is_refused_on_one_escaped_line() {
+    let home = Home::new();
+    write(&home.default_file(), "[mcp_servers.a]\ncommand = \"a\"\n");
+    let name = "x\r\ny\u{1b}[2J";
+    let long = format!("{name}{}", "n".repeat(300));
+    for args in [
+        &["add", name, "--", "run"][..],
+        &["add", &long, "--", "run"],
+        &["remove", name],
+        &["get", name],
+        &["get", name, "--json"],
+    ] {
+        let output = home.run(args);
+        let stderr = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr:?}");
+        assert!(
+            !stderr.trim_end().chars().any(char::is_control),
+            "{args:?}: {stderr:?}"
+        );
+        assert!(stderr.contains("x\\r\\ny"), "{args:?}: {stderr:?}");
+    }
+}
+
+/// The secret that the variables of [`list_and_get_of_a_json_file_never_expand_a_variable`]
+/// hold.
+const SECRET: &str = "s3cret-t0ken";
+
+#[test]
+fn list_and_get_of_a_json_file_never_expand_a_variable() {
+    let home = Home::new();
+    let files = [
+        (
+            "claude/.mcp.json",
+            r#"{ "mcpServers": {
+  "cli": { "command": "run-${SECRET}", "args": ["--token", "${SECRET}", "--k=${SECRET:-x}"],
+           "env": { "SECRET": "${SECRET}", "RENAMED": "${SECRET}", "MIXED": "a-${SECRET}" } },
+  "web": { "type": "http", "url": "https://${SECRET}.example/mcp/${SECRET}",
+           "headers": { "Authorization": "Bearer ${SECRET}", "X-Whole": "${SECRET}", "X-Mixed": "t ${SECRET}" } }
+} }"#,
+        ),
+        (
+            "vscode/.vscode/mcp.json",
+            r#"{
+  // VS Code asks for `token` as a password; mcp-runtime reads MCP_RUNTIME_INPUT_TOKEN.
+  "inputs": [{ "id": "token", "type": "promptString", "password": true }],
+  "servers": {
+    "cli": { "type": "stdio", "command": "run", "args": ["${input:token}", "--env=${env:SECRET}"],
+             "env": { "TOKEN": "${input:token}", "MIXED": "x${env:SECRET}" } },
+    "web": { "type": "http", "url": "https://h.example/${input:token}/mcp",
+             "headers": { "Authorization": "Bearer ${input:token}", "X-Mixed": "k ${env:SECRET}" } },
+  },
+}"#,
+        ),
+        (
+            "cursor/.cursor/mcp.json",
+            r#"{ "mcpServers": {
+  "cli": { "command": "run", "args": ["${env:SECRET}"], "env": { "K": "${env:SECRET}" } },
+  "web": { "url": "https://h.example/${env:SECRET}", "headers": { "X-Key": "v${env:SECRET}" } }
+} }"#,
+        ),
+    ];
+    let env = [("SECRET", SECRET), ("MCP_RUNTIME_INPUT_TOKEN", SECRET)];
+    for (name, text) in files {
+        let file = home.dir.path().join(name);
+        write(&file, text);
+        let file = file.to_str().unwrap();
+        for command in [
+            &["list"][..],
+            &["list", "--json"],
+            &["get", "cli"],
+            &["get", "cli", "--json"],
+            &["get", "web"],
+            &["get", "web", "--json"],
+        ] {
+            let args = [command, &["--config", file]].concat();
+            let output = home.run_with(&args, &env);
+            let (stdout, stderr) = (stdout(&output), stderr(&output));
+            assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+            assert!(!stdout.contains(SECRET), "{args:?}: {stdout}");
+            assert!(!stderr.contains(SECRET), "{args:?}: {stderr}");
+        }
+        let shown = home.run_with(&["get", "cli", "--json", "--config", file], &env);
+        let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+        let written = match name {
+            "claude/.mcp.json" => json!(["--token", "${SECRET}", "--k=${SECRET:-x}"]),
+            "vscode/.vscode/mcp.json" => json!(["${input:token}", "--env=${env:SECRET}"]),
+            _ => json!(["${env:SECRET}"]),
+        };
+        assert_eq!(shown["args"], written, "{name}: shown as written");
+    }
 }
 
 /// A file as a person writes it: comments, blank lines, odd spacing and quoting, keys

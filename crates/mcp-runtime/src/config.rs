@@ -358,7 +358,7 @@ pub struct StdioConfig {
 }
 
 /// The Streamable HTTP keys of a server table. Its `Debug` output shows the names in
-/// `http_headers`, never their values.
+/// `http_headers`, never their values, and `url` masked by [`crate::redact::url`].
 #[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct HttpConfig {
@@ -400,7 +400,7 @@ impl std::fmt::Debug for StdioConfig {
 impl std::fmt::Debug for HttpConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpConfig")
-            .field("url", &self.url)
+            .field("url", &crate::redact::url(&self.url))
             .field("bearer_token_env_var", &self.bearer_token_env_var)
             .field(
                 "http_headers",

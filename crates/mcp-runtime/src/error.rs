@@ -202,7 +202,12 @@ pub enum ConfigError {
         problem: String,
     },
     /// A server name of another host's JSON file cannot name an mcp-runtime server.
-    #[error("`{}`: server name `{}` in `{table}` {problem}", path.display(), excerpt(name))]
+    #[error(
+        "`{}`: server name `{}` in `{table}` {}",
+        path.display(),
+        shown(&excerpt(name)),
+        shown(problem)
+    )]
     HostServerName {
         /// The file.
         path: PathBuf,
@@ -215,7 +220,14 @@ pub enum ConfigError {
     },
     /// A key of a server in another host's JSON file: unknown, of the wrong type, or
     /// holding a `${…}` reference that cannot be resolved.
-    #[error("`{}`: key `{key}` in `[{table}]`{} {problem}", path.display(), entry_of(entry))]
+    #[error(
+        "`{}`: key `{}` in `[{}]`{} {}",
+        path.display(),
+        shown(key),
+        shown(table),
+        shown(&entry_of(entry)),
+        shown(problem)
+    )]
     HostKey {
         /// The file.
         path: PathBuf,

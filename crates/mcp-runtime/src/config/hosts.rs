@@ -52,6 +52,9 @@
 //!    else from the input's `default`; an unset variable without default is an error
 //!    that names the server, the key and the variable, never a value.
 //! 5. Every error of a file is reported at once, those of the conversion first.
+//! 6. [`load_as_written`], which `mcp-runtime list` and `get` read a file with, keeps
+//!    every `${…}` as written, as import does: what they print never holds the value
+//!    of a variable or an input, such as a token passed in `args` or `url`.
 
 mod jsonc;
 mod render;
@@ -67,10 +70,10 @@ use std::{
 
 use serde_json::Value;
 
-use super::{Config, ConfigWarning};
+use super::{Config, ConfigWarning, ServerConfig, TransportConfig, checks::shown};
 use crate::error::ConfigError;
 pub(crate) use jsonc::looks_like_json;
-use render::render;
+use render::{Item, Table, render};
 use server::Converter;
 pub use template::input_variable;
 
@@ -115,6 +118,58 @@ pub(crate) fn import_with(
     Ok(convert(text, origin, Mode::Import, vars)?.toml)
 }
 
+/// Reads the configuration file at `path` as it is written, for showing it
+/// (`mcp-runtime list` and `get`): a TOML file as [`Config::load`] reads it (TOML has
+/// no variables); a host's JSON file validated as [`import`] validates it, each value
+/// as import writes it. No variable of the environment is ever expanded (invariant 6).
+pub fn load_as_written(path: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source: source.into(),
+    })?;
+    parse_as_written(&text, path, &process_vars)
+}
+
+pub(crate) fn parse_as_written(
+    text: &str,
+    origin: &Path,
+    vars: Vars<'_>,
+) -> Result<Config, ConfigError> {
+    if !looks_like_json(text) {
+        return super::parse::parse(text, origin);
+    }
+    // Validated with the stand-ins of `Mode::Check`, which keep a `${…}` in `url` from
+    // failing the URL check; then each stand-in replaced by the text as written.
+    let mut config = convert(text, origin, Mode::Check, vars)?.validate(origin)?;
+    for table in convert(text, origin, Mode::Import, vars)?.tables {
+        if let Some(server) = config.servers.get_mut(&table.name) {
+            as_written(server, table);
+        }
+    }
+    Ok(config)
+}
+
+/// `server` with each value that [`Mode::Check`] may have stood in for taken from
+/// `table`, converted in [`Mode::Import`]: `command`, `args`, `cwd` and `env`, or
+/// `url` and `http_headers`. Every other key is the same in both modes.
+fn as_written(server: &mut ServerConfig, table: Table) {
+    for (key, item) in table.entries {
+        match (&mut server.transport, key, item) {
+            (TransportConfig::Stdio(stdio), "command", Item::Str(command)) => {
+                stdio.command = command;
+            }
+            (TransportConfig::Stdio(stdio), "args", Item::Strs(args)) => stdio.args = args,
+            (TransportConfig::Stdio(stdio), "cwd", Item::Str(cwd)) => stdio.cwd = Some(cwd.into()),
+            (TransportConfig::Stdio(stdio), "env", Item::Map(env)) => stdio.env = env,
+            (TransportConfig::StreamableHttp(http), "url", Item::Str(url)) => http.url = url,
+            (TransportConfig::StreamableHttp(http), "http_headers", Item::Map(headers)) => {
+                http.http_headers = headers;
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Loads the JSON file `text` of another host: converts it with every variable
 /// expanded from `vars`, then validates that TOML.
 pub(crate) fn load(text: &str, origin: &Path, vars: Vars<'_>) -> Result<Config, ConfigError> {
@@ -138,6 +193,8 @@ enum Mode {
 #[derive(Debug)]
 struct Converted {
     toml: String,
+    /// The tables `toml` was written from.
+    tables: Vec<Table>,
     /// Each server's TOML name and the name of its JSON object (`servers.NAME`).
     objects: BTreeMap<String, String>,
     errors: Vec<ConfigError>,
@@ -347,7 +404,8 @@ fn convert(
         let Some(name) = converter.server_name(&top, original, &objects) else {
             continue;
         };
-        let object = format!("{top}.{original}");
+        // Named in messages and warnings, one line each.
+        let object = format!("{top}.{}", shown(original));
         if let Some(table) = converter.server(&top, &name, original, &object, value) {
             tables.push(table);
         }
@@ -363,6 +421,7 @@ fn convert(
     };
     Ok(Converted {
         toml: render(&label, format, &tables),
+        tables,
         objects,
         errors: converter.errors,
         warnings: converter.warnings,

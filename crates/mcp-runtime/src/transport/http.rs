@@ -73,7 +73,7 @@ pub(crate) struct ResolvedHttp {
 impl std::fmt::Debug for ResolvedHttp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResolvedHttp")
-            .field("url", &self.url)
+            .field("url", &crate::redact::url(&self.url))
             .field(
                 "bearer_token",
                 &self.bearer_token.as_ref().map(|_| "<redacted>"),

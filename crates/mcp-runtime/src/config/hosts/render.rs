@@ -1,7 +1,13 @@
 //! The TOML text of converted servers, written by hand so that each table can carry
 //! the comments that explain what was not converted as it was.
+//!
+//! A comment quotes names from the JSON file (a server, a file, a variable), which may
+//! hold any character: each comment is one line with its control characters escaped
+//! ([`shown`]), since TOML allows none in a comment but tab.
 
 use std::{collections::BTreeMap, fmt::Write as _};
+
+use crate::config::checks::shown;
 
 /// One `[mcp_servers.NAME]` table to write.
 #[derive(Debug)]
@@ -23,14 +29,13 @@ pub(super) enum Item {
 /// The TOML text of `tables`.
 pub(super) fn render(label: &str, format: &str, tables: &[Table]) -> String {
     let mut out = format!(
-        "# The servers of `{label}` ({format}) in Codex's `config.toml` form, by `mcp-runtime import`.\n"
+        "# The servers of `{}` ({format}) in Codex's `config.toml` form, by `mcp-runtime import`.\n",
+        shown(label)
     );
     for table in tables {
         let _ = writeln!(out, "\n[mcp_servers.{}]", key(&table.name));
         for comment in &table.comments {
-            for line in comment.lines() {
-                let _ = writeln!(out, "# {line}");
-            }
+            let _ = writeln!(out, "# {}", shown(comment));
         }
         for (name, item) in &table.entries {
             let value = match item {

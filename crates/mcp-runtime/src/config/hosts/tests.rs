@@ -7,7 +7,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use super::{Mode, convert, import_with, load};
+use super::{Mode, convert, import_with, load, parse_as_written};
 use crate::{
     config::{Config, HttpTransport, ServerConfig, TransportConfig},
     error::ConfigError,
@@ -708,4 +708,116 @@ fn import_validates_its_output_with_a_stand_in_for_each_variable() {
         error.to_string(),
         "`/p/.mcp.json`: key `url` in `[mcpServers.a]` must be an `http://` or `https://` URL"
     );
+}
+
+#[test]
+fn a_file_read_as_written_expands_no_variable_and_is_otherwise_as_loaded() {
+    let text = r#"{ "inputs": [{ "id": "pw", "type": "promptString", "password": true }],
+      "servers": {
+        "cli": { "command": "run-${env:T}", "args": ["--token", "${input:pw}", "${userHome}/x"],
+                 "env": { "T": "${env:T}", "R": "${env:T}", "M": "a${input:pw}" }, "cwd": "/w/${env:T}" },
+        "web": { "type": "http", "url": "${env:URL}",
+                 "headers": { "Authorization": "Bearer ${input:pw}", "X-M": "k ${env:T}" } }
+    } }"#;
+    let path = Path::new("/p/.vscode/mcp.json");
+    let env = vars(&[
+        ("T", "secret-t"),
+        ("URL", "https://secret-u.example/mcp"),
+        ("MCP_RUNTIME_INPUT_PW", "secret-pw"),
+        ("HOME", "/home/me"),
+    ]);
+    let shown = parse_as_written(text, path, &env).unwrap();
+    let mut cli = stdio(
+        "cli",
+        "run-${env:T}",
+        &["--token", "${input:pw}", "/home/me/x"],
+        &[("R", "${env:T}"), ("M", "a${input:pw}")],
+        &["T"],
+    );
+    if let TransportConfig::Stdio(stdio) = &mut cli.transport {
+        stdio.cwd = Some("/w/${env:T}".into());
+    }
+    let web = http(
+        "web",
+        "${env:URL}",
+        Some("MCP_RUNTIME_INPUT_PW"),
+        &[("X-M", "k ${env:T}")],
+        &[],
+    );
+    assert_eq!(shown.servers, servers(vec![cli, web]));
+    assert!(!format!("{shown:?}").contains("secret"), "{shown:?}");
+    // Loaded, the same file holds the values: only their text differs.
+    let loaded = load(text, path, &env).unwrap();
+    assert_eq!(
+        loaded.servers.keys().collect::<Vec<_>>(),
+        shown.servers.keys().collect::<Vec<_>>()
+    );
+    assert!(format!("{loaded:?}").contains("secret-pw"));
+    // A TOML file has no variables: it reads as it loads.
+    let toml = "[mcp_servers.a]\ncommand = \"${T}\"\n";
+    assert_eq!(
+        parse_as_written(toml, Path::new("c.toml"), &env)
+            .unwrap()
+            .servers,
+        Config::parse(toml, Path::new("c.toml")).unwrap().servers
+    );
+}
+
+/// Whether `text` holds a control character other than the line break ending a line.
+fn has_control(text: &str) -> bool {
+    text.chars().any(|c| c.is_control() && c != '\n')
+}
+
+#[test]
+fn control_characters_in_json_names_are_escaped_in_the_toml_comments() {
+    let text = r#"{ "mcpServers": { "a\r\nb\u001b[2J": { "command": "x",
+        "args": ["${V\rW}"], "env": { "N\rM": "${OTHER}", "K\u001b": "${NAME:-v}" } } } }"#;
+    let path = Path::new("/p/evil\r\n\u{1b}[2J.json");
+    let toml = import_with(text, path, &vars(&[])).unwrap();
+    assert!(!has_control(&toml), "{toml:?}");
+    assert!(
+        toml.contains("# named `a\\r\\nb\\u{1b}[2J` in the JSON file"),
+        "{toml}"
+    );
+    assert!(toml.contains("`evil\\r\\n\\u{1b}[2J.json`"), "{toml}");
+    assert!(
+        toml.contains("`env` variable `N\\rM` holds `${OTHER}`"),
+        "{toml}"
+    );
+    let config = Config::parse(&toml, Path::new("c.toml")).unwrap();
+    assert_eq!(config.servers.keys().collect::<Vec<_>>(), ["a__b__2J"]);
+    // Loading converts the same names: no comment may break its TOML either.
+    let loaded = load(text, path, &vars(&[("V\rW", "1"), ("OTHER", "2")])).unwrap();
+    assert_eq!(loaded.servers.keys().collect::<Vec<_>>(), ["a__b__2J"]);
+}
+
+#[test]
+fn control_characters_in_json_names_are_escaped_in_every_message() {
+    let text = r#"{ "mcpServers": {
+        "a\r": { "command": "x" },
+        "a\n": { "command": "x" },
+        "s\u001b": { "command": "x", "k\r\n": 1, "env": { "E\r": "${UNSET\u001b}" } },
+        "t": { "command": "x", "disabled": "no" },
+        "": { "command": "x" }
+    } }"#;
+    let error = load(text, Path::new("/p/.mcp.json"), &vars(&[])).unwrap_err();
+    let messages = messages(&error);
+    for message in &messages {
+        assert!(!has_control(message), "{message:?}");
+    }
+    assert_eq!(
+        error.to_string().lines().count(),
+        messages.len(),
+        "one line per error: {error}"
+    );
+    for expected in [
+        "server name `a\\n` in `mcpServers` becomes `a_` in mcp-runtime, as `mcpServers.a\\r` does",
+        "key `k\\r\\n` in `[mcpServers.s\\u{1b}]` is unknown",
+        "key `env` in `[mcpServers.s\\u{1b}]`: variable `E\\r` uses variable `UNSET\\u{1b}`",
+    ] {
+        assert!(
+            messages.iter().any(|message| message.contains(expected)),
+            "{expected} in {messages:#?}"
+        );
+    }
 }

@@ -1,0 +1,12 @@
+//! The `mcp-runtime` binary as users run it, one integration test binary (`cli`):
+//! `cargo test -p mcp-runtime-cli --test cli NAME`.
+//!
+//! Every run of the binary gets its own `HOME` and `CODEX_HOME`, so a Codex config on
+//! this machine never changes what a test sees.
+
+mod support;
+
+mod call_scope;
+mod cli;
+mod edit;
+mod import;

@@ -1,0 +1,158 @@
+//! Configured text made safe to show in output, messages, logs and `Debug`: secrets
+//! masked, control characters escaped.
+//!
+//! A name from a file or the command line may hold any character: [`one_line`] writes
+//! its control characters as escapes (`\r`, `\u{1b}`), so that it can neither split a
+//! one-line message nor drive the terminal. The configuration's own messages do the
+//! same.
+//!
+//! A server's URL can carry a credential in its user information (a token as the
+//! user name, `https://TOKEN@host`, or a password, `https://user:PASSWORD@host`), in
+//! its query (`?api_key=…`, `?token=…`) and in its fragment. [`url()`] masks all three
+//! and keeps the rest of the text as written, so that the URL can still be recognised:
+//!
+//! 1. The whole user information before the last `@` of the authority is `*****`.
+//! 2. Every query value is `*****`, and the key names are kept (`?api_key=*****`); an
+//!    item without `=` may be a value on its own and is masked whole. An empty value
+//!    stays empty.
+//! 3. A non-empty fragment is `*****`.
+//!
+//! The text is not parsed as a URL (a parser would normalise it, and a URL read from
+//! a file as written may hold a `${…}` that no parser accepts): each part is found
+//! where the URL syntax puts it, `://`, then `/`, `?` or `#`.
+
+use std::borrow::Cow;
+
+/// What stands for a hidden value.
+const MASK: &str = "*****";
+
+/// `text` with its control characters escaped, to be quoted in a one-line message.
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    if text.chars().any(char::is_control) {
+        Cow::Owned(crate::config::checks::shown(text))
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// `url` with its user information, query values and fragment masked (the module's
+/// rules 1 to 3); borrowed when there is nothing to mask.
+pub fn url(url: &str) -> Cow<'_, str> {
+    let mut shown = String::with_capacity(url.len());
+    let mut rest = url;
+    if let Some(start) = url.find("://").map(|at| at + 3) {
+        shown.push_str(&url[..start]);
+        rest = &url[start..];
+        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        if let Some(at) = rest[..authority_end].rfind('@') {
+            shown.push_str(MASK);
+            rest = &rest[at..];
+        }
+    }
+    let path_end = rest.find(['?', '#']).unwrap_or(rest.len());
+    shown.push_str(&rest[..path_end]);
+    rest = &rest[path_end..];
+    if let Some(query) = rest.strip_prefix('?') {
+        let end = query.find('#').unwrap_or(query.len());
+        let items: Vec<Cow<'_, str>> = query[..end]
+            .split('&')
+            .map(|item| match item.split_once('=') {
+                Some((key, value)) if !value.is_empty() => Cow::Owned(format!("{key}={MASK}")),
+                None if !item.is_empty() => Cow::Borrowed(MASK),
+                _ => Cow::Borrowed(item),
+            })
+            .collect();
+        shown.push('?');
+        shown.push_str(&items.join("&"));
+        rest = &query[end..];
+    }
+    if let Some(fragment) = rest.strip_prefix('#') {
+        shown.push('#');
+        if !fragment.is_empty() {
+            shown.push_str(MASK);
+        }
+    }
+    if shown == url {
+        Cow::Borrowed(url)
+    } else {
+        Cow::Owned(shown)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_information_query_values_and_fragment_are_masked() {
+        for (written, shown) in [
+            (
+                "https://me:s3cret@h.example/mcp",
+                "https://*****@h.example/mcp",
+            ),
+            (
+                "https://ghp_t0ken@h.example/mcp",
+                "https://*****@h.example/mcp",
+            ),
+            (
+                "https://h.example/mcp?api_key=k3y&token=t0k&mode=fast",
+                "https://h.example/mcp?api_key=*****&token=*****&mode=*****",
+            ),
+            (
+                "http://h:8080/mcp?ghp_bare&empty=&&x=a=b#s3cret",
+                "http://h:8080/mcp?*****&empty=&&x=*****#*****",
+            ),
+            ("https://u:p@h/?q=a:b@c#", "https://*****@h/?q=*****#"),
+            (
+                "https://${TOKEN}@${HOST}/mcp?key=${KEY}",
+                "https://*****@${HOST}/mcp?key=*****",
+            ),
+            ("https://h.example#frag?x=1", "https://h.example#*****"),
+        ] {
+            assert_eq!(url(written), shown, "{written}");
+        }
+    }
+
+    #[test]
+    fn a_url_without_a_secret_part_is_unchanged() {
+        for unchanged in [
+            "https://h.example/mcp",
+            "http://h:8080/a@b",
+            "http://[::1]:8080/mcp",
+            "https://h.example/mcp?",
+            "not a url",
+            "",
+        ] {
+            assert!(matches!(url(unchanged), Cow::Borrowed(_)), "{unchanged}");
+            assert_eq!(url(unchanged), unchanged);
+        }
+    }
+
+    #[test]
+    fn one_line_escapes_control_characters_only() {
+        assert_eq!(one_line("a\r\nb\u{1b}[2J\t"), "a\\r\\nb\\u{1b}[2J\\t");
+        assert!(matches!(
+            one_line("plain ü `x`"),
+            Cow::Borrowed("plain ü `x`")
+        ));
+    }
+
+    #[test]
+    fn debug_output_of_a_configured_url_is_masked() {
+        let written = "https://ghp_T0KEN@h.example/mcp?api_key=K3Y#FRAG";
+        let server = crate::ServerConfig::http("s", written);
+        let crate::config::TransportConfig::StreamableHttp(http) = &server.transport else {
+            unreachable!("an HTTP server");
+        };
+        let resolved = crate::transport::http::resolve(http, |_| None).unwrap();
+        for debug in [format!("{server:?}"), format!("{resolved:?}")] {
+            assert!(
+                debug.contains("https://*****@h.example/mcp?api_key=*****#*****"),
+                "{debug}"
+            );
+            for secret in ["T0KEN", "K3Y", "FRAG"] {
+                assert!(!debug.contains(secret), "{debug}");
+            }
+        }
+    }
+}
