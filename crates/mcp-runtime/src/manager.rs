@@ -230,7 +230,7 @@ impl Runtime {
             .map(|server| (server.name.clone(), Server::new(server.clone())))
             .collect();
         let (done, startups_done) = watch::channel(());
-        let mut shared = Shared::new(servers, BTreeMap::new());
+        let mut shared = Shared::new(servers, BTreeMap::new(), options.other_servers());
         shared.events = options.events();
         shared.first_restart_pause = options.first_restart_pause();
         shared.startups_cancel = cancel.clone();
@@ -615,7 +615,16 @@ impl Drop for Runtime {
 }
 
 impl Shared {
-    fn new(servers: BTreeMap<String, Server>, listings: BTreeMap<String, Listing>) -> Self {
+    /// The state of a runtime of `servers`, whose catalog names their tools as if
+    /// `others` were started too. Every server's namespace is decided among all of
+    /// them before any tool is named (invariant 1: they are known now), so it does
+    /// not depend on the order in which they become ready.
+    fn new(
+        servers: BTreeMap<String, Server>,
+        listings: BTreeMap<String, Listing>,
+        others: &[String],
+    ) -> Self {
+        let declared: Vec<String> = servers.keys().chain(others).cloned().collect();
         let shared = Self {
             servers,
             began: Instant::now(),
@@ -628,7 +637,7 @@ impl Shared {
                 version: 0,
                 by_server: listings,
             }),
-            catalog: watch::Sender::new(Arc::new(Catalog::default())),
+            catalog: watch::Sender::new(Arc::new(Catalog::for_servers(declared))),
             published: AtomicU64::new(0),
             closing: AtomicBool::new(false),
         };

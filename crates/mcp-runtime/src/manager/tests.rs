@@ -32,7 +32,7 @@ fn shared(names: &[&str]) -> Shared {
             (name.to_string(), listing)
         })
         .collect();
-    Shared::new(servers, listings)
+    Shared::new(servers, listings, &[])
 }
 
 fn published(shared: &Shared) -> Vec<String> {
@@ -81,7 +81,7 @@ fn starting(servers: &[(&str, bool)]) -> (Arc<Shared>, watch::Sender<()>) {
             (name.to_string(), Server::new(config))
         })
         .collect();
-    let mut shared = Shared::new(servers, BTreeMap::new());
+    let mut shared = Shared::new(servers, BTreeMap::new(), &[]);
     let (done, startups_done) = watch::channel(());
     shared.startups_done = startups_done;
     (Arc::new(shared), done)
