@@ -191,15 +191,21 @@ impl Shared {
     /// servers it may belong to that are still starting (invariant 4).
     ///
     /// The servers it may belong to are told from its `mcp__SERVER__` prefix; when the
-    /// prefix names none of them, every server may own it.
+    /// prefix names none of them, no server can own it (the server a name is given
+    /// for is always among them) and it is unknown at once.
     pub(super) async fn route(&self, qualified_name: &str) -> Result<(String, String), CallError> {
         let named =
             servers_for_qualified_name(qualified_name, self.servers.keys().map(String::as_str));
-        let candidates: BTreeSet<&str> = if named.is_empty() {
-            self.servers.keys().map(String::as_str).collect()
-        } else {
-            named.iter().copied().collect()
-        };
+        if named.is_empty() {
+            debug_assert!(
+                self.catalog.borrow().resolve(qualified_name).is_none(),
+                "naming invariant 4: a name's server is told from its prefix"
+            );
+            return Err(CallError::UnknownTool {
+                name: qualified_name.to_owned(),
+            });
+        }
+        let candidates: BTreeSet<&str> = named.iter().copied().collect();
         loop {
             if let Some(tool) = self.catalog.borrow().resolve(qualified_name) {
                 return Ok((tool.server.clone(), tool.tool.name.to_string()));

@@ -195,3 +195,19 @@ async fn a_failed_required_server_fails_the_start_without_waiting_for_the_others
         other => panic!("expected the required server's failure, got {other:?}"),
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_name_no_server_can_own_is_unknown_without_waiting_for_servers_starting() {
+    let (shared, _done) = starting(&[("a", false), ("b", true)]);
+    let routed = futures::FutureExt::now_or_never(shared.route("mcp__nosuch__x"))
+        .expect("nothing to wait for");
+    assert!(
+        matches!(&routed, Err(CallError::UnknownTool { name }) if name == "mcp__nosuch__x"),
+        "{routed:?}"
+    );
+    // A name that `a` may own still waits for it.
+    assert!(
+        futures::FutureExt::now_or_never(shared.route("mcp__a__x")).is_none(),
+        "`a` is still starting"
+    );
+}
