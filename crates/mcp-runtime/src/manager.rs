@@ -208,7 +208,7 @@ impl Runtime {
     ///
     /// Each startup (spawn or connect, handshake, tool listing) is bounded by its
     /// server's `startup_timeout_sec`. Progress is sent to `options`' event channel.
-    /// A `required` server that does not become ready fails the whole start; the
+    /// A `required` server that does not become ready fails the whole start as soon as it fails; the
     /// other startups are then cancelled and the servers that did start shut down.
     ///
     /// # Cancel safety

@@ -32,6 +32,7 @@ use std::{
     time::Duration,
 };
 
+use futures::{StreamExt, stream::FuturesUnordered};
 use tokio::sync::watch;
 use tokio_util::task::AbortOnDropHandle;
 
@@ -146,15 +147,29 @@ impl Shared {
             .iter()
             .filter(|(_, server)| server.config.required)
             .collect();
-        let settled =
-            futures::future::join_all(required.iter().map(|(_, server)| server.wait_settled()))
-                .await;
-        let failures: Vec<(String, StartupError)> = required
+        // The first failure fails the start at once: no other required server's
+        // startup is waited for, since the start has failed whatever it does.
+        let mut settling: FuturesUnordered<_> = required
             .iter()
-            .zip(settled)
-            .filter_map(|((name, _), settled)| Some(((*name).clone(), settled.error.clone()?)))
+            .map(|(_, server)| server.wait_settled())
             .collect();
-        if !failures.is_empty() {
+        let mut failed = false;
+        while let Some(settled) = settling.next().await {
+            if settled.error.is_some() {
+                failed = true;
+                break;
+            }
+        }
+        drop(settling);
+        if failed {
+            // With every other required server that has failed by now.
+            let failures: Vec<(String, StartupError)> = required
+                .iter()
+                .filter_map(|(name, server)| {
+                    Some(((*name).clone(), server.settled()?.error.clone()?))
+                })
+                .collect();
+            debug_assert!(!failures.is_empty(), "the one just seen is among them");
             self.shutdown().await;
             return Err(StartError::RequiredServersFailed { failures });
         }
