@@ -126,7 +126,7 @@ impl Shared {
                 *lock(&server.refresher) = Some(AbortOnDropHandle::new(tokio::spawn(
                     refresh_on_change(Arc::downgrade(self), name.to_owned(), generation),
                 )));
-                self.publish(self.build_catalog());
+                self.publish_current();
                 None
             }
             Err(error) => Some(error),

@@ -46,17 +46,23 @@ fn published(shared: &Shared) -> Vec<String> {
 }
 
 #[test]
-fn a_catalog_built_before_a_newer_listing_is_stored_is_never_published_after_it() {
+fn a_catalog_is_built_and_published_only_from_listings_newer_than_the_published_ones() {
     let shared = shared(&["a", "b"]);
+    let before = shared.catalog.borrow().clone();
+    assert!(!shared.publish_current(), "nothing newer was stored");
+    assert!(Arc::ptr_eq(&before, &shared.catalog.borrow()));
+
     let a = shared.next_generation("a");
     let b = shared.next_generation("b");
-    // The refresh of `a` stores its answer and builds a catalog from it...
+    // Two refreshes store their answers; the first to publish includes both...
     assert_eq!(shared.store("a", a, vec![tool("new")]), Some(1));
-    let built_by_a = shared.build_catalog();
-    // ...but before it publishes, the refresh of `b` stores, builds and publishes.
     assert_eq!(shared.store("b", b, vec![tool("new")]), Some(2));
-    assert!(shared.publish(shared.build_catalog()));
-    assert!(!shared.publish(built_by_a), "the stale build is refused");
+    assert!(shared.publish_current());
+    assert_eq!(shared.published.load(Ordering::Relaxed), 2);
+    // ...and the second has nothing newer to build.
+    let published_catalog = shared.catalog.borrow().clone();
+    assert!(!shared.publish_current());
+    assert!(Arc::ptr_eq(&published_catalog, &shared.catalog.borrow()));
     assert_eq!(published(&shared), ["mcp__a__new", "mcp__b__new"]);
 }
 
@@ -67,7 +73,7 @@ fn an_older_answer_never_replaces_a_newer_listing() {
     let newer = shared.next_generation("a");
     assert_eq!(shared.store("a", newer, vec![tool("newer")]), Some(1));
     assert_eq!(shared.store("a", older, vec![tool("older")]), None);
-    assert!(shared.publish(shared.build_catalog()));
+    assert!(shared.publish_current());
     assert_eq!(published(&shared), ["mcp__a__newer"]);
 }
 
