@@ -10,8 +10,9 @@
 //! for the host to apply; mcp-runtime only reports them:
 //! - `approval_mode`: the tool's `[mcp_servers.X.tools.T] approval_mode`, else the
 //!   server's `default_tools_approval_mode`: whether the host asks a person before
-//!   the tool runs. `prompt`: ask before every call; `approve`: call without asking;
-//!   `auto`, or unset: the host's own policy decides. mcp-runtime never asks anyone
+//!   the tool runs. `prompt`: ask before every call; `writes`: ask unless the tool
+//!   declares itself read-only; `approve`: call without asking; `auto`, or unset: the
+//!   host's own policy decides from the tool's annotations. mcp-runtime never asks anyone
 //!   itself, and calls a tool whatever its mode.
 //! - `output_token_limit`: the most tokens of the tool's output the host should give
 //!   the model.
