@@ -138,6 +138,7 @@ async fn run(plan: Plan, mut interrupt: Interrupt) -> u8 {
     match plan {
         Plan::Call {
             config,
+            others,
             scope,
             json,
             name,
@@ -150,7 +151,10 @@ async fn run(plan: Plan, mut interrupt: Interrupt) -> u8 {
                 arguments,
                 authority,
             };
-            call.run(config, scope, interrupt).await
+            let options = StartOptions::new()
+                .with_scope(scope)
+                .with_other_configured_servers(others);
+            call.run(config, options, interrupt).await
         }
         plan => tokio::select! {
             code = run_to_end(plan) => code,
@@ -175,7 +179,8 @@ async fn run_to_end(plan: Plan) -> u8 {
             json,
             view,
         } => {
-            let runtime = match start(config, scope).await {
+            let options = StartOptions::new().with_scope(scope).wait_for_all();
+            let runtime = match start(config, options, Wait::All).await {
                 Ok(runtime) => runtime,
                 Err(error) => return report(&error),
             };
@@ -244,12 +249,15 @@ struct Call {
 
 impl Call {
     /// Starts the servers the plan chose (only the tool's own server, when its name
-    /// tells which), calls the tool and prints its result. A signal while the call is
-    /// in flight gives it up: the `notifications/cancelled` it owes is written before
-    /// every server is killed.
-    async fn run(self, config: Config, scope: String, mut interrupt: Interrupt) -> u8 {
+    /// tells which), calls the tool and prints its result. The call does not wait for
+    /// every server: once the runtime is usable (every `required` server ready, and
+    /// the optional ones given the default grace), the call waits only for the
+    /// servers its tool may belong to. A `required` server that fails to start still
+    /// fails the command. A signal while the call is in flight gives it up: the
+    /// `notifications/cancelled` it owes is written before every server is killed.
+    async fn run(self, config: Config, options: StartOptions, mut interrupt: Interrupt) -> u8 {
         let started = tokio::select! {
-            started = start(config, scope) => started,
+            started = start(config, options, Wait::Usable) => started,
             // Dropping the start kills what it started; nothing was called yet.
             code = interrupt.received() => return code,
         };
@@ -296,11 +304,21 @@ impl Call {
     }
 }
 
-/// Starts the servers and waits until every one has settled, so that a report shows
-/// them all and a call finds its tool; with the live display (which shows the servers
-/// still starting) when stderr is a terminal.
-async fn start(config: Config, scope: String) -> anyhow::Result<Runtime> {
-    let mut options = StartOptions::new().with_scope(scope).wait_for_all();
+/// What the `options` given to [`start`] wait for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Every server settles (`StartOptions::wait_for_all`): a report shows them all.
+    All,
+    /// The runtime is usable; servers may go on starting after it returns.
+    Usable,
+}
+
+/// Starts the servers with `options`, which wait as `wait` says; with the live
+/// display (which shows the servers still starting) when stderr is a terminal. The
+/// display ends when the start returns: with [`Wait::Usable`] the servers still
+/// starting then are left shown as starting, so that it does not hold up the
+/// command nor draw over its output.
+async fn start(config: Config, mut options: StartOptions, wait: Wait) -> anyhow::Result<Runtime> {
     let display = if std::io::stderr().is_terminal() {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
         options = options.with_events(sender);
@@ -310,7 +328,14 @@ async fn start(config: Config, scope: String) -> anyhow::Result<Runtime> {
     };
     let started = Runtime::start(config, options).await;
     if let Some(display) = display {
-        let _ = display.await;
+        match wait {
+            // It ends with the startups' summary.
+            Wait::All => {
+                let _ = display.await;
+            }
+            // Between two draws: a task is aborted only where it awaits.
+            Wait::Usable => display.abort(),
+        }
     }
     started.context("starting servers")
 }

@@ -32,7 +32,7 @@ pub fn report_json(servers: &[ServerStatus], catalog: &Catalog) -> Value {
 }
 
 /// One tool of the `--json` report. The host settings of the server's table appear
-/// only when set: `approval_mode` (`auto`, `prompt` or `approve`),
+/// only when set: `approval_mode` (`auto`, `prompt`, `writes` or `approve`),
 /// `output_token_limit`, and `supports_parallel_tool_calls` (only when `true`).
 fn tool_json(tool: &QualifiedTool) -> Value {
     let mut object = json!({

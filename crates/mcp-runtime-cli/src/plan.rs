@@ -31,6 +31,9 @@ pub enum Plan {
         /// Only the tool's own server, when its name tells which (see
         /// [`servers_to_call`]).
         config: Config,
+        /// The enabled servers left out of `config`, whose names the tools are
+        /// named beside, so that they have the names `tools` shows.
+        others: Vec<String>,
         scope: String,
         json: bool,
         name: String,
@@ -112,8 +115,10 @@ impl Plan {
                         })
                     })
                     .transpose()?;
+                let (config, others) = servers_to_call(&name, load(&common)?);
                 Self::Call {
-                    config: servers_to_call(&name, load(&common)?),
+                    config,
+                    others,
                     scope: common.scope,
                     json: common.json,
                     name,
@@ -206,13 +211,29 @@ fn load(common: &Common) -> anyhow::Result<Config> {
 /// belong to, when its `mcp__SERVER__` prefix names exactly one: a call starts only
 /// the server it needs. When the name cannot tell (no enabled server, or several,
 /// match its prefix), every server is kept and started.
-pub fn servers_to_call(name: &str, mut config: Config) -> Config {
-    let enabled = config.enabled_servers().map(|server| server.name.as_str());
-    if let [server] = mcp_runtime::naming::servers_for_qualified_name(name, enabled)[..] {
-        let server = server.to_owned();
-        config.servers.retain(|name, _| *name == server);
-    }
-    config
+///
+/// Also the names of the enabled servers left out: the runtime names the tools as if
+/// they were started too (`StartOptions::with_other_configured_servers`), so a tool
+/// has the name `tools` shows, hashed when another server's name sanitizes alike.
+pub fn servers_to_call(name: &str, mut config: Config) -> (Config, Vec<String>) {
+    let enabled: Vec<String> = config
+        .enabled_servers()
+        .map(|server| server.name.clone())
+        .collect();
+    let owners =
+        mcp_runtime::naming::servers_for_qualified_name(name, enabled.iter().map(String::as_str));
+    let others = match owners[..] {
+        [server] => {
+            config.servers.retain(|name, _| name == server);
+            enabled
+                .iter()
+                .filter(|name| *name != server)
+                .cloned()
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    (config, others)
 }
 
 /// The embedded demo configuration: servers built into this very binary.
@@ -245,7 +266,27 @@ mod tests {
     }
 
     fn kept(name: &str, config: Config) -> Vec<String> {
-        servers_to_call(name, config).servers.into_keys().collect()
+        servers_to_call(name, config)
+            .0
+            .servers
+            .into_keys()
+            .collect()
+    }
+
+    #[test]
+    fn the_servers_left_out_are_named_for_the_runtime() {
+        let mut config = config(&["a-b", "a_b", "c", "off"]);
+        config.servers.get_mut("off").unwrap().enabled = false;
+        let (kept, others) = servers_to_call("mcp__a_b_ec4afa65682a__echo", config.clone());
+        assert_eq!(kept.servers.into_keys().collect::<Vec<_>>(), ["a_b"]);
+        assert_eq!(
+            others,
+            ["a-b", "c"],
+            "every enabled server but the one kept"
+        );
+        let (kept, others) = servers_to_call("mcp__a_b__echo", config);
+        assert_eq!(kept.servers.len(), 4);
+        assert!(others.is_empty(), "every server is started");
     }
 
     #[test]

@@ -442,3 +442,78 @@ async fn dropping_the_runtime_while_a_server_starts_ends_its_process() {
     assert_all_gone(pid as i32, &[]);
     assert!(registry.is_empty());
 }
+
+/// The pids of `servers`, read from the events in whatever order they were spawned.
+async fn pids_of(
+    events: &mut UnboundedReceiver<StartupEvent>,
+    servers: &[&str],
+) -> std::collections::HashMap<String, u32> {
+    let mut pids = std::collections::HashMap::new();
+    while pids.len() < servers.len() {
+        if let StartupEvent::Spawned { server, pid } = events.recv().await.expect("events go on")
+            && servers.contains(&server.as_str())
+        {
+            pids.insert(server, pid);
+        }
+    }
+    pids
+}
+
+#[tokio::test]
+async fn servers_get_codex_names_whichever_becomes_ready_first() {
+    // Codex's names for `a-b` and `a_b` configured together: both hashed.
+    let codex = [
+        ("a-b", "mcp__a_b_60ab36632e07__echo"),
+        ("a_b", "mcp__a_b_ec4afa65682a__echo"),
+    ];
+    for order in [["a-b", "a_b"], ["a_b", "a-b"]] {
+        let gates = Gates::new();
+        let registry = ListingRegistry::new();
+        let (runtime, mut events) = start_with(
+            vec![gates.server("a-b"), gates.server("a_b")],
+            StartOptions::new().with_optional_grace(Duration::ZERO),
+            &registry,
+        )
+        .await;
+        let pids = pids_of(&mut events, &order).await;
+        let mut catalog = runtime.subscribe_catalog();
+        for (ready, server) in order.iter().enumerate() {
+            gates.open_all(pids[*server]);
+            catalog
+                .wait_for(|catalog| servers_in(catalog).len() == ready + 1)
+                .await
+                .expect("the runtime is alive");
+            let echo_of = |server: &str| {
+                let catalog = catalog.borrow();
+                let echo = catalog
+                    .tools()
+                    .iter()
+                    .find(|tool| tool.server == server && tool.tool.name == "echo");
+                echo.map(|tool| tool.qualified_name.clone())
+            };
+            for (server, name) in &codex[..] {
+                if order[..=ready].contains(server) {
+                    assert_eq!(
+                        echo_of(server).as_deref(),
+                        Some(*name),
+                        "`{}` ready first, then `{}`",
+                        order[0],
+                        order[1]
+                    );
+                }
+            }
+        }
+        for (server, name) in codex {
+            let (owner, tool) = runtime.catalog().resolve(name).map_or_else(
+                || panic!("`{name}` is in the catalog"),
+                |tool| (tool.server.clone(), tool.tool.name.to_string()),
+            );
+            assert_eq!((owner.as_str(), tool.as_str()), (server, "echo"));
+        }
+        runtime.shutdown().await;
+        for pid in pids.values() {
+            assert_all_gone(*pid as i32, &[]);
+        }
+        assert!(registry.is_empty());
+    }
+}

@@ -72,15 +72,16 @@ async fn a_program_that_cannot_be_started_is_a_clear_failure() {
 }
 
 #[tokio::test]
-async fn a_failed_required_server_fails_the_start_and_names_every_one() {
+async fn a_failed_required_server_fails_the_start_without_waiting_for_another() {
     let crash = fixture("crash", &["--exit-during-startup", "4"]).with_required(true);
+    // Hanging for longer than any test runs: a start that waited for it could not
+    // fail before the test does.
     let hung = fixture("hung", &["--hang-initialize"])
-        .with_startup_timeout(Duration::from_secs(1))
+        .with_startup_timeout(Duration::from_secs(600))
         .with_required(true);
     let optional = fixture("optional", &["--exit-during-startup", "5"]);
     let fine = fixture("fine", &[]).with_required(true);
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-    // The default mode: the start waits for every required server, not for the rest.
     let error = Runtime::start(
         config([crash, hung, optional, fine]),
         StartOptions::new()
@@ -96,19 +97,25 @@ async fn a_failed_required_server_fails_the_start_and_names_every_one() {
     let names: Vec<_> = failures.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(
         names,
-        ["crash", "hung"],
-        "only required servers, in name order"
+        ["crash"],
+        "only required servers that failed by then"
     );
     let message = error.to_string();
-    assert!(message.starts_with("required servers failed to start: `crash`: server process exited during startup (exit status: 4)"), "{message}");
     assert!(
-        message.contains("`hung`: did not finish starting within 1s"),
+        message.starts_with("required server failed to start: `crash`: server process exited during startup (exit status: 4)"),
         "{message}"
     );
 
-    // The server that did start was shut down with the failed start.
+    // The startups in progress were cancelled, and every process is gone.
     let events = drain(receiver);
-    assert_all_gone(spawned_pid(&events, "fine"), &[]);
+    for server in ["hung", "fine"] {
+        let spawned = events
+            .iter()
+            .any(|e| matches!(e, StartupEvent::Spawned { server: s, .. } if s == server));
+        if spawned {
+            assert_all_gone(spawned_pid(&events, server), &[]);
+        }
+    }
 }
 
 #[tokio::test]

@@ -10,8 +10,9 @@
 //! for the host to apply; mcp-runtime only reports them:
 //! - `approval_mode`: the tool's `[mcp_servers.X.tools.T] approval_mode`, else the
 //!   server's `default_tools_approval_mode`: whether the host asks a person before
-//!   the tool runs. `prompt`: ask before every call; `approve`: call without asking;
-//!   `auto`, or unset: the host's own policy decides. mcp-runtime never asks anyone
+//!   the tool runs. `prompt`: ask before every call; `writes`: ask unless the tool
+//!   declares itself read-only; `approve`: call without asking; `auto`, or unset: the
+//!   host's own policy decides from the tool's annotations. mcp-runtime never asks anyone
 //!   itself, and calls a tool whatever its mode.
 //! - `output_token_limit`: the most tokens of the tool's output the host should give
 //!   the model.
@@ -27,7 +28,9 @@
 //!    one name registry (which remembers the tools that left for a while; see
 //!    [`naming`](crate::naming)).
 //! 3. Tools named together for the first time get the same names whatever the order
-//!    of servers and of their tools.
+//!    of servers and of their tools. In a lineage begun by [`Catalog::for_servers`],
+//!    the tools of those servers get the same names whichever catalog of the lineage
+//!    first names them, so whatever the order in which the servers' tools arrive.
 
 use std::{
     collections::{BTreeMap, HashMap, btree_map::Entry},
@@ -76,6 +79,23 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// An empty catalog that begins a lineage for the servers `servers`: each of
+    /// them gets the namespace Codex gives it among all of them (one is hashed
+    /// exactly when another's name sanitizes alike), even when the catalogs built
+    /// from this one name their tools one server at a time. Build the catalog of a
+    /// set of servers known in advance from it; a server not in `servers` is named
+    /// as a newcomer when its tools arrive.
+    ///
+    /// [`Catalog::default`] begins a lineage that knows no server in advance.
+    pub fn for_servers(servers: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self {
+            names: Arc::new(Mutex::new(
+                Registry::default().declaring(servers.into_iter().map(Into::into)),
+            )),
+            ..Self::default()
+        }
+    }
+
     /// The catalog of `servers`' tools (each server's configuration and its listing),
     /// replacing `previous`: every name `previous` gave stays; a tool new to the
     /// lineage that collides with one takes the suffix. Tools are listed in

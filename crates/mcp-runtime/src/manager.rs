@@ -13,15 +13,16 @@
 //!    that arrives late never overwrites a newer one.
 //! 3. The catalog is rebuilt from all current listings whenever one changes, so the
 //!    qualified names always follow the rule in [`crate::catalog`].
-//! 4. A published catalog never goes back to older listings. Storing a listing bumps
-//!    the listings' version under the lock from which catalogs are built, so every
-//!    catalog carries the version of the listings it was built from; it is published
-//!    only if that version is newer than the published one, compared and replaced in
-//!    one step under the catalog channel's lock. A catalog built before another
-//!    refresh stored its listing is refused, not published over the newer one (a
-//!    publication fence: builds run outside any lock and stale ones are dropped).
-//!    So once a refresh that stored a listing returns, the published catalog
-//!    includes that listing or a newer one.
+//! 4. A published catalog never goes back to older listings, and catalogs are named
+//!    in the order of their listings. Storing a listing bumps the listings' version
+//!    under their lock. A catalog is built from the current listings and published in
+//!    one step under the catalog channel's lock (`send_if_modified`), and only if
+//!    their version is newer than the published one's (a publication fence); nothing
+//!    in that step awaits, and a stale catalog is never built. So once a refresh that stored a listing returns, the
+//!    published catalog includes that listing or a newer one, and the naming registry
+//!    never names older listings after newer ones (which would record the newer
+//!    tools as departed). Lock order: the catalog channel, then the listings, then
+//!    the naming registry (each held only to copy the listings or to name).
 //! 5. Every server process belongs to the runtime: dropping the [`Runtime`] (or the
 //!    future of [`Runtime::start`]) kills every process group it started, including
 //!    those of startups still in progress (joining invariant 3). Between refreshes,
@@ -179,12 +180,6 @@ struct Listings {
     by_server: BTreeMap<String, Listing>,
 }
 
-/// A catalog and the listings' version it was built from.
-struct BuiltCatalog {
-    version: u64,
-    catalog: Catalog,
-}
-
 /// A server's current tool listing and the generation of the request it came from.
 struct Listing {
     /// The generation of the listing held in `tools`.
@@ -208,8 +203,9 @@ impl Runtime {
     ///
     /// Each startup (spawn or connect, handshake, tool listing) is bounded by its
     /// server's `startup_timeout_sec`. Progress is sent to `options`' event channel.
-    /// A `required` server that does not become ready fails the whole start; the
-    /// other startups are then cancelled and the servers that did start shut down.
+    /// A `required` server that does not become ready fails the whole start as soon
+    /// as it fails; the other startups are then cancelled and the servers that did
+    /// start shut down.
     ///
     /// # Cancel safety
     ///
@@ -230,7 +226,7 @@ impl Runtime {
             .map(|server| (server.name.clone(), Server::new(server.clone())))
             .collect();
         let (done, startups_done) = watch::channel(());
-        let mut shared = Shared::new(servers, BTreeMap::new());
+        let mut shared = Shared::new(servers, BTreeMap::new(), options.other_servers());
         shared.events = options.events();
         shared.first_restart_pause = options.first_restart_pause();
         shared.startups_cancel = cancel.clone();
@@ -615,7 +611,16 @@ impl Drop for Runtime {
 }
 
 impl Shared {
-    fn new(servers: BTreeMap<String, Server>, listings: BTreeMap<String, Listing>) -> Self {
+    /// The state of a runtime of `servers`, whose catalog names their tools as if
+    /// `others` were started too. Every server's namespace is decided among all of
+    /// them before any tool is named (invariant 1: they are known now), so it does
+    /// not depend on the order in which they become ready.
+    fn new(
+        servers: BTreeMap<String, Server>,
+        listings: BTreeMap<String, Listing>,
+        others: &[String],
+    ) -> Self {
+        let declared: Vec<String> = servers.keys().chain(others).cloned().collect();
         let shared = Self {
             servers,
             began: Instant::now(),
@@ -628,13 +633,16 @@ impl Shared {
                 version: 0,
                 by_server: listings,
             }),
-            catalog: watch::Sender::new(Arc::new(Catalog::default())),
+            catalog: watch::Sender::new(Arc::new(Catalog::for_servers(declared))),
             published: AtomicU64::new(0),
             closing: AtomicBool::new(false),
         };
-        let built = shared.build_catalog();
-        debug_assert_eq!(built.version, 0, "nothing was stored yet");
-        shared.catalog.send_replace(Arc::new(built.catalog));
+        // The listings a runtime begins with (in tests), at version 0.
+        shared.catalog.send_modify(|current| {
+            let (version, listings) = shared.listings();
+            debug_assert_eq!(version, 0, "nothing was stored yet");
+            *current = Arc::new(shared.build_catalog(current, &listings));
+        });
         shared
     }
 
@@ -655,7 +663,7 @@ impl Shared {
             .await?;
         self.usable(name, live);
         if let Some(version) = self.store(name, generation, tools) {
-            self.publish(self.build_catalog());
+            self.publish_current();
             debug_assert!(
                 self.published.load(Ordering::Relaxed) >= version,
                 "invariant 4: the published catalog includes the listing just stored"
@@ -697,42 +705,41 @@ impl Shared {
         Some(listings.version)
     }
 
-    /// The catalog of the current listings, filtered by each server's tool filters,
-    /// with their version. Only the snapshot of the listings is taken under the lock.
-    fn build_catalog(&self) -> BuiltCatalog {
-        let (version, listings): (u64, Vec<(String, SharedTools)>) = {
-            let listings = lock(&self.listings);
-            let snapshot = listings
-                .by_server
-                .iter()
-                .map(|(name, listing)| (name.clone(), listing.tools.clone()))
-                .collect();
-            (listings.version, snapshot)
-        };
-        // Names the published catalog gave stay (catalog invariant 2).
-        let previous = self.catalog.borrow().clone();
-        let catalog = Catalog::build(
-            &previous,
+    /// The catalog of `listings`, each filtered by its server's tool filters, built from
+    /// `previous` (whose names stay, catalog invariant 2).
+    fn build_catalog(&self, previous: &Catalog, listings: &[(String, SharedTools)]) -> Catalog {
+        Catalog::build(
+            previous,
             listings
                 .iter()
                 .map(|(name, tools)| (&self.servers[name].config, tools.as_slice())),
-        );
-        BuiltCatalog { version, catalog }
+        )
     }
 
-    /// Publishes `built` to every subscriber if it was built from newer listings than
-    /// the published catalog; says whether it did.
-    fn publish(&self, built: BuiltCatalog) -> bool {
+    /// The current listings and their version; the lock is held only to copy them.
+    fn listings(&self) -> (u64, Vec<(String, SharedTools)>) {
+        let listings = lock(&self.listings);
+        let snapshot = listings
+            .by_server
+            .iter()
+            .map(|(name, listing)| (name.clone(), listing.tools.clone()))
+            .collect();
+        (listings.version, snapshot)
+    }
+
+    /// Builds the catalog of the current listings and publishes it to every
+    /// subscriber, if they are newer than those of the published catalog; says
+    /// whether it did. Snapshot, naming and publication are one step under the
+    /// catalog channel's lock (invariant 4), with no await inside.
+    fn publish_current(&self) -> bool {
         self.catalog.send_if_modified(|current| {
-            debug_assert!(
-                built.version <= lock(&self.listings).version,
-                "a catalog is built only from listings already stored"
-            );
-            if built.version <= self.published.load(Ordering::Relaxed) {
+            let (version, listings) = self.listings();
+            if version <= self.published.load(Ordering::Relaxed) {
                 return false;
             }
-            self.published.store(built.version, Ordering::Relaxed);
-            *current = Arc::new(built.catalog);
+            let catalog = self.build_catalog(current, &listings);
+            self.published.store(version, Ordering::Relaxed);
+            *current = Arc::new(catalog);
             true
         })
     }

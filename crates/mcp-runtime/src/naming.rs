@@ -48,7 +48,11 @@
 //! - **No tool is dropped**: rule 4's counter always ends on a free name.
 //!
 //! Tools named together, with nothing named before, get exactly Codex's names, the
-//! same whatever the order in which servers answered.
+//! same whatever the order in which servers answered. So do the tools of servers
+//! declared up front (a runtime declares every server it starts, since its set of
+//! servers is fixed when it starts): each declared server's namespace is decided by
+//! rule 2 among all declared servers, not only among those named so far, so it does
+//! not depend on which server's tools are named first.
 //!
 //! # Invariants of the registry
 //!
@@ -60,6 +64,9 @@
 //! 3. A server, once given a namespace, keeps it; its later tools are named in it.
 //! 4. Every namespace is `mcp__SERVER__` sanitized, or that with the hash suffix of rule
 //!    2: what [`servers_for_qualified_name`] relies on.
+//! 5. Rule 2 counts the declared servers as if they were named with every naming. So
+//!    among servers that are all declared, a server's namespace is hashed exactly when
+//!    another's sanitizes alike, whichever of them is named first.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
@@ -193,6 +200,8 @@ pub(crate) struct Registry {
     absent: usize,
     next_departure: u64,
     remembered_departures: usize,
+    /// The servers declared up front (invariant 5).
+    declared: BTreeSet<String>,
     /// How many namings there were: [`Named::seen`] says which last listed a tool.
     namings: u64,
 }
@@ -230,8 +239,16 @@ impl Registry {
             absent: 0,
             next_departure: 0,
             remembered_departures: departures,
+            declared: BTreeSet::new(),
             namings: 0,
         }
+    }
+
+    /// This registry with `servers` declared: their namespaces are decided among all
+    /// of them (invariant 5), before any of their tools is named.
+    pub(crate) fn declaring(mut self, servers: impl IntoIterator<Item = String>) -> Self {
+        self.declared.extend(servers);
+        self
     }
 
     /// How many tools have a name reserved: those of the last naming, and the last
@@ -394,12 +411,15 @@ impl Registry {
     }
 
     /// The namespace of each server of `tools`: the one it was given, else rule 2
-    /// among the servers of `tools`, hashed also when another server was given it.
+    /// among the servers of `tools` and the declared ones (invariant 5), hashed also
+    /// when another server was given it.
     fn namespaces<'a>(&self, tools: &[(&'a str, &str)]) -> HashMap<&'a str, String> {
         let servers: BTreeSet<&str> = tools.iter().map(|(server, _)| *server).collect();
         let plain: HashMap<&str, String> = servers
             .iter()
-            .map(|server| (*server, plain_namespace(server)))
+            .copied()
+            .chain(self.declared.iter().map(String::as_str))
+            .map(|server| (server, plain_namespace(server)))
             .collect();
         let mut sharing: HashMap<&str, usize> = HashMap::new();
         for namespace in plain.values() {

@@ -152,6 +152,31 @@ fn a_server_joining_later_with_a_colliding_name_leaves_the_old_names_intact() {
 }
 
 #[test]
+fn servers_known_in_advance_get_codex_names_whichever_joins_first() {
+    let (dash, under) = (server("basic-server"), server("basic_server"));
+    let dash_tools = [tool("lookup")];
+    let under_tools = [tool("query")];
+    let codex = [
+        "mcp__basic_server_234b1425bdea__query",
+        "mcp__basic_server_c83615c428ad__lookup",
+    ];
+    for (first, first_tools) in [(&dash, &dash_tools[..]), (&under, &under_tools[..])] {
+        let lineage = Catalog::for_servers(["basic-server", "basic_server"]);
+        let alone = Catalog::build(&lineage, [(first, first_tools)]);
+        let both = Catalog::build(
+            &alone,
+            [(&dash, &dash_tools[..]), (&under, &under_tools[..])],
+        );
+        assert_eq!(names(&both), codex, "`{}` joined first", first.name);
+        assert!(
+            names(&alone).iter().all(|name| codex.contains(name)),
+            "`{}` alone already has its final name",
+            first.name
+        );
+    }
+}
+
+#[test]
 fn a_refresh_keeps_every_name_and_shares_unchanged_tools() {
     let (s, t) = (server("s"), server("t"));
     let s_tools = [tool("a.b"), tool("long".repeat(20).as_str())];

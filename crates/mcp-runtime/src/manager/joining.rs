@@ -32,6 +32,7 @@ use std::{
     time::Duration,
 };
 
+use futures::{StreamExt, stream::FuturesUnordered};
 use tokio::sync::watch;
 use tokio_util::task::AbortOnDropHandle;
 
@@ -125,7 +126,7 @@ impl Shared {
                 *lock(&server.refresher) = Some(AbortOnDropHandle::new(tokio::spawn(
                     refresh_on_change(Arc::downgrade(self), name.to_owned(), generation),
                 )));
-                self.publish(self.build_catalog());
+                self.publish_current();
                 None
             }
             Err(error) => Some(error),
@@ -146,15 +147,29 @@ impl Shared {
             .iter()
             .filter(|(_, server)| server.config.required)
             .collect();
-        let settled =
-            futures::future::join_all(required.iter().map(|(_, server)| server.wait_settled()))
-                .await;
-        let failures: Vec<(String, StartupError)> = required
+        // The first failure fails the start at once: no other required server's
+        // startup is waited for, since the start has failed whatever it does.
+        let mut settling: FuturesUnordered<_> = required
             .iter()
-            .zip(settled)
-            .filter_map(|((name, _), settled)| Some(((*name).clone(), settled.error.clone()?)))
+            .map(|(_, server)| server.wait_settled())
             .collect();
-        if !failures.is_empty() {
+        let mut failed = false;
+        while let Some(settled) = settling.next().await {
+            if settled.error.is_some() {
+                failed = true;
+                break;
+            }
+        }
+        drop(settling);
+        if failed {
+            // With every other required server that has failed by now.
+            let failures: Vec<(String, StartupError)> = required
+                .iter()
+                .filter_map(|(name, server)| {
+                    Some(((*name).clone(), server.settled()?.error.clone()?))
+                })
+                .collect();
+            debug_assert!(!failures.is_empty(), "the one just seen is among them");
             self.shutdown().await;
             return Err(StartError::RequiredServersFailed { failures });
         }
@@ -191,15 +206,21 @@ impl Shared {
     /// servers it may belong to that are still starting (invariant 4).
     ///
     /// The servers it may belong to are told from its `mcp__SERVER__` prefix; when the
-    /// prefix names none of them, every server may own it.
+    /// prefix names none of them, no server can own it (the server a name is given
+    /// for is always among them) and it is unknown at once.
     pub(super) async fn route(&self, qualified_name: &str) -> Result<(String, String), CallError> {
         let named =
             servers_for_qualified_name(qualified_name, self.servers.keys().map(String::as_str));
-        let candidates: BTreeSet<&str> = if named.is_empty() {
-            self.servers.keys().map(String::as_str).collect()
-        } else {
-            named.iter().copied().collect()
-        };
+        if named.is_empty() {
+            debug_assert!(
+                self.catalog.borrow().resolve(qualified_name).is_none(),
+                "naming invariant 4: a name's server is told from its prefix"
+            );
+            return Err(CallError::UnknownTool {
+                name: qualified_name.to_owned(),
+            });
+        }
+        let candidates: BTreeSet<&str> = named.iter().copied().collect();
         loop {
             if let Some(tool) = self.catalog.borrow().resolve(qualified_name) {
                 return Ok((tool.server.clone(), tool.tool.name.to_string()));

@@ -60,6 +60,7 @@ pub struct StartOptions {
     share_listings: bool,
     first_restart_pause: Duration,
     wait: Wait,
+    other_servers: Vec<String>,
 }
 
 impl Default for StartOptions {
@@ -72,6 +73,7 @@ impl Default for StartOptions {
             share_listings: true,
             first_restart_pause: super::supervisor::FIRST_BACKOFF,
             wait: Wait::RequiredThenGrace(DEFAULT_OPTIONAL_GRACE),
+            other_servers: Vec::new(),
         }
     }
 }
@@ -163,6 +165,24 @@ impl StartOptions {
 
     pub(super) fn first_restart_pause(&self) -> Duration {
         self.first_restart_pause
+    }
+
+    /// Names the tools as if the servers `names` were started too: servers the host
+    /// configured but leaves out of this runtime. A server of this runtime whose name
+    /// sanitizes like one of them gets the hashed namespace, as in a runtime that
+    /// starts them all, so its tools have the names a full runtime shows (see
+    /// [`crate::naming`]). For a host that starts only the server a call needs;
+    /// a host that starts every server it configured does not need it.
+    pub fn with_other_configured_servers(
+        mut self,
+        names: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.other_servers = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    pub(super) fn other_servers(&self) -> &[String] {
+        &self.other_servers
     }
 
     /// Cancels every startup still in progress when `cancel` is cancelled; those

@@ -266,7 +266,7 @@ impl Shared {
             .store(name, listing, started.tools.as_ref().clone())
             .is_some()
         {
-            self.publish(self.build_catalog());
+            self.publish_current();
         }
         self.send(StartupEvent::Restarted {
             server: name.to_owned(),

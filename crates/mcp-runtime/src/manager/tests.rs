@@ -32,7 +32,7 @@ fn shared(names: &[&str]) -> Shared {
             (name.to_string(), listing)
         })
         .collect();
-    Shared::new(servers, listings)
+    Shared::new(servers, listings, &[])
 }
 
 fn published(shared: &Shared) -> Vec<String> {
@@ -46,17 +46,23 @@ fn published(shared: &Shared) -> Vec<String> {
 }
 
 #[test]
-fn a_catalog_built_before_a_newer_listing_is_stored_is_never_published_after_it() {
+fn a_catalog_is_built_and_published_only_from_listings_newer_than_the_published_ones() {
     let shared = shared(&["a", "b"]);
+    let before = shared.catalog.borrow().clone();
+    assert!(!shared.publish_current(), "nothing newer was stored");
+    assert!(Arc::ptr_eq(&before, &shared.catalog.borrow()));
+
     let a = shared.next_generation("a");
     let b = shared.next_generation("b");
-    // The refresh of `a` stores its answer and builds a catalog from it...
+    // Two refreshes store their answers; the first to publish includes both...
     assert_eq!(shared.store("a", a, vec![tool("new")]), Some(1));
-    let built_by_a = shared.build_catalog();
-    // ...but before it publishes, the refresh of `b` stores, builds and publishes.
     assert_eq!(shared.store("b", b, vec![tool("new")]), Some(2));
-    assert!(shared.publish(shared.build_catalog()));
-    assert!(!shared.publish(built_by_a), "the stale build is refused");
+    assert!(shared.publish_current());
+    assert_eq!(shared.published.load(Ordering::Relaxed), 2);
+    // ...and the second has nothing newer to build.
+    let published_catalog = shared.catalog.borrow().clone();
+    assert!(!shared.publish_current());
+    assert!(Arc::ptr_eq(&published_catalog, &shared.catalog.borrow()));
     assert_eq!(published(&shared), ["mcp__a__new", "mcp__b__new"]);
 }
 
@@ -67,7 +73,7 @@ fn an_older_answer_never_replaces_a_newer_listing() {
     let newer = shared.next_generation("a");
     assert_eq!(shared.store("a", newer, vec![tool("newer")]), Some(1));
     assert_eq!(shared.store("a", older, vec![tool("older")]), None);
-    assert!(shared.publish(shared.build_catalog()));
+    assert!(shared.publish_current());
     assert_eq!(published(&shared), ["mcp__a__newer"]);
 }
 
@@ -81,7 +87,7 @@ fn starting(servers: &[(&str, bool)]) -> (Arc<Shared>, watch::Sender<()>) {
             (name.to_string(), Server::new(config))
         })
         .collect();
-    let mut shared = Shared::new(servers, BTreeMap::new());
+    let mut shared = Shared::new(servers, BTreeMap::new(), &[]);
     let (done, startups_done) = watch::channel(());
     shared.startups_done = startups_done;
     (Arc::new(shared), done)
@@ -168,30 +174,46 @@ async fn waiting_for_all_waits_until_the_startups_ended() {
 
 #[tokio::test(start_paused = true)]
 async fn a_failed_required_server_fails_the_start_without_waiting_for_the_others() {
-    let (shared, done) = starting(&[("a", true), ("b", true), ("optional", false)]);
+    let (shared, done) = starting(&[("a", true), ("b", true), ("c", true), ("optional", false)]);
+    // `c` failed already; `b` goes on starting, for as long as it takes.
+    settle(&shared, "c", Some(StartupError::Cancelled));
     let wait = tokio::spawn({
         let shared = shared.clone();
         async move { shared.wait_until_usable(startup::Wait::All).await }
     });
     settle(&shared, "a", Some(StartupError::Cancelled));
-    run_for(Duration::from_secs(1)).await;
-    assert!(!wait.is_finished(), "every required server is waited for");
-    settle(&shared, "b", None);
     run_for(Duration::ZERO).await;
+    assert!(
+        shared.startups_cancel.is_cancelled(),
+        "the startups still in progress are cancelled at once"
+    );
+    assert!(shared.servers["b"].settled().is_none());
     assert!(
         !wait.is_finished(),
         "shutdown waits for the startups to end"
-    );
-    assert!(
-        shared.startups_cancel.is_cancelled(),
-        "after cancelling them"
     );
     drop(done);
     match wait.await.unwrap() {
         Err(StartError::RequiredServersFailed { failures }) => {
             let names: Vec<&str> = failures.iter().map(|(name, _)| name.as_str()).collect();
-            assert_eq!(names, ["a"]);
+            assert_eq!(names, ["a", "c"], "every required server failed by then");
         }
-        other => panic!("expected the required server's failure, got {other:?}"),
+        other => panic!("expected the required servers' failures, got {other:?}"),
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_name_no_server_can_own_is_unknown_without_waiting_for_servers_starting() {
+    let (shared, _done) = starting(&[("a", false), ("b", true)]);
+    let routed = futures::FutureExt::now_or_never(shared.route("mcp__nosuch__x"))
+        .expect("nothing to wait for");
+    assert!(
+        matches!(&routed, Err(CallError::UnknownTool { name }) if name == "mcp__nosuch__x"),
+        "{routed:?}"
+    );
+    // A name that `a` may own still waits for it.
+    assert!(
+        futures::FutureExt::now_or_never(shared.route("mcp__a__x")).is_none(),
+        "`a` is still starting"
+    );
 }

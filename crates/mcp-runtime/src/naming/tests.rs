@@ -262,6 +262,62 @@ fn a_server_keeps_its_namespace_and_a_namespace_is_not_given_twice() {
 }
 
 #[test]
+fn declared_servers_get_codex_namespaces_whichever_is_named_first() {
+    let codex = [
+        "mcp__basic_server_c83615c428ad__lookup",
+        "mcp__basic_server_234b1425bdea__query",
+    ];
+    let declared =
+        || Registry::default().declaring(["basic-server".to_owned(), "basic_server".to_owned()]);
+    // One order of readiness, then the other: each server named alone, as it joins.
+    let mut registry = declared();
+    let first = named(&mut registry, &[("basic-server", "lookup")]);
+    let second = named(
+        &mut registry,
+        &[("basic-server", "lookup"), ("basic_server", "query")],
+    );
+    assert_eq!(first, [codex[0]]);
+    assert_eq!(second, codex);
+
+    let mut registry = declared();
+    let first = named(&mut registry, &[("basic_server", "query")]);
+    let second = named(
+        &mut registry,
+        &[("basic-server", "lookup"), ("basic_server", "query")],
+    );
+    assert_eq!(first, [codex[1]]);
+    assert_eq!(second, codex);
+
+    // A declared server that no other sanitizes like keeps the plain namespace.
+    let mut registry = Registry::default().declaring(["my-server".to_owned(), "x".to_owned()]);
+    assert_eq!(
+        named(&mut registry, &[("my-server", "get-item")]),
+        ["mcp__my_server__get_item"]
+    );
+}
+
+#[test]
+fn a_server_not_declared_is_a_newcomer_beside_the_declared_ones() {
+    let mut registry = Registry::default().declaring(["basic_server".to_owned()]);
+    // Named first, it still may not take the declared server's namespace.
+    assert_eq!(
+        named(&mut registry, &[("basic-server", "lookup")]),
+        ["mcp__basic_server_c83615c428ad__lookup"]
+    );
+    assert_eq!(
+        named(
+            &mut registry,
+            &[("basic-server", "lookup"), ("basic_server", "query")]
+        ),
+        [
+            "mcp__basic_server_c83615c428ad__lookup",
+            "mcp__basic_server_234b1425bdea__query"
+        ],
+        "named with a server that sanitizes alike, as in Codex"
+    );
+}
+
+#[test]
 fn the_server_of_a_qualified_name_is_found_from_the_name_alone() {
     let long = "a-server-with-a-name-much-too-long-for-any-namespace-at-all";
     let longer = "a-server-with-a-name-much-too-long-for-any-namespace-and-more";
