@@ -12,16 +12,7 @@ use std::{
 
 use serde_json::Value;
 
-/// The fixture server, built beside this binary by `cargo test --workspace`.
-fn fixture_server() -> PathBuf {
-    let path = Path::new(env!("CARGO_BIN_EXE_mcp-runtime")).with_file_name("mcp-fixture");
-    assert!(
-        path.exists(),
-        "{} is missing: build the whole workspace first (scripts/test does)",
-        path.display()
-    );
-    path
-}
+use crate::support::{fixture_server, stderr};
 
 /// Runs the binary with `args`, its home and Codex home in `home`, so a Codex config on
 /// this machine never takes part.
@@ -33,10 +24,6 @@ fn run(home: &Path, args: &[&str]) -> Output {
         .env("CODEX_HOME", home)
         .output()
         .expect("the binary runs")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// A `[mcp_servers.NAME]` table running the fixture with `--log DIR/NAME.jsonl` and
