@@ -53,6 +53,18 @@ use crate::{
 
 /// The protocol version offered in `initialize`.
 pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// The handshake revisions a server may answer `initialize` with, newest first:
+/// [`PROTOCOL_VERSION`], which is offered, and the older ones whose messages
+/// mcp-runtime reads. rmcp takes any answer (even a revision it does not know), so the
+/// answer is checked here, as the specification's version negotiation asks of a
+/// client that does not speak the revision a server answers with.
+pub const ACCEPTED_PROTOCOL_VERSIONS: [ProtocolVersion; 4] = [
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_03_26,
+    ProtocolVersion::V_2024_11_05,
+];
 /// `tools/list` may not take more pages than this.
 pub const MAX_LIST_PAGES: usize = 100;
 /// `tools/list` may not list more tools than this.
@@ -180,6 +192,18 @@ impl Connection {
                 (service, None)
             }
         };
+        let answered = service
+            .peer()
+            .peer_info()
+            .map(|info| info.protocol_version.clone());
+        if let Some(answered) = answered
+            && !ACCEPTED_PROTOCOL_VERSIONS.contains(&answered)
+        {
+            // Dropping the service and the process ends the connection and the server.
+            return Err(StartupError::UnsupportedProtocolVersion {
+                answered: answered.to_string(),
+            });
+        }
         service
             .peer()
             .set_response_cache_config(ClientCacheConfig::disabled())
@@ -550,6 +574,53 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// A stdio server in `sh` that answers `initialize` with protocol version `$1`.
+    const VERSION_SERVER: &str = r#"
+while IFS= read -r line; do
+  case "$line" in
+    *'"method":"initialize"'*)
+      id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"%s","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"0"}}}\n' "$id" "$1" ;;
+  esac
+done
+"#;
+
+    async fn connect_answering(version: &str) -> Result<Connection, StartupError> {
+        Connection::connect(
+            "versioned",
+            &sh_server(VERSION_SERVER, &[version]),
+            &crate::binding::Binding::Local,
+            |_| {},
+        )
+        .await
+    }
+
+    #[tokio::test]
+    async fn every_handshake_revision_mcp_runtime_speaks_is_accepted() {
+        for version in ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"] {
+            let connection = connect_answering(version)
+                .await
+                .unwrap_or_else(|error| panic!("{version}: {error}"));
+            connection.shutdown().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_server_answering_another_protocol_version_fails_to_start_naming_both() {
+        for version in ["2099-01-01", "2026-07-28", "2024-10-07"] {
+            let error = match connect_answering(version).await {
+                Ok(_) => panic!("{version} was accepted"),
+                Err(error) => error,
+            };
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "the server answered `initialize` with protocol version `{version}`, which mcp-runtime does not speak (it offered `2025-11-25`, and also speaks `2025-06-18`, `2025-03-26` and `2024-11-05`)"
+                )
+            );
+        }
+    }
 
     fn answer(value: serde_json::Value) -> ServerResult {
         serde_json::from_value(value).expect("an answer rmcp decodes")

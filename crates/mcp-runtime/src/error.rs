@@ -360,6 +360,17 @@ pub enum StartupError {
         /// The server's last lines of stderr, when it is a local process.
         stderr_tail: Vec<String>,
     },
+    /// The server answered `initialize` with a protocol revision mcp-runtime does not
+    /// speak.
+    #[error(
+        "the server answered `initialize` with protocol version `{answered}`, which mcp-runtime does not speak (it offered `{}`, and also speaks {})",
+        crate::connection::PROTOCOL_VERSION,
+        older_protocol_versions()
+    )]
+    UnsupportedProtocolVersion {
+        /// The version the server answered with (as it wrote it).
+        answered: String,
+    },
     /// The HTTP client could not be set up.
     #[error("cannot set up the HTTP client: {message}")]
     HttpClient {
@@ -403,6 +414,20 @@ pub enum StartupError {
         "the server is configured with `transport = \"sse\"` (the legacy HTTP+SSE transport), which mcp-runtime does not speak yet (use its Streamable HTTP endpoint if it has one)"
     )]
     LegacySseUnsupported,
+}
+
+/// The accepted revisions other than the one offered, for a message: `` `a`, `b` and `c` ``.
+fn older_protocol_versions() -> String {
+    let older: Vec<String> = crate::connection::ACCEPTED_PROTOCOL_VERSIONS
+        .iter()
+        .filter(|version| **version != crate::connection::PROTOCOL_VERSION)
+        .map(|version| format!("`{version}`"))
+        .collect();
+    match older.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => "no other".to_owned(),
+    }
 }
 
 fn stderr_suffix(tail: &[String]) -> String {

@@ -41,8 +41,8 @@ pub use authority::{AuthorityBound, CallAuthority, CapturedAuthority, Unsandboxe
 pub use catalog::{Catalog, QualifiedTool};
 pub use config::{Config, ServerConfig};
 pub use connection::{
-    MAX_LIST_PAGES, MAX_LISTED_TOOLS, PROTOCOL_VERSION, TOOL_CATALOG_CACHE_CAPABILITY,
-    client_config,
+    ACCEPTED_PROTOCOL_VERSIONS, MAX_LIST_PAGES, MAX_LISTED_TOOLS, PROTOCOL_VERSION,
+    TOOL_CATALOG_CACHE_CAPABILITY, client_config,
 };
 pub use error::{
     AuthorityError, CallError, ConfigError, ListToolsError, RestartError, StartError, StartupError,
