@@ -53,3 +53,45 @@ async fn server_everything_over_stdio_lists_thirteen_tools_and_adds() {
     assert!(text.contains('5'), "{text}");
     runtime.shutdown().await;
 }
+
+/// The interpreter of the venv holding the official Python SDK at `version`, and a
+/// server script of `peers/python`; fails loudly when the peers are not installed.
+fn python_peer(version: &str, script: &str) -> (PathBuf, PathBuf) {
+    let python = peers_dir().join(format!("venvs/mcp-{version}/bin/python"));
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/install-peers (scripts/test does)",
+        python.display()
+    );
+    (python, peers_dir().join("python").join(script))
+}
+
+#[tokio::test]
+async fn a_python_sdk_server_over_stdio_lists_and_calls_its_tool() {
+    let (python, script) = python_peer("2.3.0", "adder.py");
+    let adder = ServerConfig::stdio(
+        "python-adder",
+        python.to_str().unwrap(),
+        vec![script.to_str().unwrap().into()],
+    );
+    let (runtime, _) = start(config([adder])).await;
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+    let catalog = runtime.catalog();
+    let names: Vec<&str> = catalog
+        .tools()
+        .iter()
+        .map(|tool| tool.qualified_name.as_str())
+        .collect();
+    assert_eq!(names, ["mcp__python_adder__add"]);
+    let result = runtime
+        .call_tool(
+            "mcp__python_adder__add",
+            json!({"a": 40, "b": 2}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(result.structured_content, Some(json!({"result": 42})));
+    runtime.shutdown().await;
+}
