@@ -3,7 +3,7 @@
 //!
 //! - Host side: a [`CallAuthority`] is what the host says about one call (its sandbox
 //!   state, and where the Codex CLI is). The runtime forwards it only to servers that opt
-//!   in, and offers the launcher only after [`probe`] has verified it and only to a
+//!   in, and offers the launcher only after `probe` has verified it and only to a
 //!   server whose [`Binding`](crate::binding::Binding) shares this host's filesystem.
 //!   Nothing is ever taken from tool arguments: they are written by the model.
 //! - Server side: an MCP server that consumes the metadata parses a request's `_meta`

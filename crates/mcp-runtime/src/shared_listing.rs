@@ -8,7 +8,7 @@
 //! startup that may still use it is pending.
 //!
 //! Invariants:
-//! 1. Startups share only within one [`DiscoveryKey`]: the host's discovery scope plus
+//! 1. Startups share only within one `DiscoveryKey`: the host's discovery scope plus
 //!    every input that can change the answer (server name, argv, working directory and
 //!    the environment actually passed, or URL and the headers and token actually sent,
 //!    the execution environment, the client capabilities and protocol version offered).
@@ -19,7 +19,7 @@
 //!    request was sent after the startup began. A startup that begins later never
 //!    receives an older answer.
 //! 3. Each attempt has one leader, the startup whose own connection sends the request.
-//!    Its [`LeaderGuard`] publishes a success; if the leader fails, is cancelled or is
+//!    Its `LeaderGuard` publishes a success; if the leader fails, is cancelled or is
 //!    dropped, the guard's `Drop` withdraws the attempt (and never panics), and the
 //!    waiters wake up and look again: one of them leads a new attempt on its own
 //!    connection, the others wait on it. An error is never handed to a waiter.
