@@ -6,6 +6,12 @@ fn parse_err(text: &str) -> String {
     error.to_string()
 }
 
+/// Every error of `text`, one message each, in the order they are reported.
+fn parse_errors(text: &str) -> Vec<String> {
+    let error = parse(text, Path::new("/etc/mcp.toml")).unwrap_err();
+    error.errors().iter().map(ToString::to_string).collect()
+}
+
 fn parse_ok(text: &str) -> Config {
     parse(text, Path::new("/etc/mcp.toml")).unwrap()
 }
@@ -138,7 +144,7 @@ fn an_unknown_key_in_a_server_table_is_an_error_with_the_closest_known_key() {
 
 #[test]
 fn unknown_keys_in_tool_oauth_and_env_var_tables_suggest_the_closest_key() {
-    let error = parse(
+    let messages = parse_errors(
         r#"
         [mcp_servers.a]
         command = "x"
@@ -150,10 +156,7 @@ fn unknown_keys_in_tool_oauth_and_env_var_tables_suggest_the_closest_key() {
         [mcp_servers.b.oauth]
         client = "id"
         "#,
-        Path::new("/etc/mcp.toml"),
-    )
-    .unwrap_err();
-    let messages: Vec<String> = error.errors().iter().map(ToString::to_string).collect();
+    );
     assert_eq!(
         messages,
         [
@@ -389,16 +392,13 @@ fn env_vars_entries_may_be_tables_and_remote_ones_are_not_forwarded() {
 
 #[test]
 fn a_bad_env_vars_entry_names_the_item_and_what_it_must_be() {
-    let error = parse(
+    let messages = parse_errors(
         r#"
         [mcp_servers.a]
         command = "x"
         env_vars = [{ name = "LANG", source = "cloud" }, 3, { source = "local" }, { name = "A=B" }]
         "#,
-        Path::new("/etc/mcp.toml"),
-    )
-    .unwrap_err();
-    let messages: Vec<String> = error.errors().iter().map(ToString::to_string).collect();
+    );
     assert_eq!(
         messages,
         [
@@ -458,7 +458,7 @@ fn a_bad_approval_mode_names_the_values_codex_takes() {
 
 #[test]
 fn every_error_of_codex_keys_is_reported_at_once() {
-    let error = parse(
+    let messages = parse_errors(
         r#"
         [mcp_servers.a]
         command = "x"
@@ -476,10 +476,7 @@ fn every_error_of_codex_keys_is_reported_at_once() {
         omit_tools_from = ["direct", "sideways"]
         environment_id = 3
         "#,
-        Path::new("/etc/mcp.toml"),
-    )
-    .unwrap_err();
-    let messages: Vec<String> = error.errors().iter().map(ToString::to_string).collect();
+    );
     let f = "`/etc/mcp.toml`:";
     assert_eq!(
         messages,
