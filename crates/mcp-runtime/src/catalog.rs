@@ -33,7 +33,7 @@
 //!    first names them, so whatever the order in which the servers' tools arrive.
 
 use std::{
-    collections::{BTreeMap, HashMap, btree_map::Entry},
+    collections::{BTreeMap, btree_map::Entry},
     sync::{Arc, Mutex},
 };
 
@@ -69,11 +69,11 @@ pub struct QualifiedTool {
     pub supports_parallel_tool_calls: bool,
 }
 
-/// The qualified tools of every server, with a reverse index.
+/// The qualified tools of every server.
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
+    /// In qualified-name order, which [`Catalog::resolve`] searches.
     tools: Vec<QualifiedTool>,
-    by_name: HashMap<String, usize>,
     /// Every name this catalog's lineage gave (invariant 2).
     names: Arc<Mutex<Registry>>,
 }
@@ -157,19 +157,14 @@ impl Catalog {
             })
             .collect();
         tools.sort_unstable_by(|a, b| a.qualified_name.cmp(&b.qualified_name));
-        let by_name: HashMap<String, usize> = tools
-            .iter()
-            .enumerate()
-            .map(|(index, tool)| (tool.qualified_name.clone(), index))
-            .collect();
-        debug_assert_eq!(
-            by_name.len(),
-            tools.len(),
+        debug_assert!(
+            tools
+                .windows(2)
+                .all(|pair| pair[0].qualified_name != pair[1].qualified_name),
             "invariant 1: two tools never share a name"
         );
         Self {
             tools,
-            by_name,
             names: previous.names.clone(),
         }
     }
@@ -181,9 +176,10 @@ impl Catalog {
 
     /// The tool with this qualified name.
     pub fn resolve(&self, qualified_name: &str) -> Option<&QualifiedTool> {
-        self.by_name
-            .get(qualified_name)
-            .map(|&index| &self.tools[index])
+        self.tools
+            .binary_search_by(|tool| tool.qualified_name.as_str().cmp(qualified_name))
+            .ok()
+            .map(|index| &self.tools[index])
     }
 }
 
