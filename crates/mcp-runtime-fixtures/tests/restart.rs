@@ -104,6 +104,19 @@ fn next_events(events: &mut UnboundedReceiver<StartupEvent>) -> Vec<StartupEvent
     received
 }
 
+/// The next events include `SERVER` becoming unavailable with exit status 5.
+fn assert_reported_exit_5(events: &mut UnboundedReceiver<StartupEvent>) {
+    let events = next_events(events);
+    assert!(
+        events.iter().any(|event| matches!(
+            event,
+            StartupEvent::Unavailable { server, reason }
+                if server == SERVER && reason.contains("exit status: 5")
+        )),
+        "{events:?}"
+    );
+}
+
 fn status(runtime: &Runtime) -> mcp_runtime::ServerStatus {
     runtime.servers().remove(0)
 }
@@ -152,15 +165,7 @@ async fn a_server_that_exits_mid_call_is_reported_then_started_again_by_the_next
             .is_some(),
         "its tools stay in the catalog"
     );
-    let events = next_events(&mut moody.events);
-    assert!(
-        events.iter().any(|event| matches!(
-            event,
-            StartupEvent::Unavailable { server, reason }
-                if server == SERVER && reason.contains("exit status: 5")
-        )),
-        "{events:?}"
-    );
+    assert_reported_exit_5(&mut moody.events);
 
     set_mode(&moody.mode, "behave");
     let pid = call_pid(&moody.runtime).await.expect("the next call works");
@@ -216,15 +221,7 @@ async fn a_server_that_exits_mid_call_while_a_child_holds_its_stdout_is_lost_at_
             .is_some_and(|reason| reason.contains("exit status: 5")),
         "{stopped:?}"
     );
-    let events = next_events(&mut moody.events);
-    assert!(
-        events.iter().any(|event| matches!(
-            event,
-            StartupEvent::Unavailable { server, reason }
-                if server == SERVER && reason.contains("exit status: 5")
-        )),
-        "{events:?}"
-    );
+    assert_reported_exit_5(&mut moody.events);
 
     set_mode(&moody.mode, "behave");
     let pid = call_pid(&moody.runtime).await.expect("the next call works");
