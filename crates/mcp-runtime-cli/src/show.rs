@@ -75,8 +75,8 @@ pub fn list(loaded: &Loaded, json: bool) -> String {
                 target,
                 variables,
             ]
-            .into_iter()
-            .map(|cell| printable(&cell).replace('\n', " "))
+            .iter()
+            .map(|text| cell(text))
             .collect()
         })
         .collect();
@@ -149,10 +149,7 @@ pub fn get(loaded: &Loaded, name: &str, json: bool) -> anyhow::Result<String> {
                     .join(", "),
                 other => other.to_string(),
             };
-            Some(vec![
-                key.clone(),
-                printable(&shown).replace('\n', " ").to_string(),
-            ])
+            Some(vec![key.clone(), cell(&shown)])
         })
         .collect();
     Ok(table(&["KEY", "VALUE"], &rows))
@@ -226,6 +223,11 @@ fn details(server: &ServerConfig) -> Value {
         json!(server.default_tools_approval_mode.map(|mode| mode.as_str())),
     );
     object
+}
+
+/// `text` as one table cell: on one line, its control characters escaped.
+fn cell(text: &str) -> String {
+    printable(text).replace('\n', " ")
 }
 
 fn status(server: &ServerConfig) -> &'static str {
