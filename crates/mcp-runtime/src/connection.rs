@@ -18,13 +18,19 @@ mod listing;
 
 mod liveness;
 
+mod over_http;
+
+mod over_sse;
+
+mod over_stdio;
+
 use std::{
     sync::{Arc, Mutex, atomic::AtomicUsize},
     time::Duration,
 };
 
 use rmcp::{
-    ClientHandler, Peer, RoleClient, ServiceExt,
+    ClientHandler, Peer, RoleClient,
     model::{
         CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
         ClientRequest, Implementation, JsonObject, MetaObject, ProtocolVersion, RequestMetaObject,
@@ -44,9 +50,7 @@ use crate::{
     sync::lock,
     transport::{
         Endpoint,
-        framing::StdioTransport,
-        http,
-        splice::{SlotGuard, Splicer, SplicingWriter},
+        splice::{SlotGuard, Splicer},
         stdio,
     },
 };
@@ -154,43 +158,12 @@ impl Connection {
         let ended = CancellationToken::new();
         let (service, process) = match endpoint {
             Endpoint::Stdio(launch) => {
-                let spawned = stdio::spawn(server, launch)?;
-                let mut process = spawned.process;
-                on_spawn(process.pid());
-                let stdin = SplicingWriter::new(spawned.stdin, splicer.clone());
-                let transport =
-                    StdioTransport::new(server, spawned.stdout, stdin, launch.max_message_bytes);
-                match client
-                    .serve(liveness::Watched::new(transport, ended.clone()))
-                    .await
-                {
-                    Ok(service) => {
-                        liveness::watch_exit(process.exited(), ended.clone());
-                        (service, Some(process))
-                    }
-                    Err(error) => {
-                        let source = failure::from_initialize(error);
-                        return Err(exit_report(&mut process, |stderr_tail| {
-                            StartupError::Handshake {
-                                source,
-                                stderr_tail,
-                            }
-                        })
-                        .await);
-                    }
-                }
+                over_stdio::start(server, launch, client, &splicer, &ended, on_spawn).await?
             }
-            Endpoint::Http(resolved) => {
-                let transport = http::transport(server, resolved, splicer.clone())?;
-                let service = client
-                    .serve(liveness::Watched::new(transport, ended.clone()))
-                    .await
-                    .map_err(|error| StartupError::Handshake {
-                        source: failure::from_initialize(error),
-                        stderr_tail: Vec::new(),
-                    })?;
-                (service, None)
-            }
+            Endpoint::Http(resolved) => (
+                over_http::start(server, resolved, client, &splicer, &ended).await?,
+                None,
+            ),
         };
         let answered = service
             .peer()
