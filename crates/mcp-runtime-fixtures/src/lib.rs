@@ -67,4 +67,4 @@ pub mod testing;
 
 pub use gate::Gates;
 pub use message_log::MessageLog;
-pub use server::{Behaviour, Fixture};
+pub use server::{Behaviour, Era, Fixture};

@@ -22,6 +22,7 @@
 //!    is in the list, so a client that lists on the notification sees it.
 
 use std::{
+    borrow::Cow,
     path::PathBuf,
     sync::{Arc, RwLock},
     time::Duration,
@@ -31,8 +32,9 @@ use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-        ExperimentalCapabilities, Implementation, InitializeRequestParams, InitializeResult,
-        JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+        DiscoverRequestMethod, DiscoverResult, ExperimentalCapabilities, Implementation,
+        InitializeRequestParams, InitializeResult, InitializeResultMethod, JsonObject,
+        ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
         Tool,
     },
     service::{Peer, RequestContext},
@@ -90,6 +92,25 @@ pub struct Behaviour {
     /// Wait for gate files in this directory before answering `initialize`
     /// and each `tools/list` (see [`crate::gate`]).
     pub gate_dir: Option<PathBuf>,
+    /// Which protocol revisions the server speaks.
+    pub era: Era,
+    /// As a handshake-only server: never answer `server/discover` (instead of
+    /// answering it with "method not found").
+    pub silent_discover: bool,
+}
+
+/// Which protocol revisions the fixture speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Era {
+    /// Only the handshake revisions (`initialize`, 2024-11-05 to 2025-11-25); it
+    /// answers `server/discover` with "method not found", as servers written before
+    /// 2026-07-28 do.
+    #[default]
+    Handshake,
+    /// Every revision rmcp knows: `initialize` and `server/discover` both work.
+    Dual,
+    /// Only 2026-07-28 (stateless); it answers `initialize` with "method not found".
+    Stateless,
 }
 
 /// The fixture server. Cheap to clone: the streamable HTTP server makes one
@@ -267,6 +288,32 @@ fn thread_cpu_time() -> Duration {
 }
 
 impl ServerHandler for Fixture {
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        match self.behaviour.era {
+            // With a list that stopped at 2025-11-25, rmcp itself would answer a
+            // 2026-07-28 `server/discover` with "unsupported protocol version"; servers
+            // written before 2026-07-28 answer "method not found" (`discover` below).
+            Era::Handshake | Era::Dual => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+            Era::Stateless => Cow::Owned(vec![ProtocolVersion::V_2026_07_28]),
+        }
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, McpError> {
+        if self.behaviour.era == Era::Handshake {
+            if self.behaviour.silent_discover {
+                std::future::pending::<()>().await;
+            }
+            return Err(McpError::method_not_found::<DiscoverRequestMethod>());
+        }
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
@@ -286,6 +333,9 @@ impl ServerHandler for Fixture {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
+        if self.behaviour.era == Era::Stateless {
+            return Err(McpError::method_not_found::<InitializeResultMethod>());
+        }
         if self.behaviour.hang_initialize {
             std::future::pending::<()>().await;
         }

@@ -21,7 +21,7 @@ use std::{
 use anyhow::Context as _;
 use clap::Parser;
 use mcp_runtime_fixtures::{
-    Behaviour, Fixture, MessageLog, fault, http,
+    Behaviour, Era, Fixture, MessageLog, fault, http,
     raw::{self, BadSchema, InitializeFault, RawBehaviour, RawServer},
     stdio,
 };
@@ -133,6 +133,12 @@ struct Args {
     /// Spawn `sleep 3600` in this process group and write its pid to FILE
     #[arg(long, value_name = "FILE")]
     spawn_grandchild: Option<PathBuf>,
+    /// Which protocol revisions to speak
+    #[arg(long, value_enum, default_value_t = Era::Handshake)]
+    era: Era,
+    /// With `--era handshake`: never answer `server/discover`
+    #[arg(long)]
+    silent_discover: bool,
     /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:0)
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
@@ -182,6 +188,8 @@ impl Args {
                 .cloned()
                 .collect::<ExperimentalCapabilities>(),
             gate_dir: self.gate_dir.clone(),
+            era: self.era,
+            silent_discover: self.silent_discover,
         }
     }
 
