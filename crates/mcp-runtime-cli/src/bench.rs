@@ -23,6 +23,9 @@ pub struct ServerBench {
     pub failed: usize,
     /// `tools/list` requests sent by all sessions' startups together.
     pub tools_list_requests: usize,
+    /// Sessions whose startup listing was one the server granted to an earlier
+    /// startup for reuse (a 2026-07-28 `ttlMs`), so they sent no `tools/list`.
+    pub served_from_cache: usize,
     /// Tools the server exposed (the largest count any session saw).
     pub tools: usize,
     /// Why sessions failed: each distinct reason and how many sessions it stopped.
@@ -94,6 +97,7 @@ pub async fn startup(mut config: Config, scope: &str, sessions: u32, share: bool
                 }
             }
             bench.tools_list_requests += status.tools_list_requests;
+            bench.served_from_cache += usize::from(status.served_from_cache);
             bench.tools = bench.tools.max(status.tools);
         }
     }
@@ -117,6 +121,7 @@ impl StartupBench {
                     "ready": server.ready,
                     "failed": server.failed,
                     "tools_list_requests": server.tools_list_requests,
+                    "served_from_cache": server.served_from_cache,
                     "tools": server.tools,
                     "failures": server
                         .reasons()
@@ -144,6 +149,7 @@ impl StartupBench {
                     server.ready.to_string(),
                     server.failed.to_string(),
                     server.tools_list_requests.to_string(),
+                    server.served_from_cache.to_string(),
                     server.tools.to_string(),
                 ]
             })
@@ -153,7 +159,10 @@ impl StartupBench {
             self.sessions,
             if self.shared { "shared" } else { "unshared" },
             self.wall.as_millis(),
-            crate::output::table(&["SERVER", "READY", "FAILED", "TOOLS/LIST", "TOOLS"], &rows)
+            crate::output::table(
+                &["SERVER", "READY", "FAILED", "TOOLS/LIST", "CACHED", "TOOLS"],
+                &rows
+            )
         );
         let failures: Vec<Vec<String>> = self
             .servers

@@ -322,6 +322,7 @@ fn bench_startup_reports_one_tools_list_per_server_for_a_burst() {
                 "ready",
                 "failed",
                 "tools_list_requests",
+                "served_from_cache",
                 "tools",
                 "failures"
             ]
@@ -330,6 +331,7 @@ fn bench_startup_reports_one_tools_list_per_server_for_a_burst() {
         assert_eq!(server["failures"], serde_json::json!([]));
         assert_eq!(server["failed"], 0);
         assert_eq!(server["tools_list_requests"], 1, "{server}");
+        assert_eq!(server["served_from_cache"], 0, "{server}");
         let tools = if server["name"] == "sandbox" { 1 } else { 3 };
         assert_eq!(server["tools"], tools);
     }
@@ -361,10 +363,10 @@ fn bench_startup_prints_a_table() {
         "{head}"
     );
     insta::assert_snapshot!(lines.collect::<Vec<_>>().join("\n"), @r"
-    SERVER   READY  FAILED  TOOLS/LIST  TOOLS
-    math     2      0       1           3
-    sandbox  2      0       1           1
-    text     2      0       1           3
+    SERVER   READY  FAILED  TOOLS/LIST  CACHED  TOOLS
+    math     2      0       1           0       3
+    sandbox  2      0       1           0       1
+    text     2      0       1           0       3
     ");
 }
 
@@ -965,8 +967,8 @@ fn bench_startup_names_why_sessions_failed_with_their_counts() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let text = stdout(&output);
     insta::assert_snapshot!(text.lines().skip(1).collect::<Vec<_>>().join("\n"), @r"
-    SERVER  READY  FAILED  TOOLS/LIST  TOOLS
-    gone    0      3       0           0
+    SERVER  READY  FAILED  TOOLS/LIST  CACHED  TOOLS
+    gone    0      3       0           0       0
 
     SERVER  SESSIONS  WHY THEY FAILED
     gone    3         cannot start `/nonexistent/server` (check `command` and `cwd`): No such file or directory (os error 2)

@@ -31,7 +31,7 @@ use std::{
 use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+        CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
         DiscoverRequestMethod, DiscoverResult, ExperimentalCapabilities, Implementation,
         InitializeRequestParams, InitializeResult, InitializeResultMethod, JsonObject,
         ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
@@ -97,6 +97,10 @@ pub struct Behaviour {
     /// As a handshake-only server: never answer `server/discover` (instead of
     /// answering it with "method not found").
     pub silent_discover: bool,
+    /// `ttlMs` on every `tools/list` page; none when `None`.
+    pub list_ttl_ms: Option<u64>,
+    /// `cacheScope` on every `tools/list` page; none when `None`.
+    pub list_cache_scope: Option<CacheScope>,
 }
 
 /// Which protocol revisions the fixture speaks.
@@ -180,6 +184,8 @@ impl Fixture {
         } else {
             (end < tools.len()).then(|| end.to_string())
         };
+        result.ttl_ms = self.behaviour.list_ttl_ms;
+        result.cache_scope = self.behaviour.list_cache_scope;
         Ok(result)
     }
 

@@ -16,6 +16,8 @@ mod failure;
 
 mod listing;
 
+pub(crate) use listing::Listing;
+
 mod liveness;
 
 mod over_http;
@@ -34,7 +36,7 @@ use rmcp::{
     model::{
         CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
         ClientRequest, Implementation, JsonObject, MetaObject, ProtocolVersion, RequestMetaObject,
-        ServerResult, Tool,
+        ServerResult,
     },
     service::{ClientCacheConfig, NotificationContext, PeerRequestOptions, RunningService},
 };
@@ -318,7 +320,9 @@ impl Connection {
     }
 
     /// Lists every tool of `server` (see [`listing::list_tools`]), counting each
-    /// request in `sent`; each page is bounded by `page_timeout`.
+    /// request in `sent`; each page is bounded by `page_timeout`. The server's grant to
+    /// reuse the listing counts only on a 2026-07-28 connection: the hints are that
+    /// revision's, and an older server that sends them does not mean them.
     ///
     /// # Cancel safety
     ///
@@ -328,15 +332,29 @@ impl Connection {
         server: &str,
         page_timeout: Duration,
         sent: &AtomicUsize,
-    ) -> Result<Vec<Tool>, ListToolsError> {
+    ) -> Result<Listing, ListToolsError> {
         match listing::list_tools(self.peer(), &self.cancellations, server, page_timeout, sent)
             .await
         {
+            Ok(mut listing) => {
+                if !self.is_stateless() {
+                    listing.grant = None;
+                }
+                Ok(listing)
+            }
             Err(ListToolsError::Failed(error)) => {
                 Err(ListToolsError::Failed(self.with_exit_report(error).await))
             }
-            other => other,
+            Err(other) => Err(other),
         }
+    }
+
+    /// Whether the connection speaks a revision without a handshake (2026-07-28 or
+    /// later).
+    fn is_stateless(&self) -> bool {
+        self.peer()
+            .peer_info()
+            .is_some_and(|info| !info.protocol_version.has_initialize())
     }
 
     /// `error`, or, when it is the end of the connection of a local server that has

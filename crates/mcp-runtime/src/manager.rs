@@ -304,6 +304,7 @@ impl Runtime {
                     pid: live.connection.as_ref().and_then(|c| c.pid()),
                     tools: catalog.tools().iter().filter(|t| t.server == *name).count(),
                     tools_list_requests: settled.as_ref().map_or(0, |s| s.tools_list_requests),
+                    served_from_cache: settled.as_ref().is_some_and(|s| s.served_from_cache),
                     supports_parallel_tool_calls: server.config.supports_parallel_tool_calls,
                     default_tools_approval_mode: server.config.default_tools_approval_mode,
                 }
@@ -660,7 +661,8 @@ impl Shared {
         let generation = self.next_generation(name);
         let tools = connection
             .list_tools(name, server.config.startup_timeout, &AtomicUsize::new(0))
-            .await?;
+            .await?
+            .tools;
         self.usable(name, live);
         if let Some(version) = self.store(name, generation, tools) {
             self.publish_current();
@@ -797,6 +799,12 @@ async fn refresh_on_change(
         let Some(shared) = shared.upgrade() else {
             return;
         };
+        // The listing the server granted for reuse is stale now.
+        if let Some(settled) = shared.servers[&name].settled()
+            && let Some((registry, keys)) = &settled.listing_keys
+        {
+            registry.revoke(keys);
+        }
         if let Err(error) = shared.refresh(&name).await
             && !shared.closing.load(Ordering::Relaxed)
         {

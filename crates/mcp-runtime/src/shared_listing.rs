@@ -27,15 +27,34 @@
 //!    own error.
 //! 5. A dropped waiter affects nobody. An entry is removed as soon as no pending startup
 //!    remains for its key, so an idle registry is empty.
+//!
+//! One exception, granted only by the server: a listing the server said may be reused
+//! (a 2026-07-28 `tools/list` result with `ttlMs` > 0 on every page; see
+//! [`Grant`]) also serves startups that begin later, until it expires:
+//! 6. A `"private"` listing (or one without `cacheScope`) serves only startups of the
+//!    same `DiscoveryKey`: same scope, same inputs, the same credentials. A `"public"`
+//!    listing serves startups whose inputs differ at most in their credentials (the
+//!    bearer token and the headers marked sensitive), in the same scope
+//!    ([`DiscoveryKey::public`]). The two are kept apart: a private grant is never
+//!    found through a public key, nor the other way round.
+//! 7. A granted listing is fresh for `ttlMs` from the moment its answer was published
+//!    (the shortest of its pages', capped at [`MAX_GRANT`]) and is never served after;
+//!    a listing of a handshake-era connection, or with `ttlMs` 0 or absent on any page,
+//!    grants nothing, and the burst-only rule above stands unchanged.
+//! 8. A `notifications/tools/list_changed` from the server revokes its grants
+//!    ([`ListingRegistry::revoke`]): the next startup asks again.
+//! 9. A fresh burst listing (invariant 2) is preferred to a granted one; a granted one
+//!    is preferred to waiting for an attempt or leading one.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
     sync::{Arc, Mutex, MutexGuard, OnceLock},
+    time::Duration,
 };
 
-use rmcp::model::Tool;
+use rmcp::model::{CacheScope, Tool};
 use sha2::{Digest, Sha256};
-use tokio::sync::watch;
+use tokio::{sync::watch, time::Instant};
 
 use crate::{config::Environment, connection::client_config, transport::Endpoint};
 
@@ -46,6 +65,9 @@ pub(crate) type SharedTools = Arc<Vec<Tool>>;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(crate) struct DiscoveryKey([u8; 32]);
 
+/// The longest a server's grant is honoured, whatever `ttlMs` it names.
+pub(crate) const MAX_GRANT: Duration = Duration::from_secs(24 * 60 * 60);
+
 impl DiscoveryKey {
     /// The key of a startup of `server` in `scope`, reached through `endpoint`, run in
     /// `environment`.
@@ -55,12 +77,39 @@ impl DiscoveryKey {
         endpoint: &Endpoint,
         environment: &Environment,
     ) -> Self {
+        Self::digest(scope, server, endpoint, environment, Credentials::Included)
+    }
+
+    /// The key under which a listing the server granted as `"public"` is found: the
+    /// same inputs as [`DiscoveryKey::new`] but the credentials (the bearer token and
+    /// the headers marked sensitive: `env_http_headers` and credential headers).
+    /// A stdio server's inputs are all kept: its environment is its own configuration,
+    /// not the caller's identity.
+    pub(crate) fn public(
+        scope: &str,
+        server: &str,
+        endpoint: &Endpoint,
+        environment: &Environment,
+    ) -> Self {
+        Self::digest(scope, server, endpoint, environment, Credentials::Left)
+    }
+
+    fn digest(
+        scope: &str,
+        server: &str,
+        endpoint: &Endpoint,
+        environment: &Environment,
+        credentials: Credentials,
+    ) -> Self {
         let mut hasher = Sha256::new();
         let mut field = |bytes: &[u8]| {
             hasher.update((bytes.len() as u64).to_le_bytes());
             hasher.update(bytes);
         };
-        field(b"mcp-runtime discovery key v1");
+        field(match credentials {
+            Credentials::Included => b"mcp-runtime discovery key v1",
+            Credentials::Left => b"mcp-runtime public discovery key v1",
+        });
         field(scope.as_bytes());
         field(server.as_bytes());
         match environment {
@@ -92,16 +141,24 @@ impl DiscoveryKey {
             Endpoint::Http(http) => {
                 field(b"streamable-http");
                 field(http.url.as_bytes());
-                let mut headers: Vec<_> = http.headers.iter().collect();
+                let mut headers: Vec<_> = http
+                    .headers
+                    .iter()
+                    .filter(|(_, value)| {
+                        credentials == Credentials::Included || !value.is_sensitive()
+                    })
+                    .collect();
                 headers.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
                 field(&(headers.len() as u64).to_le_bytes());
                 for (name, value) in headers {
                     field(name.as_str().as_bytes());
                     field(value.as_bytes());
                 }
-                match &http.bearer_token {
-                    Some(token) => field(token.as_bytes()),
-                    None => field(b"<no token>"),
+                if credentials == Credentials::Included {
+                    match &http.bearer_token {
+                        Some(token) => field(token.as_bytes()),
+                        None => field(b"<no token>"),
+                    }
                 }
             }
         }
@@ -109,6 +166,68 @@ impl DiscoveryKey {
         field(&offered);
         Self(hasher.finalize().into())
     }
+}
+
+/// Whether a key covers the credentials a startup sends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Credentials {
+    Included,
+    Left,
+}
+
+/// A server's leave to reuse one listing for later startups: every page of a
+/// 2026-07-28 `tools/list` answer carried `ttlMs` > 0 (the shortest is kept) and,
+/// if any page was `"private"` or named no scope, the whole listing is private.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Grant {
+    pub(crate) ttl: Duration,
+    pub(crate) scope: Scope,
+}
+
+/// Whom a granted listing may serve (invariant 6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Startups with the same credentials.
+    Private,
+    /// Startups whose inputs differ at most in their credentials.
+    Public,
+}
+
+impl Grant {
+    /// The grant of a listing whose pages carried these hints, in order: `None` unless
+    /// every page named a positive `ttlMs`.
+    pub(crate) fn of_pages(
+        pages: impl IntoIterator<Item = (Option<u64>, Option<CacheScope>)>,
+    ) -> Option<Self> {
+        let mut grant: Option<Self> = None;
+        for (ttl_ms, scope) in pages {
+            let ttl = Duration::from_millis(ttl_ms.filter(|&ms| ms > 0)?);
+            // No scope named (or one this version of rmcp does not know): kept to the
+            // caller, the safe reading.
+            let scope = match scope {
+                Some(CacheScope::Public) => Scope::Public,
+                _ => Scope::Private,
+            };
+            grant = Some(match grant {
+                None => Self { ttl, scope },
+                Some(grant) => Self {
+                    ttl: grant.ttl.min(ttl),
+                    scope: if grant.scope == Scope::Private || scope == Scope::Private {
+                        Scope::Private
+                    } else {
+                        Scope::Public
+                    },
+                },
+            });
+        }
+        grant
+    }
+}
+
+/// A listing a server granted, until it expires.
+struct Granted {
+    tools: SharedTools,
+    expires: Instant,
 }
 
 /// Where overlapping startups find each other's listings.
@@ -128,6 +247,7 @@ impl std::fmt::Debug for ListingRegistry {
         let state = self.lock();
         f.debug_struct("ListingRegistry")
             .field("pending_keys", &state.entries.len())
+            .field("granted_listings", &state.granted.len())
             .finish_non_exhaustive()
     }
 }
@@ -137,6 +257,27 @@ struct State {
     /// The stamp counter: startups and attempts take increasing values from it.
     clock: u64,
     entries: HashMap<DiscoveryKey, Entry>,
+    /// Listings servers let later startups reuse, by private or public key
+    /// (invariants 6 and 7).
+    granted: HashMap<DiscoveryKey, Granted>,
+}
+
+impl State {
+    /// A granted listing for a startup of `key` and `public`, if one is fresh; drops
+    /// the expired ones it finds.
+    fn granted(&mut self, keys: &StartupKeys) -> Option<SharedTools> {
+        let now = Instant::now();
+        for key in [keys.private, keys.public] {
+            match self.granted.get(&key) {
+                Some(granted) if granted.expires > now => return Some(granted.tools.clone()),
+                Some(_) => {
+                    self.granted.remove(&key);
+                }
+                None => {}
+            }
+        }
+        None
+    }
 }
 
 #[derive(Default)]
@@ -178,9 +319,19 @@ impl ListingRegistry {
         GLOBAL.get_or_init(Self::new)
     }
 
-    /// Whether the registry holds nothing: no pending startup, no attempt, no listing.
+    /// Whether the registry holds nothing: no pending startup, no attempt, no listing,
+    /// no listing a server granted.
     pub fn is_empty(&self) -> bool {
-        self.lock().entries.is_empty()
+        let state = self.lock();
+        state.entries.is_empty() && state.granted.is_empty()
+    }
+
+    /// Forgets the listings granted for `keys`: the server said its tools changed
+    /// (invariant 8).
+    pub(crate) fn revoke(&self, keys: &StartupKeys) {
+        let mut state = self.lock();
+        state.granted.remove(&keys.private);
+        state.granted.remove(&keys.public);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -188,16 +339,45 @@ impl ListingRegistry {
     }
 
     /// Registers a startup that begins now.
-    pub(crate) fn begin(&self, key: DiscoveryKey) -> Startup {
+    pub(crate) fn begin(&self, keys: StartupKeys) -> Startup {
         let mut state = self.lock();
         state.clock += 1;
         let stamp = state.clock;
-        let fresh = state.entries.entry(key).or_default().pending.insert(stamp);
+        let fresh = state
+            .entries
+            .entry(keys.private)
+            .or_default()
+            .pending
+            .insert(stamp);
         debug_assert!(fresh, "stamps are never reused");
         Startup {
             registry: self.clone(),
-            key,
+            keys,
             stamp,
+        }
+    }
+}
+
+/// The two keys of a startup: its [`DiscoveryKey::new`], which bursts share and
+/// private grants are kept under, and its [`DiscoveryKey::public`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StartupKeys {
+    pub(crate) private: DiscoveryKey,
+    pub(crate) public: DiscoveryKey,
+}
+
+impl StartupKeys {
+    /// The keys of a startup of `server` in `scope`, reached through `endpoint`, run
+    /// in `environment`.
+    pub(crate) fn new(
+        scope: &str,
+        server: &str,
+        endpoint: &Endpoint,
+        environment: &Environment,
+    ) -> Self {
+        Self {
+            private: DiscoveryKey::new(scope, server, endpoint, environment),
+            public: DiscoveryKey::public(scope, server, endpoint, environment),
         }
     }
 }
@@ -206,7 +386,7 @@ impl ListingRegistry {
 /// failed or was cancelled) releases the place.
 pub(crate) struct Startup {
     registry: ListingRegistry,
-    key: DiscoveryKey,
+    keys: StartupKeys,
     stamp: u64,
 }
 
@@ -214,6 +394,8 @@ pub(crate) struct Startup {
 pub(crate) enum Next {
     /// A listing sent after this startup began is ready.
     Take(SharedTools),
+    /// A listing the server granted for reuse is fresh (invariants 6 and 7).
+    Granted(SharedTools),
     /// Another startup's request, sent after this one began, is in flight.
     Wait(watch::Receiver<Option<SharedTools>>),
     /// Nobody has asked since this startup began: ask on the startup's own connection.
@@ -227,7 +409,7 @@ impl Startup {
         let mut state = self.registry.lock();
         state.clock += 1;
         let attempt_stamp = state.clock;
-        let entry = state.entries.entry(self.key).or_default();
+        let entry = state.entries.entry(self.keys.private).or_default();
         if let Some((&stamp, tools)) = entry.listings.range(self.stamp + 1..).next_back() {
             debug_assert!(
                 stamp > self.stamp,
@@ -235,6 +417,10 @@ impl Startup {
             );
             return Next::Take(tools.clone());
         }
+        if let Some(tools) = state.granted(&self.keys) {
+            return Next::Granted(tools);
+        }
+        let entry = state.entries.entry(self.keys.private).or_default();
         if let Some((&stamp, receiver)) = entry.attempts.range(self.stamp + 1..).next_back() {
             debug_assert!(stamp > self.stamp, "invariant 2, for attempts in flight");
             return Next::Wait(receiver.clone());
@@ -243,7 +429,7 @@ impl Startup {
         entry.attempts.insert(attempt_stamp, receiver);
         Next::Lead(LeaderGuard {
             registry: self.registry.clone(),
-            key: self.key,
+            keys: self.keys,
             stamp: attempt_stamp,
             sender,
         })
@@ -253,11 +439,11 @@ impl Startup {
 impl Drop for Startup {
     fn drop(&mut self) {
         let mut state = self.registry.lock();
-        if let Some(entry) = state.entries.get_mut(&self.key) {
+        if let Some(entry) = state.entries.get_mut(&self.keys.private) {
             entry.pending.remove(&self.stamp);
             entry.prune();
             if entry.is_idle() {
-                state.entries.remove(&self.key);
+                state.entries.remove(&self.keys.private);
             }
         }
     }
@@ -267,17 +453,31 @@ impl Drop for Startup {
 /// dropping it without publishing withdraws the attempt, and the waiters look again.
 pub(crate) struct LeaderGuard {
     registry: ListingRegistry,
-    key: DiscoveryKey,
+    keys: StartupKeys,
     stamp: u64,
     sender: watch::Sender<Option<SharedTools>>,
 }
 
 impl LeaderGuard {
-    /// Hands `tools` to every waiter and to pending startups that may take it.
-    pub(crate) fn publish(self, tools: SharedTools) {
+    /// Hands `tools` to every waiter and to pending startups that may take it, and,
+    /// when the server granted it, to later startups until the grant expires.
+    pub(crate) fn publish(self, tools: SharedTools, grant: Option<Grant>) {
         {
             let mut state = self.registry.lock();
-            let entry = state.entries.get_mut(&self.key);
+            if let Some(grant) = grant {
+                let now = Instant::now();
+                state.granted.retain(|_, granted| granted.expires > now);
+                let key = match grant.scope {
+                    Scope::Private => self.keys.private,
+                    Scope::Public => self.keys.public,
+                };
+                let granted = Granted {
+                    tools: tools.clone(),
+                    expires: now + grant.ttl.min(MAX_GRANT),
+                };
+                state.granted.insert(key, granted);
+            }
+            let entry = state.entries.get_mut(&self.keys.private);
             debug_assert!(
                 entry
                     .as_ref()
@@ -297,10 +497,10 @@ impl LeaderGuard {
 impl Drop for LeaderGuard {
     fn drop(&mut self) {
         let mut state = self.registry.lock();
-        if let Some(entry) = state.entries.get_mut(&self.key) {
+        if let Some(entry) = state.entries.get_mut(&self.keys.private) {
             entry.attempts.remove(&self.stamp);
             if entry.is_idle() {
-                state.entries.remove(&self.key);
+                state.entries.remove(&self.keys.private);
             }
         }
         // The sender is dropped after the lock is released: waiters that wake on it
@@ -324,8 +524,11 @@ pub(crate) async fn wait(
 mod tests {
     use super::*;
 
-    fn key(n: u8) -> DiscoveryKey {
-        DiscoveryKey([n; 32])
+    fn key(n: u8) -> StartupKeys {
+        StartupKeys {
+            private: DiscoveryKey([n; 32]),
+            public: DiscoveryKey([n | 0x80; 32]),
+        }
     }
 
     fn tools(names: &[&str]) -> SharedTools {
@@ -354,8 +557,22 @@ mod tests {
     fn takes(next: Next) -> SharedTools {
         match next {
             Next::Take(tools) => tools,
-            _ => panic!("expected to take a listing"),
+            _ => panic!("expected to take a burst listing"),
         }
+    }
+
+    fn granted(next: Next) -> SharedTools {
+        match next {
+            Next::Granted(tools) => tools,
+            _ => panic!("expected to take a granted listing"),
+        }
+    }
+
+    fn grant(secs: u64, scope: Scope) -> Option<Grant> {
+        Some(Grant {
+            ttl: Duration::from_secs(secs),
+            scope,
+        })
     }
 
     #[tokio::test]
@@ -365,7 +582,7 @@ mod tests {
         let leader = lead(startups[0].next());
         let waiting: Vec<_> = startups[1..3].iter_mut().map(|s| waits(s.next())).collect();
         let listing = tools(&["a", "b"]);
-        leader.publish(listing.clone());
+        leader.publish(listing.clone(), None);
         for receiver in waiting {
             assert!(Arc::ptr_eq(&wait(receiver).await.unwrap(), &listing));
         }
@@ -387,10 +604,10 @@ mod tests {
         let mut later = registry.begin(key(1));
         let mut latest = registry.begin(key(1));
         let later_leader = lead(later.next());
-        leader.publish(tools(&["old"]));
+        leader.publish(tools(&["old"]), None);
         drop(first);
         let receiver = waits(latest.next());
-        later_leader.publish(tools(&["new"]));
+        later_leader.publish(tools(&["new"]), None);
         assert_eq!(wait(receiver).await.unwrap()[0].name, "new");
         assert_eq!(takes(latest.next())[0].name, "new");
         // A startup that begins after every request was sent asks itself.
@@ -413,7 +630,7 @@ mod tests {
         let mut next: Vec<Next> = startups[1..].iter_mut().map(Startup::next).collect();
         let second = lead(next.remove(0));
         let waiting: Vec<_> = next.into_iter().map(waits).collect();
-        second.publish(tools(&["a"]));
+        second.publish(tools(&["a"]), None);
         for receiver in waiting {
             assert_eq!(wait(receiver).await.unwrap()[0].name, "a");
         }
@@ -429,9 +646,119 @@ mod tests {
         let leader = lead(leader_startup.next());
         let receiver = waits(waiter.next());
         drop((receiver, waiter));
-        leader.publish(tools(&["a"]));
+        leader.publish(tools(&["a"]), None);
         drop(leader_startup);
         assert!(registry.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_granted_listing_serves_later_startups_until_it_expires() {
+        let registry = ListingRegistry::new();
+        let mut first = registry.begin(key(1));
+        let listing = tools(&["a"]);
+        lead(first.next()).publish(listing.clone(), grant(60, Scope::Private));
+        drop(first);
+        assert!(!registry.is_empty(), "the grant outlives the burst");
+
+        tokio::time::advance(Duration::from_secs(59)).await;
+        let mut later = registry.begin(key(1));
+        assert!(Arc::ptr_eq(&granted(later.next()), &listing));
+        drop(later);
+
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let mut expired = registry.begin(key(1));
+        let _own = lead(expired.next());
+        drop((_own, expired));
+        assert!(
+            registry.is_empty(),
+            "an expired grant is dropped when found"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_private_grant_serves_only_the_same_credentials_and_a_public_one_any() {
+        let registry = ListingRegistry::new();
+        // Same inputs but the credentials: the public keys agree, the private ones do not.
+        let alice = key(1);
+        let bob = StartupKeys {
+            private: DiscoveryKey([2; 32]),
+            public: alice.public,
+        };
+        let mut first = registry.begin(alice);
+        lead(first.next()).publish(tools(&["private"]), grant(60, Scope::Private));
+        drop(first);
+        let mut other = registry.begin(bob);
+        let leader = lead(other.next());
+        leader.publish(tools(&["public"]), grant(60, Scope::Public));
+        drop(other);
+
+        // Alice's own private grant is preferred to the public one; Bob gets the public.
+        let mut again = registry.begin(alice);
+        assert_eq!(granted(again.next())[0].name, "private");
+        let mut carol = registry.begin(StartupKeys {
+            private: DiscoveryKey([3; 32]),
+            public: alice.public,
+        });
+        assert_eq!(granted(carol.next())[0].name, "public");
+        // Another server (another public key) gets nothing.
+        let mut elsewhere = registry.begin(key(4));
+        let _own = lead(elsewhere.next());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_a_grant_or_after_a_revocation_a_later_startup_asks_itself() {
+        let registry = ListingRegistry::new();
+        let mut first = registry.begin(key(1));
+        lead(first.next()).publish(tools(&["a"]), None);
+        drop(first);
+        assert!(registry.is_empty(), "no grant, nothing kept");
+
+        let mut second = registry.begin(key(1));
+        lead(second.next()).publish(tools(&["a"]), grant(60, Scope::Public));
+        drop(second);
+        registry.revoke(&key(1));
+        assert!(registry.is_empty());
+        let mut third = registry.begin(key(1));
+        let _own = lead(third.next());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_listing_is_preferred_to_a_granted_one() {
+        let registry = ListingRegistry::new();
+        let mut first = registry.begin(key(1));
+        lead(first.next()).publish(tools(&["old"]), grant(60, Scope::Private));
+        drop(first);
+        let mut waiter = registry.begin(key(1));
+        let mut leader_startup = registry.begin(key(1));
+        // The grant is fresh: the first to ask takes it and sends nothing.
+        assert_eq!(granted(leader_startup.next())[0].name, "old");
+        registry.revoke(&key(1));
+        lead(leader_startup.next()).publish(tools(&["new"]), grant(60, Scope::Private));
+        assert_eq!(takes(waiter.next())[0].name, "new");
+    }
+
+    #[test]
+    fn a_grant_needs_a_positive_ttl_on_every_page_and_one_private_page_makes_it_private() {
+        use CacheScope::{Private, Public};
+        let secs = |s: u64| Some(s * 1000);
+        assert_eq!(Grant::of_pages([]), None);
+        assert_eq!(
+            Grant::of_pages([(secs(60), Some(Public)), (secs(30), Some(Public))]),
+            grant(30, Scope::Public)
+        );
+        assert_eq!(
+            Grant::of_pages([(secs(60), Some(Public)), (secs(90), Some(Private))]),
+            grant(60, Scope::Private)
+        );
+        assert_eq!(
+            Grant::of_pages([(secs(60), None)]),
+            grant(60, Scope::Private)
+        );
+        assert_eq!(
+            Grant::of_pages([(secs(60), Some(Public)), (None, Some(Public))]),
+            None
+        );
+        assert_eq!(Grant::of_pages([(Some(0), Some(Public))]), None);
     }
 
     #[test]
@@ -495,6 +822,40 @@ mod tests {
         assert_ne!(
             DiscoveryKey::new("default", "s", &http("t1"), &local),
             DiscoveryKey::new("default", "s", &http("t2"), &local)
+        );
+        // The public key leaves the credentials out, and nothing else.
+        assert_eq!(
+            DiscoveryKey::public("default", "s", &http("t1"), &local),
+            DiscoveryKey::public("default", "s", &http("t2"), &local)
+        );
+        assert_ne!(
+            DiscoveryKey::public("default", "s", &http("t1"), &local),
+            DiscoveryKey::public("other", "s", &http("t1"), &local)
+        );
+        assert_ne!(
+            DiscoveryKey::public("default", "s", &http("t1"), &local),
+            DiscoveryKey::new("default", "s", &http("t1"), &local)
+        );
+        let with_header = |value: &str, sensitive: bool| {
+            let mut value = http::HeaderValue::from_str(value).unwrap();
+            value.set_sensitive(sensitive);
+            Endpoint::Http(ResolvedHttp {
+                url: "http://127.0.0.1:1/mcp".into(),
+                bearer_token: None,
+                headers: [(http::HeaderName::from_static("x-key"), value)]
+                    .into_iter()
+                    .collect(),
+                max_message_bytes: 1,
+            })
+        };
+        let public = |endpoint: &Endpoint| DiscoveryKey::public("default", "s", endpoint, &local);
+        assert_eq!(
+            public(&with_header("k1", true)),
+            public(&with_header("k2", true))
+        );
+        assert_ne!(
+            public(&with_header("k1", false)),
+            public(&with_header("k2", false))
         );
         // Field boundaries are unambiguous: ("ab", "c") is not ("a", "bc").
         let split = |a: &str, b: &str| {

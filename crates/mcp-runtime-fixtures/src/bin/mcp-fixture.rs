@@ -25,7 +25,7 @@ use mcp_runtime_fixtures::{
     raw::{self, BadSchema, InitializeFault, RawBehaviour, RawServer},
     stdio,
 };
-use rmcp::model::{ExperimentalCapabilities, JsonObject};
+use rmcp::model::{CacheScope, ExperimentalCapabilities, JsonObject};
 
 /// A fixture MCP server for mcp-runtime's integration tests.
 #[derive(Debug, Parser)]
@@ -139,6 +139,12 @@ struct Args {
     /// With `--era handshake`: never answer `server/discover`
     #[arg(long)]
     silent_discover: bool,
+    /// Put `ttlMs: MS` on every `tools/list` page
+    #[arg(long, value_name = "MS")]
+    list_ttl_ms: Option<u64>,
+    /// Put `cacheScope: SCOPE` on every `tools/list` page
+    #[arg(long, value_name = "SCOPE", value_parser = ["public", "private"])]
+    list_cache_scope: Option<String>,
     /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:0)
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
@@ -190,6 +196,11 @@ impl Args {
             gate_dir: self.gate_dir.clone(),
             era: self.era,
             silent_discover: self.silent_discover,
+            list_ttl_ms: self.list_ttl_ms,
+            list_cache_scope: self.list_cache_scope.as_deref().map(|scope| match scope {
+                "public" => CacheScope::Public,
+                _ => CacheScope::Private,
+            }),
         }
     }
 

@@ -32,7 +32,7 @@ use std::{
 
 use rmcp::{
     Peer, RoleClient,
-    model::{ClientRequest, CustomRequest, ServerResult, Tool},
+    model::{CacheScope, ClientRequest, CustomRequest, ServerResult, Tool},
     service::PeerRequestOptions,
 };
 use serde::Deserialize;
@@ -40,13 +40,21 @@ use serde_json::{Map, Value};
 
 use super::{MAX_LIST_PAGES, MAX_LISTED_TOOLS};
 use super::{cancellation::Cancellations, failure};
-use crate::error::ListToolsError;
+use crate::{error::ListToolsError, shared_listing::Grant};
 
 /// How many characters of a tool's name a warning quotes.
 const LABEL_CHARS: usize = 64;
 /// How many left-out tools of one listing get a warning each; the rest are counted
 /// in one more, so a hostile listing cannot flood the log.
 const MAX_WARNINGS: usize = 10;
+
+/// The tools of one listing, and the reuse the server granted for it (see
+/// [`crate::shared_listing`]): `None` unless every page carried a positive `ttlMs`.
+#[derive(Debug)]
+pub(crate) struct Listing {
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) grant: Option<Grant>,
+}
 
 /// Lists every tool of `server` through `peer`, following `nextCursor` to the end and
 /// counting each request in `sent`. Each page is bounded by `page_timeout`. Unusable
@@ -64,8 +72,9 @@ pub(super) async fn list_tools(
     server: &str,
     page_timeout: Duration,
     sent: &AtomicUsize,
-) -> Result<Vec<Tool>, ListToolsError> {
+) -> Result<Listing, ListToolsError> {
     let mut listed = ListedTools::default();
+    let mut hints = Vec::new();
     let mut cursor: Option<String> = None;
     let mut seen = HashSet::new();
     let mut left_out_count = 0;
@@ -83,6 +92,7 @@ pub(super) async fn list_tools(
             ),
         })??;
         let page = Page::parse(result)?;
+        hints.push((page.ttl_ms, page.cache_scope));
         if listed.entries + page.tools.len() > MAX_LISTED_TOOLS {
             return Err(ListToolsError::TooManyTools {
                 limit: MAX_LISTED_TOOLS,
@@ -110,7 +120,10 @@ pub(super) async fn list_tools(
                         "left out more tools the server listed (only the first {MAX_WARNINGS} are named)"
                     );
                 }
-                return Ok(listed.into_tools());
+                return Ok(Listing {
+                    tools: listed.into_tools(),
+                    grant: Grant::of_pages(hints),
+                });
             }
             Some(next) => {
                 // Digests, not the cursors: a cursor may be as large as a message,
@@ -171,6 +184,10 @@ async fn request_page(
 struct Page {
     tools: Vec<Value>,
     next_cursor: Option<String>,
+    /// `ttlMs`, when it is a non-negative integer (a negative one reads as 0).
+    ttl_ms: Option<u64>,
+    /// `cacheScope`, when it is one rmcp knows.
+    cache_scope: Option<CacheScope>,
 }
 
 impl Page {
@@ -208,7 +225,21 @@ impl Page {
                 )));
             }
         };
-        Ok(Self { tools, next_cursor })
+        // Caching hints are hints: a malformed one grants nothing, as an absent one.
+        let ttl_ms = result.remove("ttlMs").and_then(|ttl| match ttl {
+            Value::Number(ttl) if ttl.as_i64().is_some_and(|ttl| ttl < 0) => Some(0),
+            Value::Number(ttl) => ttl.as_u64(),
+            _ => None,
+        });
+        let cache_scope = result
+            .remove("cacheScope")
+            .and_then(|scope| serde_json::from_value(scope).ok());
+        Ok(Self {
+            tools,
+            next_cursor,
+            ttl_ms,
+            cache_scope,
+        })
     }
 }
 

@@ -42,6 +42,7 @@ use crate::{
     config::Config,
     error::{CallError, StartError, StartupError},
     naming::servers_for_qualified_name,
+    shared_listing::{ListingRegistry, StartupKeys},
     sync::lock,
 };
 
@@ -53,6 +54,11 @@ pub(super) struct Settled {
     pub(super) error: Option<StartupError>,
     /// How many `tools/list` requests the startup sent itself.
     pub(super) tools_list_requests: usize,
+    /// Whether its listing was one the server granted to an earlier startup.
+    pub(super) served_from_cache: bool,
+    /// Where a listing the server granted for it is kept (see
+    /// [`crate::shared_listing`], invariant 8).
+    pub(super) listing_keys: Option<(ListingRegistry, StartupKeys)>,
     /// Where it runs, for a server that started: what a restart uses.
     pub(super) binding: Option<Binding>,
 }
@@ -135,6 +141,8 @@ impl Shared {
             startup_time: outcome.elapsed,
             error,
             tools_list_requests: outcome.tools_list_requests,
+            served_from_cache: outcome.served_from_cache,
+            listing_keys: outcome.listing_keys,
             binding: outcome.binding,
         })));
     }

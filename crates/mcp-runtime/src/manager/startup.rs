@@ -11,7 +11,7 @@
 
 use std::{
     sync::{
-        Arc,
+        Arc, Mutex,
         atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     time::Duration,
@@ -26,9 +26,8 @@ use crate::{
     config::{Config, ServerConfig},
     connection::Connection,
     error::{StartupError, chain},
-    shared_listing::{
-        self, DiscoveryKey, LeaderGuard, ListingRegistry, Next, SharedTools, Startup,
-    },
+    shared_listing::{self, LeaderGuard, ListingRegistry, Next, SharedTools, Startup, StartupKeys},
+    sync::lock,
     transport::Endpoint,
 };
 
@@ -316,6 +315,11 @@ pub(super) struct Outcome {
     pub(super) elapsed: Duration,
     /// How many `tools/list` requests the startup sent itself, whatever its result.
     pub(super) tools_list_requests: usize,
+    /// Whether its listing was one the server granted to an earlier startup.
+    pub(super) served_from_cache: bool,
+    /// Where a listing the server granted for it is kept, to revoke it when the
+    /// server's tools change.
+    pub(super) listing_keys: Option<(ListingRegistry, StartupKeys)>,
     /// Where the server runs, for a server that started.
     pub(super) binding: Option<Binding>,
     pub(super) result: Result<Started, StartupError>,
@@ -407,8 +411,9 @@ async fn start_one(
         let endpoint = Endpoint::prepare(config, binding.wrapper())?;
         // Stamped before anything is sent: a listing requested from now on may serve it.
         let ticket = (options.share_listings && config.share_tool_listing).then(|| {
-            let key = DiscoveryKey::new(&options.scope, &server, &endpoint, &config.environment);
-            options.registry.begin(key)
+            let keys = StartupKeys::new(&options.scope, &server, &endpoint, &config.environment);
+            *lock(&progress.listing_keys) = Some((options.registry.clone(), keys));
+            options.registry.begin(keys)
         });
         let connection = Connection::connect(&server, &endpoint, &binding, |pid| {
             report.send(StartupEvent::Spawned {
@@ -436,6 +441,8 @@ async fn start_one(
         config: config.clone(),
         elapsed: began.elapsed(),
         tools_list_requests: progress.requests.load(Ordering::Relaxed),
+        served_from_cache: progress.served_from_cache.load(Ordering::Relaxed),
+        listing_keys: lock(&progress.listing_keys).take(),
         binding: bound.filter(|_| result.is_ok()),
         result,
     };
@@ -458,13 +465,13 @@ pub(super) async fn restart_one(
     let attempt = async {
         let endpoint = Endpoint::prepare(config, binding.wrapper())?;
         let connection = Connection::connect(server, &endpoint, binding, on_spawn).await?;
-        let tools = connection
+        let listing = connection
             .list_tools(server, config.startup_timeout, &AtomicUsize::new(0))
             .await
             .map_err(StartupError::ListTools)?;
         Ok(Started {
             connection,
-            tools: Arc::new(tools),
+            tools: Arc::new(listing.tools),
         })
     };
     tokio::time::timeout(config.startup_timeout, attempt)
@@ -489,13 +496,13 @@ async fn list(
             server: config.name.clone(),
             shared: false,
         });
-        let tools = connection
+        let listing = connection
             .list_tools(&config.name, config.startup_timeout, &progress.requests)
             .await
             .map_err(StartupError::ListTools)?;
-        let tools = Arc::new(tools);
+        let tools = Arc::new(listing.tools);
         if let Some(leader) = leader {
-            leader.publish(tools.clone());
+            leader.publish(tools.clone(), listing.grant);
         }
         Ok(tools)
     };
@@ -506,6 +513,10 @@ async fn list(
     let shared = loop {
         match ticket.next() {
             Next::Take(tools) => break tools,
+            Next::Granted(tools) => {
+                progress.served_from_cache.store(true, Ordering::Relaxed);
+                break tools;
+            }
             Next::Lead(leader) => return own(Some(leader)).await,
             Next::Wait(attempt) => {
                 if !std::mem::replace(&mut announced_wait, true) {
@@ -538,6 +549,10 @@ struct Progress {
     waiting: AtomicBool,
     /// How many `tools/list` requests it sent.
     requests: AtomicUsize,
+    /// Whether it took a listing the server granted to an earlier startup.
+    served_from_cache: AtomicBool,
+    /// Its keys in the listing registry, once computed.
+    listing_keys: Mutex<Option<(ListingRegistry, StartupKeys)>>,
 }
 
 /// Sends one server's events; if the startup is dropped before it settles, reports

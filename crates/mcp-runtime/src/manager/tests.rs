@@ -16,6 +16,8 @@ fn shared(names: &[&str]) -> Shared {
                 startup_time: Duration::ZERO,
                 error: None,
                 tools_list_requests: 1,
+                served_from_cache: false,
+                listing_keys: None,
                 binding: None,
             })));
             (name.to_string(), server)
@@ -100,6 +102,8 @@ fn settle(shared: &Shared, name: &str, error: Option<StartupError>) {
             startup_time: Duration::ZERO,
             error,
             tools_list_requests: 0,
+            served_from_cache: false,
+            listing_keys: None,
             binding: None,
         })));
 }

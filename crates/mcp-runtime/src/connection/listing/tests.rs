@@ -94,6 +94,10 @@ fn good(name: &str) -> String {
 }
 
 async fn list(pages: Vec<String>) -> Result<Vec<Tool>, ListToolsError> {
+    list_with_hints(pages).await.map(|listing| listing.tools)
+}
+
+async fn list_with_hints(pages: Vec<String>) -> Result<Listing, ListToolsError> {
     let (client, _received) = scripted_server(pages).await;
     let sent = AtomicUsize::new(0);
     list_tools(
@@ -316,7 +320,8 @@ async fn pages_are_followed_by_their_cursors() {
         &sent,
     )
     .await
-    .unwrap();
+    .unwrap()
+    .tools;
     assert_eq!(names(&tools), ["a", "b", "c"]);
     assert_eq!(sent.load(Ordering::Relaxed), 3);
     let mut cursors = Vec::new();
@@ -593,4 +598,51 @@ fn a_quoted_cursor_is_escaped_and_cut() {
     assert!(quoted.starts_with("a\\nb"), "{quoted}");
     assert!(quoted.ends_with('…'), "{quoted}");
     assert!(quoted.chars().count() <= LABEL_CHARS + 2, "{quoted}");
+}
+
+#[tokio::test]
+async fn the_caching_hints_of_every_page_make_the_grant() {
+    use crate::shared_listing::{Grant, Scope};
+    let hinted = |tool: &str, cursor: Option<&str>, hints: &str| {
+        let next = cursor.map_or(String::new(), |c| format!(r#","nextCursor":"{c}""#));
+        format!(r#"{{"tools":[{}]{next}{hints}}}"#, good(tool))
+    };
+    let listing = list_with_hints(vec![
+        hinted("a", Some("c1"), r#","ttlMs":60000,"cacheScope":"public""#),
+        hinted("b", None, r#","ttlMs":30000,"cacheScope":"public""#),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(names(&listing.tools), ["a", "b"]);
+    assert_eq!(
+        listing.grant,
+        Some(Grant {
+            ttl: Duration::from_secs(30),
+            scope: Scope::Public
+        })
+    );
+    for hints in [
+        r#","ttlMs":-5,"cacheScope":"public""#,
+        r#","ttlMs":"60000","cacheScope":"public""#,
+        r#","ttlMs":1.5,"cacheScope":"public""#,
+        r#","cacheScope":"public""#,
+    ] {
+        let listing = list_with_hints(vec![hinted("a", None, hints)])
+            .await
+            .unwrap();
+        assert_eq!(listing.grant, None, "{hints}");
+        assert_eq!(
+            names(&listing.tools),
+            ["a"],
+            "a malformed hint costs nothing else"
+        );
+    }
+    let listing = list_with_hints(vec![hinted(
+        "a",
+        None,
+        r#","ttlMs":5,"cacheScope":"everyone""#,
+    )])
+    .await
+    .unwrap();
+    assert_eq!(listing.grant.map(|grant| grant.scope), Some(Scope::Private));
 }
