@@ -8,5 +8,6 @@ mod support;
 
 mod call_scope;
 mod cli;
+mod conformance;
 mod edit;
 mod import;
