@@ -14,6 +14,8 @@ mod cancellation;
 
 mod failure;
 
+mod input_rounds;
+
 mod listing;
 
 pub(crate) use listing::Listing;
@@ -436,22 +438,70 @@ impl Connection {
             tool: tool.to_owned(),
             source: self.with_exit_report(failure::from_service(error)).await,
         };
+        // A 2026-07-28 server may answer `input_required`: the call is sent again with
+        // the answers ([`input_rounds`]), all rounds within the one timeout.
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut state_only_rounds = 0;
+        for _ in 0..input_rounds::MAX_ROUNDS {
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+            let answer = match self.request_call(request, deadline).await {
+                Ok(answer) => answer,
+                Err(None) => {
+                    return Err(CallError::Timeout {
+                        server: server.to_owned(),
+                        tool: tool.to_owned(),
+                        after: timeout,
+                    });
+                }
+                Err(Some(error)) => return Err(request_failed(error).await),
+            };
+            let input_required = match answer {
+                ServerResult::InputRequiredResult(input_required) => input_required,
+                answer => return call_tool_result(answer).map_err(failed),
+            };
+            let retry = input_rounds::retry(input_required).map_err(failed)?;
+            if retry.state_only {
+                let pause = input_rounds::state_only_pause(state_only_rounds);
+                state_only_rounds += 1;
+                tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + pause)).await;
+            } else {
+                state_only_rounds = 0;
+            }
+            params.input_responses = retry.input_responses;
+            params.request_state = retry.request_state;
+        }
+        Err(failed(format!(
+            "the server asked for more input {} times in a row (mcp-runtime stops there)",
+            input_rounds::MAX_ROUNDS
+        )))
+    }
+
+    /// Sends one round of a tool call and waits for its answer until `deadline`:
+    /// `Err(None)` when the deadline passed (the cancellation is then owed to the
+    /// server). A call in flight when the connection ends fails at once, unless the
+    /// server's answer is already on its way.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future after the request was sent owes its
+    /// `notifications/cancelled`.
+    async fn request_call(
+        &self,
+        request: ClientRequest,
+        deadline: tokio::time::Instant,
+    ) -> Result<ServerResult, Option<rmcp::ServiceError>> {
         // rmcp's own `call_tool` hides the request id, which the cancellation needs.
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = match self
+        let handle = self
             .peer()
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
-        {
-            Ok(handle) => handle,
-            Err(error) => return Err(request_failed(error).await),
-        };
+            .map_err(Some)?;
         // Queued: from here on, dropping this future owes the cancellation.
         let in_flight = self.cancellations.register(handle.id.clone());
         let mut response = std::pin::pin!(handle.await_response());
         let waited = tokio::select! {
             biased;
-            waited = tokio::time::timeout(timeout, response.as_mut()) => Some(waited),
+            waited = tokio::time::timeout_at(deadline, response.as_mut()) => Some(waited),
             () = self.ended.cancelled() => None,
         };
         let waited = match waited {
@@ -465,18 +515,11 @@ impl Connection {
         match waited {
             Ok(answer) => {
                 in_flight.answered();
-                match answer {
-                    Ok(result) => call_tool_result(result).map_err(failed),
-                    Err(error) => Err(request_failed(error).await),
-                }
+                answer.map_err(Some)
             }
             Err(_) => {
                 in_flight.give_up(cancellation::TIMED_OUT);
-                Err(CallError::Timeout {
-                    server: server.to_owned(),
-                    tool: tool.to_owned(),
-                    after: timeout,
-                })
+                Err(None)
             }
         }
     }

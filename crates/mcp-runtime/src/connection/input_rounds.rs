@@ -1,0 +1,146 @@
+//! Multi round-trip requests (2026-07-28): a `tools/call` answered with
+//! `resultType: "input_required"` is sent again with the client's answers.
+//!
+//! rmcp drives these rounds only in `RunningService::call_tool`, which hides the
+//! request ids the runtime needs to cancel a call it gives up; so the runtime sends
+//! each round itself and this module prepares the next one.
+//!
+//! Invariants:
+//! 1. `requestState` is echoed exactly as the server sent it (the same string), and
+//!    only on the retry of the call that received it; a round without one is retried
+//!    without one.
+//! 2. Each input request gets the answer a handshake-era server would get to the same
+//!    request sent on its own: elicitation is declined and roots are an empty list (no
+//!    person and no roots are offered), and sampling, which mcp-runtime does not offer,
+//!    fails the call naming what the server asked for.
+//! 3. A call takes at most [`MAX_ROUNDS`] rounds. (An answer that asks for nothing and
+//!    carries no state is not a round: rmcp does not read it as one, and the runtime
+//!    reports it as an answer that is not a tool result.)
+
+use rmcp::model::{
+    ElicitResult, ElicitationAction, InputRequest, InputRequiredResult, InputResponses,
+};
+
+/// How many rounds one call may take (rmcp's own cap, shared by the other SDKs).
+pub(super) const MAX_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
+
+/// What the next round of a call sends.
+#[derive(Debug, PartialEq)]
+pub(super) struct Retry {
+    pub(super) input_responses: Option<InputResponses>,
+    pub(super) request_state: Option<String>,
+    /// Whether the server asked for nothing but to be asked again: the retry waits a
+    /// little first, as rmcp's own driver does.
+    pub(super) state_only: bool,
+}
+
+/// The retry that answers `result`, or why the call cannot go on.
+pub(super) fn retry(result: InputRequiredResult) -> Result<Retry, String> {
+    let requests = result.input_requests.unwrap_or_default();
+    let mut responses = InputResponses::new();
+    for (key, request) in requests {
+        let response = match request {
+            InputRequest::Elicitation(_) => {
+                serde_json::to_value(ElicitResult::new(ElicitationAction::Decline))
+            }
+            // Written out: rmcp marks its roots types deprecated (roots are leaving the
+            // specification), but servers still ask.
+            InputRequest::ListRoots(_) => Ok(serde_json::json!({"roots": []})),
+            InputRequest::CreateMessage(_) => {
+                return Err(
+                    "the server asked the client to sample a language model (`sampling/createMessage`), which mcp-runtime does not offer"
+                        .to_owned(),
+                );
+            }
+            _ => {
+                return Err(format!(
+                    "the server asked for input of a kind mcp-runtime does not know (request `{key}`)"
+                ));
+            }
+        };
+        responses.insert(key, response.expect("a result serializes"));
+    }
+    Ok(Retry {
+        state_only: responses.is_empty(),
+        input_responses: (!responses.is_empty()).then_some(responses),
+        request_state: result.request_state,
+    })
+}
+
+/// How long the retry after the `n`-th consecutive state-only round waits: 50 ms,
+/// doubling, at most 250 ms (rmcp's own schedule).
+pub(super) fn state_only_pause(n: usize) -> std::time::Duration {
+    std::time::Duration::from_millis((50u64 << n.min(3)).min(250))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// `value` read as the runtime reads an answer: as rmcp's untagged result.
+    fn input_required(value: serde_json::Value) -> InputRequiredResult {
+        match serde_json::from_str(&value.to_string()) {
+            Ok(rmcp::model::ServerResult::InputRequiredResult(result)) => result,
+            other => panic!("not an input_required result: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn elicitation_is_declined_roots_are_empty_and_the_state_is_echoed_exactly() {
+        let state = r#"{"nonce":"é \"x\"","n":1.000}"#;
+        let retry = retry(input_required(json!({
+            "resultType": "input_required",
+            "inputRequests": {
+                "confirm": {"method": "elicitation/create", "params": {
+                    "message": "ok?", "requestedSchema": {"type": "object", "properties": {}}}},
+                "where": {"method": "roots/list"}
+            },
+            "requestState": state
+        })))
+        .unwrap();
+        assert_eq!(retry.request_state.as_deref(), Some(state));
+        let responses = retry.input_responses.unwrap();
+        assert_eq!(responses["confirm"], json!({"action": "decline"}));
+        assert_eq!(responses["where"], json!({"roots": []}));
+        assert!(!retry.state_only);
+    }
+
+    #[test]
+    fn a_round_without_state_is_retried_without_one() {
+        let retry = retry(input_required(json!({
+            "resultType": "input_required",
+            "inputRequests": {"confirm": {"method": "elicitation/create", "params": {
+                "message": "ok?", "requestedSchema": {"type": "object", "properties": {}}}}}
+        })))
+        .unwrap();
+        assert_eq!(retry.request_state, None);
+    }
+
+    #[test]
+    fn sampling_fails_the_call() {
+        let error = retry(input_required(json!({
+            "resultType": "input_required",
+            "inputRequests": {"ask": {"method": "sampling/createMessage", "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                "maxTokens": 5}}}
+        })))
+        .unwrap_err();
+        assert!(error.contains("`sampling/createMessage`"), "{error}");
+    }
+
+    #[test]
+    fn a_state_only_round_is_retried_after_a_short_growing_pause() {
+        let retry = retry(input_required(json!({
+            "resultType": "input_required", "requestState": "s"
+        })))
+        .unwrap();
+        assert!(retry.state_only);
+        assert_eq!(retry.input_responses, None);
+        let pauses: Vec<u64> = (0..5)
+            .map(|n| state_only_pause(n).as_millis() as u64)
+            .collect();
+        assert_eq!(pauses, [50, 100, 200, 250, 250]);
+    }
+}
