@@ -421,3 +421,15 @@ async fn a_post_answered_with_500_fails_that_call_with_the_servers_words() {
     assert_eq!(text(&after), "ok", "the session goes on");
     runtime.shutdown().await;
 }
+
+#[tokio::test]
+async fn forcing_sse_on_a_streamable_http_server_fails_the_startup_clearly() {
+    let mut fixture = http_fixture(&[]).await;
+    let (runtime, _) = start(config([sse_server("modern", &fixture.url, |_| {})])).await;
+    assert_eq!(
+        startup_error(&runtime),
+        "the server's `url` did not open a legacy HTTP+SSE event stream (check `url`; a server that speaks Streamable HTTP needs no `transport = \"sse\"`): server `modern` answered HTTP 400: Bad Request: Session ID is required"
+    );
+    runtime.shutdown().await;
+    fixture.kill().await;
+}

@@ -418,6 +418,16 @@ pub enum StartupError {
         /// The media type of the answer, if it had one.
         content_type: Option<String>,
     },
+    /// The `GET` that opens a legacy HTTP+SSE server's event stream was answered with
+    /// a status that is not a success.
+    #[error(
+        "the server's `url` did not open a legacy HTTP+SSE event stream (check `url`; a server that speaks Streamable HTTP needs no `transport = \"sse\"`)"
+    )]
+    SseStream {
+        /// The answer.
+        #[source]
+        source: HttpFailure,
+    },
     /// A legacy HTTP+SSE server's event stream ended before it named the endpoint to
     /// send messages to.
     #[error(

@@ -119,9 +119,18 @@ pub(crate) async fn connect(
         .await
         .map_err(|error| handshake(unreachable(server, &error)))?;
     let status = response.status();
+    if status == reqwest::StatusCode::NOT_FOUND {
+        return Err(handshake(HttpFailure::NotFound {
+            server: server.to_owned(),
+        }));
+    }
     if !status.is_success() {
         let body = read_start(response, ERROR_BODY_READ_BYTES).await;
-        return Err(handshake(status_failure(server, status, &body)));
+        let source = status_failure(server, status, &body);
+        return Err(match source {
+            HttpFailure::Status { .. } => StartupError::SseStream { source },
+            credentials => handshake(credentials),
+        });
     }
     let content_type = media_type(response.headers());
     if content_type.as_deref() != Some(EVENT_STREAM) {
@@ -147,6 +156,7 @@ pub(crate) async fn connect(
             }
         }
     };
+    debug_assert!(endpoint.origin() == url.origin(), "invariant 1");
     tracing::debug!(server, endpoint = %crate::redact::url(endpoint.as_str()), "legacy SSE session open");
     let mut transport = SseTransport {
         post: Arc::new(Poster {
@@ -175,6 +185,7 @@ fn headers(resolved: &ResolvedHttp) -> HeaderMap {
         .iter()
         .map(|(name, value)| (name.clone(), value.clone()))
         .collect();
+    // `resolve` checked that the token can be sent in a header.
     if let Some(token) = &resolved.bearer_token
         && let Ok(mut value) = HeaderValue::try_from(format!("Bearer {token}"))
     {
@@ -229,7 +240,10 @@ impl SseTransport {
             Event::Oversized { id, method: false } => {
                 let failed: Vec<RequestId> = match id {
                     Some(id) if lock(&self.pending).remove(&id) => vec![id],
-                    Some(_) => Vec::new(),
+                    Some(id) => {
+                        tracing::debug!(server, %id, "ignoring an oversized answer to a request not in flight");
+                        Vec::new()
+                    }
                     None => lock(&self.pending).drain().collect(),
                 };
                 let error = too_large(server, None, self.limit);
@@ -411,7 +425,7 @@ fn media_type(headers: &HeaderMap) -> Option<String> {
 
 /// What a network error of the HTTP client means, read by its kind (its text names
 /// the URL, which may hold a secret): the main cases of the Streamable HTTP
-/// transport's classification.
+/// transport's classification, whose functions are private to it.
 fn unreachable(server: &str, error: &reqwest::Error) -> HttpFailure {
     let server = server.to_owned();
     let refused = std::iter::successors(std::error::Error::source(error), |cause| cause.source())
@@ -437,7 +451,8 @@ fn unreachable(server: &str, error: &reqwest::Error) -> HttpFailure {
 }
 
 /// The failure an answer with `status` (not a success) stands for, given the start of
-/// its body.
+/// its body: credentials as over Streamable HTTP, any other status with the server's
+/// own words (a `404` to a `POST` usually says that the session is gone).
 fn status_failure(server: &str, status: reqwest::StatusCode, body: &[u8]) -> HttpFailure {
     let server = server.to_owned();
     match status.as_u16() {
