@@ -168,6 +168,10 @@ impl Connection {
                 over_http::start(server, resolved, client, &splicer, &ended).await?,
                 None,
             ),
+            Endpoint::Sse(resolved) => (
+                over_sse::start(server, resolved, client, &splicer, &ended).await?,
+                None,
+            ),
         };
         let answered = service
             .peer()

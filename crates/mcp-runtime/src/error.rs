@@ -408,12 +408,47 @@ pub enum StartupError {
         "the server's `url` is `https://`, and this build of mcp-runtime leaves out TLS (build it with its `tls` feature)"
     )]
     TlsUnavailable,
-    /// The server is configured for the legacy HTTP+SSE transport, which this version
-    /// does not speak yet.
+    /// The server's `url`, reached as a legacy HTTP+SSE server, answered its `GET`
+    /// with something other than an event stream.
     #[error(
-        "the server is configured with `transport = \"sse\"` (the legacy HTTP+SSE transport), which mcp-runtime does not speak yet (use its Streamable HTTP endpoint if it has one)"
+        "`url` answered with {} instead of an event stream, so it is not the endpoint of a legacy HTTP+SSE server (check `url`: such servers often serve `/sse`; or remove `transport = \"sse\"`)",
+        content_type_phrase(content_type.as_deref())
     )]
-    LegacySseUnsupported,
+    SseNotEventStream {
+        /// The media type of the answer, if it had one.
+        content_type: Option<String>,
+    },
+    /// The `GET` that opens a legacy HTTP+SSE server's event stream was answered with
+    /// a status that is not a success.
+    #[error(
+        "the server's `url` did not open a legacy HTTP+SSE event stream (check `url`; a server that speaks Streamable HTTP needs no `transport = \"sse\"`)"
+    )]
+    SseStream {
+        /// The answer.
+        #[source]
+        source: HttpFailure,
+    },
+    /// A legacy HTTP+SSE server's event stream ended before it named the endpoint to
+    /// send messages to.
+    #[error(
+        "the legacy HTTP+SSE server's event stream ended before it announced its message endpoint (check that `url` is the server's SSE endpoint)"
+    )]
+    SseNoEndpoint,
+    /// A legacy HTTP+SSE server named an endpoint that mcp-runtime does not send
+    /// messages to.
+    #[error("cannot use the legacy HTTP+SSE server's message endpoint: {problem}")]
+    SseEndpoint {
+        /// What is wrong with it and what to do.
+        problem: String,
+    },
+}
+
+/// `` `text/html` ``, or that there was no media type.
+fn content_type_phrase(content_type: Option<&str>) -> String {
+    match content_type {
+        Some(content_type) => format!("`{}`", crate::redact::one_line(content_type)),
+        None => "no content type".to_owned(),
+    }
 }
 
 /// The accepted revisions other than the one offered, for a message: `` `a`, `b` and `c` ``.

@@ -138,8 +138,12 @@ impl DiscoveryKey {
                     field(value.as_encoded_bytes());
                 }
             }
-            Endpoint::Http(http) => {
-                field(b"streamable-http");
+            // The transport is part of the key: the same URL may answer both.
+            Endpoint::Http(http) | Endpoint::Sse(http) => {
+                field(match endpoint {
+                    Endpoint::Sse(_) => b"legacy-sse",
+                    _ => b"streamable-http",
+                });
                 field(http.url.as_bytes());
                 let mut headers: Vec<_> = http
                     .headers

@@ -1,6 +1,6 @@
-//! The two ways to reach a server: a local child process over stdio, or a Streamable
-//! HTTP endpoint. Both end in an rmcp transport that [`crate::connection`] runs the
-//! protocol over.
+//! The ways to reach a server: a local child process over stdio, a Streamable HTTP
+//! endpoint, or a legacy HTTP+SSE endpoint. Each ends in an rmcp transport that
+//! [`crate::connection`] runs the protocol over.
 //!
 //! An [`Endpoint`] is prepared before anything is started: it holds exactly what will be
 //! used (the argv, the child's whole environment; the URL, the headers and token with
@@ -10,6 +10,7 @@
 pub(crate) mod framing;
 pub(crate) mod http;
 pub(crate) mod splice;
+pub(crate) mod sse;
 pub(crate) mod stdio;
 
 use crate::{
@@ -24,6 +25,8 @@ pub(crate) enum Endpoint {
     Stdio(stdio::Launch),
     /// A Streamable HTTP endpoint.
     Http(http::ResolvedHttp),
+    /// A legacy HTTP+SSE endpoint (`transport = "sse"`): no Streamable HTTP attempt.
+    Sse(http::ResolvedHttp),
 }
 
 impl Endpoint {
@@ -38,16 +41,17 @@ impl Endpoint {
                 Self::Stdio(stdio::Launch::new(stdio, wrapper, config.max_message_bytes))
             }
             TransportConfig::StreamableHttp(http) => {
-                if http.transport == HttpTransport::Sse {
-                    return Err(StartupError::LegacySseUnsupported);
-                }
                 if !cfg!(feature = "tls") && is_https(&http.url) {
                     return Err(StartupError::TlsUnavailable);
                 }
-                Self::Http(http::ResolvedHttp {
+                let resolved = http::ResolvedHttp {
                     max_message_bytes: config.max_message_bytes,
                     ..http::resolve(http, |name| std::env::var_os(name))?
-                })
+                };
+                match http.transport {
+                    HttpTransport::Sse => Self::Sse(resolved),
+                    HttpTransport::StreamableHttp => Self::Http(resolved),
+                }
             }
         })
     }
@@ -74,5 +78,19 @@ mod tests {
         }
         let plain = ServerConfig::http("web", "http://127.0.0.1:1/mcp");
         assert!(Endpoint::prepare(&plain, None).is_ok());
+    }
+
+    #[test]
+    fn transport_sse_forces_the_legacy_transport() {
+        let mut config = ServerConfig::http("web", "http://127.0.0.1:1/sse");
+        let TransportConfig::StreamableHttp(http) = &mut config.transport else {
+            unreachable!("an HTTP server")
+        };
+        http.transport = HttpTransport::Sse;
+        let prepared = Endpoint::prepare(&config, None).unwrap();
+        assert!(
+            matches!(&prepared, Endpoint::Sse(resolved) if resolved.url == "http://127.0.0.1:1/sse"),
+            "{prepared:?}"
+        );
     }
 }

@@ -1,26 +1,41 @@
 //! Starting the protocol with a legacy HTTP+SSE server (protocol revision 2024-11-05).
 //!
-//! Not yet written: reaching such a server fails with
-//! [`StartupError::LegacySseUnsupported`].
+//! Reached when a server is configured with `transport = "sse"`, and when a
+//! Streamable HTTP `url` turns out to be a legacy server. The handshake is the same
+//! `initialize` as over the other transports; [`Connection::connect`] checks the
+//! version answered.
+//!
+//! [`Connection::connect`]: super::Connection::connect
 
-#![allow(dead_code)]
-
-use rmcp::{RoleClient, service::RunningService};
+use rmcp::{RoleClient, ServiceExt, service::RunningService};
 use tokio_util::sync::CancellationToken;
 
-use super::Client;
+use super::{Client, failure, liveness};
 use crate::{
     error::StartupError,
-    transport::{http, splice::Splicer},
+    transport::{http, splice::Splicer, sse},
 };
 
-/// Reaches the legacy HTTP+SSE server at `resolved` and runs the handshake.
+/// Opens the event stream of the legacy HTTP+SSE server at `resolved`, waits for its
+/// message endpoint and runs the handshake. `ended` is cancelled when the connection
+/// ends.
+///
+/// # Cancel safety
+///
+/// Dropping the future drops the event stream, which ends the session.
 pub(super) async fn start(
-    _server: &str,
-    _resolved: &http::ResolvedHttp,
-    _client: Client,
-    _splicer: &Splicer,
-    _ended: &CancellationToken,
+    server: &str,
+    resolved: &http::ResolvedHttp,
+    client: Client,
+    splicer: &Splicer,
+    ended: &CancellationToken,
 ) -> Result<RunningService<RoleClient, Client>, StartupError> {
-    Err(StartupError::LegacySseUnsupported)
+    let transport = sse::connect(server, resolved, splicer.clone()).await?;
+    client
+        .serve(liveness::Watched::new(transport, ended.clone()))
+        .await
+        .map_err(|error| StartupError::Handshake {
+            source: failure::from_initialize(error),
+            stderr_tail: Vec::new(),
+        })
 }

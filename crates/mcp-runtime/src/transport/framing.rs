@@ -450,7 +450,7 @@ async fn read_frames(stdout: impl AsyncRead + Unpin, limit: usize, frames: mpsc:
 /// Finds the top-level `id` and `method` of a JSON object fed in pieces, keeping only
 /// a few bytes: nested keys and text inside strings are skipped.
 #[derive(Default)]
-struct IdScanner {
+pub(super) struct IdScanner {
     depth: usize,
     /// Whether the text is a JSON object (only then does it have keys).
     object: bool,
@@ -480,7 +480,7 @@ enum Key {
 }
 
 impl IdScanner {
-    fn feed(&mut self, bytes: &[u8]) {
+    pub(super) fn feed(&mut self, bytes: &[u8]) {
         for &byte in bytes {
             self.byte(byte);
         }
@@ -582,7 +582,7 @@ impl IdScanner {
     }
 
     /// The top-level `id`, if readable, and whether there is a top-level `method`.
-    fn finish(self) -> (Option<RequestId>, bool) {
+    pub(super) fn finish(self) -> (Option<RequestId>, bool) {
         (self.id, self.method)
     }
 }

@@ -181,7 +181,7 @@ pub(crate) fn transport(
 }
 
 /// The HTTP client of every server: same-origin redirects, this module's resolver.
-fn http_client() -> reqwest::Result<reqwest::Client> {
+pub(crate) fn http_client() -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
         // As rmcp's own default: idle pooled connections stall on delayed ACKs.
         .pool_max_idle_per_host(0)

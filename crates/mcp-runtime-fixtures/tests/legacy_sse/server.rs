@@ -1,0 +1,284 @@
+//! A small legacy HTTP+SSE server (protocol revision 2024-11-05) written for these
+//! tests: it records what it receives, byte for byte, and misbehaves on request.
+//!
+//! `GET /sse` opens the event stream (one session at a time) and announces
+//! `/messages`; `POST /messages` takes one message, answers `202` and sends the
+//! answer on the stream. It has two tools: `echo` answers `ok`, `fault` does what
+//! [`Fault`] says. One HTTP/1.1 request per connection, no framework.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use serde_json::{Value, json};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{TcpListener, TcpStream},
+    sync::{Notify, mpsc},
+};
+
+/// What the server announces in its `endpoint` event.
+#[derive(Clone, Copy, Default)]
+pub enum Endpoint {
+    /// `/messages`, on its own origin.
+    #[default]
+    Relative,
+    /// The same server under another origin: `http://localhost:PORT/messages`.
+    OtherOrigin,
+    /// Nothing: the stream stays open without an `endpoint` event.
+    Never,
+    /// Nothing: the stream ends at once.
+    EndStream,
+}
+
+/// What a call of the `fault` tool does.
+#[derive(Clone, Copy, Default)]
+pub enum Fault {
+    /// Answers `ok`, like `echo`.
+    #[default]
+    None,
+    /// Answers with an event of this many bytes of text.
+    Oversized(usize),
+    /// Ends the event stream instead of answering.
+    EndStream,
+    /// Answers the `POST` with `500` and a body, and the call never.
+    Status500,
+}
+
+/// How the server behaves.
+#[derive(Clone, Copy)]
+pub struct Behavior {
+    pub endpoint: Endpoint,
+    pub fault: Fault,
+    /// The content type of the `GET` answer.
+    pub content_type: &'static str,
+}
+
+impl Default for Behavior {
+    fn default() -> Self {
+        Self {
+            endpoint: Endpoint::default(),
+            fault: Fault::default(),
+            content_type: "text/event-stream",
+        }
+    }
+}
+
+/// One request received: its lowercase headers and its body as sent.
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub headers: HashMap<String, String>,
+    pub body: String,
+}
+
+#[derive(Default)]
+struct State {
+    /// The open stream's events; dropping it ends the stream.
+    events: Option<mpsc::UnboundedSender<String>>,
+    gets: Vec<Received>,
+    posts: Vec<Received>,
+}
+
+/// A running server; its tasks end with the test's runtime.
+pub struct LegacyServer {
+    pub url: String,
+    state: Arc<Mutex<State>>,
+    stream_closed: Arc<Notify>,
+}
+
+impl LegacyServer {
+    /// Serves on a free loopback port.
+    pub async fn start(behavior: Behavior) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let state = Arc::new(Mutex::new(State::default()));
+        let stream_closed = Arc::new(Notify::new());
+        let server = Server {
+            behavior,
+            port,
+            state: state.clone(),
+            stream_closed: stream_closed.clone(),
+        };
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let server = server.clone();
+                tokio::spawn(async move { server.handle(socket).await });
+            }
+        });
+        Self {
+            url: format!("http://127.0.0.1:{port}/sse"),
+            state,
+            stream_closed,
+        }
+    }
+
+    /// Every `GET` received.
+    pub fn gets(&self) -> Vec<Received> {
+        self.state.lock().unwrap().gets.clone()
+    }
+
+    /// Every `POST` received.
+    pub fn posts(&self) -> Vec<Received> {
+        self.state.lock().unwrap().posts.clone()
+    }
+
+    /// Returns once an event stream has closed (the client went away, or the server
+    /// ended it).
+    pub async fn stream_closed(&self) {
+        self.stream_closed.notified().await;
+    }
+}
+
+#[derive(Clone)]
+struct Server {
+    behavior: Behavior,
+    port: u16,
+    state: Arc<Mutex<State>>,
+    stream_closed: Arc<Notify>,
+}
+
+impl Server {
+    async fn handle(&self, mut socket: TcpStream) {
+        let Some((method, received)) = read_request(&mut socket).await else {
+            return;
+        };
+        if method == "GET" {
+            self.state.lock().unwrap().gets.push(received);
+            self.stream(socket).await;
+        } else {
+            self.state.lock().unwrap().posts.push(received.clone());
+            let (status, body) = self.answer(&received.body);
+            let response = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = socket.write_all(response.as_bytes()).await;
+        }
+    }
+
+    /// The event stream of one session, until either side ends it.
+    async fn stream(&self, mut socket: TcpStream) {
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {}\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
+            self.behavior.content_type
+        );
+        let endpoint = match self.behavior.endpoint {
+            Endpoint::Relative => Some("/messages".to_owned()),
+            Endpoint::OtherOrigin => Some(format!("http://localhost:{}/messages", self.port)),
+            Endpoint::Never | Endpoint::EndStream => None,
+        };
+        let mut first = head;
+        if let Some(endpoint) = endpoint {
+            first.push_str(&format!("event: endpoint\ndata: {endpoint}\n\n"));
+        }
+        if socket.write_all(first.as_bytes()).await.is_err()
+            || matches!(self.behavior.endpoint, Endpoint::EndStream)
+        {
+            self.stream_closed.notify_one();
+            return;
+        }
+        let (sender, mut events) = mpsc::unbounded_channel();
+        self.state.lock().unwrap().events = Some(sender);
+        let mut scratch = [0u8; 64];
+        loop {
+            tokio::select! {
+                event = events.recv() => match event {
+                    Some(event) => {
+                        if socket.write_all(event.as_bytes()).await.is_err() {
+                            break;
+                        }
+                    }
+                    None => break,
+                },
+                read = socket.read(&mut scratch) => {
+                    if matches!(read, Ok(0) | Err(_)) {
+                        break;
+                    }
+                }
+            }
+        }
+        self.stream_closed.notify_one();
+    }
+
+    /// The status and body of the answer to a posted message, after sending its
+    /// answer (if any) on the stream.
+    fn answer(&self, body: &str) -> (&'static str, &'static str) {
+        let accepted = ("202 Accepted", "Accepted");
+        let Ok(message) = serde_json::from_str::<Value>(body) else {
+            return ("400 Bad Request", "not JSON");
+        };
+        let Some(id) = message.get("id").cloned() else {
+            return accepted;
+        };
+        let result = match message["method"].as_str() {
+            Some("initialize") => json!({
+                "protocolVersion": "2024-11-05",
+                "capabilities": {"tools": {}, "experimental": {"codex/sandbox-state": {}}},
+                "serverInfo": {"name": "hand-written", "version": "0"},
+            }),
+            Some("tools/list") => json!({"tools": [
+                {"name": "echo", "inputSchema": {"type": "object"}},
+                {"name": "fault", "inputSchema": {"type": "object"}},
+            ]}),
+            Some("tools/call") if message["params"]["name"] == "fault" => match self.behavior.fault
+            {
+                Fault::None => text("ok"),
+                Fault::Oversized(bytes) => text(&"x".repeat(bytes)),
+                Fault::EndStream => {
+                    self.state.lock().unwrap().events = None;
+                    return accepted;
+                }
+                Fault::Status500 => return ("500 Internal Server Error", "database on fire"),
+            },
+            Some("tools/call") => text("ok"),
+            _ => json!({}),
+        };
+        let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        if let Some(events) = &self.state.lock().unwrap().events {
+            let _ = events.send(format!("event: message\ndata: {answer}\n\n"));
+        }
+        accepted
+    }
+}
+
+fn text(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}]})
+}
+
+/// Reads one request: its method, headers and body.
+async fn read_request(socket: &mut TcpStream) -> Option<(String, Received)> {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = buffer.windows(4).position(|window| window == b"\r\n\r\n") {
+            break at;
+        }
+        let read = socket.read(&mut chunk).await.ok()?;
+        if read == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..read]);
+    };
+    let head = String::from_utf8(buffer[..head_end].to_vec()).ok()?;
+    let mut lines = head.split("\r\n");
+    let method = lines.next()?.split(' ').next()?.to_owned();
+    let headers: HashMap<String, String> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|length| length.parse().ok())
+        .unwrap_or(0);
+    let mut body = buffer[head_end + 4..].to_vec();
+    while body.len() < length {
+        let read = socket.read(&mut chunk).await.ok()?;
+        if read == 0 {
+            return None;
+        }
+        body.extend_from_slice(&chunk[..read]);
+    }
+    let body = String::from_utf8(body).ok()?;
+    Some((method, Received { headers, body }))
+}

@@ -1,0 +1,553 @@
+//! The legacy HTTP+SSE transport of protocol revision 2024-11-05, for servers that do
+//! not speak Streamable HTTP.
+//!
+//! rmcp has no client for it any more, so this is mcp-runtime's own transport, for
+//! rmcp's protocol engine to run over. [`connect`] opens the server's event stream
+//! with a `GET` of its `url` and waits for the `endpoint` event, whose data is the URL
+//! (relative to `url`) to send messages to. Then every message the client sends is
+//! one `POST` of it there, whose answer says only whether it was taken (`2xx`); every
+//! `message` event of the stream is one message for the client. The stream is read
+//! with [`events::EventReader`].
+//!
+//! Invariants:
+//! 1. Messages are posted only to the origin of `url`, the one the user named: the
+//!    configured headers and the token go nowhere else. An `endpoint` on another
+//!    origin fails the startup.
+//! 2. Memory is bounded by `max_message_bytes`: an event is kept only while it fits,
+//!    and an answer to a `POST` is never read past a short excerpt of an error.
+//! 3. An event over the limit fails at once the request it answers (its top-level
+//!    `id`, or every request in flight when it has no readable `id`) with an error
+//!    naming the server and the limit; the stream, and so the session, goes on.
+//! 4. A `tools/call` is posted with its placeholders spliced, as over stdio and
+//!    Streamable HTTP (see [`super::splice`]); one whose call is gone is not posted.
+//! 5. The end of the stream is the end of the connection: `receive` answers `None`,
+//!    and rmcp fails the requests in flight. Closing drops the stream, which ends the
+//!    session on the server's side.
+
+mod events;
+
+use std::{
+    borrow::Cow,
+    collections::{HashSet, VecDeque},
+    sync::{Arc, Mutex},
+};
+
+use bytes::Bytes;
+use futures::{StreamExt, stream::BoxStream};
+use http::{HeaderMap, HeaderValue, header};
+use rmcp::{
+    RoleClient,
+    model::{
+        ClientJsonRpcMessage, ClientNotification, ClientRequest, ErrorCode, ErrorData,
+        JsonRpcMessage, RequestId, ServerJsonRpcMessage,
+    },
+    transport::{Transport, streamable_http_client::StreamableHttpError},
+};
+use url::Url;
+
+use self::events::{Event, EventReader};
+use super::{
+    framing::too_large,
+    http::{ResolvedHttp, http_client},
+    splice::{Spliced, Splicer},
+};
+use crate::{
+    error::{HTTP_BODY_EXCERPT_CHARS, HttpFailure, RequestError, StartupError},
+    sync::lock,
+};
+
+const EVENT_STREAM: &str = "text/event-stream";
+const JSON: &str = "application/json";
+/// How much of an error answer's body is read for its excerpt.
+const ERROR_BODY_READ_BYTES: usize = 4096;
+
+/// The error of a send. It is the Streamable HTTP transport's error type, so that
+/// [`crate::connection`] finds the [`HttpFailure`] behind it the same way.
+type SendError = StreamableHttpError<HttpFailure>;
+
+/// The transport over one legacy HTTP+SSE session; see the module docs.
+pub(crate) struct SseTransport {
+    post: Arc<Poster>,
+    /// The event stream; `None` once closed.
+    body: Option<BoxStream<'static, reqwest::Result<Bytes>>>,
+    reader: EventReader,
+    /// `max_message_bytes`.
+    limit: usize,
+    /// Messages for rmcp read from the stream or made here, in order.
+    queued: VecDeque<ServerJsonRpcMessage>,
+    /// Requests posted and not answered yet (for invariant 3).
+    pending: Arc<Mutex<HashSet<RequestId>>>,
+}
+
+/// Posts the client's messages to the session's endpoint.
+struct Poster {
+    client: reqwest::Client,
+    server: Arc<str>,
+    endpoint: Url,
+    /// The configured headers and the bearer token.
+    headers: HeaderMap,
+    splicer: Splicer,
+}
+
+/// Opens the event stream of `server` at `resolved` and waits for its message
+/// endpoint. Every event is bounded by [`ResolvedHttp::max_message_bytes`].
+///
+/// # Cancel safety
+///
+/// Dropping the future drops the stream, which ends the session.
+pub(crate) async fn connect(
+    server: &str,
+    resolved: &ResolvedHttp,
+    splicer: Splicer,
+) -> Result<SseTransport, StartupError> {
+    let url = Url::parse(&resolved.url).map_err(|_| StartupError::HttpClient {
+        message: "`url` is not a valid URL (check `url`)".to_owned(),
+    })?;
+    let client = http_client().map_err(|_| StartupError::HttpClient {
+        message: "the TLS backend cannot be initialized".to_owned(),
+    })?;
+    let headers = headers(resolved);
+    let handshake = |failure| StartupError::Handshake {
+        source: RequestError::Http(failure),
+        stderr_tail: Vec::new(),
+    };
+    let response = client
+        .get(url.clone())
+        .headers(headers.clone())
+        .header(header::ACCEPT, EVENT_STREAM)
+        .send()
+        .await
+        .map_err(|error| handshake(unreachable(server, &error)))?;
+    let status = response.status();
+    if status == reqwest::StatusCode::NOT_FOUND {
+        return Err(handshake(HttpFailure::NotFound {
+            server: server.to_owned(),
+        }));
+    }
+    if !status.is_success() {
+        let body = read_start(response, ERROR_BODY_READ_BYTES).await;
+        let source = status_failure(server, status, &body);
+        return Err(match source {
+            HttpFailure::Status { .. } => StartupError::SseStream { source },
+            credentials => handshake(credentials),
+        });
+    }
+    let content_type = media_type(response.headers());
+    if content_type.as_deref() != Some(EVENT_STREAM) {
+        return Err(StartupError::SseNotEventStream { content_type });
+    }
+    let mut body = response.bytes_stream().boxed();
+    let mut reader = EventReader::new(resolved.max_message_bytes);
+    let mut later = Vec::new();
+    let endpoint = 'found: loop {
+        let chunk = match body.next().await {
+            Some(Ok(chunk)) => chunk,
+            Some(Err(error)) => return Err(handshake(unreachable(server, &error))),
+            None => return Err(StartupError::SseNoEndpoint),
+        };
+        let mut events = reader.push(&chunk).into_iter();
+        while let Some(event) = events.next() {
+            match event {
+                Event::Complete { kind, data } if kind == "endpoint" => {
+                    later.extend(events);
+                    break 'found message_endpoint(&url, &data)?;
+                }
+                _ => tracing::debug!(server, "ignoring an event before the endpoint"),
+            }
+        }
+    };
+    debug_assert!(endpoint.origin() == url.origin(), "invariant 1");
+    tracing::debug!(server, endpoint = %crate::redact::url(endpoint.as_str()), "legacy SSE session open");
+    let mut transport = SseTransport {
+        post: Arc::new(Poster {
+            client,
+            server: server.into(),
+            endpoint,
+            headers,
+            splicer,
+        }),
+        body: Some(body),
+        reader,
+        limit: resolved.max_message_bytes,
+        queued: VecDeque::new(),
+        pending: Arc::default(),
+    };
+    for event in later {
+        transport.take(event);
+    }
+    Ok(transport)
+}
+
+/// The configured headers and the bearer token, marked sensitive.
+fn headers(resolved: &ResolvedHttp) -> HeaderMap {
+    let mut headers: HeaderMap = resolved
+        .headers
+        .iter()
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    // `resolve` checked that the token can be sent in a header.
+    if let Some(token) = &resolved.bearer_token
+        && let Ok(mut value) = HeaderValue::try_from(format!("Bearer {token}"))
+    {
+        value.set_sensitive(true);
+        headers.insert(header::AUTHORIZATION, value);
+    }
+    headers
+}
+
+/// The URL `data` (the `endpoint` event's) names, relative to `url`, if it is on the
+/// same origin (invariant 1).
+fn message_endpoint(url: &Url, data: &[u8]) -> Result<Url, StartupError> {
+    let invalid = || StartupError::SseEndpoint {
+        problem:
+            "its `endpoint` event is not a URL (check that `url` is the server's SSE endpoint)"
+                .to_owned(),
+    };
+    let reference = std::str::from_utf8(data).map_err(|_| invalid())?.trim();
+    let endpoint = url.join(reference).map_err(|_| invalid())?;
+    if endpoint.origin() != url.origin() {
+        return Err(StartupError::SseEndpoint {
+            problem: format!(
+                "it named an endpoint on another origin, `{}`, and mcp-runtime sends the server's headers and token only to the origin of its `url` (configure the server to announce an endpoint on the origin of `url`)",
+                endpoint.origin().ascii_serialization()
+            ),
+        });
+    }
+    Ok(endpoint)
+}
+
+impl SseTransport {
+    /// Handles one event of the stream: a message for rmcp or an oversized answer's
+    /// error goes to the queue.
+    fn take(&mut self, event: Event) {
+        let server = &*self.post.server;
+        match event {
+            Event::Complete { kind, data } if kind == "message" => {
+                if let Some(message) = self.message(&data) {
+                    self.queued.push_back(message);
+                }
+            }
+            Event::Complete { kind, .. } => {
+                tracing::debug!(server, kind, "ignoring an event that is not a message");
+            }
+            Event::Oversized { method: true, .. } => {
+                tracing::warn!(
+                    server,
+                    limit = self.limit,
+                    "dropped a request or notification over `max_message_bytes`"
+                );
+            }
+            Event::Oversized { id, method: false } => {
+                let failed: Vec<RequestId> = match id {
+                    Some(id) if lock(&self.pending).remove(&id) => vec![id],
+                    Some(id) => {
+                        tracing::debug!(server, %id, "ignoring an oversized answer to a request not in flight");
+                        Vec::new()
+                    }
+                    None => lock(&self.pending).drain().collect(),
+                };
+                let error = too_large(server, None, self.limit);
+                for id in failed {
+                    tracing::debug!(server, %id, "{}", error.message);
+                    self.queued
+                        .push_back(ServerJsonRpcMessage::error(error.clone(), Some(id)));
+                }
+            }
+        }
+    }
+
+    /// The message `data` holds. An answer that cannot be read fails its request, if
+    /// its `id` can be read; anything else unreadable is dropped.
+    fn message(&mut self, data: &[u8]) -> Option<ServerJsonRpcMessage> {
+        let server = &*self.post.server;
+        let error = match serde_json::from_slice::<ServerJsonRpcMessage>(data) {
+            Ok(message) => {
+                if let JsonRpcMessage::Response(response) = &message {
+                    lock(&self.pending).remove(&response.id);
+                } else if let JsonRpcMessage::Error(error) = &message
+                    && let Some(id) = &error.id
+                {
+                    lock(&self.pending).remove(id);
+                }
+                return Some(message);
+            }
+            Err(error) => error,
+        };
+        let id = serde_json::from_slice::<serde_json::Value>(data)
+            .ok()
+            .filter(|value| value.get("method").is_none())
+            .and_then(|value| serde_json::from_value::<RequestId>(value.get("id")?.clone()).ok())
+            .filter(|id| lock(&self.pending).remove(id));
+        let Some(id) = id else {
+            tracing::debug!(server, %error, "ignoring a message that cannot be read");
+            return None;
+        };
+        let message = format!(
+            "server `{server}` answered with a message that is not a valid response ({error})"
+        );
+        Some(ServerJsonRpcMessage::error(
+            ErrorData::new(ErrorCode::INTERNAL_ERROR, message, None),
+            Some(id),
+        ))
+    }
+}
+
+impl Transport<RoleClient> for SseTransport {
+    type Error = SendError;
+
+    fn name() -> Cow<'static, str> {
+        "legacy-sse".into()
+    }
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let request = match &item {
+            JsonRpcMessage::Request(request) => Some(request.id.clone()),
+            JsonRpcMessage::Notification(notification) => {
+                if let ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    lock(&self.pending).remove(id);
+                }
+                None
+            }
+            JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => None,
+        };
+        if let Some(id) = &request {
+            lock(&self.pending).insert(id.clone());
+        }
+        let post = self.post.clone();
+        let pending = self.pending.clone();
+        async move {
+            let result = post.send(&item).await;
+            if result.is_err()
+                && let Some(id) = request
+            {
+                lock(&pending).remove(&id);
+            }
+            result
+        }
+    }
+
+    /// # Cancel safety
+    ///
+    /// rmcp polls this in a `select!`: a dropped call loses nothing, as a chunk taken
+    /// from the stream is read into the queue without awaiting.
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        loop {
+            if let Some(message) = self.queued.pop_front() {
+                return Some(message);
+            }
+            let chunk = match self.body.as_mut()?.next().await {
+                Some(Ok(chunk)) => chunk,
+                Some(Err(error)) => {
+                    let failure = unreachable(&self.post.server, &error);
+                    tracing::debug!(server = &*self.post.server, %failure, "the event stream broke");
+                    self.body = None;
+                    return None;
+                }
+                None => {
+                    tracing::debug!(server = &*self.post.server, "the event stream ended");
+                    self.body = None;
+                    return None;
+                }
+            };
+            for event in self.reader.push(&chunk) {
+                self.take(event);
+            }
+        }
+    }
+
+    /// Drops the event stream (invariant 5).
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.body = None;
+        Ok(())
+    }
+}
+
+impl Poster {
+    /// Posts `message`, spliced (invariant 4). Only whether the server took it counts.
+    async fn send(&self, message: &ClientJsonRpcMessage) -> Result<(), SendError> {
+        let body = match self.splice(message)? {
+            Spliced::Untouched => serde_json::to_vec(message)?,
+            Spliced::Replaced(body) => body,
+            Spliced::Orphaned => {
+                return Err(StreamableHttpError::UnexpectedServerResponse(
+                    "the call was abandoned before its request could be sent".into(),
+                ));
+            }
+        };
+        let server = &*self.server;
+        let response = self
+            .client
+            .post(self.endpoint.clone())
+            .headers(self.headers.clone())
+            .header(header::CONTENT_TYPE, JSON)
+            .body(body)
+            .send()
+            .await
+            .map_err(|error| StreamableHttpError::Client(unreachable(server, &error)))?;
+        let status = response.status();
+        if status.is_success() {
+            // Dropped unread (invariant 2): the answer comes on the event stream.
+            return Ok(());
+        }
+        let body = read_start(response, ERROR_BODY_READ_BYTES).await;
+        Err(StreamableHttpError::Client(status_failure(
+            server, status, &body,
+        )))
+    }
+
+    /// As Streamable HTTP's client: only a `tools/call` holds placeholders, and only
+    /// while some call holds a slot, so nothing else is serialized twice.
+    fn splice(&self, message: &ClientJsonRpcMessage) -> Result<Spliced, SendError> {
+        let JsonRpcMessage::Request(request) = message else {
+            return Ok(Spliced::Untouched);
+        };
+        if !matches!(request.request, ClientRequest::CallToolRequest(_))
+            || !self.splicer.has_slots()
+        {
+            return Ok(Spliced::Untouched);
+        }
+        Ok(self.splicer.splice(&serde_json::to_vec(message)?))
+    }
+}
+
+/// The media type of a response, lowercase, without parameters.
+fn media_type(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+    let media_type = value.split(';').next().unwrap_or_default().trim();
+    Some(media_type.to_ascii_lowercase())
+}
+
+/// What a network error of the HTTP client means, read by its kind (its text names
+/// the URL, which may hold a secret): the main cases of the Streamable HTTP
+/// transport's classification, whose functions are private to it.
+fn unreachable(server: &str, error: &reqwest::Error) -> HttpFailure {
+    let server = server.to_owned();
+    let refused = std::iter::successors(std::error::Error::source(error), |cause| cause.source())
+        .filter_map(|cause| cause.downcast_ref::<std::io::Error>())
+        .any(|io| io.kind() == std::io::ErrorKind::ConnectionRefused);
+    if error.is_timeout() {
+        HttpFailure::Timeout { server }
+    } else if refused {
+        HttpFailure::Refused { server }
+    } else {
+        let description = if error.is_connect() {
+            "the connection failed"
+        } else if error.is_body() || error.is_decode() {
+            "reading the answer failed"
+        } else {
+            "the request failed"
+        };
+        HttpFailure::Connection {
+            server,
+            description: description.to_owned(),
+        }
+    }
+}
+
+/// The failure an answer with `status` (not a success) stands for, given the start of
+/// its body: credentials as over Streamable HTTP, any other status with the server's
+/// own words (a `404` to a `POST` usually says that the session is gone).
+fn status_failure(server: &str, status: reqwest::StatusCode, body: &[u8]) -> HttpFailure {
+    let server = server.to_owned();
+    match status.as_u16() {
+        401 => HttpFailure::Unauthorized { server },
+        403 => HttpFailure::Forbidden { server },
+        code => {
+            let text = String::from_utf8_lossy(body);
+            let words: Vec<&str> = text.split_whitespace().collect();
+            let line = words.join(" ");
+            let mut body_excerpt: String = line.chars().take(HTTP_BODY_EXCERPT_CHARS).collect();
+            if body_excerpt.len() < line.len() {
+                body_excerpt.push('…');
+            }
+            HttpFailure::Status {
+                server,
+                status: code,
+                body_excerpt: body_excerpt.replace(char::is_control, " "),
+            }
+        }
+    }
+}
+
+/// Up to `limit` bytes from the start of `response`'s body.
+async fn read_start(response: reqwest::Response, limit: usize) -> Vec<u8> {
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while body.len() < limit
+        && let Some(Ok(chunk)) = chunks.next().await
+    {
+        let room = limit - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+    body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url() -> Url {
+        Url::parse("http://127.0.0.1:8000/sse?key=1").unwrap()
+    }
+
+    #[test]
+    fn the_endpoint_is_resolved_against_the_stream_url() {
+        let resolved = |data: &str| message_endpoint(&url(), data.as_bytes()).unwrap();
+        assert_eq!(
+            resolved("/messages/?session_id=ab12").as_str(),
+            "http://127.0.0.1:8000/messages/?session_id=ab12"
+        );
+        assert_eq!(
+            resolved("message?sessionId=1").as_str(),
+            "http://127.0.0.1:8000/message?sessionId=1"
+        );
+        assert_eq!(
+            resolved(" http://127.0.0.1:8000/m ").as_str(),
+            "http://127.0.0.1:8000/m"
+        );
+    }
+
+    #[test]
+    fn an_endpoint_on_another_origin_is_refused_and_named_by_its_origin_only() {
+        for other in [
+            "http://evil.example:8000/m?session=secret",
+            "https://127.0.0.1:8000/m",
+            "http://127.0.0.1:8001/m",
+            "//localhost:8000/m",
+        ] {
+            let error = message_endpoint(&url(), other.as_bytes()).unwrap_err();
+            let message = error.to_string();
+            assert!(message.contains("another origin"), "{message}");
+            assert!(
+                !message.contains("secret") && !message.contains("/m"),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_status_failure_quotes_the_start_of_the_body_on_one_line() {
+        let failure = status_failure(
+            "web",
+            reqwest::StatusCode::INTERNAL_SERVER_ERROR,
+            "boom\n\tat line 1\u{7}".repeat(50).as_bytes(),
+        );
+        let message = failure.to_string();
+        assert!(
+            message.starts_with("server `web` answered HTTP 500: boom at line 1"),
+            "{message}"
+        );
+        assert!(
+            message.ends_with('…') && !message.contains('\n'),
+            "{message}"
+        );
+        let unauthorized = status_failure("web", reqwest::StatusCode::UNAUTHORIZED, b"");
+        assert!(matches!(unauthorized, HttpFailure::Unauthorized { .. }));
+    }
+}
