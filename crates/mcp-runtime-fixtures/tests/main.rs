@@ -14,6 +14,7 @@ mod http;
 mod listing;
 mod peers;
 mod processes;
+mod protocol_eras;
 mod restart;
 mod sandbox;
 mod shared_listing;

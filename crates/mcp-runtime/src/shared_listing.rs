@@ -12,7 +12,9 @@
 //!    every input that can change the answer (server name, argv, working directory and
 //!    the environment actually passed, or URL and the headers and token actually sent,
 //!    the execution environment, the client capabilities and protocol version offered).
-//!    The key is a SHA-256 digest; no secret is kept in clear.
+//!    The key is a SHA-256 digest; no secret is kept in clear. The same inputs without
+//!    the protocol version are the key of the server's protocol era, which the
+//!    registry also holds ([`crate::protocol_era`]).
 //! 2. Every startup takes a stamp from the registry's counter when it begins, and every
 //!    listing attempt takes one just before its `tools/list` is sent. A listing may
 //!    serve a startup only if the listing's stamp is greater than the startup's: its
@@ -37,7 +39,12 @@ use rmcp::model::Tool;
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
-use crate::{config::Environment, connection::client_config, transport::Endpoint};
+use crate::{
+    config::Environment,
+    connection::client_config,
+    protocol_era::{EraKey, EraMemory},
+    transport::Endpoint,
+};
 
 /// Tools as one `tools/list` answered them, shared between startups.
 pub(crate) type SharedTools = Arc<Vec<Tool>>;
@@ -55,60 +62,107 @@ impl DiscoveryKey {
         endpoint: &Endpoint,
         environment: &Environment,
     ) -> Self {
-        let mut hasher = Sha256::new();
-        let mut field = |bytes: &[u8]| {
-            hasher.update((bytes.len() as u64).to_le_bytes());
-            hasher.update(bytes);
-        };
-        field(b"mcp-runtime discovery key v1");
-        field(scope.as_bytes());
-        field(server.as_bytes());
-        match environment {
-            Environment::Local => field(b"local"),
-            Environment::Named(name) => {
-                field(b"named");
-                field(name.as_bytes());
-            }
-        }
-        match endpoint {
-            Endpoint::Stdio(launch) => {
-                field(b"stdio");
-                field(&(launch.argv.len() as u64).to_le_bytes());
-                for arg in &launch.argv {
-                    field(arg.as_bytes());
-                }
-                // An inherited working directory is this process's, now: relative
-                // paths in argv resolve against it.
-                match launch.cwd.clone().or_else(|| std::env::current_dir().ok()) {
-                    Some(cwd) => field(cwd.as_os_str().as_encoded_bytes()),
-                    None => field(b"<unknown cwd>"),
-                }
-                field(&(launch.env.len() as u64).to_le_bytes());
-                for (name, value) in &launch.env {
-                    field(name.as_encoded_bytes());
-                    field(value.as_encoded_bytes());
-                }
-            }
-            Endpoint::Http(http) => {
-                field(b"streamable-http");
-                field(http.url.as_bytes());
-                let mut headers: Vec<_> = http.headers.iter().collect();
-                headers.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
-                field(&(headers.len() as u64).to_le_bytes());
-                for (name, value) in headers {
-                    field(name.as_str().as_bytes());
-                    field(value.as_bytes());
-                }
-                match &http.bearer_token {
-                    Some(token) => field(token.as_bytes()),
-                    None => field(b"<no token>"),
-                }
-            }
-        }
         let offered = serde_json::to_vec(&client_config()).expect("client config serializes");
-        field(&offered);
-        Self(hasher.finalize().into())
+        Self(inputs_digest(
+            b"mcp-runtime discovery key v1",
+            scope,
+            server,
+            endpoint,
+            environment,
+            &offered,
+        ))
     }
+
+    /// The key under which the protocol era of the same startup is remembered: the
+    /// same inputs without the protocol version offered (see [`crate::protocol_era`]).
+    pub(crate) fn era(
+        scope: &str,
+        server: &str,
+        endpoint: &Endpoint,
+        environment: &Environment,
+    ) -> EraKey {
+        let mut offered = serde_json::to_value(client_config()).expect("client config serializes");
+        if let Some(offered) = offered.as_object_mut() {
+            offered.remove("protocolVersion");
+        }
+        debug_assert!(
+            offered.get("capabilities").is_some(),
+            "the era key keeps the client's capabilities and info"
+        );
+        let offered = serde_json::to_vec(&offered).expect("client config serializes");
+        EraKey(inputs_digest(
+            b"mcp-runtime era key v1",
+            scope,
+            server,
+            endpoint,
+            environment,
+            &offered,
+        ))
+    }
+}
+
+/// The digest of a startup's discovery inputs (invariant 1), under `tag`, with
+/// `offered`: what the client says of itself.
+fn inputs_digest(
+    tag: &[u8],
+    scope: &str,
+    server: &str,
+    endpoint: &Endpoint,
+    environment: &Environment,
+    offered: &[u8],
+) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    };
+    field(tag);
+    field(scope.as_bytes());
+    field(server.as_bytes());
+    match environment {
+        Environment::Local => field(b"local"),
+        Environment::Named(name) => {
+            field(b"named");
+            field(name.as_bytes());
+        }
+    }
+    match endpoint {
+        Endpoint::Stdio(launch) => {
+            field(b"stdio");
+            field(&(launch.argv.len() as u64).to_le_bytes());
+            for arg in &launch.argv {
+                field(arg.as_bytes());
+            }
+            // An inherited working directory is this process's, now: relative
+            // paths in argv resolve against it.
+            match launch.cwd.clone().or_else(|| std::env::current_dir().ok()) {
+                Some(cwd) => field(cwd.as_os_str().as_encoded_bytes()),
+                None => field(b"<unknown cwd>"),
+            }
+            field(&(launch.env.len() as u64).to_le_bytes());
+            for (name, value) in &launch.env {
+                field(name.as_encoded_bytes());
+                field(value.as_encoded_bytes());
+            }
+        }
+        Endpoint::Http(http) => {
+            field(b"streamable-http");
+            field(http.url.as_bytes());
+            let mut headers: Vec<_> = http.headers.iter().collect();
+            headers.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+            field(&(headers.len() as u64).to_le_bytes());
+            for (name, value) in headers {
+                field(name.as_str().as_bytes());
+                field(value.as_bytes());
+            }
+            match &http.bearer_token {
+                Some(token) => field(token.as_bytes()),
+                None => field(b"<no token>"),
+            }
+        }
+    }
+    field(offered);
+    hasher.finalize().into()
 }
 
 /// Where overlapping startups find each other's listings.
@@ -119,6 +173,8 @@ impl DiscoveryKey {
 #[derive(Clone, Default)]
 pub struct ListingRegistry {
     state: Arc<Mutex<State>>,
+    /// The protocol eras found by startups using this registry.
+    eras: EraMemory,
 }
 
 impl std::fmt::Debug for ListingRegistry {
@@ -128,6 +184,7 @@ impl std::fmt::Debug for ListingRegistry {
         let state = self.lock();
         f.debug_struct("ListingRegistry")
             .field("pending_keys", &state.entries.len())
+            .field("eras", &self.eras)
             .finish_non_exhaustive()
     }
 }
@@ -185,6 +242,12 @@ impl ListingRegistry {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         crate::sync::lock(&self.state)
+    }
+
+    /// The protocol eras remembered for the startups using this registry (see
+    /// [`crate::protocol_era`]): a registry of its own also isolates them.
+    pub(crate) fn eras(&self) -> &EraMemory {
+        &self.eras
     }
 
     /// Registers a startup that begins now.
@@ -441,6 +504,33 @@ mod tests {
         let mut two = registry.begin(key(2));
         let _one = lead(one.next());
         let _two = lead(two.next());
+    }
+
+    #[test]
+    fn era_keys_cover_the_same_inputs_apart_from_the_discovery_key() {
+        use std::collections::BTreeMap;
+
+        use crate::transport::stdio::Launch;
+
+        let launch = |arg: &str| {
+            Endpoint::Stdio(Launch {
+                argv: vec!["server".into(), arg.into()],
+                env: BTreeMap::new(),
+                cwd: None,
+                max_message_bytes: 1,
+            })
+        };
+        let local = Environment::Local;
+        let era = |scope, server, arg| DiscoveryKey::era(scope, server, &launch(arg), &local);
+        assert_eq!(era("default", "s", "a"), era("default", "s", "a"));
+        assert_ne!(era("default", "s", "a"), era("other", "s", "a"));
+        assert_ne!(era("default", "s", "a"), era("default", "t", "a"));
+        assert_ne!(era("default", "s", "a"), era("default", "s", "b"));
+        // Not the discovery key's digest: the protocol version offered is left out.
+        assert_ne!(
+            era("default", "s", "a").0,
+            DiscoveryKey::new("default", "s", &launch("a"), &local).0
+        );
     }
 
     #[test]

@@ -139,6 +139,10 @@ struct Args {
     /// With `--era handshake`: never answer `server/discover`
     #[arg(long)]
     silent_discover: bool,
+    /// With `--era dual|stateless`: support VERSION instead of the era's versions
+    /// (repeatable)
+    #[arg(long = "supported-version", value_name = "VERSION")]
+    supported_versions: Vec<String>,
     /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:0)
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
@@ -190,6 +194,7 @@ impl Args {
             gate_dir: self.gate_dir.clone(),
             era: self.era,
             silent_discover: self.silent_discover,
+            supported_versions: self.supported_versions.clone(),
         }
     }
 
