@@ -189,6 +189,49 @@ async fn a_known_handshake_server_is_never_probed_again() {
 }
 
 #[tokio::test]
+async fn a_remembered_modern_server_that_answers_as_a_handshake_server_is_forgotten() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let era = dir.path().join("era");
+    std::fs::write(&era, "stateless").unwrap();
+    // The same configuration (so the same era key) runs whichever era the file says.
+    let server = ServerConfig::stdio(
+        "switch",
+        "/bin/sh",
+        vec![
+            "-c".into(),
+            r#"exec "$1" --era "$(cat "$0")" --log "$2""#.into(),
+            path_str(&era).into(),
+            fixture_path().into(),
+            path_str(&log).into(),
+        ],
+    );
+    let registry = ListingRegistry::new();
+    let options = || StartOptions::new().with_listing_registry(registry.clone());
+    let start = async || {
+        let (runtime, events) = start_with(vec![server.clone()], options()).await;
+        let status = runtime.servers()[0].clone();
+        assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+        runtime.shutdown().await;
+        (status.protocol_version.unwrap(), spawned(&events).len())
+    };
+    assert_eq!(start().await, ("2026-07-28".to_owned(), 1));
+    std::fs::write(&era, "handshake").unwrap();
+    assert_eq!(
+        start().await,
+        ("2025-11-25".to_owned(), 2),
+        "known modern, answered as handshake: a fresh process with initialize"
+    );
+    assert_eq!(start().await, ("2025-11-25".to_owned(), 2), "probed again");
+    assert_eq!(
+        start().await,
+        ("2025-11-25".to_owned(), 1),
+        "known handshake"
+    );
+    assert_eq!(count_method(&read_log(&log), "server/discover"), 3);
+}
+
+#[tokio::test]
 async fn stateless_and_dual_servers_start_modern_with_one_process_then_list_and_call() {
     for era in ["stateless", "dual"] {
         let dir = temp_dir();

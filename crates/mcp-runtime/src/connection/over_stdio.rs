@@ -391,3 +391,64 @@ fn no_shared(supported: Vec<String>) -> StartupError {
         pinned: false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rmcp::ErrorData;
+
+    use super::*;
+
+    fn rpc(code: i32) -> ClientInitializeError {
+        ClientInitializeError::JsonRpcError(ErrorData::new(ErrorCode(code), "no", None))
+    }
+
+    fn no_common(server: &[&str]) -> ClientInitializeError {
+        ClientInitializeError::NoCompatibleProtocolVersion {
+            client_supported: vec![ProtocolVersion::V_2026_07_28],
+            server_supported: server
+                .iter()
+                .map(|version| serde_json::from_value(serde_json::json!(version)).unwrap())
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn any_error_but_a_modern_rejection_marks_a_handshake_server() {
+        for code in [-32601, -32602, -32600, -32603, 1, -32000] {
+            assert!(
+                matches!(classify(rpc(code)), Classified::Handshake(_)),
+                "{code}"
+            );
+        }
+        for code in [-32021, -32020] {
+            assert!(
+                matches!(classify(rpc(code)), Classified::Failed(_)),
+                "{code}"
+            );
+        }
+    }
+
+    #[test]
+    fn no_shared_version_is_a_handshake_server_only_when_it_lists_a_handshake_revision() {
+        assert!(matches!(
+            classify(no_common(&["2025-06-18"])),
+            Classified::Handshake(_)
+        ));
+        match classify(no_common(&["2027-01-01", "2026-01-01"])) {
+            Classified::NoSharedVersion { supported } => {
+                assert_eq!(supported, ["2027-01-01", "2026-01-01"]);
+            }
+            _ => panic!("expected no shared version"),
+        }
+        assert!(matches!(
+            classify(no_common(&[])),
+            Classified::NoSharedVersion { .. }
+        ));
+    }
+
+    #[test]
+    fn a_closed_connection_is_a_startup_failure() {
+        let closed = ClientInitializeError::ConnectionClosed("eof".into());
+        assert!(matches!(classify(closed), Classified::Failed(_)));
+    }
+}

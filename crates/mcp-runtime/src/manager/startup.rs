@@ -222,7 +222,10 @@ pub enum StartupEvent {
         /// The server.
         server: String,
     },
-    /// The server's process was spawned (local stdio servers only).
+    /// The server's process was spawned (local stdio servers only). Sent once per
+    /// process: a startup that probes the protocol era of a server that turns out to
+    /// speak only the handshake revisions spawns two (the probed one is ended at
+    /// once), and the last one sent is the server's.
     Spawned {
         /// The server.
         server: String,
