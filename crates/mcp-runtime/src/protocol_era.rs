@@ -9,12 +9,12 @@
 //! modern rejection, or no answer within a short bound, means handshake, and the
 //! process is killed and a fresh one is sent `initialize` (a server that saw a
 //! request before `initialize` may not be in a state to accept it). So a probe of a
-//! handshake server costs one extra process start. The [`EraMemory`] makes that a
+//! handshake server costs one extra process start. The `EraMemory` makes that a
 //! once-per-configuration cost instead of a per-startup one, in the spirit of the
 //! shared listings ([`crate::shared_listing`]): "single flight" with baton passing.
 //!
 //! Invariants:
-//! 1. Eras are remembered per [`EraKey`]: the inputs of the discovery key (scope,
+//! 1. Eras are remembered per `EraKey`: the inputs of the discovery key (scope,
 //!    server name, argv, working directory and environment passed, or URL, headers
 //!    and token, the execution environment, the client capabilities and client info)
 //!    without the protocol version offered, which is what the probe finds out. The key
@@ -24,7 +24,7 @@
 //!    key known as handshake is never probed again; its startups send `initialize`
 //!    at once.
 //! 3. At most one probe per key is in flight. The first startup that finds the era
-//!    unknown probes, holding the key's [`ProbeGuard`]; every other startup of the key
+//!    unknown probes, holding the key's `ProbeGuard`; every other startup of the key
 //!    waits for its answer.
 //! 4. A probe that ends without an answer (its server failed in another way, or it
 //!    was cancelled or dropped) withdraws: the guard's `Drop` removes the probe (and

@@ -236,6 +236,8 @@ impl ListingRegistry {
     }
 
     /// Whether the registry holds nothing: no pending startup, no attempt, no listing.
+    /// The protocol eras it remembers do not count: they are kept for its whole life
+    /// (see [`crate::protocol_era`]).
     pub fn is_empty(&self) -> bool {
         self.lock().entries.is_empty()
     }

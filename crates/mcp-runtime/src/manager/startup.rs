@@ -87,6 +87,7 @@ impl std::fmt::Debug for StartOptions {
             .field("scope", &self.scope)
             .field("share_listings", &self.share_listings)
             .field("wait", &self.wait)
+            .field("probe_bound", &self.probe_bound)
             .finish_non_exhaustive()
     }
 }
