@@ -298,6 +298,36 @@ async fn a_server_silent_to_discover_is_restarted_with_initialize_after_the_boun
 }
 
 #[tokio::test]
+async fn silence_is_learnt_as_handshake_only_once_initialize_succeeds() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let server = fixture_auto(
+        "silent",
+        &[
+            "--silent-discover",
+            "--crash-initialize",
+            "3",
+            "--log",
+            path_str(&log),
+        ],
+    );
+    let registry = ListingRegistry::new();
+    let options = || {
+        StartOptions::new()
+            .with_listing_registry(registry.clone())
+            .with_protocol_probe_bound(Duration::from_millis(200))
+    };
+    for _ in 0..2 {
+        let (runtime, events) = start_with(vec![server.clone()], options()).await;
+        assert_eq!(runtime.servers()[0].state, ServerState::Failed);
+        assert_eq!(spawned(&events).len(), 2, "probed each time");
+    }
+    let entries = read_log(&log);
+    assert_eq!(count_method(&entries, "server/discover"), 2);
+    assert_eq!(count_method(&entries, "initialize"), 2);
+}
+
+#[tokio::test]
 async fn a_dual_server_without_2026_07_28_falls_back_to_its_handshake_revision() {
     let server = fixture_auto(
         "dual",

@@ -31,6 +31,10 @@
 //!    never panics) and wakes the waiters, and one of them probes next while the
 //!    others wait on it. An error is never handed to a waiter: each startup reports
 //!    only its own.
+//!    Silence (no answer within the probe bound) looks the same from a modern server
+//!    slow to start as from a handshake server that ignores the request, so it is
+//!    learnt as handshake only once the fresh process accepted `initialize`; until
+//!    then the waiters go on waiting, and if `initialize` fails the probe withdraws.
 //! 5. A key known as modern is forgotten when a server of that key answers
 //!    `server/discover` as a handshake server (the configuration now runs another
 //!    program): the startup that saw it falls back to `initialize` on a fresh process,
