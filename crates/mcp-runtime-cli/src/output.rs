@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 
 /// The `--json` report of `servers` and `tools`: one object with both lists. A
 /// server's `state` is one of `starting`, `ready`, `failed`, `cancelled` and
-/// `unavailable`.
+/// `unavailable`; its `protocol_version` is the MCP revision spoken with it while it
+/// has a connection (`2026-07-28`, or the handshake revision it answered), else
+/// `null`.
 pub fn report_json(servers: &[ServerStatus], catalog: &Catalog) -> Value {
     let servers: Vec<Value> = servers
         .iter()
@@ -20,6 +22,7 @@ pub fn report_json(servers: &[ServerStatus], catalog: &Catalog) -> Value {
                 "name": server.name,
                 "state": server.state.as_str(),
                 "transport": server.transport.as_str(),
+                "protocol_version": server.protocol_version,
                 "startup_ms": u64::try_from(server.startup_time.as_millis()).unwrap_or(u64::MAX),
                 "error": server.error.as_ref().map(|error| chain(error)),
                 "supports_parallel_tool_calls": server.supports_parallel_tool_calls,

@@ -98,6 +98,7 @@ fn json_reports_servers_and_tools_in_one_object() {
                     "name",
                     "state",
                     "transport",
+                    "protocol_version",
                     "startup_ms",
                     "error",
                     "supports_parallel_tool_calls",
@@ -106,6 +107,8 @@ fn json_reports_servers_and_tools_in_one_object() {
             );
             assert_eq!(server["state"], "ready");
             assert_eq!(server["transport"], "stdio");
+            // The demo servers are rmcp's, which speak 2026-07-28: the probe keeps them.
+            assert_eq!(server["protocol_version"], "2026-07-28");
             assert!(server["startup_ms"].is_u64());
             assert!(server["error"].is_null());
         }

@@ -101,6 +101,10 @@ pub struct Behaviour {
     pub list_ttl_ms: Option<u64>,
     /// `cacheScope` on every `tools/list` page; none when `None`.
     pub list_cache_scope: Option<CacheScope>,
+    /// With `--era dual` or `stateless`: the protocol versions the server supports
+    /// instead of its era's (versions it does not support are refused with
+    /// "unsupported protocol version").
+    pub supported_versions: Vec<String>,
 }
 
 /// Which protocol revisions the fixture speaks.
@@ -295,6 +299,18 @@ fn thread_cpu_time() -> Duration {
 
 impl ServerHandler for Fixture {
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        if self.behaviour.era != Era::Handshake && !self.behaviour.supported_versions.is_empty() {
+            return Cow::Owned(
+                self.behaviour
+                    .supported_versions
+                    .iter()
+                    .map(|version| {
+                        serde_json::from_value(serde_json::Value::String(version.clone()))
+                            .expect("any string is a protocol version")
+                    })
+                    .collect(),
+            );
+        }
         match self.behaviour.era {
             // With a list that stopped at 2025-11-25, rmcp itself would answer a
             // 2026-07-28 `server/discover` with "unsupported protocol version"; servers

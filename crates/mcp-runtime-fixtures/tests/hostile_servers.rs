@@ -21,7 +21,9 @@ fn stubborn_server(dir: &Path, args: &str) -> ServerConfig {
     std::fs::write(&script, text).expect("writing the server script");
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
         .expect("making the server script executable");
+    // Pinned: a probe would start a second fixture and grandchild (see `fixture`).
     ServerConfig::stdio("stubborn", path_str(&script), Vec::new())
+        .with_protocol(mcp_runtime::config::Protocol::V2025_11_25)
 }
 
 /// Whether any process is left with this pid (a zombie counts: it is not reaped).

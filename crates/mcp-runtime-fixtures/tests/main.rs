@@ -15,6 +15,7 @@ mod legacy_sse;
 mod listing;
 mod peers;
 mod processes;
+mod protocol_eras;
 mod restart;
 mod sandbox;
 mod shared_listing;

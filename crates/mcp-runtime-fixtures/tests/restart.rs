@@ -43,6 +43,8 @@ esac"#;
             fixture_path().into(),
         ],
     )
+    // Pinned, as `fixture` is: the tests count restarts and processes.
+    .with_protocol(mcp_runtime::config::Protocol::V2025_11_25)
 }
 
 fn set_mode(mode: &Path, value: &str) {

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use mcp_runtime::{
     Config, ListingRegistry, Runtime, ServerConfig, StartOptions, StartupEvent,
-    config::TransportConfig,
+    config::{Protocol, TransportConfig},
 };
 pub use mcp_runtime_fixtures::testing::{
     Probe, assert_all_gone, count_method, is_alive, probe_runs, read_log, recorded_argv,
@@ -17,8 +17,16 @@ pub fn fixture_path() -> &'static str {
     env!("CARGO_BIN_EXE_mcp-fixture")
 }
 
-/// A stdio server running the fixture with `args`.
+/// A stdio server running the fixture with `args`, pinned to the handshake revision
+/// the fixture speaks by default (`protocol = "2025-11-25"`): the tests of everything
+/// but the protocol era count processes, spawn events and requests, which the era
+/// probe of `protocol = "auto"` would add to (see `protocol_eras` for those).
 pub fn fixture(name: &str, args: &[&str]) -> ServerConfig {
+    fixture_auto(name, args).with_protocol(Protocol::V2025_11_25)
+}
+
+/// A stdio server running the fixture with `args`, with `protocol = "auto"`.
+pub fn fixture_auto(name: &str, args: &[&str]) -> ServerConfig {
     ServerConfig::stdio(
         name,
         fixture_path(),

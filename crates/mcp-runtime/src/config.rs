@@ -31,7 +31,7 @@
 //!    happen and what to use instead. A value that asks for what mcp-runtime does anyway
 //!    (`environment_id = "local"`) loads silently.
 //! 3. mcp-runtime's own: `environment`, `share_tool_listing`, `max_message_bytes`,
-//!    `transport`, and the `[environments.NAME]` tables.
+//!    `protocol`, `transport`, and the `[environments.NAME]` tables.
 //!
 //! Where Codex decides something, mcp-runtime decides the same: with both
 //! `startup_timeout_sec` and `startup_timeout_ms` the seconds win; an `Authorization`
@@ -237,6 +237,8 @@ pub struct ServerConfig {
     pub tools: BTreeMap<String, ToolConfig>,
     /// The OAuth keys, for a Streamable HTTP server.
     pub oauth: OAuthConfig,
+    /// `protocol`: which protocol revision to speak, or `auto` to find out.
+    pub protocol: Protocol,
 }
 
 impl ServerConfig {
@@ -285,6 +287,7 @@ impl ServerConfig {
             default_tools_approval_mode: None,
             tools: BTreeMap::new(),
             oauth: OAuthConfig::default(),
+            protocol: Protocol::Auto,
         }
     }
 
@@ -323,10 +326,76 @@ impl ServerConfig {
             .or(self.default_tools_approval_mode)
     }
 
+    /// Sets `protocol`.
+    pub fn with_protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
     /// Sets `required`.
     pub fn with_required(mut self, required: bool) -> Self {
         self.required = required;
         self
+    }
+}
+
+/// `protocol`: the MCP protocol revision spoken with a server (mcp-runtime's key).
+///
+/// With `auto`, the default, mcp-runtime finds out which era the server belongs to: it
+/// probes with `server/discover` (2026-07-28, stateless), and falls back to the
+/// `initialize` handshake offering 2025-11-25 (accepting the older handshake
+/// revisions) when the server does not speak it. Any other value pins one revision:
+/// no probe, and a server that does not speak it fails to start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Protocol {
+    /// Find out the server's era, once per server configuration (`auto`).
+    #[default]
+    Auto,
+    /// Only 2026-07-28, the stateless revision: `server/discover`, no `initialize`.
+    V2026_07_28,
+    /// Only the 2025-11-25 handshake.
+    V2025_11_25,
+    /// Only the 2025-06-18 handshake.
+    V2025_06_18,
+    /// Only the 2025-03-26 handshake.
+    V2025_03_26,
+    /// Only the 2024-11-05 handshake.
+    V2024_11_05,
+}
+
+impl Protocol {
+    /// Every value, in the order the configuration documents them.
+    pub const ALL: [Self; 6] = [
+        Self::Auto,
+        Self::V2026_07_28,
+        Self::V2025_11_25,
+        Self::V2025_06_18,
+        Self::V2025_03_26,
+        Self::V2024_11_05,
+    ];
+
+    /// The value as written in the configuration: `auto` or a revision's date.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::V2026_07_28 => "2026-07-28",
+            Self::V2025_11_25 => "2025-11-25",
+            Self::V2025_06_18 => "2025-06-18",
+            Self::V2025_03_26 => "2025-03-26",
+            Self::V2024_11_05 => "2024-11-05",
+        }
+    }
+
+    /// The value written `text` in the configuration.
+    pub fn from_config(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|value| value.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for Protocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

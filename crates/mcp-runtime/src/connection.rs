@@ -2,8 +2,11 @@
 //!
 //! A [`Connection`] owns its transport and, for a local server, its process. The
 //! protocol runs on rmcp with three of its defaults changed on purpose:
-//! 1. `initialize` offers [`PROTOCOL_VERSION`], not rmcp's newest version, which many
-//!    servers reject;
+//! 1. the protocol is started in the server's era (see [`crate::protocol_era`]): a
+//!    2026-07-28 server gets `server/discover`, and every request then carries the
+//!    protocol keys in `_meta`; a handshake server gets `initialize` offering
+//!    [`PROTOCOL_VERSION`], not rmcp's newest version, and its answer must be one of
+//!    [`ACCEPTED_PROTOCOL_VERSIONS`] (rmcp takes any);
 //! 2. rmcp's per-peer response cache is off, so a failed `tools/list` is an error rather
 //!    than an older answer served again;
 //! 3. every request has a timeout, and a request whose future is dropped (timeout or
@@ -48,6 +51,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     binding::Binding,
     error::{CallError, ListToolsError, RequestError, StartupError},
+    protocol_era::Plan,
     sandbox_metadata::{
         self, CallSandbox, SANDBOX_LAUNCHER_KEY, SANDBOX_STATE_KEY, SANDBOX_STATE_META_KEY,
     },
@@ -94,6 +98,7 @@ pub const TOOL_CATALOG_CACHE_CAPABILITY: &str = "codex/tool-catalog-cache";
 
 /// The client side of one connection: what it offers in `initialize` and what it
 /// does with the server's notifications.
+#[derive(Clone)]
 struct Client {
     info: ClientConfig,
     tools_changed: Arc<Notify>,
@@ -140,18 +145,33 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// Starts or reaches the server at `endpoint` and completes the handshake;
-    /// `binding` says where it runs; `on_spawn` learns a local server's process id as
-    /// soon as it runs.
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future ends the server process, if one was started.
+    /// [`Connection::connect_with`] for a server known to speak the handshake
+    /// revisions: the unit tests' hand-written servers.
+    #[cfg(test)]
     pub(crate) async fn connect(
         server: &str,
         endpoint: &Endpoint,
         binding: &Binding,
-        on_spawn: impl FnOnce(u32),
+        on_spawn: impl FnMut(u32),
+    ) -> Result<Self, StartupError> {
+        Self::connect_with(server, endpoint, binding, &Plan::Handshake, on_spawn).await
+    }
+
+    /// Starts or reaches the server at `endpoint` and starts the protocol as `plan`
+    /// says (a local server's only; a Streamable HTTP server gets `initialize`);
+    /// `binding` says where it runs; `on_spawn` learns the process id of each local
+    /// process as soon as it runs (a probe that finds a handshake server spawns two).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future ends every server process it started, and withdraws a
+    /// probe it was making (see [`crate::protocol_era`]).
+    pub(crate) async fn connect_with(
+        server: &str,
+        endpoint: &Endpoint,
+        binding: &Binding,
+        plan: &Plan,
+        on_spawn: impl FnMut(u32),
     ) -> Result<Self, StartupError> {
         let tools_changed = Arc::new(Notify::new());
         let client = Client {
@@ -159,32 +179,31 @@ impl Connection {
             tools_changed: tools_changed.clone(),
         };
         let splicer = Splicer::new();
-        let ended = CancellationToken::new();
-        let (service, process) = match endpoint {
+        let (service, process, ended) = match endpoint {
             Endpoint::Stdio(launch) => {
-                over_stdio::start(server, launch, client, &splicer, &ended, on_spawn).await?
+                let started =
+                    over_stdio::start(server, launch, client, &splicer, plan, on_spawn).await?;
+                (started.service, Some(started.process), started.ended)
             }
-            Endpoint::Http(resolved) => (
-                over_http::start(server, resolved, client, &splicer, &ended).await?,
-                None,
-            ),
-            Endpoint::Sse(resolved) => (
-                over_sse::start(server, resolved, client, &splicer, &ended).await?,
-                None,
-            ),
+            Endpoint::Http(resolved) => {
+                let ended = CancellationToken::new();
+                let service = over_http::start(server, resolved, client, &splicer, &ended).await?;
+                if let Some(info) = service.peer().peer_info() {
+                    // Dropping the service ends the connection.
+                    check_handshake_answer(&info.protocol_version)?;
+                }
+                (service, None, ended)
+            }
+            Endpoint::Sse(resolved) => {
+                let ended = CancellationToken::new();
+                let service = over_sse::start(server, resolved, client, &splicer, &ended).await?;
+                if let Some(info) = service.peer().peer_info() {
+                    // Dropping the service ends the connection.
+                    check_handshake_answer(&info.protocol_version)?;
+                }
+                (service, None, ended)
+            }
         };
-        let answered = service
-            .peer()
-            .peer_info()
-            .map(|info| info.protocol_version.clone());
-        if let Some(answered) = answered
-            && !ACCEPTED_PROTOCOL_VERSIONS.contains(&answered)
-        {
-            // Dropping the service and the process ends the connection and the server.
-            return Err(StartupError::UnsupportedProtocolVersion {
-                answered: answered.to_string(),
-            });
-        }
         service
             .peer()
             .set_response_cache_config(ClientCacheConfig::disabled())
@@ -205,6 +224,14 @@ impl Connection {
 
     fn peer(&self) -> &Peer<RoleClient> {
         &self.peer
+    }
+
+    /// The protocol version spoken with the server: the one it answered to
+    /// `initialize`, or the one selected from its `server/discover` answer.
+    pub(crate) fn protocol_version(&self) -> Option<String> {
+        self.peer
+            .peer_info()
+            .map(|info| info.protocol_version.to_string())
     }
 
     /// Why the connection is no longer usable, if it has closed: for a local server
@@ -387,7 +414,9 @@ impl Connection {
         self.may_offer_launcher
     }
 
-    /// Whether the server opted into sandbox metadata in its `initialize` result.
+    /// Whether the server opted into sandbox metadata in its capabilities: those of
+    /// its `initialize` result, or of its `server/discover` result (rmcp keeps either
+    /// as the peer's info).
     pub(crate) fn wants_sandbox_metadata(&self) -> bool {
         let info = self.peer().peer_info();
         sandbox_metadata::opts_in(
@@ -548,6 +577,18 @@ impl Connection {
         if let Some(process) = process {
             process.shutdown().await;
         }
+    }
+}
+
+/// Whether `answered`, a server's answer to `initialize` offering
+/// [`PROTOCOL_VERSION`], is a revision mcp-runtime speaks.
+fn check_handshake_answer(answered: &ProtocolVersion) -> Result<(), StartupError> {
+    if ACCEPTED_PROTOCOL_VERSIONS.contains(answered) {
+        Ok(())
+    } else {
+        Err(StartupError::UnsupportedProtocolVersion {
+            answered: answered.to_string(),
+        })
     }
 }
 

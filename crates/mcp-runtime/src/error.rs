@@ -371,6 +371,39 @@ pub enum StartupError {
         /// The version the server answered with (as it wrote it).
         answered: String,
     },
+    /// `protocol` pins a handshake revision, and the server answered `initialize`
+    /// with another.
+    #[error(
+        "the server answered `initialize` with protocol version `{answered}`, and `protocol` pins `{pinned}` (set `protocol` to `auto`, or to a version the server speaks)"
+    )]
+    PinnedProtocolVersionRefused {
+        /// The version `protocol` pins.
+        pinned: String,
+        /// The version the server answered with (as it wrote it).
+        answered: String,
+    },
+    /// `protocol` pins 2026-07-28, and the server answered `server/discover` as a
+    /// server of the handshake revisions (or did not answer it).
+    #[error(
+        "the server does not speak protocol version `2026-07-28`, which `protocol` pins: it {} (set `protocol` to `auto` or to a handshake revision)",
+        if source.is_some() { "refused `server/discover`" } else { "did not answer `server/discover`" }
+    )]
+    PinnedModernRefused {
+        /// The server's answer to `server/discover`, when it gave one.
+        #[source]
+        source: Option<RequestError>,
+    },
+    /// The server supports none of the protocol versions mcp-runtime offered.
+    #[error("{}", no_shared_version(offered, supported, *pinned))]
+    NoSharedProtocolVersion {
+        /// The versions offered: every one mcp-runtime speaks, or the one `protocol`
+        /// pins.
+        offered: Vec<String>,
+        /// The versions the server says it supports (as it wrote them).
+        supported: Vec<String>,
+        /// Whether `protocol` pinned the version offered.
+        pinned: bool,
+    },
     /// The HTTP client could not be set up.
     #[error("cannot set up the HTTP client: {message}")]
     HttpClient {
@@ -462,6 +495,38 @@ fn older_protocol_versions() -> String {
         Some((last, [])) => last.clone(),
         Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
         None => "no other".to_owned(),
+    }
+}
+
+/// `` `a`, `b` and `c` ``.
+fn listed(versions: &[String]) -> String {
+    let quoted: Vec<String> = versions
+        .iter()
+        .map(|version| format!("`{version}`"))
+        .collect();
+    match quoted.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+fn no_shared_version(offered: &[String], supported: &[String], pinned: bool) -> String {
+    let server = if supported.is_empty() {
+        "it names no version it supports".to_owned()
+    } else {
+        format!("it supports {}", listed(supported))
+    };
+    if pinned {
+        format!(
+            "the server shares no protocol version with mcp-runtime: {server}, and `protocol` pins {} (set `protocol` to `auto` or to a version the server supports)",
+            listed(offered)
+        )
+    } else {
+        format!(
+            "the server shares no protocol version with mcp-runtime: {server}, and mcp-runtime speaks {} (upgrade the server or mcp-runtime)",
+            listed(offered)
+        )
     }
 }
 

@@ -31,6 +31,7 @@ mod connection;
 pub mod error;
 pub mod manager;
 pub mod naming;
+pub mod protocol_era;
 pub mod redact;
 pub mod sandbox_metadata;
 pub mod shared_listing;

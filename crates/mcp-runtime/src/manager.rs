@@ -127,6 +127,8 @@ struct Shared {
     events: Option<UnboundedSender<StartupEvent>>,
     /// See [`StartOptions::with_first_restart_pause`].
     first_restart_pause: Duration,
+    /// Where restarts find their servers' protocol eras.
+    eras: crate::protocol_era::Detection,
     default_authority: RwLock<Option<CallAuthority>>,
     listings: Mutex<Listings>,
     catalog: watch::Sender<Arc<Catalog>>,
@@ -229,6 +231,7 @@ impl Runtime {
         let mut shared = Shared::new(servers, BTreeMap::new(), options.other_servers());
         shared.events = options.events();
         shared.first_restart_pause = options.first_restart_pause();
+        shared.eras = options.era_detection();
         shared.startups_cancel = cancel.clone();
         shared.startups_done = startups_done;
         let shared = Arc::new(shared);
@@ -302,6 +305,7 @@ impl Runtime {
                     unavailable,
                     restarts: server.restarts.load(Ordering::Relaxed) as u32,
                     pid: live.connection.as_ref().and_then(|c| c.pid()),
+                    protocol_version: live.connection.as_ref().and_then(|c| c.protocol_version()),
                     tools: catalog.tools().iter().filter(|t| t.server == *name).count(),
                     tools_list_requests: settled.as_ref().map_or(0, |s| s.tools_list_requests),
                     served_from_cache: settled.as_ref().is_some_and(|s| s.served_from_cache),
@@ -629,6 +633,7 @@ impl Shared {
             startups_done: watch::channel(()).1,
             events: None,
             first_restart_pause: supervisor::FIRST_BACKOFF,
+            eras: crate::protocol_era::Detection::default(),
             default_authority: RwLock::new(None),
             listings: Mutex::new(Listings {
                 version: 0,

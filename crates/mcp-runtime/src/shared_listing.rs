@@ -12,7 +12,9 @@
 //!    every input that can change the answer (server name, argv, working directory and
 //!    the environment actually passed, or URL and the headers and token actually sent,
 //!    the execution environment, the client capabilities and protocol version offered).
-//!    The key is a SHA-256 digest; no secret is kept in clear.
+//!    The key is a SHA-256 digest; no secret is kept in clear. The same inputs without
+//!    the protocol version are the key of the server's protocol era, which the
+//!    registry also holds ([`crate::protocol_era`]).
 //! 2. Every startup takes a stamp from the registry's counter when it begins, and every
 //!    listing attempt takes one just before its `tools/list` is sent. A listing may
 //!    serve a startup only if the listing's stamp is greater than the startup's: its
@@ -56,7 +58,12 @@ use rmcp::model::{CacheScope, Tool};
 use sha2::{Digest, Sha256};
 use tokio::{sync::watch, time::Instant};
 
-use crate::{config::Environment, connection::client_config, transport::Endpoint};
+use crate::{
+    config::{Environment, Protocol},
+    connection::client_config,
+    protocol_era::{EraKey, EraMemory},
+    transport::Endpoint,
+};
 
 /// Tools as one `tools/list` answered them, shared between startups.
 pub(crate) type SharedTools = Arc<Vec<Tool>>;
@@ -77,7 +84,16 @@ impl DiscoveryKey {
         endpoint: &Endpoint,
         environment: &Environment,
     ) -> Self {
-        Self::digest(scope, server, endpoint, environment, Credentials::Included)
+        let offered = serde_json::to_vec(&client_config()).expect("client config serializes");
+        Self(inputs_digest(
+            b"mcp-runtime discovery key v1",
+            scope,
+            server,
+            endpoint,
+            environment,
+            &offered,
+            Credentials::Included,
+        ))
     }
 
     /// The key under which a listing the server granted as `"public"` is found: the
@@ -91,84 +107,44 @@ impl DiscoveryKey {
         endpoint: &Endpoint,
         environment: &Environment,
     ) -> Self {
-        Self::digest(scope, server, endpoint, environment, Credentials::Left)
+        let offered = serde_json::to_vec(&client_config()).expect("client config serializes");
+        Self(inputs_digest(
+            b"mcp-runtime public discovery key v1",
+            scope,
+            server,
+            endpoint,
+            environment,
+            &offered,
+            Credentials::Left,
+        ))
     }
 
-    fn digest(
+    /// The key under which the protocol era of the same startup is remembered: the
+    /// same inputs without the protocol version offered (see [`crate::protocol_era`]).
+    pub(crate) fn era(
         scope: &str,
         server: &str,
         endpoint: &Endpoint,
         environment: &Environment,
-        credentials: Credentials,
-    ) -> Self {
-        let mut hasher = Sha256::new();
-        let mut field = |bytes: &[u8]| {
-            hasher.update((bytes.len() as u64).to_le_bytes());
-            hasher.update(bytes);
-        };
-        field(match credentials {
-            Credentials::Included => b"mcp-runtime discovery key v1",
-            Credentials::Left => b"mcp-runtime public discovery key v1",
-        });
-        field(scope.as_bytes());
-        field(server.as_bytes());
-        match environment {
-            Environment::Local => field(b"local"),
-            Environment::Named(name) => {
-                field(b"named");
-                field(name.as_bytes());
-            }
+    ) -> EraKey {
+        let mut offered = serde_json::to_value(client_config()).expect("client config serializes");
+        if let Some(offered) = offered.as_object_mut() {
+            offered.remove("protocolVersion");
         }
-        match endpoint {
-            Endpoint::Stdio(launch) => {
-                field(b"stdio");
-                field(&(launch.argv.len() as u64).to_le_bytes());
-                for arg in &launch.argv {
-                    field(arg.as_bytes());
-                }
-                // An inherited working directory is this process's, now: relative
-                // paths in argv resolve against it.
-                match launch.cwd.clone().or_else(|| std::env::current_dir().ok()) {
-                    Some(cwd) => field(cwd.as_os_str().as_encoded_bytes()),
-                    None => field(b"<unknown cwd>"),
-                }
-                field(&(launch.env.len() as u64).to_le_bytes());
-                for (name, value) in &launch.env {
-                    field(name.as_encoded_bytes());
-                    field(value.as_encoded_bytes());
-                }
-            }
-            // The transport is part of the key: the same URL may answer both.
-            Endpoint::Http(http) | Endpoint::Sse(http) => {
-                field(match endpoint {
-                    Endpoint::Sse(_) => b"legacy-sse",
-                    _ => b"streamable-http",
-                });
-                field(http.url.as_bytes());
-                let mut headers: Vec<_> = http
-                    .headers
-                    .iter()
-                    .filter(|(_, value)| {
-                        credentials == Credentials::Included || !value.is_sensitive()
-                    })
-                    .collect();
-                headers.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
-                field(&(headers.len() as u64).to_le_bytes());
-                for (name, value) in headers {
-                    field(name.as_str().as_bytes());
-                    field(value.as_bytes());
-                }
-                if credentials == Credentials::Included {
-                    match &http.bearer_token {
-                        Some(token) => field(token.as_bytes()),
-                        None => field(b"<no token>"),
-                    }
-                }
-            }
-        }
-        let offered = serde_json::to_vec(&client_config()).expect("client config serializes");
-        field(&offered);
-        Self(hasher.finalize().into())
+        debug_assert!(
+            offered.get("capabilities").is_some(),
+            "the era key keeps the client's capabilities and info"
+        );
+        let offered = serde_json::to_vec(&offered).expect("client config serializes");
+        EraKey(inputs_digest(
+            b"mcp-runtime era key v1",
+            scope,
+            server,
+            endpoint,
+            environment,
+            &offered,
+            Credentials::Included,
+        ))
     }
 }
 
@@ -177,6 +153,81 @@ impl DiscoveryKey {
 enum Credentials {
     Included,
     Left,
+}
+
+/// The digest of a startup's discovery inputs (invariant 1), under `tag`, with
+/// `offered`: what the client says of itself; with or without its `credentials`.
+fn inputs_digest(
+    tag: &[u8],
+    scope: &str,
+    server: &str,
+    endpoint: &Endpoint,
+    environment: &Environment,
+    offered: &[u8],
+    credentials: Credentials,
+) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    };
+    field(tag);
+    field(scope.as_bytes());
+    field(server.as_bytes());
+    match environment {
+        Environment::Local => field(b"local"),
+        Environment::Named(name) => {
+            field(b"named");
+            field(name.as_bytes());
+        }
+    }
+    match endpoint {
+        Endpoint::Stdio(launch) => {
+            field(b"stdio");
+            field(&(launch.argv.len() as u64).to_le_bytes());
+            for arg in &launch.argv {
+                field(arg.as_bytes());
+            }
+            // An inherited working directory is this process's, now: relative
+            // paths in argv resolve against it.
+            match launch.cwd.clone().or_else(|| std::env::current_dir().ok()) {
+                Some(cwd) => field(cwd.as_os_str().as_encoded_bytes()),
+                None => field(b"<unknown cwd>"),
+            }
+            field(&(launch.env.len() as u64).to_le_bytes());
+            for (name, value) in &launch.env {
+                field(name.as_encoded_bytes());
+                field(value.as_encoded_bytes());
+            }
+        }
+        // The transport is part of the key: the same URL may answer both.
+        Endpoint::Http(http) | Endpoint::Sse(http) => {
+            field(match endpoint {
+                Endpoint::Sse(_) => b"legacy-sse",
+                _ => b"streamable-http",
+            });
+            field(http.url.as_bytes());
+            let mut headers: Vec<_> = http
+                .headers
+                .iter()
+                .filter(|(_, value)| credentials == Credentials::Included || !value.is_sensitive())
+                .collect();
+            headers.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+            field(&(headers.len() as u64).to_le_bytes());
+            for (name, value) in headers {
+                field(name.as_str().as_bytes());
+                field(value.as_bytes());
+            }
+            if credentials == Credentials::Included {
+                match &http.bearer_token {
+                    Some(token) => field(token.as_bytes()),
+                    None => field(b"<no token>"),
+                }
+            }
+        }
+    }
+    field(offered);
+    hasher.finalize().into()
 }
 
 /// A server's leave to reuse one listing for later startups: every page of a
@@ -242,6 +293,8 @@ struct Granted {
 #[derive(Clone, Default)]
 pub struct ListingRegistry {
     state: Arc<Mutex<State>>,
+    /// The protocol eras found by startups using this registry.
+    eras: EraMemory,
 }
 
 impl std::fmt::Debug for ListingRegistry {
@@ -252,6 +305,7 @@ impl std::fmt::Debug for ListingRegistry {
         f.debug_struct("ListingRegistry")
             .field("pending_keys", &state.entries.len())
             .field("granted_listings", &state.granted.len())
+            .field("eras", &self.eras)
             .finish_non_exhaustive()
     }
 }
@@ -324,7 +378,8 @@ impl ListingRegistry {
     }
 
     /// Whether the registry holds nothing: no pending startup, no attempt, no listing,
-    /// no listing a server granted.
+    /// no listing a server granted. The protocol eras it remembers do not count: they
+    /// are kept for its whole life (see [`crate::protocol_era`]).
     pub fn is_empty(&self) -> bool {
         let state = self.lock();
         state.entries.is_empty() && state.granted.is_empty()
@@ -340,6 +395,12 @@ impl ListingRegistry {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         crate::sync::lock(&self.state)
+    }
+
+    /// The protocol eras remembered for the startups using this registry (see
+    /// [`crate::protocol_era`]): a registry of its own also isolates them.
+    pub(crate) fn eras(&self) -> &EraMemory {
+        &self.eras
     }
 
     /// Registers a startup that begins now.
@@ -372,17 +433,35 @@ pub(crate) struct StartupKeys {
 
 impl StartupKeys {
     /// The keys of a startup of `server` in `scope`, reached through `endpoint`, run
-    /// in `environment`.
+    /// in `environment`, speaking `protocol`.
     pub(crate) fn new(
         scope: &str,
         server: &str,
         endpoint: &Endpoint,
         environment: &Environment,
+        protocol: Protocol,
     ) -> Self {
         Self {
-            private: DiscoveryKey::new(scope, server, endpoint, environment),
-            public: DiscoveryKey::public(scope, server, endpoint, environment),
+            private: DiscoveryKey::new(scope, server, endpoint, environment)
+                .with_protocol(protocol),
+            public: DiscoveryKey::public(scope, server, endpoint, environment)
+                .with_protocol(protocol),
         }
+    }
+}
+
+impl DiscoveryKey {
+    /// This key for a startup whose `protocol` setting is as given: a pinned revision
+    /// changes what the server is offered, so it is part of the inputs; `auto` leaves
+    /// the key as it is.
+    fn with_protocol(self, protocol: Protocol) -> Self {
+        if protocol == Protocol::Auto {
+            return self;
+        }
+        let mut hasher = Sha256::new();
+        hasher.update(self.0);
+        hasher.update(protocol.as_str().as_bytes());
+        Self(hasher.finalize().into())
     }
 }
 
@@ -775,6 +854,33 @@ mod tests {
     }
 
     #[test]
+    fn era_keys_cover_the_same_inputs_apart_from_the_discovery_key() {
+        use std::collections::BTreeMap;
+
+        use crate::transport::stdio::Launch;
+
+        let launch = |arg: &str| {
+            Endpoint::Stdio(Launch {
+                argv: vec!["server".into(), arg.into()],
+                env: BTreeMap::new(),
+                cwd: None,
+                max_message_bytes: 1,
+            })
+        };
+        let local = Environment::Local;
+        let era = |scope, server, arg| DiscoveryKey::era(scope, server, &launch(arg), &local);
+        assert_eq!(era("default", "s", "a"), era("default", "s", "a"));
+        assert_ne!(era("default", "s", "a"), era("other", "s", "a"));
+        assert_ne!(era("default", "s", "a"), era("default", "t", "a"));
+        assert_ne!(era("default", "s", "a"), era("default", "s", "b"));
+        // Not the discovery key's digest: the protocol version offered is left out.
+        assert_ne!(
+            era("default", "s", "a").0,
+            DiscoveryKey::new("default", "s", &launch("a"), &local).0
+        );
+    }
+
+    #[test]
     fn discovery_keys_cover_scope_and_inputs() {
         use std::collections::BTreeMap;
 
@@ -826,6 +932,17 @@ mod tests {
         assert_ne!(
             DiscoveryKey::new("default", "s", &http("t1"), &local),
             DiscoveryKey::new("default", "s", &http("t2"), &local)
+        );
+        // A pinned revision is offered instead of the default: a key of its own.
+        let keys = |protocol| StartupKeys::new("default", "s", &http("t1"), &local, protocol);
+        assert_eq!(
+            keys(Protocol::Auto).private,
+            DiscoveryKey::new("default", "s", &http("t1"), &local)
+        );
+        assert_ne!(keys(Protocol::Auto), keys(Protocol::V2025_06_18));
+        assert_ne!(
+            keys(Protocol::V2025_06_18).public,
+            keys(Protocol::V2025_11_25).public
         );
         // The public key leaves the credentials out, and nothing else.
         assert_eq!(

@@ -145,6 +145,10 @@ struct Args {
     /// Put `cacheScope: SCOPE` on every `tools/list` page
     #[arg(long, value_name = "SCOPE", value_parser = ["public", "private"])]
     list_cache_scope: Option<String>,
+    /// With `--era dual|stateless`: support VERSION instead of the era's versions
+    /// (repeatable)
+    #[arg(long = "supported-version", value_name = "VERSION")]
+    supported_versions: Vec<String>,
     /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:0)
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
@@ -201,6 +205,7 @@ impl Args {
                 "public" => CacheScope::Public,
                 _ => CacheScope::Private,
             }),
+            supported_versions: self.supported_versions.clone(),
         }
     }
 

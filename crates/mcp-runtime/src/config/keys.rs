@@ -44,6 +44,7 @@ pub(crate) const COMMON_KEYS: &[&str] = &[
     "environment",
     "share_tool_listing",
     "max_message_bytes",
+    "protocol",
 ];
 /// Keys that would carry a secret in clear text: known, and refused.
 pub(crate) const LITERAL_TOKEN_KEYS: &[&str] = &["bearer_token"];

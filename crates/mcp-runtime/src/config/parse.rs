@@ -28,7 +28,7 @@ use toml::{Table, Value};
 
 use super::{
     Config, ConfigWarning, CredentialsStore, Environment, EnvironmentConfig, MAX_SERVER_NAME_BYTES,
-    ServerConfig, TransportConfig,
+    Protocol, ServerConfig, TransportConfig,
     checks::{os_string_problem, shown},
     keys::{
         HTTP_KEYS, LITERAL_TOKEN_KEYS, STDIO_KEYS, URL_ONLY_KEYS, closest, server_keys, table_part,
@@ -312,6 +312,13 @@ impl File<'_> {
                 .ok_or_else(|| self.invalid(t, "max_message_bytes", "a positive number of bytes"));
             self.set(&mut server.max_message_bytes, bytes);
         }
+        if let Some(value) = table.get("protocol") {
+            let protocol = value
+                .as_str()
+                .and_then(Protocol::from_config)
+                .ok_or_else(|| self.invalid(t, "protocol", &protocol_values()));
+            self.set(&mut server.protocol, protocol);
+        }
         if let Some(value) = table.get("enabled_tools") {
             let tools = self.strings(value, t, "enabled_tools").map(Some);
             self.set(&mut server.enabled_tools, tools);
@@ -457,6 +464,16 @@ impl File<'_> {
             suggestion: suggestion.map(str::to_owned),
         }
     }
+}
+
+/// The values `protocol` accepts, for a message: `` `auto`, `2026-07-28` … or `2024-11-05` ``.
+fn protocol_values() -> String {
+    let values: Vec<String> = Protocol::ALL
+        .iter()
+        .map(|value| format!("`{value}`"))
+        .collect();
+    let (last, rest) = values.split_last().expect("there are values");
+    format!("{} or {last}", rest.join(", "))
 }
 
 /// An item of an array, counted from 1.

@@ -263,6 +263,14 @@ mod properties {
                 any::<bool>().prop_map(Value::Boolean).boxed()
             }
             "default_tools_approval_mode" => approval.boxed(),
+            "protocol" => prop_oneof![
+                Just("auto"),
+                Just("2026-07-28"),
+                Just("2024-11-05"),
+                Just("2099-01-01"),
+            ]
+            .prop_map(|value| Value::String(value.to_owned()))
+            .boxed(),
             "tools" => {
                 let tool = (prop::option::of(approval), prop::option::of(-2i64..100_000)).prop_map(
                     |(mode, limit)| {

@@ -1,12 +1,29 @@
-//! Starting the protocol with a local server over its stdin and stdout.
+//! Starting the protocol with a local server over its stdin and stdout, in the
+//! server's protocol era.
+//!
+//! With `protocol = "auto"` the era comes from the [`EraMemory`]; when it is unknown,
+//! this startup probes it as the specification's stdio backward-compatibility rule
+//! says (see [`crate::protocol_era`]): `server/discover` offering 2026-07-28 on a
+//! fresh process, bounded by the probe bound. A discover result keeps that
+//! connection. An answer that marks a handshake server, or no answer within the
+//! bound, ends that process (killed and reaped) and starts a fresh one with
+//! `initialize`: a server that read a request before `initialize` may not accept
+//! `initialize` any more, so the fallback never runs on the probed process.
 
-use rmcp::RoleClient;
-use rmcp::{ServiceExt, service::RunningService};
+use std::time::Duration;
+
+use rmcp::{
+    ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt,
+    model::{ErrorCode, ProtocolVersion},
+    service::{ClientInitializeError, RunningService},
+};
+use tokio::process::ChildStdin;
 use tokio_util::sync::CancellationToken;
 
-use super::{Client, exit_report, failure, liveness};
+use super::{ACCEPTED_PROTOCOL_VERSIONS, Client, exit_report, failure, liveness};
 use crate::{
     error::StartupError,
+    protocol_era::{Era, EraKey, EraMemory, Plan, Resolved},
     transport::{
         framing::StdioTransport,
         splice::{Splicer, SplicingWriter},
@@ -14,48 +31,424 @@ use crate::{
     },
 };
 
-/// Spawns `launch` and runs the handshake with it; `on_spawn` learns the process id as
-/// soon as it runs. `ended` is cancelled when the connection ends.
+/// A local server's stdio, wired to the protocol and watched.
+type Transport = liveness::Watched<StdioTransport<SplicingWriter<ChildStdin>>>;
+
+/// A started local server: its protocol, its process, and the token cancelled when
+/// its connection ends.
+pub(super) struct Started {
+    pub(super) service: RunningService<RoleClient, Client>,
+    pub(super) process: stdio::ServerProcess,
+    pub(super) ended: CancellationToken,
+}
+
+/// Spawns `launch` and starts the protocol as `plan` says; `on_spawn` learns the id of
+/// each process as soon as it runs (two of them when a probe finds a handshake
+/// server).
 ///
 /// # Cancel safety
 ///
-/// Dropping the future ends the server process.
+/// Dropping the future ends every process it started. A probe dropped before it was
+/// answered is withdrawn, and another startup probes (see [`crate::protocol_era`]).
 pub(super) async fn start(
     server: &str,
     launch: &stdio::Launch,
     client: Client,
     splicer: &Splicer,
-    ended: &CancellationToken,
-    on_spawn: impl FnOnce(u32),
-) -> Result<
-    (
-        RunningService<RoleClient, Client>,
-        Option<stdio::ServerProcess>,
-    ),
-    StartupError,
-> {
-    let spawned = stdio::spawn(server, launch)?;
-    let mut process = spawned.process;
-    on_spawn(process.pid());
-    let stdin = SplicingWriter::new(spawned.stdin, splicer.clone());
-    let transport = StdioTransport::new(server, spawned.stdout, stdin, launch.max_message_bytes);
-    match client
-        .serve(liveness::Watched::new(transport, ended.clone()))
-        .await
-    {
-        Ok(service) => {
-            liveness::watch_exit(process.exited(), ended.clone());
-            Ok((service, Some(process)))
+    plan: &Plan,
+    mut on_spawn: impl FnMut(u32),
+) -> Result<Started, StartupError> {
+    let on_spawn = &mut on_spawn;
+    let stdio = Stdio {
+        server,
+        launch,
+        splicer,
+    };
+    match plan {
+        #[cfg(test)]
+        Plan::Handshake => stdio.initialize(client, None, on_spawn).await,
+        Plan::Pinned(version) if !version.has_initialize() => {
+            match stdio.discover(client, None, on_spawn).await? {
+                Discovered::Modern(started) => Ok(*started),
+                Discovered::Handshake { why } => match why.map(|why| *why) {
+                    Some(ClientInitializeError::NoCompatibleProtocolVersion {
+                        server_supported,
+                        ..
+                    }) => Err(StartupError::NoSharedProtocolVersion {
+                        offered: vec![version.to_string()],
+                        supported: server_supported.iter().map(ToString::to_string).collect(),
+                        pinned: true,
+                    }),
+                    why => Err(StartupError::PinnedModernRefused {
+                        source: why.map(failure::from_initialize),
+                    }),
+                },
+                Discovered::NoSharedVersion { supported } => {
+                    Err(StartupError::NoSharedProtocolVersion {
+                        offered: vec![version.to_string()],
+                        supported,
+                        pinned: true,
+                    })
+                }
+            }
         }
-        Err(error) => {
-            let source = failure::from_initialize(error);
-            Err(
-                exit_report(&mut process, |stderr_tail| StartupError::Handshake {
-                    source,
-                    stderr_tail,
-                })
-                .await,
-            )
+        Plan::Pinned(version) => {
+            let client = Client {
+                info: client.info.clone().with_protocol_version(version.clone()),
+                ..client
+            };
+            stdio.initialize(client, Some(version), on_spawn).await
         }
+        Plan::Auto {
+            memory,
+            key,
+            probe_bound,
+        } => {
+            stdio
+                .auto(client, memory, *key, *probe_bound, on_spawn)
+                .await
+        }
+    }
+}
+
+/// How `server/discover` went.
+enum Discovered {
+    /// A discover result: the server speaks 2026-07-28; its connection.
+    Modern(Box<Started>),
+    /// The server answered as a handshake server, or not at all (`why` is `None`):
+    /// its process is gone.
+    Handshake {
+        why: Option<Box<ClientInitializeError>>,
+    },
+    /// The server speaks 2026-07-28's discovery but none of the revisions mcp-runtime
+    /// speaks; the versions it lists. Its process is gone.
+    NoSharedVersion { supported: Vec<String> },
+}
+
+/// What one startup of a local server needs to spawn it.
+struct Stdio<'a> {
+    server: &'a str,
+    launch: &'a stdio::Launch,
+    splicer: &'a Splicer,
+}
+
+impl Stdio<'_> {
+    /// `protocol = "auto"`: the era from `memory`, probed when unknown.
+    async fn auto(
+        &self,
+        client: Client,
+        memory: &EraMemory,
+        key: EraKey,
+        probe_bound: Duration,
+        on_spawn: &mut impl FnMut(u32),
+    ) -> Result<Started, StartupError> {
+        match memory.resolve(key).await {
+            Resolved::Known(Era::Handshake) => self.initialize(client, None, on_spawn).await,
+            Resolved::Known(Era::Modern) => {
+                match self.discover(client.clone(), None, on_spawn).await? {
+                    Discovered::Modern(started) => Ok(*started),
+                    // The configuration now runs a handshake server (invariant 5 of
+                    // `protocol_era`): forget, and fall back as a probe would.
+                    Discovered::Handshake { .. } => {
+                        memory.forget_modern(key);
+                        self.initialize(client, None, on_spawn).await
+                    }
+                    Discovered::NoSharedVersion { supported } => Err(no_shared(supported)),
+                }
+            }
+            Resolved::Probe(probe) => {
+                // An error drops `probe` unanswered: another startup probes.
+                match self
+                    .discover(client.clone(), Some(probe_bound), on_spawn)
+                    .await?
+                {
+                    Discovered::Modern(started) => {
+                        probe.learn(Era::Modern);
+                        Ok(*started)
+                    }
+                    Discovered::Handshake { why: Some(_) } => {
+                        // The server answered as a handshake server: learnt before this
+                        // startup's own `initialize`, so the waiters start theirs at the
+                        // same time.
+                        probe.learn(Era::Handshake);
+                        self.initialize(client, None, on_spawn).await
+                    }
+                    Discovered::Handshake { why: None } => {
+                        // No answer within the bound: a modern server slow to start
+                        // looks the same, so the era is learnt only once `initialize`
+                        // succeeded; if it fails, the probe is withdrawn.
+                        let started = self.initialize(client, None, on_spawn).await;
+                        if started.is_ok() {
+                            probe.learn(Era::Handshake);
+                        }
+                        started
+                    }
+                    // A server that speaks none of mcp-runtime's revisions is still one
+                    // that answers `server/discover`: modern.
+                    Discovered::NoSharedVersion { supported } => {
+                        probe.learn(Era::Modern);
+                        Err(no_shared(supported))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Spawns the server and wires its stdio to the protocol.
+    fn spawn(
+        &self,
+        on_spawn: &mut impl FnMut(u32),
+    ) -> Result<(stdio::ServerProcess, Transport, CancellationToken), StartupError> {
+        let spawned = stdio::spawn(self.server, self.launch)?;
+        let process = spawned.process;
+        on_spawn(process.pid());
+        let stdin = SplicingWriter::new(spawned.stdin, self.splicer.clone());
+        let transport = StdioTransport::new(
+            self.server,
+            spawned.stdout,
+            stdin,
+            self.launch.max_message_bytes,
+        );
+        // Each process has its own token: a probed process that is given up must not
+        // end the connection of the next one.
+        let ended = CancellationToken::new();
+        let transport = liveness::Watched::new(transport, ended.clone());
+        Ok((process, transport, ended))
+    }
+
+    /// Spawns the server and runs the `initialize` handshake. The answered version
+    /// must be `pinned`, or, without a pin, one that mcp-runtime speaks.
+    async fn initialize(
+        &self,
+        client: Client,
+        pinned: Option<&ProtocolVersion>,
+        on_spawn: &mut impl FnMut(u32),
+    ) -> Result<Started, StartupError> {
+        let (mut process, transport, ended) = self.spawn(on_spawn)?;
+        let service = match client.serve(transport).await {
+            Ok(service) => service,
+            Err(error) => {
+                let source = failure::from_initialize(error);
+                return Err(
+                    exit_report(&mut process, |stderr_tail| StartupError::Handshake {
+                        source,
+                        stderr_tail,
+                    })
+                    .await,
+                );
+            }
+        };
+        let answered = service
+            .peer()
+            .peer_info()
+            .map(|info| info.protocol_version.clone());
+        if let Some(answered) = answered {
+            // Dropping the service and the process ends the connection and the server.
+            match pinned {
+                Some(pinned) if answered != *pinned => {
+                    return Err(StartupError::PinnedProtocolVersionRefused {
+                        pinned: pinned.to_string(),
+                        answered: answered.to_string(),
+                    });
+                }
+                Some(_) => {}
+                None => super::check_handshake_answer(&answered)?,
+            }
+        }
+        liveness::watch_exit(process.exited(), ended.clone());
+        Ok(Started {
+            service,
+            process,
+            ended,
+        })
+    }
+
+    /// Spawns the server and sends `server/discover` offering 2026-07-28, waiting at
+    /// most `bound` for the answer when one is given. A handshake answer (or none)
+    /// kills and reaps the process before this returns.
+    async fn discover(
+        &self,
+        client: Client,
+        bound: Option<Duration>,
+        on_spawn: &mut impl FnMut(u32),
+    ) -> Result<Discovered, StartupError> {
+        let (mut process, transport, ended) = self.spawn(on_spawn)?;
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        let discover = client.serve_with_lifecycle(transport, lifecycle);
+        let answer = match bound {
+            Some(bound) => tokio::time::timeout(bound, discover).await.ok(),
+            None => Some(discover.await),
+        };
+        let error = match answer {
+            Some(Ok(service)) => {
+                debug_assert_eq!(
+                    service
+                        .peer()
+                        .peer_info()
+                        .map(|info| info.protocol_version.clone()),
+                    Some(ProtocolVersion::V_2026_07_28),
+                    "discover selects from the versions offered"
+                );
+                liveness::watch_exit(process.exited(), ended.clone());
+                return Ok(Discovered::Modern(Box::new(Started {
+                    service,
+                    process,
+                    ended,
+                })));
+            }
+            Some(Err(error)) => error,
+            // No answer within the bound: the future, and with it the transport, is
+            // dropped already.
+            None => {
+                process.kill().await;
+                return Ok(Discovered::Handshake { why: None });
+            }
+        };
+        match classify(error) {
+            Classified::Handshake(why) => {
+                process.kill().await;
+                Ok(Discovered::Handshake { why: Some(why) })
+            }
+            Classified::NoSharedVersion { supported } => {
+                process.kill().await;
+                Ok(Discovered::NoSharedVersion { supported })
+            }
+            Classified::Failed(source) => {
+                Err(
+                    exit_report(&mut process, |stderr_tail| StartupError::Handshake {
+                        source,
+                        stderr_tail,
+                    })
+                    .await,
+                )
+            }
+        }
+    }
+}
+
+/// What a failed `server/discover` says about the server.
+enum Classified {
+    /// It is a handshake server.
+    Handshake(Box<ClientInitializeError>),
+    /// It speaks none of the versions mcp-runtime speaks; the versions it lists.
+    NoSharedVersion { supported: Vec<String> },
+    /// It failed to start another way.
+    Failed(crate::error::RequestError),
+}
+
+/// Reads a failed `server/discover` as the specification's stdio backward-compatibility
+/// rule does. rmcp makes the same reading inside its `Auto` lifecycle, but keeps it
+/// private (and that lifecycle waits a fixed 10 s, then falls back on the same
+/// process), so it is made here:
+/// 1. a correlated JSON-RPC error that is not a modern rejection (-32021 missing client
+///    capability, -32020 header mismatch) marks a handshake server, whatever its code:
+///    legacy servers answer an unknown request before `initialize` as they like;
+/// 2. a modern rejection is a startup error: the server speaks 2026-07-28 and refused
+///    this client;
+/// 3. "no shared version" after rmcp retried -32022 (unsupported protocol version)
+///    within the versions offered: a handshake server when the server lists a
+///    handshake revision mcp-runtime speaks (a dual-era server that does not speak
+///    2026-07-28), else a startup error naming both lists;
+/// 4. anything else (the connection closed, a malformed answer) is a startup error.
+fn classify(error: ClientInitializeError) -> Classified {
+    match error {
+        ClientInitializeError::JsonRpcError(ref data)
+            if data.code != ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+                && data.code != ErrorCode::HEADER_MISMATCH =>
+        {
+            Classified::Handshake(Box::new(error))
+        }
+        ClientInitializeError::NoCompatibleProtocolVersion {
+            ref server_supported,
+            ..
+        } => {
+            if server_supported
+                .iter()
+                .any(|version| ACCEPTED_PROTOCOL_VERSIONS.contains(version))
+            {
+                Classified::Handshake(Box::new(error))
+            } else {
+                Classified::NoSharedVersion {
+                    supported: server_supported.iter().map(ToString::to_string).collect(),
+                }
+            }
+        }
+        other => Classified::Failed(failure::from_initialize(other)),
+    }
+}
+
+/// The error for a server that supports none of the revisions mcp-runtime speaks (the
+/// versions it lists: `supported`).
+fn no_shared(supported: Vec<String>) -> StartupError {
+    StartupError::NoSharedProtocolVersion {
+        offered: std::iter::once(ProtocolVersion::V_2026_07_28)
+            .chain(ACCEPTED_PROTOCOL_VERSIONS)
+            .map(|version| version.to_string())
+            .collect(),
+        supported,
+        pinned: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::ErrorData;
+
+    use super::*;
+
+    fn rpc(code: i32) -> ClientInitializeError {
+        ClientInitializeError::JsonRpcError(ErrorData::new(ErrorCode(code), "no", None))
+    }
+
+    fn no_common(server: &[&str]) -> ClientInitializeError {
+        ClientInitializeError::NoCompatibleProtocolVersion {
+            client_supported: vec![ProtocolVersion::V_2026_07_28],
+            server_supported: server
+                .iter()
+                .map(|version| serde_json::from_value(serde_json::json!(version)).unwrap())
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn any_error_but_a_modern_rejection_marks_a_handshake_server() {
+        for code in [-32601, -32602, -32600, -32603, 1, -32000] {
+            assert!(
+                matches!(classify(rpc(code)), Classified::Handshake(_)),
+                "{code}"
+            );
+        }
+        for code in [-32021, -32020] {
+            assert!(
+                matches!(classify(rpc(code)), Classified::Failed(_)),
+                "{code}"
+            );
+        }
+    }
+
+    #[test]
+    fn no_shared_version_is_a_handshake_server_only_when_it_lists_a_handshake_revision() {
+        assert!(matches!(
+            classify(no_common(&["2025-06-18"])),
+            Classified::Handshake(_)
+        ));
+        match classify(no_common(&["2027-01-01", "2026-01-01"])) {
+            Classified::NoSharedVersion { supported } => {
+                assert_eq!(supported, ["2027-01-01", "2026-01-01"]);
+            }
+            _ => panic!("expected no shared version"),
+        }
+        assert!(matches!(
+            classify(no_common(&[])),
+            Classified::NoSharedVersion { .. }
+        ));
+    }
+
+    #[test]
+    fn a_closed_connection_is_a_startup_failure() {
+        let closed = ClientInitializeError::ConnectionClosed("eof".into());
+        assert!(matches!(classify(closed), Classified::Failed(_)));
     }
 }

@@ -26,6 +26,7 @@ use crate::{
     config::{Config, ServerConfig},
     connection::Connection,
     error::{StartupError, chain},
+    protocol_era::{DEFAULT_PROBE_BOUND, Detection},
     shared_listing::{self, LeaderGuard, ListingRegistry, Next, SharedTools, Startup, StartupKeys},
     sync::lock,
     transport::Endpoint,
@@ -60,6 +61,7 @@ pub struct StartOptions {
     first_restart_pause: Duration,
     wait: Wait,
     other_servers: Vec<String>,
+    probe_bound: Duration,
 }
 
 impl Default for StartOptions {
@@ -73,6 +75,7 @@ impl Default for StartOptions {
             first_restart_pause: super::supervisor::FIRST_BACKOFF,
             wait: Wait::RequiredThenGrace(DEFAULT_OPTIONAL_GRACE),
             other_servers: Vec::new(),
+            probe_bound: DEFAULT_PROBE_BOUND,
         }
     }
 }
@@ -83,6 +86,7 @@ impl std::fmt::Debug for StartOptions {
             .field("scope", &self.scope)
             .field("share_listings", &self.share_listings)
             .field("wait", &self.wait)
+            .field("probe_bound", &self.probe_bound)
             .finish_non_exhaustive()
     }
 }
@@ -184,6 +188,23 @@ impl StartOptions {
         &self.other_servers
     }
 
+    /// How long the probe of a local server's protocol era (`protocol = "auto"`, era
+    /// not known yet) waits for the answer to `server/discover` before it takes the
+    /// server for one of the handshake revisions (2 s by default).
+    pub fn with_protocol_probe_bound(mut self, bound: Duration) -> Self {
+        self.probe_bound = bound;
+        self
+    }
+
+    /// What this runtime's startups and restarts need to find their servers' eras.
+    pub(super) fn era_detection(&self) -> Detection {
+        Detection {
+            memory: self.registry.eras().clone(),
+            scope: self.scope.clone(),
+            probe_bound: self.probe_bound,
+        }
+    }
+
     /// Cancels every startup still in progress when `cancel` is cancelled; those
     /// servers end up [`Cancelled`](super::ServerState::Cancelled).
     pub fn with_cancellation(mut self, cancel: CancellationToken) -> Self {
@@ -201,7 +222,10 @@ pub enum StartupEvent {
         /// The server.
         server: String,
     },
-    /// The server's process was spawned (local stdio servers only).
+    /// The server's process was spawned (local stdio servers only). Sent once per
+    /// process: a startup that probes the protocol era of a server that turns out to
+    /// speak only the handshake revisions spawns two (the probed one is ended at
+    /// once), and the last one sent is the server's.
     Spawned {
         /// The server.
         server: String,
@@ -411,11 +435,18 @@ async fn start_one(
         let endpoint = Endpoint::prepare(config, binding.wrapper())?;
         // Stamped before anything is sent: a listing requested from now on may serve it.
         let ticket = (options.share_listings && config.share_tool_listing).then(|| {
-            let keys = StartupKeys::new(&options.scope, &server, &endpoint, &config.environment);
+            let keys = StartupKeys::new(
+                &options.scope,
+                &server,
+                &endpoint,
+                &config.environment,
+                config.protocol,
+            );
             *lock(&progress.listing_keys) = Some((options.registry.clone(), keys));
             options.registry.begin(keys)
         });
-        let connection = Connection::connect(&server, &endpoint, &binding, |pid| {
+        let plan = options.era_detection().plan(config, &endpoint);
+        let connection = Connection::connect_with(&server, &endpoint, &binding, &plan, |pid| {
             report.send(StartupEvent::Spawned {
                 server: server.clone(),
                 pid,
@@ -449,7 +480,8 @@ async fn start_one(
     (outcome, report)
 }
 
-/// Starts `config`'s server again, alone: a new process or session, the handshake,
+/// Starts `config`'s server again, alone: a new process or session, the protocol
+/// started in the era `eras` knows (probed when unknown),
 /// and its tools listed on its own connection (never a shared listing: the server
 /// stopped, so any listing of it may be stale), bounded by `startup_timeout_sec`.
 ///
@@ -459,12 +491,16 @@ async fn start_one(
 pub(super) async fn restart_one(
     config: &ServerConfig,
     binding: &Binding,
-    on_spawn: impl FnOnce(u32),
+    eras: &Detection,
+    on_spawn: impl FnMut(u32),
 ) -> Result<Started, StartupError> {
     let server = &config.name;
     let attempt = async {
         let endpoint = Endpoint::prepare(config, binding.wrapper())?;
-        let connection = Connection::connect(server, &endpoint, binding, on_spawn).await?;
+        // The era found by the startups (or by an earlier restart) is used as it is.
+        let plan = eras.plan(config, &endpoint);
+        let connection =
+            Connection::connect_with(server, &endpoint, binding, &plan, on_spawn).await?;
         let listing = connection
             .list_tools(server, config.startup_timeout, &AtomicUsize::new(0))
             .await

@@ -99,6 +99,10 @@ pub struct ServerStatus {
     pub restarts: u32,
     /// Its process id, for a ready local server.
     pub pid: Option<u32>,
+    /// The protocol version spoken with it, while it has a connection: `2026-07-28`
+    /// for a server that answered `server/discover`, else the handshake revision it
+    /// answered to `initialize`.
+    pub protocol_version: Option<String>,
     /// How many of its tools are exposed.
     pub tools: usize,
     /// How many `tools/list` requests this runtime sent for the server's startup

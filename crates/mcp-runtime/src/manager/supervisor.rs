@@ -213,7 +213,7 @@ impl Shared {
         let began = Instant::now();
         // Taken before the new connection's `tools/list` is sent (invariant 2).
         let listing = self.next_generation(name);
-        let result = startup::restart_one(&server.config, binding, |pid| {
+        let result = startup::restart_one(&server.config, binding, &self.eras, |pid| {
             self.send(StartupEvent::Spawned {
                 server: name.to_owned(),
                 pid,

@@ -336,6 +336,21 @@ impl ServerProcess {
     }
 }
 
+impl ServerProcess {
+    /// Kills the whole process group at once and reaps the leader: for a server that
+    /// is given up before it was used (a probed handshake server, see
+    /// [`crate::protocol_era`]), whose stdin the caller has dropped already.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future leaves the leader unreaped; the group is killed already.
+    pub(crate) async fn kill(mut self) {
+        signal_group(self.pgid, libc::SIGKILL);
+        let _ = self.child.wait().await;
+        self.reaped = true;
+    }
+}
+
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         if !self.reaped {

@@ -530,3 +530,41 @@ fn a_bad_top_level_credentials_store_is_an_error() {
         "`/etc/mcp.toml`: top-level key `mcp_oauth_credentials_store` must be `auto`, `keyring` or `file`"
     );
 }
+
+#[test]
+fn protocol_is_auto_unless_a_revision_is_pinned() {
+    let config = parse_ok(
+        r#"
+        [mcp_servers.plain]
+        command = "server"
+        [mcp_servers.modern]
+        command = "server"
+        protocol = "2026-07-28"
+        [mcp_servers.old]
+        url = "https://example.com/mcp"
+        protocol = "2024-11-05"
+        [mcp_servers.explicit]
+        command = "server"
+        protocol = "auto"
+        "#,
+    );
+    assert_eq!(config.servers["plain"].protocol, Protocol::Auto);
+    assert_eq!(config.servers["modern"].protocol, Protocol::V2026_07_28);
+    assert_eq!(config.servers["old"].protocol, Protocol::V2024_11_05);
+    assert_eq!(config.servers["explicit"].protocol, Protocol::Auto);
+    for value in Protocol::ALL {
+        assert_eq!(Protocol::from_config(value.as_str()), Some(value));
+    }
+}
+
+#[test]
+fn a_protocol_mcp_runtime_does_not_speak_is_an_error_naming_the_accepted_values() {
+    for value in [r#""2099-01-01""#, r#""latest""#, "20260728"] {
+        assert_eq!(
+            parse_err(&format!(
+                "[mcp_servers.a]\ncommand = \"server\"\nprotocol = {value}\n"
+            )),
+            "`/etc/mcp.toml`: key `protocol` in `[mcp_servers.a]` must be `auto`, `2026-07-28`, `2025-11-25`, `2025-06-18`, `2025-03-26` or `2024-11-05`"
+        );
+    }
+}

@@ -1,0 +1,535 @@
+//! Protocol eras over stdio against real processes: the probe with `server/discover`,
+//! the restart and `initialize` fallback, the era remembered per configuration, the
+//! pinned `protocol` values, version mismatches, and sandbox metadata under 2026-07-28.
+
+use std::{collections::BTreeSet, path::Path, time::Duration};
+
+use mcp_runtime::{
+    CallAuthority, CallOptions, ListingRegistry, Runtime, SandboxState, ServerConfig, ServerState,
+    StartOptions, StartupEvent, config::Protocol,
+};
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// The request `_meta` keys of 2026-07-28.
+const PROTOCOL_KEYS: [&str; 3] = [
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientInfo",
+    "io.modelcontextprotocol/clientCapabilities",
+];
+
+/// Starts `servers` with `options` (which name the registry) and waits for every
+/// server to settle, collecting the events.
+async fn start_with(
+    servers: Vec<ServerConfig>,
+    options: StartOptions,
+) -> (Runtime, Vec<StartupEvent>) {
+    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+    let runtime = Runtime::start(config(servers), options.wait_for_all().with_events(sender))
+        .await
+        .expect("start succeeds");
+    (runtime, drain(receiver))
+}
+
+/// Options with a registry of their own: no listing or era is shared with other
+/// tests.
+fn fresh() -> StartOptions {
+    StartOptions::new().with_listing_registry(ListingRegistry::new())
+}
+
+fn spawned(events: &[StartupEvent]) -> Vec<u32> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            StartupEvent::Spawned { pid, .. } => Some(*pid),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The `_meta` of each request with `method` in the log.
+fn metas(log: &Path, method: &str) -> Vec<Value> {
+    read_log(log)
+        .into_iter()
+        .filter(|entry| entry["method"] == method)
+        .map(|entry| entry["params"]["_meta"].clone())
+        .collect()
+}
+
+fn assert_modern_meta(meta: &Value) {
+    for key in PROTOCOL_KEYS {
+        assert!(meta.get(key).is_some(), "{key} missing from {meta}");
+    }
+    assert_eq!(meta[PROTOCOL_KEYS[0]], "2026-07-28");
+    assert_eq!(meta[PROTOCOL_KEYS[1]]["name"], "mcp-runtime");
+}
+
+fn error_of(runtime: &Runtime) -> String {
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Failed);
+    status.error.as_ref().expect("an error").to_string()
+}
+
+fn open_gate(dir: &Path, pid: u32, method: &str) {
+    std::fs::write(dir.join(format!("{pid}.{method}")), "").expect("writing a gate file");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_32_auto_startups_of_a_handshake_server_spawns_33_processes_and_lists_once() {
+    const STARTUPS: usize = 32;
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let gates = dir.path().join("gates");
+    std::fs::create_dir(&gates).unwrap();
+    let registry = ListingRegistry::new();
+    // `initialize` waits for its gate: no `tools/list` is sent before every startup
+    // has spawned its server (and so taken its listing stamp).
+    let server = fixture_auto(
+        "burst",
+        &["--log", path_str(&log), "--gate-dir", path_str(&gates)],
+    );
+    let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let starts: Vec<_> = (0..STARTUPS)
+        .map(|_| {
+            let options = StartOptions::new()
+                .wait_for_all()
+                .with_listing_registry(registry.clone())
+                .with_events(sender.clone());
+            tokio::spawn(Runtime::start(config([server.clone()]), options))
+        })
+        .collect();
+    drop(sender);
+    let mut pids = Vec::new();
+    let all_spawned = async {
+        while pids.len() < STARTUPS + 1 {
+            if let Some(StartupEvent::Spawned { pid, .. }) = events.recv().await {
+                pids.push(pid);
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(120), all_spawned)
+        .await
+        .unwrap_or_else(|_| panic!("only {} of 33 processes were spawned", pids.len()));
+    for pid in &pids {
+        open_gate(&gates, *pid, "initialize");
+        open_gate(&gates, *pid, "tools-list");
+    }
+    let mut runtimes = Vec::new();
+    for start in starts {
+        runtimes.push(start.await.unwrap().expect("start succeeds"));
+    }
+    for runtime in &runtimes {
+        let status = &runtime.servers()[0];
+        assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+        assert_eq!(status.protocol_version.as_deref(), Some("2025-11-25"));
+    }
+    let late = spawned(&drain(events));
+    pids.extend(late);
+    assert_eq!(pids.len(), STARTUPS + 1, "one probe, then one process each");
+    let entries = read_log(&log);
+    assert_eq!(count_method(&entries, "server/discover"), 1, "one probe");
+    assert_eq!(count_method(&entries, "initialize"), STARTUPS);
+    assert_eq!(
+        count_method(&entries, "tools/list"),
+        1,
+        "one shared listing"
+    );
+    let probe_pid = entries
+        .iter()
+        .find(|entry| entry["method"] == "server/discover")
+        .map(|entry| entry["pid"].as_u64().unwrap() as u32)
+        .unwrap();
+    assert!(!is_alive(probe_pid as i32), "the probed process is gone");
+    let talked: BTreeSet<u64> = entries.iter().filter_map(|e| e["pid"].as_u64()).collect();
+    assert_eq!(talked.len(), STARTUPS + 1);
+    for runtime in runtimes {
+        runtime.shutdown().await;
+    }
+    assert!(registry.is_empty());
+}
+
+#[tokio::test]
+async fn a_known_handshake_server_is_never_probed_again() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let registry = ListingRegistry::new();
+    let server = fixture_auto("known", &["--log", path_str(&log)]);
+    let options = || StartOptions::new().with_listing_registry(registry.clone());
+
+    let (first, events) = start_with(vec![server.clone()], options()).await;
+    let pids = spawned(&events);
+    assert_eq!(pids.len(), 2, "the probe, then the server");
+    assert!(
+        !is_alive(pids[0] as i32),
+        "the probed process was killed and reaped"
+    );
+    assert_eq!(first.servers()[0].pid, Some(pids[1]));
+
+    let (second, events) = start_with(vec![server.clone()], options()).await;
+    assert_eq!(spawned(&events).len(), 1, "no probe for a known era");
+    assert_eq!(second.servers()[0].state, ServerState::Ready);
+
+    // A restart uses the known era too.
+    let pid = second.servers()[0].pid.unwrap();
+    // SAFETY: kill takes a pid and a signal; the pid is the runtime's child.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    assert!(wait_for_exit(pid as i32, Duration::from_secs(10)));
+    second
+        .call_tool("mcp__known__echo", None)
+        .await
+        .expect("the call restarts the server");
+    assert_eq!(second.servers()[0].restarts, 1);
+
+    let entries = read_log(&log);
+    assert_eq!(count_method(&entries, "server/discover"), 1);
+    assert_eq!(count_method(&entries, "initialize"), 3);
+    first.shutdown().await;
+    second.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_remembered_modern_server_that_answers_as_a_handshake_server_is_forgotten() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let era = dir.path().join("era");
+    std::fs::write(&era, "stateless").unwrap();
+    // The same configuration (so the same era key) runs whichever era the file says.
+    let server = ServerConfig::stdio(
+        "switch",
+        "/bin/sh",
+        vec![
+            "-c".into(),
+            r#"exec "$1" --era "$(cat "$0")" --log "$2""#.into(),
+            path_str(&era).into(),
+            fixture_path().into(),
+            path_str(&log).into(),
+        ],
+    );
+    let registry = ListingRegistry::new();
+    let options = || StartOptions::new().with_listing_registry(registry.clone());
+    let start = async || {
+        let (runtime, events) = start_with(vec![server.clone()], options()).await;
+        let status = runtime.servers()[0].clone();
+        assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+        runtime.shutdown().await;
+        (status.protocol_version.unwrap(), spawned(&events).len())
+    };
+    assert_eq!(start().await, ("2026-07-28".to_owned(), 1));
+    std::fs::write(&era, "handshake").unwrap();
+    assert_eq!(
+        start().await,
+        ("2025-11-25".to_owned(), 2),
+        "known modern, answered as handshake: a fresh process with initialize"
+    );
+    assert_eq!(start().await, ("2025-11-25".to_owned(), 2), "probed again");
+    assert_eq!(
+        start().await,
+        ("2025-11-25".to_owned(), 1),
+        "known handshake"
+    );
+    assert_eq!(count_method(&read_log(&log), "server/discover"), 3);
+}
+
+#[tokio::test]
+async fn stateless_and_dual_servers_start_modern_with_one_process_then_list_and_call() {
+    for era in ["stateless", "dual"] {
+        let dir = temp_dir();
+        let log = dir.path().join("log.jsonl");
+        let server = fixture_auto("modern", &["--era", era, "--log", path_str(&log)]);
+        let options = fresh();
+        let (runtime, events) = start_with(vec![server], options).await;
+        let status = &runtime.servers()[0];
+        assert_eq!(
+            status.state,
+            ServerState::Ready,
+            "{era}: {:?}",
+            status.error
+        );
+        assert_eq!(status.protocol_version.as_deref(), Some("2026-07-28"));
+        assert_eq!(
+            spawned(&events).len(),
+            1,
+            "{era}: the probed process is kept"
+        );
+        let result = runtime
+            .call_tool("mcp__modern__echo", json!({"x": 1}).as_object().cloned())
+            .await
+            .expect("the call succeeds");
+        assert_ne!(result.is_error, Some(true));
+
+        let entries = read_log(&log);
+        assert_eq!(count_method(&entries, "initialize"), 0, "{era}");
+        assert_eq!(count_method(&entries, "server/discover"), 1, "{era}");
+        for method in ["server/discover", "tools/list", "tools/call"] {
+            let metas = metas(&log, method);
+            assert_eq!(metas.len(), 1, "{era}: one {method}");
+            assert_modern_meta(&metas[0]);
+        }
+        runtime.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn a_server_silent_to_discover_is_restarted_with_initialize_after_the_bound() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let server = fixture_auto("silent", &["--silent-discover", "--log", path_str(&log)]);
+    let options = StartOptions::new()
+        .with_listing_registry(ListingRegistry::new())
+        .with_protocol_probe_bound(Duration::from_millis(300));
+    let (runtime, events) = start_with(vec![server], options).await;
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+    assert_eq!(status.protocol_version.as_deref(), Some("2025-11-25"));
+    let pids = spawned(&events);
+    assert_eq!(pids.len(), 2);
+    assert!(!is_alive(pids[0] as i32));
+    let entries = read_log(&log);
+    let pid_of = |method: &str| {
+        entries
+            .iter()
+            .find(|entry| entry["method"] == method)
+            .map(|entry| entry["pid"].as_u64().unwrap() as u32)
+    };
+    assert_eq!(pid_of("server/discover"), Some(pids[0]));
+    assert_eq!(pid_of("initialize"), Some(pids[1]), "a fresh process");
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn silence_is_learnt_as_handshake_only_once_initialize_succeeds() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let server = fixture_auto(
+        "silent",
+        &[
+            "--silent-discover",
+            "--crash-initialize",
+            "3",
+            "--log",
+            path_str(&log),
+        ],
+    );
+    let registry = ListingRegistry::new();
+    let options = || {
+        StartOptions::new()
+            .with_listing_registry(registry.clone())
+            .with_protocol_probe_bound(Duration::from_millis(200))
+    };
+    for _ in 0..2 {
+        let (runtime, events) = start_with(vec![server.clone()], options()).await;
+        assert_eq!(runtime.servers()[0].state, ServerState::Failed);
+        assert_eq!(spawned(&events).len(), 2, "probed each time");
+    }
+    let entries = read_log(&log);
+    assert_eq!(count_method(&entries, "server/discover"), 2);
+    assert_eq!(count_method(&entries, "initialize"), 2);
+}
+
+#[tokio::test]
+async fn a_dual_server_without_2026_07_28_falls_back_to_its_handshake_revision() {
+    let server = fixture_auto(
+        "dual",
+        &["--era", "dual", "--supported-version", "2025-11-25"],
+    );
+    let options = fresh();
+    let (runtime, events) = start_with(vec![server], options).await;
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+    assert_eq!(status.protocol_version.as_deref(), Some("2025-11-25"));
+    assert_eq!(spawned(&events).len(), 2);
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_sharing_no_version_fails_naming_both_lists() {
+    let server = fixture_auto(
+        "future",
+        &["--era", "stateless", "--supported-version", "2027-01-01"],
+    );
+    let options = fresh();
+    let (runtime, events) = start_with(vec![server.clone()], options).await;
+    assert_eq!(
+        error_of(&runtime),
+        "the server shares no protocol version with mcp-runtime: it supports `2027-01-01`, and mcp-runtime speaks `2026-07-28`, `2025-11-25`, `2025-06-18`, `2025-03-26` and `2024-11-05` (upgrade the server or mcp-runtime)"
+    );
+    let pids = spawned(&events);
+    assert_eq!(pids.len(), 1, "no fallback");
+    assert!(!is_alive(pids[0] as i32));
+
+    let pinned = fixture_auto(
+        "dual",
+        &["--era", "dual", "--supported-version", "2025-11-25"],
+    )
+    .with_protocol(Protocol::V2026_07_28);
+    let (runtime, _) = start_with(vec![pinned], fresh()).await;
+    assert_eq!(
+        error_of(&runtime),
+        "the server shares no protocol version with mcp-runtime: it supports `2025-11-25`, and `protocol` pins `2026-07-28` (set `protocol` to `auto` or to a version the server supports)"
+    );
+}
+
+#[tokio::test]
+async fn a_pinned_2026_07_28_server_starts_without_a_probe_and_a_handshake_server_refuses_it() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let modern = fixture_auto("m", &["--era", "stateless", "--log", path_str(&log)])
+        .with_protocol(Protocol::V2026_07_28);
+    let handshake = fixture_auto("h", &[]).with_protocol(Protocol::V2026_07_28);
+    let (runtime, events) = start_with(vec![modern, handshake], fresh()).await;
+    assert_eq!(spawned(&events).len(), 2, "one process each");
+    let servers = runtime.servers();
+    let (h, m) = (&servers[0], &servers[1]);
+    assert_eq!(m.state, ServerState::Ready, "{:?}", m.error);
+    assert_eq!(m.protocol_version.as_deref(), Some("2026-07-28"));
+    assert_eq!(h.state, ServerState::Failed);
+    assert_eq!(
+        mcp_runtime::error::chain(h.error.as_ref().unwrap()),
+        "the server does not speak protocol version `2026-07-28`, which `protocol` pins: it refused `server/discover` (set `protocol` to `auto` or to a handshake revision): server error -32601: server/discover"
+    );
+    assert_eq!(count_method(&read_log(&log), "server/discover"), 1);
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_pinned_handshake_revision_is_offered_alone_and_must_be_answered() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let old = fixture_auto("old", &["--log", path_str(&log)]).with_protocol(Protocol::V2025_06_18);
+    let (runtime, events) = start_with(vec![old], fresh()).await;
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+    assert_eq!(status.protocol_version.as_deref(), Some("2025-06-18"));
+    assert_eq!(spawned(&events).len(), 1);
+    let entries = read_log(&log);
+    assert_eq!(count_method(&entries, "server/discover"), 0, "no probe");
+    let initialize = entries
+        .iter()
+        .find(|entry| entry["method"] == "initialize")
+        .unwrap();
+    assert_eq!(initialize["params"]["protocolVersion"], "2025-06-18");
+    runtime.shutdown().await;
+
+    // A server that answers with another revision fails, naming both.
+    let other = fixture_auto(
+        "other",
+        &["--era", "dual", "--supported-version", "2025-11-25"],
+    )
+    .with_protocol(Protocol::V2025_06_18);
+    let (runtime, _) = start_with(vec![other], fresh()).await;
+    assert_eq!(
+        error_of(&runtime),
+        "the server answered `initialize` with protocol version `2025-11-25`, and `protocol` pins `2025-06-18` (set `protocol` to `auto`, or to a version the server speaks)"
+    );
+}
+
+/// The state sent with a call, with irregular spacing and a number beyond `f64`
+/// precision: only the exact text passes.
+const STATE: &str =
+    r#"{ "sandbox_policy":{"type":"workspace-write"} ,"big": 123456789012345678901234567890.5}"#;
+
+#[tokio::test]
+async fn a_modern_call_carries_the_protocol_keys_and_the_exact_sandbox_state() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let server = fixture_auto(
+        "f",
+        &[
+            "--era",
+            "stateless",
+            "--experimental",
+            "codex/sandbox-state-meta={}",
+            "--log",
+            path_str(&log),
+        ],
+    );
+    let options = fresh();
+    let (runtime, _) = start_with(vec![server], options).await;
+    assert_eq!(
+        runtime.servers()[0].protocol_version.as_deref(),
+        Some("2026-07-28")
+    );
+    let authority = CallAuthority::new(SandboxState::from_json(STATE).unwrap());
+    runtime
+        .call_tool_with(
+            "mcp__f__echo",
+            None,
+            CallOptions::new().with_authority(authority),
+        )
+        .await
+        .unwrap();
+    let call = read_log(&log)
+        .into_iter()
+        .find(|entry| entry["method"] == "tools/call")
+        .expect("the call reached the server");
+    let raw = call["raw"].as_str().unwrap();
+    for key in ["codex/sandbox-state", "codex/sandbox-state-meta"] {
+        assert!(raw.contains(&format!(r#""{key}":{STATE}"#)), "{key}: {raw}");
+    }
+    assert_modern_meta(&call["params"]["_meta"]);
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_python_sdk_2_3_0_speaks_2026_07_28_over_stdio() {
+    let python = peers_dir().join("venvs/mcp-2.3.0/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/install-peers",
+        python.display()
+    );
+    let script = peers_dir().join("python/adder.py");
+    let adder = ServerConfig::stdio(
+        "adder",
+        python.to_str().unwrap(),
+        vec![script.to_str().unwrap().into()],
+    );
+    // The interpreter may take longer than the default bound to answer on a busy
+    // machine; the era, not the bound, is under test.
+    let options = fresh().with_protocol_probe_bound(Duration::from_secs(60));
+    let (runtime, events) = start_with(vec![adder], options).await;
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+    assert_eq!(status.protocol_version.as_deref(), Some("2026-07-28"));
+    assert_eq!(spawned(&events).len(), 1, "the probed process is kept");
+    let result = runtime
+        .call_tool(
+            "mcp__adder__add",
+            json!({"a": 40, "b": 2}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.structured_content, Some(json!({"result": 42})));
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_everything_over_stdio_still_starts_in_auto() {
+    let everything = ServerConfig::stdio(
+        "everything",
+        "node",
+        vec![
+            crate::peers::server_everything().to_str().unwrap().into(),
+            "stdio".into(),
+        ],
+    );
+    let options = fresh();
+    let (runtime, events) = start_with(vec![everything], options).await;
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+    assert_eq!(status.protocol_version.as_deref(), Some(EVERYTHING_VERSION));
+    assert_eq!(spawned(&events).len(), 2, "probed, then restarted");
+    let result = runtime
+        .call_tool(
+            "mcp__everything__get_sum",
+            json!({"a": 2, "b": 3}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true));
+    runtime.shutdown().await;
+}
+
+/// What server-everything answers to `initialize` offering 2025-11-25.
+const EVERYTHING_VERSION: &str = "2025-11-25";
