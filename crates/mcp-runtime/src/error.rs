@@ -408,6 +408,24 @@ pub enum StartupError {
         "the server's `url` is `https://`, and this build of mcp-runtime leaves out TLS (build it with its `tls` feature)"
     )]
     TlsUnavailable,
+    /// A proxy variable of the environment names no usable proxy.
+    #[error("environment variable `{variable}` {problem}")]
+    ProxyVariable {
+        /// The variable's name (never its value, which may hold a password).
+        variable: &'static str,
+        /// What is wrong and what to do.
+        problem: String,
+    },
+    /// A CA certificate file cannot be used.
+    #[error("cannot use the CA certificate file `{path}` named by {origin}: {problem}")]
+    CaCertificate {
+        /// The setting that named the file: `` `ca_certificate` `` or the variable.
+        origin: &'static str,
+        /// The file's path.
+        path: String,
+        /// What is wrong and what to do.
+        problem: String,
+    },
     /// The server is configured for the legacy HTTP+SSE transport, which this version
     /// does not speak yet.
     #[error(
@@ -784,6 +802,14 @@ pub enum HttpFailure {
     Tls {
         /// The server.
         server: String,
+    },
+    /// The server's TLS certificate was refused.
+    #[error("server `{server}` presented a TLS certificate that is not trusted: {problem}")]
+    Certificate {
+        /// The server.
+        server: String,
+        /// Why, and what to do.
+        problem: &'static str,
     },
     /// The request timed out.
     #[error("the HTTP request to server `{server}` timed out")]

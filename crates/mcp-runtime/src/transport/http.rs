@@ -40,8 +40,10 @@ use rmcp::{
 use sse_stream::{Sse, SseStream};
 
 mod failure;
+mod network;
 
 use self::failure::{Resolver, classify, from_rmcp, status_failure};
+pub(crate) use self::network::Network;
 use super::splice::{Spliced, Splicer};
 use crate::{
     config::{DEFAULT_MAX_MESSAGE_BYTES, HttpConfig, checks::header_value_problem},
@@ -68,6 +70,8 @@ pub(crate) struct ResolvedHttp {
     pub(crate) headers: HashMap<HeaderName, HeaderValue>,
     /// The largest SSE event or JSON body accepted (`max_message_bytes`).
     pub(crate) max_message_bytes: usize,
+    /// Proxies and extra CA certificates ([`network`]).
+    pub(crate) network: Network,
 }
 
 impl std::fmt::Debug for ResolvedHttp {
@@ -80,13 +84,14 @@ impl std::fmt::Debug for ResolvedHttp {
             )
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("max_message_bytes", &self.max_message_bytes)
+            .field("network", &self.network)
             .finish()
     }
 }
 
-/// Resolves `http_headers`, `env_http_headers` and `bearer_token_env_var`, reading
-/// variables through `env`. Responses are bounded by [`DEFAULT_MAX_MESSAGE_BYTES`]
-/// until [`ResolvedHttp::max_message_bytes`] is set.
+/// Resolves `http_headers`, `env_http_headers`, `bearer_token_env_var` and the
+/// [`network`] settings, reading variables through `env`. Responses are bounded by
+/// [`DEFAULT_MAX_MESSAGE_BYTES`] until [`ResolvedHttp::max_message_bytes`] is set.
 pub(crate) fn resolve(
     http: &HttpConfig,
     env: impl Fn(&str) -> Option<OsString>,
@@ -150,6 +155,7 @@ pub(crate) fn resolve(
         bearer_token,
         headers,
         max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+        network: Network::resolve(http, env)?,
     })
 }
 
@@ -167,7 +173,7 @@ pub(crate) fn transport(
     if let Some(token) = &resolved.bearer_token {
         config = config.auth_header(token.clone());
     }
-    let client = http_client().map_err(|_| StartupError::HttpClient {
+    let client = http_client(&resolved.network).map_err(|_| StartupError::HttpClient {
         message: "the TLS backend cannot be initialized".to_owned(),
     })?;
     Ok(StreamableHttpClientTransport::with_client(
@@ -180,14 +186,15 @@ pub(crate) fn transport(
     ))
 }
 
-/// The HTTP client of every server: same-origin redirects, this module's resolver.
-fn http_client() -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
+/// The HTTP client of every server: same-origin redirects, this module's resolver,
+/// and the server's proxies and extra CA certificates from `network`.
+fn http_client(network: &Network) -> reqwest::Result<reqwest::Client> {
+    let builder = reqwest::Client::builder()
         // As rmcp's own default: idle pooled connections stall on delayed ACKs.
         .pool_max_idle_per_host(0)
         .redirect(same_origin_redirects())
-        .dns_resolver(Arc::new(Resolver))
-        .build()
+        .dns_resolver(Arc::new(Resolver));
+    network.apply(builder)?.build()
 }
 
 /// Follows only 307 and 308 redirects to the same origin: they keep the method and

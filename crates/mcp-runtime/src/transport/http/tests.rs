@@ -10,6 +10,7 @@ fn config() -> HttpConfig {
         http_headers: BTreeMap::from([("X-Team".into(), "core".into())]),
         env_http_headers: BTreeMap::from([("X-Key".into(), "API_KEY".into())]),
         transport: crate::config::HttpTransport::StreamableHttp,
+        ca_certificate: None,
     }
 }
 
@@ -200,7 +201,7 @@ async fn answering(response: String) -> std::net::SocketAddr {
 /// What a `POST` of a `ping` request to `url` fails with.
 async fn post_failure(url: &str) -> HttpFailure {
     let client = SplicingHttpClient {
-        client: http_client().unwrap(),
+        client: http_client(&Network::default()).unwrap(),
         splicer: Splicer::new(),
         server: "web".into(),
     };
@@ -282,7 +283,7 @@ async fn a_json_rpc_error_with_a_failing_status_answers_the_request() {
     let error = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"busy"}}"#;
     let address = answering(status_response("500 Internal Server Error", JSON, error)).await;
     let client = SplicingHttpClient {
-        client: http_client().unwrap(),
+        client: http_client(&Network::default()).unwrap(),
         splicer: Splicer::new(),
         server: "web".into(),
     };
@@ -315,7 +316,7 @@ async fn a_json_rpc_error_with_a_failing_status_answers_the_request() {
 async fn a_configured_header_may_not_replace_one_the_protocol_sets() {
     let address = answering(status_response("200 OK", JSON, "{}")).await;
     let client = SplicingHttpClient {
-        client: http_client().unwrap(),
+        client: http_client(&Network::default()).unwrap(),
         splicer: Splicer::new(),
         server: "web".into(),
     };
@@ -400,6 +401,7 @@ async fn an_oversized_http_answer_fails_its_request_at_once() {
         bearer_token: None,
         headers: HashMap::new(),
         max_message_bytes: LIMIT,
+        network: Network::default(),
     };
     let client = crate::connection::client_config()
         .serve(transport("web", &resolved, Splicer::new()).unwrap())
