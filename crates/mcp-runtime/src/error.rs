@@ -811,6 +811,21 @@ pub enum HttpFailure {
         /// Why, and what to do.
         problem: &'static str,
     },
+    /// The server is reached through a proxy, and the proxy could not be reached or
+    /// did not open a connection to the server.
+    #[error(
+        "cannot reach server `{server}` through the proxy `{proxy}` of `{variable}`: {problem}"
+    )]
+    Proxy {
+        /// The server.
+        server: String,
+        /// The proxy's URL, its user information masked.
+        proxy: String,
+        /// The variable that named it.
+        variable: &'static str,
+        /// What failed, and what to do.
+        problem: &'static str,
+    },
     /// The request timed out.
     #[error("the HTTP request to server `{server}` timed out")]
     Timeout {

@@ -44,6 +44,7 @@ mod network;
 
 use self::failure::{Resolver, classify, from_rmcp, status_failure};
 pub(crate) use self::network::Network;
+use self::network::ProxyInUse;
 use super::splice::{Spliced, Splicer};
 use crate::{
     config::{DEFAULT_MAX_MESSAGE_BYTES, HttpConfig, checks::header_value_problem},
@@ -181,6 +182,7 @@ pub(crate) fn transport(
             client,
             splicer,
             server: server.into(),
+            proxy: resolved.network.proxy_for(&resolved.url).map(Arc::new),
         },
         config,
     ))
@@ -227,6 +229,9 @@ pub(crate) struct SplicingHttpClient {
     client: reqwest::Client,
     splicer: Splicer,
     server: Arc<str>,
+    /// The proxy the server is reached through, which a failure to connect is
+    /// said of.
+    proxy: Option<Arc<ProxyInUse>>,
 }
 
 impl SplicingHttpClient {
@@ -247,6 +252,16 @@ impl SplicingHttpClient {
 }
 
 impl SplicingHttpClient {
+    /// `result`, with a failure to connect said of the proxy, if there is one.
+    fn through_proxy<T>(&self, result: HttpResult<T>) -> HttpResult<T> {
+        match (result, &self.proxy) {
+            (Err(StreamableHttpError::Client(failure)), Some(proxy)) => {
+                Err(StreamableHttpError::Client(proxy.failure(failure)))
+            }
+            (result, _) => result,
+        }
+    }
+
     /// `response` to request `id`, where an answer over `limits` is an error for the
     /// request naming the server and the limit.
     fn answer_too_large(
@@ -330,7 +345,7 @@ impl StreamableHttpClient for SplicingHttpClient {
                     limits,
                     awaits_answer: request.is_some(),
                 };
-                post.send(body).await
+                self.through_proxy(post.send(body).await)
             }
             Err(error) => Err(error),
         };
@@ -347,10 +362,12 @@ impl StreamableHttpClient for SplicingHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<()> {
-        self.client
+        let result = self
+            .client
             .delete_session(uri, session_id, auth_header, custom_headers)
             .await
-            .map_err(|error| from_rmcp(&self.server, error))
+            .map_err(|error| from_rmcp(&self.server, error));
+        self.through_proxy(result)
     }
 
     async fn get_stream(
@@ -361,10 +378,12 @@ impl StreamableHttpClient for SplicingHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
-        self.client
+        let result = self
+            .client
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
-            .map_err(|error| from_rmcp(&self.server, error))
+            .map_err(|error| from_rmcp(&self.server, error));
+        self.through_proxy(result)
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -376,7 +395,8 @@ impl StreamableHttpClient for SplicingHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
-        self.client
+        let result = self
+            .client
             .get_stream_with_max_sse_event_size(
                 uri,
                 session_id,
@@ -386,7 +406,8 @@ impl StreamableHttpClient for SplicingHttpClient {
                 max_sse_event_size,
             )
             .await
-            .map_err(|error| from_rmcp(&self.server, error))
+            .map_err(|error| from_rmcp(&self.server, error));
+        self.through_proxy(result)
     }
 }
 

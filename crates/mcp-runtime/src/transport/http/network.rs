@@ -34,7 +34,10 @@
 
 use std::{ffi::OsString, path::PathBuf};
 
-use crate::{config::HttpConfig, error::StartupError};
+use crate::{
+    config::HttpConfig,
+    error::{HttpFailure, StartupError},
+};
 
 /// The proxy variables of rule 1, lowercase first, for `http://` servers.
 const HTTP_PROXY_VARS: [&str; 4] = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"];
@@ -181,6 +184,69 @@ impl Network {
             builder = builder.tls_certs_merge(certificates);
         }
         Ok(builder)
+    }
+}
+
+impl Network {
+    /// The proxy that requests to `url` go through, if any: the same matching as the
+    /// HTTP client's.
+    pub(super) fn proxy_for(&self, url: &str) -> Option<ProxyInUse> {
+        let uri: http::Uri = url.parse().ok()?;
+        let scheme = uri.scheme_str()?.to_ascii_lowercase();
+        let proxy = match scheme.as_str() {
+            "http" => self.http_proxy.as_ref()?,
+            "https" => self.https_proxy.as_ref()?,
+            _ => return None,
+        };
+        let matcher = hyper_util::client::proxy::matcher::Matcher::builder()
+            .all(proxy.url.clone())
+            .no(self.no_proxy.clone().unwrap_or_default())
+            .build();
+        matcher.intercept(&uri)?;
+        Some(ProxyInUse {
+            variable: proxy.variable,
+            shown: crate::redact::url(&proxy.url).into_owned(),
+        })
+    }
+}
+
+/// The proxy a server is reached through, as a message names it.
+#[derive(Debug, Clone)]
+pub(crate) struct ProxyInUse {
+    variable: &'static str,
+    /// The URL with its user information masked.
+    shown: String,
+}
+
+impl ProxyInUse {
+    /// `failure`, said of the proxy when it is one of reaching the proxy or of the
+    /// tunnel through it. Through a proxy, the only host name resolved here is the
+    /// proxy's (rule 2), and a connection refused is the proxy's.
+    pub(super) fn failure(&self, failure: HttpFailure) -> HttpFailure {
+        let problem = match &failure {
+            HttpFailure::Refused { .. } => {
+                "the proxy refused the connection (check the variable, or list the server's host in `NO_PROXY` to reach it directly)"
+            }
+            HttpFailure::Dns { .. } => {
+                "the proxy's host name does not resolve (check the variable)"
+            }
+            HttpFailure::Connection { .. } => {
+                "the proxy did not open a connection to the server (if the proxy needs credentials, give them in its URL: `http://USER:PASSWORD@HOST:PORT`)"
+            }
+            _ => return failure,
+        };
+        let (HttpFailure::Refused { server }
+        | HttpFailure::Dns { server, .. }
+        | HttpFailure::Connection { server, .. }) = failure
+        else {
+            unreachable!("matched above");
+        };
+        HttpFailure::Proxy {
+            server,
+            proxy: self.shown.clone(),
+            variable: self.variable,
+            problem,
+        }
     }
 }
 

@@ -204,6 +204,7 @@ async fn post_failure(url: &str) -> HttpFailure {
         client: http_client(&Network::default()).unwrap(),
         splicer: Splicer::new(),
         server: "web".into(),
+        proxy: None,
     };
     let message = ClientJsonRpcMessage::request(
         ClientRequest::PingRequest(Default::default()),
@@ -286,6 +287,7 @@ async fn a_json_rpc_error_with_a_failing_status_answers_the_request() {
         client: http_client(&Network::default()).unwrap(),
         splicer: Splicer::new(),
         server: "web".into(),
+        proxy: None,
     };
     let message = ClientJsonRpcMessage::request(
         ClientRequest::PingRequest(Default::default()),
@@ -319,6 +321,7 @@ async fn a_configured_header_may_not_replace_one_the_protocol_sets() {
         client: http_client(&Network::default()).unwrap(),
         splicer: Splicer::new(),
         server: "web".into(),
+        proxy: None,
     };
     let message = ClientJsonRpcMessage::request(
         ClientRequest::PingRequest(Default::default()),
@@ -438,6 +441,7 @@ async fn an_oversized_answer_to_a_spliced_call_fails_it_at_once() {
         client: reqwest::Client::new(),
         splicer,
         server: "web".into(),
+        proxy: None,
     };
     let mut limits = StreamableHttpResponseLimits::default();
     limits.max_sse_event_size = LIMIT;

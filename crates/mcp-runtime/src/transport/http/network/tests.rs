@@ -114,6 +114,76 @@ fn the_client_is_built_with_proxies_and_no_proxy_list() {
     );
 }
 
+#[test]
+fn a_server_is_reached_through_the_proxy_of_its_scheme_unless_no_proxy_names_it() {
+    let network = resolve(&[
+        ("HTTP_PROXY", "http://user:s3cret@plain:1"),
+        ("HTTPS_PROXY", "http://secure:2"),
+        ("NO_PROXY", "direct.test, 10.0.0.0/8"),
+    ])
+    .unwrap();
+    let via = |url: &str| {
+        network
+            .proxy_for(url)
+            .map(|proxy| (proxy.variable, proxy.shown))
+    };
+    let plain = Some(("HTTP_PROXY", "http://*****@plain:1".to_owned()));
+    assert_eq!(via("http://a.test/mcp"), plain);
+    let secure = Some(("HTTPS_PROXY", "http://secure:2".to_owned()));
+    assert_eq!(via("HTTPS://a.test/mcp"), secure);
+    assert_eq!(via("https://api.direct.test/mcp"), None, "a subdomain");
+    assert_eq!(via("http://10.1.2.3:8080/mcp"), None, "a CIDR range");
+    assert_eq!(
+        resolve(&[])
+            .unwrap()
+            .proxy_for("http://a.test/mcp")
+            .map(|_| ()),
+        None
+    );
+}
+
+#[test]
+fn no_network_variable_reaches_a_stdio_server_unless_named() {
+    let stdio = match crate::config::ServerConfig::stdio("local", "srv", Vec::new()).transport {
+        crate::config::TransportConfig::Stdio(stdio) => stdio,
+        crate::config::TransportConfig::StreamableHttp(_) => unreachable!("a stdio server"),
+    };
+    let network_vars: Vec<&str> = HTTP_PROXY_VARS
+        .iter()
+        .chain(&HTTPS_PROXY_VARS)
+        .chain(&NO_PROXY_VARS)
+        .chain(&[SSL_CERT_FILE])
+        .copied()
+        .collect();
+    let parent = |name: &str| network_vars.contains(&name).then(|| OsString::from("set"));
+    let env = crate::transport::stdio::child_environment(&stdio, parent);
+    assert!(env.is_empty(), "{env:?}");
+}
+
+#[test]
+fn a_failure_to_reach_the_proxy_is_said_of_the_proxy() {
+    let proxy = ProxyInUse {
+        variable: "HTTPS_PROXY",
+        shown: "http://*****@proxy:8080".into(),
+    };
+    let server = || "web".to_owned();
+    let refused = proxy.failure(HttpFailure::Refused { server: server() });
+    assert_eq!(
+        refused.to_string(),
+        "cannot reach server `web` through the proxy `http://*****@proxy:8080` of `HTTPS_PROXY`: the proxy refused the connection (check the variable, or list the server's host in `NO_PROXY` to reach it directly)"
+    );
+    let unresolved = proxy.failure(HttpFailure::Dns {
+        server: server(),
+        host: "proxy".into(),
+    });
+    assert!(
+        matches!(unresolved, HttpFailure::Proxy { .. }),
+        "{unresolved}"
+    );
+    let timeout = proxy.failure(HttpFailure::Timeout { server: server() });
+    assert!(matches!(timeout, HttpFailure::Timeout { .. }), "{timeout}");
+}
+
 #[cfg(feature = "tls")]
 mod ca {
     use super::*;
