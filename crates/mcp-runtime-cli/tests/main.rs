@@ -10,3 +10,4 @@ mod call_scope;
 mod cli;
 mod edit;
 mod import;
+mod network;

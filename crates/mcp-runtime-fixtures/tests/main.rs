@@ -12,6 +12,7 @@ mod faults;
 mod hostile_servers;
 mod http;
 mod listing;
+mod network;
 mod peers;
 mod processes;
 mod restart;
