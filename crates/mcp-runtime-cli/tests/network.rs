@@ -189,3 +189,21 @@ async fn a_proxy_failure_never_shows_the_proxy_password() {
         "mcp-runtime: server `web` failed: environment variable `HTTPS_PROXY` names a `socks5` proxy, which mcp-runtime does not support (use an `http://` proxy, or unset the variable)\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_a_proxy_the_server_host_name_is_resolved_by_the_proxy() {
+    // A host no resolver knows (RFC 6761): resolved here, it would fail as a host
+    // that does not resolve; through the proxy it reaches the proxy, which answers 502.
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_file(dir.path(), "http://mcp.invalid:8080/mcp");
+    let proxy = TestProxy::start().await;
+    let output = tools(&config, &[("HTTP_PROXY", &proxy.url)]).await;
+    assert_eq!(
+        lines(&proxy.requests()),
+        ["POST http://mcp.invalid:8080/mcp HTTP/1.1"]
+    );
+    assert_eq!(
+        stderr(&output),
+        "mcp-runtime: server `web` failed: handshake failed: server `web` answered HTTP 502\n"
+    );
+}
