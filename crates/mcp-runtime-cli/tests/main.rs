@@ -11,3 +11,4 @@ mod cli;
 mod conformance;
 mod edit;
 mod import;
+mod network;

@@ -16,7 +16,9 @@
 //!   byte for byte, that tests read to see what reached the peer,
 //! - [`stdio`] and [`http`]: the two transports, each of which logs a message
 //!   before rmcp parses it,
-//! - [`testing`]: helpers for the tests that run these processes.
+//! - [`testing`]: helpers for the tests that run these processes,
+//! - [`network`]: a private CA, a TLS front and an HTTP proxy, for the tests of
+//!   corporate networks.
 //!
 //! # Fault flags
 //!
@@ -60,6 +62,7 @@ pub mod fault;
 pub mod gate;
 pub mod http;
 pub mod message_log;
+pub mod network;
 pub mod raw;
 pub mod server;
 pub mod stdio;

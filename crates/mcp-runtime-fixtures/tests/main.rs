@@ -13,6 +13,7 @@ mod hostile_servers;
 mod http;
 mod legacy_sse;
 mod listing;
+mod network;
 mod peers;
 mod processes;
 mod protocol_eras;

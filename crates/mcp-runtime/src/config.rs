@@ -266,6 +266,7 @@ impl ServerConfig {
                 http_headers: BTreeMap::new(),
                 env_http_headers: BTreeMap::new(),
                 transport: HttpTransport::StreamableHttp,
+                ca_certificate: None,
             }),
         )
     }
@@ -441,6 +442,9 @@ pub struct HttpConfig {
     pub env_http_headers: BTreeMap<String, String>,
     /// `transport`: which HTTP transport the server speaks.
     pub transport: HttpTransport,
+    /// `ca_certificate`: a PEM file of CA certificates trusted for this server besides
+    /// the system's roots; a relative path is relative to the configuration file.
+    pub ca_certificate: Option<PathBuf>,
 }
 
 /// `transport = "streamable_http" | "sse"`: the HTTP transport of a server.
@@ -477,6 +481,7 @@ impl std::fmt::Debug for HttpConfig {
             )
             .field("env_http_headers", &self.env_http_headers)
             .field("transport", &self.transport)
+            .field("ca_certificate", &self.ca_certificate)
             .finish()
     }
 }

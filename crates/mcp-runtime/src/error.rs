@@ -441,6 +441,24 @@ pub enum StartupError {
         "the server's `url` is `https://`, and this build of mcp-runtime leaves out TLS (build it with its `tls` feature)"
     )]
     TlsUnavailable,
+    /// A proxy variable of the environment names no usable proxy.
+    #[error("environment variable `{variable}` {problem}")]
+    ProxyVariable {
+        /// The variable's name (never its value, which may hold a password).
+        variable: &'static str,
+        /// What is wrong and what to do.
+        problem: String,
+    },
+    /// A CA certificate file cannot be used.
+    #[error("cannot use the CA certificate file `{path}` named by {origin}: {problem}")]
+    CaCertificate {
+        /// The setting that named the file: `` `ca_certificate` `` or the variable.
+        origin: &'static str,
+        /// The file's path.
+        path: String,
+        /// What is wrong and what to do.
+        problem: String,
+    },
     /// The server's `url`, reached as a legacy HTTP+SSE server, answered its `GET`
     /// with something other than an event stream.
     #[error(
@@ -884,6 +902,29 @@ pub enum HttpFailure {
     Tls {
         /// The server.
         server: String,
+    },
+    /// The server's TLS certificate was refused.
+    #[error("server `{server}` presented a TLS certificate that is not trusted: {problem}")]
+    Certificate {
+        /// The server.
+        server: String,
+        /// Why, and what to do.
+        problem: &'static str,
+    },
+    /// The server is reached through a proxy, and the proxy could not be reached or
+    /// did not open a connection to the server.
+    #[error(
+        "cannot reach server `{server}` through the proxy `{proxy}` of `{variable}`: {problem}"
+    )]
+    Proxy {
+        /// The server.
+        server: String,
+        /// The proxy's URL, its user information masked.
+        proxy: String,
+        /// The variable that named it.
+        variable: &'static str,
+        /// What failed, and what to do.
+        problem: &'static str,
     },
     /// The request timed out.
     #[error("the HTTP request to server `{server}` timed out")]

@@ -927,6 +927,7 @@ mod tests {
                 bearer_token: Some(token.into()),
                 headers: BTreeMap::new().into_iter().collect(),
                 max_message_bytes: 1,
+                network: Default::default(),
             })
         };
         assert_ne!(

@@ -22,6 +22,8 @@ pub(crate) const URL_ONLY_KEYS: &[&str] = &[
     "auth",
     "oauth",
     "oauth_resource",
+    // mcp-runtime's own.
+    "ca_certificate",
 ];
 /// Keys any server may hold.
 pub(crate) const COMMON_KEYS: &[&str] = &[

@@ -46,6 +46,16 @@ fn request_errors() -> Vec<RequestError> {
             host: "mcp.invalid".into(),
         },
         HttpFailure::Tls { server: server() },
+        HttpFailure::Certificate {
+            server: server(),
+            problem: "it has expired",
+        },
+        HttpFailure::Proxy {
+            server: server(),
+            proxy: "http://*****@proxy:8080".into(),
+            variable: "HTTPS_PROXY",
+            problem: "the proxy refused the connection",
+        },
         HttpFailure::Timeout { server: server() },
         HttpFailure::Connection {
             server: server(),

@@ -40,8 +40,11 @@ use rmcp::{
 use sse_stream::{Sse, SseStream};
 
 mod failure;
+mod network;
 
 use self::failure::{Resolver, classify, from_rmcp, status_failure};
+pub(crate) use self::network::Network;
+use self::network::ProxyInUse;
 use super::splice::{Spliced, Splicer};
 use crate::{
     config::{DEFAULT_MAX_MESSAGE_BYTES, HttpConfig, checks::header_value_problem},
@@ -68,6 +71,8 @@ pub(crate) struct ResolvedHttp {
     pub(crate) headers: HashMap<HeaderName, HeaderValue>,
     /// The largest SSE event or JSON body accepted (`max_message_bytes`).
     pub(crate) max_message_bytes: usize,
+    /// Proxies and extra CA certificates ([`network`]).
+    pub(crate) network: Network,
 }
 
 impl std::fmt::Debug for ResolvedHttp {
@@ -80,13 +85,14 @@ impl std::fmt::Debug for ResolvedHttp {
             )
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("max_message_bytes", &self.max_message_bytes)
+            .field("network", &self.network)
             .finish()
     }
 }
 
-/// Resolves `http_headers`, `env_http_headers` and `bearer_token_env_var`, reading
-/// variables through `env`. Responses are bounded by [`DEFAULT_MAX_MESSAGE_BYTES`]
-/// until [`ResolvedHttp::max_message_bytes`] is set.
+/// Resolves `http_headers`, `env_http_headers`, `bearer_token_env_var` and the
+/// [`network`] settings, reading variables through `env`. Responses are bounded by
+/// [`DEFAULT_MAX_MESSAGE_BYTES`] until [`ResolvedHttp::max_message_bytes`] is set.
 pub(crate) fn resolve(
     http: &HttpConfig,
     env: impl Fn(&str) -> Option<OsString>,
@@ -150,6 +156,7 @@ pub(crate) fn resolve(
         bearer_token,
         headers,
         max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+        network: Network::resolve(http, env)?,
     })
 }
 
@@ -167,7 +174,7 @@ pub(crate) fn transport(
     if let Some(token) = &resolved.bearer_token {
         config = config.auth_header(token.clone());
     }
-    let client = http_client().map_err(|_| StartupError::HttpClient {
+    let client = http_client(&resolved.network).map_err(|_| StartupError::HttpClient {
         message: "the TLS backend cannot be initialized".to_owned(),
     })?;
     Ok(StreamableHttpClientTransport::with_client(
@@ -175,19 +182,21 @@ pub(crate) fn transport(
             client,
             splicer,
             server: server.into(),
+            proxy: resolved.network.proxy_for(&resolved.url).map(Arc::new),
         },
         config,
     ))
 }
 
-/// The HTTP client of every server: same-origin redirects, this module's resolver.
-pub(crate) fn http_client() -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
+/// The HTTP client of every server: same-origin redirects, this module's resolver,
+/// and the server's proxies and extra CA certificates from `network`.
+pub(crate) fn http_client(network: &Network) -> reqwest::Result<reqwest::Client> {
+    let builder = reqwest::Client::builder()
         // As rmcp's own default: idle pooled connections stall on delayed ACKs.
         .pool_max_idle_per_host(0)
         .redirect(same_origin_redirects())
-        .dns_resolver(Arc::new(Resolver))
-        .build()
+        .dns_resolver(Arc::new(Resolver));
+    network.apply(builder)?.build()
 }
 
 /// Follows only 307 and 308 redirects to the same origin: they keep the method and
@@ -220,6 +229,9 @@ pub(crate) struct SplicingHttpClient {
     client: reqwest::Client,
     splicer: Splicer,
     server: Arc<str>,
+    /// The proxy the server is reached through, which a failure to connect is
+    /// said of.
+    proxy: Option<Arc<ProxyInUse>>,
 }
 
 impl SplicingHttpClient {
@@ -240,6 +252,16 @@ impl SplicingHttpClient {
 }
 
 impl SplicingHttpClient {
+    /// `result`, with a failure to connect said of the proxy, if there is one.
+    fn through_proxy<T>(&self, result: HttpResult<T>) -> HttpResult<T> {
+        match (result, &self.proxy) {
+            (Err(StreamableHttpError::Client(failure)), Some(proxy)) => {
+                Err(StreamableHttpError::Client(proxy.failure(failure)))
+            }
+            (result, _) => result,
+        }
+    }
+
     /// `response` to request `id`, where an answer over `limits` is an error for the
     /// request naming the server and the limit.
     fn answer_too_large(
@@ -323,7 +345,7 @@ impl StreamableHttpClient for SplicingHttpClient {
                     limits,
                     awaits_answer: request.is_some(),
                 };
-                post.send(body).await
+                self.through_proxy(post.send(body).await)
             }
             Err(error) => Err(error),
         };
@@ -340,10 +362,12 @@ impl StreamableHttpClient for SplicingHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<()> {
-        self.client
+        let result = self
+            .client
             .delete_session(uri, session_id, auth_header, custom_headers)
             .await
-            .map_err(|error| from_rmcp(&self.server, error))
+            .map_err(|error| from_rmcp(&self.server, error));
+        self.through_proxy(result)
     }
 
     async fn get_stream(
@@ -354,10 +378,12 @@ impl StreamableHttpClient for SplicingHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
-        self.client
+        let result = self
+            .client
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
-            .map_err(|error| from_rmcp(&self.server, error))
+            .map_err(|error| from_rmcp(&self.server, error));
+        self.through_proxy(result)
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -369,7 +395,8 @@ impl StreamableHttpClient for SplicingHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
-        self.client
+        let result = self
+            .client
             .get_stream_with_max_sse_event_size(
                 uri,
                 session_id,
@@ -379,7 +406,8 @@ impl StreamableHttpClient for SplicingHttpClient {
                 max_sse_event_size,
             )
             .await
-            .map_err(|error| from_rmcp(&self.server, error))
+            .map_err(|error| from_rmcp(&self.server, error));
+        self.through_proxy(result)
     }
 }
 

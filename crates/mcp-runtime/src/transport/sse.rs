@@ -103,7 +103,7 @@ pub(crate) async fn connect(
     let url = Url::parse(&resolved.url).map_err(|_| StartupError::HttpClient {
         message: "`url` is not a valid URL (check `url`)".to_owned(),
     })?;
-    let client = http_client().map_err(|_| StartupError::HttpClient {
+    let client = http_client(&resolved.network).map_err(|_| StartupError::HttpClient {
         message: "the TLS backend cannot be initialized".to_owned(),
     })?;
     let headers = headers(resolved);

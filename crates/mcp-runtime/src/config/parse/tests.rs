@@ -443,6 +443,38 @@ fn the_transport_key_selects_the_http_transport() {
 }
 
 #[test]
+fn ca_certificate_is_a_path_relative_to_the_file_for_a_server_with_url() {
+    let config = parse_ok(
+        r#"
+        [mcp_servers.relative]
+        url = "https://x/mcp"
+        ca_certificate = "certs/corp.pem"
+        [mcp_servers.absolute]
+        url = "https://x/mcp"
+        ca_certificate = "/opt/ca.pem"
+        [mcp_servers.none]
+        url = "https://x/mcp"
+        "#,
+    );
+    let ca = |name: &str| match &config.servers[name].transport {
+        TransportConfig::StreamableHttp(http) => http.ca_certificate.clone(),
+        TransportConfig::Stdio(_) => panic!("expected http"),
+    };
+    assert_eq!(ca("relative"), Some("/etc/certs/corp.pem".into()));
+    assert_eq!(ca("absolute"), Some("/opt/ca.pem".into()));
+    assert_eq!(ca("none"), None);
+
+    assert_eq!(
+        parse_err("[mcp_servers.a]\nurl = \"https://x/mcp\"\nca_certificate = \"\"\n"),
+        "`/etc/mcp.toml`: key `ca_certificate` in `[mcp_servers.a]`: the value is empty (name a PEM file of CA certificates)"
+    );
+    assert_eq!(
+        parse_err("[mcp_servers.a]\ncommand = \"x\"\nca_certificate = \"/ca.pem\"\n"),
+        "`/etc/mcp.toml`: key `ca_certificate` in `[mcp_servers.a]` applies only to a server with `url` (remove it from this stdio server)"
+    );
+}
+
+#[test]
 fn a_bad_approval_mode_names_the_values_codex_takes() {
     assert_eq!(
         parse_err("[mcp_servers.a]\ncommand = \"x\"\ndefault_tools_approval_mode = \"never\"\n"),

@@ -1,6 +1,6 @@
 //! The transport keys of a server table: stdio (`command`, `args`, `env`, `env_vars`,
 //! `cwd`) or Streamable HTTP (`url`, `bearer_token_env_var`, `http_headers`,
-//! `env_http_headers`, `transport`).
+//! `env_http_headers`, `transport`, `ca_certificate`).
 //!
 //! An `Authorization` entry in `http_headers` is accepted, as Codex accepts it: the
 //! value is kept for the request and never shown (the `Debug` output of
@@ -221,12 +221,28 @@ impl File<'_> {
                 }
             },
         };
+        let ca_certificate = table
+            .get("ca_certificate")
+            .and_then(|value| self.ok(self.string(value, t, "ca_certificate")))
+            .filter(|path| {
+                let problem = match path.as_str() {
+                    "" => Some("is empty (name a PEM file of CA certificates)"),
+                    path => os_string_problem(path),
+                };
+                self.check(t, "ca_certificate", || "the value".to_owned(), problem);
+                problem.is_none()
+            })
+            .map(|path| {
+                let dir = self.path.parent().unwrap_or(std::path::Path::new(""));
+                dir.join(path)
+            });
         Ok(HttpConfig {
             url: url.unwrap_or_default(),
             bearer_token_env_var,
             http_headers,
             env_http_headers,
             transport,
+            ca_certificate,
         })
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! A network error is read by the types in its `source` chain, never by its text
 //! (which names the URL, and internals): a refused connection and a timeout are I/O
-//! error kinds, a failed TLS handshake is the invalid data the TLS stream reports,
+//! error kinds, a failed TLS handshake is the invalid data the TLS stream reports
+//! (a refused certificate is the TLS library's error inside it, read for the reason),
 //! and a host name that does not resolve is known by [`Resolver`], the resolver the
 //! client is built with, whose failure is a type of this module.
 
@@ -22,22 +23,29 @@ impl reqwest::dns::Resolve for Resolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let host = name.as_str().to_owned();
         Box::pin(async move {
+            let not_resolved = || {
+                Box::new(NotResolved { host: host.clone() })
+                    as Box<dyn std::error::Error + Send + Sync>
+            };
             let addresses = tokio::net::lookup_host((host.as_str(), 0))
                 .await
-                .map_err(|_| Box::new(NotResolved) as Box<dyn std::error::Error + Send + Sync>)?;
+                .map_err(|_| not_resolved())?;
             let addresses: Vec<_> = addresses.collect();
             if addresses.is_empty() {
-                return Err(Box::new(NotResolved) as Box<dyn std::error::Error + Send + Sync>);
+                return Err(not_resolved());
             }
             Ok(Box::new(addresses.into_iter()) as reqwest::dns::Addrs)
         })
     }
 }
 
-/// A host name did not resolve.
+/// A host name did not resolve: the server's, or its proxy's (which is the only one
+/// resolved here when the server is reached through a proxy).
 #[derive(Debug, thiserror::Error)]
 #[error("the host name does not resolve")]
-struct NotResolved;
+struct NotResolved {
+    host: String,
+}
 
 /// What `error`, from the HTTP client talking to `server`, means for the user: a
 /// refused connection, an unresolved host, a failed TLS handshake, a timeout or
@@ -50,15 +58,19 @@ pub(super) fn classify(server: &str, error: &reqwest::Error) -> HttpFailure {
     }
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
-        if cause.is::<NotResolved>() {
-            let host = error
-                .url()
-                .and_then(|url| url.host_str())
-                .unwrap_or_default()
-                .to_owned();
+        if let Some(NotResolved { host }) = cause.downcast_ref() {
+            let host = host.clone();
             return HttpFailure::Dns { server, host };
         }
         if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            #[cfg(feature = "tls")]
+            if let Some(problem) = io
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                .and_then(certificate_problem)
+            {
+                return HttpFailure::Certificate { server, problem };
+            }
             match io.kind() {
                 std::io::ErrorKind::ConnectionRefused => return HttpFailure::Refused { server },
                 std::io::ErrorKind::TimedOut => return HttpFailure::Timeout { server },
@@ -89,6 +101,29 @@ pub(super) fn classify(server: &str, error: &reqwest::Error) -> HttpFailure {
         server,
         description: description.to_owned(),
     }
+}
+
+/// What is wrong with a server certificate the TLS stream refused, if `error` is that.
+#[cfg(feature = "tls")]
+fn certificate_problem(error: &rustls::Error) -> Option<&'static str> {
+    use rustls::CertificateError as E;
+    let rustls::Error::InvalidCertificate(error) = error else {
+        return None;
+    };
+    Some(match error {
+        E::UnknownIssuer => {
+            "it is issued by a CA that is not trusted (if a private CA issued it, name that CA's PEM file with `ca_certificate` or `SSL_CERT_FILE`)"
+        }
+        E::NotValidForName | E::NotValidForNameContext { .. } => {
+            "it does not name the host of `url` (check `url`)"
+        }
+        E::Expired | E::ExpiredContext { .. } => "it has expired",
+        E::NotValidYet | E::NotValidYetContext { .. } => {
+            "it is not valid yet (check this machine's clock)"
+        }
+        E::Revoked => "it has been revoked",
+        _ => "it cannot be verified",
+    })
 }
 
 /// The failure an answer with `status` (not a success) stands for, given the start of

@@ -10,6 +10,7 @@ fn config() -> HttpConfig {
         http_headers: BTreeMap::from([("X-Team".into(), "core".into())]),
         env_http_headers: BTreeMap::from([("X-Key".into(), "API_KEY".into())]),
         transport: crate::config::HttpTransport::StreamableHttp,
+        ca_certificate: None,
     }
 }
 
@@ -200,9 +201,10 @@ async fn answering(response: String) -> std::net::SocketAddr {
 /// What a `POST` of a `ping` request to `url` fails with.
 async fn post_failure(url: &str) -> HttpFailure {
     let client = SplicingHttpClient {
-        client: http_client().unwrap(),
+        client: http_client(&Network::default()).unwrap(),
         splicer: Splicer::new(),
         server: "web".into(),
+        proxy: None,
     };
     let message = ClientJsonRpcMessage::request(
         ClientRequest::PingRequest(Default::default()),
@@ -282,9 +284,10 @@ async fn a_json_rpc_error_with_a_failing_status_answers_the_request() {
     let error = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"busy"}}"#;
     let address = answering(status_response("500 Internal Server Error", JSON, error)).await;
     let client = SplicingHttpClient {
-        client: http_client().unwrap(),
+        client: http_client(&Network::default()).unwrap(),
         splicer: Splicer::new(),
         server: "web".into(),
+        proxy: None,
     };
     let message = ClientJsonRpcMessage::request(
         ClientRequest::PingRequest(Default::default()),
@@ -315,9 +318,10 @@ async fn a_json_rpc_error_with_a_failing_status_answers_the_request() {
 async fn a_configured_header_may_not_replace_one_the_protocol_sets() {
     let address = answering(status_response("200 OK", JSON, "{}")).await;
     let client = SplicingHttpClient {
-        client: http_client().unwrap(),
+        client: http_client(&Network::default()).unwrap(),
         splicer: Splicer::new(),
         server: "web".into(),
+        proxy: None,
     };
     let message = ClientJsonRpcMessage::request(
         ClientRequest::PingRequest(Default::default()),
@@ -400,6 +404,7 @@ async fn an_oversized_http_answer_fails_its_request_at_once() {
         bearer_token: None,
         headers: HashMap::new(),
         max_message_bytes: LIMIT,
+        network: Network::default(),
     };
     let client = crate::connection::client_config()
         .serve(transport("web", &resolved, Splicer::new()).unwrap())
@@ -436,6 +441,7 @@ async fn an_oversized_answer_to_a_spliced_call_fails_it_at_once() {
         client: reqwest::Client::new(),
         splicer,
         server: "web".into(),
+        proxy: None,
     };
     let mut limits = StreamableHttpResponseLimits::default();
     limits.max_sse_event_size = LIMIT;
