@@ -161,7 +161,7 @@ impl Connection {
                 over_stdio::start(server, launch, client, &splicer, &ended, on_spawn).await?
             }
             Endpoint::Http(resolved) => (
-                over_http::start(server, resolved, client, &splicer, &ended).await?,
+                over_http::start(server, resolved, client, &splicer, &ended, None).await?,
                 None,
             ),
         };
@@ -169,7 +169,12 @@ impl Connection {
             .peer()
             .peer_info()
             .map(|info| info.protocol_version.clone());
+        // A 2026-07-28 start over HTTP agreed on its version through
+        // `server/discover` (see `over_http`, invariant 5).
+        let agreed_by_discover = matches!(endpoint, Endpoint::Http(_))
+            && answered == Some(ProtocolVersion::V_2026_07_28);
         if let Some(answered) = answered
+            && !agreed_by_discover
             && !ACCEPTED_PROTOCOL_VERSIONS.contains(&answered)
         {
             // Dropping the service and the process ends the connection and the server.

@@ -1,17 +1,170 @@
-//! Starting the protocol with a Streamable HTTP server.
+//! Starting the protocol with a Streamable HTTP server, in whichever era it speaks.
+//!
+//! Over HTTP the era is read from each server's answers, as the backward-compatibility
+//! sections of the 2026-07-28 revision describe it for this transport (status codes,
+//! not timing), and it is found again on every connection: a probe costs one `POST`,
+//! not a process start, so nothing is remembered between connections.
+//!
+//! Invariants:
+//! 1. With no pinned revision, the first `POST` is `server/discover` (2026-07-28, no
+//!    session). A discover result makes the connection a 2026-07-28 one on the same
+//!    transport: no `initialize`, no session, the protocol headers on every request.
+//! 2. The server is of the handshake era when it answers that `server/discover` with a
+//!    JSON-RPC error other than the two 2026-07-28 rejections (`-32020` header
+//!    mismatch, `-32021` missing capability), a `4xx` other than `401`/`403` included
+//!    (the transport turns it into such an error, see [`http`]), or does not answer
+//!    within [`DISCOVER_WAIT`]. Then `initialize` is sent on a new transport, so a
+//!    discover still pending can neither delay it nor be taken for its answer.
+//! 3. When that `initialize` `POST` itself fails with `400`, `404` or `405` (and no
+//!    JSON-RPC error, which only a Streamable HTTP server writes), the URL is a legacy
+//!    HTTP+SSE server's, and the start is handed to [`super::over_sse`].
+//! 4. A pinned `2026-07-28` sends only `server/discover`; a pinned handshake revision
+//!    sends only `initialize`, offering it. Neither probes.
+//! 5. The version a handshake server answers to `initialize` is one of
+//!    [`super::ACCEPTED_PROTOCOL_VERSIONS`], or the start fails naming both (even
+//!    `2026-07-28`: that revision has no `initialize`); a 2026-07-28 start has agreed on
+//!    `2026-07-28`, which rmcp only selects from the server's own `supportedVersions`.
+//!
+//! A 2026-07-28 connection has no session to expire, and no `notifications/cancelled`
+//! over HTTP: a request given up is cancelled by closing its response stream. rmcp
+//! does that when the runtime sends the notification (see [`super::cancellation`]),
+//! which it then does not `POST`. A handshake connection keeps both: an expired
+//! session is started again and the request sent once more (see [`http`]).
+//!
+//! rmcp's `ClientLifecycleMode::Auto` does the same fallback on one transport, but
+//! its HTTP worker awaits the discover `POST` before it sends anything else, and
+//! `Auto` waits a fixed 10 s: a server that never answers the discover would never
+//! be sent the fallback `initialize`. Driving the two steps here keeps invariant 2.
 
-use rmcp::{RoleClient, ServiceExt, service::RunningService};
+use std::time::Duration;
+
+use rmcp::{
+    RoleClient,
+    model::ProtocolVersion,
+    service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService},
+    transport::streamable_http_client::StreamableHttpError,
+};
 use tokio_util::sync::CancellationToken;
 
 use super::{Client, failure, liveness};
 use crate::{
-    error::StartupError,
+    error::{HttpFailure, StartupError},
     transport::{http, splice::Splicer},
 };
 
-/// Reaches the server at `resolved` and runs the handshake. `ended` is cancelled when
-/// the connection ends.
+/// How long the era probe waits for the answer to `server/discover` before taking
+/// the server for one of the handshake era. A server of either era answers a `POST`
+/// at once, so this only bounds a server that holds the request open.
+pub(super) const DISCOVER_WAIT: Duration = Duration::from_secs(10);
+
+/// The JSON-RPC codes with which a 2026-07-28 server rejects a `server/discover`
+/// without being of another era: `-32020` (header mismatch) and `-32021` (missing
+/// required client capability). rmcp keeps its list private.
+const MODERN_REJECTIONS: [i32; 2] = [-32020, -32021];
+
+/// Reaches the server at `resolved` and starts the protocol in the era it speaks, or
+/// in the `pinned` revision (see the module docs). `ended` is cancelled when the
+/// connection ends.
+///
+/// # Cancel safety
+///
+/// Dropping the future drops the transport; nothing outlives it.
 pub(super) async fn start(
+    server: &str,
+    resolved: &http::ResolvedHttp,
+    client: Client,
+    splicer: &Splicer,
+    ended: &CancellationToken,
+    pinned: Option<ProtocolVersion>,
+) -> Result<RunningService<RoleClient, Client>, StartupError> {
+    let handshake = |error| StartupError::Handshake {
+        source: failure::from_initialize(error),
+        stderr_tail: Vec::new(),
+    };
+    match pinned {
+        Some(version) if version.has_initialize() => {
+            let mut client = client;
+            client.info.protocol_version = version;
+            initialize(server, resolved, client, splicer, ended).await
+        }
+        Some(version) => {
+            let transport = http::transport(server, resolved, splicer.clone())?;
+            discover(client, transport, ended, version, None)
+                .await
+                .map_err(handshake)
+        }
+        None => {
+            let fallback = Client {
+                info: client.info.clone(),
+                tools_changed: client.tools_changed.clone(),
+            };
+            let transport = http::transport(server, resolved, splicer.clone())?;
+            let probe = discover(
+                client,
+                transport,
+                ended,
+                ProtocolVersion::V_2026_07_28,
+                Some(DISCOVER_WAIT),
+            )
+            .await;
+            match probe {
+                Ok(service) => Ok(service),
+                Err(error) if is_handshake_era(&error) => {
+                    tracing::debug!(server, "the server does not speak 2026-07-28; initializing");
+                    initialize(server, resolved, fallback, splicer, ended).await
+                }
+                Err(error) => Err(handshake(error)),
+            }
+        }
+    }
+}
+
+/// Starts with `server/discover` on `transport`, offering `version`, waiting at most
+/// `wait` for the answer (a wait that runs out is a
+/// [`ClientInitializeError::Cancelled`]).
+async fn discover(
+    client: Client,
+    transport: http::Transport,
+    ended: &CancellationToken,
+    version: ProtocolVersion,
+    wait: Option<Duration>,
+) -> Result<RunningService<RoleClient, Client>, ClientInitializeError> {
+    // The probe's transport is dropped when the server is of the other era, which
+    // must not end the connection: it is watched by a token of its own, linked to
+    // `ended` once it is the connection's.
+    let probe_ended = CancellationToken::new();
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![version],
+    };
+    let started = client.serve_with_lifecycle(
+        liveness::Watched::new(transport, probe_ended.clone()),
+        lifecycle,
+    );
+    let service = match wait {
+        Some(wait) => tokio::time::timeout(wait, started)
+            .await
+            .unwrap_or(Err(ClientInitializeError::Cancelled))?,
+        None => started.await?,
+    };
+    link(probe_ended, ended);
+    Ok(service)
+}
+
+/// Cancels `ended` once `attempt`, the token of a transport that has become the
+/// connection's, is cancelled; ends as soon as either is.
+fn link(attempt: CancellationToken, ended: &CancellationToken) {
+    let ended = ended.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = attempt.cancelled() => ended.cancel(),
+            () = ended.cancelled() => {}
+        }
+    });
+}
+
+/// Starts with `initialize` on a new transport; a `POST` refused the way a legacy
+/// HTTP+SSE server refuses it hands over to [`super::over_sse`] (invariant 3).
+async fn initialize(
     server: &str,
     resolved: &http::ResolvedHttp,
     client: Client,
@@ -19,11 +172,76 @@ pub(super) async fn start(
     ended: &CancellationToken,
 ) -> Result<RunningService<RoleClient, Client>, StartupError> {
     let transport = http::transport(server, resolved, splicer.clone())?;
-    client
-        .serve(liveness::Watched::new(transport, ended.clone()))
+    let fallback = Client {
+        info: client.info.clone(),
+        tools_changed: client.tools_changed.clone(),
+    };
+    // The transport is dropped on failure; only a started one may end the connection.
+    let attempt = CancellationToken::new();
+    match client
+        .serve_with_lifecycle(
+            liveness::Watched::new(transport, attempt.clone()),
+            ClientLifecycleMode::Initialize,
+        )
         .await
-        .map_err(|error| StartupError::Handshake {
+    {
+        Ok(service) => {
+            let answered = service
+                .peer()
+                .peer_info()
+                .map(|info| info.protocol_version.clone());
+            if let Some(answered) = answered
+                && !super::ACCEPTED_PROTOCOL_VERSIONS.contains(&answered)
+            {
+                // Dropping the service ends the session.
+                return Err(StartupError::UnsupportedProtocolVersion {
+                    answered: answered.to_string(),
+                });
+            }
+            link(attempt, ended);
+            Ok(service)
+        }
+        Err(error) if refused_like_legacy_sse(&error) => {
+            tracing::debug!(
+                server,
+                "the URL refuses a POST; trying the legacy HTTP+SSE transport"
+            );
+            super::over_sse::start(server, resolved, fallback, splicer, ended).await
+        }
+        Err(error) => Err(StartupError::Handshake {
             source: failure::from_initialize(error),
             stderr_tail: Vec::new(),
-        })
+        }),
+    }
+}
+
+/// Whether a `server/discover` start failed the way a server of the handshake era
+/// answers it (invariant 2).
+fn is_handshake_era(error: &ClientInitializeError) -> bool {
+    match error {
+        ClientInitializeError::JsonRpcError(data) => !MODERN_REJECTIONS.contains(&data.code.0),
+        // The wait ran out.
+        ClientInitializeError::Cancelled => true,
+        _ => false,
+    }
+}
+
+/// Whether an `initialize` start failed because its `POST` was answered `400`, `404`
+/// or `405` without a JSON-RPC error (invariant 3).
+fn refused_like_legacy_sse(error: &ClientInitializeError) -> bool {
+    let ClientInitializeError::TransportError { error, .. } = error else {
+        return false;
+    };
+    let Some(StreamableHttpError::Client(failure)) = error
+        .error
+        .downcast_ref::<StreamableHttpError<HttpFailure>>()
+    else {
+        return false;
+    };
+    matches!(
+        failure,
+        HttpFailure::NotFound { .. }
+            | HttpFailure::LegacySse { .. }
+            | HttpFailure::Status { status: 400, .. }
+    )
 }
