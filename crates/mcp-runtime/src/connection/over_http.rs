@@ -245,3 +245,172 @@ fn refused_like_legacy_sse(error: &ClientInitializeError) -> bool {
             | HttpFailure::Status { status: 400, .. }
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+    use crate::connection::client_config;
+
+    /// A server of the handshake era: `server/discover` gets `404` with "method not
+    /// found", `initialize` is answered with `answer`, or else the version it offers.
+    /// Every method received is pushed to `received`, with `initialize`'s offered
+    /// version. Returns the URL.
+    async fn handshake_server(
+        received: Arc<Mutex<Vec<String>>>,
+        answer: Option<&'static str>,
+    ) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let received = received.clone();
+                tokio::spawn(async move {
+                    let mut bytes = Vec::new();
+                    let head_end = loop {
+                        let mut chunk = [0; 4096];
+                        let n = socket.read(&mut chunk).await.unwrap();
+                        if n == 0 {
+                            return;
+                        }
+                        bytes.extend_from_slice(&chunk[..n]);
+                        if let Some(at) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break at + 4;
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&bytes[..head_end]).to_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|line| line.strip_prefix("content-length:"))
+                        .map_or(0, |value| value.trim().parse().unwrap());
+                    while bytes.len() < head_end + length {
+                        let mut chunk = [0; 4096];
+                        let n = socket.read(&mut chunk).await.unwrap();
+                        bytes.extend_from_slice(&chunk[..n]);
+                    }
+                    let (status, body) = if !head.starts_with("post") {
+                        ("405 Method Not Allowed", String::new())
+                    } else {
+                        let message: serde_json::Value =
+                            serde_json::from_slice(&bytes[head_end..]).unwrap();
+                        let method = message["method"].as_str().unwrap_or_default();
+                        let id = &message["id"];
+                        match method {
+                            "server/discover" => {
+                                received.lock().unwrap().push(method.to_owned());
+                                let error = serde_json::json!({"jsonrpc": "2.0", "id": id,
+                                    "error": {"code": -32601, "message": "Method not found"}});
+                                ("404 Not Found", error.to_string())
+                            }
+                            "initialize" => {
+                                let offered = &message["params"]["protocolVersion"];
+                                received
+                                    .lock()
+                                    .unwrap()
+                                    .push(format!("initialize {}", offered.as_str().unwrap()));
+                                let version = answer.map_or(offered.clone(), Into::into);
+                                let result = serde_json::json!({"jsonrpc": "2.0", "id": id,
+                                    "result": {"protocolVersion": version,
+                                        "capabilities": {"tools": {}},
+                                        "serverInfo": {"name": "old", "version": "0"}}});
+                                ("200 OK", result.to_string())
+                            }
+                            _ => ("202 Accepted", String::new()),
+                        }
+                    };
+                    let response = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\nmcp-session-id: s-1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = socket.write_all(response.as_bytes()).await;
+                });
+            }
+        });
+        url
+    }
+
+    async fn start_pinned(
+        url: &str,
+        pinned: Option<ProtocolVersion>,
+    ) -> Result<RunningService<RoleClient, Client>, StartupError> {
+        let resolved = http::resolve(
+            &crate::config::HttpConfig {
+                url: url.to_owned(),
+                bearer_token_env_var: None,
+                http_headers: Default::default(),
+                env_http_headers: Default::default(),
+                transport: crate::config::HttpTransport::StreamableHttp,
+            },
+            |_| None,
+        )
+        .unwrap();
+        let client = Client {
+            info: client_config(),
+            tools_changed: Default::default(),
+        };
+        start(
+            "old",
+            &resolved,
+            client,
+            &Splicer::new(),
+            &CancellationToken::new(),
+            pinned,
+        )
+        .await
+    }
+
+    #[tokio::test]
+    async fn auto_probes_then_initializes_offering_the_newest_handshake_revision() {
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let url = handshake_server(received.clone(), None).await;
+        let service = start_pinned(&url, None).await.unwrap();
+        let version = service.peer().peer_info().unwrap().protocol_version.clone();
+        assert_eq!(version, ProtocolVersion::V_2025_11_25);
+        assert_eq!(
+            *received.lock().unwrap(),
+            ["server/discover", "initialize 2025-11-25"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_pinned_handshake_revision_is_offered_without_a_probe() {
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let url = handshake_server(received.clone(), None).await;
+        let service = start_pinned(&url, Some(ProtocolVersion::V_2025_06_18))
+            .await
+            .unwrap();
+        let version = service.peer().peer_info().unwrap().protocol_version.clone();
+        assert_eq!(version, ProtocolVersion::V_2025_06_18);
+        assert_eq!(*received.lock().unwrap(), ["initialize 2025-06-18"]);
+    }
+
+    #[tokio::test]
+    async fn a_pinned_2026_07_28_never_falls_back_to_initialize() {
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let url = handshake_server(received.clone(), None).await;
+        let Err(error) = start_pinned(&url, Some(ProtocolVersion::V_2026_07_28)).await else {
+            panic!("a handshake server cannot start pinned to 2026-07-28");
+        };
+        let message = crate::error::chain(&error);
+        assert!(message.starts_with("handshake failed"), "{message}");
+        assert!(message.contains("Method not found"), "{message}");
+        assert_eq!(*received.lock().unwrap(), ["server/discover"]);
+    }
+
+    #[tokio::test]
+    async fn a_handshake_answer_of_a_revision_without_initialize_fails_naming_both() {
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let url = handshake_server(received.clone(), Some("2026-07-28")).await;
+        let Err(error) = start_pinned(&url, None).await else {
+            panic!("`2026-07-28` has no `initialize`");
+        };
+        assert_eq!(
+            error.to_string(),
+            "the server answered `initialize` with protocol version `2026-07-28`, which mcp-runtime does not speak (it offered `2025-11-25`, and also speaks `2025-06-18`, `2025-03-26` and `2024-11-05`)"
+        );
+    }
+}
