@@ -19,7 +19,9 @@
 //! Closing a request's response stream is how a 2026-07-28 client cancels the
 //! request. When the client closes the answer to a POSTed request before its
 //! end, the fixture prints `closed-early ID` (the request's JSON-RPC id) on
-//! stdout, so a test can wait for it; nobody need read it.
+//! stdout, so a test can wait for it; nobody need read it. A client may also
+//! close the stream of an answer it has already read, before the server ends
+//! it: such a line says only that the body was not read to its end.
 
 use std::{
     convert::Infallible,

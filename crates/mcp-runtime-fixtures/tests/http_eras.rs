@@ -241,23 +241,154 @@ async fn a_timed_out_call_to_a_2026_07_28_server_closes_its_response_stream() {
     assert!(matches!(error, CallError::Timeout { .. }), "{error}");
 
     // The server sees the cancellation: the answer's stream closed before its end.
-    let closed = tokio::time::timeout(Duration::from_secs(30), fixture.lines.next_line())
+    // (A client may also close the stream of an answer it has read before the
+    // server ends it; those lines name other requests.)
+    let call_id = the(&read_log(&log), "tools/call")["id"].to_string();
+    let closed = async {
+        while let Some(line) = fixture.lines.next_line().await.unwrap() {
+            if line == format!("closed-early {call_id}") {
+                return;
+            }
+        }
+        panic!("the fixture exited");
+    };
+    tokio::time::timeout(Duration::from_secs(30), closed)
         .await
-        .expect("the response stream is closed")
-        .unwrap()
-        .unwrap();
-    let log = read_log(&log);
-    let call_id = &the(&log, "tools/call")["id"];
-    assert_eq!(closed, format!("closed-early {call_id}"));
+        .expect("the call's response stream is closed");
     runtime.shutdown().await;
+    let log = read_log(&log);
     // No `notifications/cancelled`: the 2026-07-28 revision does not expect one
     // over HTTP.
-    assert_eq!(
-        count_method(&read_log(&log_path(&dir)), "notifications/cancelled"),
-        0
-    );
+    assert_eq!(count_method(&log, "notifications/cancelled"), 0, "{log:?}");
 }
 
-fn log_path(dir: &tempfile::TempDir) -> std::path::PathBuf {
-    dir.path().join("log.jsonl")
+/// A free loopback port (bound, then released for a peer to take).
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// A peer server process, and the stderr lines it wrote after it was ready.
+struct Peer {
+    stderr: tokio::sync::mpsc::UnboundedReceiver<String>,
+    child: tokio::process::Child,
+}
+
+impl Peer {
+    /// Kills the peer and returns every stderr line it wrote after it was ready.
+    async fn stop(mut self) -> Vec<String> {
+        self.child.kill().await.expect("killing the peer");
+        let mut lines = Vec::new();
+        // The channel closes once the reader has read to the end of the pipe.
+        while let Some(line) = self.stderr.recv().await {
+            lines.push(line);
+        }
+        lines
+    }
+}
+
+/// Runs `command` (a peer serving Streamable HTTP) until its stderr has a line
+/// containing `ready`; the later lines are kept.
+async fn peer_over_http(mut command: tokio::process::Command, ready: &str) -> Peer {
+    let mut child = command
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the peer starts");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let started = async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains(ready) {
+                return;
+            }
+        }
+        panic!("the peer exited before saying `{ready}`");
+    };
+    tokio::time::timeout(Duration::from_secs(60), started)
+        .await
+        .expect("the peer starts within a minute");
+    let (sender, stderr) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let _ = sender.send(line);
+        }
+    });
+    Peer { stderr, child }
+}
+
+#[tokio::test]
+async fn server_everything_over_streamable_http_is_initialized_and_adds() {
+    let port = free_port();
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(crate::peers::server_everything())
+        .arg("streamableHttp")
+        .env("PORT", port.to_string());
+    let _peer = peer_over_http(command, "listening on port").await;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let runtime = ready(ServerConfig::http("everything", &url)).await;
+    assert_eq!(runtime.servers()[0].tools, 13);
+    let result = runtime
+        .call_tool(
+            "mcp__everything__get_sum",
+            json!({"a": 2, "b": 3}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let text = &result.content[0].as_text().unwrap().text;
+    assert!(text.contains('5'), "{text}");
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_python_sdk_over_streamable_http_lists_and_calls_its_tool() {
+    let python = peers_dir().join("venvs/mcp-2.3.0/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/install-peers (scripts/test does)",
+        python.display()
+    );
+    let port = free_port();
+    let mut command = tokio::process::Command::new(python);
+    command
+        .arg(peers_dir().join("python/adder_http.py"))
+        .arg(port.to_string());
+    let peer = peer_over_http(command, "Uvicorn running on").await;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let runtime = ready(ServerConfig::http("python", &url)).await;
+    let names: Vec<String> = runtime
+        .catalog()
+        .tools()
+        .iter()
+        .map(|tool| tool.qualified_name.clone())
+        .collect();
+    assert_eq!(names, ["mcp__python__add"]);
+    let result = runtime
+        .call_tool(
+            "mcp__python__add",
+            json!({"a": 40, "b": 2}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(result.structured_content, Some(json!({"result": 42})));
+    runtime.shutdown().await;
+
+    let requests: Vec<String> = peer
+        .stop()
+        .await
+        .iter()
+        .filter_map(|line| line.strip_prefix("mcp-request ").map(str::to_owned))
+        .collect();
+    assert_eq!(
+        requests,
+        [
+            "2026-07-28 server/discover",
+            "2026-07-28 tools/list",
+            "2026-07-28 tools/call"
+        ],
+        "the dual-era peer was spoken to in 2026-07-28"
+    );
 }
