@@ -89,45 +89,53 @@ pub(super) async fn start(
         }
         Some(version) => {
             let transport = http::transport(server, resolved, splicer.clone())?;
-            discover(client, transport, ended, version, None)
+            discover(client, transport, ended, version)
                 .await
                 .map_err(handshake)
         }
         None => {
-            let fallback = Client {
-                info: client.info.clone(),
-                tools_changed: client.tools_changed.clone(),
-            };
+            let fallback = client.again();
             let transport = http::transport(server, resolved, splicer.clone())?;
-            let probe = discover(
-                client,
-                transport,
-                ended,
-                ProtocolVersion::V_2026_07_28,
-                Some(DISCOVER_WAIT),
+            // Dropping the probe on time drops its transport (invariant 2).
+            let probe = tokio::time::timeout(
+                DISCOVER_WAIT,
+                discover(client, transport, ended, ProtocolVersion::V_2026_07_28),
             )
             .await;
             match probe {
-                Ok(service) => Ok(service),
-                Err(error) if is_handshake_era(&error) => {
+                Ok(Ok(service)) => Ok(service),
+                Ok(Err(error)) if !is_handshake_era(&error) => Err(handshake(error)),
+                Ok(Err(_)) | Err(_) => {
                     tracing::debug!(server, "the server does not speak 2026-07-28; initializing");
                     initialize(server, resolved, fallback, splicer, ended).await
                 }
-                Err(error) => Err(handshake(error)),
             }
         }
     }
 }
 
-/// Starts with `server/discover` on `transport`, offering `version`, waiting at most
-/// `wait` for the answer (a wait that runs out is a
-/// [`ClientInitializeError::Cancelled`]).
+impl Client {
+    /// The same client again, for another transport: its `initialize` parameters and
+    /// the same `tools/list_changed` signal.
+    fn again(&self) -> Self {
+        Self {
+            info: self.info.clone(),
+            tools_changed: self.tools_changed.clone(),
+        }
+    }
+}
+
+/// Starts with `server/discover` on `transport`, offering `version`.
+///
+/// # Cancel safety
+///
+/// Dropping the future drops the transport; `ended` is linked to it only once the
+/// start succeeded.
 async fn discover(
     client: Client,
     transport: http::Transport,
     ended: &CancellationToken,
     version: ProtocolVersion,
-    wait: Option<Duration>,
 ) -> Result<RunningService<RoleClient, Client>, ClientInitializeError> {
     // The probe's transport is dropped when the server is of the other era, which
     // must not end the connection: it is watched by a token of its own, linked to
@@ -136,22 +144,22 @@ async fn discover(
     let lifecycle = ClientLifecycleMode::Discover {
         preferred_versions: vec![version],
     };
-    let started = client.serve_with_lifecycle(
-        liveness::Watched::new(transport, probe_ended.clone()),
-        lifecycle,
-    );
-    let service = match wait {
-        Some(wait) => tokio::time::timeout(wait, started)
-            .await
-            .unwrap_or(Err(ClientInitializeError::Cancelled))?,
-        None => started.await?,
-    };
+    let service = client
+        .serve_with_lifecycle(
+            liveness::Watched::new(transport, probe_ended.clone()),
+            lifecycle,
+        )
+        .await?;
     link(probe_ended, ended);
     Ok(service)
 }
 
 /// Cancels `ended` once `attempt`, the token of a transport that has become the
 /// connection's, is cancelled; ends as soon as either is.
+///
+/// Through this task `ended` may follow a moment after rmcp failed the requests in
+/// flight (see [`liveness`], invariant 1); over HTTP nothing depends on the order,
+/// there being no process whose exit report a failed request waits for.
 fn link(attempt: CancellationToken, ended: &CancellationToken) {
     let ended = ended.clone();
     tokio::spawn(async move {
@@ -172,10 +180,7 @@ async fn initialize(
     ended: &CancellationToken,
 ) -> Result<RunningService<RoleClient, Client>, StartupError> {
     let transport = http::transport(server, resolved, splicer.clone())?;
-    let fallback = Client {
-        info: client.info.clone(),
-        tools_changed: client.tools_changed.clone(),
-    };
+    let fallback = client.again();
     // The transport is dropped on failure; only a started one may end the connection.
     let attempt = CancellationToken::new();
     match client
@@ -216,14 +221,12 @@ async fn initialize(
 }
 
 /// Whether a `server/discover` start failed the way a server of the handshake era
-/// answers it (invariant 2).
+/// answers it (invariant 2; a wait that runs out is the caller's).
 fn is_handshake_era(error: &ClientInitializeError) -> bool {
-    match error {
-        ClientInitializeError::JsonRpcError(data) => !MODERN_REJECTIONS.contains(&data.code.0),
-        // The wait ran out.
-        ClientInitializeError::Cancelled => true,
-        _ => false,
-    }
+    matches!(
+        error,
+        ClientInitializeError::JsonRpcError(data) if !MODERN_REJECTIONS.contains(&data.code.0)
+    )
 }
 
 /// Whether an `initialize` start failed because its `POST` was answered `400`, `404`
