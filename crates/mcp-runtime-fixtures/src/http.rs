@@ -11,8 +11,28 @@
 //! every request with one status (401 with a `WWW-Authenticate` header, any
 //! status with a short text body), and [`Fault::Silent`] accepts TCP
 //! connections and never reads from or answers them.
+//!
+//! [`Options::expire_sessions_on_call`] makes the server forget the session of
+//! the first N `tools/call` POSTs that carry an `Mcp-Session-Id`, before rmcp
+//! sees them: rmcp then answers `404`, as for a session that expired.
+//!
+//! Closing a request's response stream is how a 2026-07-28 client cancels the
+//! request. When the client closes the answer to a POSTed request before its
+//! end, the fixture prints `closed-early ID` (the request's JSON-RPC id) on
+//! stdout, so a test can wait for it; nobody need read it. A client may also
+//! close the stream of an answer it has already read, before the server ends
+//! it: such a line says only that the body was not read to its end.
 
-use std::{convert::Infallible, io::Write as _, sync::Arc};
+use std::{
+    convert::Infallible,
+    io::Write as _,
+    pin::Pin,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    task::{Context, Poll},
+};
 
 use anyhow::Context as _;
 use bytes::Bytes;
@@ -22,7 +42,7 @@ use hyper::{body::Incoming, server::conn::http1, service::service_fn};
 use hyper_util::rt::TokioIo;
 use rmcp::transport::{
     StreamableHttpServerConfig, StreamableHttpService,
-    streamable_http_server::session::local::LocalSessionManager,
+    streamable_http_server::session::{SessionManager as _, local::LocalSessionManager},
 };
 use tokio::net::TcpListener;
 
@@ -38,9 +58,23 @@ type Body = BoxBody<Bytes, Infallible>;
 
 struct Endpoint {
     mcp: StreamableHttpService<Fixture, LocalSessionManager>,
+    sessions: Arc<LocalSessionManager>,
     log: Option<Arc<MessageLog>>,
     bearer: Option<String>,
     status: Option<StatusCode>,
+    /// How many more `tools/call` POSTs find their session forgotten.
+    expire_on_call: AtomicUsize,
+}
+
+/// How the HTTP server behaves, besides the fixture's own behaviour.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Answer 401 unless `Authorization: Bearer TOKEN`.
+    pub bearer: Option<String>,
+    /// Replace the MCP endpoint (see the module docs).
+    pub fault: Option<Fault>,
+    /// Forget the session of the first N `tools/call` POSTs that carry one.
+    pub expire_sessions_on_call: usize,
 }
 
 /// An HTTP fault that replaces the MCP endpoint.
@@ -58,10 +92,7 @@ pub fn fault_body(status: StatusCode) -> String {
 }
 
 /// Bind `addr`, print `listening http://ADDR/mcp` on stdout, and serve
-/// `fixture` until the process is killed.
-///
-/// `bearer`: when set, requests whose `Authorization` is not `Bearer TOKEN`
-/// get 401. `fault`: when set, replaces the MCP endpoint (see the module docs).
+/// `fixture` as `options` say until the process is killed.
 ///
 /// # Cancel safety
 ///
@@ -71,9 +102,13 @@ pub async fn serve(
     fixture: Fixture,
     addr: &str,
     log: Option<Arc<MessageLog>>,
-    bearer: Option<String>,
-    fault: Option<Fault>,
+    options: Options,
 ) -> anyhow::Result<()> {
+    let Options {
+        bearer,
+        fault,
+        expire_sessions_on_call,
+    } = options;
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on `{addr}`"))?;
@@ -84,9 +119,10 @@ pub async fn serve(
         stdout.flush()?;
     }
 
+    let sessions = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(
         move || Ok(fixture.clone()),
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         StreamableHttpServerConfig::default(),
     );
     let status = match fault {
@@ -95,9 +131,11 @@ pub async fn serve(
     };
     let endpoint = Arc::new(Endpoint {
         mcp,
+        sessions,
         log,
         bearer,
         status,
+        expire_on_call: AtomicUsize::new(expire_sessions_on_call),
     });
     // With `Fault::Silent`, accepted connections are kept open here, unread.
     let mut silent = Vec::new();
@@ -172,10 +210,96 @@ async fn handle(
         );
         return Ok(response);
     }
-    Ok(endpoint
+    let message = serde_json::from_slice::<serde_json::Value>(&body).ok();
+    let method = message
+        .as_ref()
+        .and_then(|message| message["method"].as_str());
+    if parts.method == Method::POST
+        && method == Some("tools/call")
+        && let Some(session) = parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|value| value.to_str().ok())
+        && endpoint
+            .expire_on_call
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+                left.checked_sub(1)
+            })
+            .is_ok()
+        && let Err(error) = endpoint.sessions.close_session(&Arc::from(session)).await
+    {
+        eprintln!("mcp-fixture: cannot forget session: {error}");
+    }
+    // A request's answer, watched for the client closing it early.
+    let request_id = message
+        .as_ref()
+        .filter(|message| message.get("method").is_some())
+        .and_then(|message| message.get("id"))
+        .map(ToString::to_string);
+    // Until the answer's body ends, dropping the guard reports the request.
+    let mut guard = request_id.map(|id| ClosedEarly { id: Some(id) });
+    let response = endpoint
         .mcp
         .handle(Request::from_parts(parts, Full::new(body)))
-        .await)
+        .await;
+    Ok(match guard.take() {
+        Some(guard) => response.map(|body| Watched { body, guard }.boxed()),
+        None => response,
+    })
+}
+
+/// Prints `closed-early ID` when dropped armed: the client closed the connection
+/// before the answer to request `ID` ended.
+struct ClosedEarly {
+    id: Option<String>,
+}
+
+impl ClosedEarly {
+    fn disarm(&mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for ClosedEarly {
+    fn drop(&mut self) {
+        if let Some(id) = &self.id {
+            let mut stdout = std::io::stdout().lock();
+            // Nobody may be reading: a failed write is of no consequence.
+            let _ = writeln!(stdout, "closed-early {id}");
+            let _ = stdout.flush();
+        }
+    }
+}
+
+/// A response body that reports being dropped before its end (see the module
+/// docs).
+struct Watched {
+    body: Body,
+    guard: ClosedEarly,
+}
+
+impl hyper::body::Body for Watched {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) || self.body.is_end_stream() {
+            self.guard.disarm();
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 fn is_bearer(headers: &http::HeaderMap, token: &str) -> bool {

@@ -522,16 +522,27 @@ async fn http_401_says_authorization_is_needed() {
     fails_to_start(faulty_http(&server.url), &["`bearer_token_env_var`"]).await;
 }
 
+// A URL that refuses both `server/discover` and `initialize` with 400, 404 or 405
+// (no JSON-RPC error) is a legacy HTTP+SSE server's, as the specification's
+// backward compatibility says; until that transport is spoken, the start fails
+// saying so.
+
 #[tokio::test]
-async fn http_404_says_there_is_no_endpoint() {
-    let server = http_fixture(&["--http-status", "404"]).await;
-    fails_to_start(faulty_http(&server.url), &["404"]).await;
+async fn http_400_is_taken_for_a_legacy_sse_server() {
+    let server = http_fixture(&["--http-status", "400"]).await;
+    fails_to_start(faulty_http(&server.url), &["legacy HTTP+SSE"]).await;
 }
 
 #[tokio::test]
-async fn http_405_suggests_a_legacy_sse_server() {
+async fn http_404_is_taken_for_a_legacy_sse_server() {
+    let server = http_fixture(&["--http-status", "404"]).await;
+    fails_to_start(faulty_http(&server.url), &["legacy HTTP+SSE"]).await;
+}
+
+#[tokio::test]
+async fn http_405_is_taken_for_a_legacy_sse_server() {
     let server = http_fixture(&["--http-status", "405"]).await;
-    fails_to_start(faulty_http(&server.url), &["405", "SSE"]).await;
+    fails_to_start(faulty_http(&server.url), &["legacy HTTP+SSE"]).await;
 }
 
 #[tokio::test]

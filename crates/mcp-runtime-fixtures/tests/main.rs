@@ -11,6 +11,7 @@ mod exact_arguments;
 mod faults;
 mod hostile_servers;
 mod http;
+mod http_eras;
 mod legacy_sse;
 mod listing;
 mod network;

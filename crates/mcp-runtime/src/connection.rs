@@ -187,20 +187,21 @@ impl Connection {
             }
             Endpoint::Http(resolved) => {
                 let ended = CancellationToken::new();
-                let service = over_http::start(server, resolved, client, &splicer, &ended).await?;
-                if let Some(info) = service.peer().peer_info() {
-                    // Dropping the service ends the connection.
-                    check_handshake_answer(&info.protocol_version)?;
-                }
+                // Over HTTP the era is found from each server's answers (one POST), so
+                // only a pinned revision is taken from the plan.
+                let pinned = match plan {
+                    Plan::Pinned(version) => Some(version.clone()),
+                    #[cfg(test)]
+                    Plan::Handshake => Some(PROTOCOL_VERSION),
+                    Plan::Auto { .. } => None,
+                };
+                let service =
+                    over_http::start(server, resolved, client, &splicer, &ended, pinned).await?;
                 (service, None, ended)
             }
             Endpoint::Sse(resolved) => {
                 let ended = CancellationToken::new();
                 let service = over_sse::start(server, resolved, client, &splicer, &ended).await?;
-                if let Some(info) = service.peer().peer_info() {
-                    // Dropping the service ends the connection.
-                    check_handshake_answer(&info.protocol_version)?;
-                }
                 (service, None, ended)
             }
         };

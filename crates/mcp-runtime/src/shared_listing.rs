@@ -968,6 +968,7 @@ mod tests {
                     .into_iter()
                     .collect(),
                 max_message_bytes: 1,
+                network: Default::default(),
             })
         };
         let public = |endpoint: &Endpoint| DiscoveryKey::public("default", "s", endpoint, &local);

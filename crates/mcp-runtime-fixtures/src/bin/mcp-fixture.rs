@@ -162,6 +162,10 @@ struct Args {
     /// Fault, with --http: accept connections and never answer
     #[arg(long, requires = "http", conflicts_with = "http_status")]
     http_silent: bool,
+    /// Fault, with --http: forget the session of the first N `tools/call` POSTs
+    /// that carry one (rmcp then answers 404, as for an expired session)
+    #[arg(long, value_name = "N", requires = "http", default_value_t = 0)]
+    expire_sessions_on_call: usize,
 }
 
 fn parse_experimental(text: &str) -> Result<(String, JsonObject), String> {
@@ -314,7 +318,12 @@ fn run(args: Args) -> anyhow::Result<()> {
     let result = runtime.block_on(async {
         match &args.http {
             Some(addr) => {
-                http::serve(fixture, addr, log, args.require_bearer.clone(), http_fault).await
+                let options = http::Options {
+                    bearer: args.require_bearer.clone(),
+                    fault: http_fault,
+                    expire_sessions_on_call: args.expire_sessions_on_call,
+                };
+                http::serve(fixture, addr, log, options).await
             }
             None => stdio::serve(fixture, log).await,
         }

@@ -1,17 +1,188 @@
-//! Starting the protocol with a Streamable HTTP server.
+//! Starting the protocol with a Streamable HTTP server, in whichever era it speaks.
+//!
+//! Over HTTP the era is read from each server's answers, as the backward-compatibility
+//! sections of the 2026-07-28 revision describe it for this transport (status codes,
+//! not timing), and it is found again on every connection: a probe costs one `POST`,
+//! not a process start, so nothing is remembered between connections.
+//!
+//! Invariants:
+//! 1. With no pinned revision, the first `POST` is `server/discover` (2026-07-28, no
+//!    session). A discover result makes the connection a 2026-07-28 one on the same
+//!    transport: no `initialize`, no session, the protocol headers on every request.
+//! 2. The server is of the handshake era when it answers that `server/discover` as
+//!    the stdio probe reads it (see `over_stdio::classify`: a JSON-RPC error other than
+//!    the two 2026-07-28 rejections, `-32020` header mismatch and `-32021` missing
+//!    capability; no shared version while it lists a handshake revision; a success
+//!    that is not a discover result), a `4xx` other than `401`/`403` included (the
+//!    transport turns it into such an error, see [`http`]), or does not answer within
+//!    [`DISCOVER_WAIT`]. Then `initialize` is sent on a new transport, so a
+//!    discover still pending can neither delay it nor be taken for its answer.
+//! 3. When that `initialize` `POST` itself fails with `400`, `404` or `405` (and no
+//!    JSON-RPC error, which only a Streamable HTTP server writes), the URL is a legacy
+//!    HTTP+SSE server's, and the start is handed to [`super::over_sse`].
+//! 4. A pinned `2026-07-28` sends only `server/discover`; a pinned handshake revision
+//!    sends only `initialize`, offering it. Neither probes.
+//! 5. The version a handshake server answers to `initialize` is one of
+//!    [`super::ACCEPTED_PROTOCOL_VERSIONS`], or the start fails naming both (even
+//!    `2026-07-28`: that revision has no `initialize`); a 2026-07-28 start has agreed on
+//!    `2026-07-28`, which rmcp only selects from the server's own `supportedVersions`.
+//!
+//! A 2026-07-28 connection has no session to expire, and no `notifications/cancelled`
+//! over HTTP: a request given up is cancelled by closing its response stream. rmcp
+//! does that when the runtime sends the notification (see [`super::cancellation`]),
+//! which it then does not `POST`. A handshake connection keeps both: an expired
+//! session is started again and the request sent once more (see [`http`]).
+//!
+//! rmcp's `ClientLifecycleMode::Auto` does the same fallback on one transport, but
+//! its HTTP worker awaits the discover `POST` before it sends anything else, and
+//! `Auto` waits a fixed 10 s: a server that never answers the discover would never
+//! be sent the fallback `initialize`. Driving the two steps here keeps invariant 2.
 
-use rmcp::{RoleClient, ServiceExt, service::RunningService};
+use std::time::Duration;
+
+use rmcp::{
+    RoleClient,
+    model::ProtocolVersion,
+    service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService},
+    transport::streamable_http_client::StreamableHttpError,
+};
 use tokio_util::sync::CancellationToken;
 
-use super::{Client, failure, liveness};
+use super::{
+    Client, failure, liveness,
+    over_stdio::{self, Classified},
+};
 use crate::{
-    error::StartupError,
+    error::{HttpFailure, StartupError},
     transport::{http, splice::Splicer},
 };
 
-/// Reaches the server at `resolved` and runs the handshake. `ended` is cancelled when
-/// the connection ends.
+/// How long the era probe waits for the answer to `server/discover` before taking
+/// the server for one of the handshake era. A server of either era answers a `POST`
+/// at once, so this only bounds a server that holds the request open.
+pub(super) const DISCOVER_WAIT: Duration = Duration::from_secs(10);
+
+/// Reaches the server at `resolved` and starts the protocol in the era it speaks, or
+/// in the `pinned` revision (see the module docs). `ended` is cancelled when the
+/// connection ends.
+///
+/// # Cancel safety
+///
+/// Dropping the future drops the transport; nothing outlives it.
 pub(super) async fn start(
+    server: &str,
+    resolved: &http::ResolvedHttp,
+    client: Client,
+    splicer: &Splicer,
+    ended: &CancellationToken,
+    pinned: Option<ProtocolVersion>,
+) -> Result<RunningService<RoleClient, Client>, StartupError> {
+    let handshake = |error| StartupError::Handshake {
+        source: failure::from_initialize(error),
+        stderr_tail: Vec::new(),
+    };
+    match pinned {
+        Some(version) if version.has_initialize() => {
+            let mut client = client;
+            client.info.protocol_version = version;
+            initialize(server, resolved, client, splicer, ended).await
+        }
+        Some(version) => {
+            let transport = http::transport(server, resolved, splicer.clone())?;
+            discover(client, transport, ended, version)
+                .await
+                .map_err(handshake)
+        }
+        None => {
+            let fallback = client.again();
+            let transport = http::transport(server, resolved, splicer.clone())?;
+            // Dropping the probe on time drops its transport (invariant 2).
+            let probe = tokio::time::timeout(
+                DISCOVER_WAIT,
+                discover(client, transport, ended, ProtocolVersion::V_2026_07_28),
+            )
+            .await;
+            let error = match probe {
+                Ok(Ok(service)) => return Ok(service),
+                Ok(Err(error)) => Some(error),
+                Err(_) => None,
+            };
+            match error.map(over_stdio::classify) {
+                Some(Classified::NoSharedVersion { supported }) => {
+                    Err(over_stdio::no_shared(supported))
+                }
+                Some(Classified::Failed(source)) => Err(StartupError::Handshake {
+                    source,
+                    stderr_tail: Vec::new(),
+                }),
+                Some(Classified::Handshake(_)) | None => {
+                    tracing::debug!(server, "the server does not speak 2026-07-28; initializing");
+                    initialize(server, resolved, fallback, splicer, ended).await
+                }
+            }
+        }
+    }
+}
+
+impl Client {
+    /// The same client again, for another transport: its `initialize` parameters and
+    /// the same `tools/list_changed` signal.
+    fn again(&self) -> Self {
+        Self {
+            info: self.info.clone(),
+            tools_changed: self.tools_changed.clone(),
+        }
+    }
+}
+
+/// Starts with `server/discover` on `transport`, offering `version`.
+///
+/// # Cancel safety
+///
+/// Dropping the future drops the transport; `ended` is linked to it only once the
+/// start succeeded.
+async fn discover(
+    client: Client,
+    transport: http::Transport,
+    ended: &CancellationToken,
+    version: ProtocolVersion,
+) -> Result<RunningService<RoleClient, Client>, ClientInitializeError> {
+    // The probe's transport is dropped when the server is of the other era, which
+    // must not end the connection: it is watched by a token of its own, linked to
+    // `ended` once it is the connection's.
+    let probe_ended = CancellationToken::new();
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![version],
+    };
+    let service = client
+        .serve_with_lifecycle(
+            liveness::Watched::new(transport, probe_ended.clone()),
+            lifecycle,
+        )
+        .await?;
+    link(probe_ended, ended);
+    Ok(service)
+}
+
+/// Cancels `ended` once `attempt`, the token of a transport that has become the
+/// connection's, is cancelled; ends as soon as either is.
+///
+/// Through this task `ended` may follow a moment after rmcp failed the requests in
+/// flight (see [`liveness`], invariant 1); over HTTP nothing depends on the order,
+/// there being no process whose exit report a failed request waits for.
+fn link(attempt: CancellationToken, ended: &CancellationToken) {
+    let ended = ended.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = attempt.cancelled() => ended.cancel(),
+            () = ended.cancelled() => {}
+        }
+    });
+}
+
+/// Starts with `initialize` on a new transport; a `POST` refused the way a legacy
+/// HTTP+SSE server refuses it hands over to [`super::over_sse`] (invariant 3).
+async fn initialize(
     server: &str,
     resolved: &http::ResolvedHttp,
     client: Client,
@@ -19,11 +190,232 @@ pub(super) async fn start(
     ended: &CancellationToken,
 ) -> Result<RunningService<RoleClient, Client>, StartupError> {
     let transport = http::transport(server, resolved, splicer.clone())?;
-    client
-        .serve(liveness::Watched::new(transport, ended.clone()))
+    let fallback = client.again();
+    // The transport is dropped on failure; only a started one may end the connection.
+    let attempt = CancellationToken::new();
+    match client
+        .serve_with_lifecycle(
+            liveness::Watched::new(transport, attempt.clone()),
+            ClientLifecycleMode::Initialize,
+        )
         .await
-        .map_err(|error| StartupError::Handshake {
+    {
+        Ok(service) => {
+            let answered = service
+                .peer()
+                .peer_info()
+                .map(|info| info.protocol_version.clone());
+            if let Some(answered) = answered
+                && !super::ACCEPTED_PROTOCOL_VERSIONS.contains(&answered)
+            {
+                // Dropping the service ends the session.
+                return Err(StartupError::UnsupportedProtocolVersion {
+                    answered: answered.to_string(),
+                });
+            }
+            link(attempt, ended);
+            Ok(service)
+        }
+        Err(error) if refused_like_legacy_sse(&error) => {
+            tracing::debug!(
+                server,
+                "the URL refuses a POST; trying the legacy HTTP+SSE transport"
+            );
+            super::over_sse::start(server, resolved, fallback, splicer, ended).await
+        }
+        Err(error) => Err(StartupError::Handshake {
             source: failure::from_initialize(error),
             stderr_tail: Vec::new(),
-        })
+        }),
+    }
+}
+
+/// Whether an `initialize` start failed because its `POST` was answered `400`, `404`
+/// or `405` without a JSON-RPC error (invariant 3).
+fn refused_like_legacy_sse(error: &ClientInitializeError) -> bool {
+    let ClientInitializeError::TransportError { error, .. } = error else {
+        return false;
+    };
+    let Some(StreamableHttpError::Client(failure)) = error
+        .error
+        .downcast_ref::<StreamableHttpError<HttpFailure>>()
+    else {
+        return false;
+    };
+    matches!(
+        failure,
+        HttpFailure::NotFound { .. }
+            | HttpFailure::LegacySse { .. }
+            | HttpFailure::Status { status: 400, .. }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+    use crate::connection::client_config;
+
+    /// A server of the handshake era: `server/discover` gets `404` with "method not
+    /// found", `initialize` is answered with `answer`, or else the version it offers.
+    /// Every method received is pushed to `received`, with `initialize`'s offered
+    /// version. Returns the URL.
+    async fn handshake_server(
+        received: Arc<Mutex<Vec<String>>>,
+        answer: Option<&'static str>,
+    ) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let received = received.clone();
+                tokio::spawn(async move {
+                    let mut bytes = Vec::new();
+                    let head_end = loop {
+                        let mut chunk = [0; 4096];
+                        let n = socket.read(&mut chunk).await.unwrap();
+                        if n == 0 {
+                            return;
+                        }
+                        bytes.extend_from_slice(&chunk[..n]);
+                        if let Some(at) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break at + 4;
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&bytes[..head_end]).to_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|line| line.strip_prefix("content-length:"))
+                        .map_or(0, |value| value.trim().parse().unwrap());
+                    while bytes.len() < head_end + length {
+                        let mut chunk = [0; 4096];
+                        let n = socket.read(&mut chunk).await.unwrap();
+                        bytes.extend_from_slice(&chunk[..n]);
+                    }
+                    let (status, body) = if !head.starts_with("post") {
+                        ("405 Method Not Allowed", String::new())
+                    } else {
+                        let message: serde_json::Value =
+                            serde_json::from_slice(&bytes[head_end..]).unwrap();
+                        let method = message["method"].as_str().unwrap_or_default();
+                        let id = &message["id"];
+                        match method {
+                            "server/discover" => {
+                                received.lock().unwrap().push(method.to_owned());
+                                let error = serde_json::json!({"jsonrpc": "2.0", "id": id,
+                                    "error": {"code": -32601, "message": "Method not found"}});
+                                ("404 Not Found", error.to_string())
+                            }
+                            "initialize" => {
+                                let offered = &message["params"]["protocolVersion"];
+                                received
+                                    .lock()
+                                    .unwrap()
+                                    .push(format!("initialize {}", offered.as_str().unwrap()));
+                                let version = answer.map_or(offered.clone(), Into::into);
+                                let result = serde_json::json!({"jsonrpc": "2.0", "id": id,
+                                    "result": {"protocolVersion": version,
+                                        "capabilities": {"tools": {}},
+                                        "serverInfo": {"name": "old", "version": "0"}}});
+                                ("200 OK", result.to_string())
+                            }
+                            _ => ("202 Accepted", String::new()),
+                        }
+                    };
+                    let response = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\nmcp-session-id: s-1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = socket.write_all(response.as_bytes()).await;
+                });
+            }
+        });
+        url
+    }
+
+    async fn start_pinned(
+        url: &str,
+        pinned: Option<ProtocolVersion>,
+    ) -> Result<RunningService<RoleClient, Client>, StartupError> {
+        let resolved = http::resolve(
+            &crate::config::HttpConfig {
+                url: url.to_owned(),
+                bearer_token_env_var: None,
+                http_headers: Default::default(),
+                env_http_headers: Default::default(),
+                transport: crate::config::HttpTransport::StreamableHttp,
+                ca_certificate: None,
+            },
+            |_| None,
+        )
+        .unwrap();
+        let client = Client {
+            info: client_config(),
+            tools_changed: Default::default(),
+        };
+        start(
+            "old",
+            &resolved,
+            client,
+            &Splicer::new(),
+            &CancellationToken::new(),
+            pinned,
+        )
+        .await
+    }
+
+    #[tokio::test]
+    async fn auto_probes_then_initializes_offering_the_newest_handshake_revision() {
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let url = handshake_server(received.clone(), None).await;
+        let service = start_pinned(&url, None).await.unwrap();
+        let version = service.peer().peer_info().unwrap().protocol_version.clone();
+        assert_eq!(version, ProtocolVersion::V_2025_11_25);
+        assert_eq!(
+            *received.lock().unwrap(),
+            ["server/discover", "initialize 2025-11-25"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_pinned_handshake_revision_is_offered_without_a_probe() {
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let url = handshake_server(received.clone(), None).await;
+        let service = start_pinned(&url, Some(ProtocolVersion::V_2025_06_18))
+            .await
+            .unwrap();
+        let version = service.peer().peer_info().unwrap().protocol_version.clone();
+        assert_eq!(version, ProtocolVersion::V_2025_06_18);
+        assert_eq!(*received.lock().unwrap(), ["initialize 2025-06-18"]);
+    }
+
+    #[tokio::test]
+    async fn a_pinned_2026_07_28_never_falls_back_to_initialize() {
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let url = handshake_server(received.clone(), None).await;
+        let Err(error) = start_pinned(&url, Some(ProtocolVersion::V_2026_07_28)).await else {
+            panic!("a handshake server cannot start pinned to 2026-07-28");
+        };
+        let message = crate::error::chain(&error);
+        assert!(message.starts_with("handshake failed"), "{message}");
+        assert!(message.contains("Method not found"), "{message}");
+        assert_eq!(*received.lock().unwrap(), ["server/discover"]);
+    }
+
+    #[tokio::test]
+    async fn a_handshake_answer_of_a_revision_without_initialize_fails_naming_both() {
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let url = handshake_server(received.clone(), Some("2026-07-28")).await;
+        let Err(error) = start_pinned(&url, None).await else {
+            panic!("`2026-07-28` has no `initialize`");
+        };
+        assert_eq!(
+            error.to_string(),
+            "the server answered `initialize` with protocol version `2026-07-28`, which mcp-runtime does not speak (it offered `2025-11-25`, and also speaks `2025-06-18`, `2025-03-26` and `2024-11-05`)"
+        );
+    }
 }

@@ -2,10 +2,8 @@
 //!
 //! Reached when a server is configured with `transport = "sse"`, and when a
 //! Streamable HTTP `url` turns out to be a legacy server. The handshake is the same
-//! `initialize` as over the other transports; [`Connection::connect`] checks the
-//! version answered.
-//!
-//! [`Connection::connect`]: super::Connection::connect
+//! `initialize` as over the other transports, and the version answered is checked
+//! here, whichever way the server was reached.
 
 use rmcp::{RoleClient, ServiceExt, service::RunningService};
 use tokio_util::sync::CancellationToken;
@@ -31,11 +29,16 @@ pub(super) async fn start(
     ended: &CancellationToken,
 ) -> Result<RunningService<RoleClient, Client>, StartupError> {
     let transport = sse::connect(server, resolved, splicer.clone()).await?;
-    client
+    let service = client
         .serve(liveness::Watched::new(transport, ended.clone()))
         .await
         .map_err(|error| StartupError::Handshake {
             source: failure::from_initialize(error),
             stderr_tail: Vec::new(),
-        })
+        })?;
+    if let Some(info) = service.peer().peer_info() {
+        // Dropping the service ends the connection.
+        super::check_handshake_answer(&info.protocol_version)?;
+    }
+    Ok(service)
 }

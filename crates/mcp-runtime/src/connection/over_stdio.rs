@@ -329,7 +329,7 @@ impl Stdio<'_> {
 }
 
 /// What a failed `server/discover` says about the server.
-enum Classified {
+pub(super) enum Classified {
     /// It is a handshake server.
     Handshake(Box<ClientInitializeError>),
     /// It speaks none of the versions mcp-runtime speaks; the versions it lists.
@@ -351,9 +351,17 @@ enum Classified {
 ///    within the versions offered: a handshake server when the server lists a
 ///    handshake revision mcp-runtime speaks (a dual-era server that does not speak
 ///    2026-07-28), else a startup error naming both lists;
-/// 4. anything else (the connection closed, a malformed answer) is a startup error.
-fn classify(error: ClientInitializeError) -> Classified {
+/// 4. a success that is not a discover result marks a handshake server too: it
+///    answered a method it does not know as if it were another;
+/// 5. anything else (the connection closed, a malformed message) is a startup error.
+///
+/// Over Streamable HTTP the same reading applies to the answer of the discover `POST`
+/// ([`super::over_http`]).
+pub(super) fn classify(error: ClientInitializeError) -> Classified {
     match error {
+        ClientInitializeError::ExpectedInitResult(Some(_)) => {
+            Classified::Handshake(Box::new(error))
+        }
         ClientInitializeError::JsonRpcError(ref data)
             if data.code != ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
                 && data.code != ErrorCode::HEADER_MISMATCH =>
@@ -381,7 +389,7 @@ fn classify(error: ClientInitializeError) -> Classified {
 
 /// The error for a server that supports none of the revisions mcp-runtime speaks (the
 /// versions it lists: `supported`).
-fn no_shared(supported: Vec<String>) -> StartupError {
+pub(super) fn no_shared(supported: Vec<String>) -> StartupError {
     StartupError::NoSharedProtocolVersion {
         offered: std::iter::once(ProtocolVersion::V_2026_07_28)
             .chain(ACCEPTED_PROTOCOL_VERSIONS)
@@ -410,6 +418,15 @@ mod tests {
                 .map(|version| serde_json::from_value(serde_json::json!(version)).unwrap())
                 .collect(),
         }
+    }
+
+    #[test]
+    fn a_success_that_is_not_a_discover_result_marks_a_handshake_server() {
+        let answer: rmcp::model::ServerResult = serde_json::from_str("{}").unwrap();
+        let error = ClientInitializeError::ExpectedInitResult(Some(answer));
+        assert!(matches!(classify(error), Classified::Handshake(_)));
+        let closed = ClientInitializeError::ExpectedInitResult(None);
+        assert!(matches!(classify(closed), Classified::Failed(_)));
     }
 
     #[test]

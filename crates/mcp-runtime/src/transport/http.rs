@@ -22,13 +22,31 @@
 //! answer over it fails its request at once with an error naming the server and the
 //! limit (not the size: the response is abandoned at the limit rather than read on),
 //! instead of rmcp's transport error or closed stream.
+//!
+//! Two rules of rmcp's own reqwest client are carried here because rmcp keeps them
+//! private to that client:
+//! 1. A `server/discover` sent without a session and answered with a `4xx` other than
+//!    `401`/`403` is an answer, not a failure: the JSON-RPC error of its body, or an
+//!    invalid-request error naming the status, correlated to the request's id (see
+//!    [`discover_rejection`]). This is how a server of the handshake revisions, or a
+//!    legacy HTTP+SSE server, tells the era probe that it is not a 2026-07-28 server.
+//! 2. A `404` to a request that carries `Mcp-Session-Id` is an expired session, which
+//!    rmcp recovers from by initializing again and sending the request once more.
+//!
+//! The `Mcp-Name` and `Mcp-Param-*` headers of the 2026-07-28 revision are computed
+//! by rmcp from its message, before the splice: a header computed from an exact
+//! argument would carry its placeholder. Such a header is computed again from the
+//! body actually sent (see [`headers_for_spliced`]).
 
 use std::{borrow::Cow, collections::HashMap, ffi::OsString, sync::Arc};
 
 use futures::{StreamExt, stream::BoxStream};
 use http::{HeaderName, HeaderValue, header};
 use rmcp::{
-    model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestId, ServerJsonRpcMessage},
+    model::{
+        ClientJsonRpcMessage, ClientRequest, ErrorData, JsonRpcMessage, RequestId,
+        ServerJsonRpcMessage,
+    },
     transport::{
         StreamableHttpClientTransport,
         streamable_http_client::{
@@ -42,7 +60,7 @@ use sse_stream::{Sse, SseStream};
 mod failure;
 mod network;
 
-use self::failure::{Resolver, classify, from_rmcp, status_failure};
+use self::failure::{Resolver, classify, excerpt, from_rmcp, status_failure};
 pub(crate) use self::network::Network;
 use self::network::ProxyInUse;
 use super::splice::{Spliced, Splicer};
@@ -160,13 +178,16 @@ pub(crate) fn resolve(
     })
 }
 
+/// The rmcp client transport of a Streamable HTTP server.
+pub(crate) type Transport = StreamableHttpClientTransport<SplicingHttpClient>;
+
 /// The rmcp client transport for `server` at a resolved endpoint. Every SSE event and
 /// JSON body is bounded by [`ResolvedHttp::max_message_bytes`].
 pub(crate) fn transport(
     server: &str,
     resolved: &ResolvedHttp,
     splicer: Splicer,
-) -> Result<StreamableHttpClientTransport<SplicingHttpClient>, StartupError> {
+) -> Result<Transport, StartupError> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(resolved.url.as_str())
         .custom_headers(resolved.headers.clone())
         .max_sse_event_size(resolved.max_message_bytes)
@@ -326,12 +347,25 @@ impl StreamableHttpClient for SplicingHttpClient {
             JsonRpcMessage::Request(request) => Some(request.id.clone()),
             _ => None,
         };
+        let discover = match &message {
+            JsonRpcMessage::Request(request)
+                if session_id.is_none()
+                    && matches!(request.request, ClientRequest::DiscoverRequest(_)) =>
+            {
+                Some(request.id.clone())
+            }
+            _ => None,
+        };
+        let mut custom_headers = custom_headers;
         let body = match self.splice(&message)? {
             Spliced::Orphaned => Err(unexpected(
                 "the call was abandoned before its request could be sent".to_owned(),
             )),
             Spliced::Untouched => Ok(serde_json::to_vec(&message)?),
-            Spliced::Replaced(body) => Ok(body),
+            Spliced::Replaced(body) => {
+                headers_for_spliced(&message, &body, &mut custom_headers);
+                Ok(body)
+            }
         };
         let response = match body {
             Ok(body) => {
@@ -344,6 +378,7 @@ impl StreamableHttpClient for SplicingHttpClient {
                     custom_headers,
                     limits,
                     awaits_answer: request.is_some(),
+                    discover,
                 };
                 self.through_proxy(post.send(body).await)
             }
@@ -423,16 +458,17 @@ struct Post<'a> {
     /// Whether the message is a request, which needs an answer; a notification or a
     /// response needs none, so a `2xx` with any body accepts it.
     awaits_answer: bool,
+    /// The id of a `server/discover` sent without a session, whose rejection is an
+    /// answer ([`discover_rejection`]).
+    discover: Option<RequestId>,
 }
 
 impl Post<'_> {
     /// Posts `body` and reads the answer the way Streamable HTTP defines it: `202`, a
     /// JSON message, or an SSE stream. A status that is not a success is an
-    /// [`HttpFailure`], unless its body is a JSON-RPC error (which answers the request)
-    /// or it is the `404` of an expired session (which rmcp recovers from).
-    ///
-    /// The server is never sent the `discover` request of newer protocol versions
-    /// (the runtime starts with `initialize`), so its special answers are not read.
+    /// [`HttpFailure`], unless its body is a JSON-RPC error (which answers the request),
+    /// it is the `404` of an expired session (which rmcp recovers from), or it rejects
+    /// a session-less `server/discover` ([`discover_rejection`]).
     async fn send(self, body: Vec<u8>) -> HttpResult<StreamableHttpPostResponse> {
         let server = self.server;
         let mut request = self
@@ -486,18 +522,28 @@ impl Post<'_> {
             });
         if !status.is_success() {
             let credentials = matches!(status.as_u16(), 401 | 403);
-            let body = if content_type.as_deref() == Some(JSON) && !credentials {
+            let (error, body) = if content_type.as_deref() == Some(JSON) && !credentials {
                 let body =
                     read_bounded(server, response, self.limits.max_json_response_size).await?;
-                if let Ok(message @ JsonRpcMessage::Error(_)) =
-                    serde_json::from_slice::<ServerJsonRpcMessage>(&body)
-                {
-                    return Ok(StreamableHttpPostResponse::Json(message, new_session));
+                match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
+                    Ok(JsonRpcMessage::Error(error)) => (Some(error), body),
+                    _ => (None, body),
                 }
-                body
             } else {
-                read_start(response, ERROR_BODY_READ_BYTES).await
+                (None, read_start(response, ERROR_BODY_READ_BYTES).await)
             };
+            if let Some(id) = self.discover
+                && status.is_client_error()
+                && !credentials
+            {
+                let error = error.map(|error| error.error);
+                let rejection = discover_rejection(id, status, error, &body);
+                return Ok(StreamableHttpPostResponse::Json(rejection, None));
+            }
+            if let Some(error) = error {
+                let message = JsonRpcMessage::Error(error);
+                return Ok(StreamableHttpPostResponse::Json(message, new_session));
+            }
             let failure = status_failure(server, status, &body, true);
             return Err(StreamableHttpError::Client(failure));
         }
@@ -519,6 +565,154 @@ impl Post<'_> {
             _ if !self.awaits_answer => Ok(StreamableHttpPostResponse::Accepted),
             _ => Err(StreamableHttpError::UnexpectedContentType(content_type)),
         }
+    }
+}
+
+/// The answer to a session-less `server/discover` that the server rejected with
+/// `status` (a `4xx` other than `401`/`403`): its own JSON-RPC `error` if the body held
+/// one, else an invalid-request error naming the status and the start of `body`;
+/// either way correlated to the request's `id`.
+///
+/// rmcp's reqwest client does the same (`legacy_discover_response`), but the function
+/// is `pub(super)` in rmcp, so a client of its own must carry the rule. The id is
+/// written again because a rejection from middleware, or from a server of an older
+/// revision, cannot name it (the Python SDK writes `"server-error"`), and rmcp's
+/// startup takes an error that names another id for a broken server rather than for
+/// a server of another era.
+fn discover_rejection(
+    id: RequestId,
+    status: reqwest::StatusCode,
+    error: Option<ErrorData>,
+    body: &[u8],
+) -> ServerJsonRpcMessage {
+    let error = error.unwrap_or_else(|| {
+        let message = format!(
+            "server/discover rejected with HTTP {}: {}",
+            status.as_u16(),
+            excerpt(body)
+        );
+        ErrorData::invalid_request(message, None)
+    });
+    ServerJsonRpcMessage::error(error, Some(id))
+}
+
+/// Sets the `Mcp-Name` and `Mcp-Param-*` headers of `message` from `spliced`, the
+/// body actually sent for it.
+///
+/// rmcp computes these headers from its message, where an exact argument is still a
+/// placeholder (a plain ASCII string, so the header holds it verbatim). Each header
+/// whose value is one of the message's placeholders gets the value the header
+/// stands for, computed from the leaf the placeholder became in `spliced`, the way the
+/// 2026-07-28 revision computes it from a body (a string as it is, a number or a
+/// boolean as JSON text; Base64-wrapped when a header cannot carry it). A leaf that no
+/// JSON reader can hold as a value (`1e400`) has no such form: its header is left out
+/// rather than sent with a placeholder, which a server must never see.
+fn headers_for_spliced(
+    message: &ClientJsonRpcMessage,
+    spliced: &[u8],
+    headers: &mut HashMap<HeaderName, HeaderValue>,
+) {
+    let derived =
+        |name: &HeaderName| name.as_str() == "mcp-name" || name.as_str().starts_with("mcp-param-");
+    if !headers.keys().any(derived) {
+        return;
+    }
+    let Ok(original) = serde_json::to_value(message) else {
+        return;
+    };
+    // The placeholders the splice replaced, each with the value it became.
+    let mut replaced = HashMap::new();
+    match serde_json::from_slice::<serde_json::Value>(spliced) {
+        Ok(sent) => replaced_leaves(&original, &sent, &mut replaced),
+        // A leaf no reader holds as a value: every placeholder counts as replaced by
+        // a value without a header form.
+        Err(_) => placeholder_strings(&original, &mut replaced),
+    }
+    headers.retain(|name, value| {
+        if !derived(name) {
+            return true;
+        }
+        let Some(leaf) = value.to_str().ok().and_then(|text| replaced.get(text)) else {
+            return true;
+        };
+        let Some(exact) = header_text(leaf) else {
+            return false;
+        };
+        match HeaderValue::from_str(&exact) {
+            Ok(exact) => {
+                *value = exact;
+                true
+            }
+            Err(_) => false,
+        }
+    });
+}
+
+/// Every string leaf of `original` whose place in `sent` holds another value, mapped
+/// to that value: the placeholders the splice replaced.
+fn replaced_leaves(
+    original: &serde_json::Value,
+    sent: &serde_json::Value,
+    out: &mut HashMap<String, serde_json::Value>,
+) {
+    use serde_json::Value;
+    match (original, sent) {
+        (Value::String(text), other) if other.as_str() != Some(text.as_str()) => {
+            out.insert(text.clone(), other.clone());
+        }
+        (Value::Object(original), Value::Object(sent)) => {
+            for (key, value) in original {
+                if let Some(other) = sent.get(key) {
+                    replaced_leaves(value, other, out);
+                }
+            }
+        }
+        (Value::Array(original), Value::Array(sent)) => {
+            for (value, other) in original.iter().zip(sent) {
+                replaced_leaves(value, other, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every string leaf of `value` that looks like a placeholder of the splice (see
+/// [`super::splice`], invariant 1), mapped to `null`.
+fn placeholder_strings(value: &serde_json::Value, out: &mut HashMap<String, serde_json::Value>) {
+    use serde_json::Value;
+    match value {
+        Value::String(text) if text.starts_with("mcp-runtime-raw-") => {
+            out.insert(text.clone(), Value::Null);
+        }
+        Value::Object(object) => object
+            .values()
+            .for_each(|value| placeholder_strings(value, out)),
+        Value::Array(array) => array
+            .iter()
+            .for_each(|value| placeholder_strings(value, out)),
+        _ => {}
+    }
+}
+
+/// The header form of a primitive JSON value (2026-07-28, "Value Encoding"): a
+/// string as it is, a number or a boolean as its JSON text, wrapped as
+/// `=?base64?…?=` when a header cannot carry it plainly. `None` for other values.
+fn header_text(value: &serde_json::Value) -> Option<String> {
+    use base64::Engine as _;
+    let text = match value {
+        serde_json::Value::String(text) => text.clone(),
+        serde_json::Value::Number(number) => number.to_string(),
+        serde_json::Value::Bool(flag) => flag.to_string(),
+        _ => return None,
+    };
+    let edge_space = text.starts_with([' ', '\t']) || text.ends_with([' ', '\t']);
+    let unprintable = text.chars().any(|c| !(' '..='~').contains(&c));
+    let looks_wrapped = text.starts_with("=?base64?") && text.ends_with("?=");
+    if edge_space || unprintable || looks_wrapped {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+        Some(format!("=?base64?{encoded}?="))
+    } else {
+        Some(text)
     }
 }
 

@@ -150,7 +150,7 @@ pub(super) fn status_failure(
 
 /// The start of `body` as one line of text: at most [`HTTP_BODY_EXCERPT_CHARS`]
 /// characters, control characters and runs of white space as one space, `…` when cut.
-fn excerpt(body: &[u8]) -> String {
+pub(super) fn excerpt(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let mut words = text
         .split(|c: char| c.is_whitespace() || c.is_control())

@@ -483,3 +483,203 @@ async fn an_oversized_answer_to_a_spliced_call_fails_it_at_once() {
         assert_eq!(error.error.message, size_error(), "for {tool}");
     }
 }
+
+fn client() -> SplicingHttpClient {
+    SplicingHttpClient {
+        client: http_client(&Network::default()).unwrap(),
+        splicer: Splicer::new(),
+        server: "web".into(),
+        proxy: None,
+    }
+}
+
+fn discover(id: i64) -> ClientJsonRpcMessage {
+    use rmcp::model::{DiscoverRequest, DiscoverRequestParams};
+    ClientJsonRpcMessage::request(
+        ClientRequest::DiscoverRequest(DiscoverRequest::new(DiscoverRequestParams {})),
+        RequestId::Number(id),
+    )
+}
+
+/// What a `POST` of `message` to a server answering `response` comes to.
+async fn post_to(
+    response: String,
+    message: ClientJsonRpcMessage,
+    session: Option<&str>,
+) -> HttpResult<StreamableHttpPostResponse> {
+    let address = answering(response).await;
+    client()
+        .post_message(
+            format!("http://{address}/mcp").into(),
+            message,
+            session.map(Arc::from),
+            None,
+            HashMap::new(),
+        )
+        .await
+}
+
+/// The JSON-RPC error a `POST` was answered with.
+fn answered_error(answer: HttpResult<StreamableHttpPostResponse>) -> rmcp::model::JsonRpcError {
+    match answer {
+        Ok(StreamableHttpPostResponse::Json(JsonRpcMessage::Error(error), _)) => error,
+        Ok(other) => panic!("expected a JSON-RPC error, got {other:?}"),
+        Err(error) => panic!("expected a JSON-RPC error, got {error}"),
+    }
+}
+
+#[tokio::test]
+async fn a_discover_refused_with_a_status_is_an_error_for_its_own_id() {
+    for status in ["400 Bad Request", "404 Not Found", "405 Method Not Allowed"] {
+        let response = status_response(status, "text/plain", "no such endpoint");
+        let error = answered_error(post_to(response, discover(7), None).await);
+        assert_eq!(error.id, Some(RequestId::Number(7)), "{status}");
+        assert_eq!(error.error.code, rmcp::model::ErrorCode::INVALID_REQUEST);
+        let code = &status[..3];
+        assert_eq!(
+            error.error.message,
+            format!("server/discover rejected with HTTP {code}: no such endpoint")
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_discover_refused_with_a_json_rpc_error_keeps_it_under_its_own_id() {
+    // The Python SDK cannot name the request it rejects.
+    let body = r#"{"jsonrpc":"2.0","id":"server-error","error":{"code":-32601,"message":"Method not found"}}"#;
+    let response = status_response("404 Not Found", JSON, body);
+    let error = answered_error(post_to(response, discover(3), None).await);
+    assert_eq!(error.id, Some(RequestId::Number(3)));
+    assert_eq!(error.error.code, rmcp::model::ErrorCode::METHOD_NOT_FOUND);
+    assert_eq!(error.error.message, "Method not found");
+}
+
+#[tokio::test]
+async fn a_discover_refused_for_credentials_or_in_a_session_is_not_an_answer() {
+    let refused = post_to(
+        status_response("401 Unauthorized", "text/plain", "who are you"),
+        discover(1),
+        None,
+    )
+    .await;
+    assert!(
+        matches!(
+            refused,
+            Err(StreamableHttpError::Client(
+                HttpFailure::Unauthorized { .. }
+            ))
+        ),
+        "{refused:?}"
+    );
+    let expired = post_to(
+        status_response("404 Not Found", "text/plain", "gone"),
+        discover(1),
+        Some("session-1"),
+    )
+    .await;
+    assert!(
+        matches!(expired, Err(StreamableHttpError::SessionExpired)),
+        "{expired:?}"
+    );
+    let error = post_to(
+        status_response("500 Internal Server Error", "text/plain", "boom"),
+        discover(1),
+        None,
+    )
+    .await;
+    assert!(
+        matches!(
+            error,
+            Err(StreamableHttpError::Client(HttpFailure::Status {
+                status: 500,
+                ..
+            }))
+        ),
+        "{error:?}"
+    );
+}
+
+/// Answers one `POST` with an empty JSON-RPC result for id 9, and sends the request's
+/// head (lowercased) on the returned channel. Returns the URL.
+async fn head_recorder() -> (String, tokio::sync::oneshot::Receiver<String>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut received = Vec::new();
+        while !received.windows(4).any(|w| w == b"\r\n\r\n") {
+            let mut chunk = [0; 4096];
+            let n = socket.read(&mut chunk).await.unwrap();
+            assert_ne!(n, 0, "request cut short");
+            received.extend_from_slice(&chunk[..n]);
+        }
+        let head = String::from_utf8_lossy(&received).to_lowercase();
+        let body = r#"{"jsonrpc":"2.0","id":9,"result":{"content":[]}}"#;
+        let response = status_response("200 OK", JSON, body);
+        socket.write_all(response.as_bytes()).await.unwrap();
+        let _ = sender.send(head);
+    });
+    (url, receiver)
+}
+
+#[tokio::test]
+async fn a_header_computed_from_an_exact_argument_carries_the_value_sent() {
+    use rmcp::model::{CallToolRequest, CallToolRequestParams};
+
+    let client = client();
+    let mut guards = Vec::new();
+    // Neither value survives a round trip through a JSON value as written, so each
+    // travels as a placeholder until the body is spliced.
+    let arguments = serde_json::value::RawValue::from_string(
+        r#"{"region":"us\u002dwest","limit":1e2,"label":"caf\u00e9"}"#.into(),
+    )
+    .unwrap();
+    let serde_json::Value::Object(arguments) =
+        client.splicer.exact_value(&arguments, &mut guards).unwrap()
+    else {
+        panic!("an object");
+    };
+    let placeholder = |key: &str| arguments[key].as_str().unwrap().to_owned();
+    // The headers as rmcp computes them from its message, for a tool whose schema
+    // marks these arguments with `x-mcp-header`.
+    let mut headers = HashMap::new();
+    for (name, key) in [
+        ("mcp-param-region", "region"),
+        ("mcp-param-limit", "limit"),
+        ("mcp-param-label", "label"),
+    ] {
+        headers.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_str(&placeholder(key)).unwrap(),
+        );
+    }
+    headers.insert(
+        HeaderName::from_static("mcp-name"),
+        HeaderValue::from_static("lookup"),
+    );
+    let mut params = CallToolRequestParams::new("lookup");
+    params.arguments = Some(arguments.clone());
+    let message = ClientJsonRpcMessage::request(
+        ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+        RequestId::Number(9),
+    );
+    let (url, head) = head_recorder().await;
+    client
+        .post_message(url.into(), message, None, None, headers)
+        .await
+        .unwrap();
+    let head = head.await.unwrap();
+    for expected in [
+        "mcp-param-region: us-west\r\n",
+        "mcp-param-limit: 100.0\r\n",
+        // Not plain ASCII: Base64, as the revision's value encoding says.
+        "mcp-param-label: =?base64?y2fmw6k=?=\r\n",
+        "mcp-name: lookup\r\n",
+    ] {
+        assert!(head.contains(expected), "expected `{expected}` in:\n{head}");
+    }
+    assert!(!head.contains("mcp-runtime-raw-"), "{head}");
+}
