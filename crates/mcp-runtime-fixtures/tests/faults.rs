@@ -534,9 +534,14 @@ async fn http_400_is_taken_for_a_legacy_sse_server() {
 }
 
 #[tokio::test]
-async fn http_404_is_taken_for_a_legacy_sse_server() {
+async fn http_404_to_every_transport_says_no_mcp_endpoint_is_there() {
+    // 404 to the Streamable HTTP POSTs, then to the legacy HTTP+SSE GET.
     let server = http_fixture(&["--http-status", "404"]).await;
-    fails_to_start(faulty_http(&server.url), &["legacy HTTP+SSE"]).await;
+    fails_to_start(
+        faulty_http(&server.url),
+        &["404", "no MCP endpoint is at this URL (check `url`)"],
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::{
-    config::{ApprovalMode, ServerConfig, TransportConfig},
+    config::{ApprovalMode, HttpTransport, ServerConfig, TransportConfig},
     error::StartupError,
 };
 
@@ -55,22 +55,28 @@ impl ServerState {
 pub enum TransportKind {
     /// A local child process (possibly run through an environment's wrapper).
     Stdio,
-    /// A Streamable HTTP endpoint.
+    /// A Streamable HTTP endpoint (or, found from its answers, a legacy HTTP+SSE one).
     StreamableHttp,
+    /// A legacy HTTP+SSE endpoint, as configured with `transport = "sse"`.
+    Sse,
 }
 
 impl TransportKind {
-    /// `stdio` or `streamable-http`.
+    /// `stdio`, `streamable-http` or `sse`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Stdio => "stdio",
             Self::StreamableHttp => "streamable-http",
+            Self::Sse => "sse",
         }
     }
 
     pub(super) fn of(config: &ServerConfig) -> Self {
-        match config.transport {
+        match &config.transport {
             TransportConfig::Stdio(_) => Self::Stdio,
+            TransportConfig::StreamableHttp(http) if http.transport == HttpTransport::Sse => {
+                Self::Sse
+            }
             TransportConfig::StreamableHttp(_) => Self::StreamableHttp,
         }
     }
