@@ -7,10 +7,6 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-fn object(value: Value) -> Option<serde_json::Map<String, Value>> {
-    value.as_object().cloned()
-}
-
 /// Asserts that the fixture's log holds one `notifications/cancelled`, for its one
 /// `tools/call`.
 fn assert_the_call_was_cancelled_once(log: &std::path::Path) {

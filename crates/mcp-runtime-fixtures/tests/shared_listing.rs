@@ -649,3 +649,182 @@ async fn a_waiter_whose_own_server_died_fails_instead_of_taking_the_listing() {
     assert!(registry.is_empty());
     leader.shutdown().await;
 }
+
+/// Listings a 2026-07-28 server lets later startups reuse (`ttlMs`, `cacheScope`):
+/// the exception to the burst-only rule that only the server can grant.
+mod granted {
+    use mcp_runtime::config::{Protocol, TransportConfig};
+
+    use super::*;
+
+    /// Ten minutes: far longer than any test, so only a revocation or another key can
+    /// make a later startup ask again.
+    const TTL_MS: &str = "600000";
+
+    /// Starts `server` alone, sharing listings through `registry`, and waits for it.
+    async fn start(server: ServerConfig, registry: &ListingRegistry) -> Runtime {
+        let runtime = Runtime::start(config([server]), options(registry))
+            .await
+            .expect("the start succeeds");
+        assert_eq!(runtime.servers()[0].state, ServerState::Ready);
+        runtime
+    }
+
+    /// A stdio fixture of `era` logging to `log`, whose listings carry `ttlMs` and the
+    /// given `cacheScope`, spoken to in the revision of its era without a probe.
+    fn stdio(log: &Path, era: &str, scope: &str) -> ServerConfig {
+        let protocol = if era == "handshake" {
+            Protocol::V2025_11_25
+        } else {
+            Protocol::V2026_07_28
+        };
+        fixture_auto(
+            "granting",
+            &[
+                "--era",
+                era,
+                "--list-ttl-ms",
+                TTL_MS,
+                "--list-cache-scope",
+                scope,
+                "--log",
+                path_str(log),
+            ],
+        )
+        .with_protocol(protocol)
+    }
+
+    /// The HTTP fixture at `url` reached with `Authorization: Bearer {token}`.
+    fn http(url: &str, token: &str) -> ServerConfig {
+        let mut server = ServerConfig::http("granting", url);
+        if let TransportConfig::StreamableHttp(http) = &mut server.transport {
+            http.http_headers
+                .insert("Authorization".into(), format!("Bearer {token}"));
+        }
+        server
+    }
+
+    #[tokio::test]
+    async fn a_2026_07_28_listing_with_a_ttl_serves_a_later_startup_without_asking_again() {
+        let registry = ListingRegistry::new();
+        let dir = temp_dir();
+        let log = dir.path().join("log.jsonl");
+        let first = start(stdio(&log, "stateless", "private"), &registry).await;
+        let status = &first.servers()[0];
+        assert_eq!(status.protocol_version.as_deref(), Some("2026-07-28"));
+        assert!(!status.served_from_cache);
+        assert_eq!(status.tools_list_requests, 1);
+        let tools = status.tools;
+        first.shutdown().await;
+
+        let later = start(stdio(&log, "stateless", "private"), &registry).await;
+        let status = &later.servers()[0];
+        assert!(status.served_from_cache, "the grant serves a later startup");
+        assert_eq!(status.tools_list_requests, 0);
+        assert_eq!(status.tools, tools);
+        assert_eq!(count_method(&read_log(&log), "tools/list"), 1);
+        // The later startup has its own connection all the same.
+        let answer = later
+            .call_tool("mcp__granting__echo", object(json!({"text": "hi"})))
+            .await
+            .expect("a call on the later startup's own connection");
+        assert_eq!(answer.is_error, Some(false));
+        later.shutdown().await;
+        assert!(!registry.is_empty(), "the grant outlives both runtimes");
+    }
+
+    #[tokio::test]
+    async fn the_same_hints_from_a_handshake_server_grant_nothing() {
+        let registry = ListingRegistry::new();
+        let dir = temp_dir();
+        let log = dir.path().join("log.jsonl");
+        for _ in 0..2 {
+            let runtime = start(stdio(&log, "handshake", "public"), &registry).await;
+            let status = &runtime.servers()[0];
+            assert_eq!(status.protocol_version.as_deref(), Some("2025-11-25"));
+            assert!(!status.served_from_cache);
+            assert_eq!(status.tools_list_requests, 1);
+            runtime.shutdown().await;
+        }
+        assert_eq!(count_method(&read_log(&log), "tools/list"), 2);
+        assert!(registry.is_empty());
+    }
+
+    #[tokio::test]
+    async fn list_changed_revokes_the_grant() {
+        let registry = ListingRegistry::new();
+        // One server process for both runtimes: the tool added stays listed.
+        let server = http_fixture(&[
+            "--era",
+            "stateless",
+            "--list-ttl-ms",
+            TTL_MS,
+            "--list-cache-scope",
+            "private",
+        ])
+        .await;
+        let first = start(http(&server.url, "alice"), &registry).await;
+        let mut catalog = first.subscribe_catalog();
+        first
+            .call_tool("mcp__granting__add_tool", object(json!({"name": "late"})))
+            .await
+            .expect("add_tool succeeds");
+        // The refresh after list_changed revokes the grant before it lists again.
+        catalog
+            .wait_for(|catalog| catalog.tools().iter().any(|tool| tool.tool.name == "late"))
+            .await
+            .unwrap();
+        first.shutdown().await;
+
+        let later = start(http(&server.url, "alice"), &registry).await;
+        let status = &later.servers()[0];
+        assert!(!status.served_from_cache, "a revoked grant serves nobody");
+        assert_eq!(status.tools_list_requests, 1);
+        assert!(
+            later
+                .catalog()
+                .tools()
+                .iter()
+                .any(|tool| tool.tool.name == "late"),
+            "the later startup lists the tool added since"
+        );
+        later.shutdown().await;
+    }
+
+    /// Two callers with different credentials, one after the other, then the first
+    /// again: who is served from the grant of the first startup.
+    async fn served_from_cache_across_credentials(scope: &str) -> [bool; 2] {
+        let registry = ListingRegistry::new();
+        let server = http_fixture(&[
+            "--era",
+            "stateless",
+            "--list-ttl-ms",
+            TTL_MS,
+            "--list-cache-scope",
+            scope,
+        ])
+        .await;
+        let first = start(http(&server.url, "alice"), &registry).await;
+        assert!(!first.servers()[0].served_from_cache);
+        first.shutdown().await;
+        let mut served = [false; 2];
+        for (caller, token) in served.iter_mut().zip(["bob", "alice"]) {
+            let runtime = start(http(&server.url, token), &registry).await;
+            *caller = runtime.servers()[0].served_from_cache;
+            runtime.shutdown().await;
+        }
+        served
+    }
+
+    #[tokio::test]
+    async fn a_public_grant_serves_other_credentials_and_a_private_one_only_the_same() {
+        assert_eq!(
+            served_from_cache_across_credentials("public").await,
+            [true, true]
+        );
+        assert_eq!(
+            served_from_cache_across_credentials("private").await,
+            [false, true]
+        );
+    }
+}

@@ -34,6 +34,11 @@ pub fn fixture_auto(name: &str, args: &[&str]) -> ServerConfig {
     )
 }
 
+/// `value`'s object, as a call's arguments.
+pub fn object(value: serde_json::Value) -> Option<serde_json::Map<String, serde_json::Value>> {
+    value.as_object().cloned()
+}
+
 /// A config holding `servers`.
 pub fn config(servers: impl IntoIterator<Item = ServerConfig>) -> Config {
     let mut config = Config::default();
