@@ -101,9 +101,9 @@ pub struct Behaviour {
     pub list_ttl_ms: Option<u64>,
     /// `cacheScope` on every `tools/list` page; none when `None`.
     pub list_cache_scope: Option<CacheScope>,
-    /// With `--era dual` or `stateless`: the protocol versions the server supports
-    /// instead of its era's (versions it does not support are refused with
-    /// "unsupported protocol version").
+    /// The protocol versions the server supports instead of its era's: versions it
+    /// does not support are refused with "unsupported protocol version", and
+    /// `initialize` offering one is answered with the newest it supports.
     pub supported_versions: Vec<String>,
 }
 
@@ -299,7 +299,7 @@ fn thread_cpu_time() -> Duration {
 
 impl ServerHandler for Fixture {
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        if self.behaviour.era != Era::Handshake && !self.behaviour.supported_versions.is_empty() {
+        if !self.behaviour.supported_versions.is_empty() {
             return Cow::Owned(
                 self.behaviour
                     .supported_versions

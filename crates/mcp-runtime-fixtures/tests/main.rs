@@ -7,6 +7,7 @@ mod background_startup;
 mod calls;
 mod cancellation;
 mod config_files;
+mod era_matrix;
 mod exact_arguments;
 mod faults;
 mod hostile_servers;

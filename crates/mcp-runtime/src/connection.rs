@@ -6,7 +6,7 @@
 //!    2026-07-28 server gets `server/discover`, and every request then carries the
 //!    protocol keys in `_meta`; a handshake server gets `initialize` offering
 //!    [`PROTOCOL_VERSION`], not rmcp's newest version, and its answer must be one of
-//!    [`ACCEPTED_PROTOCOL_VERSIONS`] (rmcp takes any);
+//!    [`ACCEPTED_PROTOCOL_VERSIONS`] (rmcp takes any; see [`version_gate`]);
 //! 2. rmcp's per-peer response cache is off, so a failed `tools/list` is an error rather
 //!    than an older answer served again;
 //! 3. every request has a timeout, and a request whose future is dropped (timeout or
@@ -30,6 +30,8 @@ mod over_http;
 mod over_sse;
 
 mod over_stdio;
+
+mod version_gate;
 
 use std::{
     sync::{Arc, Mutex, atomic::AtomicUsize},
@@ -201,7 +203,21 @@ impl Connection {
             }
             Endpoint::Sse(resolved) => {
                 let ended = CancellationToken::new();
-                let service = over_sse::start(server, resolved, client, &splicer, &ended).await?;
+                let mut client = client;
+                let accepted = match plan {
+                    Plan::Pinned(version) if !version.has_initialize() => {
+                        return Err(StartupError::PinnedModernOverSse);
+                    }
+                    Plan::Pinned(version) => {
+                        client.info.protocol_version = version.clone();
+                        version_gate::Accepted::Pinned(version.clone())
+                    }
+                    #[cfg(test)]
+                    Plan::Handshake => version_gate::Accepted::Spoken,
+                    Plan::Auto { .. } => version_gate::Accepted::Spoken,
+                };
+                let service =
+                    over_sse::start(server, resolved, client, &splicer, &ended, accepted).await?;
                 (service, None, ended)
             }
         };
@@ -578,18 +594,6 @@ impl Connection {
         if let Some(process) = process {
             process.shutdown().await;
         }
-    }
-}
-
-/// Whether `answered`, a server's answer to `initialize` offering
-/// [`PROTOCOL_VERSION`], is a revision mcp-runtime speaks.
-fn check_handshake_answer(answered: &ProtocolVersion) -> Result<(), StartupError> {
-    if ACCEPTED_PROTOCOL_VERSIONS.contains(answered) {
-        Ok(())
-    } else {
-        Err(StartupError::UnsupportedProtocolVersion {
-            answered: answered.to_string(),
-        })
     }
 }
 

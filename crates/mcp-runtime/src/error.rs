@@ -393,6 +393,12 @@ pub enum StartupError {
         #[source]
         source: Option<RequestError>,
     },
+    /// `protocol` pins 2026-07-28 for a server reached with the legacy HTTP+SSE
+    /// transport, which carries only the handshake revisions.
+    #[error(
+        "`protocol` pins `2026-07-28`, which the legacy HTTP+SSE transport (`transport = \"sse\"`) cannot carry (set `protocol` to `auto` or to a handshake revision)"
+    )]
+    PinnedModernOverSse,
     /// The server supports none of the protocol versions mcp-runtime offered.
     #[error("{}", no_shared_version(offered, supported, *pinned))]
     NoSharedProtocolVersion {

@@ -145,8 +145,8 @@ struct Args {
     /// Put `cacheScope: SCOPE` on every `tools/list` page
     #[arg(long, value_name = "SCOPE", value_parser = ["public", "private"])]
     list_cache_scope: Option<String>,
-    /// With `--era dual|stateless`: support VERSION instead of the era's versions
-    /// (repeatable)
+    /// Support VERSION instead of the era's versions (repeatable); `initialize` is
+    /// answered with the newest supported when the offered one is not
     #[arg(long = "supported-version", value_name = "VERSION")]
     supported_versions: Vec<String>,
     /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:0)

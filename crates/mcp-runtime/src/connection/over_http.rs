@@ -51,6 +51,7 @@ use tokio_util::sync::CancellationToken;
 use super::{
     Client, failure, liveness,
     over_stdio::{self, Classified},
+    version_gate::{Accepted, Gate},
 };
 use crate::{
     error::{HttpFailure, StartupError},
@@ -84,8 +85,16 @@ pub(super) async fn start(
     match pinned {
         Some(version) if version.has_initialize() => {
             let mut client = client;
-            client.info.protocol_version = version;
-            initialize(server, resolved, client, splicer, ended).await
+            client.info.protocol_version = version.clone();
+            initialize(
+                server,
+                resolved,
+                client,
+                splicer,
+                ended,
+                Accepted::Pinned(version),
+            )
+            .await
         }
         Some(version) => {
             let transport = http::transport(server, resolved, splicer.clone())?;
@@ -117,7 +126,7 @@ pub(super) async fn start(
                 }),
                 Some(Classified::Handshake(_)) | None => {
                     tracing::debug!(server, "the server does not speak 2026-07-28; initializing");
-                    initialize(server, resolved, fallback, splicer, ended).await
+                    initialize(server, resolved, fallback, splicer, ended, Accepted::Spoken).await
                 }
             }
         }
@@ -180,48 +189,41 @@ fn link(attempt: CancellationToken, ended: &CancellationToken) {
     });
 }
 
-/// Starts with `initialize` on a new transport; a `POST` refused the way a legacy
-/// HTTP+SSE server refuses it hands over to [`super::over_sse`] (invariant 3).
+/// Starts with `initialize` on a new transport, accepting the answers `accepted`
+/// names; a `POST` refused the way a legacy HTTP+SSE server refuses it hands over to
+/// [`super::over_sse`] (invariant 3).
 async fn initialize(
     server: &str,
     resolved: &http::ResolvedHttp,
     client: Client,
     splicer: &Splicer,
     ended: &CancellationToken,
+    accepted: Accepted,
 ) -> Result<RunningService<RoleClient, Client>, StartupError> {
     let transport = http::transport(server, resolved, splicer.clone())?;
     let fallback = client.again();
     // The transport is dropped on failure; only a started one may end the connection.
     let attempt = CancellationToken::new();
+    let (transport, refusal) = Gate::new(
+        liveness::Watched::new(transport, attempt.clone()),
+        accepted.clone(),
+    );
     match client
-        .serve_with_lifecycle(
-            liveness::Watched::new(transport, attempt.clone()),
-            ClientLifecycleMode::Initialize,
-        )
+        .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
         .await
     {
         Ok(service) => {
-            let answered = service
-                .peer()
-                .peer_info()
-                .map(|info| info.protocol_version.clone());
-            if let Some(answered) = answered
-                && !super::ACCEPTED_PROTOCOL_VERSIONS.contains(&answered)
-            {
-                // Dropping the service ends the session.
-                return Err(StartupError::UnsupportedProtocolVersion {
-                    answered: answered.to_string(),
-                });
-            }
             link(attempt, ended);
             Ok(service)
         }
+        // Dropping the transport ends the session.
+        Err(_) if let Some(refused) = refusal.take() => Err(refused),
         Err(error) if refused_like_legacy_sse(&error) => {
             tracing::debug!(
                 server,
                 "the URL refuses a POST; trying the legacy HTTP+SSE transport"
             );
-            super::over_sse::start(server, resolved, fallback, splicer, ended).await
+            super::over_sse::start(server, resolved, fallback, splicer, ended, accepted).await
         }
         Err(error) => Err(StartupError::Handshake {
             source: failure::from_initialize(error),

@@ -8,7 +8,10 @@
 use rmcp::{RoleClient, ServiceExt, service::RunningService};
 use tokio_util::sync::CancellationToken;
 
-use super::{Client, failure, liveness};
+use super::{
+    Client, failure, liveness,
+    version_gate::{Accepted, Gate},
+};
 use crate::{
     error::StartupError,
     transport::{http, splice::Splicer, sse},
@@ -27,18 +30,16 @@ pub(super) async fn start(
     client: Client,
     splicer: &Splicer,
     ended: &CancellationToken,
+    accepted: Accepted,
 ) -> Result<RunningService<RoleClient, Client>, StartupError> {
     let transport = sse::connect(server, resolved, splicer.clone()).await?;
-    let service = client
-        .serve(liveness::Watched::new(transport, ended.clone()))
-        .await
-        .map_err(|error| StartupError::Handshake {
+    let (transport, refusal) =
+        Gate::new(liveness::Watched::new(transport, ended.clone()), accepted);
+    // Dropping the transport ends the connection.
+    client.serve(transport).await.map_err(|error| {
+        refusal.take().unwrap_or_else(|| StartupError::Handshake {
             source: failure::from_initialize(error),
             stderr_tail: Vec::new(),
-        })?;
-    if let Some(info) = service.peer().peer_info() {
-        // Dropping the service ends the connection.
-        super::check_handshake_answer(&info.protocol_version)?;
-    }
-    Ok(service)
+        })
+    })
 }

@@ -20,7 +20,10 @@ use rmcp::{
 use tokio::process::ChildStdin;
 use tokio_util::sync::CancellationToken;
 
-use super::{ACCEPTED_PROTOCOL_VERSIONS, Client, exit_report, failure, liveness};
+use super::{
+    ACCEPTED_PROTOCOL_VERSIONS, Client, exit_report, failure, liveness,
+    version_gate::{Accepted, Gate},
+};
 use crate::{
     error::StartupError,
     protocol_era::{Era, EraKey, EraMemory, Plan, Resolved},
@@ -225,9 +228,14 @@ impl Stdio<'_> {
         on_spawn: &mut impl FnMut(u32),
     ) -> Result<Started, StartupError> {
         let (mut process, transport, ended) = self.spawn(on_spawn)?;
+        let (transport, refusal) = Gate::new(transport, Accepted::from_pin(pinned));
         let service = match client.serve(transport).await {
             Ok(service) => service,
             Err(error) => {
+                if let Some(refused) = refusal.take() {
+                    // Dropping the process ends the server.
+                    return Err(refused);
+                }
                 let source = failure::from_initialize(error);
                 return Err(
                     exit_report(&mut process, |stderr_tail| StartupError::Handshake {
@@ -238,23 +246,6 @@ impl Stdio<'_> {
                 );
             }
         };
-        let answered = service
-            .peer()
-            .peer_info()
-            .map(|info| info.protocol_version.clone());
-        if let Some(answered) = answered {
-            // Dropping the service and the process ends the connection and the server.
-            match pinned {
-                Some(pinned) if answered != *pinned => {
-                    return Err(StartupError::PinnedProtocolVersionRefused {
-                        pinned: pinned.to_string(),
-                        answered: answered.to_string(),
-                    });
-                }
-                Some(_) => {}
-                None => super::check_handshake_answer(&answered)?,
-            }
-        }
         liveness::watch_exit(process.exited(), ended.clone());
         Ok(Started {
             service,

@@ -1,0 +1,171 @@
+//! The answer to `initialize`, checked before the handshake goes on.
+//!
+//! rmcp's client takes any protocol version a server answers `initialize` with, and
+//! sends `notifications/initialized` at once, before the caller can look at the
+//! answer. A server told it is initialized in a revision the client then refuses
+//! sees a session the client walks away from, and a Streamable HTTP server refuses
+//! the notification itself (its `MCP-Protocol-Version` header then names a revision
+//! it may not know), so the start fails as a closed connection, not as the version
+//! mismatch it is. [`Gate`] wraps the transport and reads the answer as it arrives.
+//!
+//! Invariants:
+//! 1. An `initialize` answer whose version is not accepted ([`Accepted`]) is never
+//!    handed to rmcp: the gate ends its input instead, so rmcp fails the handshake
+//!    without sending `notifications/initialized`, and the refusal (naming both
+//!    versions) is what the start reports ([`Refusal::take`]).
+//! 2. Only the first answer to `initialize` is read; every other message passes
+//!    through unchanged, in order.
+
+use std::{
+    borrow::Cow,
+    sync::{Arc, Mutex},
+};
+
+use rmcp::{
+    RoleClient,
+    model::{JsonRpcMessage, ProtocolVersion, ServerResult},
+    service::{RxJsonRpcMessage, TxJsonRpcMessage},
+    transport::Transport,
+};
+
+use crate::{error::StartupError, sync::lock};
+
+/// Which answers to `initialize` a start accepts.
+#[derive(Clone, Debug)]
+pub(super) enum Accepted {
+    /// A handshake revision mcp-runtime speaks ([`super::ACCEPTED_PROTOCOL_VERSIONS`]).
+    Spoken,
+    /// Only the revision `protocol` pins.
+    Pinned(ProtocolVersion),
+}
+
+impl Accepted {
+    /// The pinned revision, if any, else any revision mcp-runtime speaks.
+    pub(super) fn from_pin(pinned: Option<&ProtocolVersion>) -> Self {
+        pinned.map_or(Self::Spoken, |pinned| Self::Pinned(pinned.clone()))
+    }
+
+    /// Whether a server may answer `initialize` with `answered`; the startup error
+    /// naming both when it may not.
+    fn check(&self, answered: &ProtocolVersion) -> Result<(), StartupError> {
+        match self {
+            Self::Spoken if super::ACCEPTED_PROTOCOL_VERSIONS.contains(answered) => Ok(()),
+            Self::Spoken => Err(StartupError::UnsupportedProtocolVersion {
+                answered: answered.to_string(),
+            }),
+            Self::Pinned(pinned) if pinned == answered => Ok(()),
+            Self::Pinned(pinned) => Err(StartupError::PinnedProtocolVersionRefused {
+                pinned: pinned.to_string(),
+                answered: answered.to_string(),
+            }),
+        }
+    }
+}
+
+/// Where a [`Gate`] leaves its refusal for the start to report.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Refusal(Arc<Mutex<Option<StartupError>>>);
+
+impl Refusal {
+    /// The refusal, if the gate refused the server's answer: the reason the
+    /// handshake failed, whatever rmcp made of the input ending.
+    pub(super) fn take(&self) -> Option<StartupError> {
+        lock(&self.0).take()
+    }
+}
+
+/// A transport that refuses an `initialize` answer mcp-runtime will not speak.
+pub(super) struct Gate<T> {
+    inner: T,
+    accepted: Accepted,
+    refusal: Refusal,
+    /// Whether the answer to `initialize` has been read.
+    answered: Arc<Mutex<bool>>,
+}
+
+impl<T> Gate<T> {
+    /// `inner`, gated; the refusal, if any, is left in the returned [`Refusal`].
+    pub(super) fn new(inner: T, accepted: Accepted) -> (Self, Refusal) {
+        let refusal = Refusal::default();
+        let gate = Self {
+            inner,
+            accepted,
+            refusal: refusal.clone(),
+            answered: Arc::default(),
+        };
+        (gate, refusal)
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Gate<T> {
+    type Error = T::Error;
+
+    fn name() -> Cow<'static, str> {
+        T::name()
+    }
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        let received = self.inner.receive();
+        let accepted = self.accepted.clone();
+        let refusal = self.refusal.clone();
+        let answered = self.answered.clone();
+        async move {
+            let message = received.await?;
+            if let JsonRpcMessage::Response(response) = &message
+                && let ServerResult::InitializeResult(result) = &response.result
+                && !std::mem::replace(&mut *lock(&answered), true)
+                && let Err(refused) = accepted.check(&result.protocol_version)
+            {
+                *lock(&refusal.0) = Some(refused);
+                return None;
+            }
+            Some(message)
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spoken_revisions_pass_and_others_are_refused_naming_both() {
+        for version in super::super::ACCEPTED_PROTOCOL_VERSIONS {
+            assert!(Accepted::Spoken.check(&version).is_ok(), "{version}");
+        }
+        let unknown: ProtocolVersion = serde_json::from_value("2024-10-07".into()).unwrap();
+        for version in [ProtocolVersion::V_2026_07_28, unknown] {
+            let refused = Accepted::Spoken.check(&version).unwrap_err();
+            assert!(
+                refused
+                    .to_string()
+                    .contains(&format!("`{version}`, which mcp-runtime does not speak")),
+                "{refused}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_pin_accepts_only_itself() {
+        let pinned = Accepted::from_pin(Some(&ProtocolVersion::V_2025_06_18));
+        assert!(pinned.check(&ProtocolVersion::V_2025_06_18).is_ok());
+        assert_eq!(
+            pinned
+                .check(&ProtocolVersion::V_2025_11_25)
+                .unwrap_err()
+                .to_string(),
+            "the server answered `initialize` with protocol version `2025-11-25`, and `protocol` pins `2025-06-18` (set `protocol` to `auto`, or to a version the server speaks)"
+        );
+    }
+}
