@@ -9,7 +9,7 @@ use std::{path::Path, process::Stdio, time::Duration};
 
 use mcp_runtime::{
     CallAuthority, CallOptions, Runtime, SandboxState, ServerConfig, ServerState,
-    config::{HttpConfig, HttpTransport, TransportConfig},
+    config::{HttpConfig, HttpTransport, Protocol, TransportConfig},
     error::chain,
 };
 use serde_json::{json, value::RawValue};
@@ -432,4 +432,125 @@ async fn forcing_sse_on_a_streamable_http_server_fails_the_startup_clearly() {
     );
     runtime.shutdown().await;
     fixture.kill().await;
+}
+
+#[tokio::test]
+async fn a_burst_of_startups_over_legacy_sse_sends_one_tools_list() {
+    const STARTUPS: usize = 4;
+    let dir = temp_dir();
+    let log = dir.path().join("posts.jsonl");
+    let peer = fastmcp(&log).await;
+    let server = sse_server("py", &peer.url, |_| {});
+    let registry = mcp_runtime::ListingRegistry::new();
+    // Every startup begins before any of them posts a message: the burst overlaps by
+    // construction.
+    let runtimes: Vec<Runtime> = futures::future::join_all((0..STARTUPS).map(|_| {
+        Runtime::start(
+            config([server.clone()]),
+            mcp_runtime::StartOptions::new()
+                .wait_for_all()
+                .with_listing_registry(registry.clone()),
+        )
+    }))
+    .await
+    .into_iter()
+    .map(|started| started.expect("the start succeeds"))
+    .collect();
+    for runtime in &runtimes {
+        assert_ready(runtime);
+        let sum = runtime
+            .call_tool(
+                "mcp__py__add",
+                json!({"a": 40, "b": 2}).as_object().cloned(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(sum.structured_content, Some(json!({"result": 42})));
+    }
+    let posted = |method: &str| {
+        read_log(&log)
+            .iter()
+            .filter(|entry| {
+                entry["raw"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!(r#""method":"{method}""#))
+            })
+            .count()
+    };
+    assert_eq!(posted("initialize"), STARTUPS, "a session each");
+    assert_eq!(posted("tools/list"), 1, "one listing for the burst");
+    assert_eq!(posted("tools/call"), STARTUPS);
+    assert!(registry.is_empty());
+    futures::future::join_all(runtimes.into_iter().map(Runtime::shutdown)).await;
+    peer.kill().await;
+}
+
+#[tokio::test]
+async fn a_legacy_sse_server_answering_a_version_mcp_runtime_does_not_speak_fails_naming_both() {
+    let server = LegacyServer::start(Behavior {
+        version: "2099-01-01",
+        ..Behavior::default()
+    })
+    .await;
+    let (runtime, _) = start(config([sse_server("future", &server.url, |_| {})])).await;
+    assert_eq!(
+        startup_error(&runtime),
+        "the server answered `initialize` with protocol version `2099-01-01`, which mcp-runtime does not speak (it offered `2025-11-25`, and also speaks `2025-06-18`, `2025-03-26` and `2024-11-05`)"
+    );
+    assert!(
+        !server
+            .posts()
+            .iter()
+            .any(|post| post.body.contains("tools/list")),
+        "nothing is listed"
+    );
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_pinned_protocol_is_offered_and_required_over_legacy_sse() {
+    let server = LegacyServer::start(Behavior::default()).await;
+    let pinned = |version| sse_server("old", &server.url, |_| {}).with_protocol(version);
+
+    let (runtime, _) = start(config([pinned(Protocol::V2024_11_05)])).await;
+    assert_ready(&runtime);
+    runtime.shutdown().await;
+    let (runtime, _) = start(config([pinned(Protocol::V2025_06_18)])).await;
+    assert_eq!(
+        startup_error(&runtime),
+        "the server answered `initialize` with protocol version `2024-11-05`, and `protocol` pins `2025-06-18` (set `protocol` to `auto`, or to a version the server speaks)"
+    );
+    runtime.shutdown().await;
+    let offered: Vec<String> = server
+        .posts()
+        .iter()
+        .filter(|post| post.body.contains(r#""method":"initialize""#))
+        .map(|post| {
+            let body: serde_json::Value = serde_json::from_str(&post.body).unwrap();
+            body["params"]["protocolVersion"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(offered, ["2024-11-05", "2025-06-18"]);
+    let initialized = server
+        .posts()
+        .iter()
+        .filter(|post| post.body.contains("notifications/initialized"))
+        .count();
+    assert_eq!(
+        initialized, 1,
+        "only the accepted start is told it is initialized"
+    );
+
+    let gets = server.gets().len();
+    let (runtime, _) = start(config([pinned(Protocol::V2026_07_28)])).await;
+    assert_eq!(
+        startup_error(&runtime),
+        "`protocol` pins `2026-07-28`, which the legacy HTTP+SSE transport (`transport = \"sse\"`) cannot carry (set `protocol` to `auto` or to a handshake revision)"
+    );
+    assert_eq!(server.gets().len(), gets, "nothing was asked of the server");
+    runtime.shutdown().await;
 }

@@ -53,6 +53,8 @@ pub struct Behavior {
     pub fault: Fault,
     /// The content type of the `GET` answer.
     pub content_type: &'static str,
+    /// The protocol version `initialize` is answered with.
+    pub version: &'static str,
 }
 
 impl Default for Behavior {
@@ -61,6 +63,7 @@ impl Default for Behavior {
             endpoint: Endpoint::default(),
             fault: Fault::default(),
             content_type: "text/event-stream",
+            version: "2024-11-05",
         }
     }
 }
@@ -213,7 +216,7 @@ impl Server {
         };
         let result = match message["method"].as_str() {
             Some("initialize") => json!({
-                "protocolVersion": "2024-11-05",
+                "protocolVersion": self.behavior.version,
                 "capabilities": {"tools": {}, "experimental": {"codex/sandbox-state": {}}},
                 "serverInfo": {"name": "hand-written", "version": "0"},
             }),
