@@ -365,15 +365,7 @@ async fn the_python_sdk_over_streamable_http_lists_and_calls_its_tool() {
         .map(|tool| tool.qualified_name.clone())
         .collect();
     assert_eq!(names, ["mcp__python__add"]);
-    let result = runtime
-        .call_tool(
-            "mcp__python__add",
-            json!({"a": 40, "b": 2}).as_object().cloned(),
-        )
-        .await
-        .unwrap();
-    assert_ne!(result.is_error, Some(true), "{result:?}");
-    assert_eq!(result.structured_content, Some(json!({"result": 42})));
+    assert_adds(&runtime, "mcp__python__add").await;
     runtime.shutdown().await;
 
     let requests: Vec<String> = peer

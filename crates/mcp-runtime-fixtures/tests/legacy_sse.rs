@@ -172,14 +172,7 @@ async fn fastmcp_over_legacy_sse_lists_calls_and_gets_exact_bytes() {
     names.sort();
     assert_eq!(names, ["mcp__py__add", "mcp__py__echo"]);
 
-    let sum = runtime
-        .call_tool(
-            "mcp__py__add",
-            json!({"a": 40, "b": 2}).as_object().cloned(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(sum.structured_content, Some(json!({"result": 42})));
+    assert_adds(&runtime, "mcp__py__add").await;
 
     let echoed = call_exact(&runtime, "mcp__py__echo", ARGUMENTS, with_state())
         .await
@@ -458,14 +451,7 @@ async fn a_burst_of_startups_over_legacy_sse_sends_one_tools_list() {
     .collect();
     for runtime in &runtimes {
         assert_ready(runtime);
-        let sum = runtime
-            .call_tool(
-                "mcp__py__add",
-                json!({"a": 40, "b": 2}).as_object().cloned(),
-            )
-            .await
-            .unwrap();
-        assert_eq!(sum.structured_content, Some(json!({"result": 42})));
+        assert_adds(runtime, "mcp__py__add").await;
     }
     let posted = |method: &str| {
         read_log(&log)

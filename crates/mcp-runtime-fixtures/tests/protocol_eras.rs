@@ -493,14 +493,7 @@ async fn the_python_sdk_2_3_0_speaks_2026_07_28_over_stdio() {
     assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
     assert_eq!(status.protocol_version.as_deref(), Some("2026-07-28"));
     assert_eq!(spawned(&events).len(), 1, "the probed process is kept");
-    let result = runtime
-        .call_tool(
-            "mcp__adder__add",
-            json!({"a": 40, "b": 2}).as_object().cloned(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(result.structured_content, Some(json!({"result": 42})));
+    assert_adds(&runtime, "mcp__adder__add").await;
     runtime.shutdown().await;
 }
 

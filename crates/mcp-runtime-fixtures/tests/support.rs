@@ -84,6 +84,21 @@ pub async fn start(config: Config) -> (Runtime, Vec<StartupEvent>) {
     (runtime, drain(receiver))
 }
 
+/// Calls `tool`, a peer server's `add(a, b)`, with 40 and 2, and checks that it
+/// answers 42 as structured content.
+pub async fn assert_adds(runtime: &Runtime, tool: &str) {
+    let result = runtime
+        .call_tool(tool, object(serde_json::json!({"a": 40, "b": 2})))
+        .await
+        .unwrap_or_else(|error| panic!("{tool}: {error}"));
+    assert_ne!(result.is_error, Some(true), "{tool}: {result:?}");
+    assert_eq!(
+        result.structured_content,
+        Some(serde_json::json!({"result": 42})),
+        "{tool}"
+    );
+}
+
 /// Every event already sent.
 pub fn drain(mut receiver: UnboundedReceiver<StartupEvent>) -> Vec<StartupEvent> {
     let mut events = Vec::new();
