@@ -60,9 +60,12 @@ use sse_stream::{Sse, SseStream};
 mod failure;
 mod network;
 
-use self::failure::{Resolver, classify, excerpt, from_rmcp, status_failure};
-pub(crate) use self::network::Network;
+use self::failure::{Resolver, from_rmcp};
 use self::network::ProxyInUse;
+pub(crate) use self::{
+    failure::{classify, excerpt, status_failure},
+    network::Network,
+};
 use super::splice::{Spliced, Splicer};
 use crate::{
     config::{DEFAULT_MAX_MESSAGE_BYTES, HttpConfig, checks::header_value_problem},
@@ -798,7 +801,7 @@ fn unexpected(message: String) -> StreamableHttpError<HttpFailure> {
 
 /// Up to `limit` bytes from the start of `response`'s body; what arrived before a
 /// failure to read on.
-async fn read_start(response: reqwest::Response, limit: usize) -> Vec<u8> {
+pub(crate) async fn read_start(response: reqwest::Response, limit: usize) -> Vec<u8> {
     let mut body = Vec::new();
     let mut chunks = response.bytes_stream();
     while body.len() < limit

@@ -48,11 +48,11 @@ use url::Url;
 use self::events::{Event, EventReader};
 use super::{
     framing::too_large,
-    http::{ResolvedHttp, http_client},
+    http::{self as streamable_http, ResolvedHttp, http_client},
     splice::{Spliced, Splicer},
 };
 use crate::{
-    error::{HTTP_BODY_EXCERPT_CHARS, HttpFailure, RequestError, StartupError},
+    error::{HttpFailure, RequestError, StartupError},
     sync::lock,
 };
 
@@ -117,7 +117,7 @@ pub(crate) async fn connect(
         .header(header::ACCEPT, EVENT_STREAM)
         .send()
         .await
-        .map_err(|error| handshake(unreachable(server, &error)))?;
+        .map_err(|error| handshake(streamable_http::classify(server, &error)))?;
     let status = response.status();
     if status == reqwest::StatusCode::NOT_FOUND {
         return Err(handshake(HttpFailure::NotFound {
@@ -125,7 +125,7 @@ pub(crate) async fn connect(
         }));
     }
     if !status.is_success() {
-        let body = read_start(response, ERROR_BODY_READ_BYTES).await;
+        let body = streamable_http::read_start(response, ERROR_BODY_READ_BYTES).await;
         let source = status_failure(server, status, &body);
         return Err(match source {
             HttpFailure::Status { .. } => StartupError::SseStream { source },
@@ -142,7 +142,7 @@ pub(crate) async fn connect(
     let endpoint = 'found: loop {
         let chunk = match body.next().await {
             Some(Ok(chunk)) => chunk,
-            Some(Err(error)) => return Err(handshake(unreachable(server, &error))),
+            Some(Err(error)) => return Err(handshake(streamable_http::classify(server, &error))),
             None => return Err(StartupError::SseNoEndpoint),
         };
         let mut events = reader.push(&chunk).into_iter();
@@ -344,7 +344,7 @@ impl Transport<RoleClient> for SseTransport {
             let chunk = match self.body.as_mut()?.next().await {
                 Some(Ok(chunk)) => chunk,
                 Some(Err(error)) => {
-                    let failure = unreachable(&self.post.server, &error);
+                    let failure = streamable_http::classify(&self.post.server, &error);
                     tracing::debug!(server = &*self.post.server, %failure, "the event stream broke");
                     self.body = None;
                     return None;
@@ -389,13 +389,15 @@ impl Poster {
             .body(body)
             .send()
             .await
-            .map_err(|error| StreamableHttpError::Client(unreachable(server, &error)))?;
+            .map_err(|error| {
+                StreamableHttpError::Client(streamable_http::classify(server, &error))
+            })?;
         let status = response.status();
         if status.is_success() {
             // Dropped unread (invariant 2): the answer comes on the event stream.
             return Ok(());
         }
-        let body = read_start(response, ERROR_BODY_READ_BYTES).await;
+        let body = streamable_http::read_start(response, ERROR_BODY_READ_BYTES).await;
         Err(StreamableHttpError::Client(status_failure(
             server, status, &body,
         )))
@@ -423,69 +425,19 @@ fn media_type(headers: &HeaderMap) -> Option<String> {
     Some(media_type.to_ascii_lowercase())
 }
 
-/// What a network error of the HTTP client means, read by its kind (its text names
-/// the URL, which may hold a secret): the main cases of the Streamable HTTP
-/// transport's classification, whose functions are private to it.
-fn unreachable(server: &str, error: &reqwest::Error) -> HttpFailure {
-    let server = server.to_owned();
-    let refused = std::iter::successors(std::error::Error::source(error), |cause| cause.source())
-        .filter_map(|cause| cause.downcast_ref::<std::io::Error>())
-        .any(|io| io.kind() == std::io::ErrorKind::ConnectionRefused);
-    if error.is_timeout() {
-        HttpFailure::Timeout { server }
-    } else if refused {
-        HttpFailure::Refused { server }
-    } else {
-        let description = if error.is_connect() {
-            "the connection failed"
-        } else if error.is_body() || error.is_decode() {
-            "reading the answer failed"
-        } else {
-            "the request failed"
-        };
-        HttpFailure::Connection {
-            server,
-            description: description.to_owned(),
-        }
-    }
-}
-
 /// The failure an answer with `status` (not a success) stands for, given the start of
 /// its body: credentials as over Streamable HTTP, any other status with the server's
-/// own words (a `404` to a `POST` usually says that the session is gone).
+/// own words (a `404` to a `POST` usually says that the session is gone, so it is not
+/// read as Streamable HTTP reads it).
 fn status_failure(server: &str, status: reqwest::StatusCode, body: &[u8]) -> HttpFailure {
-    let server = server.to_owned();
     match status.as_u16() {
-        401 => HttpFailure::Unauthorized { server },
-        403 => HttpFailure::Forbidden { server },
-        code => {
-            let text = String::from_utf8_lossy(body);
-            let words: Vec<&str> = text.split_whitespace().collect();
-            let line = words.join(" ");
-            let mut body_excerpt: String = line.chars().take(HTTP_BODY_EXCERPT_CHARS).collect();
-            if body_excerpt.len() < line.len() {
-                body_excerpt.push('…');
-            }
-            HttpFailure::Status {
-                server,
-                status: code,
-                body_excerpt: body_excerpt.replace(char::is_control, " "),
-            }
-        }
+        401 | 403 => streamable_http::status_failure(server, status, body, false),
+        code => HttpFailure::Status {
+            server: server.to_owned(),
+            status: code,
+            body_excerpt: streamable_http::excerpt(body),
+        },
     }
-}
-
-/// Up to `limit` bytes from the start of `response`'s body.
-async fn read_start(response: reqwest::Response, limit: usize) -> Vec<u8> {
-    let mut body = Vec::new();
-    let mut chunks = response.bytes_stream();
-    while body.len() < limit
-        && let Some(Ok(chunk)) = chunks.next().await
-    {
-        let room = limit - body.len();
-        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-    }
-    body
 }
 
 #[cfg(test)]

@@ -51,7 +51,7 @@ struct NotResolved {
 /// refused connection, an unresolved host, a failed TLS handshake, a timeout or
 /// another connection failure. The client's own message is not used: it names the
 /// URL (which may carry a secret) and its sources name internals.
-pub(super) fn classify(server: &str, error: &reqwest::Error) -> HttpFailure {
+pub(crate) fn classify(server: &str, error: &reqwest::Error) -> HttpFailure {
     let server = server.to_owned();
     if error.is_timeout() {
         return HttpFailure::Timeout { server };
@@ -128,7 +128,7 @@ fn certificate_problem(error: &rustls::Error) -> Option<&'static str> {
 
 /// The failure an answer with `status` (not a success) stands for, given the start of
 /// its body; `post` says whether the request was a `POST`.
-pub(super) fn status_failure(
+pub(crate) fn status_failure(
     server: &str,
     status: reqwest::StatusCode,
     body: &[u8],
@@ -150,7 +150,7 @@ pub(super) fn status_failure(
 
 /// The start of `body` as one line of text: at most [`HTTP_BODY_EXCERPT_CHARS`]
 /// characters, control characters and runs of white space as one space, `…` when cut.
-pub(super) fn excerpt(body: &[u8]) -> String {
+pub(crate) fn excerpt(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let mut words = text
         .split(|c: char| c.is_whitespace() || c.is_control())
