@@ -863,9 +863,11 @@ pub enum HttpFailure {
         /// The server.
         server: String,
     },
-    /// `405` to a `POST`: most likely a server of the older HTTP+SSE transport.
+    /// `405` to a `POST`: most likely a server of the older HTTP+SSE transport. A
+    /// start in `auto` mode falls back to that transport on its own, so this is seen
+    /// where it cannot (a pinned `2026-07-28`, a session already started).
     #[error(
-        "server `{server}` answered HTTP 405 to a POST: it is probably a legacy HTTP+SSE server, which is not supported (point `url` at a Streamable HTTP endpoint)"
+        "server `{server}` answered HTTP 405 to a POST: it is probably a legacy HTTP+SSE server (set `transport = \"sse\"`, or leave `protocol` at `auto` to fall back to it)"
     )]
     LegacySse {
         /// The server.
