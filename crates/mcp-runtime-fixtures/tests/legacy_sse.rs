@@ -540,3 +540,39 @@ async fn a_pinned_protocol_is_offered_and_required_over_legacy_sse() {
     assert_eq!(server.gets().len(), gets, "nothing was asked of the server");
     runtime.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_plain_url_of_a_legacy_server_falls_back_to_http_sse_and_says_so() {
+    let dir = temp_dir();
+    let log = dir.path().join("posts.jsonl");
+    let (python, everything) = tokio::join!(fastmcp(&log), everything());
+    // No `transport`: the Streamable HTTP POSTs are refused, and the same `url` is
+    // reached over HTTP+SSE.
+    let (runtime, _) = start(config([
+        ServerConfig::http("py", &python.url),
+        ServerConfig::http("everything", &everything.url),
+    ]))
+    .await;
+    for status in runtime.servers() {
+        assert_eq!(
+            status.state,
+            ServerState::Ready,
+            "{}: {:?}",
+            status.name,
+            status.error
+        );
+        assert_eq!(status.transport.as_str(), "sse", "{}", status.name);
+    }
+    assert_adds(&runtime, "mcp__py__add").await;
+    let sum = runtime
+        .call_tool(
+            "mcp__everything__get_sum",
+            json!({"a": 2, "b": 3}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    assert!(text(&sum).contains('5'), "{}", text(&sum));
+    runtime.shutdown().await;
+    python.kill().await;
+    everything.kill().await;
+}

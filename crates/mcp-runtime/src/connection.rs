@@ -144,6 +144,9 @@ pub(crate) struct Connection {
     ended: CancellationToken,
     /// Why the connection ended, once [`Connection::closed_error`] found out.
     closed: OnceCell<StartupError>,
+    /// Whether the server is reached over the legacy HTTP+SSE transport, configured
+    /// or found from a Streamable HTTP `url`'s answers.
+    legacy_sse: bool,
 }
 
 impl Connection {
@@ -181,11 +184,11 @@ impl Connection {
             tools_changed: tools_changed.clone(),
         };
         let splicer = Splicer::new();
-        let (service, process, ended) = match endpoint {
+        let (service, process, ended, legacy_sse) = match endpoint {
             Endpoint::Stdio(launch) => {
                 let started =
                     over_stdio::start(server, launch, client, &splicer, plan, on_spawn).await?;
-                (started.service, Some(started.process), started.ended)
+                (started.service, Some(started.process), started.ended, false)
             }
             Endpoint::Http(resolved) => {
                 let ended = CancellationToken::new();
@@ -197,9 +200,9 @@ impl Connection {
                     Plan::Handshake => Some(PROTOCOL_VERSION),
                     Plan::Auto { .. } => None,
                 };
-                let service =
+                let reached =
                     over_http::start(server, resolved, client, &splicer, &ended, pinned).await?;
-                (service, None, ended)
+                (reached.service, None, ended, reached.legacy_sse)
             }
             Endpoint::Sse(resolved) => {
                 let ended = CancellationToken::new();
@@ -218,7 +221,7 @@ impl Connection {
                 };
                 let service =
                     over_sse::start(server, resolved, client, &splicer, &ended, accepted).await?;
-                (service, None, ended)
+                (service, None, ended, true)
             }
         };
         service
@@ -236,11 +239,17 @@ impl Connection {
             tools_changed,
             ended,
             closed: OnceCell::new(),
+            legacy_sse,
         })
     }
 
     fn peer(&self) -> &Peer<RoleClient> {
         &self.peer
+    }
+
+    /// Whether the server is reached over the legacy HTTP+SSE transport.
+    pub(crate) fn over_legacy_sse(&self) -> bool {
+        self.legacy_sse
     }
 
     /// The protocol version spoken with the server: the one it answered to

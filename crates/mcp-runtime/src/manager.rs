@@ -294,7 +294,10 @@ impl Runtime {
                 ServerStatus {
                     name: name.clone(),
                     state,
-                    transport: TransportKind::of(&server.config),
+                    transport: match &live.connection {
+                        Some(connection) if connection.over_legacy_sse() => TransportKind::Sse,
+                        _ => TransportKind::of(&server.config),
+                    },
                     startup_time: settled
                         .as_ref()
                         .map_or_else(|| self.shared.began.elapsed(), |s| s.startup_time),

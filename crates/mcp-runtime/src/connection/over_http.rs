@@ -77,7 +77,7 @@ pub(super) async fn start(
     splicer: &Splicer,
     ended: &CancellationToken,
     pinned: Option<ProtocolVersion>,
-) -> Result<RunningService<RoleClient, Client>, StartupError> {
+) -> Result<Reached, StartupError> {
     let handshake = |error| StartupError::Handshake {
         source: failure::from_initialize(error),
         stderr_tail: Vec::new(),
@@ -100,6 +100,7 @@ pub(super) async fn start(
             let transport = http::transport(server, resolved, splicer.clone())?;
             discover(client, transport, ended, version)
                 .await
+                .map(Reached::streamable)
                 .map_err(handshake)
         }
         None => {
@@ -112,7 +113,7 @@ pub(super) async fn start(
             )
             .await;
             let error = match probe {
-                Ok(Ok(service)) => return Ok(service),
+                Ok(Ok(service)) => return Ok(Reached::streamable(service)),
                 Ok(Err(error)) => Some(error),
                 Err(_) => None,
             };
@@ -129,6 +130,22 @@ pub(super) async fn start(
                     initialize(server, resolved, fallback, splicer, ended, Accepted::Spoken).await
                 }
             }
+        }
+    }
+}
+
+/// A started connection, and whether the URL turned out to be a legacy HTTP+SSE
+/// server's (invariant 3).
+pub(super) struct Reached {
+    pub(super) service: RunningService<RoleClient, Client>,
+    pub(super) legacy_sse: bool,
+}
+
+impl Reached {
+    fn streamable(service: RunningService<RoleClient, Client>) -> Self {
+        Self {
+            service,
+            legacy_sse: false,
         }
     }
 }
@@ -199,7 +216,7 @@ async fn initialize(
     splicer: &Splicer,
     ended: &CancellationToken,
     accepted: Accepted,
-) -> Result<RunningService<RoleClient, Client>, StartupError> {
+) -> Result<Reached, StartupError> {
     let transport = http::transport(server, resolved, splicer.clone())?;
     let fallback = client.again();
     // The transport is dropped on failure; only a started one may end the connection.
@@ -214,7 +231,7 @@ async fn initialize(
     {
         Ok(service) => {
             link(attempt, ended);
-            Ok(service)
+            Ok(Reached::streamable(service))
         }
         // Dropping the transport ends the session.
         Err(_) if let Some(refused) = refusal.take() => Err(refused),
@@ -223,7 +240,13 @@ async fn initialize(
                 server,
                 "the URL refuses a POST; trying the legacy HTTP+SSE transport"
             );
-            super::over_sse::start(server, resolved, fallback, splicer, ended, accepted).await
+            let service =
+                super::over_sse::start(server, resolved, fallback, splicer, ended, accepted)
+                    .await?;
+            Ok(Reached {
+                service,
+                legacy_sse: true,
+            })
         }
         Err(error) => Err(StartupError::Handshake {
             source: failure::from_initialize(error),
@@ -368,6 +391,7 @@ mod tests {
             pinned,
         )
         .await
+        .map(|reached| reached.service)
     }
 
     #[tokio::test]

@@ -55,9 +55,10 @@ impl ServerState {
 pub enum TransportKind {
     /// A local child process (possibly run through an environment's wrapper).
     Stdio,
-    /// A Streamable HTTP endpoint (or, found from its answers, a legacy HTTP+SSE one).
+    /// A Streamable HTTP endpoint (or one not reached yet).
     StreamableHttp,
-    /// A legacy HTTP+SSE endpoint, as configured with `transport = "sse"`.
+    /// A legacy HTTP+SSE endpoint: configured with `transport = "sse"`, or found from
+    /// a Streamable HTTP `url`'s answers once connected.
     Sse,
 }
 
