@@ -17,8 +17,11 @@
 //!    for it, so a caller sees its timeout when it happens.
 //! 3. [`Cancellations::flush`] closes the ledger, owes a cancellation for every
 //!    request still in flight, and waits (bounded) until every owed cancellation has
-//!    been written: for stdio, into the server's stdin; for HTTP, its `POST`
-//!    answered. The connection closes the protocol only after that. A request
+//!    been written: for stdio, into the server's stdin; for a handshake HTTP
+//!    session, its `POST` answered; for a 2026-07-28 HTTP server, which has no
+//!    `notifications/cancelled`, the request's response stream closed (rmcp does that
+//!    instead of posting the notification). The connection closes the protocol only
+//!    after that. A request
 //!    registered once the ledger is closed is not tracked: the protocol is closing
 //!    under it, and it fails with the closed connection.
 

@@ -131,8 +131,14 @@ fn describe_http(error: &StreamableHttpError<HttpFailure>) -> String {
         StreamableHttpError::Deserialize(_) => {
             "the server's answer is not a JSON-RPC message".to_owned()
         }
-        StreamableHttpError::SessionExpired | StreamableHttpError::SessionRecoveryTimeout => {
-            "the server ended the session and it could not be started again".to_owned()
+        // rmcp starts a new session and sends the request once more before it
+        // reports an expired one: the new session failed the request too, or could
+        // not be started.
+        StreamableHttpError::SessionExpired => {
+            "the server ended the session, and a new one did not help".to_owned()
+        }
+        StreamableHttpError::SessionRecoveryTimeout => {
+            "the server ended the session, and a new one could not be started in time (the server may have run the request)".to_owned()
         }
         StreamableHttpError::MissingSessionIdInResponse => {
             "the server's answer to `initialize` has no session id".to_owned()
