@@ -196,9 +196,11 @@ fn details(server: &ServerConfig) -> Value {
                 json!(http.http_headers.keys().collect::<Vec<_>>()),
             );
             set("env_http_headers", json!(http.env_http_headers));
+            set("ca_certificate", json!(http.ca_certificate));
         }
         _ => {}
     }
+    set("protocol", json!(server.protocol.as_str()));
     set("required", json!(server.required));
     set(
         "startup_timeout_sec",

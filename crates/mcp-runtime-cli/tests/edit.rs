@@ -164,6 +164,7 @@ fn added_servers_are_listed_and_shown_without_their_env_values() {
     args                          --port 4000
     env                           DOCS_TOKEN, MODE
     env_vars                      -
+    protocol                      auto
     required                      false
     startup_timeout_sec           30.0
     tool_timeout_sec              300.0
@@ -180,7 +181,7 @@ fn added_servers_are_listed_and_shown_without_their_env_values() {
             "name": "docs", "transport": "stdio", "enabled": true,
             "command": "docs-server", "args": ["--port", "4000"], "url": null,
             "cwd": null, "env": ["DOCS_TOKEN", "MODE"], "env_vars": [],
-            "required": false, "startup_timeout_sec": 30.0, "tool_timeout_sec": 300.0,
+            "protocol": "auto", "required": false, "startup_timeout_sec": 30.0, "tool_timeout_sec": 300.0,
             "enabled_tools": null, "disabled_tools": [], "environment": "local",
             "supports_parallel_tool_calls": false, "default_tools_approval_mode": null,
         })
@@ -194,7 +195,7 @@ fn added_servers_are_listed_and_shown_without_their_env_values() {
             "name": "web", "transport": "streamable_http", "enabled": true,
             "command": null, "args": null, "url": "https://example.test/mcp",
             "bearer_token_env_var": "WEB_TOKEN", "http_headers": [], "env_http_headers": {},
-            "required": false, "startup_timeout_sec": 30.0, "tool_timeout_sec": 300.0,
+            "ca_certificate": null, "protocol": "auto", "required": false, "startup_timeout_sec": 30.0, "tool_timeout_sec": 300.0,
             "enabled_tools": null, "disabled_tools": [], "environment": "local",
             "supports_parallel_tool_calls": false, "default_tools_approval_mode": null,
         })
