@@ -62,6 +62,8 @@ pub struct Behaviour {
     pub repeat_cursor: bool,
     /// Wait before answering `initialize`.
     pub init_delay: Duration,
+    /// Wait before answering `server/discover` (a server slow to start).
+    pub discover_delay: Duration,
     /// Wait before answering each `tools/list`.
     pub list_delay: Duration,
     /// Compute (spin on a CPU) this long before answering each `tools/list`, like a
@@ -324,6 +326,7 @@ impl ServerHandler for Fixture {
         &self,
         _context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, McpError> {
+        delay(self.behaviour.discover_delay).await;
         if self.behaviour.era == Era::Handshake {
             if self.behaviour.silent_discover {
                 std::future::pending::<()>().await;

@@ -328,6 +328,53 @@ async fn silence_is_learnt_as_handshake_only_once_initialize_succeeds() {
 }
 
 #[tokio::test]
+async fn a_stateless_server_slower_than_the_bound_is_asked_again_once_it_refuses_initialize() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    // It answers `server/discover` a second after it is asked: five times the bound,
+    // so the probe always gives up first.
+    let server = fixture_auto(
+        "slow",
+        &[
+            "--era",
+            "stateless",
+            "--discover-delay-ms",
+            "1000",
+            "--log",
+            path_str(&log),
+        ],
+    );
+    let registry = ListingRegistry::new();
+    let options = || {
+        StartOptions::new()
+            .with_listing_registry(registry.clone())
+            .with_protocol_probe_bound(Duration::from_millis(200))
+    };
+    let (runtime, events) = start_with(vec![server.clone()], options()).await;
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+    assert_eq!(status.protocol_version.as_deref(), Some("2026-07-28"));
+    let pids = spawned(&events);
+    assert_eq!(
+        pids.len(),
+        3,
+        "the probe, the refused `initialize`, the discover waited for"
+    );
+    assert!(!is_alive(pids[0] as i32));
+    assert_eq!(status.pid, Some(pids[2]));
+    runtime.shutdown().await;
+
+    // Learnt as modern: the next startup sends `server/discover` alone, and waits.
+    let (runtime, events) = start_with(vec![server], options()).await;
+    assert_eq!(runtime.servers()[0].state, ServerState::Ready);
+    assert_eq!(spawned(&events).len(), 1);
+    runtime.shutdown().await;
+    let entries = read_log(&log);
+    assert_eq!(count_method(&entries, "initialize"), 1);
+    assert_eq!(count_method(&entries, "server/discover"), 3);
+}
+
+#[tokio::test]
 async fn a_dual_server_without_2026_07_28_falls_back_to_its_handshake_revision() {
     let server = fixture_auto(
         "dual",

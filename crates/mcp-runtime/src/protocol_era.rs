@@ -35,6 +35,9 @@
 //!    slow to start as from a handshake server that ignores the request, so it is
 //!    learnt as handshake only once the fresh process accepted `initialize`; until
 //!    then the waiters go on waiting, and if `initialize` fails the probe withdraws.
+//!    When the fresh process refuses `initialize` as a method it does not know, the
+//!    server speaks 2026-07-28 alone and was slow: a third process is sent
+//!    `server/discover` without the bound, and its answer is learnt.
 //! 5. A key known as modern is forgotten when a server of that key answers
 //!    `server/discover` as a handshake server (the configuration now runs another
 //!    program): the startup that saw it falls back to `initialize` on a fresh process,

@@ -46,6 +46,9 @@ struct Args {
     /// Wait this long before answering `initialize`
     #[arg(long, value_name = "MS", default_value_t = 0)]
     init_delay_ms: u64,
+    /// Wait this long before answering `server/discover`
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    discover_delay_ms: u64,
     /// Wait this long before answering each `tools/list`
     #[arg(long, value_name = "MS", default_value_t = 0)]
     list_delay_ms: u64,
@@ -185,6 +188,7 @@ impl Args {
             page_size: self.page_size.map(|size| size as usize),
             repeat_cursor: self.repeat_cursor,
             init_delay: Duration::from_millis(self.init_delay_ms),
+            discover_delay: Duration::from_millis(self.discover_delay_ms),
             list_delay: Duration::from_millis(self.list_delay_ms),
             list_cpu: Duration::from_millis(self.list_cpu_ms),
             call_delay: Duration::from_millis(self.call_delay_ms),

@@ -25,7 +25,7 @@ use super::{
     version_gate::{Accepted, Gate},
 };
 use crate::{
-    error::StartupError,
+    error::{RequestError, StartupError},
     protocol_era::{Era, EraKey, EraMemory, Plan, Resolved},
     transport::{
         framing::StdioTransport,
@@ -180,11 +180,29 @@ impl Stdio<'_> {
                         // No answer within the bound: a modern server slow to start
                         // looks the same, so the era is learnt only once `initialize`
                         // succeeded; if it fails, the probe is withdrawn.
-                        let started = self.initialize(client, None, on_spawn).await;
-                        if started.is_ok() {
-                            probe.learn(Era::Handshake);
+                        match self.initialize(client.clone(), None, on_spawn).await {
+                            Ok(started) => {
+                                probe.learn(Era::Handshake);
+                                Ok(started)
+                            }
+                            // `initialize` unknown: a server of 2026-07-28 alone, slow
+                            // to answer the probe. Asked again, it is waited for as
+                            // long as the startup may last.
+                            Err(error) if refused_as_unknown(&error) => {
+                                match self.discover(client, None, on_spawn).await? {
+                                    Discovered::Modern(started) => {
+                                        probe.learn(Era::Modern);
+                                        Ok(*started)
+                                    }
+                                    Discovered::Handshake { .. } => Err(error),
+                                    Discovered::NoSharedVersion { supported } => {
+                                        probe.learn(Era::Modern);
+                                        Err(no_shared(supported))
+                                    }
+                                }
+                            }
+                            Err(error) => Err(error),
                         }
-                        started
                     }
                     // A server that speaks none of mcp-runtime's revisions is still one
                     // that answers `server/discover`: modern.
@@ -236,7 +254,16 @@ impl Stdio<'_> {
                     // Dropping the process ends the server.
                     return Err(refused);
                 }
+                // A server that answered with an error is running: there is no exit
+                // to wait for.
+                let answered = matches!(error, ClientInitializeError::JsonRpcError(_));
                 let source = failure::from_initialize(error);
+                if answered {
+                    return Err(StartupError::Handshake {
+                        source,
+                        stderr_tail: process.stderr_tail().last(super::STDERR_REPORT_LINES),
+                    });
+                }
                 return Err(
                     exit_report(&mut process, |stderr_tail| StartupError::Handshake {
                         source,
@@ -317,6 +344,18 @@ impl Stdio<'_> {
             }
         }
     }
+}
+
+/// Whether `error` is a server's refusal of `initialize` as a method it does not
+/// know: what a server of 2026-07-28 alone answers.
+fn refused_as_unknown(error: &StartupError) -> bool {
+    matches!(
+        error,
+        StartupError::Handshake {
+            source: RequestError::Server { code, .. },
+            ..
+        } if *code == ErrorCode::METHOD_NOT_FOUND.0
+    )
 }
 
 /// What a failed `server/discover` says about the server.
