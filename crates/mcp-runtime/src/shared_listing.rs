@@ -32,19 +32,19 @@
 //!
 //! One exception, granted only by the server: a listing the server said may be reused
 //! (a 2026-07-28 `tools/list` result with `ttlMs` > 0 on every page; see
-//! [`Grant`]) also serves startups that begin later, until it expires:
+//! `Grant`) also serves startups that begin later, until it expires:
 //! 6. A `"private"` listing (or one without `cacheScope`) serves only startups of the
 //!    same `DiscoveryKey`: same scope, same inputs, the same credentials. A `"public"`
 //!    listing serves startups whose inputs differ at most in their credentials (the
 //!    bearer token and the headers marked sensitive), in the same scope
-//!    ([`DiscoveryKey::public`]). The two are kept apart: a private grant is never
+//!    (`DiscoveryKey::public`). The two are kept apart: a private grant is never
 //!    found through a public key, nor the other way round.
 //! 7. A granted listing is fresh for `ttlMs` from the moment its answer was published
-//!    (the shortest of its pages', capped at [`MAX_GRANT`]) and is never served after;
+//!    (the shortest of its pages', capped at `MAX_GRANT` (24 hours)) and is never served after;
 //!    a listing of a handshake-era connection, or with `ttlMs` 0 or absent on any page,
 //!    grants nothing, and the burst-only rule above stands unchanged.
 //! 8. A `notifications/tools/list_changed` from the server revokes its grants
-//!    ([`ListingRegistry::revoke`]): the next startup asks again.
+//!    (`ListingRegistry::revoke`): the next startup asks again.
 //! 9. A fresh burst listing (invariant 2) is preferred to a granted one; a granted one
 //!    is preferred to waiting for an attempt or leading one.
 
