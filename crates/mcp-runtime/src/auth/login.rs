@@ -1,0 +1,541 @@
+//! Logging in to a remote server with OAuth: the authorization code flow with PKCE, as
+//! the MCP authorization specification describes it.
+//!
+//! rmcp's `auth` module does the protocol: discovery from the `WWW-Authenticate`
+//! challenge (Protected Resource Metadata, then Authorization Server metadata and
+//! OpenID Connect discovery, then the 2025-03-26 fallbacks), the client identity in the
+//! specification's order (pre-registered, Client ID Metadata Document, Dynamic Client
+//! Registration), PKCE with S256 only, the `resource` parameter, scope selection, the
+//! RFC 9207 `iss` check, and the token exchange, whose result it saves in the
+//! credential store it is given. What it leaves to its caller is written here:
+//! 1. asking the server for its challenge: an unauthenticated `initialize` `POST`,
+//!    whose `401` carries it (a server that answers anything else needs no login);
+//! 2. the redirect: a loopback listener on `127.0.0.1` (the port of
+//!    `oauth.callback_port` or `oauth.callback_url`, else one the system picks) that
+//!    takes the first request to its path carrying `code` or `error`, answers it with
+//!    a short page, and closes;
+//! 3. showing the authorization URL to the person, through [`OpenUrl`] (the CLI
+//!    runs `$BROWSER` or the system's opener; a GUI host opens its own window);
+//! 4. the bound: the whole login fails after the wait it is given, saying so.
+//!
+//! Nothing here logs or returns a token: the summary holds the issuer, the client id,
+//! the scopes granted and the expiry, never the token.
+
+use std::{
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
+
+use oauth2::TokenResponse as _;
+use rmcp::transport::auth::{
+    AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession, CredentialStore,
+};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{TcpListener, TcpStream},
+};
+use url::Url;
+
+use crate::config::OAuthConfig;
+
+/// The path the loopback listener takes the redirect at, when `oauth.callback_url`
+/// names none.
+const DEFAULT_CALLBACK_PATH: &str = "/callback";
+
+/// The largest request line and headers the loopback listener reads.
+const MAX_CALLBACK_REQUEST: usize = 16 * 1024;
+
+/// The client name sent with Dynamic Client Registration.
+const CLIENT_NAME: &str = "mcp-runtime";
+
+/// Shows the authorization URL to the person logging in.
+///
+/// The CLI's implementation runs the program named by `$BROWSER`, else the system's
+/// opener, else prints the URL; a host with a window of its own opens it there. The
+/// login goes on waiting for the redirect whatever this returns, so an opener that
+/// cannot open anything should still show the URL somewhere.
+pub trait OpenUrl: Send + Sync {
+    /// Shows `url`, which carries no secret (the PKCE verifier never leaves this
+    /// process).
+    fn open(&self, url: &str) -> std::io::Result<()>;
+}
+
+/// What a login obtained, for the person to check: never the token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LoginSummary {
+    /// The authorization server's issuer, when its metadata names one.
+    pub issuer: Option<String>,
+    /// The client id the login used (pre-registered, a metadata document URL, or
+    /// registered for it).
+    pub client_id: String,
+    /// The scopes granted (as the token response says, else as asked).
+    pub scopes: Vec<String>,
+    /// When the access token expires, when the token response says.
+    pub expires_at: Option<SystemTime>,
+}
+
+/// Why a login failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoginError {
+    /// The server's URL cannot be used.
+    #[error("the server's `url` cannot be used: {reason}")]
+    Url {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The server answered the unauthenticated request without asking for
+    /// authorization.
+    #[error(
+        "server `{server}` does not ask for a login: it answered HTTP {status} without a token"
+    )]
+    NotProtected {
+        /// The server.
+        server: String,
+        /// The status it answered.
+        status: u16,
+    },
+    /// The server could not be reached.
+    #[error("cannot reach server `{server}`: {reason}")]
+    Unreachable {
+        /// The server.
+        server: String,
+        /// Why.
+        reason: String,
+    },
+    /// The loopback listener for the redirect could not be set up.
+    #[error("cannot listen for the login's redirect on {address}: {source}")]
+    Callback {
+        /// The address it tried.
+        address: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No redirect came back in time.
+    #[error("the login was not completed within {}s (run the login again, and finish it in the browser)", .after.as_secs())]
+    TimedOut {
+        /// The wait.
+        after: Duration,
+    },
+    /// The authorization server sent the person back with an error.
+    #[error("the authorization server refused the login: `{error}`{}", description.as_deref().map(|d| format!(": {d}")).unwrap_or_default())]
+    Refused {
+        /// The OAuth error code.
+        error: String,
+        /// Its description, when given.
+        description: Option<String>,
+    },
+    /// A step of the OAuth protocol failed (discovery, registration, the exchange).
+    #[error("the OAuth login failed: {0}")]
+    OAuth(#[source] AuthError),
+}
+
+/// One login: the server, its OAuth settings and where the result is stored.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct Login<'a> {
+    /// The server's name, for messages.
+    pub server: &'a str,
+    /// Its MCP endpoint.
+    pub url: &'a str,
+    /// Its OAuth settings.
+    pub oauth: &'a OAuthConfig,
+    /// Scopes to ask for instead of the configured or discovered ones.
+    pub scopes: Option<Vec<String>>,
+    /// The store the credentials are saved to (the identity of this server).
+    pub store: Arc<dyn CredentialStore>,
+    /// How long the person has to finish.
+    pub wait: Duration,
+}
+
+impl std::fmt::Debug for Login<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Login")
+            .field("server", &self.server)
+            .field("url", &crate::redact::url(self.url))
+            .field("scopes", &self.scopes)
+            .field("wait", &self.wait)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Login<'a> {
+    /// A login to `server` at `url`, saving to `store`, waiting five minutes.
+    pub fn new(
+        server: &'a str,
+        url: &'a str,
+        oauth: &'a OAuthConfig,
+        store: Arc<dyn CredentialStore>,
+    ) -> Self {
+        Self {
+            server,
+            url,
+            oauth,
+            scopes: None,
+            store,
+            wait: Duration::from_secs(300),
+        }
+    }
+
+    /// Runs the login: challenge, discovery, client identity, the person's consent
+    /// through `opener`, the exchange; the credentials are saved to the store.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future stops listening for the redirect; nothing is saved.
+    pub async fn run(&self, opener: &dyn OpenUrl) -> Result<LoginSummary, LoginError> {
+        let url = Url::parse(self.url).map_err(|error| LoginError::Url {
+            reason: error.to_string(),
+        })?;
+        let challenge = self.challenge().await?;
+        let mut manager = AuthorizationManager::new_allowing_private_addresses(url.as_str())
+            .await
+            .map_err(LoginError::OAuth)?;
+        manager.set_credential_store(StoreHandle(self.store.clone()));
+        let resolution = manager
+            .resolve_metadata_from_challenge(Some(&challenge))
+            .await
+            .map_err(LoginError::OAuth)?;
+        let issuer = resolution.metadata.issuer.clone();
+        manager.set_metadata(resolution.metadata);
+
+        let listener = Callback::bind(self.oauth).await?;
+        let mut request = AuthorizationRequest::new(listener.redirect_uri())
+            .with_challenge(challenge)
+            .with_client_name(CLIENT_NAME)
+            .with_initial_scope_selection();
+        if let Some(scopes) = self.scopes.as_ref().or(self.oauth.scopes.as_ref()) {
+            request = request.with_scopes(scopes.iter().cloned());
+        }
+        if let Some(client_id) = &self.oauth.client_id {
+            request = request.with_preregistered_client(client_id.clone());
+        }
+        let session = AuthorizationSession::new(manager, request)
+            .await
+            .map_err(|(_, error)| LoginError::OAuth(error))?;
+        if let Err(error) = opener.open(session.get_authorization_url()) {
+            tracing::warn!(server = self.server, %error, "cannot open the authorization URL");
+        }
+        let redirect = tokio::time::timeout(self.wait, listener.accept())
+            .await
+            .map_err(|_| LoginError::TimedOut { after: self.wait })??;
+        let token = session
+            .handle_callback_url(&redirect)
+            .await
+            .map_err(LoginError::OAuth)?;
+        let (client_id, _) = session.get_credentials().await.map_err(LoginError::OAuth)?;
+        // A token response without `scope` grants the scopes asked for (RFC 6749 §5.1).
+        let scopes = match token.scopes() {
+            Some(scopes) => scopes.iter().map(|scope| scope.to_string()).collect(),
+            None => session.auth_manager.get_current_scopes().await,
+        };
+        Ok(LoginSummary {
+            issuer,
+            client_id,
+            scopes,
+            expires_at: token.expires_in().map(|after| SystemTime::now() + after),
+        })
+    }
+
+    /// The `WWW-Authenticate` challenge of an unauthenticated `initialize` `POST`.
+    async fn challenge(&self) -> Result<String, LoginError> {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": crate::connection::PROTOCOL_VERSION.to_string(),
+                "capabilities": {},
+                "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
+            },
+        });
+        let unreachable = |reason: String| LoginError::Unreachable {
+            server: self.server.to_owned(),
+            reason,
+        };
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|error| unreachable(crate::error::chain(&error)))?;
+        let response = client
+            .post(self.url)
+            .header(http::header::ACCEPT, "application/json, text/event-stream")
+            .json(&body)
+            .send()
+            .await
+            .map_err(|error| unreachable(crate::error::chain(&error.without_url())))?;
+        let status = response.status();
+        if status != reqwest::StatusCode::UNAUTHORIZED {
+            return Err(LoginError::NotProtected {
+                server: self.server.to_owned(),
+                status: status.as_u16(),
+            });
+        }
+        // A 401 without a challenge is still a request for a login: discovery then
+        // starts from the well-known locations.
+        Ok(response
+            .headers()
+            .get(http::header::WWW_AUTHENTICATE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("Bearer")
+            .to_owned())
+    }
+}
+
+/// The caller's store, as rmcp takes it (by value).
+struct StoreHandle(Arc<dyn CredentialStore>);
+
+#[async_trait::async_trait]
+impl CredentialStore for StoreHandle {
+    async fn load(&self) -> Result<Option<rmcp::transport::auth::StoredCredentials>, AuthError> {
+        self.0.load().await
+    }
+
+    async fn save(
+        &self,
+        credentials: rmcp::transport::auth::StoredCredentials,
+    ) -> Result<(), AuthError> {
+        self.0.save(credentials).await
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        self.0.clear().await
+    }
+
+    async fn on_refresh_token_rejected(
+        &self,
+        credentials: &rmcp::transport::auth::StoredCredentials,
+    ) -> Result<(), AuthError> {
+        self.0.on_refresh_token_rejected(credentials).await
+    }
+
+    async fn acquire_refresh_guard(
+        &self,
+    ) -> Result<Option<rmcp::transport::auth::CredentialRefreshGuard>, AuthError> {
+        self.0.acquire_refresh_guard().await
+    }
+}
+
+/// The loopback listener the authorization server sends the person back to.
+struct Callback {
+    listener: TcpListener,
+    /// The redirect URI registered and sent: `callback_url` as configured, or
+    /// `http://127.0.0.1:PORT/callback`.
+    redirect_uri: String,
+    /// The path it answers.
+    path: String,
+}
+
+impl Callback {
+    /// Listens on `127.0.0.1`, at the port `oauth` names, else at one the system
+    /// picks.
+    async fn bind(oauth: &OAuthConfig) -> Result<Self, LoginError> {
+        let configured = oauth
+            .callback_url
+            .as_deref()
+            .map(Url::parse)
+            .transpose()
+            .map_err(|error| LoginError::Url {
+                reason: format!("`oauth.callback_url`: {error}"),
+            })?;
+        let port = oauth
+            .callback_port
+            .or_else(|| configured.as_ref().and_then(Url::port_or_known_default))
+            .unwrap_or(0);
+        let address = format!("127.0.0.1:{port}");
+        let listener =
+            TcpListener::bind(&address)
+                .await
+                .map_err(|source| LoginError::Callback {
+                    address: address.clone(),
+                    source,
+                })?;
+        let bound = listener
+            .local_addr()
+            .map_err(|source| LoginError::Callback { address, source })?;
+        let (redirect_uri, path) = match configured {
+            Some(url) => (url.to_string(), url.path().to_owned()),
+            None => (
+                format!("http://127.0.0.1:{}{DEFAULT_CALLBACK_PATH}", bound.port()),
+                DEFAULT_CALLBACK_PATH.to_owned(),
+            ),
+        };
+        Ok(Self {
+            listener,
+            redirect_uri,
+            path,
+        })
+    }
+
+    fn redirect_uri(&self) -> String {
+        self.redirect_uri.clone()
+    }
+
+    /// The first redirect to this listener's path that carries `code` or `error`, as
+    /// a full URL; other requests are answered 404 and ignored.
+    async fn accept(self) -> Result<String, LoginError> {
+        loop {
+            let Ok((mut stream, _)) = self.listener.accept().await else {
+                continue;
+            };
+            let Some(target) = read_request_target(&mut stream).await else {
+                continue;
+            };
+            let Ok(url) = Url::parse(&format!("http://127.0.0.1{target}")) else {
+                respond(&mut stream, "400 Bad Request", "not a redirect").await;
+                continue;
+            };
+            let query = |name: &str| {
+                url.query_pairs()
+                    .find(|(key, _)| key == name)
+                    .map(|(_, value)| value.into_owned())
+            };
+            if url.path() != self.path || (query("code").is_none() && query("error").is_none()) {
+                respond(&mut stream, "404 Not Found", "not the login's redirect").await;
+                continue;
+            }
+            if let Some(error) = query("error") {
+                respond(
+                    &mut stream,
+                    "200 OK",
+                    "The login was refused. You can close this window.",
+                )
+                .await;
+                return Err(LoginError::Refused {
+                    error,
+                    description: query("error_description"),
+                });
+            }
+            respond(
+                &mut stream,
+                "200 OK",
+                "Logged in. You can close this window.",
+            )
+            .await;
+            let mut redirect = Url::parse(&self.redirect_uri).map_err(|error| LoginError::Url {
+                reason: error.to_string(),
+            })?;
+            redirect.set_query(url.query());
+            return Ok(redirect.to_string());
+        }
+    }
+}
+
+/// The request target of a `GET` read from `stream`, if it is one.
+async fn read_request_target(stream: &mut TcpStream) -> Option<String> {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while !buffer.windows(4).any(|window| window == b"\r\n\r\n") {
+        if buffer.len() > MAX_CALLBACK_REQUEST {
+            return None;
+        }
+        let read = stream.read(&mut chunk).await.ok()?;
+        if read == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..read]);
+    }
+    let head = String::from_utf8_lossy(&buffer);
+    let mut words = head.lines().next()?.split_whitespace();
+    (words.next()? == "GET").then(|| words.next().map(str::to_owned))?
+}
+
+async fn respond(stream: &mut TcpStream, status: &str, text: &str) {
+    let body = format!("<!doctype html><title>mcp-runtime</title><p>{text}</p>\n");
+    let response = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn get(address: &str, target: &str) -> String {
+        let mut stream = TcpStream::connect(address).await.unwrap();
+        stream
+            .write_all(format!("GET {target} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        answer
+    }
+
+    #[tokio::test]
+    async fn the_callback_takes_the_first_redirect_to_its_path_and_ignores_others() {
+        let callback = Callback::bind(&OAuthConfig::default()).await.unwrap();
+        let redirect_uri = callback.redirect_uri();
+        let address = redirect_uri
+            .strip_prefix("http://")
+            .unwrap()
+            .strip_suffix(DEFAULT_CALLBACK_PATH)
+            .unwrap()
+            .to_owned();
+        let accepted = tokio::spawn(callback.accept());
+        assert!(
+            get(&address, "/favicon.ico")
+                .await
+                .starts_with("HTTP/1.1 404")
+        );
+        assert!(get(&address, "/callback").await.starts_with("HTTP/1.1 404"));
+        assert!(
+            get(
+                &address,
+                "/callback?code=c%201&state=s&iss=https%3A%2F%2Fas"
+            )
+            .await
+            .starts_with("HTTP/1.1 200")
+        );
+        assert_eq!(
+            accepted.await.unwrap().unwrap(),
+            format!("{redirect_uri}?code=c%201&state=s&iss=https%3A%2F%2Fas")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refusal_ends_the_login_with_the_servers_error() {
+        let callback = Callback::bind(&OAuthConfig::default()).await.unwrap();
+        let address = callback.listener.local_addr().unwrap().to_string();
+        let accepted = tokio::spawn(callback.accept());
+        get(
+            &address,
+            "/callback?error=access_denied&error_description=no%20thanks",
+        )
+        .await;
+        let error = accepted.await.unwrap().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the authorization server refused the login: `access_denied`: no thanks"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_configured_callback_url_is_the_redirect_uri_and_its_path_is_served() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let oauth = OAuthConfig {
+            callback_url: Some(format!("http://127.0.0.1:{port}/oauth/done")),
+            ..OAuthConfig::default()
+        };
+        let callback = Callback::bind(&oauth).await.unwrap();
+        assert_eq!(
+            callback.redirect_uri(),
+            format!("http://127.0.0.1:{port}/oauth/done")
+        );
+        let accepted = tokio::spawn(callback.accept());
+        get(&format!("127.0.0.1:{port}"), "/oauth/done?code=x&state=y").await;
+        assert_eq!(
+            accepted.await.unwrap().unwrap(),
+            format!("http://127.0.0.1:{port}/oauth/done?code=x&state=y")
+        );
+    }
+}
