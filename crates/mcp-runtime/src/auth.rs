@@ -2,6 +2,62 @@
 //!
 //! The protocol is rmcp's `auth` module (discovery, client registration, PKCE, token
 //! exchange and refresh); this module adds what a runtime needs around it: the
-//! login a person completes in a browser ([`login`]).
+//! login a person completes in a browser ([`login`]), and where a runtime finds the
+//! credentials a login left ([`CredentialSource`], given with
+//! [`crate::StartOptions::with_credentials`]). A remote server with credentials in
+//! its store is sent the access token on every request, refreshed before it expires
+//! and once more when the server refuses it; one without is reached as configured.
 
 pub mod login;
+
+use std::sync::Arc;
+
+use rmcp::transport::auth::{AuthError, CredentialStore};
+
+use crate::config::OAuthConfig;
+
+/// Where a runtime finds the OAuth credentials of the remote servers it starts: the
+/// token store of a host.
+///
+/// rmcp's [`CredentialStore`] holds the credentials of one server identity (its
+/// `load` takes no key), so a source hands out one store per identity.
+pub trait CredentialSource: Send + Sync {
+    /// The store of the server `server` at `url`, with its OAuth settings `oauth`
+    /// (a pre-registered client, a resource). A store holding nothing means the
+    /// server was never logged in to: it is reached as configured.
+    fn store_for(&self, server: &str, url: &str, oauth: &OAuthConfig) -> Arc<dyn CredentialStore>;
+}
+
+/// A shared store, as rmcp's manager takes one (by value).
+pub(crate) struct SharedStore(pub(crate) Arc<dyn CredentialStore>);
+
+#[async_trait::async_trait]
+impl CredentialStore for SharedStore {
+    async fn load(&self) -> Result<Option<rmcp::transport::auth::StoredCredentials>, AuthError> {
+        self.0.load().await
+    }
+
+    async fn save(
+        &self,
+        credentials: rmcp::transport::auth::StoredCredentials,
+    ) -> Result<(), AuthError> {
+        self.0.save(credentials).await
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        self.0.clear().await
+    }
+
+    async fn on_refresh_token_rejected(
+        &self,
+        credentials: &rmcp::transport::auth::StoredCredentials,
+    ) -> Result<(), AuthError> {
+        self.0.on_refresh_token_rejected(credentials).await
+    }
+
+    async fn acquire_refresh_guard(
+        &self,
+    ) -> Result<Option<rmcp::transport::auth::CredentialRefreshGuard>, AuthError> {
+        self.0.acquire_refresh_guard().await
+    }
+}

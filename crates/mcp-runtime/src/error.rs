@@ -351,6 +351,10 @@ pub enum StartupError {
         /// The server's last lines of stderr, when it is a local process.
         stderr_tail: Vec<String>,
     },
+    /// The server's OAuth login cannot be used: it needs a new one, or the stored one
+    /// could not be read or refreshed.
+    #[error(transparent)]
+    Login(HttpFailure),
     /// The `initialize` handshake failed.
     #[error("handshake failed{}", stderr_suffix(stderr_tail))]
     Handshake {
@@ -848,6 +852,20 @@ pub enum HttpFailure {
     Unauthorized {
         /// The server.
         server: String,
+    },
+    /// The server's OAuth login is missing, expired beyond refresh, or refused.
+    #[error("server `{server}` needs a new login: run `mcp-runtime login {server}`")]
+    NeedsLogin {
+        /// The server.
+        server: String,
+    },
+    /// Using the server's OAuth login failed another way.
+    #[error("server `{server}`'s OAuth login cannot be used: {description}")]
+    OAuth {
+        /// The server.
+        server: String,
+        /// What went wrong, without any token.
+        description: String,
     },
     /// `403`: the server refused the credentials sent.
     #[error(

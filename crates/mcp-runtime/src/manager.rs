@@ -129,6 +129,8 @@ struct Shared {
     first_restart_pause: Duration,
     /// Where restarts find their servers' protocol eras.
     eras: crate::protocol_era::Detection,
+    /// See [`StartOptions::with_credentials`].
+    credentials: Option<Arc<dyn crate::auth::CredentialSource>>,
     default_authority: RwLock<Option<CallAuthority>>,
     listings: Mutex<Listings>,
     catalog: watch::Sender<Arc<Catalog>>,
@@ -232,6 +234,7 @@ impl Runtime {
         shared.events = options.events();
         shared.first_restart_pause = options.first_restart_pause();
         shared.eras = options.era_detection();
+        shared.credentials = options.credentials();
         shared.startups_cancel = cancel.clone();
         shared.startups_done = startups_done;
         let shared = Arc::new(shared);
@@ -637,6 +640,7 @@ impl Shared {
             events: None,
             first_restart_pause: supervisor::FIRST_BACKOFF,
             eras: crate::protocol_era::Detection::default(),
+            credentials: None,
             default_authority: RwLock::new(None),
             listings: Mutex::new(Listings {
                 version: 0,

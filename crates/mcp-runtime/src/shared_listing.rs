@@ -928,6 +928,7 @@ mod tests {
                 headers: BTreeMap::new().into_iter().collect(),
                 max_message_bytes: 1,
                 network: Default::default(),
+                oauth_store: None,
             })
         };
         assert_ne!(
@@ -969,6 +970,7 @@ mod tests {
                     .collect(),
                 max_message_bytes: 1,
                 network: Default::default(),
+                oauth_store: None,
             })
         };
         let public = |endpoint: &Endpoint| DiscoveryKey::public("default", "s", endpoint, &local);

@@ -193,7 +193,7 @@ impl<'a> Login<'a> {
         let mut manager = AuthorizationManager::new_allowing_private_addresses(url.as_str())
             .await
             .map_err(LoginError::OAuth)?;
-        manager.set_credential_store(StoreHandle(self.store.clone()));
+        manager.set_credential_store(super::SharedStore(self.store.clone()));
         let resolution = manager
             .resolve_metadata_from_challenge(Some(&challenge))
             .await
@@ -281,40 +281,6 @@ impl<'a> Login<'a> {
             .and_then(|value| value.to_str().ok())
             .unwrap_or("Bearer")
             .to_owned())
-    }
-}
-
-/// The caller's store, as rmcp takes it (by value).
-struct StoreHandle(Arc<dyn CredentialStore>);
-
-#[async_trait::async_trait]
-impl CredentialStore for StoreHandle {
-    async fn load(&self) -> Result<Option<rmcp::transport::auth::StoredCredentials>, AuthError> {
-        self.0.load().await
-    }
-
-    async fn save(
-        &self,
-        credentials: rmcp::transport::auth::StoredCredentials,
-    ) -> Result<(), AuthError> {
-        self.0.save(credentials).await
-    }
-
-    async fn clear(&self) -> Result<(), AuthError> {
-        self.0.clear().await
-    }
-
-    async fn on_refresh_token_rejected(
-        &self,
-        credentials: &rmcp::transport::auth::StoredCredentials,
-    ) -> Result<(), AuthError> {
-        self.0.on_refresh_token_rejected(credentials).await
-    }
-
-    async fn acquire_refresh_guard(
-        &self,
-    ) -> Result<Option<rmcp::transport::auth::CredentialRefreshGuard>, AuthError> {
-        self.0.acquire_refresh_guard().await
     }
 }
 

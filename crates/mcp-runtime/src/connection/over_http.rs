@@ -82,6 +82,10 @@ pub(super) async fn start(
         source: failure::from_initialize(error),
         stderr_tail: Vec::new(),
     };
+    let oauth = match &resolved.oauth_store {
+        Some(store) => http::OAuthLogin::from_store(server, &resolved.url, store.clone()).await?,
+        None => None,
+    };
     match pinned {
         Some(version) if version.has_initialize() => {
             let mut client = client;
@@ -93,11 +97,12 @@ pub(super) async fn start(
                 splicer,
                 ended,
                 Accepted::Pinned(version),
+                oauth,
             )
             .await
         }
         Some(version) => {
-            let transport = http::transport(server, resolved, splicer.clone())?;
+            let transport = http::transport(server, resolved, splicer.clone(), oauth.clone())?;
             discover(client, transport, ended, version)
                 .await
                 .map(Reached::streamable)
@@ -105,7 +110,7 @@ pub(super) async fn start(
         }
         None => {
             let fallback = client.again();
-            let transport = http::transport(server, resolved, splicer.clone())?;
+            let transport = http::transport(server, resolved, splicer.clone(), oauth.clone())?;
             // Dropping the probe on time drops its transport (invariant 2).
             let probe = tokio::time::timeout(
                 DISCOVER_WAIT,
@@ -127,7 +132,16 @@ pub(super) async fn start(
                 }),
                 Some(Classified::Handshake(_)) | None => {
                     tracing::debug!(server, "the server does not speak 2026-07-28; initializing");
-                    initialize(server, resolved, fallback, splicer, ended, Accepted::Spoken).await
+                    initialize(
+                        server,
+                        resolved,
+                        fallback,
+                        splicer,
+                        ended,
+                        Accepted::Spoken,
+                        oauth,
+                    )
+                    .await
                 }
             }
         }
@@ -216,8 +230,9 @@ async fn initialize(
     splicer: &Splicer,
     ended: &CancellationToken,
     accepted: Accepted,
+    oauth: Option<http::OAuthLogin>,
 ) -> Result<Reached, StartupError> {
-    let transport = http::transport(server, resolved, splicer.clone())?;
+    let transport = http::transport(server, resolved, splicer.clone(), oauth)?;
     let fallback = client.again();
     // The transport is dropped on failure; only a started one may end the connection.
     let attempt = CancellationToken::new();

@@ -62,6 +62,8 @@ pub struct StartOptions {
     wait: Wait,
     other_servers: Vec<String>,
     probe_bound: Duration,
+    /// The token store of the host, for the OAuth logins of remote servers.
+    credentials: Option<Arc<dyn crate::auth::CredentialSource>>,
 }
 
 impl Default for StartOptions {
@@ -76,6 +78,7 @@ impl Default for StartOptions {
             wait: Wait::RequiredThenGrace(DEFAULT_OPTIONAL_GRACE),
             other_servers: Vec::new(),
             probe_bound: DEFAULT_PROBE_BOUND,
+            credentials: None,
         }
     }
 }
@@ -188,12 +191,25 @@ impl StartOptions {
         &self.other_servers
     }
 
+    /// The host's token store: a remote server whose store holds an OAuth login is
+    /// sent its access token (see [`crate::auth`]). Without one, no server uses
+    /// OAuth.
+    pub fn with_credentials(mut self, source: Arc<dyn crate::auth::CredentialSource>) -> Self {
+        self.credentials = Some(source);
+        self
+    }
+
     /// How long the probe of a local server's protocol era (`protocol = "auto"`, era
     /// not known yet) waits for the answer to `server/discover` before it takes the
     /// server for one of the handshake revisions (2 s by default).
     pub fn with_protocol_probe_bound(mut self, bound: Duration) -> Self {
         self.probe_bound = bound;
         self
+    }
+
+    /// The host's token store, if it gave one.
+    pub(super) fn credentials(&self) -> Option<Arc<dyn crate::auth::CredentialSource>> {
+        self.credentials.clone()
     }
 
     /// What this runtime's startups and restarts need to find their servers' eras.
@@ -432,7 +448,7 @@ async fn start_one(
     let bound = binding.as_ref().ok().cloned();
     let startup = async {
         let binding = binding?;
-        let endpoint = Endpoint::prepare(config, binding.wrapper())?;
+        let endpoint = endpoint(config, &binding, options.credentials.as_ref())?;
         // Stamped before anything is sent: a listing requested from now on may serve it.
         let ticket = (options.share_listings && config.share_tool_listing).then(|| {
             let keys = StartupKeys::new(
@@ -492,11 +508,12 @@ pub(super) async fn restart_one(
     config: &ServerConfig,
     binding: &Binding,
     eras: &Detection,
+    credentials: Option<&Arc<dyn crate::auth::CredentialSource>>,
     on_spawn: impl FnMut(u32),
 ) -> Result<Started, StartupError> {
     let server = &config.name;
     let attempt = async {
-        let endpoint = Endpoint::prepare(config, binding.wrapper())?;
+        let endpoint = endpoint(config, binding, credentials)?;
         // The era found by the startups (or by an earlier restart) is used as it is.
         let plan = eras.plan(config, &endpoint);
         let connection =
@@ -626,4 +643,18 @@ fn send(events: &Option<UnboundedSender<StartupEvent>>, event: StartupEvent) {
         // A host that stopped listening does not stop the start.
         let _ = events.send(event);
     }
+}
+
+/// `config`'s endpoint, resolved against this process's environment; a remote
+/// server's with its OAuth store when the host gave a token store.
+fn endpoint(
+    config: &ServerConfig,
+    binding: &Binding,
+    credentials: Option<&Arc<dyn crate::auth::CredentialSource>>,
+) -> Result<Endpoint, StartupError> {
+    let mut endpoint = Endpoint::prepare(config, binding.wrapper())?;
+    if let (Endpoint::Http(resolved), Some(source)) = (&mut endpoint, credentials) {
+        resolved.oauth_store = Some(source.store_for(&config.name, &resolved.url, &config.oauth));
+    }
+    Ok(endpoint)
 }

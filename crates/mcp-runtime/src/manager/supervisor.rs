@@ -213,13 +213,15 @@ impl Shared {
         let began = Instant::now();
         // Taken before the new connection's `tools/list` is sent (invariant 2).
         let listing = self.next_generation(name);
-        let result = startup::restart_one(&server.config, binding, &self.eras, |pid| {
-            self.send(StartupEvent::Spawned {
-                server: name.to_owned(),
-                pid,
-            });
-        })
-        .await;
+        let credentials = self.credentials.as_ref();
+        let result =
+            startup::restart_one(&server.config, binding, &self.eras, credentials, |pid| {
+                self.send(StartupEvent::Spawned {
+                    server: name.to_owned(),
+                    pid,
+                });
+            })
+            .await;
         let retry_in = lock(&server.live)
             .backoff
             .attempted(Instant::now(), self.first_restart_pause);

@@ -58,6 +58,8 @@ use rmcp::{
 use sse_stream::{Sse, SseStream};
 
 mod failure;
+mod oauth;
+pub(crate) use self::oauth::OAuthLogin;
 mod network;
 
 use self::failure::{Resolver, from_rmcp};
@@ -94,6 +96,8 @@ pub(crate) struct ResolvedHttp {
     pub(crate) max_message_bytes: usize,
     /// Proxies and extra CA certificates ([`network`]).
     pub(crate) network: Network,
+    /// Where the server's OAuth login is stored, when it has one ([`oauth`]).
+    pub(crate) oauth_store: Option<Arc<dyn rmcp::transport::auth::CredentialStore>>,
 }
 
 impl std::fmt::Debug for ResolvedHttp {
@@ -107,6 +111,7 @@ impl std::fmt::Debug for ResolvedHttp {
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("max_message_bytes", &self.max_message_bytes)
             .field("network", &self.network)
+            .field("oauth", &self.oauth_store.is_some())
             .finish()
     }
 }
@@ -178,6 +183,7 @@ pub(crate) fn resolve(
         headers,
         max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         network: Network::resolve(http, env)?,
+        oauth_store: None,
     })
 }
 
@@ -190,6 +196,7 @@ pub(crate) fn transport(
     server: &str,
     resolved: &ResolvedHttp,
     splicer: Splicer,
+    oauth: Option<OAuthLogin>,
 ) -> Result<Transport, StartupError> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(resolved.url.as_str())
         .custom_headers(resolved.headers.clone())
@@ -207,6 +214,7 @@ pub(crate) fn transport(
             splicer,
             server: server.into(),
             proxy: resolved.network.proxy_for(&resolved.url).map(Arc::new),
+            oauth,
         },
         config,
     ))
@@ -256,6 +264,8 @@ pub(crate) struct SplicingHttpClient {
     /// The proxy the server is reached through, which a failure to connect is
     /// said of.
     proxy: Option<Arc<ProxyInUse>>,
+    /// The server's OAuth login, whose access token every request carries ([`oauth`]).
+    oauth: Option<OAuthLogin>,
 }
 
 impl SplicingHttpClient {
@@ -276,6 +286,19 @@ impl SplicingHttpClient {
 }
 
 impl SplicingHttpClient {
+    /// `auth_header`, or the OAuth login's access token when there is a login and no
+    /// configured token.
+    async fn oauth_header(&self, auth_header: Option<String>) -> HttpResult<Option<String>> {
+        match (&self.oauth, auth_header) {
+            (Some(oauth), None) => oauth
+                .token()
+                .await
+                .map(Some)
+                .map_err(StreamableHttpError::Client),
+            (_, header) => Ok(header),
+        }
+    }
+
     /// `result`, with a failure to connect said of the proxy, if there is one.
     fn through_proxy<T>(&self, result: HttpResult<T>) -> HttpResult<T> {
         match (result, &self.proxy) {
@@ -370,22 +393,42 @@ impl StreamableHttpClient for SplicingHttpClient {
                 Ok(body)
             }
         };
-        let response = match body {
-            Ok(body) => {
-                let post = Post {
-                    client: &self.client,
-                    server: &self.server,
-                    uri: &uri,
-                    session_id,
-                    auth_header,
-                    custom_headers,
-                    limits,
-                    awaits_answer: request.is_some(),
-                    discover,
-                };
-                self.through_proxy(post.send(body).await)
+        let post = |auth_header, custom_headers| Post {
+            client: &self.client,
+            server: &self.server,
+            uri: &uri,
+            session_id: session_id.clone(),
+            auth_header,
+            custom_headers,
+            limits,
+            awaits_answer: request.is_some(),
+            discover: discover.clone(),
+        };
+        let response = match (body, &self.oauth) {
+            (Ok(body), Some(oauth)) if auth_header.is_none() => {
+                // The login's token, refreshed once if the server refuses it.
+                let token = oauth.token().await.map_err(StreamableHttpError::Client)?;
+                let first = post(Some(token.clone()), custom_headers.clone())
+                    .send(body.clone())
+                    .await;
+                match first {
+                    Err(StreamableHttpError::Client(HttpFailure::Unauthorized { .. })) => {
+                        let fresh = oauth
+                            .refreshed(&token)
+                            .await
+                            .map_err(StreamableHttpError::Client)?;
+                        match post(Some(fresh), custom_headers).send(body).await {
+                            Err(StreamableHttpError::Client(HttpFailure::Unauthorized {
+                                ..
+                            })) => Err(StreamableHttpError::Client(oauth.needs_login())),
+                            second => self.through_proxy(second),
+                        }
+                    }
+                    first => self.through_proxy(first),
+                }
             }
-            Err(error) => Err(error),
+            (Ok(body), _) => self.through_proxy(post(auth_header, custom_headers).send(body).await),
+            (Err(error), _) => Err(error),
         };
         match request {
             Some(id) => self.answer_too_large(response, id, limits),
@@ -400,6 +443,7 @@ impl StreamableHttpClient for SplicingHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<()> {
+        let auth_header = self.oauth_header(auth_header).await?;
         let result = self
             .client
             .delete_session(uri, session_id, auth_header, custom_headers)
@@ -416,6 +460,7 @@ impl StreamableHttpClient for SplicingHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
+        let auth_header = self.oauth_header(auth_header).await?;
         let result = self
             .client
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
@@ -433,6 +478,7 @@ impl StreamableHttpClient for SplicingHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
+        let auth_header = self.oauth_header(auth_header).await?;
         let result = self
             .client
             .get_stream_with_max_sse_event_size(

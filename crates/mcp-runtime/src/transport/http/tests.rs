@@ -205,6 +205,7 @@ async fn post_failure(url: &str) -> HttpFailure {
         splicer: Splicer::new(),
         server: "web".into(),
         proxy: None,
+        oauth: None,
     };
     let message = ClientJsonRpcMessage::request(
         ClientRequest::PingRequest(Default::default()),
@@ -288,6 +289,7 @@ async fn a_json_rpc_error_with_a_failing_status_answers_the_request() {
         splicer: Splicer::new(),
         server: "web".into(),
         proxy: None,
+        oauth: None,
     };
     let message = ClientJsonRpcMessage::request(
         ClientRequest::PingRequest(Default::default()),
@@ -322,6 +324,7 @@ async fn a_configured_header_may_not_replace_one_the_protocol_sets() {
         splicer: Splicer::new(),
         server: "web".into(),
         proxy: None,
+        oauth: None,
     };
     let message = ClientJsonRpcMessage::request(
         ClientRequest::PingRequest(Default::default()),
@@ -405,9 +408,10 @@ async fn an_oversized_http_answer_fails_its_request_at_once() {
         headers: HashMap::new(),
         max_message_bytes: LIMIT,
         network: Network::default(),
+        oauth_store: None,
     };
     let client = crate::connection::client_config()
-        .serve(transport("web", &resolved, Splicer::new()).unwrap())
+        .serve(transport("web", &resolved, Splicer::new(), None).unwrap())
         .await
         .unwrap();
     let expected = size_error();
@@ -442,6 +446,7 @@ async fn an_oversized_answer_to_a_spliced_call_fails_it_at_once() {
         splicer,
         server: "web".into(),
         proxy: None,
+        oauth: None,
     };
     let mut limits = StreamableHttpResponseLimits::default();
     limits.max_sse_event_size = LIMIT;
@@ -490,6 +495,7 @@ fn client() -> SplicingHttpClient {
         splicer: Splicer::new(),
         server: "web".into(),
         proxy: None,
+        oauth: None,
     }
 }
 
