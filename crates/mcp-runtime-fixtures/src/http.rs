@@ -261,7 +261,7 @@ async fn handle(
     if let Some(server) = &endpoint.oauth
         && let Err(refusal) = server.authorize_resource(&parts.headers, Instant::now())
     {
-        return Ok(refusal.map(|text| Full::new(Bytes::from(text)).boxed()));
+        return Ok((*refusal).map(|text| Full::new(Bytes::from(text)).boxed()));
     }
     let message = serde_json::from_slice::<serde_json::Value>(&body).ok();
     let method = message
