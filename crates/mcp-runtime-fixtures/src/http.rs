@@ -11,7 +11,8 @@
 //! the [`oauth`](crate::oauth) authorization server, and the MCP endpoint
 //! answers 401 or 403 unless a request carries one of its access tokens. The
 //! authorization server's requests are not in the message log (they carry
-//! secrets); it keeps its own.
+//! secrets); it keeps its own. The message log shows an `Authorization` value
+//! as its fingerprint ([`oauth::redact_authorization`]), not the token.
 //!
 //! Two faults replace the MCP endpoint altogether: [`Fault::Status`] answers
 //! every request with one status (401 with a `WWW-Authenticate` header, any
@@ -233,7 +234,16 @@ async fn handle(
         && let Some(log) = &endpoint.log
         && let Err(error) = log.record(
             &String::from_utf8_lossy(&body),
-            Some(&header_map(&parts.headers)),
+            Some(&{
+                let mut headers = header_map(&parts.headers);
+                // An OAuth access token is a secret: the log shows its fingerprint.
+                if endpoint.oauth.is_some()
+                    && let Some(value) = headers.get_mut("authorization")
+                {
+                    *value = oauth::redact_authorization(value);
+                }
+                headers
+            }),
         )
     {
         eprintln!("mcp-fixture: cannot write the message log: {error}");

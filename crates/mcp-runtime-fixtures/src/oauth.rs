@@ -629,6 +629,16 @@ fn has_scope(granted: &str, wanted: &str) -> bool {
     granted.split(' ').any(|scope| scope == wanted)
 }
 
+/// What a log shows of an `Authorization` header value: `Bearer sha256:` and
+/// the start of the token's SHA-256 in base64url, so a test can tell tokens
+/// apart without the log holding one.
+pub fn redact_authorization(value: &str) -> String {
+    let (scheme, credentials) = value.split_once(' ').unwrap_or(("", value));
+    let digest = Sha256::digest(credentials.trim().as_bytes());
+    let fingerprint = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest[..9]);
+    format!("{scheme} sha256:{fingerprint}")
+}
+
 /// RFC 7636 S256: `BASE64URL(SHA256(verifier))` without padding.
 pub fn pkce_challenge(verifier: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
