@@ -131,6 +131,23 @@ pub async fn serve(
         expire_sessions_on_call,
         oauth,
     } = options;
+    // The OAuth log is opened before the URL is printed: a test that has the
+    // URL has a server that can log.
+    let oauth = match oauth {
+        Some(OAuthOptions {
+            config,
+            log: Some(path),
+        }) => {
+            let log = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .with_context(|| format!("cannot open the OAuth log `{}`", path.display()))?;
+            Some((config, Some(log)))
+        }
+        Some(OAuthOptions { config, log: None }) => Some((config, None)),
+        None => None,
+    };
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on `{addr}`"))?;
@@ -141,26 +158,6 @@ pub async fn serve(
         stdout.flush()?;
     }
 
-    let oauth = match oauth {
-        Some(OAuthOptions { config, log }) => {
-            let log = log
-                .map(|path| {
-                    std::fs::OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(&path)
-                        .with_context(|| format!("cannot open the OAuth log `{}`", path.display()))
-                })
-                .transpose()?;
-            Some(AuthServer::new(
-                config,
-                &format!("http://{local}"),
-                MCP_PATH,
-                log,
-            ))
-        }
-        None => None,
-    };
     let sessions = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(
         move || Ok(fixture.clone()),
@@ -176,7 +173,9 @@ pub async fn serve(
         sessions,
         log,
         bearer,
-        oauth,
+        oauth: oauth.map(|(config, log)| {
+            AuthServer::new(config, &format!("http://{local}"), MCP_PATH, log)
+        }),
         status,
         expire_on_call: AtomicUsize::new(expire_sessions_on_call),
     });

@@ -80,8 +80,8 @@ pub struct Config {
     pub account: String,
     /// Pre-registered confidential clients.
     pub clients: Vec<ClientCredentials>,
-    /// The scope the MCP endpoint requires and names in its challenge; none
-    /// when empty.
+    /// The scopes (space-separated) the MCP endpoint requires, all of them,
+    /// and names in its challenge; none when empty.
     pub scope: String,
 }
 
@@ -203,6 +203,8 @@ struct Entry<'a> {
     grant_type: Option<&'a str>,
     client_id: Option<String>,
     auth_method: Option<&'static str>,
+    /// The error `/authorize` sent to the client's redirect uri.
+    redirected_error: Option<&'static str>,
 }
 
 type Answer = Result<Response<String>, Refusal>;
@@ -261,7 +263,7 @@ impl AuthServer {
             (&Method::POST, REGISTER_PATH) => self.register(body, &mut entry),
             (&Method::GET, AUTHORIZE_PATH) => {
                 form = parse_form(query.unwrap_or_default().as_bytes());
-                Ok(self.authorize(&form, &mut entry, now))
+                self.authorize(&form, &mut entry, now)
             }
             (&Method::POST, TOKEN_PATH) => {
                 form = parse_form(body);
@@ -275,7 +277,7 @@ impl AuthServer {
             _ => Ok(text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")),
         };
         let (response, outcome) = match answer {
-            Ok(response) => (response, "ok"),
+            Ok(response) => (response, entry.redirected_error.unwrap_or("ok")),
             Err(refusal) => {
                 let outcome = refusal.error;
                 (error_response(refusal), outcome)
@@ -311,7 +313,12 @@ impl AuthServer {
                 self.challenge(StatusCode::UNAUTHORIZED, Some("invalid_token")),
             ));
         }
-        if !self.config.scope.is_empty() && !has_scope(&token.scope, &self.config.scope) {
+        if !self
+            .config
+            .scope
+            .split_whitespace()
+            .all(|required| has_scope(&token.scope, required))
+        {
             return Err(Box::new(
                 self.challenge(StatusCode::FORBIDDEN, Some("insufficient_scope")),
             ));
@@ -450,12 +457,12 @@ impl AuthServer {
         query: &BTreeMap<String, String>,
         entry: &mut Entry<'_>,
         now: Instant,
-    ) -> Response<String> {
+    ) -> Answer {
         let param = |name: &str| query.get(name).map(String::as_str);
         entry.client_id = param("client_id").map(str::to_owned);
         let mut state = self.state.lock().unwrap();
         let Some(client) = param("client_id").and_then(|id| state.clients.get(id)) else {
-            return error_response(refuse("invalid_request", "unknown `client_id`"));
+            return Err(refuse("invalid_request", "unknown `client_id`"));
         };
         let Some(redirect_uri) = param("redirect_uri").filter(|uri| {
             client
@@ -463,7 +470,7 @@ impl AuthServer {
                 .iter()
                 .any(|registered| registered == uri)
         }) else {
-            return error_response(refuse(
+            return Err(refuse(
                 "invalid_request",
                 "`redirect_uri` is missing or not registered for this client",
             ));
@@ -491,6 +498,7 @@ impl AuthServer {
                     );
                 }
                 Err(refusal) => {
+                    entry.redirected_error = Some(refusal.error);
                     pairs.append_pair("error", refusal.error);
                     pairs.append_pair("error_description", &refusal.description);
                 }
@@ -505,7 +513,7 @@ impl AuthServer {
             header::LOCATION,
             redirect.as_str().parse().expect("a url is a header value"),
         );
-        response
+        Ok(response)
     }
 
     /// The PKCE challenge and granted scope of a valid authorization request.

@@ -266,18 +266,51 @@ fn without_a_required_scope_the_challenge_names_none() {
 
 #[test]
 fn authorization_errors_after_the_client_check_go_to_the_redirect_uri() {
-    let server = server(Config::default(), None);
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let server = server(Config::default(), Some(log.reopen().unwrap()));
     let client = register(&server);
-    for (extra, error) in [
+    let cases = [
         (("code_challenge", ""), "invalid_request"),
         (("code_challenge_method", "plain"), "invalid_request"),
         (("resource", "http://elsewhere/mcp"), "invalid_target"),
         (("scope", "admin"), "invalid_scope"),
-    ] {
+    ];
+    for (extra, error) in cases {
         let query = authorize(&server, &client, &[extra]);
         assert_eq!(query["error"], error, "{extra:?}");
         assert_eq!(query["state"], "s-1");
         assert!(!query.contains_key("code"));
+    }
+    let logged: Vec<Value> = std::fs::read_to_string(log.path())
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let outcomes: Vec<_> = logged.iter().map(|line| line["outcome"].clone()).collect();
+    let errors: Vec<_> = cases.iter().map(|(_, error)| json!(error)).collect();
+    assert_eq!(outcomes, errors);
+}
+
+#[test]
+fn every_required_scope_must_be_granted() {
+    let config = Config {
+        scope: "read write".into(),
+        ..Config::default()
+    };
+    let server = server(config, None);
+    let now = Instant::now();
+    let client = register(&server);
+    for (requested, status) in [
+        ("read", StatusCode::FORBIDDEN),
+        ("read write", StatusCode::OK),
+    ] {
+        let code = authorize(&server, &client, &[("scope", requested)])
+            .remove("code")
+            .unwrap();
+        let tokens = json_of(&exchange(&server, &client, &code, now));
+        let headers = bearer(&tokens["access_token"]);
+        assert_eq!(status_of(server.authorize_resource(&headers, now)), status);
     }
 }
 
