@@ -83,7 +83,14 @@ pub struct Config {
     /// The scopes (space-separated) the MCP endpoint requires, all of them,
     /// and names in its challenge; none when empty.
     pub scope: String,
+    /// The client authentication methods the token and revocation endpoints
+    /// accept and advertise, of [`AUTH_METHODS`].
+    pub auth_methods: Vec<String>,
 }
+
+/// The client authentication methods the server knows: a public client's
+/// `client_id` alone, HTTP Basic, and the secret as a form parameter.
+pub const AUTH_METHODS: [&str; 3] = ["none", "client_secret_basic", "client_secret_post"];
 
 impl Default for Config {
     fn default() -> Self {
@@ -92,6 +99,7 @@ impl Default for Config {
             account: "fixture-user".into(),
             clients: Vec::new(),
             scope: "mcp".into(),
+            auth_methods: AUTH_METHODS.map(String::from).to_vec(),
         }
     }
 }
@@ -377,8 +385,8 @@ impl AuthServer {
                 "response_types_supported": ["code"],
                 "code_challenge_methods_supported": ["S256"],
                 "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
-                "token_endpoint_auth_methods_supported": ["none", "client_secret_basic", "client_secret_post"],
-                "revocation_endpoint_auth_methods_supported": ["none", "client_secret_basic", "client_secret_post"],
+                "token_endpoint_auth_methods_supported": self.config.auth_methods,
+                "revocation_endpoint_auth_methods_supported": self.config.auth_methods,
                 "scopes_supported": self.scopes_supported(),
                 "authorization_response_iss_parameter_supported": true,
             }),

@@ -477,3 +477,44 @@ async fn the_message_log_shows_a_fingerprint_of_the_access_token() {
         mcp_runtime_fixtures::oauth::redact_authorization(&format!("Bearer {access}"))
     );
 }
+
+#[tokio::test]
+async fn only_the_configured_client_authentication_is_advertised_and_accepted() {
+    let server = protected(&[
+        "--oauth-client",
+        "robot:robot-secret",
+        "--oauth-auth-method",
+        "client_secret_basic",
+    ])
+    .await;
+    let metadata = server
+        .get_json(&format!(
+            "{}/.well-known/oauth-authorization-server",
+            server.origin
+        ))
+        .await;
+    assert_eq!(
+        metadata["token_endpoint_auth_methods_supported"],
+        json!(["client_secret_basic"])
+    );
+    let post = server
+        .post_form(
+            "/token",
+            &[
+                ("grant_type", "client_credentials"),
+                ("client_id", "robot"),
+                ("client_secret", "robot-secret"),
+            ],
+        )
+        .await;
+    assert_eq!(post.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(json_of(post).await["error"], "invalid_client");
+    let basic = server
+        .post_form_as(
+            "/token",
+            &[("grant_type", "client_credentials")],
+            Some(("robot", "robot-secret")),
+        )
+        .await;
+    assert_eq!(basic.status(), StatusCode::OK);
+}

@@ -206,6 +206,11 @@ struct Args {
         default_value = "mcp"
     )]
     oauth_scope: String,
+    /// With --require-oauth: accept and advertise only these client
+    /// authentication methods at the token endpoint (repeatable; default all)
+    #[arg(long = "oauth-auth-method", value_name = "METHOD", requires = "require_oauth",
+          value_parser = oauth::AUTH_METHODS)]
+    oauth_auth_methods: Vec<String>,
     /// With --require-oauth: append one JSON line per authorization server
     /// request to FILE (endpoint, grant_type, client_id, auth_method, outcome)
     #[arg(long, value_name = "FILE", requires = "require_oauth")]
@@ -373,6 +378,11 @@ fn run(args: Args) -> anyhow::Result<()> {
                             account: args.oauth_account.clone(),
                             clients: args.oauth_clients.clone(),
                             scope: args.oauth_scope.clone(),
+                            auth_methods: if args.oauth_auth_methods.is_empty() {
+                                oauth::Config::default().auth_methods
+                            } else {
+                                args.oauth_auth_methods.clone()
+                            },
                         },
                         log: args.oauth_log.clone(),
                     }),

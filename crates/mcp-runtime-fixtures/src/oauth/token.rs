@@ -55,6 +55,16 @@ impl AuthServer {
         };
         entry.client_id = Some(id.clone());
         entry.auth_method = Some(method);
+        if !self
+            .config
+            .auth_methods
+            .iter()
+            .any(|allowed| allowed == method)
+        {
+            return Err(invalid_client(format!(
+                "client authentication `{method}` is not accepted here"
+            )));
+        }
         let client = state
             .clients
             .get(&id)
