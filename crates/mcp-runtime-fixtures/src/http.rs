@@ -8,7 +8,7 @@
 //! rejected POST is still logged: the log is of what the fixture received.
 //!
 //! With `--require-oauth` ([`Options::oauth`]) the same listener also serves
-//! the [`oauth`](crate::oauth) authorization server, and the MCP endpoint
+//! the [`oauth`] authorization server, and the MCP endpoint
 //! answers 401 or 403 unless a request carries one of its access tokens. The
 //! authorization server's requests are not in the message log (they carry
 //! secrets); it keeps its own. The message log shows an `Authorization` value

@@ -30,6 +30,18 @@
 //! (`endpoint`, `grant_type`, `client_id`, `auth_method`, `outcome`), so tests
 //! can count registrations and refreshes. Secrets never go there.
 //!
+//! `mcp-fixture` steers it with flags, each a field of [`Config`]:
+//!
+//! | Flag | Default | What |
+//! |---|---|---|
+//! | `--require-oauth` | off | serve this server and protect `/mcp` |
+//! | `--oauth-token-ttl-secs N` | 3600 | access token lifetime (0: expired at once) |
+//! | `--oauth-account NAME` | `fixture-user` | the account that approves; `sub` of the tokens |
+//! | `--oauth-client ID:SECRET` | none | a pre-registered confidential client (repeatable) |
+//! | `--oauth-scope S` | `mcp` | the scopes `/mcp` requires and names in its challenge |
+//! | `--oauth-auth-method M` | all of [`AUTH_METHODS`] | the client authentication accepted and advertised |
+//! | `--oauth-log FILE` | none | the OAuth log |
+//!
 //! The token and revocation endpoints live in `oauth/token.rs`.
 //!
 //! Invariants:
