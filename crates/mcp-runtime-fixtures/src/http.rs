@@ -7,6 +7,13 @@
 //! `--require-bearer`, answers 401 to requests without the right token. A
 //! rejected POST is still logged: the log is of what the fixture received.
 //!
+//! With `--require-oauth` ([`Options::oauth`]) the same listener also serves
+//! the [`oauth`] authorization server, and the MCP endpoint
+//! answers 401 or 403 unless a request carries one of its access tokens. The
+//! authorization server's requests are not in the message log (they carry
+//! secrets); it keeps its own. The message log shows an `Authorization` value
+//! as its fingerprint ([`oauth::redact_authorization`]), not the token.
+//!
 //! Two faults replace the MCP endpoint altogether: [`Fault::Status`] answers
 //! every request with one status (401 with a `WWW-Authenticate` header, any
 //! status with a short text body), and [`Fault::Silent`] accepts TCP
@@ -32,6 +39,7 @@ use std::{
         atomic::{AtomicUsize, Ordering},
     },
     task::{Context, Poll},
+    time::Instant,
 };
 
 use anyhow::Context as _;
@@ -48,6 +56,7 @@ use tokio::net::TcpListener;
 
 use crate::{
     message_log::{MessageLog, header_map},
+    oauth::{self, AuthServer},
     server::Fixture,
 };
 
@@ -61,6 +70,7 @@ struct Endpoint {
     sessions: Arc<LocalSessionManager>,
     log: Option<Arc<MessageLog>>,
     bearer: Option<String>,
+    oauth: Option<AuthServer>,
     status: Option<StatusCode>,
     /// How many more `tools/call` POSTs find their session forgotten.
     expire_on_call: AtomicUsize,
@@ -75,6 +85,17 @@ pub struct Options {
     pub fault: Option<Fault>,
     /// Forget the session of the first N `tools/call` POSTs that carry one.
     pub expire_sessions_on_call: usize,
+    /// Serve an authorization server and require its access tokens.
+    pub oauth: Option<OAuthOptions>,
+}
+
+/// The authorization server of `--require-oauth` and where it logs.
+#[derive(Clone, Debug)]
+pub struct OAuthOptions {
+    /// What the server does.
+    pub config: oauth::Config,
+    /// The file its log lines are appended to.
+    pub log: Option<std::path::PathBuf>,
 }
 
 /// An HTTP fault that replaces the MCP endpoint.
@@ -108,7 +129,25 @@ pub async fn serve(
         bearer,
         fault,
         expire_sessions_on_call,
+        oauth,
     } = options;
+    // The OAuth log is opened before the URL is printed: a test that has the
+    // URL has a server that can log.
+    let oauth = match oauth {
+        Some(OAuthOptions {
+            config,
+            log: Some(path),
+        }) => {
+            let log = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .with_context(|| format!("cannot open the OAuth log `{}`", path.display()))?;
+            Some((config, Some(log)))
+        }
+        Some(OAuthOptions { config, log: None }) => Some((config, None)),
+        None => None,
+    };
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on `{addr}`"))?;
@@ -134,6 +173,9 @@ pub async fn serve(
         sessions,
         log,
         bearer,
+        oauth: oauth.map(|(config, log)| {
+            AuthServer::new(config, &format!("http://{local}"), MCP_PATH, log)
+        }),
         status,
         expire_on_call: AtomicUsize::new(expire_sessions_on_call),
     });
@@ -168,6 +210,12 @@ async fn handle(
     endpoint: Arc<Endpoint>,
     request: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
+    if let Some(server) = &endpoint.oauth
+        && endpoint.status.is_none()
+        && AuthServer::serves(request.uri().path())
+    {
+        return Ok(answer_oauth(server, request).await);
+    }
     if request.uri().path() != MCP_PATH && endpoint.status.is_none() {
         return Ok(plain(StatusCode::NOT_FOUND, "not found"));
     }
@@ -185,7 +233,16 @@ async fn handle(
         && let Some(log) = &endpoint.log
         && let Err(error) = log.record(
             &String::from_utf8_lossy(&body),
-            Some(&header_map(&parts.headers)),
+            Some(&{
+                let mut headers = header_map(&parts.headers);
+                // An OAuth access token is a secret: the log shows its fingerprint.
+                if endpoint.oauth.is_some()
+                    && let Some(value) = headers.get_mut("authorization")
+                {
+                    *value = oauth::redact_authorization(value);
+                }
+                headers
+            }),
         )
     {
         eprintln!("mcp-fixture: cannot write the message log: {error}");
@@ -209,6 +266,11 @@ async fn handle(
             http::HeaderValue::from_static("Bearer realm=\"mcp-fixture\""),
         );
         return Ok(response);
+    }
+    if let Some(server) = &endpoint.oauth
+        && let Err(refusal) = server.authorize_resource(&parts.headers, Instant::now())
+    {
+        return Ok((*refusal).map(|text| Full::new(Bytes::from(text)).boxed()));
     }
     let message = serde_json::from_slice::<serde_json::Value>(&body).ok();
     let method = message
@@ -246,6 +308,29 @@ async fn handle(
         Some(guard) => response.map(|body| Watched { body, guard }.boxed()),
         None => response,
     })
+}
+
+async fn answer_oauth(server: &AuthServer, request: Request<Incoming>) -> Response<Body> {
+    let (parts, body) = request.into_parts();
+    let body = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(error) => {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                format!("cannot read the request body: {error}"),
+            );
+        }
+    };
+    server
+        .answer(
+            &parts.method,
+            parts.uri.path(),
+            parts.uri.query(),
+            &parts.headers,
+            &body,
+            Instant::now(),
+        )
+        .map(|text| Full::new(Bytes::from(text)).boxed())
 }
 
 /// Prints `closed-early ID` when dropped armed: the client closed the connection

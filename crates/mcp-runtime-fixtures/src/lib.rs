@@ -18,7 +18,9 @@
 //!   before rmcp parses it,
 //! - [`testing`]: helpers for the tests that run these processes,
 //! - [`network`]: a private CA, a TLS front and an HTTP proxy, for the tests of
-//!   corporate networks.
+//!   corporate networks,
+//! - [`oauth`]: an OAuth 2.1 authorization server in the fixture's process, that
+//!   makes the HTTP fixture a protected resource (`--require-oauth`).
 //!
 //! # Fault flags
 //!
@@ -63,6 +65,7 @@ pub mod gate;
 pub mod http;
 pub mod message_log;
 pub mod network;
+pub mod oauth;
 pub mod raw;
 pub mod server;
 pub mod stdio;

@@ -16,6 +16,7 @@ mod http_eras;
 mod legacy_sse;
 mod listing;
 mod network;
+mod oauth_server;
 mod peers;
 mod processes;
 mod protocol_eras;

@@ -21,7 +21,7 @@ use std::{
 use anyhow::Context as _;
 use clap::Parser;
 use mcp_runtime_fixtures::{
-    Behaviour, Era, Fixture, MessageLog, fault, http,
+    Behaviour, Era, Fixture, MessageLog, fault, http, oauth,
     raw::{self, BadSchema, InitializeFault, RawBehaviour, RawServer},
     stdio,
 };
@@ -169,6 +169,52 @@ struct Args {
     /// that carry one (rmcp then answers 404, as for an expired session)
     #[arg(long, value_name = "N", requires = "http", default_value_t = 0)]
     expire_sessions_on_call: usize,
+    /// With --http: serve an OAuth 2.1 authorization server on the same listener
+    /// and answer 401 (403 for a missing scope) unless a request carries one of
+    /// its access tokens for http://ADDR/mcp
+    #[arg(long, requires = "http", conflicts_with = "require_bearer")]
+    require_oauth: bool,
+    /// With --require-oauth: the lifetime of an access token (0: expired at once)
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "require_oauth",
+        default_value_t = 3600
+    )]
+    oauth_token_ttl_secs: u64,
+    /// With --require-oauth: the account every authorization approves as (`sub`)
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "require_oauth",
+        default_value = "fixture-user"
+    )]
+    oauth_account: String,
+    /// With --require-oauth: a pre-registered confidential client (repeatable)
+    #[arg(
+        long = "oauth-client",
+        value_name = "ID:SECRET",
+        requires = "require_oauth"
+    )]
+    oauth_clients: Vec<oauth::ClientCredentials>,
+    /// With --require-oauth: the scope the MCP endpoint requires and names in its
+    /// challenge (space-separated; empty: none)
+    #[arg(
+        long,
+        value_name = "SCOPE",
+        requires = "require_oauth",
+        default_value = "mcp"
+    )]
+    oauth_scope: String,
+    /// With --require-oauth: accept and advertise only these client
+    /// authentication methods at the token endpoint (repeatable; default all)
+    #[arg(long = "oauth-auth-method", value_name = "METHOD", requires = "require_oauth",
+          value_parser = oauth::AUTH_METHODS)]
+    oauth_auth_methods: Vec<String>,
+    /// With --require-oauth: append one JSON line per authorization server
+    /// request to FILE (endpoint, grant_type, client_id, auth_method, outcome)
+    #[arg(long, value_name = "FILE", requires = "require_oauth")]
+    oauth_log: Option<PathBuf>,
 }
 
 fn parse_experimental(text: &str) -> Result<(String, JsonObject), String> {
@@ -326,6 +372,20 @@ fn run(args: Args) -> anyhow::Result<()> {
                     bearer: args.require_bearer.clone(),
                     fault: http_fault,
                     expire_sessions_on_call: args.expire_sessions_on_call,
+                    oauth: args.require_oauth.then(|| http::OAuthOptions {
+                        config: oauth::Config {
+                            token_ttl: Duration::from_secs(args.oauth_token_ttl_secs),
+                            account: args.oauth_account.clone(),
+                            clients: args.oauth_clients.clone(),
+                            scope: args.oauth_scope.clone(),
+                            auth_methods: if args.oauth_auth_methods.is_empty() {
+                                oauth::Config::default().auth_methods
+                            } else {
+                                args.oauth_auth_methods.clone()
+                            },
+                        },
+                        log: args.oauth_log.clone(),
+                    }),
                 };
                 http::serve(fixture, addr, log, options).await
             }
