@@ -12,7 +12,10 @@ pub mod login;
 
 use std::sync::Arc;
 
-use rmcp::transport::auth::{AuthError, CredentialStore};
+use rmcp::transport::auth::AuthError;
+/// The store of one server identity's credentials, as rmcp defines it: a host's token
+/// store implements it (see [`CredentialSource`]).
+pub use rmcp::transport::auth::{CredentialStore, InMemoryCredentialStore, StoredCredentials};
 
 use crate::config::OAuthConfig;
 
