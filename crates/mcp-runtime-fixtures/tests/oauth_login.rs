@@ -58,8 +58,7 @@ async fn log_in(
     url: &str,
     store: &Arc<dyn CredentialStore>,
 ) -> mcp_runtime::auth::login::LoginSummary {
-    let oauth = OAuthConfig::default();
-    Login::new("web", url, &oauth, store.clone())
+    Login::new(&ServerConfig::http("web", url), store.clone())
         .run(&FollowRedirects)
         .await
         .expect("the login succeeds")
@@ -233,4 +232,19 @@ async fn a_revoked_login_asks_for_a_new_one() {
     );
     assert!(!error.contains(&refresh));
     runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_that_asks_for_no_login_is_not_logged_in_to() {
+    let fixture = http_fixture(&[]).await;
+    let store: Arc<dyn CredentialStore> = Arc::new(InMemoryCredentialStore::new());
+    let error = Login::new(&ServerConfig::http("open", &fixture.url), store.clone())
+        .run(&FollowRedirects)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "server `open` does not ask for a login: it started and listed its tools without one"
+    );
+    assert!(store.load().await.unwrap().is_none());
 }

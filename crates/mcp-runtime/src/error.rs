@@ -575,6 +575,22 @@ pub(crate) fn secs(duration: Duration) -> String {
     }
 }
 
+impl StartupError {
+    /// The HTTP failure that ended the startup, if it was one: of the handshake, or
+    /// of `tools/list`.
+    pub fn http_failure(&self) -> Option<&HttpFailure> {
+        match self {
+            Self::Login(failure)
+            | Self::Handshake {
+                source: RequestError::Http(failure),
+                ..
+            }
+            | Self::ListTools(ListToolsError::Failed(RequestError::Http(failure))) => Some(failure),
+            _ => None,
+        }
+    }
+}
+
 /// `tools/list` could not be followed to its end.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
@@ -852,6 +868,8 @@ pub enum HttpFailure {
     Unauthorized {
         /// The server.
         server: String,
+        /// Its `WWW-Authenticate` challenge, where an OAuth login starts.
+        challenge: Option<String>,
     },
     /// The server's OAuth login is missing, expired beyond refresh, or refused.
     #[error("server `{server}` needs a new login: run `mcp-runtime login {server}`")]
@@ -874,6 +892,9 @@ pub enum HttpFailure {
     Forbidden {
         /// The server.
         server: String,
+        /// Its `WWW-Authenticate` challenge (an `insufficient_scope` one names the
+        /// scope needed).
+        challenge: Option<String>,
     },
     /// `404` without a session: nothing answers MCP at this URL.
     #[error("server `{server}` answered HTTP 404: no MCP endpoint is at this URL (check `url`)")]

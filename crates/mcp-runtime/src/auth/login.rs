@@ -36,7 +36,11 @@ use tokio::{
 };
 use url::Url;
 
-use crate::config::OAuthConfig;
+use crate::{
+    ListingRegistry, Runtime, StartOptions,
+    config::{Config, OAuthConfig, ServerConfig, TransportConfig},
+    error::HttpFailure,
+};
 
 /// The path the loopback listener takes the redirect at, when `oauth.callback_url`
 /// names none.
@@ -85,23 +89,26 @@ pub enum LoginError {
         /// What is wrong with it.
         reason: String,
     },
-    /// The server answered the unauthenticated request without asking for
-    /// authorization.
+    /// The server started and listed its tools without asking for authorization.
     #[error(
-        "server `{server}` does not ask for a login: it answered HTTP {status} without a token"
+        "server `{server}` does not ask for a login: it started and listed its tools without one"
     )]
     NotProtected {
         /// The server.
         server: String,
-        /// The status it answered.
-        status: u16,
     },
-    /// The server could not be reached.
-    #[error("cannot reach server `{server}`: {reason}")]
+    /// The server is not a remote one.
+    #[error("server `{server}` is not a remote server: only a server with `url` logs in")]
+    NotRemote {
+        /// The server.
+        server: String,
+    },
+    /// The server failed to start for another reason than a login.
+    #[error("server `{server}` did not ask for a login: {reason}")]
     Unreachable {
         /// The server.
         server: String,
-        /// Why.
+        /// Why it failed.
         reason: String,
     },
     /// The loopback listener for the redirect could not be set up.
@@ -136,12 +143,8 @@ pub enum LoginError {
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct Login<'a> {
-    /// The server's name, for messages.
-    pub server: &'a str,
-    /// Its MCP endpoint.
-    pub url: &'a str,
-    /// Its OAuth settings.
-    pub oauth: &'a OAuthConfig,
+    /// The server, as configured (a Streamable HTTP one).
+    pub server: &'a ServerConfig,
     /// Scopes to ask for instead of the configured or discovered ones.
     pub scopes: Option<Vec<String>>,
     /// The store the credentials are saved to (the identity of this server).
@@ -153,8 +156,7 @@ pub struct Login<'a> {
 impl std::fmt::Debug for Login<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Login")
-            .field("server", &self.server)
-            .field("url", &crate::redact::url(self.url))
+            .field("server", &self.server.name)
             .field("scopes", &self.scopes)
             .field("wait", &self.wait)
             .finish_non_exhaustive()
@@ -162,17 +164,10 @@ impl std::fmt::Debug for Login<'_> {
 }
 
 impl<'a> Login<'a> {
-    /// A login to `server` at `url`, saving to `store`, waiting five minutes.
-    pub fn new(
-        server: &'a str,
-        url: &'a str,
-        oauth: &'a OAuthConfig,
-        store: Arc<dyn CredentialStore>,
-    ) -> Self {
+    /// A login to `server`, saving to `store`, waiting five minutes.
+    pub fn new(server: &'a ServerConfig, store: Arc<dyn CredentialStore>) -> Self {
         Self {
             server,
-            url,
-            oauth,
             scopes: None,
             store,
             wait: Duration::from_secs(300),
@@ -186,10 +181,17 @@ impl<'a> Login<'a> {
     ///
     /// Dropping the future stops listening for the redirect; nothing is saved.
     pub async fn run(&self, opener: &dyn OpenUrl) -> Result<LoginSummary, LoginError> {
-        let url = Url::parse(self.url).map_err(|error| LoginError::Url {
+        let name = &self.server.name;
+        let TransportConfig::StreamableHttp(http) = &self.server.transport else {
+            return Err(LoginError::NotRemote {
+                server: name.clone(),
+            });
+        };
+        let oauth = &self.server.oauth;
+        let url = Url::parse(&http.url).map_err(|error| LoginError::Url {
             reason: error.to_string(),
         })?;
-        let challenge = self.challenge().await?;
+        let challenge = self.challenge(name).await?;
         let mut manager = AuthorizationManager::new_allowing_private_addresses(url.as_str())
             .await
             .map_err(LoginError::OAuth)?;
@@ -201,22 +203,22 @@ impl<'a> Login<'a> {
         let issuer = resolution.metadata.issuer.clone();
         manager.set_metadata(resolution.metadata);
 
-        let listener = Callback::bind(self.oauth).await?;
+        let listener = Callback::bind(oauth).await?;
         let mut request = AuthorizationRequest::new(listener.redirect_uri())
             .with_challenge(challenge)
             .with_client_name(CLIENT_NAME)
             .with_initial_scope_selection();
-        if let Some(scopes) = self.scopes.as_ref().or(self.oauth.scopes.as_ref()) {
+        if let Some(scopes) = self.scopes.as_ref().or(oauth.scopes.as_ref()) {
             request = request.with_scopes(scopes.iter().cloned());
         }
-        if let Some(client_id) = &self.oauth.client_id {
+        if let Some(client_id) = &oauth.client_id {
             request = request.with_preregistered_client(client_id.clone());
         }
         let session = AuthorizationSession::new(manager, request)
             .await
             .map_err(|(_, error)| LoginError::OAuth(error))?;
         if let Err(error) = opener.open(session.get_authorization_url()) {
-            tracing::warn!(server = self.server, %error, "cannot open the authorization URL");
+            tracing::warn!(server = %name, %error, "cannot open the authorization URL");
         }
         let redirect = tokio::time::timeout(self.wait, listener.accept())
             .await
@@ -239,48 +241,49 @@ impl<'a> Login<'a> {
         })
     }
 
-    /// The `WWW-Authenticate` challenge of an unauthenticated `initialize` `POST`.
-    async fn challenge(&self) -> Result<String, LoginError> {
-        let body = serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": crate::connection::PROTOCOL_VERSION.to_string(),
-                "capabilities": {},
-                "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
-            },
-        });
-        let unreachable = |reason: String| LoginError::Unreachable {
-            server: self.server.to_owned(),
-            reason,
-        };
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|error| unreachable(crate::error::chain(&error)))?;
-        let response = client
-            .post(self.url)
-            .header(http::header::ACCEPT, "application/json, text/event-stream")
-            .json(&body)
-            .send()
-            .await
-            .map_err(|error| unreachable(crate::error::chain(&error.without_url())))?;
-        let status = response.status();
-        if status != reqwest::StatusCode::UNAUTHORIZED {
-            return Err(LoginError::NotProtected {
-                server: self.server.to_owned(),
-                status: status.as_u16(),
+    /// The challenge of the first request the server refuses: it is started as a
+    /// runtime starts it, without an OAuth login, since a server may leave
+    /// `initialize` open and protect only its tools.
+    async fn challenge(&self, name: &str) -> Result<String, LoginError> {
+        let mut server = self.server.clone();
+        server.required = false;
+        let mut config = Config::default();
+        config.servers.insert(name.to_owned(), server);
+        let options = StartOptions::new()
+            .wait_for_all()
+            .with_listing_registry(ListingRegistry::new());
+        let runtime =
+            Runtime::start(config, options)
+                .await
+                .map_err(|error| LoginError::Unreachable {
+                    server: name.to_owned(),
+                    reason: crate::error::chain(&error),
+                })?;
+        let status = runtime.servers().into_iter().next();
+        runtime.shutdown().await;
+        let Some(status) = status else {
+            return Err(LoginError::NotRemote {
+                server: name.to_owned(),
             });
+        };
+        match status
+            .error
+            .as_ref()
+            .map(|error| (error, error.http_failure()))
+        {
+            None => Err(LoginError::NotProtected {
+                server: name.to_owned(),
+            }),
+            // A 401 without a challenge still asks for a login: discovery then starts
+            // from the well-known locations.
+            Some((_, Some(HttpFailure::Unauthorized { challenge, .. }))) => {
+                Ok(challenge.clone().unwrap_or_else(|| "Bearer".to_owned()))
+            }
+            Some((error, _)) => Err(LoginError::Unreachable {
+                server: name.to_owned(),
+                reason: crate::error::chain(error),
+            }),
         }
-        // A 401 without a challenge is still a request for a login: discovery then
-        // starts from the well-known locations.
-        Ok(response
-            .headers()
-            .get(http::header::WWW_AUTHENTICATE)
-            .and_then(|value| value.to_str().ok())
-            .unwrap_or("Bearer")
-            .to_owned())
     }
 }
 

@@ -26,8 +26,14 @@ fn server_error() -> Arc<dyn std::error::Error + Send + Sync> {
 fn request_errors() -> Vec<RequestError> {
     let server = || "web".to_owned();
     let http = [
-        HttpFailure::Unauthorized { server: server() },
-        HttpFailure::Forbidden { server: server() },
+        HttpFailure::Unauthorized {
+            server: server(),
+            challenge: None,
+        },
+        HttpFailure::Forbidden {
+            server: server(),
+            challenge: None,
+        },
         HttpFailure::NotFound { server: server() },
         HttpFailure::LegacySse { server: server() },
         HttpFailure::Status {
@@ -163,6 +169,7 @@ fn an_http_failure_names_the_server_and_what_to_do() {
     }
     let unauthorized = HttpFailure::Unauthorized {
         server: "web".into(),
+        challenge: Some("Bearer realm=\"x\"".into()),
     };
     assert!(unauthorized.to_string().contains("`bearer_token_env_var`"));
     assert!(unauthorized.to_string().contains("`env_http_headers`"));

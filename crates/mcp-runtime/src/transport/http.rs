@@ -571,6 +571,11 @@ impl Post<'_> {
             });
         if !status.is_success() {
             let credentials = matches!(status.as_u16(), 401 | 403);
+            let challenge = response
+                .headers()
+                .get(header::WWW_AUTHENTICATE)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned);
             let (error, body) = if content_type.as_deref() == Some(JSON) && !credentials {
                 let body =
                     read_bounded(server, response, self.limits.max_json_response_size).await?;
@@ -593,7 +598,7 @@ impl Post<'_> {
                 let message = JsonRpcMessage::Error(error);
                 return Ok(StreamableHttpPostResponse::Json(message, new_session));
             }
-            let failure = status_failure(server, status, &body, true);
+            let failure = status_failure(server, status, &body, true, challenge);
             return Err(StreamableHttpError::Client(failure));
         }
         match content_type.as_deref() {

@@ -431,7 +431,7 @@ fn media_type(headers: &HeaderMap) -> Option<String> {
 /// read as Streamable HTTP reads it).
 fn status_failure(server: &str, status: reqwest::StatusCode, body: &[u8]) -> HttpFailure {
     match status.as_u16() {
-        401 | 403 => streamable_http::status_failure(server, status, body, false),
+        401 | 403 => streamable_http::status_failure(server, status, body, false, None),
         code => HttpFailure::Status {
             server: server.to_owned(),
             status: code,

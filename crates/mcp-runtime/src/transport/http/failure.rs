@@ -127,17 +127,19 @@ fn certificate_problem(error: &rustls::Error) -> Option<&'static str> {
 }
 
 /// The failure an answer with `status` (not a success) stands for, given the start of
-/// its body; `post` says whether the request was a `POST`.
+/// its body and its `WWW-Authenticate` challenge; `post` says whether the request was
+/// a `POST`.
 pub(crate) fn status_failure(
     server: &str,
     status: reqwest::StatusCode,
     body: &[u8],
     post: bool,
+    challenge: Option<String>,
 ) -> HttpFailure {
     let server = server.to_owned();
     match status.as_u16() {
-        401 => HttpFailure::Unauthorized { server },
-        403 => HttpFailure::Forbidden { server },
+        401 => HttpFailure::Unauthorized { server, challenge },
+        403 => HttpFailure::Forbidden { server, challenge },
         404 => HttpFailure::NotFound { server },
         405 if post => HttpFailure::LegacySse { server },
         code => HttpFailure::Status {
@@ -204,11 +206,13 @@ pub(super) fn from_rmcp(
         E::Deserialize(error) => E::Deserialize(error),
         E::TransportChannelClosed => E::TransportChannelClosed,
         E::MissingSessionIdInResponse => E::MissingSessionIdInResponse,
-        E::AuthRequired(_) => E::Client(HttpFailure::Unauthorized {
+        E::AuthRequired(error) => E::Client(HttpFailure::Unauthorized {
             server: server.to_owned(),
+            challenge: Some(error.www_authenticate_header),
         }),
-        E::InsufficientScope(_) => E::Client(HttpFailure::Forbidden {
+        E::InsufficientScope(error) => E::Client(HttpFailure::Forbidden {
             server: server.to_owned(),
+            challenge: Some(error.www_authenticate_header),
         }),
         E::ReservedHeaderConflict(name) => E::ReservedHeaderConflict(name),
         E::SessionExpired => E::SessionExpired,
