@@ -23,6 +23,7 @@ compile_error!(
     "mcp-runtime supports Unix only (Linux and macOS): it runs each server in a process group of its own"
 );
 
+pub mod auth;
 pub mod authority;
 pub mod binding;
 pub mod catalog;
