@@ -304,7 +304,7 @@ impl Store {
     /// # Cancel safety
     ///
     /// Dropping the future abandons the choice; a probe already running finishes on
-    /// its blocking thread and deletes its entry by itself.
+    /// its own thread and deletes its entry by itself.
     pub async fn open(
         choice: CredentialsStore,
         options: StoreOptions,
@@ -322,25 +322,19 @@ impl Store {
                 let probe = options
                     .probe
                     .unwrap_or_else(|| Arc::new(os_keyring::SystemProbe));
-                // The deadline is taken before the probe starts, so that it bounds the
-                // probe's whole run.
-                let deadline = tokio::time::Instant::now() + options.probe_timeout;
-                let probing = tokio::task::spawn_blocking(move || probe.probe());
-                let answer = tokio::time::timeout_at(deadline, probing).await;
-                match answer {
-                    Ok(Ok(Ok(()))) => match keyring() {
-                        Ok(store) => Backend::Keyring(store),
-                        Err(error) => fallback(file, &error),
-                    },
-                    Ok(Ok(Err(error))) => fallback(file, &error),
-                    Ok(Err(join)) => fallback(file, &join),
-                    Err(_) => fallback(
-                        file,
-                        &format!(
-                            "the keyring probe did not answer within {:?}",
-                            options.probe_timeout
-                        ),
-                    ),
+                let usable = probe_within(probe, options.probe_timeout)
+                    .await
+                    .and_then(|()| keyring().map_err(|error| error.to_string()));
+                match usable {
+                    Ok(store) => Backend::Keyring(store),
+                    Err(reason) => {
+                        tracing::info!(
+                            %reason,
+                            path = %file.path().display(),
+                            "no usable OS keyring: OAuth tokens go to the token file"
+                        );
+                        Backend::File(file)
+                    }
                 }
             }
         };
@@ -365,13 +359,24 @@ impl Store {
     }
 }
 
-fn fallback(file: FileStore, why: &dyn fmt::Display) -> Backend {
-    tracing::info!(
-        reason = %why,
-        path = %file.path().display(),
-        "no usable OS keyring: OAuth tokens go to the token file"
-    );
-    Backend::File(file)
+/// Runs `probe` on a thread of its own, not `spawn_blocking`: a probe that never
+/// answers must not hold up the shutdown of the tokio runtime. `Err` says why the
+/// keyring is not usable.
+async fn probe_within(probe: Arc<dyn KeyringProbe>, timeout: Duration) -> Result<(), String> {
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("mcp-runtime-keyring-probe".into())
+        .spawn(move || {
+            let _ = answer.send(probe.probe());
+        })
+        .map_err(|error| format!("could not start the keyring probe: {error}"))?;
+    match tokio::time::timeout(timeout, answered).await {
+        Ok(Ok(answer)) => answer.map_err(|error| error.to_string()),
+        Ok(Err(_)) => Err("the keyring probe ended without an answer".into()),
+        Err(_) => Err(format!(
+            "the keyring probe did not answer within {timeout:?}"
+        )),
+    }
 }
 
 /// Runs a blocking store operation off the async threads; a panic in it is resumed
