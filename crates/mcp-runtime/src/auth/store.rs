@@ -221,9 +221,18 @@ pub enum StoreError {
     },
 }
 
+/// rmcp's error holds a message only: the causes are written into it, so that the
+/// system's reason (`Permission denied`) is not lost. None of them quotes a stored value.
 impl From<StoreError> for AuthError {
     fn from(error: StoreError) -> Self {
-        AuthError::CredentialStoreError(error.to_string())
+        let mut message = error.to_string();
+        let mut cause = std::error::Error::source(&error);
+        while let Some(error) = cause {
+            message.push_str(": ");
+            message.push_str(&error.to_string());
+            cause = error.source();
+        }
+        AuthError::CredentialStoreError(message)
     }
 }
 

@@ -111,6 +111,22 @@ async fn no_debug_output_or_error_shows_a_token() {
     assert!(!format!("{error} {error:?}").contains(SECRET), "{error}");
 }
 
+#[test]
+fn rmcp_sees_the_system_reason_of_a_store_error() {
+    let error = StoreError::Io {
+        action: "lock",
+        path: "/x/oauth-credentials.json.lock".into(),
+        source: Arc::new(std::io::Error::from(std::io::ErrorKind::PermissionDenied)),
+    };
+    let AuthError::CredentialStoreError(message) = AuthError::from(error) else {
+        panic!("a store error is rmcp's CredentialStoreError");
+    };
+    assert_eq!(
+        message,
+        "could not lock `/x/oauth-credentials.json.lock`: permission denied"
+    );
+}
+
 #[derive(Debug)]
 struct Answer(Result<(), &'static str>, Arc<AtomicUsize>);
 
