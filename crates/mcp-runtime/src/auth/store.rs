@@ -20,9 +20,14 @@
 //! [`Store::open`] follows `mcp_oauth_credentials_store`: `file` uses [`FileStore`];
 //! `keyring` uses [`KeyringStore`] and fails when this build has no keyring backend;
 //! `auto` uses the keyring only when a probe (write, read and delete an entry) succeeds
-//! within the probe timeout ([`StoreOptions::with_probe_timeout`]), else the file. The probe matters: without a
-//! backend the `keyring` crate silently keeps secrets in process memory, and a headless
-//! Linux machine (CI) has no Secret Service to answer.
+//! within the probe timeout ([`StoreOptions::with_probe_timeout`]), else the file. The
+//! probe matters: without a backend the `keyring` crate silently keeps secrets in
+//! process memory, and a headless Linux machine (CI) has no Secret Service to answer.
+//! The choice is made once per process and each backend sees only its own entries: a
+//! login saved to the keyring is not found by a runtime that fell back to the file.
+//!
+//! Every operation of an entry runs on a blocking thread. Dropping its future leaves
+//! the operation to finish there: a save happens whole or not at all (invariant 2).
 //!
 //! # Invariants
 //!
@@ -33,10 +38,11 @@
 //!    as it was: the file is rewritten through a temporary file and a rename, under an
 //!    advisory lock that every process using the file takes for its read-modify-write.
 //! 3. A refresh guard ([`CredentialStore::acquire_refresh_guard`]) is one lock per
-//!    identity, shared by every process on the machine, and distinct from the lock of
-//!    invariant 2, so `load` and `save` under the guard cannot deadlock with it. A
-//!    refresher that loads after acquiring the guard sees any token saved by the
-//!    previous holder, and so refreshes only a token that is still stale.
+//!    identity, shared by every process of the user (a lock file beside the token
+//!    file, for the keyring too), and distinct from the lock of invariant 2, so `load`
+//!    and `save` under the guard cannot deadlock with it. A refresher that loads after
+//!    acquiring the guard sees any token saved by the previous holder, and so
+//!    refreshes only a token that is still stale.
 //!
 //! rmcp 3.11's `AuthorizationManager::refresh_token` loads under the guard but does
 //! not look at the loaded token's expiry before refreshing: with two runtimes racing,
