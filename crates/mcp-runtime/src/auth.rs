@@ -1,14 +1,17 @@
-//! OAuth for remote servers: logging in, and the credentials a login leaves.
+//! OAuth for remote servers: logging in, where tokens are kept, and the credentials a
+//! login leaves.
 //!
 //! The protocol is rmcp's `auth` module (discovery, client registration, PKCE, token
 //! exchange and refresh); this module adds what a runtime needs around it: the
-//! login a person completes in a browser ([`login`]), and where a runtime finds the
-//! credentials a login left ([`CredentialSource`], given with
-//! [`crate::StartOptions::with_credentials`]). A remote server with credentials in
+//! login a person completes in a browser ([`login`]), the token store ([`store`]:
+//! the OS keyring or a `0600` file), and where a runtime finds the credentials a
+//! login left ([`CredentialSource`], given with
+//! [`crate::StartOptions::with_credentials`]; [`store::Store`] is one). A remote server with credentials in
 //! its store is sent the access token on every request, refreshed before it expires
 //! and once more when the server refuses it; one without is reached as configured.
 
 pub mod login;
+pub mod store;
 
 use std::sync::Arc;
 
@@ -62,5 +65,20 @@ impl CredentialStore for SharedStore {
         &self,
     ) -> Result<Option<rmcp::transport::auth::CredentialRefreshGuard>, AuthError> {
         self.0.acquire_refresh_guard().await
+    }
+}
+
+impl CredentialSource for store::Store {
+    /// The entry of the identity (URL, configured client id, resource) of the server;
+    /// a URL that does not parse has no login (an empty store).
+    fn store_for(&self, _server: &str, url: &str, oauth: &OAuthConfig) -> Arc<dyn CredentialStore> {
+        match url::Url::parse(url) {
+            Ok(url) => self.credentials(store::StoreKey::new(
+                &url,
+                oauth.client_id.as_deref(),
+                oauth.resource.as_deref(),
+            )),
+            Err(_) => Arc::new(InMemoryCredentialStore::new()),
+        }
     }
 }

@@ -1,0 +1,218 @@
+//! The OS keyring as a token store: the Secret Service on Linux, the Keychain on
+//! macOS (the `keyring` crate).
+//!
+//! Each identity is one entry of service `mcp-runtime`, named [`StoreKey::name`],
+//! holding the same JSON record as the token file. The refresh locks are lock files
+//! beside the token file (the keyring has no locks).
+//!
+//! 1. This module never uses the `keyring` crate's in-memory mock: a build whose
+//!    target has no backend here, or whose default builder does not persist
+//!    credentials, reports [`StoreError::KeyringUnavailable`].
+//! 2. A keyring error is reported by its kind; the crate's `BadEncoding`, which holds
+//!    the stored bytes, is never formatted.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use rmcp::transport::auth::{
+    AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
+};
+
+use super::file::{lock_file, refresh_lock_path};
+use super::{Record, StoreError, StoreKey, blocking};
+
+/// The keyring service name of every entry.
+const SERVICE: &str = "mcp-runtime";
+
+/// Tells whether the OS keyring can be used, for `mcp_oauth_credentials_store = "auto"`.
+///
+/// Called on a blocking thread, and abandoned after the probe timeout
+/// ([`super::StoreOptions::with_probe_timeout`]).
+pub trait KeyringProbe: Send + Sync + fmt::Debug + 'static {
+    /// `Ok` when an entry can be written, read back and deleted.
+    ///
+    /// # Errors
+    ///
+    /// Why the keyring cannot be used, quoting no stored value.
+    fn probe(&self) -> Result<(), StoreError>;
+}
+
+/// The real probe: writes, reads and deletes an entry of its own.
+#[derive(Debug)]
+pub(super) struct SystemProbe;
+
+impl KeyringProbe for SystemProbe {
+    fn probe(&self) -> Result<(), StoreError> {
+        backend_persists()?;
+        let mut bytes = [0u8; 8];
+        let _ = getrandom::fill(&mut bytes);
+        let name = format!(
+            "probe-{}-{:x}",
+            std::process::id(),
+            u64::from_ne_bytes(bytes)
+        );
+        let entry = entry(&name)?;
+        let value = format!("mcp-runtime keyring probe {name}");
+        entry
+            .set_password(&value)
+            .map_err(|e| keyring_error("write", &name, &e))?;
+        let read = entry.get_password();
+        let deleted = entry.delete_credential();
+        match read {
+            Ok(read) if read == value => {}
+            Ok(_) => {
+                return Err(StoreError::KeyringUnavailable {
+                    reason: "a probe entry read back differently".into(),
+                });
+            }
+            Err(error) => return Err(keyring_error("read", &name, &error)),
+        }
+        deleted.map_err(|e| keyring_error("delete", &name, &e))
+    }
+}
+
+/// The OS keyring: a [`CredentialStore`] per identity through [`KeyringStore::entry`].
+#[derive(Debug, Clone)]
+pub struct KeyringStore {
+    lock_dir: PathBuf,
+}
+
+/// One identity's credentials in the OS keyring.
+#[derive(Debug, Clone)]
+pub struct KeyringEntry {
+    store: KeyringStore,
+    key: StoreKey,
+}
+
+impl KeyringStore {
+    /// The OS keyring, with the refresh locks in `lock_dir`. Nothing is written until
+    /// an entry is saved.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::KeyringUnavailable`] when this build has no keyring backend for
+    /// this system (module invariant 1).
+    pub fn new(lock_dir: impl Into<PathBuf>) -> Result<Self, StoreError> {
+        backend_persists()?;
+        Ok(KeyringStore {
+            lock_dir: lock_dir.into(),
+        })
+    }
+
+    /// The credentials of `key` in the keyring.
+    pub fn entry(&self, key: StoreKey) -> KeyringEntry {
+        KeyringEntry {
+            store: self.clone(),
+            key,
+        }
+    }
+}
+
+impl KeyringEntry {
+    /// The identity this entry stores.
+    pub fn key(&self) -> &StoreKey {
+        &self.key
+    }
+
+    fn load_now(&self) -> Result<Option<StoredCredentials>, StoreError> {
+        let name = self.key.name();
+        let text = match entry(&name)?.get_password() {
+            Ok(text) => text,
+            Err(keyring::Error::NoEntry) => return Ok(None),
+            Err(error) => return Err(keyring_error("read", &name, &error)),
+        };
+        let record: Record = serde_json::from_str(&text).map_err(|e| StoreError::Keyring {
+            action: "read",
+            name: name.clone(),
+            reason: format!(
+                "its value is not a token record (line {}, column {}): log in again",
+                e.line(),
+                e.column()
+            ),
+        })?;
+        Ok((record.key == self.key).then_some(record.credentials))
+    }
+
+    fn save_now(&self, credentials: StoredCredentials) -> Result<(), StoreError> {
+        let name = self.key.name();
+        let record = Record {
+            key: self.key.clone(),
+            credentials,
+        };
+        let text = serde_json::to_string(&record).expect("a record always serializes");
+        entry(&name)?
+            .set_password(&text)
+            .map_err(|e| keyring_error("write", &name, &e))
+    }
+
+    fn clear_now(&self) -> Result<(), StoreError> {
+        let name = self.key.name();
+        match entry(&name)?.delete_credential() {
+            Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
+            Err(error) => Err(keyring_error("delete", &name, &error)),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for KeyringEntry {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        let entry = self.clone();
+        blocking(move || entry.load_now()).await
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        let entry = self.clone();
+        blocking(move || entry.save_now(credentials)).await
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        let entry = self.clone();
+        blocking(move || entry.clear_now()).await
+    }
+
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        let path = refresh_lock_path(&self.store.lock_dir, &self.key);
+        let lock = blocking(move || lock_file(&path)).await?;
+        Ok(Some(CredentialRefreshGuard::new(lock)))
+    }
+}
+
+/// Whether this build's default keyring backend keeps what it is given (invariant 1).
+fn backend_persists() -> Result<(), StoreError> {
+    use keyring::credential::CredentialPersistence;
+    match keyring::default::default_credential_builder().persistence() {
+        CredentialPersistence::UntilDelete | CredentialPersistence::UntilReboot => Ok(()),
+        _ => Err(StoreError::KeyringUnavailable {
+            reason: "this build has no keyring backend for this system".into(),
+        }),
+    }
+}
+
+fn entry(name: &str) -> Result<keyring::Entry, StoreError> {
+    keyring::Entry::new(SERVICE, name).map_err(|e| keyring_error("open", name, &e))
+}
+
+/// `error` in words that quote no stored value (invariant 2).
+fn keyring_error(action: &'static str, name: &str, error: &keyring::Error) -> StoreError {
+    use keyring::Error;
+    let reason = match error {
+        Error::PlatformFailure(cause) => format!("the keyring failed: {cause}"),
+        Error::NoStorageAccess(cause) => {
+            format!("the keyring is locked or refused access: {cause}")
+        }
+        Error::NoEntry => "there is no such entry".into(),
+        Error::BadEncoding(_) => "its value is not UTF-8: log in again".into(),
+        Error::TooLong(attribute, limit) => {
+            format!("its `{attribute}` is longer than the keyring's limit of {limit}")
+        }
+        Error::Invalid(attribute, why) => format!("its `{attribute}` is invalid: {why}"),
+        Error::Ambiguous(found) => format!("{} entries match its name", found.len()),
+        _ => "the keyring failed".into(),
+    };
+    StoreError::Keyring {
+        action,
+        name: name.to_owned(),
+        reason,
+    }
+}
