@@ -112,6 +112,34 @@ pub enum Command {
         #[command(flatten)]
         file: FileArgs,
     },
+    /// Log in to a remote server with OAuth, in a browser, and store the login.
+    ///
+    /// The authorization URL is opened with `$BROWSER` when set, else the system's
+    /// opener, and printed on stderr; the login waits for the browser's redirect on
+    /// a loopback port. Later commands send the stored token, refreshed as needed.
+    Login {
+        /// The server's name (a server with `url`).
+        name: String,
+        /// The scopes to ask for, instead of the configured `scopes` or the server's
+        /// (comma-separated, or repeat the flag).
+        #[arg(long, value_name = "SCOPE", value_delimiter = ',')]
+        scopes: Vec<String>,
+        /// Print the authorization URL only; open no browser.
+        #[arg(long)]
+        no_browser: bool,
+        /// How long to wait for the login to be finished in the browser.
+        #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+        timeout_sec: u64,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Forget the stored OAuth login of a server.
+    Logout {
+        /// The server's name.
+        name: String,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Remove a server from the configuration file.
     Remove {
         /// The server's name.

@@ -10,12 +10,14 @@
 
 mod args;
 mod bench;
+mod browser;
 mod config_file;
 mod demo;
 mod edit;
 mod import;
 mod input;
 mod logging;
+mod login;
 mod output;
 mod plan;
 mod progress;
@@ -151,9 +153,12 @@ async fn run(plan: Plan, mut interrupt: Interrupt) -> u8 {
                 arguments,
                 authority,
             };
-            let options = StartOptions::new()
+            let mut options = StartOptions::new()
                 .with_scope(scope)
                 .with_other_configured_servers(others);
+            if let Some(source) = login::credentials(&config).await {
+                options = options.with_credentials(source);
+            }
             call.run(config, options, interrupt).await
         }
         plan => tokio::select! {
@@ -179,7 +184,10 @@ async fn run_to_end(plan: Plan) -> u8 {
             json,
             view,
         } => {
-            let options = StartOptions::new().with_scope(scope).wait_for_all();
+            let mut options = StartOptions::new().with_scope(scope).wait_for_all();
+            if let Some(source) = login::credentials(&config).await {
+                options = options.with_credentials(source);
+            }
             let runtime = match start(config, options, Wait::All).await {
                 Ok(runtime) => runtime,
                 Err(error) => return report(&error),
@@ -235,6 +243,20 @@ async fn run_to_end(plan: Plan) -> u8 {
             Err(error) => report(&error),
         },
         Plan::Print(text) => print(&text, 0),
+        Plan::Login {
+            config,
+            server,
+            scopes,
+            no_browser,
+            wait,
+        } => match login::login(&config, &server, scopes, no_browser, wait).await {
+            Ok(text) => print(&text, 0),
+            Err(error) => report(&error),
+        },
+        Plan::Logout { config, server } => match login::logout(&config, &server).await {
+            Ok(text) => print(&text, 0),
+            Err(error) => report(&error),
+        },
         Plan::Call { .. } => unreachable!("calls run through `Call::run`"),
     }
 }

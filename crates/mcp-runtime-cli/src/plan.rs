@@ -65,6 +65,19 @@ pub enum Plan {
     },
     /// Print text that is already known, such as what `import` converted.
     Print(String),
+    /// Log in to a remote server and store the login.
+    Login {
+        config: Config,
+        server: ServerConfig,
+        scopes: Option<Vec<String>>,
+        no_browser: bool,
+        wait: std::time::Duration,
+    },
+    /// Forget a remote server's stored login.
+    Logout {
+        config: Config,
+        server: ServerConfig,
+    },
 }
 
 /// Which report.
@@ -188,6 +201,28 @@ impl Plan {
                 json: read.json,
             },
             Command::Import { file } => Self::Print(crate::import::toml(&file)?),
+            Command::Login {
+                name,
+                scopes,
+                no_browser,
+                timeout_sec,
+                common,
+            } => {
+                let config = load(&common)?;
+                let server = remote_server(&config, &name)?;
+                Self::Login {
+                    config,
+                    server,
+                    scopes: (!scopes.is_empty()).then_some(scopes),
+                    no_browser,
+                    wait: std::time::Duration::from_secs(timeout_sec),
+                }
+            }
+            Command::Logout { name, common } => {
+                let config = load(&common)?;
+                let server = remote_server(&config, &name)?;
+                Self::Logout { config, server }
+            }
         })
     }
 
@@ -199,6 +234,20 @@ impl Plan {
             view,
         })
     }
+}
+
+/// The server `name` of `config`, which must be a remote one (with `url`).
+fn remote_server(config: &Config, name: &str) -> anyhow::Result<ServerConfig> {
+    let Some(server) = config.servers.get(name) else {
+        bail!("no server is named `{name}` (list them with `mcp-runtime list`)");
+    };
+    if !matches!(
+        server.transport,
+        mcp_runtime::config::TransportConfig::StreamableHttp(_)
+    ) {
+        bail!("server `{name}` is not a remote server: only a server with `url` logs in");
+    }
+    Ok(server.clone())
 }
 
 /// The configuration of a command that starts servers: `--config`, `--demo`, the

@@ -11,4 +11,5 @@ mod cli;
 mod conformance;
 mod edit;
 mod import;
+mod login;
 mod network;

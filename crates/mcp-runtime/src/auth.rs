@@ -6,9 +6,10 @@
 //! login a person completes in a browser ([`login`]), the token store ([`store`]:
 //! the OS keyring or a `0600` file), and where a runtime finds the credentials a
 //! login left ([`CredentialSource`], given with
-//! [`crate::StartOptions::with_credentials`]; [`store::Store`] is one). A remote server with credentials in
-//! its store is sent the access token on every request, refreshed before it expires
-//! and once more when the server refuses it; one without is reached as configured.
+//! [`crate::StartOptions::with_credentials`]; [`store::Store`] is one). A remote
+//! server with credentials in its store is sent the access token on every request,
+//! refreshed before it expires and once more when the server refuses it; one without
+//! is reached as configured.
 
 pub mod login;
 pub mod store;

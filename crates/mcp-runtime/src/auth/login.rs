@@ -79,6 +79,23 @@ pub struct LoginSummary {
     pub expires_at: Option<SystemTime>,
 }
 
+impl LoginSummary {
+    /// A summary, for a host that shows logins it made another way.
+    pub fn new(
+        issuer: Option<String>,
+        client_id: String,
+        scopes: Vec<String>,
+        expires_at: Option<SystemTime>,
+    ) -> Self {
+        Self {
+            issuer,
+            client_id,
+            scopes,
+            expires_at,
+        }
+    }
+}
+
 /// Why a login failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

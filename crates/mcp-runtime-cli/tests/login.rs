@@ -1,0 +1,190 @@
+//! `login` → `tools` → `call` → `logout` against the protected fixture and its own
+//! authorization server, as a user runs them: `$BROWSER` is a script that follows the
+//! authorization URL's redirects (the fixture approves at once), and the login is
+//! kept in the token file of a `HOME` of the test's own.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Output,
+};
+
+use tokio::io::AsyncBufReadExt;
+
+use crate::support::{fixture_server, stderr, stdout};
+
+/// The protected fixture on a free port: the process and its MCP URL.
+async fn protected_fixture(oauth_log: &Path) -> (tokio::process::Child, String) {
+    let mut child = tokio::process::Command::new(fixture_server())
+        .args(["--http", "127.0.0.1:0", "--require-oauth", "--oauth-log"])
+        .arg(oauth_log)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the fixture starts");
+    let mut line = String::new();
+    tokio::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .await
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    (child, url)
+}
+
+/// A browser that follows every redirect of the URL it is given, without a proxy.
+fn browser_script(dir: &Path) -> PathBuf {
+    let path = dir.join("browser");
+    std::fs::write(
+        &path,
+        "#!/usr/bin/env python3\n\
+         import sys, urllib.request\n\
+         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))\n\
+         opener.open(sys.argv[1]).read()\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path
+}
+
+struct User {
+    home: tempfile::TempDir,
+    config: PathBuf,
+    browser: PathBuf,
+}
+
+impl User {
+    fn new(url: &str) -> Self {
+        let home = tempfile::tempdir().unwrap();
+        let config = home.path().join("config.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "mcp_oauth_credentials_store = \"file\"\n\n[mcp_servers.web]\nurl = \"{url}\"\n"
+            ),
+        )
+        .unwrap();
+        let browser = browser_script(home.path());
+        Self {
+            home,
+            config,
+            browser,
+        }
+    }
+
+    async fn run(&self, args: &[&str]) -> Output {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-runtime"));
+        command
+            .args(args)
+            .args(["--config", self.config.to_str().unwrap()])
+            .env("HOME", self.home.path())
+            .env("CODEX_HOME", self.home.path())
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("MCP_RUNTIME_LOG")
+            .env("BROWSER", &self.browser);
+        for name in ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"] {
+            command.env_remove(name);
+        }
+        command.output().await.expect("the binary runs")
+    }
+
+    /// Every file under the user's home, as text: where a token must not be.
+    fn files(&self) -> Vec<(PathBuf, String)> {
+        let mut found = Vec::new();
+        let mut dirs = vec![self.home.path().to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if let Ok(text) = std::fs::read_to_string(&path) {
+                    found.push((path, text));
+                }
+            }
+        }
+        found
+    }
+}
+
+#[tokio::test]
+async fn login_then_tools_and_call_then_logout() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_fixture, url) = protected_fixture(&dir.path().join("oauth.jsonl")).await;
+    let user = User::new(&url);
+
+    let before = user.run(&["tools"]).await;
+    assert!(
+        stderr(&before)
+            .contains("server `web` failed: handshake failed: server `web` answered HTTP 401"),
+        "{}",
+        stderr(&before)
+    );
+
+    let login = user.run(&["login", "web", "--timeout-sec", "60"]).await;
+    assert_eq!(login.status.code(), Some(0), "{}", stderr(&login));
+    let said = stdout(&login);
+    assert!(said.starts_with("logged in to `web`\n"), "{said}");
+    assert!(said.contains("  client:  "), "{said}");
+    assert!(stderr(&login).contains("open this URL in a browser"));
+
+    let tools = user.run(&["tools"]).await;
+    assert_eq!(tools.status.code(), Some(0), "{}", stderr(&tools));
+    assert!(
+        stdout(&tools).contains("mcp__web__echo"),
+        "{}",
+        stdout(&tools)
+    );
+    let call = user
+        .run(&["call", "mcp__web__echo", "--args", r#"{"x":1}"#, "--json"])
+        .await;
+    assert_eq!(call.status.code(), Some(0), "{}", stderr(&call));
+    assert!(stdout(&call).contains(r#""x": 1"#), "{}", stdout(&call));
+
+    // The token is in the token file and nowhere else the user's files are.
+    let token_files: Vec<_> = user
+        .files()
+        .into_iter()
+        .filter(|(_, text)| text.contains("access_token"))
+        .map(|(path, _)| path)
+        .collect();
+    assert_eq!(token_files.len(), 1, "{token_files:?}");
+    assert!(token_files[0].starts_with(user.home.path().join(".config/mcp-runtime")));
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&token_files[0]).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o077, 0, "the token file is the user's alone");
+
+    let logout = user.run(&["logout", "web"]).await;
+    assert_eq!(logout.status.code(), Some(0), "{}", stderr(&logout));
+    assert_eq!(stdout(&logout), "logged out of `web`\n");
+    let after = user.run(&["tools"]).await;
+    assert!(
+        stderr(&after).contains("answered HTTP 401"),
+        "{}",
+        stderr(&after)
+    );
+}
+
+#[tokio::test]
+async fn a_login_nobody_finishes_times_out_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_fixture, url) = protected_fixture(&dir.path().join("oauth.jsonl")).await;
+    let user = User::new(&url);
+    let login = user
+        .run(&["login", "web", "--no-browser", "--timeout-sec", "1"])
+        .await;
+    assert_eq!(login.status.code(), Some(2));
+    let said = stderr(&login);
+    let lines: Vec<&str> = said
+        .lines()
+        .filter(|line| !line.starts_with("  ") && !line.contains("open this URL"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "mcp-runtime: the login was not completed within 1s (run the login again, and finish it in the browser)"
+        ]
+    );
+}
