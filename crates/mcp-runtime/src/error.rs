@@ -863,7 +863,7 @@ pub enum RequestError {
 pub enum HttpFailure {
     /// `401`: the server wants credentials.
     #[error(
-        "server `{server}` answered HTTP 401: authorization is needed (name a token's variable with `bearer_token_env_var`, or send a header with `env_http_headers`)"
+        "server `{server}` answered HTTP 401: authorization is needed (log in with `mcp-runtime login {server}` if it uses OAuth, or name a token's variable with `bearer_token_env_var`, or send a header with `env_http_headers`)"
     )]
     Unauthorized {
         /// The server.
