@@ -14,6 +14,9 @@
 //!    `2026-07-28`.
 //! 2. Nothing is ignored and no check is relaxed: a scenario passes with no failed
 //!    check and no warning, or the test fails.
+//! 3. Every `auth/*` scenario mcp-runtime passes runs here too (module `auth`), at
+//!    every revision it lists; the ones it does not pass yet are in the README's
+//!    table with the reason, and get their test when they pass.
 //! 3. The verdict is the suite's checks, not the client's exit status: a client that
 //!    exits cleanly without doing what the scenario asks fails.
 
@@ -154,4 +157,87 @@ fn a_client_that_exits_cleanly_without_calling_the_tool_fails() {
         !report.contains("Client exited with code") && report.contains("- ToolAddNumbers:"),
         "the failure should come from the scenario's check, not the client's exit status:\n{report}"
     );
+}
+
+/// The OAuth scenarios: `mcp-runtime login` with a browser that follows the
+/// authorization URL's redirects, then `tools` and `call` (see
+/// `scripts/conformance-client`).
+mod auth {
+    use super::assert_scenario_passes;
+
+    /// Runs `name` at each of `revisions`.
+    fn passes_at(name: &str, revisions: &[&str]) {
+        for revision in revisions {
+            assert_scenario_passes(name, Some(revision));
+        }
+    }
+
+    const BOTH: &[&str] = &["2025-11-25", "2026-07-28"];
+    const MODERN: &[&str] = &["2026-07-28"];
+
+    #[test]
+    fn metadata_discovery_in_every_variant() {
+        for name in ["default", "var1", "var2", "var3"] {
+            passes_at(&format!("auth/metadata-{name}"), BOTH);
+        }
+    }
+
+    #[test]
+    fn scopes_from_the_challenge_the_metadata_or_none() {
+        for name in [
+            "scope-from-www-authenticate",
+            "scope-from-scopes-supported",
+            "scope-omitted-when-undefined",
+        ] {
+            passes_at(&format!("auth/{name}"), BOTH);
+        }
+    }
+
+    #[test]
+    fn a_scope_that_never_suffices_is_asked_for_at_most_three_times() {
+        passes_at("auth/scope-retry-limit", BOTH);
+    }
+
+    #[test]
+    fn every_token_endpoint_authentication_method() {
+        for method in ["basic", "post", "none"] {
+            passes_at(&format!("auth/token-endpoint-auth-{method}"), BOTH);
+        }
+    }
+
+    #[test]
+    fn the_2025_03_26_metadata_and_endpoint_fallbacks() {
+        for name in [
+            "2025-03-26-oauth-metadata-backcompat",
+            "2025-03-26-oauth-endpoint-fallback",
+        ] {
+            passes_at(&format!("auth/{name}"), &["2025-03-26"]);
+        }
+    }
+
+    #[test]
+    fn resource_and_offline_access_rules() {
+        for name in [
+            "resource-mismatch",
+            "offline-access-scope",
+            "offline-access-not-supported",
+        ] {
+            passes_at(&format!("auth/{name}"), MODERN);
+        }
+    }
+
+    #[test]
+    fn the_authorization_response_issuer_is_checked() {
+        for name in [
+            "iss-supported",
+            "iss-not-advertised",
+            "iss-supported-missing",
+            "iss-wrong-issuer",
+            "iss-unexpected",
+            "iss-normalized",
+            "metadata-issuer-mismatch",
+        ] {
+            passes_at(&format!("auth/{name}"), MODERN);
+        }
+    }
 }
