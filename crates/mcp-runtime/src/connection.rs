@@ -147,6 +147,8 @@ pub(crate) struct Connection {
     /// Whether the server is reached over the legacy HTTP+SSE transport, configured
     /// or found from a Streamable HTTP `url`'s answers.
     legacy_sse: bool,
+    /// Whether requests carry an OAuth login's token.
+    oauth: bool,
 }
 
 impl Connection {
@@ -184,6 +186,7 @@ impl Connection {
             tools_changed: tools_changed.clone(),
         };
         let splicer = Splicer::new();
+        let mut oauth = false;
         let (service, process, ended, legacy_sse) = match endpoint {
             Endpoint::Stdio(launch) => {
                 let started =
@@ -202,6 +205,7 @@ impl Connection {
                 };
                 let reached =
                     over_http::start(server, resolved, client, &splicer, &ended, pinned).await?;
+                oauth = reached.oauth;
                 (reached.service, None, ended, reached.legacy_sse)
             }
             Endpoint::Sse(resolved) => {
@@ -240,6 +244,7 @@ impl Connection {
             ended,
             closed: OnceCell::new(),
             legacy_sse,
+            oauth,
         })
     }
 
@@ -364,8 +369,13 @@ impl Connection {
 
     /// Whether the server lets other startups share its listings: it opts out by
     /// advertising `capabilities.experimental["codex/tool-catalog-cache"]` with
-    /// `"cacheable": false`.
+    /// `"cacheable": false`. A connection that carries an OAuth login never shares:
+    /// the discovery key does not hold the login's identity yet, and two accounts must
+    /// never share a listing.
     pub(crate) fn allows_shared_listing(&self) -> bool {
+        if self.oauth {
+            return false;
+        }
         let Some(info) = self.peer().peer_info() else {
             return true;
         };

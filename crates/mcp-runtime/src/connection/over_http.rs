@@ -78,13 +78,31 @@ pub(super) async fn start(
     ended: &CancellationToken,
     pinned: Option<ProtocolVersion>,
 ) -> Result<Reached, StartupError> {
-    let handshake = |error| StartupError::Handshake {
-        source: failure::from_initialize(error),
-        stderr_tail: Vec::new(),
-    };
     let oauth = match &resolved.oauth_store {
         Some(store) => http::OAuthLogin::from_store(server, &resolved.url, store.clone()).await?,
         None => None,
+    };
+    let logged_in = oauth.is_some();
+    let reached = start_with(server, resolved, client, splicer, ended, pinned, oauth).await?;
+    Ok(Reached {
+        oauth: logged_in,
+        ..reached
+    })
+}
+
+/// [`start`], with the server's OAuth login, if it has one.
+async fn start_with(
+    server: &str,
+    resolved: &http::ResolvedHttp,
+    client: Client,
+    splicer: &Splicer,
+    ended: &CancellationToken,
+    pinned: Option<ProtocolVersion>,
+    oauth: Option<http::OAuthLogin>,
+) -> Result<Reached, StartupError> {
+    let handshake = |error| StartupError::Handshake {
+        source: failure::from_initialize(error),
+        stderr_tail: Vec::new(),
     };
     match pinned {
         Some(version) if version.has_initialize() => {
@@ -148,11 +166,12 @@ pub(super) async fn start(
     }
 }
 
-/// A started connection, and whether the URL turned out to be a legacy HTTP+SSE
-/// server's (invariant 3).
+/// A started connection, whether the URL turned out to be a legacy HTTP+SSE server's
+/// (invariant 3), and whether its requests carry an OAuth login's token.
 pub(super) struct Reached {
     pub(super) service: RunningService<RoleClient, Client>,
     pub(super) legacy_sse: bool,
+    pub(super) oauth: bool,
 }
 
 impl Reached {
@@ -160,6 +179,7 @@ impl Reached {
         Self {
             service,
             legacy_sse: false,
+            oauth: false,
         }
     }
 }
@@ -261,6 +281,7 @@ async fn initialize(
             Ok(Reached {
                 service,
                 legacy_sse: true,
+                oauth: false,
             })
         }
         Err(error) => Err(StartupError::Handshake {
