@@ -373,10 +373,11 @@ async fn an_oversized_event_fails_only_the_call_it_answers() {
     runtime.shutdown().await;
 }
 
-#[tokio::test]
-async fn the_stream_ending_mid_call_fails_the_call_as_a_closed_connection() {
+/// A hand-written server whose `fault` tool does `fault`, started with a ready
+/// runtime: the runtime and the error of one `fault` call.
+async fn faulty_call(fault: Fault) -> (Runtime, String) {
     let server = LegacyServer::start(Behavior {
-        fault: Fault::EndStream,
+        fault,
         ..Behavior::default()
     })
     .await;
@@ -386,8 +387,14 @@ async fn the_stream_ending_mid_call_fails_the_call_as_a_closed_connection() {
         .call_tool("mcp__hand__fault", None)
         .await
         .unwrap_err();
+    (runtime, chain(&error))
+}
+
+#[tokio::test]
+async fn the_stream_ending_mid_call_fails_the_call_as_a_closed_connection() {
+    let (runtime, error) = faulty_call(Fault::EndStream).await;
     assert_eq!(
-        chain(&error),
+        error,
         "tool `fault` on server `hand` failed: the server closed the connection (the next call starts the server again)"
     );
     runtime.shutdown().await;
@@ -395,19 +402,9 @@ async fn the_stream_ending_mid_call_fails_the_call_as_a_closed_connection() {
 
 #[tokio::test]
 async fn a_post_answered_with_500_fails_that_call_with_the_servers_words() {
-    let server = LegacyServer::start(Behavior {
-        fault: Fault::Status500,
-        ..Behavior::default()
-    })
-    .await;
-    let (runtime, _) = start(config([sse_server("hand", &server.url, |_| {})])).await;
-    assert_ready(&runtime);
-    let error = runtime
-        .call_tool("mcp__hand__fault", None)
-        .await
-        .unwrap_err();
+    let (runtime, error) = faulty_call(Fault::Status500).await;
     assert_eq!(
-        chain(&error),
+        error,
         "tool `fault` on server `hand` failed: server `hand` answered HTTP 500: database on fire"
     );
     let after = runtime.call_tool("mcp__hand__echo", None).await.unwrap();
