@@ -23,6 +23,7 @@ pub fn report_json(servers: &[ServerStatus], catalog: &Catalog) -> Value {
                 "state": server.state.as_str(),
                 "transport": server.transport.as_str(),
                 "protocol_version": server.protocol_version,
+                "auth": server.auth.map(|auth| auth.as_str()),
                 "startup_ms": u64::try_from(server.startup_time.as_millis()).unwrap_or(u64::MAX),
                 "error": server.error.as_ref().map(|error| chain(error)),
                 "supports_parallel_tool_calls": server.supports_parallel_tool_calls,
@@ -67,6 +68,7 @@ pub fn servers_table(servers: &[ServerStatus]) -> String {
                 server.name.clone(),
                 server.state.as_str().to_owned(),
                 server.transport.as_str().to_owned(),
+                server.auth.map_or("", |auth| auth.as_str()).to_owned(),
                 format!("{}ms", server.startup_time.as_millis()),
                 server.tools.to_string(),
                 server
@@ -78,7 +80,15 @@ pub fn servers_table(servers: &[ServerStatus]) -> String {
         })
         .collect();
     table(
-        &["SERVER", "STATE", "TRANSPORT", "STARTUP", "TOOLS", "ERROR"],
+        &[
+            "SERVER",
+            "STATE",
+            "TRANSPORT",
+            "AUTH",
+            "STARTUP",
+            "TOOLS",
+            "ERROR",
+        ],
         &rows,
     )
 }

@@ -70,10 +70,10 @@ fn servers_shows_state_transport_and_tools() {
     let output = run(&["servers"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     insta::assert_snapshot!(redact_times(&stdout(&output)), @r"
-    SERVER   STATE  TRANSPORT  STARTUP  TOOLS  ERROR
-    math     ready  stdio      Nms      3
-    sandbox  ready  stdio      Nms      1
-    text     ready  stdio      Nms      3
+    SERVER   STATE  TRANSPORT  AUTH  STARTUP  TOOLS  ERROR
+    math     ready  stdio            Nms      3
+    sandbox  ready  stdio            Nms      1
+    text     ready  stdio            Nms      3
     ");
 }
 
@@ -99,6 +99,7 @@ fn json_reports_servers_and_tools_in_one_object() {
                     "state",
                     "transport",
                     "protocol_version",
+                    "auth",
                     "startup_ms",
                     "error",
                     "supports_parallel_tool_calls",

@@ -679,7 +679,7 @@ fn a_file_without_servers_lists_nothing_and_runs_no_demo() {
         ("tools", "TOOL  DESCRIPTION\n"),
         (
             "servers",
-            "SERVER  STATE  TRANSPORT  STARTUP  TOOLS  ERROR\n",
+            "SERVER  STATE  TRANSPORT  AUTH  STARTUP  TOOLS  ERROR\n",
         ),
     ] {
         let output = home.run(&[command]);

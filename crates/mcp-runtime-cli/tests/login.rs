@@ -108,6 +108,15 @@ impl User {
     }
 }
 
+/// The `auth` of server `web` in a `servers --json` report.
+fn auth_of(output: &Output) -> String {
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    report["servers"][0]["auth"]
+        .as_str()
+        .unwrap_or("null")
+        .to_owned()
+}
+
 #[tokio::test]
 async fn login_then_tools_and_call_then_logout() {
     let dir = tempfile::tempdir().unwrap();
@@ -122,6 +131,11 @@ async fn login_then_tools_and_call_then_logout() {
         stderr(&before)
     );
 
+    assert_eq!(
+        auth_of(&user.run(&["servers", "--json"]).await),
+        "needs_login"
+    );
+
     let login = user.run(&["login", "web", "--timeout-sec", "60"]).await;
     assert_eq!(login.status.code(), Some(0), "{}", stderr(&login));
     let said = stdout(&login);
@@ -129,6 +143,10 @@ async fn login_then_tools_and_call_then_logout() {
     assert!(said.contains("  client:  "), "{said}");
     assert!(stderr(&login).contains("open this URL in a browser"));
 
+    assert_eq!(
+        auth_of(&user.run(&["servers", "--json"]).await),
+        "logged_in"
+    );
     let tools = user.run(&["tools"]).await;
     assert_eq!(tools.status.code(), Some(0), "{}", stderr(&tools));
     assert!(

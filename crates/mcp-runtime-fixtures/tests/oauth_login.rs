@@ -94,6 +94,7 @@ async fn a_login_is_used_by_every_later_runtime_and_never_leaks_its_token() {
     let without = start_web(&fixture.url, None).await;
     let status = &without.servers()[0];
     assert_eq!(status.state, ServerState::Failed);
+    assert_eq!(status.auth, Some(mcp_runtime::AuthState::NeedsLogin));
     assert!(
         chain(status.error.as_ref().unwrap()).contains("answered HTTP 401"),
         "{:?}",
@@ -122,6 +123,7 @@ async fn a_login_is_used_by_every_later_runtime_and_never_leaks_its_token() {
         let runtime = start_web(&fixture.url, Some(&store)).await;
         let status = &runtime.servers()[0];
         assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+        assert_eq!(status.auth, Some(mcp_runtime::AuthState::LoggedIn));
         let echoed = runtime
             .call_tool("mcp__web__echo", object(serde_json::json!({"x": 1})))
             .await

@@ -252,6 +252,11 @@ impl Connection {
         &self.peer
     }
 
+    /// Whether the requests carry an OAuth login's token.
+    pub(crate) fn uses_oauth(&self) -> bool {
+        self.oauth
+    }
+
     /// Whether the server is reached over the legacy HTTP+SSE transport.
     pub(crate) fn over_legacy_sse(&self) -> bool {
         self.legacy_sse

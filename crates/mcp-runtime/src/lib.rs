@@ -50,8 +50,8 @@ pub use error::{
     AuthorityError, CallError, ConfigError, ListToolsError, RestartError, StartError, StartupError,
 };
 pub use manager::{
-    CallOptions, DEFAULT_OPTIONAL_GRACE, DEFAULT_SCOPE, Runtime, ServerState, ServerStatus,
-    StartOptions, StartupEvent, StartupSummary, TransportKind,
+    AuthState, CallOptions, DEFAULT_OPTIONAL_GRACE, DEFAULT_SCOPE, Runtime, ServerState,
+    ServerStatus, StartOptions, StartupEvent, StartupSummary, TransportKind,
 };
 /// The protocol types of `rmcp` that appear in this crate's API.
 pub use rmcp::model;

@@ -57,7 +57,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 pub use self::{
     startup::{DEFAULT_OPTIONAL_GRACE, DEFAULT_SCOPE, StartOptions, StartupEvent, StartupSummary},
-    status::{ServerState, ServerStatus, TransportKind},
+    status::{AuthState, ServerState, ServerStatus, TransportKind},
 };
 use crate::{
     authority::{CallAuthority, probe::LauncherProbe},
@@ -294,6 +294,11 @@ impl Runtime {
                         .clone()
                         .unwrap_or_else(|| "the connection closed".to_owned())
                 });
+                let error = live
+                    .last_error
+                    .clone()
+                    .or_else(|| settled.as_ref().and_then(|s| s.error.clone()));
+                let auth = auth_state(&server.config, live.connection.as_deref(), error.as_ref());
                 ServerStatus {
                     name: name.clone(),
                     state,
@@ -304,14 +309,12 @@ impl Runtime {
                     startup_time: settled
                         .as_ref()
                         .map_or_else(|| self.shared.began.elapsed(), |s| s.startup_time),
-                    error: live
-                        .last_error
-                        .clone()
-                        .or_else(|| settled.as_ref().and_then(|s| s.error.clone())),
+                    error,
                     unavailable,
                     restarts: server.restarts.load(Ordering::Relaxed) as u32,
                     pid: live.connection.as_ref().and_then(|c| c.pid()),
                     protocol_version: live.connection.as_ref().and_then(|c| c.protocol_version()),
+                    auth,
                     tools: catalog.tools().iter().filter(|t| t.server == *name).count(),
                     tools_list_requests: settled.as_ref().map_or(0, |s| s.tools_list_requests),
                     served_from_cache: settled.as_ref().is_some_and(|s| s.served_from_cache),
@@ -823,6 +826,30 @@ async fn refresh_on_change(
             tracing::warn!(server = %name, error = %crate::error::chain(&error), "refreshing tools after list_changed failed");
         }
     }
+}
+
+/// How `config`'s server is authorized (see [`AuthState`]): by the OAuth login its
+/// connection carries, by a bearer token, or not, when it failed asking for one.
+fn auth_state(
+    config: &crate::config::ServerConfig,
+    connection: Option<&Connection>,
+    error: Option<&crate::error::StartupError>,
+) -> Option<AuthState> {
+    use crate::{config::TransportConfig, error::HttpFailure};
+    let TransportConfig::StreamableHttp(http) = &config.transport else {
+        return None;
+    };
+    if connection.is_some_and(Connection::uses_oauth) {
+        return Some(AuthState::LoggedIn);
+    }
+    if let Some(HttpFailure::NeedsLogin { .. } | HttpFailure::Unauthorized { .. }) =
+        error.and_then(crate::error::StartupError::http_failure)
+    {
+        return Some(AuthState::NeedsLogin);
+    }
+    http.bearer_token_env_var
+        .is_some()
+        .then_some(AuthState::Bearer)
 }
 
 #[cfg(test)]

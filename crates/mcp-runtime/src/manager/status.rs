@@ -83,6 +83,30 @@ impl TransportKind {
     }
 }
 
+/// How a remote server is authorized, as `servers` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AuthState {
+    /// Its requests carry a stored OAuth login's token (`logged_in`).
+    LoggedIn,
+    /// It asked for authorization that it was not given, or refused its stored login:
+    /// `mcp-runtime login NAME` is the way on (`needs_login`).
+    NeedsLogin,
+    /// Its requests carry the token of `bearer_token_env_var` (`bearer`).
+    Bearer,
+}
+
+impl AuthState {
+    /// `logged_in`, `needs_login` or `bearer`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::LoggedIn => "logged_in",
+            Self::NeedsLogin => "needs_login",
+            Self::Bearer => "bearer",
+        }
+    }
+}
+
 /// What the runtime knows about one server.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -110,6 +134,9 @@ pub struct ServerStatus {
     /// for a server that answered `server/discover`, else the handshake revision it
     /// answered to `initialize`.
     pub protocol_version: Option<String>,
+    /// How it is authorized: `None` for a server that asks for nothing (and for a
+    /// local one).
+    pub auth: Option<AuthState>,
     /// How many of its tools are exposed.
     pub tools: usize,
     /// How many `tools/list` requests this runtime sent for the server's startup
