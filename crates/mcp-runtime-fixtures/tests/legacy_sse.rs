@@ -232,7 +232,10 @@ async fn exact_bytes_headers_and_token_reach_the_message_endpoint() {
     })]);
     let (runtime, _) = start(config).await;
     assert_ready(&runtime);
-    assert_eq!(runtime.servers()[0].auth, Some(mcp_runtime::AuthState::Bearer));
+    assert_eq!(
+        runtime.servers()[0].auth,
+        Some(mcp_runtime::AuthState::Bearer)
+    );
     let result = call_exact(&runtime, "mcp__hand__echo", ARGUMENTS, with_state())
         .await
         .unwrap();
