@@ -19,8 +19,8 @@
 //!
 //! [`Store::open`] follows `mcp_oauth_credentials_store`: `file` uses [`FileStore`];
 //! `keyring` uses [`KeyringStore`] and fails when this build has no keyring backend;
-//! `auto` uses the keyring only when a probe (write, read and delete an entry) succeeds
-//! within the probe timeout ([`StoreOptions::with_probe_timeout`]), else the file. The
+//! `auto` uses the keyring only when a probe (a read of an entry nobody writes, which
+//! must answer "no such entry"; nothing is written) succeeds within the probe timeout ([`StoreOptions::with_probe_timeout`]), else the file. The
 //! probe matters: without a backend the `keyring` crate silently keeps secrets in
 //! process memory, and a headless Linux machine (CI) has no Secret Service to answer.
 //! The choice is made once per process and each backend sees only its own entries: a
@@ -281,7 +281,7 @@ impl StoreOptions {
         self
     }
 
-    /// Probe the keyring with `probe` instead of a real write, read and delete.
+    /// Probe the keyring with `probe` instead of a real read.
     pub fn with_probe(mut self, probe: Arc<dyn KeyringProbe>) -> Self {
         self.probe = Some(probe);
         self

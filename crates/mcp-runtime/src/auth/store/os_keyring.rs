@@ -29,7 +29,7 @@ const SERVICE: &str = "mcp-runtime";
 /// Called on a blocking thread, and abandoned after the probe timeout
 /// ([`super::StoreOptions::with_probe_timeout`]).
 pub trait KeyringProbe: Send + Sync + fmt::Debug + 'static {
-    /// `Ok` when an entry can be written, read back and deleted.
+    /// `Ok` when the keyring answers.
     ///
     /// # Errors
     ///
@@ -37,37 +37,24 @@ pub trait KeyringProbe: Send + Sync + fmt::Debug + 'static {
     fn probe(&self) -> Result<(), StoreError>;
 }
 
-/// The real probe: writes, reads and deletes an entry of its own.
+/// The real probe: reads an entry nobody writes, and takes "no such entry" for a
+/// keyring that answers. It writes nothing: it runs in every process that starts a
+/// remote server, and a write would touch the person's keyring each time (and may
+/// ask them to allow it); a keyring that then refuses the login's write says so at
+/// `mcp-runtime login`.
 #[derive(Debug)]
 pub(super) struct SystemProbe;
+
+/// The entry the probe reads.
+const PROBE_ENTRY: &str = "probe";
 
 impl KeyringProbe for SystemProbe {
     fn probe(&self) -> Result<(), StoreError> {
         backend_persists()?;
-        let mut bytes = [0u8; 8];
-        let _ = getrandom::fill(&mut bytes);
-        let name = format!(
-            "probe-{}-{:x}",
-            std::process::id(),
-            u64::from_ne_bytes(bytes)
-        );
-        let entry = entry(&name)?;
-        let value = format!("mcp-runtime keyring probe {name}");
-        entry
-            .set_password(&value)
-            .map_err(|e| keyring_error("write", &name, &e))?;
-        let read = entry.get_password();
-        let deleted = entry.delete_credential();
-        match read {
-            Ok(read) if read == value => {}
-            Ok(_) => {
-                return Err(StoreError::KeyringUnavailable {
-                    reason: "a probe entry read back differently".into(),
-                });
-            }
-            Err(error) => return Err(keyring_error("read", &name, &error)),
+        match entry(PROBE_ENTRY)?.get_password() {
+            Ok(_) | Err(keyring::Error::NoEntry) => Ok(()),
+            Err(error) => Err(keyring_error("read", PROBE_ENTRY, &error)),
         }
-        deleted.map_err(|e| keyring_error("delete", &name, &e))
     }
 }
 
