@@ -49,6 +49,74 @@
 //! the second still refreshes once more, with the first one's (rotated) refresh token.
 //! A caller that wants a single refresh checks the expiry after acquiring the guard.
 
+/// An entry whose operations block (the file, the keyring): its `CredentialStore`
+/// ([`blocking_credential_store!`]) runs each one on a blocking thread.
+trait BlockingEntry: Clone + Send + Sync + 'static {
+    fn load_now(&self) -> Result<Option<StoredCredentials>, StoreError>;
+    fn save_now(&self, credentials: StoredCredentials) -> Result<(), StoreError>;
+    fn clear_now(&self) -> Result<(), StoreError>;
+    /// The file whose lock coordinates the refreshes of this entry's identity.
+    fn refresh_lock(&self) -> PathBuf;
+}
+
+/// rmcp's `CredentialStore` for a [`BlockingEntry`] type. A macro rather than a
+/// blanket impl: the trait is rmcp's, and coherence forbids implementing it for every
+/// type of a trait of this crate.
+macro_rules! blocking_credential_store {
+    ($entry:ty) => {
+        #[async_trait::async_trait]
+        impl rmcp::transport::auth::CredentialStore for $entry {
+            async fn load(
+                &self,
+            ) -> Result<
+                Option<rmcp::transport::auth::StoredCredentials>,
+                rmcp::transport::auth::AuthError,
+            > {
+                let entry = self.clone();
+                $crate::auth::store::blocking(move || {
+                    $crate::auth::store::BlockingEntry::load_now(&entry)
+                })
+                .await
+            }
+
+            async fn save(
+                &self,
+                credentials: rmcp::transport::auth::StoredCredentials,
+            ) -> Result<(), rmcp::transport::auth::AuthError> {
+                let entry = self.clone();
+                $crate::auth::store::blocking(move || {
+                    $crate::auth::store::BlockingEntry::save_now(&entry, credentials)
+                })
+                .await
+            }
+
+            async fn clear(&self) -> Result<(), rmcp::transport::auth::AuthError> {
+                let entry = self.clone();
+                $crate::auth::store::blocking(move || {
+                    $crate::auth::store::BlockingEntry::clear_now(&entry)
+                })
+                .await
+            }
+
+            async fn acquire_refresh_guard(
+                &self,
+            ) -> Result<
+                Option<rmcp::transport::auth::CredentialRefreshGuard>,
+                rmcp::transport::auth::AuthError,
+            > {
+                let path = $crate::auth::store::BlockingEntry::refresh_lock(self);
+                let lock = $crate::auth::store::blocking(move || {
+                    $crate::auth::store::file::lock_file(&path)
+                })
+                .await?;
+                Ok(Some(rmcp::transport::auth::CredentialRefreshGuard::new(
+                    lock,
+                )))
+            }
+        }
+    };
+}
+
 mod file;
 mod os_keyring;
 

@@ -24,17 +24,15 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsE
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rmcp::transport::auth::{
-    AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
-};
+use rmcp::transport::auth::StoredCredentials;
 use serde::{Deserialize, Serialize};
 
-use super::{Record, StoreError, StoreKey, blocking};
+use super::{Record, StoreError, StoreKey};
 
 /// The format version this code writes and reads.
 const VERSION: u64 = 1;
 
-/// The token file at one path: a [`CredentialStore`] per identity through
+/// The token file at one path: a [`CredentialStore`](rmcp::transport::auth::CredentialStore) per identity through
 /// [`FileStore::entry`].
 #[derive(Debug, Clone)]
 pub struct FileStore {
@@ -219,7 +217,9 @@ impl FileEntry {
     pub fn key(&self) -> &StoreKey {
         &self.key
     }
+}
 
+impl super::BlockingEntry for FileEntry {
     fn load_now(&self) -> Result<Option<StoredCredentials>, StoreError> {
         let mut document = self.store.read()?;
         Ok(document
@@ -247,31 +247,13 @@ impl FileEntry {
         self.store
             .update(|document| document.entries.remove(&self.key.name()).is_some())
     }
-}
 
-#[async_trait::async_trait]
-impl CredentialStore for FileEntry {
-    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        let entry = self.clone();
-        blocking(move || entry.load_now()).await
-    }
-
-    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        let entry = self.clone();
-        blocking(move || entry.save_now(credentials)).await
-    }
-
-    async fn clear(&self) -> Result<(), AuthError> {
-        let entry = self.clone();
-        blocking(move || entry.clear_now()).await
-    }
-
-    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
-        let path = refresh_lock_path(&self.store.lock_dir(), &self.key);
-        let lock = blocking(move || lock_file(&path)).await?;
-        Ok(Some(CredentialRefreshGuard::new(lock)))
+    fn refresh_lock(&self) -> PathBuf {
+        refresh_lock_path(&self.store.lock_dir(), &self.key)
     }
 }
+
+blocking_credential_store!(FileEntry);
 
 /// The refresh lock of `key` in `dir` (module invariant 3 of `store`).
 pub(super) fn refresh_lock_path(dir: &Path, key: &StoreKey) -> PathBuf {

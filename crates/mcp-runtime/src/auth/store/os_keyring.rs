@@ -14,12 +14,10 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use rmcp::transport::auth::{
-    AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
-};
+use rmcp::transport::auth::StoredCredentials;
 
-use super::file::{lock_file, refresh_lock_path};
-use super::{Record, StoreError, StoreKey, blocking};
+use super::file::refresh_lock_path;
+use super::{Record, StoreError, StoreKey};
 
 /// The keyring service name of every entry.
 const SERVICE: &str = "mcp-runtime";
@@ -58,7 +56,7 @@ impl KeyringProbe for SystemProbe {
     }
 }
 
-/// The OS keyring: a [`CredentialStore`] per identity through [`KeyringStore::entry`].
+/// The OS keyring: a [`CredentialStore`](rmcp::transport::auth::CredentialStore) per identity through [`KeyringStore::entry`].
 #[derive(Debug, Clone)]
 pub struct KeyringStore {
     lock_dir: PathBuf,
@@ -100,7 +98,9 @@ impl KeyringEntry {
     pub fn key(&self) -> &StoreKey {
         &self.key
     }
+}
 
+impl super::BlockingEntry for KeyringEntry {
     fn load_now(&self) -> Result<Option<StoredCredentials>, StoreError> {
         let name = self.key.name();
         let text = match entry(&name)?.get_password() {
@@ -139,31 +139,13 @@ impl KeyringEntry {
             Err(error) => Err(keyring_error("delete", &name, &error)),
         }
     }
-}
 
-#[async_trait::async_trait]
-impl CredentialStore for KeyringEntry {
-    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        let entry = self.clone();
-        blocking(move || entry.load_now()).await
-    }
-
-    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        let entry = self.clone();
-        blocking(move || entry.save_now(credentials)).await
-    }
-
-    async fn clear(&self) -> Result<(), AuthError> {
-        let entry = self.clone();
-        blocking(move || entry.clear_now()).await
-    }
-
-    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
-        let path = refresh_lock_path(&self.store.lock_dir, &self.key);
-        let lock = blocking(move || lock_file(&path)).await?;
-        Ok(Some(CredentialRefreshGuard::new(lock)))
+    fn refresh_lock(&self) -> PathBuf {
+        refresh_lock_path(&self.store.lock_dir, &self.key)
     }
 }
+
+blocking_credential_store!(KeyringEntry);
 
 /// Whether this build's default keyring backend keeps what it is given (invariant 1).
 fn backend_persists() -> Result<(), StoreError> {

@@ -1,6 +1,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 
+use rmcp::transport::auth::CredentialStore as _;
+
+use super::super::BlockingEntry as _;
 use super::super::tests::{access_token, credentials, key};
 use super::*;
 
