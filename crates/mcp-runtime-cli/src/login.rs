@@ -61,25 +61,29 @@ pub(crate) async fn login(
     no_browser: bool,
     wait: Duration,
 ) -> anyhow::Result<String> {
-    let store = open(config).await?;
-    let TransportConfig::StreamableHttp(http) = &server.transport else {
-        anyhow::bail!("server `{}` is not a remote server", server.name);
-    };
-    let entry = store.store_for(&server.name, &http.url, &server.oauth);
-    let mut login = Login::new(server, entry);
+    let mut login = Login::new(server, entry(config, server).await?);
     login.scopes = scopes;
     login.wait = wait;
     let summary = login.run(&Browser::from_env(no_browser)).await?;
     Ok(describe(&server.name, &summary, SystemTime::now()))
 }
 
-/// Forgets `server`'s stored login; what to print.
-pub(crate) async fn logout(config: &Config, server: &ServerConfig) -> anyhow::Result<String> {
-    let store = open(config).await?;
+/// The token store's entry of `server`, a remote one.
+async fn entry(
+    config: &Config,
+    server: &ServerConfig,
+) -> anyhow::Result<Arc<dyn mcp_runtime::auth::CredentialStore>> {
     let TransportConfig::StreamableHttp(http) = &server.transport else {
         anyhow::bail!("server `{}` is not a remote server", server.name);
     };
-    let entry = store.store_for(&server.name, &http.url, &server.oauth);
+    Ok(open(config)
+        .await?
+        .store_for(&server.name, &http.url, &server.oauth))
+}
+
+/// Forgets `server`'s stored login; what to print.
+pub(crate) async fn logout(config: &Config, server: &ServerConfig) -> anyhow::Result<String> {
+    let entry = entry(config, server).await?;
     let stored = entry
         .load()
         .await
