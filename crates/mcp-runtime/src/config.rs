@@ -190,12 +190,74 @@ pub struct OAuthConfig {
     pub scopes: Option<Vec<String>>,
     /// `oauth.client_id`: a pre-registered client.
     pub client_id: Option<String>,
+    /// `oauth.client_secret_env_var`: the variable holding that client's secret (a
+    /// confidential client); the secret is never written in the file.
+    pub client_secret_env_var: Option<String>,
+    /// `oauth.client_metadata_url`: the `https` URL of this client's metadata document
+    /// (a Client ID Metadata Document), its client id where the authorization server
+    /// supports them and no `client_id` is set.
+    pub client_metadata_url: Option<String>,
+    /// `oauth.grant_type`: how tokens are obtained.
+    pub grant_type: GrantType,
+    /// `oauth.private_key_env_var`: the variable holding the client's private key (PEM),
+    /// for `private_key_jwt` authentication of a machine client.
+    pub private_key_env_var: Option<String>,
+    /// `oauth.signing_algorithm`: the algorithm of that key's assertions.
+    pub signing_algorithm: SigningAlgorithm,
     /// `oauth.callback_url`: the redirect URL registered for that client.
     pub callback_url: Option<String>,
     /// `oauth.callback_port`: the local port the login listens on.
     pub callback_port: Option<u16>,
     /// `oauth_resource`: the `resource` parameter (RFC 8707), overriding the server URL.
     pub resource: Option<String>,
+}
+
+/// `oauth.grant_type`: how a remote server's access tokens are obtained.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GrantType {
+    /// `authorization_code`: a person logs in through a browser (`mcp-runtime login`).
+    #[default]
+    AuthorizationCode,
+    /// `client_credentials`: a machine client authenticates itself with its secret or
+    /// private key, with no person; tokens are obtained when the server asks for one.
+    ClientCredentials,
+}
+
+/// `oauth.signing_algorithm`: the JWS algorithm of a `private_key_jwt` assertion.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SigningAlgorithm {
+    /// `RS256`.
+    Rs256,
+    /// `RS384`.
+    Rs384,
+    /// `RS512`.
+    Rs512,
+    /// `ES256`, the default.
+    #[default]
+    Es256,
+    /// `ES384`.
+    Es384,
+}
+
+impl SigningAlgorithm {
+    /// Every algorithm, with its name in the file.
+    pub(crate) const ALL: [(&'static str, Self); 5] = [
+        ("RS256", Self::Rs256),
+        ("RS384", Self::Rs384),
+        ("RS512", Self::Rs512),
+        ("ES256", Self::Es256),
+        ("ES384", Self::Es384),
+    ];
+
+    /// The algorithm's name, as in JWS and the file.
+    pub fn as_str(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, algorithm)| *algorithm == self)
+            .map_or("ES256", |(name, _)| name)
+    }
 }
 
 /// One `[mcp_servers.NAME]` table.

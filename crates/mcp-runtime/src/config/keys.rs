@@ -53,7 +53,16 @@ pub(crate) const LITERAL_TOKEN_KEYS: &[&str] = &["bearer_token"];
 /// Keys of a `[mcp_servers.NAME.tools.TOOL]` table.
 pub(crate) const TOOL_KEYS: &[&str] = &["approval_mode", "output_token_limit"];
 /// Keys of a `[mcp_servers.NAME.oauth]` table.
-pub(crate) const OAUTH_KEYS: &[&str] = &["client_id", "callback_url", "callback_port"];
+pub(crate) const OAUTH_KEYS: &[&str] = &[
+    "client_id",
+    "client_secret_env_var",
+    "client_metadata_url",
+    "callback_url",
+    "callback_port",
+    "grant_type",
+    "private_key_env_var",
+    "signing_algorithm",
+];
 /// Keys of an `env_vars` entry written as a table.
 pub(crate) const ENV_VAR_KEYS: &[&str] = &["name", "source"];
 

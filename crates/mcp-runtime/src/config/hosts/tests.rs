@@ -745,7 +745,7 @@ fn a_file_read_as_written_expands_no_variable_and_is_otherwise_as_loaded() {
         &[],
     );
     assert_eq!(shown.servers, servers(vec![cli, web]));
-    assert!(!format!("{shown:?}").contains("secret"), "{shown:?}");
+    assert!(!format!("{shown:?}").contains("secret-pw"), "{shown:?}");
     // Loaded, the same file holds the values: only their text differs.
     let loaded = load(text, path, &env).unwrap();
     assert_eq!(

@@ -14,8 +14,9 @@ use toml::{Table, Value};
 use super::File;
 use crate::{
     config::{
-        ApprovalMode, OAuthConfig, ServerConfig, ToolConfig, TransportConfig,
-        checks::{shown, url_problem},
+        ApprovalMode, GrantType, OAuthConfig, ServerConfig, SigningAlgorithm, ToolConfig,
+        TransportConfig,
+        checks::{env_name_problem, shown, url_problem},
         keys::{OAUTH_KEYS, TOOL_KEYS, table_part},
     },
     error::ConfigError,
@@ -106,8 +107,9 @@ impl File<'_> {
         Ok(settings)
     }
 
-    /// `oauth` (`client_id`, `callback_url`, `callback_port`) and `oauth_resource`,
-    /// kept for the OAuth login; nothing reads them yet.
+    /// `oauth` (the client: `client_id`, `client_secret_env_var`, `client_metadata_url`,
+    /// `grant_type`, `private_key_env_var`, `signing_algorithm`; the login's redirect:
+    /// `callback_url`, `callback_port`) and `oauth_resource`.
     fn oauth_keys(&self, table: &Table, t: &str, oauth: &mut OAuthConfig) {
         if let Some(value) = table.get("oauth")
             && let Some(settings) = self.ok(self.table(value, t, "oauth"))
@@ -118,6 +120,7 @@ impl File<'_> {
                 let client_id = self.non_empty(value, &o, "client_id").map(Some);
                 self.set(&mut oauth.client_id, client_id);
             }
+            self.oauth_client_keys(settings, &o, oauth);
             if let Some(value) = settings.get("callback_url") {
                 let url = self.url(value, &o, "callback_url").map(Some);
                 self.set(&mut oauth.callback_url, url);
@@ -137,6 +140,101 @@ impl File<'_> {
         if let Some(value) = table.get("oauth_resource") {
             let resource = self.url(value, t, "oauth_resource").map(Some);
             self.set(&mut oauth.resource, resource);
+        }
+    }
+
+    /// The keys of a confidential or machine client: where its secret or key is read
+    /// from (never the file), its metadata document, its grant. A secret or key
+    /// belongs to a `client_id`; a machine client has one of them.
+    fn oauth_client_keys(&self, settings: &Table, o: &str, oauth: &mut OAuthConfig) {
+        for (key, field) in [
+            ("client_secret_env_var", &mut oauth.client_secret_env_var),
+            ("private_key_env_var", &mut oauth.private_key_env_var),
+        ] {
+            if let Some(name) = settings
+                .get(key)
+                .and_then(|value| self.ok(self.string(value, o, key)))
+            {
+                self.check(o, key, || super::variable(&name), env_name_problem(&name));
+                *field = Some(name);
+            }
+        }
+        if let Some(value) = settings.get("client_metadata_url") {
+            let url = self.url(value, o, "client_metadata_url").and_then(|url| {
+                cimd_url_problem(&url)
+                    .map(|expected| Err(self.invalid(o, "client_metadata_url", expected)))
+                    .unwrap_or(Ok(Some(url)))
+            });
+            self.set(&mut oauth.client_metadata_url, url);
+        }
+        if let Some(value) = settings.get("grant_type") {
+            let grant = match value.as_str() {
+                Some("authorization_code") => Ok(GrantType::AuthorizationCode),
+                Some("client_credentials") => Ok(GrantType::ClientCredentials),
+                _ => Err(self.invalid(
+                    o,
+                    "grant_type",
+                    "`authorization_code` or `client_credentials`",
+                )),
+            };
+            self.set(&mut oauth.grant_type, grant);
+        }
+        if let Some(value) = settings.get("signing_algorithm") {
+            let algorithm = SigningAlgorithm::ALL
+                .iter()
+                .find(|(name, _)| value.as_str() == Some(name))
+                .map(|(_, algorithm)| *algorithm)
+                .ok_or_else(|| {
+                    self.invalid(
+                        o,
+                        "signing_algorithm",
+                        "one of `ES256`, `ES384`, `RS256`, `RS384` and `RS512`",
+                    )
+                });
+            self.set(&mut oauth.signing_algorithm, algorithm);
+        }
+        let needs = |key: &str, expected: &str| {
+            if settings.contains_key(key) {
+                self.report(self.invalid(o, key, expected));
+            }
+        };
+        if oauth.client_id.is_none() {
+            needs(
+                "client_secret_env_var",
+                "set with `client_id`: the secret is a pre-registered client's",
+            );
+            needs(
+                "private_key_env_var",
+                "set with `client_id`: the key is a pre-registered client's",
+            );
+        }
+        let machine = oauth.grant_type == GrantType::ClientCredentials;
+        if !machine {
+            needs(
+                "private_key_env_var",
+                "set with `grant_type = \"client_credentials\"`: the key authenticates a machine client",
+            );
+        }
+        if oauth.private_key_env_var.is_none() {
+            needs(
+                "signing_algorithm",
+                "set with `private_key_env_var`: it is the algorithm of that key",
+            );
+        }
+        if oauth.client_secret_env_var.is_some() && oauth.private_key_env_var.is_some() {
+            needs(
+                "private_key_env_var",
+                "set without `client_secret_env_var`: a client authenticates with one of them",
+            );
+        }
+        if machine
+            && (oauth.client_id.is_none()
+                || (oauth.client_secret_env_var.is_none() && oauth.private_key_env_var.is_none()))
+        {
+            needs(
+                "grant_type",
+                "`authorization_code` here, or given a `client_id` with `client_secret_env_var` or `private_key_env_var`: a machine client authenticates itself",
+            );
         }
     }
 
@@ -240,4 +338,13 @@ impl File<'_> {
             None => Ok(url),
         }
     }
+}
+
+/// What a Client ID Metadata Document's URL must be, when it is not: `https`, with a
+/// path to the document (the URL is the client id, and the authorization server
+/// fetches it).
+fn cimd_url_problem(url: &str) -> Option<&'static str> {
+    let parsed = url::Url::parse(url).ok()?;
+    (parsed.scheme() != "https" || parsed.path() == "/" || parsed.path().is_empty())
+        .then_some("an `https` URL with a path to the client's metadata document")
 }

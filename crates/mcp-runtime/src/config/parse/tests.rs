@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::HttpTransport;
+use crate::config::{GrantType, HttpTransport, SigningAlgorithm};
 
 fn parse_err(text: &str) -> String {
     let error = parse(text, Path::new("/etc/mcp.toml")).unwrap_err();
@@ -164,6 +164,83 @@ fn unknown_keys_in_tool_oauth_and_env_var_tables_suggest_the_closest_key() {
             "`/etc/mcp.toml`: key `env_vars` in `[mcp_servers.a]`: item 1 needs `name`, the variable's name as a string",
             "`/etc/mcp.toml`: unknown key `aproval_mode` in `[mcp_servers.a.tools.search]` (did you mean `approval_mode`?)",
             "`/etc/mcp.toml`: unknown key `client` in `[mcp_servers.b.oauth]` (did you mean `client_id`?)",
+        ]
+    );
+}
+
+#[test]
+fn a_confidential_or_machine_client_is_read_with_its_secret_named_not_written() {
+    let config = parse_ok(
+        r#"
+        [mcp_servers.web]
+        url = "https://x/mcp"
+        oauth = { client_id = "app", client_secret_env_var = "APP_SECRET", client_metadata_url = "https://app.example/client.json" }
+        [mcp_servers.robot]
+        url = "https://y/mcp"
+        [mcp_servers.robot.oauth]
+        client_id = "robot"
+        grant_type = "client_credentials"
+        private_key_env_var = "ROBOT_KEY"
+        signing_algorithm = "RS256"
+        "#,
+    );
+    let web = &config.servers["web"].oauth;
+    assert_eq!(web.client_secret_env_var.as_deref(), Some("APP_SECRET"));
+    assert_eq!(
+        web.client_metadata_url.as_deref(),
+        Some("https://app.example/client.json")
+    );
+    assert_eq!(web.grant_type, GrantType::AuthorizationCode);
+    let robot = &config.servers["robot"].oauth;
+    assert_eq!(robot.grant_type, GrantType::ClientCredentials);
+    assert_eq!(robot.private_key_env_var.as_deref(), Some("ROBOT_KEY"));
+    assert_eq!(robot.signing_algorithm, SigningAlgorithm::Rs256);
+    assert_eq!(robot.signing_algorithm.as_str(), "RS256");
+}
+
+#[test]
+fn a_client_secret_or_key_without_its_client_is_refused() {
+    let messages = parse_errors(
+        r#"
+        [mcp_servers.a]
+        url = "https://x/mcp"
+        oauth = { client_secret_env_var = "S", client_metadata_url = "http://x/c.json" }
+        [mcp_servers.b]
+        url = "https://x/mcp"
+        oauth = { client_id = "b", grant_type = "client_credentials" }
+        [mcp_servers.c]
+        url = "https://x/mcp"
+        oauth = { client_id = "c", private_key_env_var = "K=1", signing_algorithm = "HS256" }
+        [mcp_servers.d]
+        url = "https://x/mcp"
+        oauth = { client_id = "d", client_secret_env_var = "S", private_key_env_var = "K", grant_type = "client_credentials" }
+        "#,
+    );
+    let f = "`/etc/mcp.toml`:";
+    assert_eq!(
+        messages,
+        [
+            format!(
+                "{f} key `client_metadata_url` in `[mcp_servers.a.oauth]` must be an `https` URL with a path to the client's metadata document"
+            ),
+            format!(
+                "{f} key `client_secret_env_var` in `[mcp_servers.a.oauth]` must be set with `client_id`: the secret is a pre-registered client's"
+            ),
+            format!(
+                "{f} key `grant_type` in `[mcp_servers.b.oauth]` must be `authorization_code` here, or given a `client_id` with `client_secret_env_var` or `private_key_env_var`: a machine client authenticates itself"
+            ),
+            format!(
+                "{f} key `private_key_env_var` in `[mcp_servers.c.oauth]`: variable `K=…` contains `=`, which no variable name can hold (write the variable's name alone)"
+            ),
+            format!(
+                "{f} key `signing_algorithm` in `[mcp_servers.c.oauth]` must be one of `ES256`, `ES384`, `RS256`, `RS384` and `RS512`"
+            ),
+            format!(
+                "{f} key `private_key_env_var` in `[mcp_servers.c.oauth]` must be set with `grant_type = \"client_credentials\"`: the key authenticates a machine client"
+            ),
+            format!(
+                "{f} key `private_key_env_var` in `[mcp_servers.d.oauth]` must be set without `client_secret_env_var`: a client authenticates with one of them"
+            ),
         ]
     );
 }

@@ -94,6 +94,7 @@ fn a_complete_codex_config_loads_with_every_honoured_key_applied() {
             callback_url: Some("https://login.example.com/callback".into()),
             callback_port: Some(8765),
             resource: Some("https://api.example.com/".into()),
+            ..OAuthConfig::default()
         }
     );
     let legacy = &config.servers["gamma-legacy"];
