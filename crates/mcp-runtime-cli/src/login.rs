@@ -7,6 +7,11 @@
 //!    a configuration of local servers never touches the keyring.
 //! 2. Nothing printed holds a token: `login` prints the issuer, the client id, the
 //!    scopes and when the token expires.
+//! 3. A command that starts servers logs in again in place ([`Relogin`]) only where
+//!    a login was made before and can no longer serve (expired beyond refresh, or
+//!    short of a scope the server asks for), only when a person can finish it (a
+//!    `$BROWSER` is named or stderr is a terminal), and at most once per command: a
+//!    server that goes on refusing fails the command as it would have.
 
 use std::{
     sync::Arc,
@@ -15,13 +20,14 @@ use std::{
 
 use anyhow::Context;
 use mcp_runtime::{
-    Config, ServerConfig,
+    Config, ServerConfig, ServerStatus,
     auth::{
         CredentialSource,
         login::{Login, LoginSummary},
         store::{Store, StoreOptions},
     },
     config::TransportConfig,
+    error::HttpFailure,
 };
 
 use crate::browser::Browser;
@@ -66,6 +72,75 @@ pub(crate) async fn login(
     login.wait = wait;
     let summary = login.run(&Browser::from_env(no_browser)).await?;
     Ok(describe(&server.name, &summary, SystemTime::now()))
+}
+
+/// How long a login made in place waits for the person.
+const RELOGIN_WAIT: Duration = Duration::from_secs(120);
+
+/// A login a command needs before it runs again (invariant 3): the server's stored
+/// one can no longer serve it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Relogin {
+    server: String,
+    /// The scopes the server asked for beyond the login's (empty: a new login).
+    more_scopes: Vec<String>,
+}
+
+impl Relogin {
+    /// The login `failure` asks for, when another login can mend it.
+    pub(crate) fn for_failure(failure: &HttpFailure) -> Option<Self> {
+        match failure {
+            HttpFailure::NeedsLogin { server } => Some(Self {
+                server: server.clone(),
+                more_scopes: Vec::new(),
+            }),
+            HttpFailure::InsufficientScope { server, scopes } if !scopes.is_empty() => Some(Self {
+                server: server.clone(),
+                more_scopes: scopes.clone(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The login the first server of `servers` that failed so needs.
+    pub(crate) fn for_servers(servers: &[ServerStatus]) -> Option<Self> {
+        servers
+            .iter()
+            .filter_map(|server| server.error.as_ref()?.http_failure())
+            .find_map(Self::for_failure)
+    }
+
+    /// Whether a person can finish a login now: a `$BROWSER` is named, or stderr is
+    /// a terminal (where the URL is shown, and the system's opener tried).
+    pub(crate) fn can_reach_person() -> bool {
+        use std::io::IsTerminal as _;
+        Browser::from_env(false).browser_variable.is_some() || std::io::stderr().is_terminal()
+    }
+
+    /// Logs in to the server again, saying why on stderr first.
+    pub(crate) async fn run(&self, config: &Config) -> anyhow::Result<()> {
+        let server = config
+            .servers
+            .get(&self.server)
+            .with_context(|| format!("no server is named `{}`", self.server))?;
+        if self.more_scopes.is_empty() {
+            eprintln!(
+                "mcp-runtime: server `{}` needs a new login; logging in",
+                self.server
+            );
+        } else {
+            eprintln!(
+                "mcp-runtime: server `{}` asks for more scopes ({}); logging in again",
+                self.server,
+                self.more_scopes.join(" ")
+            );
+        }
+        let mut login = Login::new(server, entry(config, server).await?);
+        login.wait = RELOGIN_WAIT;
+        login.more_scopes = self.more_scopes.clone();
+        login.run(&Browser::from_env(false)).await?;
+        Ok(())
+    }
 }
 
 /// The token store's entry of `server`, a remote one.

@@ -32,7 +32,10 @@ use anyhow::Context;
 use clap::Parser;
 use mcp_runtime::{CallError, CallOptions, Config, Runtime, StartOptions};
 
-use crate::plan::{Plan, View};
+use crate::{
+    login::Relogin,
+    plan::{Plan, View},
+};
 
 /// The tool answered with `isError: true`.
 const EXIT_TOOL_ERROR: u8 = 1;
@@ -159,7 +162,22 @@ async fn run(plan: Plan, mut interrupt: Interrupt) -> u8 {
             if let Some(source) = login::credentials(&config).await {
                 options = options.with_credentials(source);
             }
-            call.run(config, options, interrupt).await
+            let (relogin, error) = match call
+                .run(config.clone(), options.clone(), &mut interrupt, true)
+                .await
+            {
+                Called::Done(code) => return code,
+                Called::NeedsLogin(relogin, error) => (relogin, error),
+            };
+            // Once (login invariant 3): the call is made again after the login.
+            if let Err(login_error) = relogin.run(&config).await {
+                report(&error);
+                return report(&login_error);
+            }
+            match call.run(config, options, &mut interrupt, false).await {
+                Called::Done(code) => code,
+                Called::NeedsLogin(_, error) => report(&error),
+            }
         }
         plan => tokio::select! {
             code = run_to_end(plan) => code,
@@ -188,10 +206,28 @@ async fn run_to_end(plan: Plan) -> u8 {
             if let Some(source) = login::credentials(&config).await {
                 options = options.with_credentials(source);
             }
-            let runtime = match start(config, options, Wait::All).await {
+            let mut runtime = match start(config.clone(), options.clone(), Wait::All).await {
                 Ok(runtime) => runtime,
                 Err(error) => return report(&error),
             };
+            // Once (login invariant 3): the servers start again after the login; if
+            // it cannot be made, the report shows the failure as it is.
+            if let Some(relogin) = Relogin::for_servers(&runtime.servers())
+                && Relogin::can_reach_person()
+            {
+                match relogin.run(&config).await {
+                    Ok(()) => {
+                        runtime.shutdown().await;
+                        runtime = match start(config, options, Wait::All).await {
+                            Ok(runtime) => runtime,
+                            Err(error) => return report(&error),
+                        };
+                    }
+                    Err(error) => {
+                        report(&error);
+                    }
+                }
+            }
             let servers = runtime.servers();
             let catalog = runtime.catalog();
             let text = if json {
@@ -261,6 +297,15 @@ async fn run_to_end(plan: Plan) -> u8 {
     }
 }
 
+/// How a [`Call`] ended.
+enum Called {
+    /// With this exit code, everything printed and the servers shut down.
+    Done(u8),
+    /// With a failure another login may mend (the servers shut down, nothing
+    /// printed): the login, and the failure to report if it cannot be made.
+    NeedsLogin(Relogin, anyhow::Error),
+}
+
 /// A `call` command.
 struct Call {
     json: bool,
@@ -277,27 +322,46 @@ impl Call {
     /// servers its tool may belong to. A `required` server that fails to start still
     /// fails the command. A signal while the call is in flight gives it up: the
     /// `notifications/cancelled` it owes is written before every server is killed.
-    async fn run(self, config: Config, options: StartOptions, mut interrupt: Interrupt) -> u8 {
+    /// A failure another login may mend ends the call with [`Called::NeedsLogin`]
+    /// when `relogin` allows it and a person can finish that login.
+    async fn run(
+        &self,
+        config: Config,
+        options: StartOptions,
+        interrupt: &mut Interrupt,
+        relogin: bool,
+    ) -> Called {
         let started = tokio::select! {
             started = start(config, options, Wait::Usable) => started,
             // Dropping the start kills what it started; nothing was called yet.
-            code = interrupt.received() => return code,
+            code = interrupt.received() => return Called::Done(code),
         };
         let runtime = match started {
             Ok(runtime) => runtime,
-            Err(error) => return report(&error),
+            Err(error) => return Called::Done(report(&error)),
         };
         let mut options = CallOptions::new();
-        if let Some(authority) = self.authority {
+        if let Some(authority) = self.authority.clone() {
             options = options.with_authority(authority);
         }
         let answer = tokio::select! {
             answer = runtime.call_tool_exact(&self.name, &self.arguments, options) => answer,
             code = interrupt.received() => {
                 runtime.abort().await;
-                return code;
+                return Called::Done(code);
             }
         };
+        if let Err(error) = &answer
+            && relogin
+            && let Some(login) = error.http_failure().and_then(Relogin::for_failure)
+            && Relogin::can_reach_person()
+        {
+            let error = anyhow::Error::from(error.clone());
+            return tokio::select! {
+                () = runtime.shutdown() => Called::NeedsLogin(login, error),
+                code = interrupt.received() => Called::Done(code),
+            };
+        }
         let code = match answer {
             Ok(result) => {
                 let code = if result.is_error == Some(true) {
@@ -318,11 +382,11 @@ impl Call {
             }
             Err(error) => report(&error.into()),
         };
-        tokio::select! {
+        Called::Done(tokio::select! {
             () = runtime.shutdown() => code,
             // Dropping the shutdown kills what is left at once.
             code = interrupt.received() => code,
-        }
+        })
     }
 }
 

@@ -194,6 +194,22 @@ mod auth {
     }
 
     #[test]
+    fn a_pre_registered_client_or_its_metadata_document_is_the_identity() {
+        passes_at("auth/pre-registration", BOTH);
+        passes_at("auth/basic-cimd", BOTH);
+    }
+
+    #[test]
+    fn a_scope_the_server_asks_for_later_is_added_by_a_new_login() {
+        passes_at("auth/scope-step-up", BOTH);
+    }
+
+    #[test]
+    fn a_new_authorization_server_gets_a_new_registration() {
+        passes_at("auth/authorization-server-migration", MODERN);
+    }
+
+    #[test]
     fn a_scope_that_never_suffices_is_asked_for_at_most_three_times() {
         passes_at("auth/scope-retry-limit", BOTH);
     }

@@ -14,9 +14,18 @@ use crate::support::{fixture_server, stderr, stdout};
 
 /// The protected fixture on a free port: the process and its MCP URL.
 async fn protected_fixture(oauth_log: &Path) -> (tokio::process::Child, String) {
+    protected_fixture_with(oauth_log, &[]).await
+}
+
+/// [`protected_fixture`], with more of the fixture's flags.
+async fn protected_fixture_with(
+    oauth_log: &Path,
+    flags: &[&str],
+) -> (tokio::process::Child, String) {
     let mut child = tokio::process::Command::new(fixture_server())
         .args(["--http", "127.0.0.1:0", "--require-oauth", "--oauth-log"])
         .arg(oauth_log)
+        .args(flags)
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -75,6 +84,12 @@ impl User {
     }
 
     async fn run(&self, args: &[&str]) -> Output {
+        self.run_with_browser(args, true).await
+    }
+
+    /// The command, with the user's browser named by `$BROWSER` or with none (and
+    /// stderr not a terminal: no person to log in).
+    async fn run_with_browser(&self, args: &[&str], browser: bool) -> Output {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-runtime"));
         command
             .args(args)
@@ -83,7 +98,10 @@ impl User {
             .env("CODEX_HOME", self.home.path())
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("MCP_RUNTIME_LOG")
-            .env("BROWSER", &self.browser);
+            .env_remove("BROWSER");
+        if browser {
+            command.env("BROWSER", &self.browser);
+        }
         for name in ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"] {
             command.env_remove(name);
         }
@@ -204,5 +222,62 @@ async fn a_login_nobody_finishes_times_out_with_one_line() {
         [
             "mcp-runtime: the login was not completed within 1s (run the login again, and finish it in the browser)"
         ]
+    );
+}
+
+/// How many `/authorize` requests an OAuth log holds.
+fn authorizations(oauth_log: &Path) -> usize {
+    std::fs::read_to_string(oauth_log)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|entry| entry["endpoint"] == "/authorize")
+        .count()
+}
+
+#[tokio::test]
+async fn a_server_asking_for_more_scopes_gets_them_from_one_new_login_when_a_person_can_give_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let oauth_log = dir.path().join("oauth.jsonl");
+    let (_fixture, url) = protected_fixture_with(&oauth_log, &["--oauth-scope", "mcp files"]).await;
+    let user = User::new(&url);
+    let login = user
+        .run(&["login", "web", "--scopes", "mcp", "--timeout-sec", "60"])
+        .await;
+    assert_eq!(login.status.code(), Some(0), "{}", stderr(&login));
+
+    // Nobody to log in: the failure says what to do, and nothing is authorized.
+    let alone = user.run_with_browser(&["tools"], false).await;
+    assert!(
+        stderr(&alone).contains(
+            "server `web` needs a login with more scopes (`mcp`, `files`): run `mcp-runtime login web`"
+        ),
+        "{}",
+        stderr(&alone)
+    );
+    assert_eq!(authorizations(&oauth_log), 1);
+
+    // A person at hand: one new login asks for the scopes held and the ones asked
+    // for, and the command goes on.
+    let tools = user.run(&["tools"]).await;
+    assert_eq!(tools.status.code(), Some(0), "{}", stderr(&tools));
+    assert!(
+        stderr(&tools).contains("server `web` asks for more scopes (mcp files); logging in again"),
+        "{}",
+        stderr(&tools)
+    );
+    assert!(
+        stdout(&tools).contains("mcp__web__echo"),
+        "{}",
+        stdout(&tools)
+    );
+    let call = user
+        .run(&["call", "mcp__web__echo", "--args", "{}", "--json"])
+        .await;
+    assert_eq!(call.status.code(), Some(0), "{}", stderr(&call));
+    assert_eq!(
+        authorizations(&oauth_log),
+        2,
+        "no login after the one needed"
     );
 }

@@ -575,6 +575,33 @@ pub(crate) fn secs(duration: Duration) -> String {
     }
 }
 
+/// `scopes` for a message: each in backticks, or that none is named.
+fn scopes_named(scopes: &[String]) -> String {
+    if scopes.is_empty() {
+        return "the server names none".to_owned();
+    }
+    scopes
+        .iter()
+        .map(|scope| format!("`{}`", shown(scope)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl CallError {
+    /// The HTTP failure that ended the call, if it was one: of the call's request,
+    /// or of its server's startup.
+    pub fn http_failure(&self) -> Option<&HttpFailure> {
+        match self {
+            Self::Failed {
+                source: RequestError::Http(failure),
+                ..
+            } => Some(failure),
+            Self::ServerNotStarted { source, .. } => source.http_failure(),
+            _ => None,
+        }
+    }
+}
+
 impl StartupError {
     /// The HTTP failure that ended the startup, if it was one: of the handshake, or
     /// of `tools/list`.
@@ -895,6 +922,19 @@ pub enum HttpFailure {
         /// Its `WWW-Authenticate` challenge (an `insufficient_scope` one names the
         /// scope needed).
         challenge: Option<String>,
+    },
+    /// `403` with an `insufficient_scope` challenge: the OAuth login lacks a scope
+    /// the request needs. A new login asking for the scopes held and these ones
+    /// (`mcp-runtime login` does) may be granted them.
+    #[error(
+        "server `{server}` needs a login with more scopes ({}): run `mcp-runtime login {server}`",
+        scopes_named(scopes)
+    )]
+    InsufficientScope {
+        /// The server.
+        server: String,
+        /// The scopes its challenge names (empty when it names none).
+        scopes: Vec<String>,
     },
     /// `404` without a session: nothing answers MCP at this URL.
     #[error("server `{server}` answered HTTP 404: no MCP endpoint is at this URL (check `url`)")]

@@ -8,15 +8,22 @@
 //! Registration), PKCE with S256 only, the `resource` parameter, scope selection, the
 //! RFC 9207 `iss` check, and the token exchange, whose result it saves in the
 //! credential store it is given. What it leaves to its caller is written here:
-//! 1. asking the server for its challenge: an unauthenticated `initialize` `POST`,
-//!    whose `401` carries it (a server that answers anything else needs no login);
+//! 1. asking the server for its challenge: the server is started as a runtime starts
+//!    it, without a login, and the first `401` carries it (a server that starts and
+//!    lists its tools needs no login);
 //! 2. the redirect: a loopback listener on `127.0.0.1` (the port of
 //!    `oauth.callback_port` or `oauth.callback_url`, else one the system picks) that
 //!    takes the first request to its path carrying `code` or `error`, answers it with
 //!    a short page, and closes;
 //! 3. showing the authorization URL to the person, through [`OpenUrl`] (the CLI
 //!    runs `$BROWSER` or the system's opener; a GUI host opens its own window);
-//! 4. the bound: the whole login fails after the wait it is given, saying so.
+//! 4. the bound: the whole login fails after the wait it is given, saying so;
+//! 5. the client's own settings: a pre-registered client's secret, read from the
+//!    variable `oauth.client_secret_env_var` names, and the metadata document URL;
+//! 6. step-up: a server that refuses the stored login for lack of a scope
+//!    ([`Login::more_scopes`]) is asked for the scopes held and the new ones (rmcp
+//!    keeps the scopes held in memory only, so they are read from the store), and
+//!    never asked again for scopes already held.
 //!
 //! Nothing here logs or returns a token: the summary holds the issuer, the client id,
 //! the scopes granted and the expiry, never the token.
@@ -38,7 +45,7 @@ use url::Url;
 
 use crate::{
     ListingRegistry, Runtime, StartOptions,
-    config::{Config, OAuthConfig, ServerConfig, TransportConfig},
+    config::{Config, GrantType, OAuthConfig, ServerConfig, TransportConfig},
     error::HttpFailure,
 };
 
@@ -151,6 +158,38 @@ pub enum LoginError {
         /// Its description, when given.
         description: Option<String>,
     },
+    /// The server refuses a request for a scope the stored login holds already: a new
+    /// login would be granted nothing more.
+    #[error(
+        "server `{server}` refused a request for scopes its login holds already ({}): a new login would not change that (ask the server's administrator)",
+        .scopes.iter().map(|scope| format!("`{scope}`")).collect::<Vec<_>>().join(", ")
+    )]
+    ScopesHeld {
+        /// The server.
+        server: String,
+        /// The scopes it asked for.
+        scopes: Vec<String>,
+    },
+    /// The server is a machine client's (`grant_type = "client_credentials"`): it gets
+    /// its tokens without a person.
+    #[error(
+        "server `{server}` needs no login: it uses `grant_type = \"client_credentials\"`, so its tokens are obtained when it is started"
+    )]
+    MachineClient {
+        /// The server.
+        server: String,
+    },
+    /// The variable naming the pre-registered client's secret is not set.
+    #[error(
+        "environment variable `{variable}` named by `oauth.client_secret_env_var` is not set or is empty (set it to the client's secret)"
+    )]
+    MissingSecret {
+        /// The variable.
+        variable: String,
+    },
+    /// The token store cannot be read.
+    #[error("the OAuth token store cannot be read: {0}")]
+    Store(#[source] AuthError),
     /// A step of the OAuth protocol failed (discovery, registration, the exchange).
     #[error("the OAuth login failed: {0}")]
     OAuth(#[source] AuthError),
@@ -168,6 +207,10 @@ pub struct Login<'a> {
     pub store: Arc<dyn CredentialStore>,
     /// How long the person has to finish.
     pub wait: Duration,
+    /// Scopes the server asked for beyond the stored login's (the scopes of its
+    /// `insufficient_scope` challenge): the login asks for those it holds and these
+    /// (step-up authorization).
+    pub more_scopes: Vec<String>,
 }
 
 impl std::fmt::Debug for Login<'_> {
@@ -176,6 +219,7 @@ impl std::fmt::Debug for Login<'_> {
             .field("server", &self.server.name)
             .field("scopes", &self.scopes)
             .field("wait", &self.wait)
+            .field("more_scopes", &self.more_scopes)
             .finish_non_exhaustive()
     }
 }
@@ -188,6 +232,7 @@ impl<'a> Login<'a> {
             scopes: None,
             store,
             wait: Duration::from_secs(300),
+            more_scopes: Vec::new(),
         }
     }
 
@@ -205,9 +250,27 @@ impl<'a> Login<'a> {
             });
         };
         let oauth = &self.server.oauth;
+        if oauth.grant_type == GrantType::ClientCredentials {
+            return Err(LoginError::MachineClient {
+                server: name.clone(),
+            });
+        }
         let url = Url::parse(&http.url).map_err(|error| LoginError::Url {
             reason: error.to_string(),
         })?;
+        let secret = oauth
+            .client_secret_env_var
+            .as_deref()
+            .map(|variable| {
+                std::env::var(variable)
+                    .ok()
+                    .filter(|secret| !secret.is_empty())
+                    .ok_or_else(|| LoginError::MissingSecret {
+                        variable: variable.to_owned(),
+                    })
+            })
+            .transpose()?;
+        let scopes = self.scopes_to_ask().await?;
         let challenge = self.challenge(name).await?;
         let mut manager = AuthorizationManager::new_allowing_private_addresses(url.as_str())
             .await
@@ -225,11 +288,20 @@ impl<'a> Login<'a> {
             .with_challenge(challenge)
             .with_client_name(CLIENT_NAME)
             .with_initial_scope_selection();
-        if let Some(scopes) = self.scopes.as_ref().or(oauth.scopes.as_ref()) {
-            request = request.with_scopes(scopes.iter().cloned());
+        if let Some(scopes) = scopes {
+            request = request.with_scopes(scopes);
         }
+        // rmcp takes the identity in the specification's order: the pre-registered
+        // client, else the metadata document where the server supports them, else a
+        // registration.
         if let Some(client_id) = &oauth.client_id {
             request = request.with_preregistered_client(client_id.clone());
+            if let Some(secret) = secret {
+                request = request.with_client_secret(secret);
+            }
+        }
+        if let Some(url) = &oauth.client_metadata_url {
+            request = request.with_client_metadata_url(url.clone());
         }
         let session = AuthorizationSession::new(manager, request)
             .await
@@ -256,6 +328,37 @@ impl<'a> Login<'a> {
             scopes,
             expires_at: token.expires_in().map(|after| SystemTime::now() + after),
         })
+    }
+
+    /// The scopes to ask for, when they are not left to discovery: those given, else
+    /// those configured; for a step-up, those and the ones the stored login holds and
+    /// the ones the server asked for, which must add one (or nothing would change).
+    async fn scopes_to_ask(&self) -> Result<Option<Vec<String>>, LoginError> {
+        let chosen = self.scopes.as_ref().or(self.server.oauth.scopes.as_ref());
+        if self.more_scopes.is_empty() {
+            return Ok(chosen.cloned());
+        }
+        let held = self
+            .store
+            .load()
+            .await
+            .map_err(LoginError::Store)?
+            .filter(|stored| stored.token_response.is_some())
+            .map(|stored| stored.granted_scopes)
+            .unwrap_or_default();
+        if self.more_scopes.iter().all(|scope| held.contains(scope)) {
+            return Err(LoginError::ScopesHeld {
+                server: self.server.name.clone(),
+                scopes: self.more_scopes.clone(),
+            });
+        }
+        let mut scopes = held;
+        for scope in chosen.into_iter().flatten().chain(&self.more_scopes) {
+            if !scopes.contains(scope) {
+                scopes.push(scope.clone());
+            }
+        }
+        Ok(Some(scopes))
     }
 
     /// The challenge of the first request the server refuses: it is started as a
@@ -451,6 +554,49 @@ mod tests {
         let mut answer = String::new();
         stream.read_to_string(&mut answer).await.unwrap();
         answer
+    }
+
+    /// A store holding a login that was granted `scopes`.
+    async fn logged_in_with(scopes: &[&str]) -> Arc<dyn CredentialStore> {
+        let store = Arc::new(rmcp::transport::auth::InMemoryCredentialStore::new());
+        let token = serde_json::from_value(serde_json::json!({
+            "access_token": "at_1",
+            "token_type": "Bearer",
+        }))
+        .unwrap();
+        let scopes = scopes.iter().map(|scope| scope.to_string()).collect();
+        store
+            .save(rmcp::transport::auth::StoredCredentials::new(
+                "client".into(),
+                Some(token),
+                scopes,
+                None,
+            ))
+            .await
+            .unwrap();
+        store
+    }
+
+    #[tokio::test]
+    async fn a_step_up_asks_for_the_scopes_held_and_the_new_ones_and_never_for_none_new() {
+        let server = ServerConfig::http("web", "http://127.0.0.1:9/mcp");
+        let mut login = Login::new(&server, logged_in_with(&["mcp:basic"]).await);
+        assert_eq!(
+            login.scopes_to_ask().await.unwrap(),
+            None,
+            "discovery decides"
+        );
+        login.more_scopes = vec!["mcp:write".into()];
+        assert_eq!(
+            login.scopes_to_ask().await.unwrap(),
+            Some(vec!["mcp:basic".into(), "mcp:write".into()])
+        );
+        login.more_scopes = vec!["mcp:basic".into()];
+        let error = login.scopes_to_ask().await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "server `web` refused a request for scopes its login holds already (`mcp:basic`): a new login would not change that (ask the server's administrator)"
+        );
     }
 
     #[tokio::test]

@@ -139,7 +139,7 @@ pub(crate) fn status_failure(
     let server = server.to_owned();
     match status.as_u16() {
         401 => HttpFailure::Unauthorized { server, challenge },
-        403 => HttpFailure::Forbidden { server, challenge },
+        403 => forbidden(server, challenge),
         404 => HttpFailure::NotFound { server },
         405 if post => HttpFailure::LegacySse { server },
         code => HttpFailure::Status {
@@ -147,6 +147,31 @@ pub(crate) fn status_failure(
             status: code,
             body_excerpt: excerpt(body),
         },
+    }
+}
+
+/// A `403`: [`HttpFailure::InsufficientScope`] when its challenge says so (rmcp
+/// parses it), else [`HttpFailure::Forbidden`].
+fn forbidden(server: String, challenge: Option<String>) -> HttpFailure {
+    // Only `scope` and `error` are read: the base URL resolves a relative
+    // `resource_metadata`, which is not.
+    let params = challenge.as_deref().and_then(|challenge| {
+        let base = url::Url::parse("http://localhost/").ok()?;
+        Some(rmcp::transport::auth::WWWAuthenticateParams::parse(
+            challenge, &base,
+        ))
+    });
+    match params {
+        Some(params) if params.is_insufficient_scope() => HttpFailure::InsufficientScope {
+            server,
+            scopes: params
+                .scope
+                .iter()
+                .flat_map(|scope| scope.split_whitespace())
+                .map(str::to_owned)
+                .collect(),
+        },
+        _ => HttpFailure::Forbidden { server, challenge },
     }
 }
 
@@ -210,10 +235,10 @@ pub(super) fn from_rmcp(
             server: server.to_owned(),
             challenge: Some(error.www_authenticate_header),
         }),
-        E::InsufficientScope(error) => E::Client(HttpFailure::Forbidden {
-            server: server.to_owned(),
-            challenge: Some(error.www_authenticate_header),
-        }),
+        E::InsufficientScope(error) => E::Client(forbidden(
+            server.to_owned(),
+            Some(error.www_authenticate_header),
+        )),
         E::ReservedHeaderConflict(name) => E::ReservedHeaderConflict(name),
         E::SessionExpired => E::SessionExpired,
         other => E::UnexpectedServerResponse(Cow::Owned(other.to_string())),

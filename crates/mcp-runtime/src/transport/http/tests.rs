@@ -689,3 +689,33 @@ async fn a_header_computed_from_an_exact_argument_carries_the_value_sent() {
     }
     assert!(!head.contains("mcp-runtime-raw-"), "{head}");
 }
+
+#[test]
+fn a_403_naming_insufficient_scope_asks_for_a_login_with_those_scopes() {
+    let status = reqwest::StatusCode::FORBIDDEN;
+    let challenge = |text: &str| Some(text.to_owned());
+    let failure = status_failure(
+        "web",
+        status,
+        b"",
+        true,
+        challenge(
+            r#"Bearer error="insufficient_scope", scope="mcp:write files:read", resource_metadata="https://x/.well-known/oauth-protected-resource""#,
+        ),
+    );
+    assert_eq!(
+        failure.to_string(),
+        "server `web` needs a login with more scopes (`mcp:write`, `files:read`): run `mcp-runtime login web`"
+    );
+    let HttpFailure::InsufficientScope { scopes, .. } = failure else {
+        panic!("an insufficient_scope 403");
+    };
+    assert_eq!(scopes, ["mcp:write", "files:read"]);
+    // Any other 403 refuses the credentials, with its challenge kept.
+    for other in [None, challenge(r#"Bearer error="invalid_token""#)] {
+        assert!(matches!(
+            status_failure("web", status, b"", true, other.clone()),
+            HttpFailure::Forbidden { challenge, .. } if challenge == other
+        ));
+    }
+}
