@@ -52,12 +52,17 @@ pub async fn startup(mut config: Config, scope: &str, sessions: u32, share: bool
     for server in config.servers.values_mut() {
         server.required = false;
     }
+    // The servers' stored OAuth logins, as every other command starts them with.
+    let credentials = crate::login::credentials(&config).await;
     let began = Instant::now();
     let runtimes = futures::future::join_all((0..sessions).map(|_| {
-        let options = StartOptions::new()
+        let mut options = StartOptions::new()
             .with_scope(scope)
             .wait_for_all()
             .with_shared_listings(share);
+        if let Some(source) = &credentials {
+            options = options.with_credentials(source.clone());
+        }
         Runtime::start(config.clone(), options)
     }))
     .await;
