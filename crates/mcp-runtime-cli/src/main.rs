@@ -169,8 +169,13 @@ async fn run(plan: Plan, mut interrupt: Interrupt) -> u8 {
                 Called::Done(code) => return code,
                 Called::NeedsLogin(relogin, error) => (relogin, error),
             };
-            // Once (login invariant 3): the call is made again after the login.
-            if let Err(login_error) = relogin.run(&config).await {
+            // Once (login invariant 3): the call is made again after the login. The
+            // server refused the first request, so the tool did not run.
+            let logged_in = tokio::select! {
+                logged_in = relogin.run(&config) => logged_in,
+                code = interrupt.received() => return code,
+            };
+            if let Err(login_error) = logged_in {
                 report(&error);
                 return report(&login_error);
             }
