@@ -6,7 +6,8 @@
 //! 1. The store is opened only when the configuration has an enabled remote server:
 //!    a configuration of local servers never touches the keyring.
 //! 2. Nothing printed holds a token: `login` prints the issuer, the client id, the
-//!    scopes and when the token expires.
+//!    scopes, when the token expires and the account, where the authorization server
+//!    names it.
 
 use std::{
     sync::Arc,
@@ -104,6 +105,9 @@ fn describe(server: &str, summary: &LoginSummary, now: SystemTime) -> String {
     if let Some(issuer) = &summary.issuer {
         text.push_str(&format!("  issuer:  {issuer}\n"));
     }
+    if let Some(account) = &summary.account {
+        text.push_str(&format!("  account: {account}\n"));
+    }
     text.push_str(&format!("  client:  {}\n", summary.client_id));
     let scopes = if summary.scopes.is_empty() {
         "-".to_owned()
@@ -135,6 +139,17 @@ fn humanize(duration: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_summary_names_the_account_where_the_server_names_one() {
+        let now = SystemTime::UNIX_EPOCH;
+        let summary = LoginSummary::new(None, "client-1".into(), vec![], None)
+            .with_account(Some("alice".into()));
+        assert_eq!(
+            describe("github", &summary, now),
+            "logged in to `github`\n  account: alice\n  client:  client-1\n  scopes:  -\n"
+        );
+    }
 
     #[test]
     fn the_summary_names_issuer_client_scopes_and_expiry_never_a_token() {

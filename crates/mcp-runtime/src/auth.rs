@@ -11,6 +11,7 @@
 //! refreshed before it expires and once more when the server refuses it; one without
 //! is reached as configured.
 
+pub(crate) mod account;
 pub mod login;
 pub mod store;
 

@@ -12,6 +12,11 @@
 //!    every input that can change the answer (server name, argv, working directory and
 //!    the environment actually passed, or URL and the headers and token actually sent,
 //!    the execution environment, the client capabilities and protocol version offered).
+//!    For a server reached with an OAuth login, the login's identity stands for its
+//!    token ([`LoginIdentity`]: issuer, client id, resource and the account's subject,
+//!    or the store entry's login id where the subject is unknown); the access token,
+//!    which differs between runtimes of one account, is never part of the key. A login
+//!    without an identity shares nothing (see `manager::startup`).
 //!    The key is a SHA-256 digest; no secret is kept in clear. The same inputs without
 //!    the protocol version are the key of the server's protocol era, which the
 //!    registry also holds ([`crate::protocol_era`]).
@@ -59,6 +64,7 @@ use sha2::{Digest, Sha256};
 use tokio::{sync::watch, time::Instant};
 
 use crate::{
+    auth::account::LoginIdentity,
     config::{Environment, Protocol},
     connection::client_config,
     protocol_era::{EraKey, EraMemory},
@@ -77,12 +83,13 @@ pub(crate) const MAX_GRANT: Duration = Duration::from_secs(24 * 60 * 60);
 
 impl DiscoveryKey {
     /// The key of a startup of `server` in `scope`, reached through `endpoint`, run in
-    /// `environment`.
+    /// `environment`, with the OAuth login `login` when it has one.
     pub(crate) fn new(
         scope: &str,
         server: &str,
         endpoint: &Endpoint,
         environment: &Environment,
+        login: Option<&LoginIdentity>,
     ) -> Self {
         let offered = serde_json::to_vec(&client_config()).expect("client config serializes");
         Self(inputs_digest(
@@ -92,13 +99,14 @@ impl DiscoveryKey {
             endpoint,
             environment,
             &offered,
-            Credentials::Included,
+            Credentials::Included(login),
         ))
     }
 
     /// The key under which a listing the server granted as `"public"` is found: the
     /// same inputs as [`DiscoveryKey::new`] but the credentials (the bearer token and
-    /// the headers marked sensitive: `env_http_headers` and credential headers).
+    /// the headers marked sensitive: `env_http_headers` and credential headers, and the
+    /// OAuth login).
     /// A stdio server's inputs are all kept: its environment is its own configuration,
     /// not the caller's identity.
     pub(crate) fn public(
@@ -143,15 +151,16 @@ impl DiscoveryKey {
             endpoint,
             environment,
             &offered,
-            Credentials::Included,
+            Credentials::Included(None),
         ))
     }
 }
 
-/// Whether a key covers the credentials a startup sends.
+/// Whether a key covers the credentials a startup sends: its bearer token, its
+/// sensitive headers and its OAuth login's identity.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Credentials {
-    Included,
+enum Credentials<'a> {
+    Included(Option<&'a LoginIdentity>),
     Left,
 }
 
@@ -164,7 +173,7 @@ fn inputs_digest(
     endpoint: &Endpoint,
     environment: &Environment,
     offered: &[u8],
-    credentials: Credentials,
+    credentials: Credentials<'_>,
 ) -> [u8; 32] {
     let mut hasher = Sha256::new();
     let mut field = |bytes: &[u8]| {
@@ -210,7 +219,7 @@ fn inputs_digest(
             let mut headers: Vec<_> = http
                 .headers
                 .iter()
-                .filter(|(_, value)| credentials == Credentials::Included || !value.is_sensitive())
+                .filter(|(_, value)| credentials != Credentials::Left || !value.is_sensitive())
                 .collect();
             headers.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
             field(&(headers.len() as u64).to_le_bytes());
@@ -218,10 +227,17 @@ fn inputs_digest(
                 field(name.as_str().as_bytes());
                 field(value.as_bytes());
             }
-            if credentials == Credentials::Included {
+            if let Credentials::Included(login) = credentials {
                 match &http.bearer_token {
                     Some(token) => field(token.as_bytes()),
                     None => field(b"<no token>"),
+                }
+                match login {
+                    Some(login) => {
+                        field(b"oauth login");
+                        field(&login.0);
+                    }
+                    None => field(b"<no login>"),
                 }
             }
         }
@@ -433,16 +449,17 @@ pub(crate) struct StartupKeys {
 
 impl StartupKeys {
     /// The keys of a startup of `server` in `scope`, reached through `endpoint`, run
-    /// in `environment`, speaking `protocol`.
+    /// in `environment`, speaking `protocol`, with the OAuth login `login`.
     pub(crate) fn new(
         scope: &str,
         server: &str,
         endpoint: &Endpoint,
         environment: &Environment,
         protocol: Protocol,
+        login: Option<&LoginIdentity>,
     ) -> Self {
         Self {
-            private: DiscoveryKey::new(scope, server, endpoint, environment)
+            private: DiscoveryKey::new(scope, server, endpoint, environment, login)
                 .with_protocol(protocol),
             public: DiscoveryKey::public(scope, server, endpoint, environment)
                 .with_protocol(protocol),
@@ -876,7 +893,7 @@ mod tests {
         // Not the discovery key's digest: the protocol version offered is left out.
         assert_ne!(
             era("default", "s", "a").0,
-            DiscoveryKey::new("default", "s", &launch("a"), &local).0
+            DiscoveryKey::new("default", "s", &launch("a"), &local, None).0
         );
     }
 
@@ -898,27 +915,27 @@ mod tests {
             })
         };
         let local = Environment::Local;
-        let base = DiscoveryKey::new("default", "s", &launch(&[("A", "1")]), &local);
+        let base = DiscoveryKey::new("default", "s", &launch(&[("A", "1")]), &local, None);
         assert_eq!(
             base,
-            DiscoveryKey::new("default", "s", &launch(&[("A", "1")]), &local)
+            DiscoveryKey::new("default", "s", &launch(&[("A", "1")]), &local, None)
         );
         assert_ne!(
             base,
-            DiscoveryKey::new("other", "s", &launch(&[("A", "1")]), &local)
+            DiscoveryKey::new("other", "s", &launch(&[("A", "1")]), &local, None)
         );
         assert_ne!(
             base,
-            DiscoveryKey::new("default", "t", &launch(&[("A", "1")]), &local)
+            DiscoveryKey::new("default", "t", &launch(&[("A", "1")]), &local, None)
         );
         assert_ne!(
             base,
-            DiscoveryKey::new("default", "s", &launch(&[("A", "2")]), &local)
+            DiscoveryKey::new("default", "s", &launch(&[("A", "2")]), &local, None)
         );
         let remote = Environment::Named("box".into());
         assert_ne!(
             base,
-            DiscoveryKey::new("default", "s", &launch(&[("A", "1")]), &remote)
+            DiscoveryKey::new("default", "s", &launch(&[("A", "1")]), &remote, None)
         );
 
         let http = |token: &str| {
@@ -932,14 +949,14 @@ mod tests {
             })
         };
         assert_ne!(
-            DiscoveryKey::new("default", "s", &http("t1"), &local),
-            DiscoveryKey::new("default", "s", &http("t2"), &local)
+            DiscoveryKey::new("default", "s", &http("t1"), &local, None),
+            DiscoveryKey::new("default", "s", &http("t2"), &local, None)
         );
         // A pinned revision is offered instead of the default: a key of its own.
-        let keys = |protocol| StartupKeys::new("default", "s", &http("t1"), &local, protocol);
+        let keys = |protocol| StartupKeys::new("default", "s", &http("t1"), &local, protocol, None);
         assert_eq!(
             keys(Protocol::Auto).private,
-            DiscoveryKey::new("default", "s", &http("t1"), &local)
+            DiscoveryKey::new("default", "s", &http("t1"), &local, None)
         );
         assert_ne!(keys(Protocol::Auto), keys(Protocol::V2025_06_18));
         assert_ne!(
@@ -957,7 +974,7 @@ mod tests {
         );
         assert_ne!(
             DiscoveryKey::public("default", "s", &http("t1"), &local),
-            DiscoveryKey::new("default", "s", &http("t1"), &local)
+            DiscoveryKey::new("default", "s", &http("t1"), &local, None)
         );
         let with_header = |value: &str, sensitive: bool| {
             let mut value = http::HeaderValue::from_str(value).unwrap();
@@ -992,8 +1009,83 @@ mod tests {
             })
         };
         assert_ne!(
-            DiscoveryKey::new("default", "s", &split("ab", "c"), &local),
-            DiscoveryKey::new("default", "s", &split("a", "bc"), &local)
+            DiscoveryKey::new("default", "s", &split("ab", "c"), &local, None),
+            DiscoveryKey::new("default", "s", &split("a", "bc"), &local, None)
         );
+    }
+
+    #[test]
+    fn an_oauth_login_is_in_the_key_as_its_identity_never_its_token() {
+        use rmcp::transport::auth::StoredCredentials;
+
+        use crate::{
+            auth::account::{self, tests::credentials},
+            transport::http::ResolvedHttp,
+        };
+
+        let endpoint = Endpoint::Http(ResolvedHttp {
+            url: "http://127.0.0.1:1/mcp".into(),
+            bearer_token: None,
+            headers: Default::default(),
+            max_message_bytes: 1,
+            network: Default::default(),
+            oauth_store: None,
+        });
+        let local = Environment::Local;
+        let login = |credentials: &StoredCredentials| {
+            account::identity(credentials, "http://127.0.0.1:1/mcp").unwrap()
+        };
+        let key = |credentials: Option<&StoredCredentials>| {
+            let login = credentials.map(login);
+            StartupKeys::new(
+                "default",
+                "s",
+                &endpoint,
+                &local,
+                Protocol::Auto,
+                login.as_ref(),
+            )
+        };
+        let alice = credentials(
+            "client-1",
+            "at-1",
+            Some("rt-1"),
+            serde_json::json!({"mcp_runtime_account": "alice"}),
+        );
+        // Another runtime of the same account holds another access token: one key.
+        let alice_again = credentials(
+            "client-1",
+            "at-2",
+            Some("rt-2"),
+            serde_json::json!({"mcp_runtime_account": "alice"}),
+        );
+        let bob = credentials(
+            "client-1",
+            "at-1",
+            Some("rt-1"),
+            serde_json::json!({"mcp_runtime_account": "bob"}),
+        );
+        let other_client = credentials(
+            "client-2",
+            "at-1",
+            Some("rt-1"),
+            serde_json::json!({"mcp_runtime_account": "alice"}),
+        );
+        let other_issuer = alice
+            .clone()
+            .with_issuer(Some("https://other.example".into()));
+        assert_eq!(key(Some(&alice)), key(Some(&alice_again)));
+        for other in [&bob, &other_client, &other_issuer] {
+            assert_ne!(key(Some(&alice)).private, key(Some(other)).private);
+        }
+        assert_ne!(key(Some(&alice)).private, key(None).private);
+        // A public grant serves any account: the login is a credential.
+        assert_eq!(key(Some(&alice)).public, key(Some(&bob)).public);
+        assert_eq!(key(Some(&alice)).public, key(None).public);
+        // The key is a digest of the identity: the same key whatever the token, and
+        // the token nowhere in its bytes or its `Debug` output.
+        let bytes = key(Some(&alice)).private.0;
+        assert!(!bytes.windows(4).any(|w| w == b"at-1"));
+        assert!(!format!("{:?}", key(Some(&alice))).contains("at-1"));
     }
 }

@@ -19,6 +19,7 @@ fn shared(names: &[&str]) -> Shared {
                 served_from_cache: false,
                 listing_keys: None,
                 binding: None,
+                login: None,
             })));
             (name.to_string(), server)
         })
@@ -105,6 +106,7 @@ fn settle(shared: &Shared, name: &str, error: Option<StartupError>) {
             served_from_cache: false,
             listing_keys: None,
             binding: None,
+            login: None,
         })));
 }
 
