@@ -177,7 +177,10 @@ async fn login_then_tools_and_call_then_logout() {
 
     let logout = user.run(&["logout", "web"]).await;
     assert_eq!(logout.status.code(), Some(0), "{}", stderr(&logout));
-    assert_eq!(stdout(&logout), "logged out of `web`\n");
+    assert_eq!(
+        stdout(&logout),
+        "logged out of `web` (its tokens were revoked)\n"
+    );
     let after = user.run(&["tools"]).await;
     assert!(
         stderr(&after).contains("answered HTTP 401"),
