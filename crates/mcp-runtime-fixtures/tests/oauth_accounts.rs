@@ -173,6 +173,24 @@ async fn two_accounts_in_one_scope_never_share_a_listing() {
         Some("bob")
     );
 
+    // Each token file keeps its account's subject, never the ID token.
+    for name in ["alice", "bob"] {
+        let path = protected.dir.path().join(format!("{name}.json"));
+        let file = std::fs::read_to_string(path).unwrap();
+        assert!(!file.contains("id_token"), "{file}");
+        let document: serde_json::Value = serde_json::from_str(&file).unwrap();
+        let (_, record) = document["entries"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .next()
+            .unwrap();
+        assert_eq!(
+            record["credentials"]["token_response"]["mcp_runtime_account"],
+            name
+        );
+    }
+
     let runtimes = overlapping(&protected, alice, bob).await;
     assert_eq!(count_method(&protected.messages(), "tools/list"), 2);
     for runtime in runtimes {

@@ -9,9 +9,10 @@
 //! Invariants:
 //! 1. The stored login is deleted whatever the revocation did: a revocation that
 //!    failed is reported ([`Revocation::Failed`]), not an error of the logout.
-//! 2. A token is sent only to the revocation endpoint of the issuer that issued it:
-//!    when the server now names another authorization server than the stored
-//!    login's issuer, nothing is sent.
+//! 2. A token is sent only to the revocation endpoint the authorization server
+//!    published in its metadata (never to one synthesized from the server's URL), and,
+//!    when the login recorded its issuer, only if that metadata is the same issuer's:
+//!    a server that now names another authorization server is sent nothing.
 //! 3. No token appears in the result, an error or a log line: a failure is described
 //!    by an HTTP status and the server's OAuth `error` code, never its body.
 
