@@ -17,9 +17,11 @@
 //! 2. A refresh that names no account continues the login it refreshes: the subject
 //!    and the login id of the entry it replaces are kept when both are of the same
 //!    client, issuer and refresh token (rmcp keeps the old refresh token when the
-//!    response brings none). Anything else is a new login and gets a new login id;
-//!    a rotated refresh token loses nothing but the sharing of listings with runtimes
-//!    that read the entry before the rotation.
+//!    response brings none). Anything else is taken for a new login: a new login id,
+//!    and a subject only if the response names one. The store cannot tell a refresh
+//!    that rotated the refresh token from a login as someone else, so it never
+//!    guesses; such a refresh costs the sharing of listings with runtimes that read
+//!    the entry before it, never a listing shared between two accounts.
 //! 3. A [`LoginIdentity`] is a SHA-256 digest of the issuer, the client id, the
 //!    resource and the account: its subject where the login names one, else the
 //!    login id of the store entry (one login in one entry is one account). Neither a
