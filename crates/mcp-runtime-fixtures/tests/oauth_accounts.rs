@@ -55,18 +55,28 @@ struct Protected {
 
 impl Protected {
     async fn new() -> Self {
+        Self::with(&[]).await
+    }
+
+    /// With more fixture arguments.
+    async fn with(args: &[&str]) -> Self {
         let dir = temp_dir();
         let gates = dir.path().join("gates");
         std::fs::create_dir(&gates).unwrap();
-        let fixture = http_fixture(&[
-            "--require-oauth",
-            "--oauth-log",
-            path_str(&dir.path().join("oauth.jsonl")),
-            "--log",
-            path_str(&dir.path().join("messages.jsonl")),
-            "--gate-dir",
-            path_str(&gates),
-        ])
+        let fixture = http_fixture(
+            &[
+                "--require-oauth",
+                "--oauth-log",
+                path_str(&dir.path().join("oauth.jsonl")),
+                "--log",
+                path_str(&dir.path().join("messages.jsonl")),
+                "--gate-dir",
+                path_str(&gates),
+            ]
+            .into_iter()
+            .chain(args.iter().copied())
+            .collect::<Vec<_>>(),
+        )
         .await;
         Self { fixture, dir }
     }
@@ -397,5 +407,80 @@ async fn a_revocation_that_fails_still_deletes_the_login() {
     assert!(
         entry.load().await.unwrap().is_none(),
         "the login is deleted"
+    );
+}
+
+#[tokio::test]
+async fn a_confidential_client_authenticates_its_revocation() {
+    set_test_env();
+    let client = format!("machine:{TEST_SECRET}");
+    let protected = Protected::with(&["--oauth-client", &client]).await;
+    let origin = protected
+        .fixture
+        .url
+        .strip_suffix("/mcp")
+        .unwrap()
+        .to_owned();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let tokens: serde_json::Value = http
+        .post(format!("{origin}/token"))
+        .basic_auth("machine", Some(TEST_SECRET))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(
+            url::form_urlencoded::Serializer::new(String::new())
+                .append_pair("grant_type", "client_credentials")
+                .append_pair("resource", &protected.fixture.url)
+                .finish(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    let store = protected.store("machine").await;
+    let entry = protected.entry(&store);
+    entry
+        .save(
+            serde_json::from_value(serde_json::json!({
+                "client_id": "machine",
+                "token_response": tokens,
+                "issuer": origin,
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut server = protected.server();
+    server.oauth.client_secret_env_var = Some(TEST_SECRET_VAR.into());
+
+    let done = logout(&server, entry).await.unwrap();
+    assert_eq!(done, Logout::LoggedOut(Revocation::Revoked));
+    let revocations: Vec<_> = protected
+        .oauth_log()
+        .into_iter()
+        .filter(|entry| entry["endpoint"] == "/revoke")
+        .collect();
+    assert_eq!(
+        revocations.len(),
+        1,
+        "no refresh token: the access token alone"
+    );
+    assert_eq!(revocations[0]["auth_method"], "client_secret_basic");
+    assert_eq!(revocations[0]["outcome"], "ok");
+    let refused = http
+        .post(&protected.fixture.url)
+        .bearer_auth(&access)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        refused.status().as_u16(),
+        401,
+        "the access token is revoked"
     );
 }
