@@ -125,14 +125,19 @@ impl Protected {
     /// Returns once `n` `initialize` requests have reached the fixture: their
     /// startups have begun (and are stamped), and wait at the closed gate.
     async fn until_initializing(&self, n: usize) {
+        self.until_count("initialize", n).await;
+    }
+
+    /// Returns once `n` requests of `method` have reached the fixture.
+    async fn until_count(&self, method: &str, n: usize) {
         tokio::time::timeout(Duration::from_secs(30), async {
             // The fixture is another process: its log is read until it shows them.
-            while count_method(&self.messages(), "initialize") < n {
+            while count_method(&self.messages(), method) < n {
                 tokio::time::sleep(mcp_runtime_fixtures::gate::POLL_INTERVAL).await;
             }
         })
         .await
-        .expect("the startups reach `initialize`");
+        .unwrap_or_else(|_| panic!("{n} `{method}` reach the fixture"));
     }
 }
 
@@ -255,6 +260,30 @@ async fn a_login_whose_account_is_unknown_shares_within_its_store_entry() {
     for runtime in runtimes {
         runtime.shutdown().await;
     }
+}
+
+#[tokio::test]
+async fn a_listing_made_while_the_login_was_replaced_is_not_shared() {
+    let protected = Protected::new().await;
+    let store = protected.store("shared").await;
+    protected.log_in(&store, "alice").await;
+    let registry = ListingRegistry::new();
+    let one = begin(protected.server(), &registry, store.clone());
+    let two = begin(protected.server(), &registry, store.clone());
+    protected.until_initializing(2).await;
+    protected.open("initialize");
+    // One startup leads: its `tools/list` (with alice's token) waits at the gate.
+    protected.until_count("tools/list", 1).await;
+    // Meanwhile the store's login becomes bob's: the listing may be alice's, and is
+    // not handed to a startup keyed as alice that now runs as bob.
+    protected.log_in(&store, "bob").await;
+    protected.open("tools-list");
+    for runtime in [one.await.unwrap().unwrap(), two.await.unwrap().unwrap()] {
+        assert_eq!(runtime.servers()[0].state, ServerState::Ready);
+        runtime.shutdown().await;
+    }
+    assert_eq!(count_method(&protected.messages(), "tools/list"), 2);
+    assert!(registry.is_empty());
 }
 
 /// The token file's entry rewritten as `change` says.

@@ -16,7 +16,8 @@
 //!    token ([`LoginIdentity`]: issuer, client id, resource and the account's subject,
 //!    or the store entry's login id where the subject is unknown); the access token,
 //!    which differs between runtimes of one account, is never part of the key. A login
-//!    without an identity shares nothing (see `manager::startup`).
+//!    without an identity shares nothing, and neither does a listing during which the
+//!    stored login changed (see `manager::startup`).
 //!    The key is a SHA-256 digest; no secret is kept in clear. The same inputs without
 //!    the protocol version are the key of the server's protocol era, which the
 //!    registry also holds ([`crate::protocol_era`]).

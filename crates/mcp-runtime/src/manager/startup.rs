@@ -22,7 +22,7 @@ use tokio::{sync::mpsc::UnboundedSender, time::Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    auth::account::StoredLogin,
+    auth::account::{LoginIdentity, StoredLogin},
     binding::Binding,
     config::{Config, ServerConfig},
     connection::Connection,
@@ -482,7 +482,8 @@ async fn start_one(
         let ticket = ticket.filter(|_| {
             connection.allows_shared_listing() && connection.uses_oauth() == identity.is_some()
         });
-        let tools = list(&connection, ticket, config, &report, &progress).await?;
+        let keyed = identity.map(|identity| (&endpoint, identity));
+        let tools = list(&connection, ticket, config, keyed, &report, &progress).await?;
         Ok(Started { connection, tools })
     };
     let result = tokio::select! {
@@ -550,10 +551,13 @@ pub(super) async fn restart_one(
 
 /// Gets the startup listing: a shared one when `ticket` finds one, else from the
 /// server on this startup's own connection (counting its requests in `progress`).
+/// `keyed` is the OAuth login the ticket's key holds, reached through its endpoint:
+/// a listing is shared only if the store still holds that login once it is listed.
 async fn list(
     connection: &Connection,
     ticket: Option<Startup>,
     config: &ServerConfig,
+    keyed: Option<(&Endpoint, LoginIdentity)>,
     report: &Report,
     progress: &Progress,
 ) -> Result<SharedTools, StartupError> {
@@ -568,7 +572,22 @@ async fn list(
             .map_err(StartupError::ListTools)?;
         let tools = Arc::new(listing.tools);
         if let Some(leader) = leader {
-            leader.publish(tools.clone(), listing.grant);
+            // rmcp reads the store for every request: a login replaced while the
+            // request was made (another account's, maybe) lists for this startup
+            // alone. Dropping the guard hands the attempt over to a waiter.
+            let replaced = match keyed {
+                Some((endpoint, identity)) => {
+                    let now = stored_login(config, endpoint).await;
+                    now.and_then(|login| login.identity) != Some(identity)
+                }
+                None => false,
+            };
+            if replaced {
+                tracing::debug!(server = %config.name, "the OAuth login changed while listing; the listing is not shared");
+                drop(leader);
+            } else {
+                leader.publish(tools.clone(), listing.grant);
+            }
         }
         Ok(tools)
     };
