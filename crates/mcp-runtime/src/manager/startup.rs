@@ -583,7 +583,10 @@ async fn list(
                 None => false,
             };
             if replaced {
-                tracing::debug!(server = %config.name, "the OAuth login changed while listing; the listing is not shared");
+                tracing::debug!(
+                    server = %config.name,
+                    "the OAuth login changed while listing; the listing is not shared"
+                );
                 drop(leader);
             } else {
                 leader.publish(tools.clone(), listing.grant);
@@ -679,8 +682,6 @@ fn send(events: &Option<UnboundedSender<StartupEvent>>, event: StartupEvent) {
     }
 }
 
-/// `config`'s endpoint, resolved against this process's environment; a remote
-/// server's with its OAuth store when the host gave a token store.
 /// The OAuth login stored for `config`'s server reached through `endpoint`: read once,
 /// before anything is sent, for its identity (the discovery key) and its expiry (the
 /// server's auth state). A store that cannot be read counts as no login here; the
@@ -698,6 +699,8 @@ async fn stored_login(config: &ServerConfig, endpoint: &Endpoint) -> Option<Stor
     StoredLogin::of(&stored, resource)
 }
 
+/// `config`'s endpoint, resolved against this process's environment; a remote
+/// server's with its OAuth store when the host gave a token store.
 fn endpoint(
     config: &ServerConfig,
     binding: &Binding,
