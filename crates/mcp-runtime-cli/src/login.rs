@@ -6,8 +6,11 @@
 //! 1. The store is opened only when the configuration has an enabled remote server:
 //!    a configuration of local servers never touches the keyring.
 //! 2. Nothing printed holds a token: `login` prints the issuer, the client id, the
-//!    scopes and when the token expires.
-//! 3. A command that starts servers logs in again in place ([`Relogin`]) only where
+//!    scopes, when the token expires and the account, where the authorization server
+//!    names it; `logout` says whether the tokens were revoked, and why not.
+//! 3. `logout` deletes the stored login even when the revocation fails: the failure is
+//!    a warning line on stderr.
+//! 4. A command that starts servers logs in again in place ([`Relogin`]) only where
 //!    a login was made before and can no longer serve (expired beyond refresh, or
 //!    short of a scope the server asks for), only when a person can finish it (a
 //!    `$BROWSER` is named or stderr is a terminal), and at most once per command: a
@@ -24,6 +27,7 @@ use mcp_runtime::{
     auth::{
         CredentialSource,
         login::{Login, LoginSummary},
+        logout::{Logout, Revocation},
         store::{Store, StoreOptions},
     },
     config::TransportConfig,
@@ -77,7 +81,7 @@ pub(crate) async fn login(
 /// How long a login made in place waits for the person.
 const RELOGIN_WAIT: Duration = Duration::from_secs(120);
 
-/// A login a command needs before it runs again (invariant 3): the server's stored
+/// A login a command needs before it runs again (invariant 4): the server's stored
 /// one can no longer serve it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Relogin {
@@ -156,21 +160,41 @@ async fn entry(
         .store_for(&server.name, &http.url, &server.oauth))
 }
 
-/// Forgets `server`'s stored login; what to print.
+/// Revokes `server`'s tokens where its authorization server offers it and forgets
+/// its stored login; what to print. A failed revocation is a warning on stderr
+/// (invariant 3).
 pub(crate) async fn logout(config: &Config, server: &ServerConfig) -> anyhow::Result<String> {
     let entry = entry(config, server).await?;
-    let stored = entry
-        .load()
-        .await
-        .context("cannot read the OAuth token store")?;
-    if stored.is_none() {
-        return Ok(format!("no login of `{}` is stored\n", server.name));
+    let done = mcp_runtime::auth::logout::logout(server, entry).await?;
+    let (text, warning) = describe_logout(&server.name, &done);
+    if let Some(warning) = warning {
+        eprintln!("mcp-runtime: warning: {warning}");
     }
-    entry
-        .clear()
-        .await
-        .context("cannot change the OAuth token store")?;
-    Ok(format!("logged out of `{}`\n", server.name))
+    Ok(text)
+}
+
+/// What `logout` prints: the line for stdout, and a warning for stderr.
+fn describe_logout(server: &str, done: &Logout) -> (String, Option<String>) {
+    let revocation = match done {
+        Logout::LoggedOut(revocation) => revocation,
+        Logout::NotLoggedIn => return (format!("no login of `{server}` is stored\n"), None),
+        _ => return (format!("logged out of `{server}`\n"), None),
+    };
+    let (how, warning) = match revocation {
+        Revocation::Revoked => (" (its tokens were revoked)", None),
+        Revocation::NotOffered => (
+            " (its authorization server offers no revocation: the tokens stay valid there until they expire)",
+            None,
+        ),
+        Revocation::Failed { reason } => (
+            "",
+            Some(format!(
+                "the tokens of `{server}` were not revoked: {reason}; the login was deleted all the same"
+            )),
+        ),
+        _ => ("", None),
+    };
+    (format!("logged out of `{server}`{how}\n"), warning)
 }
 
 /// The lines `login` prints.
@@ -178,6 +202,9 @@ fn describe(server: &str, summary: &LoginSummary, now: SystemTime) -> String {
     let mut text = format!("logged in to `{server}`\n");
     if let Some(issuer) = &summary.issuer {
         text.push_str(&format!("  issuer:  {issuer}\n"));
+    }
+    if let Some(account) = &summary.account {
+        text.push_str(&format!("  account: {account}\n"));
     }
     text.push_str(&format!("  client:  {}\n", summary.client_id));
     let scopes = if summary.scopes.is_empty() {
@@ -210,6 +237,52 @@ fn humanize(duration: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_summary_names_the_account_where_the_server_names_one() {
+        let now = SystemTime::UNIX_EPOCH;
+        let summary = LoginSummary::new(None, "client-1".into(), vec![], None)
+            .with_account(Some("alice".into()));
+        assert_eq!(
+            describe("github", &summary, now),
+            "logged in to `github`\n  account: alice\n  client:  client-1\n  scopes:  -\n"
+        );
+    }
+
+    #[test]
+    fn a_logout_says_what_became_of_the_tokens_and_warns_when_revocation_failed() {
+        let line = |revocation| describe_logout("web", &Logout::LoggedOut(revocation));
+        assert_eq!(
+            line(Revocation::Revoked),
+            (
+                "logged out of `web` (its tokens were revoked)\n".into(),
+                None
+            )
+        );
+        assert_eq!(
+            line(Revocation::NothingToRevoke),
+            ("logged out of `web`\n".into(), None)
+        );
+        assert!(
+            line(Revocation::NotOffered)
+                .0
+                .contains("offers no revocation")
+        );
+        let (text, warning) = line(Revocation::Failed {
+            reason: "the authorization server cannot be reached".into(),
+        });
+        assert_eq!(text, "logged out of `web`\n");
+        assert_eq!(
+            warning.as_deref(),
+            Some(
+                "the tokens of `web` were not revoked: the authorization server cannot be reached; the login was deleted all the same"
+            )
+        );
+        assert_eq!(
+            describe_logout("web", &Logout::NotLoggedIn),
+            ("no login of `web` is stored\n".into(), None)
+        );
+    }
 
     #[test]
     fn the_summary_names_issuer_client_scopes_and_expiry_never_a_token() {

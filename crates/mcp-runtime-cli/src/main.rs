@@ -169,7 +169,7 @@ async fn run(plan: Plan, mut interrupt: Interrupt) -> u8 {
                 Called::Done(code) => return code,
                 Called::NeedsLogin(relogin, error) => (relogin, error),
             };
-            // Once (login invariant 3): the call is made again after the login. The
+            // Once (login invariant 4): the call is made again after the login. The
             // server refused the first request, so the tool did not run.
             let logged_in = tokio::select! {
                 logged_in = relogin.run(&config) => logged_in,
@@ -215,7 +215,7 @@ async fn run_to_end(plan: Plan) -> u8 {
                 Ok(runtime) => runtime,
                 Err(error) => return report(&error),
             };
-            // Once (login invariant 3): the servers start again after the login; if
+            // Once (login invariant 4): the servers start again after the login; if
             // it cannot be made, the report shows the failure as it is.
             if let Some(relogin) = Relogin::for_servers(&runtime.servers())
                 && Relogin::can_reach_person()

@@ -159,6 +159,7 @@ async fn login_then_tools_and_call_then_logout() {
     let said = stdout(&login);
     assert!(said.starts_with("logged in to `web`\n"), "{said}");
     assert!(said.contains("  client:  "), "{said}");
+    assert!(said.contains("  account: fixture-user\n"), "{said}");
     assert!(stderr(&login).contains("open this URL in a browser"));
 
     assert_eq!(
@@ -194,12 +195,53 @@ async fn login_then_tools_and_call_then_logout() {
 
     let logout = user.run(&["logout", "web"]).await;
     assert_eq!(logout.status.code(), Some(0), "{}", stderr(&logout));
-    assert_eq!(stdout(&logout), "logged out of `web`\n");
+    assert_eq!(
+        stdout(&logout),
+        "logged out of `web` (its tokens were revoked)\n"
+    );
     let after = user.run(&["tools"]).await;
     assert!(
         stderr(&after).contains("answered HTTP 401"),
         "{}",
         stderr(&after)
+    );
+}
+
+#[tokio::test]
+async fn servers_shows_a_login_past_its_expiry_without_a_refresh_token_as_expired() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_fixture, url) = protected_fixture(&dir.path().join("oauth.jsonl")).await;
+    let user = User::new(&url);
+    let login = user.run(&["login", "web", "--timeout-sec", "60"]).await;
+    assert_eq!(login.status.code(), Some(0), "{}", stderr(&login));
+
+    // Received two hours ago, valid for one, and nothing to renew it with.
+    let file = user
+        .home
+        .path()
+        .join(".config/mcp-runtime/oauth-credentials.json");
+    let mut document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    for (_, record) in document["entries"].as_object_mut().unwrap() {
+        let credentials = &mut record["credentials"];
+        credentials["token_received_at"] = (now - 7200).into();
+        credentials["token_response"]
+            .as_object_mut()
+            .unwrap()
+            .remove("refresh_token");
+    }
+    std::fs::write(&file, document.to_string()).unwrap();
+
+    assert_eq!(auth_of(&user.run(&["servers", "--json"]).await), "expired");
+    let table = stdout(&user.run(&["servers"]).await);
+    let row = table.lines().find(|line| line.starts_with("web")).unwrap();
+    assert!(
+        row.split_whitespace().nth(3) == Some("expired"),
+        "the AUTH column: {table}"
     );
 }
 

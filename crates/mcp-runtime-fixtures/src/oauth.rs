@@ -11,8 +11,8 @@
 //! | `/.well-known/oauth-protected-resource/mcp` | RFC 9728 metadata of the MCP endpoint |
 //! | `/.well-known/oauth-authorization-server` | RFC 8414 metadata of this server |
 //! | `/register` | RFC 7591 dynamic client registration |
-//! | `/authorize` | approves at once as the one account, redirects with `code`, `state`, `iss` |
-//! | `/token` | `authorization_code` (PKCE S256), `refresh_token` (rotated), `client_credentials` |
+//! | `/authorize` | approves at once as the account, redirects with `code`, `state`, `iss` |
+//! | `/token` | `authorization_code` (PKCE S256), `refresh_token` (rotated), `client_credentials`; a person's grant also gets an unsigned OpenID Connect `id_token` naming the account (`sub`) |
 //! | `/revoke` | RFC 7009 revocation |
 //!
 //! The MCP endpoint asks [`AuthServer::authorize_resource`] about each request:
@@ -36,7 +36,7 @@
 //! |---|---|---|
 //! | `--require-oauth` | off | serve this server and protect `/mcp` |
 //! | `--oauth-token-ttl-secs N` | 3600 | access token lifetime (0: expired at once) |
-//! | `--oauth-account NAME` | `fixture-user` | the account that approves; `sub` of the tokens |
+//! | `--oauth-account NAME` | `fixture-user` | the account that approves (unless the authorization request names another with OpenID Connect's `login_hint`, as a person picks an account in the browser); the `sub` of its ID tokens |
 //! | `--oauth-client ID:SECRET` | none | a pre-registered confidential client (repeatable) |
 //! | `--oauth-scope S` | `mcp` | the scopes `/mcp` requires and names in its challenge |
 //! | `--oauth-auth-method M` | all of [`AUTH_METHODS`] | the client authentication accepted and advertised |
@@ -88,7 +88,8 @@ const CODE_TTL: Duration = Duration::from_secs(600);
 pub struct Config {
     /// The lifetime of an access token (`expires_in`).
     pub token_ttl: Duration,
-    /// The account every authorization approves as; the `sub` of its tokens.
+    /// The account an authorization approves as, unless its request names another
+    /// (`login_hint`); the `sub` of its ID tokens.
     pub account: String,
     /// Pre-registered confidential clients.
     pub clients: Vec<ClientCredentials>,
@@ -186,6 +187,8 @@ struct Client {
 
 struct Code {
     client_id: String,
+    /// The account that approved.
+    account: String,
     redirect_uri: String,
     challenge: String,
     scope: String,
@@ -196,6 +199,8 @@ struct Code {
 /// An access or refresh token; refresh tokens never expire here.
 struct Token {
     client_id: String,
+    /// The account that approved the grant; empty for a machine client's.
+    account: String,
     scope: String,
     resource: String,
     grant: u64,
@@ -469,7 +474,8 @@ impl AuthServer {
         Ok(json_response(StatusCode::CREATED, &Value::Object(metadata)))
     }
 
-    /// Approve at once, as the one account. Errors about the client or its
+    /// Approve at once, as the account (`login_hint`, else the configured one).
+    /// Errors about the client or its
     /// redirect uri are answered here (400); the others go to the client, on
     /// its redirect uri.
     fn authorize(
@@ -509,6 +515,10 @@ impl AuthServer {
                         code,
                         Code {
                             client_id: param("client_id").unwrap_or_default().into(),
+                            account: param("login_hint")
+                                .filter(|hint| !hint.is_empty())
+                                .unwrap_or(&self.config.account)
+                                .into(),
                             redirect_uri: redirect_uri.into(),
                             challenge: challenge.clone(),
                             scope: scope.clone(),

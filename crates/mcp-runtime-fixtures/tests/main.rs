@@ -16,6 +16,7 @@ mod http_eras;
 mod legacy_sse;
 mod listing;
 mod network;
+mod oauth_accounts;
 mod oauth_login;
 mod oauth_server;
 mod peers;

@@ -250,30 +250,3 @@ async fn a_server_that_asks_for_no_login_is_not_logged_in_to() {
     );
     assert!(store.load().await.unwrap().is_none());
 }
-
-#[tokio::test]
-async fn startups_with_an_oauth_login_never_share_a_listing() {
-    let dir = temp_dir();
-    let log = dir.path().join("oauth.jsonl");
-    let messages = dir.path().join("messages.jsonl");
-    let fixture = protected(&log, &["--log", path_str(&messages)]).await;
-    let store: Arc<dyn CredentialStore> = Arc::new(InMemoryCredentialStore::new());
-    log_in(&fixture.url, &store).await;
-    // A burst in one scope: without the login both would share one `tools/list`.
-    let registry = ListingRegistry::new();
-    let runtimes = futures::future::join_all((0..2).map(|_| {
-        let options = StartOptions::new()
-            .wait_for_all()
-            .with_listing_registry(registry.clone())
-            .with_credentials(Arc::new(OneStore(store.clone())));
-        Runtime::start(config([ServerConfig::http("web", &fixture.url)]), options)
-    }))
-    .await;
-    for runtime in runtimes {
-        let runtime = runtime.unwrap();
-        assert_eq!(runtime.servers()[0].state, ServerState::Ready);
-        runtime.shutdown().await;
-    }
-    assert_eq!(count_method(&read_log(&messages), "tools/list"), 2);
-    assert!(registry.is_empty());
-}

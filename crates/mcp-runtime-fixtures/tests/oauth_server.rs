@@ -237,7 +237,16 @@ async fn the_code_flow_with_pkce_reaches_the_mcp_endpoint() {
     assert_eq!(tokens["token_type"], "Bearer");
     assert_eq!(tokens["expires_in"], 3600);
     assert_eq!(tokens["scope"], "mcp offline_access");
-    assert_eq!(tokens["sub"], "alice");
+    // The account is named as OpenID Connect names it: the `sub` of an ID token.
+    let id_token = tokens["id_token"].as_str().unwrap();
+    let payload = id_token.split('.').nth(1).unwrap();
+    let claims: Value = serde_json::from_slice(
+        &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, payload)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(claims["sub"], "alice");
+    assert_eq!(claims["iss"], server.origin);
     assert!(tokens["refresh_token"].is_string());
 
     let answer = server

@@ -374,13 +374,10 @@ impl Connection {
 
     /// Whether the server lets other startups share its listings: it opts out by
     /// advertising `capabilities.experimental["codex/tool-catalog-cache"]` with
-    /// `"cacheable": false`. A connection that carries an OAuth login never shares:
-    /// the discovery key does not hold the login's identity yet, and two accounts must
-    /// never share a listing.
+    /// `"cacheable": false`. A connection that carries an OAuth login shares only under
+    /// its login's identity, which the startup puts in the discovery key and checks
+    /// against [`Connection::uses_oauth`] (see `manager::startup`).
     pub(crate) fn allows_shared_listing(&self) -> bool {
-        if self.oauth {
-            return false;
-        }
         let Some(info) = self.peer().peer_info() else {
             return true;
         };

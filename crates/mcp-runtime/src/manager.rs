@@ -298,7 +298,14 @@ impl Runtime {
                     .last_error
                     .clone()
                     .or_else(|| settled.as_ref().and_then(|s| s.error.clone()));
-                let auth = auth_state(&server.config, live.connection.as_deref(), error.as_ref());
+                let login = settled.as_ref().and_then(|s| s.login);
+                let auth = auth_state(
+                    &server.config,
+                    live.connection.as_deref(),
+                    error.as_ref(),
+                    login,
+                    std::time::SystemTime::now(),
+                );
                 ServerStatus {
                     name: name.clone(),
                     state,
@@ -828,17 +835,24 @@ async fn refresh_on_change(
     }
 }
 
-/// How `config`'s server is authorized (see [`AuthState`]): by the OAuth login its
+/// How `config`'s server is authorized (see [`AuthState`]) at `now`: by an OAuth
+/// login that ran out (`login`, as stored when it started), by the OAuth login its
 /// connection carries, by a bearer token, or not, when it failed asking for one.
 fn auth_state(
     config: &crate::config::ServerConfig,
     connection: Option<&Connection>,
     error: Option<&crate::error::StartupError>,
+    login: Option<crate::auth::account::StoredLogin>,
+    now: std::time::SystemTime,
 ) -> Option<AuthState> {
     use crate::{config::TransportConfig, error::HttpFailure};
     let TransportConfig::StreamableHttp(http) = &config.transport else {
         return None;
     };
+    // Before the connection: a live one still carries the token until it is refused.
+    if login.is_some_and(|login| login.is_expired_at(now)) {
+        return Some(AuthState::Expired);
+    }
     if connection.is_some_and(Connection::uses_oauth) {
         return Some(AuthState::LoggedIn);
     }

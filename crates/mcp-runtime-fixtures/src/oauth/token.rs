@@ -88,7 +88,7 @@ impl AuthServer {
         let client_id = self.authenticate_client(&state, headers, form, entry)?;
         let param = |name: &str| form.get(name).map(String::as_str);
         self.check_resource(param("resource"), false)?;
-        let (scope, grant, with_refresh) = match param("grant_type") {
+        let (scope, grant, account, with_refresh) = match param("grant_type") {
             Some("authorization_code") => {
                 let presented = param("code").unwrap_or_default();
                 let Some(code) = state.codes.remove(presented) else {
@@ -119,7 +119,7 @@ impl AuthServer {
                         "the PKCE `code_verifier` does not match the challenge",
                     ));
                 }
-                (code.scope, code.grant, true)
+                (code.scope, code.grant, code.account, true)
             }
             Some("refresh_token") => {
                 let presented = param("refresh_token").unwrap_or_default();
@@ -146,8 +146,9 @@ impl AuthServer {
                     None => old.scope.clone(),
                 };
                 let grant = old.grant;
+                let account = old.account.clone();
                 state.refresh.remove(presented);
-                (scope, grant, true)
+                (scope, grant, account, true)
             }
             Some("client_credentials") => {
                 if entry.auth_method == Some("none") {
@@ -159,7 +160,7 @@ impl AuthServer {
                 let scope = self.granted_scope(param("scope"))?;
                 let grant = state.next_grant;
                 state.next_grant += 1;
-                (scope, grant, false)
+                (scope, grant, String::new(), false)
             }
             Some(other) => {
                 return Err(refuse(
@@ -172,6 +173,7 @@ impl AuthServer {
         let access_token = random("at_");
         let issue = |expires| Token {
             client_id: client_id.clone(),
+            account: account.clone(),
             scope: scope.clone(),
             resource: self.resource.clone(),
             grant,
@@ -186,9 +188,10 @@ impl AuthServer {
             "token_type": "Bearer",
             "expires_in": self.config.token_ttl.as_secs(),
             "scope": scope,
-            "sub": self.config.account,
         });
         if with_refresh {
+            // A person's grant names its account, as OpenID Connect does.
+            body["id_token"] = self.id_token(&client_id, &account).into();
             let refresh_token = random("rt_");
             state.refresh.insert(refresh_token.clone(), issue(None));
             body["refresh_token"] = refresh_token.into();
@@ -199,6 +202,31 @@ impl AuthServer {
             http::HeaderValue::from_static("no-store"),
         );
         Ok(response)
+    }
+
+    /// An OpenID Connect ID token naming `account` (`sub`) to `client_id`,
+    /// unsigned (`alg: none`, which OpenID Connect Core §2 allows for an ID token
+    /// that only the token endpoint returns).
+    fn id_token(&self, client_id: &str, account: &str) -> String {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        let claims = json!({
+            "iss": self.issuer,
+            "sub": account,
+            "aud": client_id,
+            "iat": now,
+            "exp": now + self.config.token_ttl.as_secs(),
+        });
+        let encode = |value: serde_json::Value| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string())
+        };
+        format!(
+            "{}.{}.",
+            encode(json!({"alg": "none", "typ": "JWT"})),
+            encode(claims)
+        )
     }
 
     /// RFC 7009: 200 whether or not the token was known; a token of another

@@ -26,7 +26,7 @@
 //!    never asked again for scopes already held.
 //!
 //! Nothing here logs or returns a token: the summary holds the issuer, the client id,
-//! the scopes granted and the expiry, never the token.
+//! the scopes granted, the expiry and the account, never the token.
 
 use std::{
     sync::Arc,
@@ -84,6 +84,9 @@ pub struct LoginSummary {
     pub scopes: Vec<String>,
     /// When the access token expires, when the token response says.
     pub expires_at: Option<SystemTime>,
+    /// The account logged in to: the subject (`sub`) of the OpenID Connect ID token
+    /// of the token response, when it has one for this issuer and client.
+    pub account: Option<String>,
 }
 
 impl LoginSummary {
@@ -99,7 +102,14 @@ impl LoginSummary {
             client_id,
             scopes,
             expires_at,
+            account: None,
         }
+    }
+
+    /// This summary, naming the account logged in to.
+    pub fn with_account(mut self, account: Option<String>) -> Self {
+        self.account = account;
+        self
     }
 }
 
@@ -322,11 +332,13 @@ impl<'a> Login<'a> {
             Some(scopes) => scopes.iter().map(|scope| scope.to_string()).collect(),
             None => session.auth_manager.get_current_scopes().await,
         };
+        let account = super::account::id_token_subject(&token, issuer.as_deref(), &client_id);
         Ok(LoginSummary {
             issuer,
             client_id,
             scopes,
             expires_at: token.expires_in().map(|after| SystemTime::now() + after),
+            account,
         })
     }
 

@@ -33,7 +33,9 @@
 //!
 //! 1. No token, refresh token or client secret appears in a `Debug` output, an error
 //!    message or a log line of this module: `Debug` shows keys and paths only, and an
-//!    error quoting a stored document gives a line and column, never its text.
+//!    error quoting a stored document gives a line and column, never its text. An
+//!    OpenID Connect ID token is not stored at all: the account's subject is kept in
+//!    its place (see `auth::account`).
 //! 2. A [`CredentialStore::save`] either replaces the whole stored document or leaves it
 //!    as it was: the file is rewritten through a temporary file and a rename, under an
 //!    advisory lock that every process using the file takes for its read-modify-write.
@@ -85,6 +87,12 @@ macro_rules! blocking_credential_store {
             ) -> Result<(), rmcp::transport::auth::AuthError> {
                 let entry = self.clone();
                 $crate::auth::store::blocking(move || {
+                    // The account is kept, the ID token is not (see `auth::account`).
+                    let previous = $crate::auth::store::BlockingEntry::load_now(&entry)
+                        .ok()
+                        .flatten();
+                    let credentials =
+                        $crate::auth::account::for_storage(previous.as_ref(), credentials);
                     $crate::auth::store::BlockingEntry::save_now(&entry, credentials)
                 })
                 .await

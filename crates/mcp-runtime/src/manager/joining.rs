@@ -61,6 +61,8 @@ pub(super) struct Settled {
     pub(super) listing_keys: Option<(ListingRegistry, StartupKeys)>,
     /// Where it runs, for a server that started: what a restart uses.
     pub(super) binding: Option<Binding>,
+    /// The OAuth login stored for it when it started, if any.
+    pub(super) login: Option<crate::auth::account::StoredLogin>,
 }
 
 impl Server {
@@ -144,6 +146,7 @@ impl Shared {
             served_from_cache: outcome.served_from_cache,
             listing_keys: outcome.listing_keys,
             binding: outcome.binding,
+            login: outcome.login,
         })));
     }
 

@@ -22,6 +22,7 @@ use tokio::{sync::mpsc::UnboundedSender, time::Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    auth::account::{LoginIdentity, StoredLogin},
     binding::Binding,
     config::{Config, ServerConfig},
     connection::Connection,
@@ -362,6 +363,8 @@ pub(super) struct Outcome {
     pub(super) listing_keys: Option<(ListingRegistry, StartupKeys)>,
     /// Where the server runs, for a server that started.
     pub(super) binding: Option<Binding>,
+    /// The OAuth login stored for the server when its startup began, if any.
+    pub(super) login: Option<StoredLogin>,
     pub(super) result: Result<Started, StartupError>,
 }
 
@@ -449,6 +452,9 @@ async fn start_one(
     let startup = async {
         let binding = binding?;
         let endpoint = endpoint(config, &binding, options.credentials.as_ref())?;
+        let login = stored_login(config, &endpoint).await;
+        *lock(&progress.login) = login;
+        let identity = login.and_then(|login| login.identity);
         // Stamped before anything is sent: a listing requested from now on may serve it.
         let ticket = (options.share_listings && config.share_tool_listing).then(|| {
             let keys = StartupKeys::new(
@@ -457,6 +463,7 @@ async fn start_one(
                 &endpoint,
                 &config.environment,
                 config.protocol,
+                identity.as_ref(),
             );
             *lock(&progress.listing_keys) = Some((options.registry.clone(), keys));
             options.registry.begin(keys)
@@ -469,8 +476,14 @@ async fn start_one(
             });
         })
         .await?;
-        let ticket = ticket.filter(|_| connection.allows_shared_listing());
-        let tools = list(&connection, ticket, config, &report, &progress).await?;
+        // A connection with an OAuth login shares only under the identity of its login
+        // (see `shared_listing`, invariant 1): one whose login has none, or that found
+        // another login than the one read above, lists on its own.
+        let ticket = ticket.filter(|_| {
+            connection.allows_shared_listing() && connection.uses_oauth() == identity.is_some()
+        });
+        let keyed = identity.map(|identity| (&endpoint, identity));
+        let tools = list(&connection, ticket, config, keyed, &report, &progress).await?;
         Ok(Started { connection, tools })
     };
     let result = tokio::select! {
@@ -490,6 +503,7 @@ async fn start_one(
         tools_list_requests: progress.requests.load(Ordering::Relaxed),
         served_from_cache: progress.served_from_cache.load(Ordering::Relaxed),
         listing_keys: lock(&progress.listing_keys).take(),
+        login: *lock(&progress.login),
         binding: bound.filter(|_| result.is_ok()),
         result,
     };
@@ -537,10 +551,13 @@ pub(super) async fn restart_one(
 
 /// Gets the startup listing: a shared one when `ticket` finds one, else from the
 /// server on this startup's own connection (counting its requests in `progress`).
+/// `keyed` is the OAuth login the ticket's key holds, reached through its endpoint:
+/// a listing is shared only if the store still holds that login once it is listed.
 async fn list(
     connection: &Connection,
     ticket: Option<Startup>,
     config: &ServerConfig,
+    keyed: Option<(&Endpoint, LoginIdentity)>,
     report: &Report,
     progress: &Progress,
 ) -> Result<SharedTools, StartupError> {
@@ -555,7 +572,25 @@ async fn list(
             .map_err(StartupError::ListTools)?;
         let tools = Arc::new(listing.tools);
         if let Some(leader) = leader {
-            leader.publish(tools.clone(), listing.grant);
+            // rmcp reads the store for every request: a login replaced while the
+            // request was made (another account's, maybe) lists for this startup
+            // alone. Dropping the guard hands the attempt over to a waiter.
+            let replaced = match keyed {
+                Some((endpoint, identity)) => {
+                    let now = stored_login(config, endpoint).await;
+                    now.and_then(|login| login.identity) != Some(identity)
+                }
+                None => false,
+            };
+            if replaced {
+                tracing::debug!(
+                    server = %config.name,
+                    "the OAuth login changed while listing; the listing is not shared"
+                );
+                drop(leader);
+            } else {
+                leader.publish(tools.clone(), listing.grant);
+            }
         }
         Ok(tools)
     };
@@ -606,6 +641,8 @@ struct Progress {
     served_from_cache: AtomicBool,
     /// Its keys in the listing registry, once computed.
     listing_keys: Mutex<Option<(ListingRegistry, StartupKeys)>>,
+    /// The OAuth login stored for it, once read.
+    login: Mutex<Option<StoredLogin>>,
 }
 
 /// Sends one server's events; if the startup is dropped before it settles, reports
@@ -643,6 +680,23 @@ fn send(events: &Option<UnboundedSender<StartupEvent>>, event: StartupEvent) {
         // A host that stopped listening does not stop the start.
         let _ = events.send(event);
     }
+}
+
+/// The OAuth login stored for `config`'s server reached through `endpoint`: read once,
+/// before anything is sent, for its identity (the discovery key) and its expiry (the
+/// server's auth state). A store that cannot be read counts as no login here; the
+/// connection reports the store's error itself.
+///
+/// # Cancel safety
+///
+/// Dropping the future abandons the read.
+async fn stored_login(config: &ServerConfig, endpoint: &Endpoint) -> Option<StoredLogin> {
+    let Endpoint::Http(resolved) = endpoint else {
+        return None;
+    };
+    let stored = resolved.oauth_store.as_ref()?.load().await.ok()??;
+    let resource = config.oauth.resource.as_deref().unwrap_or(&resolved.url);
+    StoredLogin::of(&stored, resource)
 }
 
 /// `config`'s endpoint, resolved against this process's environment; a remote

@@ -92,16 +92,21 @@ pub enum AuthState {
     /// It asked for authorization that it was not given, or refused its stored login:
     /// `mcp-runtime login NAME` is the way on (`needs_login`).
     NeedsLogin,
+    /// Its stored OAuth login, as read when it started, has an access token past its
+    /// expiry and no refresh token to renew it: it needs a new login at its next start,
+    /// or already failed to start for that (`expired`).
+    Expired,
     /// Its requests carry the token of `bearer_token_env_var` (`bearer`).
     Bearer,
 }
 
 impl AuthState {
-    /// `logged_in`, `needs_login` or `bearer`.
+    /// `logged_in`, `needs_login`, `expired` or `bearer`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::LoggedIn => "logged_in",
             Self::NeedsLogin => "needs_login",
+            Self::Expired => "expired",
             Self::Bearer => "bearer",
         }
     }

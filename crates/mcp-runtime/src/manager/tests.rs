@@ -19,6 +19,7 @@ fn shared(names: &[&str]) -> Shared {
                 served_from_cache: false,
                 listing_keys: None,
                 binding: None,
+                login: None,
             })));
             (name.to_string(), server)
         })
@@ -105,6 +106,7 @@ fn settle(shared: &Shared, name: &str, error: Option<StartupError>) {
             served_from_cache: false,
             listing_keys: None,
             binding: None,
+            login: None,
         })));
 }
 
@@ -220,4 +222,52 @@ async fn a_name_no_server_can_own_is_unknown_without_waiting_for_servers_startin
         futures::FutureExt::now_or_never(shared.route("mcp__a__x")).is_none(),
         "`a` is still starting"
     );
+}
+
+#[test]
+fn a_stored_login_past_its_expiry_that_nothing_renews_is_expired_whatever_else_holds() {
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    use crate::{
+        auth::account::StoredLogin,
+        config::ServerConfig,
+        error::{HttpFailure, StartupError},
+    };
+
+    let server = ServerConfig::http("web", "http://127.0.0.1:1/mcp");
+    let at = UNIX_EPOCH + Duration::from_secs(1_000_000);
+    let login = |renewable| StoredLogin {
+        identity: None,
+        expires_at: Some(at),
+        renewable,
+    };
+    let refused = StartupError::Login(HttpFailure::NeedsLogin {
+        server: "web".into(),
+    });
+    let state = |login, error: Option<&StartupError>, now: SystemTime| {
+        auth_state(&server, None, error, login, now)
+    };
+    assert_eq!(
+        state(Some(login(false)), None, at),
+        Some(AuthState::Expired)
+    );
+    assert_eq!(
+        state(Some(login(false)), Some(&refused), at),
+        Some(AuthState::Expired),
+        "the failed start says why: the login ran out"
+    );
+    assert_eq!(
+        state(
+            Some(login(false)),
+            Some(&refused),
+            at - Duration::from_secs(1)
+        ),
+        Some(AuthState::NeedsLogin)
+    );
+    assert_eq!(
+        state(Some(login(true)), Some(&refused), at),
+        Some(AuthState::NeedsLogin),
+        "a refresh token could renew it: the refusal is the news"
+    );
+    assert_eq!(state(None, None, at), None);
 }

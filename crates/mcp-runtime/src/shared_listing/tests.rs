@@ -1,0 +1,466 @@
+use super::*;
+
+fn key(n: u8) -> StartupKeys {
+    StartupKeys {
+        private: DiscoveryKey([n; 32]),
+        public: DiscoveryKey([n | 0x80; 32]),
+    }
+}
+
+fn tools(names: &[&str]) -> SharedTools {
+    Arc::new(
+        names
+            .iter()
+            .map(|name| Tool::new(name.to_string(), "", Arc::new(Default::default())))
+            .collect(),
+    )
+}
+
+fn lead(next: Next) -> LeaderGuard {
+    match next {
+        Next::Lead(leader) => leader,
+        _ => panic!("expected to lead"),
+    }
+}
+
+fn waits(next: Next) -> watch::Receiver<Option<SharedTools>> {
+    match next {
+        Next::Wait(receiver) => receiver,
+        _ => panic!("expected to wait"),
+    }
+}
+
+fn takes(next: Next) -> SharedTools {
+    match next {
+        Next::Take(tools) => tools,
+        _ => panic!("expected to take a burst listing"),
+    }
+}
+
+fn granted(next: Next) -> SharedTools {
+    match next {
+        Next::Granted(tools) => tools,
+        _ => panic!("expected to take a granted listing"),
+    }
+}
+
+fn grant(secs: u64, scope: Scope) -> Option<Grant> {
+    Some(Grant {
+        ttl: Duration::from_secs(secs),
+        scope,
+    })
+}
+
+#[tokio::test]
+async fn overlapping_startups_share_one_listing() {
+    let registry = ListingRegistry::new();
+    let mut startups: Vec<Startup> = (0..4).map(|_| registry.begin(key(1))).collect();
+    let leader = lead(startups[0].next());
+    let waiting: Vec<_> = startups[1..3].iter_mut().map(|s| waits(s.next())).collect();
+    let listing = tools(&["a", "b"]);
+    leader.publish(listing.clone(), None);
+    for receiver in waiting {
+        assert!(Arc::ptr_eq(&wait(receiver).await.unwrap(), &listing));
+    }
+    // Began before the request was sent, asks after it was answered: shared too.
+    assert!(Arc::ptr_eq(&takes(startups[3].next()), &listing));
+    drop(startups);
+    assert!(
+        registry.is_empty(),
+        "nothing is kept once no startup is pending"
+    );
+}
+
+#[tokio::test]
+async fn a_startup_that_begins_after_the_request_was_sent_asks_itself() {
+    let registry = ListingRegistry::new();
+    let mut first = registry.begin(key(1));
+    let leader = lead(first.next());
+    // Both begin after the first request was sent: neither may use its answer.
+    let mut later = registry.begin(key(1));
+    let mut latest = registry.begin(key(1));
+    let later_leader = lead(later.next());
+    leader.publish(tools(&["old"]), None);
+    drop(first);
+    let receiver = waits(latest.next());
+    later_leader.publish(tools(&["new"]), None);
+    assert_eq!(wait(receiver).await.unwrap()[0].name, "new");
+    assert_eq!(takes(latest.next())[0].name, "new");
+    // A startup that begins after every request was sent asks itself.
+    let mut last = registry.begin(key(1));
+    let _own = lead(last.next());
+    drop((later, latest, _own, last));
+    assert!(registry.is_empty());
+}
+
+#[tokio::test]
+async fn a_withdrawn_attempt_hands_over_to_exactly_one_waiter() {
+    let registry = ListingRegistry::new();
+    let mut startups: Vec<Startup> = (0..4).map(|_| registry.begin(key(1))).collect();
+    let leader = lead(startups[0].next());
+    let waiting: Vec<_> = startups[1..].iter_mut().map(|s| waits(s.next())).collect();
+    drop(leader); // failed, timed out or cancelled: the same for the waiters
+    for receiver in waiting {
+        assert!(wait(receiver).await.is_none(), "no error is handed over");
+    }
+    let mut next: Vec<Next> = startups[1..].iter_mut().map(Startup::next).collect();
+    let second = lead(next.remove(0));
+    let waiting: Vec<_> = next.into_iter().map(waits).collect();
+    second.publish(tools(&["a"]), None);
+    for receiver in waiting {
+        assert_eq!(wait(receiver).await.unwrap()[0].name, "a");
+    }
+    drop(startups);
+    assert!(registry.is_empty());
+}
+
+#[tokio::test]
+async fn a_dropped_waiter_affects_nobody() {
+    let registry = ListingRegistry::new();
+    let mut leader_startup = registry.begin(key(1));
+    let mut waiter = registry.begin(key(1));
+    let leader = lead(leader_startup.next());
+    let receiver = waits(waiter.next());
+    drop((receiver, waiter));
+    leader.publish(tools(&["a"]), None);
+    drop(leader_startup);
+    assert!(registry.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_granted_listing_serves_later_startups_until_it_expires() {
+    let registry = ListingRegistry::new();
+    let mut first = registry.begin(key(1));
+    let listing = tools(&["a"]);
+    lead(first.next()).publish(listing.clone(), grant(60, Scope::Private));
+    drop(first);
+    assert!(!registry.is_empty(), "the grant outlives the burst");
+
+    tokio::time::advance(Duration::from_secs(59)).await;
+    let mut later = registry.begin(key(1));
+    assert!(Arc::ptr_eq(&granted(later.next()), &listing));
+    drop(later);
+
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let mut expired = registry.begin(key(1));
+    let _own = lead(expired.next());
+    drop((_own, expired));
+    assert!(
+        registry.is_empty(),
+        "an expired grant is dropped when found"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_private_grant_serves_only_the_same_credentials_and_a_public_one_any() {
+    let registry = ListingRegistry::new();
+    // Same inputs but the credentials: the public keys agree, the private ones do not.
+    let alice = key(1);
+    let bob = StartupKeys {
+        private: DiscoveryKey([2; 32]),
+        public: alice.public,
+    };
+    let mut first = registry.begin(alice);
+    lead(first.next()).publish(tools(&["private"]), grant(60, Scope::Private));
+    drop(first);
+    let mut other = registry.begin(bob);
+    let leader = lead(other.next());
+    leader.publish(tools(&["public"]), grant(60, Scope::Public));
+    drop(other);
+
+    // Alice's own private grant is preferred to the public one; Bob gets the public.
+    let mut again = registry.begin(alice);
+    assert_eq!(granted(again.next())[0].name, "private");
+    let mut carol = registry.begin(StartupKeys {
+        private: DiscoveryKey([3; 32]),
+        public: alice.public,
+    });
+    assert_eq!(granted(carol.next())[0].name, "public");
+    // Another server (another public key) gets nothing.
+    let mut elsewhere = registry.begin(key(4));
+    let _own = lead(elsewhere.next());
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_a_grant_or_after_a_revocation_a_later_startup_asks_itself() {
+    let registry = ListingRegistry::new();
+    let mut first = registry.begin(key(1));
+    lead(first.next()).publish(tools(&["a"]), None);
+    drop(first);
+    assert!(registry.is_empty(), "no grant, nothing kept");
+
+    let mut second = registry.begin(key(1));
+    lead(second.next()).publish(tools(&["a"]), grant(60, Scope::Public));
+    drop(second);
+    registry.revoke(&key(1));
+    assert!(registry.is_empty());
+    let mut third = registry.begin(key(1));
+    let _own = lead(third.next());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_listing_is_preferred_to_a_granted_one() {
+    let registry = ListingRegistry::new();
+    let mut first = registry.begin(key(1));
+    lead(first.next()).publish(tools(&["old"]), grant(60, Scope::Private));
+    drop(first);
+    let mut waiter = registry.begin(key(1));
+    let mut leader_startup = registry.begin(key(1));
+    // The grant is fresh: the first to ask takes it and sends nothing.
+    assert_eq!(granted(leader_startup.next())[0].name, "old");
+    registry.revoke(&key(1));
+    lead(leader_startup.next()).publish(tools(&["new"]), grant(60, Scope::Private));
+    assert_eq!(takes(waiter.next())[0].name, "new");
+}
+
+#[test]
+fn a_grant_needs_a_positive_ttl_on_every_page_and_one_private_page_makes_it_private() {
+    use CacheScope::{Private, Public};
+    let secs = |s: u64| Some(s * 1000);
+    assert_eq!(Grant::of_pages([]), None);
+    assert_eq!(
+        Grant::of_pages([(secs(60), Some(Public)), (secs(30), Some(Public))]),
+        grant(30, Scope::Public)
+    );
+    assert_eq!(
+        Grant::of_pages([(secs(60), Some(Public)), (secs(90), Some(Private))]),
+        grant(60, Scope::Private)
+    );
+    assert_eq!(
+        Grant::of_pages([(secs(60), None)]),
+        grant(60, Scope::Private)
+    );
+    assert_eq!(
+        Grant::of_pages([(secs(60), Some(Public)), (None, Some(Public))]),
+        None
+    );
+    assert_eq!(Grant::of_pages([(Some(0), Some(Public))]), None);
+}
+
+#[test]
+fn different_keys_never_share() {
+    let registry = ListingRegistry::new();
+    let mut one = registry.begin(key(1));
+    let mut two = registry.begin(key(2));
+    let _one = lead(one.next());
+    let _two = lead(two.next());
+}
+
+#[test]
+fn era_keys_cover_the_same_inputs_apart_from_the_discovery_key() {
+    use std::collections::BTreeMap;
+
+    use crate::transport::stdio::Launch;
+
+    let launch = |arg: &str| {
+        Endpoint::Stdio(Launch {
+            argv: vec!["server".into(), arg.into()],
+            env: BTreeMap::new(),
+            cwd: None,
+            max_message_bytes: 1,
+        })
+    };
+    let local = Environment::Local;
+    let era = |scope, server, arg| DiscoveryKey::era(scope, server, &launch(arg), &local);
+    assert_eq!(era("default", "s", "a"), era("default", "s", "a"));
+    assert_ne!(era("default", "s", "a"), era("other", "s", "a"));
+    assert_ne!(era("default", "s", "a"), era("default", "t", "a"));
+    assert_ne!(era("default", "s", "a"), era("default", "s", "b"));
+    // Not the discovery key's digest: the protocol version offered is left out.
+    assert_ne!(
+        era("default", "s", "a").0,
+        DiscoveryKey::new("default", "s", &launch("a"), &local, None).0
+    );
+}
+
+#[test]
+fn discovery_keys_cover_scope_and_inputs() {
+    use std::collections::BTreeMap;
+
+    use crate::transport::{http::ResolvedHttp, stdio::Launch};
+
+    let launch = |env: &[(&str, &str)]| {
+        Endpoint::Stdio(Launch {
+            argv: vec!["server".into(), "--flag".into()],
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect(),
+            cwd: None,
+            max_message_bytes: 1,
+        })
+    };
+    let local = Environment::Local;
+    let base = DiscoveryKey::new("default", "s", &launch(&[("A", "1")]), &local, None);
+    assert_eq!(
+        base,
+        DiscoveryKey::new("default", "s", &launch(&[("A", "1")]), &local, None)
+    );
+    assert_ne!(
+        base,
+        DiscoveryKey::new("other", "s", &launch(&[("A", "1")]), &local, None)
+    );
+    assert_ne!(
+        base,
+        DiscoveryKey::new("default", "t", &launch(&[("A", "1")]), &local, None)
+    );
+    assert_ne!(
+        base,
+        DiscoveryKey::new("default", "s", &launch(&[("A", "2")]), &local, None)
+    );
+    let remote = Environment::Named("box".into());
+    assert_ne!(
+        base,
+        DiscoveryKey::new("default", "s", &launch(&[("A", "1")]), &remote, None)
+    );
+
+    let http = |token: &str| {
+        Endpoint::Http(ResolvedHttp {
+            url: "http://127.0.0.1:1/mcp".into(),
+            bearer_token: Some(token.into()),
+            headers: BTreeMap::new().into_iter().collect(),
+            max_message_bytes: 1,
+            network: Default::default(),
+            oauth_store: None,
+        })
+    };
+    assert_ne!(
+        DiscoveryKey::new("default", "s", &http("t1"), &local, None),
+        DiscoveryKey::new("default", "s", &http("t2"), &local, None)
+    );
+    // A pinned revision is offered instead of the default: a key of its own.
+    let keys = |protocol| StartupKeys::new("default", "s", &http("t1"), &local, protocol, None);
+    assert_eq!(
+        keys(Protocol::Auto).private,
+        DiscoveryKey::new("default", "s", &http("t1"), &local, None)
+    );
+    assert_ne!(keys(Protocol::Auto), keys(Protocol::V2025_06_18));
+    assert_ne!(
+        keys(Protocol::V2025_06_18).public,
+        keys(Protocol::V2025_11_25).public
+    );
+    // The public key leaves the credentials out, and nothing else.
+    assert_eq!(
+        DiscoveryKey::public("default", "s", &http("t1"), &local),
+        DiscoveryKey::public("default", "s", &http("t2"), &local)
+    );
+    assert_ne!(
+        DiscoveryKey::public("default", "s", &http("t1"), &local),
+        DiscoveryKey::public("other", "s", &http("t1"), &local)
+    );
+    assert_ne!(
+        DiscoveryKey::public("default", "s", &http("t1"), &local),
+        DiscoveryKey::new("default", "s", &http("t1"), &local, None)
+    );
+    let with_header = |value: &str, sensitive: bool| {
+        let mut value = http::HeaderValue::from_str(value).unwrap();
+        value.set_sensitive(sensitive);
+        Endpoint::Http(ResolvedHttp {
+            url: "http://127.0.0.1:1/mcp".into(),
+            bearer_token: None,
+            headers: [(http::HeaderName::from_static("x-key"), value)]
+                .into_iter()
+                .collect(),
+            max_message_bytes: 1,
+            network: Default::default(),
+            oauth_store: None,
+        })
+    };
+    let public = |endpoint: &Endpoint| DiscoveryKey::public("default", "s", endpoint, &local);
+    assert_eq!(
+        public(&with_header("k1", true)),
+        public(&with_header("k2", true))
+    );
+    assert_ne!(
+        public(&with_header("k1", false)),
+        public(&with_header("k2", false))
+    );
+    // Field boundaries are unambiguous: ("ab", "c") is not ("a", "bc").
+    let split = |a: &str, b: &str| {
+        Endpoint::Stdio(Launch {
+            argv: vec![a.into(), b.into()],
+            env: BTreeMap::new(),
+            cwd: None,
+            max_message_bytes: 1,
+        })
+    };
+    assert_ne!(
+        DiscoveryKey::new("default", "s", &split("ab", "c"), &local, None),
+        DiscoveryKey::new("default", "s", &split("a", "bc"), &local, None)
+    );
+}
+
+#[test]
+fn an_oauth_login_is_in_the_key_as_its_identity_never_its_token() {
+    use rmcp::transport::auth::StoredCredentials;
+
+    use crate::{
+        auth::account::{self, tests::credentials},
+        transport::http::ResolvedHttp,
+    };
+
+    let endpoint = Endpoint::Http(ResolvedHttp {
+        url: "http://127.0.0.1:1/mcp".into(),
+        bearer_token: None,
+        headers: Default::default(),
+        max_message_bytes: 1,
+        network: Default::default(),
+        oauth_store: None,
+    });
+    let local = Environment::Local;
+    let login = |credentials: &StoredCredentials| {
+        account::identity(credentials, "http://127.0.0.1:1/mcp").unwrap()
+    };
+    let key = |credentials: Option<&StoredCredentials>| {
+        let login = credentials.map(login);
+        StartupKeys::new(
+            "default",
+            "s",
+            &endpoint,
+            &local,
+            Protocol::Auto,
+            login.as_ref(),
+        )
+    };
+    let alice = credentials(
+        "client-1",
+        "at-1",
+        Some("rt-1"),
+        serde_json::json!({"mcp_runtime_account": "alice"}),
+    );
+    // Another runtime of the same account holds another access token: one key.
+    let alice_again = credentials(
+        "client-1",
+        "at-2",
+        Some("rt-2"),
+        serde_json::json!({"mcp_runtime_account": "alice"}),
+    );
+    let bob = credentials(
+        "client-1",
+        "at-1",
+        Some("rt-1"),
+        serde_json::json!({"mcp_runtime_account": "bob"}),
+    );
+    let other_client = credentials(
+        "client-2",
+        "at-1",
+        Some("rt-1"),
+        serde_json::json!({"mcp_runtime_account": "alice"}),
+    );
+    let other_issuer = alice
+        .clone()
+        .with_issuer(Some("https://other.example".into()));
+    assert_eq!(key(Some(&alice)), key(Some(&alice_again)));
+    for other in [&bob, &other_client, &other_issuer] {
+        assert_ne!(key(Some(&alice)).private, key(Some(other)).private);
+    }
+    assert_ne!(key(Some(&alice)).private, key(None).private);
+    // A public grant serves any account: the login is a credential.
+    assert_eq!(key(Some(&alice)).public, key(Some(&bob)).public);
+    assert_eq!(key(Some(&alice)).public, key(None).public);
+    // The key is a digest of the identity: the same key whatever the token, and
+    // the token nowhere in its bytes or its `Debug` output.
+    let bytes = key(Some(&alice)).private.0;
+    assert!(!bytes.windows(4).any(|w| w == b"at-1"));
+    assert!(!format!("{:?}", key(Some(&alice))).contains("at-1"));
+}
