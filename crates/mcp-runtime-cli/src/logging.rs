@@ -7,8 +7,11 @@
 //! probe) print as `mcp-runtime: warning: …`, like the CLI's errors.
 //!
 //! `MCP_RUNTIME_LOG` takes a filter (`debug`, `rmcp=trace`, `mcp_runtime=info`) and
-//! shows what it selects from any crate, with times and targets. Colour is used only
-//! when stderr is a terminal and `NO_COLOR` is unset or empty.
+//! shows what it selects from any crate, with times and targets, except what rmcp's
+//! OAuth module logs below `info`: it logs the token endpoint's answer there, whose
+//! extra fields (an OpenID Connect ID token) it prints in clear, and no filter shows a
+//! credential. Colour is used only when stderr is a terminal and `NO_COLOR` is unset
+//! or empty.
 
 use std::{ffi::OsStr, fmt, io::IsTerminal};
 
@@ -35,7 +38,13 @@ pub fn init() {
         .with_writer(std::io::stderr)
         .with_ansi(colour);
     match EnvFilter::try_from_env(FILTER_VARIABLE) {
-        Ok(filter) => builder.with_env_filter(filter).init(),
+        Ok(filter) => builder
+            .with_env_filter(filter)
+            .finish()
+            .with(tracing_subscriber::filter::filter_fn(|metadata| {
+                shown(metadata.target(), *metadata.level())
+            }))
+            .init(),
         Err(_) => builder
             .event_format(Plain)
             .finish()
@@ -43,6 +52,15 @@ pub fn init() {
             .init(),
     }
 }
+
+/// Whether an event of `target` at `level` may be shown at all (see the module docs).
+fn shown(target: &str, level: Level) -> bool {
+    let oauth = target == RMCP_OAUTH || target.starts_with(&format!("{RMCP_OAUTH}::"));
+    !oauth || level <= Level::INFO
+}
+
+/// The target of rmcp's OAuth module.
+const RMCP_OAUTH: &str = "rmcp::transport::auth";
 
 /// Colour on a terminal, unless `NO_COLOR` is set to anything but the empty string.
 fn colour(terminal: bool, no_color: Option<&OsStr>) -> bool {
@@ -89,6 +107,18 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rmcp_oauth_details_are_never_shown_whatever_the_filter() {
+        assert!(!shown("rmcp::transport::auth", Level::DEBUG));
+        assert!(!shown(
+            "rmcp::transport::auth::metadata_resolver",
+            Level::TRACE
+        ));
+        assert!(shown("rmcp::transport::auth", Level::WARN));
+        assert!(shown("rmcp::transport::authx", Level::DEBUG));
+        assert!(shown("rmcp::service", Level::TRACE));
+    }
 
     #[test]
     fn colour_only_on_a_terminal_and_never_with_no_color_set() {

@@ -10,7 +10,7 @@
 //!    names it; `logout` says whether the tokens were revoked, and why not.
 //! 3. `logout` deletes the stored login even when the revocation fails: the failure is
 //!    a warning line on stderr.
-//! 4. A command that starts servers logs in again in place ([`Relogin`]) only where
+//! 4. `tools` and `call` log in again in place ([`Relogin`]) only where
 //!    a login was made before and can no longer serve (expired beyond refresh, or
 //!    short of a scope the server asks for), only when a person can finish it (a
 //!    `$BROWSER` is named or stderr is a terminal), and at most once per command: a

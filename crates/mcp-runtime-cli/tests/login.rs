@@ -90,6 +90,11 @@ impl User {
     /// The command, with the user's browser named by `$BROWSER` or with none (and
     /// stderr not a terminal: no person to log in).
     async fn run_with_browser(&self, args: &[&str], browser: bool) -> Output {
+        self.run_with(args, browser, None).await
+    }
+
+    /// The command with the browser or none, and the log filter `log`, if any.
+    async fn run_with(&self, args: &[&str], browser: bool, log: Option<&str>) -> Output {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-runtime"));
         command
             .args(args)
@@ -101,6 +106,9 @@ impl User {
             .env_remove("BROWSER");
         if browser {
             command.env("BROWSER", &self.browser);
+        }
+        if let Some(filter) = log {
+            command.env("MCP_RUNTIME_LOG", filter);
         }
         for name in ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"] {
             command.env_remove(name);
@@ -322,4 +330,46 @@ async fn a_server_asking_for_more_scopes_gets_them_from_one_new_login_when_a_per
         2,
         "no login after the one needed"
     );
+}
+
+#[tokio::test]
+async fn no_log_level_shows_a_credential_of_the_login() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_fixture, url) = protected_fixture(&dir.path().join("oauth.jsonl")).await;
+    let user = User::new(&url);
+    let login = user
+        .run_with(
+            &["login", "web", "--timeout-sec", "60"],
+            true,
+            Some("trace"),
+        )
+        .await;
+    assert_eq!(login.status.code(), Some(0), "{}", stderr(&login));
+    let tools = user.run_with(&["tools"], true, Some("trace")).await;
+    assert_eq!(tools.status.code(), Some(0), "{}", stderr(&tools));
+    let (_, store) = user
+        .files()
+        .into_iter()
+        .find(|(_, text)| text.contains("access_token"))
+        .expect("the token file");
+    let store: serde_json::Value = serde_json::from_str(&store).unwrap();
+    let response = &store["entries"]
+        .as_object()
+        .unwrap()
+        .values()
+        .next()
+        .unwrap()["credentials"]["token_response"];
+    let said = format!(
+        "{}{}{}{}",
+        stdout(&login),
+        stderr(&login),
+        stdout(&tools),
+        stderr(&tools)
+    );
+    for field in ["access_token", "refresh_token"] {
+        let secret = response[field].as_str().unwrap();
+        assert!(!said.contains(secret), "`{field}` in the output");
+    }
+    // The fixture's ID token is a JWT: its header is base64 JSON, `eyJ…`.
+    assert!(!said.contains("eyJ"), "an ID token in the output");
 }
