@@ -17,6 +17,7 @@ mod legacy_sse;
 mod listing;
 mod network;
 mod oauth_login;
+mod oauth_machine;
 mod oauth_server;
 mod peers;
 mod processes;

@@ -104,6 +104,8 @@ pub(crate) enum ClientCredential {
     Secret(String),
     /// `private_key_jwt`: a PEM key signing an assertion with `algorithm`.
     PrivateKey {
+        // Signed with only in a build with the `client-credentials-jwt` feature.
+        #[cfg_attr(not(feature = "client-credentials-jwt"), allow(dead_code))]
         pem: String,
         algorithm: SigningAlgorithm,
     },
@@ -514,6 +516,151 @@ mod tests {
             fresh(&stored(None, 1000), u64::MAX).as_deref(),
             Some("at_1")
         );
+    }
+
+    /// A fake authorization server on loopback: its RFC 8414 metadata (Basic
+    /// authentication only), and a token endpoint that refreshes only for client
+    /// `conf` authenticating with secret `s3cr3t`. Returns its origin and the
+    /// `Authorization` header of each token request.
+    async fn authorization_server() -> (String, Arc<std::sync::Mutex<Vec<Option<String>>>>) {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let metadata = serde_json::json!({
+            "issuer": origin,
+            "authorization_endpoint": format!("{origin}/authorize"),
+            "token_endpoint": format!("{origin}/token"),
+            "response_types_supported": ["code"],
+            "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+        })
+        .to_string();
+        let basic = format!(
+            "Basic {}",
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "conf:s3cr3t")
+        );
+        let requests = seen.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                let mut request = Vec::new();
+                let mut chunk = [0u8; 4096];
+                // Headers, then the body its `Content-Length` announces.
+                let (head, length) = loop {
+                    let read = stream.read(&mut chunk).await.unwrap();
+                    request.extend_from_slice(&chunk[..read]);
+                    let text = String::from_utf8_lossy(&request).into_owned();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let length = text[..end]
+                            .lines()
+                            .find_map(|line| {
+                                let (name, value) = line.split_once(':')?;
+                                name.eq_ignore_ascii_case("content-length")
+                                    .then(|| value.trim().parse::<usize>().unwrap())
+                            })
+                            .unwrap_or(0);
+                        break (text[..end].to_owned(), end + 4 + length);
+                    }
+                };
+                while request.len() < length {
+                    let read = stream.read(&mut chunk).await.unwrap();
+                    request.extend_from_slice(&chunk[..read]);
+                }
+                let line = head.lines().next().unwrap_or_default().to_owned();
+                let (status, body) = if line
+                    .starts_with("GET /.well-known/oauth-authorization-server ")
+                {
+                    ("200 OK", metadata.clone())
+                } else if line.starts_with("POST /token ") {
+                    let authorization = head.lines().find_map(|line| {
+                        let (name, value) = line.split_once(':')?;
+                        name.eq_ignore_ascii_case("authorization")
+                            .then(|| value.trim().to_owned())
+                    });
+                    let accepted = authorization.as_deref() == Some(basic.as_str());
+                    requests.lock().unwrap().push(authorization);
+                    if accepted {
+                        let token = r#"{"access_token":"at_new","token_type":"bearer","expires_in":3600,"refresh_token":"rt_2"}"#;
+                        ("200 OK", token.to_owned())
+                    } else {
+                        (
+                            "401 Unauthorized",
+                            r#"{"error":"invalid_client"}"#.to_owned(),
+                        )
+                    }
+                } else {
+                    ("404 Not Found", "{}".to_owned())
+                };
+                let answer = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes()).await;
+            }
+        });
+        (origin, seen)
+    }
+
+    /// A login of client `conf` whose hour-long token was received two hours ago.
+    async fn stale_login() -> Arc<dyn CredentialStore> {
+        let token: OAuthTokenResponse = serde_json::from_value(serde_json::json!({
+            "access_token": "at_old",
+            "token_type": "bearer",
+            "expires_in": 3600,
+            "refresh_token": "rt_1",
+        }))
+        .unwrap();
+        let store = Arc::new(InMemoryCredentialStore::new());
+        let received = now_epoch_secs() - 7200;
+        store
+            .save(StoredCredentials::new(
+                "conf".into(),
+                Some(token),
+                Vec::new(),
+                Some(received),
+            ))
+            .await
+            .unwrap();
+        store
+    }
+
+    #[tokio::test]
+    async fn a_confidential_client_refreshes_with_its_secret() {
+        let (origin, seen) = authorization_server().await;
+        let url = format!("{origin}/mcp");
+        let confidential = ClientAuth {
+            client_id: "conf".into(),
+            credential: ClientCredential::Secret("s3cr3t".into()),
+            variable: "CONF_SECRET".into(),
+            machine: false,
+            scopes: None,
+            resource: None,
+        };
+        let oauth = OAuthStore {
+            store: stale_login().await,
+            client: Some(confidential),
+        };
+        let login = OAuthLogin::start("web", &url, &oauth, reqwest::Client::new())
+            .await
+            .unwrap()
+            .expect("a stored login");
+        assert_eq!(login.token().await.unwrap().as_deref(), Some("at_new"));
+        assert_eq!(seen.lock().unwrap().len(), 1);
+
+        // Without the secret (as rmcp's `initialize_from_store` leaves the client),
+        // the authorization server refuses the refresh.
+        let oauth = OAuthStore::new(stale_login().await);
+        let login = OAuthLogin::start("web", &url, &oauth, reqwest::Client::new())
+            .await
+            .unwrap()
+            .expect("a stored login");
+        let error = login.token().await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "server `web`'s OAuth login cannot be used: refreshing the access token failed"
+        );
+        assert_eq!(seen.lock().unwrap()[1], None, "no client authentication");
     }
 
     #[test]

@@ -250,6 +250,7 @@ impl MachineClient {
                     self.credential_name()
                 )
             }
+            #[cfg(feature = "client-credentials-jwt")]
             AuthError::JwtSigningError(_) => format!(
                 "the private key in `{variable}` cannot sign a `{}` assertion (it must be a PEM key of that algorithm)",
                 self.algorithm().unwrap_or_default()
