@@ -59,7 +59,7 @@ use sse_stream::{Sse, SseStream};
 
 mod failure;
 mod oauth;
-pub(crate) use self::oauth::{ClientAuth, ClientCredential, OAuthLogin, OAuthStore};
+pub(crate) use self::oauth::{OAuthLogin, OAuthStore, resolve_oauth};
 mod network;
 
 use self::failure::{Resolver, from_rmcp};
@@ -70,9 +70,7 @@ pub(crate) use self::{
 };
 use super::splice::{Spliced, Splicer};
 use crate::{
-    config::{
-        DEFAULT_MAX_MESSAGE_BYTES, GrantType, HttpConfig, OAuthConfig, checks::header_value_problem,
-    },
+    config::{DEFAULT_MAX_MESSAGE_BYTES, HttpConfig, checks::header_value_problem},
     error::{HttpFailure, StartupError},
 };
 
@@ -209,46 +207,6 @@ fn required_header_var(
         }),
         None => Ok(value),
     }
-}
-
-/// The pre-registered client of `oauth` with its secret or private key, read through
-/// `env` as [`resolve`] reads its variables: `None` for a client without either (a
-/// public or dynamically registered one). A variable that is missing or empty is an
-/// error naming the key and the variable, never the value.
-pub(crate) fn resolve_oauth(
-    oauth: &OAuthConfig,
-    env: impl Fn(&str) -> Option<OsString>,
-) -> Result<Option<ClientAuth>, StartupError> {
-    let Some(client_id) = &oauth.client_id else {
-        return Ok(None);
-    };
-    let (credential, variable) = match (&oauth.client_secret_env_var, &oauth.private_key_env_var) {
-        (Some(variable), _) => (
-            ClientCredential::Secret(required_header_var(
-                &env,
-                "oauth.client_secret_env_var",
-                variable,
-            )?),
-            variable,
-        ),
-        // A PEM key spans lines: it is signed with, never sent.
-        (None, Some(variable)) => (
-            ClientCredential::PrivateKey {
-                pem: required_var(&env, "oauth.private_key_env_var", variable)?,
-                algorithm: oauth.signing_algorithm,
-            },
-            variable,
-        ),
-        (None, None) => return Ok(None),
-    };
-    Ok(Some(ClientAuth {
-        client_id: client_id.clone(),
-        credential,
-        variable: variable.clone(),
-        machine: oauth.grant_type == GrantType::ClientCredentials,
-        scopes: oauth.scopes.clone(),
-        resource: oauth.resource.clone(),
-    }))
 }
 
 /// The rmcp client transport of a Streamable HTTP server.

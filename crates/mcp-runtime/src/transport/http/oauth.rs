@@ -32,9 +32,12 @@
 
 pub(crate) mod machine;
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicBool, Ordering},
+use std::{
+    ffi::OsString,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
 };
 
 use rmcp::transport::auth::{
@@ -44,7 +47,7 @@ use rmcp::transport::auth::{
 use tokio::sync::Mutex;
 
 use crate::{
-    config::SigningAlgorithm,
+    config::{GrantType, OAuthConfig, SigningAlgorithm},
     error::{HttpFailure, StartupError},
 };
 
@@ -139,6 +142,46 @@ impl std::fmt::Debug for ClientAuth {
             )
             .finish()
     }
+}
+
+/// The pre-registered client of `oauth` with its secret or private key, read through
+/// `env` as [`super::resolve`] reads its variables: `None` for a client without either (a
+/// public or dynamically registered one). A variable that is missing or empty is an
+/// error naming the key and the variable, never the value.
+pub(crate) fn resolve_oauth(
+    oauth: &OAuthConfig,
+    env: impl Fn(&str) -> Option<OsString>,
+) -> Result<Option<ClientAuth>, StartupError> {
+    let Some(client_id) = &oauth.client_id else {
+        return Ok(None);
+    };
+    let (credential, variable) = match (&oauth.client_secret_env_var, &oauth.private_key_env_var) {
+        (Some(variable), _) => (
+            ClientCredential::Secret(super::required_header_var(
+                &env,
+                "oauth.client_secret_env_var",
+                variable,
+            )?),
+            variable,
+        ),
+        // A PEM key spans lines: it is signed with, never sent.
+        (None, Some(variable)) => (
+            ClientCredential::PrivateKey {
+                pem: super::required_var(&env, "oauth.private_key_env_var", variable)?,
+                algorithm: oauth.signing_algorithm,
+            },
+            variable,
+        ),
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(ClientAuth {
+        client_id: client_id.clone(),
+        credential,
+        variable: variable.clone(),
+        machine: oauth.grant_type == GrantType::ClientCredentials,
+        scopes: oauth.scopes.clone(),
+        resource: oauth.resource.clone(),
+    }))
 }
 
 /// A server's OAuth credentials, shared by the requests of one connection.
@@ -325,7 +368,8 @@ impl OAuthLogin {
                 None => machine.obtain(self.store.clone(), challenge).await?,
             },
         };
-        Ok(self.sending(Some(token)).expect("a token"))
+        self.sent_token.store(true, Ordering::Relaxed);
+        Ok(token)
     }
 
     /// The failure of a request the server refused twice: once with the stored or
@@ -457,232 +501,4 @@ fn describe(error: &AuthError) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use rmcp::transport::auth::{InMemoryCredentialStore, OAuthTokenResponse};
-
-    use super::*;
-
-    #[tokio::test]
-    async fn a_server_with_nothing_stored_is_reached_without_oauth() {
-        // The URL is never contacted: nothing is discovered for a server without a
-        // login.
-        let login = OAuthLogin::start(
-            "web",
-            "http://127.0.0.1:9/mcp",
-            &OAuthStore::new(Arc::new(InMemoryCredentialStore::new())),
-            reqwest::Client::new(),
-        )
-        .await
-        .unwrap();
-        assert!(login.is_none());
-    }
-
-    #[test]
-    fn a_refused_login_says_how_to_log_in_again() {
-        assert_eq!(
-            HttpFailure::NeedsLogin {
-                server: "github".into()
-            }
-            .to_string(),
-            "server `github` needs a new login: run `mcp-runtime login github`"
-        );
-    }
-
-    fn stored(expires_in: Option<u64>, received_at: u64) -> StoredCredentials {
-        let mut token = serde_json::json!({"access_token": "at_1", "token_type": "bearer"});
-        if let Some(expires_in) = expires_in {
-            token["expires_in"] = expires_in.into();
-        }
-        let token: OAuthTokenResponse = serde_json::from_value(token).unwrap();
-        StoredCredentials::new("c".into(), Some(token), Vec::new(), Some(received_at))
-    }
-
-    #[test]
-    fn a_token_is_renewed_before_rmcp_would_refresh_it() {
-        // An hour-long token received at 1000: fresh until 60 s before its expiry,
-        // earlier than rmcp's 30 s.
-        let hour = stored(Some(3600), 1000);
-        assert_eq!(fresh(&hour, 1000 + 3539).as_deref(), Some("at_1"));
-        assert_eq!(fresh(&hour, 1000 + 3541), None);
-        assert_eq!(fresh(&hour, 1000 + 3600 - 30), None);
-        // A 40 s token: half its lifetime.
-        let short = stored(Some(40), 1000);
-        assert_eq!(fresh(&short, 1019).as_deref(), Some("at_1"));
-        assert_eq!(fresh(&short, 1021), None);
-        // Expired at once.
-        assert_eq!(fresh(&stored(Some(0), 1000), 1000), None);
-        // No known expiry: used as it is.
-        assert_eq!(
-            fresh(&stored(None, 1000), u64::MAX).as_deref(),
-            Some("at_1")
-        );
-    }
-
-    /// A fake authorization server on loopback: its RFC 8414 metadata (Basic
-    /// authentication only), and a token endpoint that refreshes only for client
-    /// `conf` authenticating with secret `s3cr3t`. Returns its origin and the
-    /// `Authorization` header of each token request.
-    async fn authorization_server() -> (String, Arc<std::sync::Mutex<Vec<Option<String>>>>) {
-        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let origin = format!("http://{}", listener.local_addr().unwrap());
-        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let metadata = serde_json::json!({
-            "issuer": origin,
-            "authorization_endpoint": format!("{origin}/authorize"),
-            "token_endpoint": format!("{origin}/token"),
-            "response_types_supported": ["code"],
-            "code_challenge_methods_supported": ["S256"],
-            "token_endpoint_auth_methods_supported": ["client_secret_basic"],
-        })
-        .to_string();
-        let basic = format!(
-            "Basic {}",
-            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "conf:s3cr3t")
-        );
-        let requests = seen.clone();
-        tokio::spawn(async move {
-            loop {
-                let (mut stream, _) = listener.accept().await.unwrap();
-                let mut request = Vec::new();
-                let mut chunk = [0u8; 4096];
-                // Headers, then the body its `Content-Length` announces.
-                let (head, length) = loop {
-                    let read = stream.read(&mut chunk).await.unwrap();
-                    request.extend_from_slice(&chunk[..read]);
-                    let text = String::from_utf8_lossy(&request).into_owned();
-                    if let Some(end) = text.find("\r\n\r\n") {
-                        let length = text[..end]
-                            .lines()
-                            .find_map(|line| {
-                                let (name, value) = line.split_once(':')?;
-                                name.eq_ignore_ascii_case("content-length")
-                                    .then(|| value.trim().parse::<usize>().unwrap())
-                            })
-                            .unwrap_or(0);
-                        break (text[..end].to_owned(), end + 4 + length);
-                    }
-                };
-                while request.len() < length {
-                    let read = stream.read(&mut chunk).await.unwrap();
-                    request.extend_from_slice(&chunk[..read]);
-                }
-                let line = head.lines().next().unwrap_or_default().to_owned();
-                let (status, body) = if line
-                    .starts_with("GET /.well-known/oauth-authorization-server ")
-                {
-                    ("200 OK", metadata.clone())
-                } else if line.starts_with("POST /token ") {
-                    let authorization = head.lines().find_map(|line| {
-                        let (name, value) = line.split_once(':')?;
-                        name.eq_ignore_ascii_case("authorization")
-                            .then(|| value.trim().to_owned())
-                    });
-                    let accepted = authorization.as_deref() == Some(basic.as_str());
-                    requests.lock().unwrap().push(authorization);
-                    if accepted {
-                        let token = r#"{"access_token":"at_new","token_type":"bearer","expires_in":3600,"refresh_token":"rt_2"}"#;
-                        ("200 OK", token.to_owned())
-                    } else {
-                        (
-                            "401 Unauthorized",
-                            r#"{"error":"invalid_client"}"#.to_owned(),
-                        )
-                    }
-                } else {
-                    ("404 Not Found", "{}".to_owned())
-                };
-                let answer = format!(
-                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = stream.write_all(answer.as_bytes()).await;
-            }
-        });
-        (origin, seen)
-    }
-
-    /// A login of client `conf` whose hour-long token was received two hours ago.
-    async fn stale_login() -> Arc<dyn CredentialStore> {
-        let token: OAuthTokenResponse = serde_json::from_value(serde_json::json!({
-            "access_token": "at_old",
-            "token_type": "bearer",
-            "expires_in": 3600,
-            "refresh_token": "rt_1",
-        }))
-        .unwrap();
-        let store = Arc::new(InMemoryCredentialStore::new());
-        let received = now_epoch_secs() - 7200;
-        store
-            .save(StoredCredentials::new(
-                "conf".into(),
-                Some(token),
-                Vec::new(),
-                Some(received),
-            ))
-            .await
-            .unwrap();
-        store
-    }
-
-    #[tokio::test]
-    async fn a_confidential_client_refreshes_with_its_secret() {
-        let (origin, seen) = authorization_server().await;
-        let url = format!("{origin}/mcp");
-        let confidential = ClientAuth {
-            client_id: "conf".into(),
-            credential: ClientCredential::Secret("s3cr3t".into()),
-            variable: "CONF_SECRET".into(),
-            machine: false,
-            scopes: None,
-            resource: None,
-        };
-        let oauth = OAuthStore {
-            store: stale_login().await,
-            client: Some(confidential),
-        };
-        let login = OAuthLogin::start("web", &url, &oauth, reqwest::Client::new())
-            .await
-            .unwrap()
-            .expect("a stored login");
-        assert_eq!(login.token().await.unwrap().as_deref(), Some("at_new"));
-        assert_eq!(seen.lock().unwrap().len(), 1);
-
-        // Without the secret (as rmcp's `initialize_from_store` leaves the client),
-        // the authorization server refuses the refresh.
-        let oauth = OAuthStore::new(stale_login().await);
-        let login = OAuthLogin::start("web", &url, &oauth, reqwest::Client::new())
-            .await
-            .unwrap()
-            .expect("a stored login");
-        let error = login.token().await.unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "server `web`'s OAuth login cannot be used: refreshing the access token failed"
-        );
-        assert_eq!(seen.lock().unwrap()[1], None, "no client authentication");
-    }
-
-    #[test]
-    fn client_auth_debug_shows_no_secret() {
-        let auth = ClientAuth {
-            client_id: "robot".into(),
-            credential: ClientCredential::Secret("s3cr3t-value".into()),
-            variable: "ROBOT_SECRET".into(),
-            machine: true,
-            scopes: None,
-            resource: None,
-        };
-        let key = ClientAuth {
-            credential: ClientCredential::PrivateKey {
-                pem: "-----BEGIN PRIVATE KEY-----\nMIGk\n".into(),
-                algorithm: SigningAlgorithm::Es256,
-            },
-            ..auth.clone()
-        };
-        let debug = format!("{auth:?} {key:?}");
-        assert!(!debug.contains("s3cr3t"), "{debug}");
-        assert!(!debug.contains("MIGk"), "{debug}");
-        assert!(debug.contains("ES256"), "{debug}");
-    }
-}
+mod tests;

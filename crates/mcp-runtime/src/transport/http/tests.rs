@@ -59,58 +59,6 @@ fn a_missing_or_empty_variable_is_named_without_a_value() {
 }
 
 #[test]
-fn a_client_secret_or_key_is_read_from_its_variable_and_named_never_shown() {
-    use crate::config::{GrantType, OAuthConfig, SigningAlgorithm};
-
-    let mut oauth = OAuthConfig::default();
-    assert!(
-        resolve_oauth(&oauth, |_| None).unwrap().is_none(),
-        "no client"
-    );
-    oauth.client_id = Some("robot".into());
-    assert!(
-        resolve_oauth(&oauth, |_| None).unwrap().is_none(),
-        "a public pre-registered client"
-    );
-    oauth.client_secret_env_var = Some("ROBOT_SECRET".into());
-    oauth.grant_type = GrantType::ClientCredentials;
-    let error = resolve_oauth(&oauth, |_| Some(OsString::new())).unwrap_err();
-    assert_eq!(
-        error.to_string(),
-        "environment variable `ROBOT_SECRET` named by `oauth.client_secret_env_var` is not set or is empty"
-    );
-    let client = resolve_oauth(&oauth, |name| {
-        (name == "ROBOT_SECRET").then(|| "s3cr3t-value".into())
-    })
-    .unwrap()
-    .unwrap();
-    assert!(client.machine);
-    assert!(
-        matches!(&client.credential, ClientCredential::Secret(secret) if secret == "s3cr3t-value")
-    );
-    assert!(!format!("{client:?}").contains("s3cr3t"));
-
-    // A PEM key spans lines, which a header could not carry: it is never sent.
-    oauth.client_secret_env_var = None;
-    oauth.private_key_env_var = Some("ROBOT_KEY".into());
-    oauth.signing_algorithm = SigningAlgorithm::Es384;
-    let pem = "-----BEGIN PRIVATE KEY-----\nMIGk\n-----END PRIVATE KEY-----\n";
-    let client = resolve_oauth(&oauth, |name| (name == "ROBOT_KEY").then(|| pem.into()))
-        .unwrap()
-        .unwrap();
-    assert!(matches!(
-        &client.credential,
-        ClientCredential::PrivateKey { pem: read, algorithm: SigningAlgorithm::Es384 } if read == pem
-    ));
-    assert!(!format!("{client:?}").contains("MIGk"));
-    let error = resolve_oauth(&oauth, |_| None).unwrap_err();
-    assert_eq!(
-        error.to_string(),
-        "environment variable `ROBOT_KEY` named by `oauth.private_key_env_var` is not set or is empty"
-    );
-}
-
-#[test]
 fn an_unusable_variable_is_named_with_what_is_wrong_never_its_value() {
     use std::os::unix::ffi::OsStringExt;
 
