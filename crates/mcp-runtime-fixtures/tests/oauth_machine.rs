@@ -6,7 +6,7 @@ use std::{
     path::Path,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
 };
 
@@ -135,10 +135,13 @@ async fn a_machine_client_gets_its_token_with_basic_or_post_and_reuses_it_until_
         let store: Arc<dyn CredentialStore> = Arc::new(InMemoryCredentialStore::new());
         let source = || Some(Arc::new(OneStore(store.clone())) as Arc<dyn CredentialSource>);
 
+        let capturing = Capturing::start();
         let runtime = start(machine(&fixture.url), source()).await;
         assert_ready_and_calls(&runtime).await;
+        drop(capturing);
         let token = access_token(&store.load().await.unwrap().unwrap());
         assert!(!format!("{runtime:?} {:?}", runtime.servers()).contains(&token));
+        assert!(!captured().contains(&token), "the token in a log line");
         runtime.shutdown().await;
         let grants = token_requests(&log, "client_credentials");
         assert_eq!(grants.len(), 1, "{method}: {grants:?}");
@@ -220,9 +223,32 @@ async fn a_token_the_server_refuses_is_replaced_once_and_the_request_sent_again(
     assert_eq!(token_requests(&log, "client_credentials").len(), 2);
 }
 
-/// Everything this process's `tracing` events say while [`CAPTURING`] is set.
+/// Everything this process's `tracing` events say while a [`Capturing`] lives.
 static CAPTURED: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-static CAPTURING: AtomicBool = AtomicBool::new(false);
+/// How many [`Capturing`] guards live (tests capture at once).
+static CAPTURING: AtomicUsize = AtomicUsize::new(0);
+
+/// Captures every `tracing` event of this process into [`CAPTURED`] while it lives.
+struct Capturing;
+
+impl Capturing {
+    fn start() -> Self {
+        capture_tracing();
+        CAPTURING.fetch_add(1, Ordering::SeqCst);
+        Capturing
+    }
+}
+
+impl Drop for Capturing {
+    fn drop(&mut self) {
+        CAPTURING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// What [`CAPTURED`] holds.
+fn captured() -> String {
+    String::from_utf8_lossy(&CAPTURED.lock().unwrap()).into_owned()
+}
 
 struct Capture;
 
@@ -238,8 +264,8 @@ impl std::io::Write for Capture {
 }
 
 /// Installs, once, a subscriber that writes every event of every level to
-/// [`CAPTURED`] while [`CAPTURING`] is set (the other tests of the binary run with it
-/// unset, and their events are then not even formatted).
+/// [`CAPTURED`] while a [`Capturing`] lives (the other tests of the binary run
+/// without one, and their events are then not even formatted).
 fn capture_tracing() {
     use tracing_subscriber::{Layer as _, layer::SubscriberExt as _};
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -248,7 +274,7 @@ fn capture_tracing() {
             .with_writer(|| Capture)
             .with_ansi(false)
             .with_filter(tracing_subscriber::filter::filter_fn(|_| {
-                CAPTURING.load(Ordering::Relaxed)
+                CAPTURING.load(Ordering::SeqCst) > 0
             }));
         let subscriber = tracing_subscriber::registry()
             .with(layer)
@@ -259,18 +285,17 @@ fn capture_tracing() {
 
 #[tokio::test]
 async fn a_wrong_secret_fails_the_start_in_one_line_naming_the_server_never_the_secret() {
-    capture_tracing();
     let dir = temp_dir();
     let log = dir.path().join("oauth.jsonl");
     let fixture = protected(&log, "the-registered-one", "client_secret_basic", &[]).await;
     let store: Arc<dyn CredentialStore> = Arc::new(InMemoryCredentialStore::new());
-    CAPTURING.store(true, Ordering::Relaxed);
+    let capturing = Capturing::start();
     let runtime = start(
         machine(&fixture.url),
         Some(Arc::new(OneStore(store.clone()))),
     )
     .await;
-    CAPTURING.store(false, Ordering::Relaxed);
+    drop(capturing);
     let status = &runtime.servers()[0];
     assert_eq!(status.state, ServerState::Failed);
     let error = chain(status.error.as_ref().unwrap());
@@ -284,7 +309,7 @@ async fn a_wrong_secret_fails_the_start_in_one_line_naming_the_server_never_the_
     assert!(store.load().await.unwrap().is_none(), "nothing stored");
 
     let basic = base64::engine::general_purpose::STANDARD.encode(format!("{CLIENT}:{SECRET}"));
-    let captured = String::from_utf8_lossy(&CAPTURED.lock().unwrap()).into_owned();
+    let captured = captured();
     assert!(
         captured.contains("robot"),
         "the capture saw the start: {captured}"
