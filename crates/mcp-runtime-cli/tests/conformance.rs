@@ -242,6 +242,15 @@ mod auth {
         }
     }
 
+    /// Extensions are on no revision's timeline: the suite refuses `--spec-version`
+    /// for them and runs them at its default, 2025-11-25.
+    #[test]
+    fn machine_clients_with_a_secret_or_a_signed_assertion() {
+        for name in ["client-credentials-basic", "client-credentials-jwt"] {
+            assert_scenario_passes(&format!("auth/{name}"), None);
+        }
+    }
+
     #[test]
     fn the_authorization_response_issuer_is_checked() {
         for name in [

@@ -18,6 +18,7 @@ mod listing;
 mod network;
 mod oauth_accounts;
 mod oauth_login;
+mod oauth_machine;
 mod oauth_server;
 mod peers;
 mod processes;

@@ -79,13 +79,29 @@ pub(super) async fn start(
     pinned: Option<ProtocolVersion>,
 ) -> Result<Reached, StartupError> {
     let oauth = match &resolved.oauth_store {
-        Some(store) => http::OAuthLogin::from_store(server, &resolved.url, store.clone()).await?,
+        Some(store) => {
+            let client =
+                http::http_client(&resolved.network).map_err(|_| StartupError::HttpClient {
+                    message: "the TLS backend cannot be initialized".to_owned(),
+                })?;
+            http::OAuthLogin::start(server, &resolved.url, store, client).await?
+        }
         None => None,
     };
-    let logged_in = oauth.is_some();
-    let reached = start_with(server, resolved, client, splicer, ended, pinned, oauth).await?;
+    let reached = start_with(
+        server,
+        resolved,
+        client,
+        splicer,
+        ended,
+        pinned,
+        oauth.clone(),
+    )
+    .await?;
+    // A machine client has OAuth from the start, but is logged in only once it has
+    // sent a token (a server that never asked for one has none).
     Ok(Reached {
-        oauth: logged_in,
+        oauth: oauth.is_some_and(|oauth| oauth.has_token()),
         ..reached
     })
 }

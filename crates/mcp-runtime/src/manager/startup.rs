@@ -700,15 +700,27 @@ async fn stored_login(config: &ServerConfig, endpoint: &Endpoint) -> Option<Stor
 }
 
 /// `config`'s endpoint, resolved against this process's environment; a remote
-/// server's with its OAuth store when the host gave a token store.
+/// server's with its OAuth store when the host gave a token store, and with its
+/// pre-registered client's secret or key read from the environment. A machine client
+/// (`grant_type = "client_credentials"`) gets its tokens without a person, so it has
+/// a store even when the host gave none: one in memory, for this runtime.
 fn endpoint(
     config: &ServerConfig,
     binding: &Binding,
     credentials: Option<&Arc<dyn crate::auth::CredentialSource>>,
 ) -> Result<Endpoint, StartupError> {
+    use crate::transport::http::{OAuthStore, resolve_oauth};
     let mut endpoint = Endpoint::prepare(config, binding.wrapper())?;
-    if let (Endpoint::Http(resolved), Some(source)) = (&mut endpoint, credentials) {
-        resolved.oauth_store = Some(source.store_for(&config.name, &resolved.url, &config.oauth));
+    if let Endpoint::Http(resolved) = &mut endpoint {
+        let client = resolve_oauth(&config.oauth, |name| std::env::var_os(name))?;
+        let store = match credentials {
+            Some(source) => Some(source.store_for(&config.name, &resolved.url, &config.oauth)),
+            None if client.as_ref().is_some_and(|client| client.machine) => {
+                Some(Arc::new(crate::auth::InMemoryCredentialStore::new()) as Arc<_>)
+            }
+            None => None,
+        };
+        resolved.oauth_store = store.map(|store| OAuthStore { store, client });
     }
     Ok(endpoint)
 }

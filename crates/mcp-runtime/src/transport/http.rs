@@ -59,7 +59,7 @@ use sse_stream::{Sse, SseStream};
 
 mod failure;
 mod oauth;
-pub(crate) use self::oauth::OAuthLogin;
+pub(crate) use self::oauth::{OAuthLogin, OAuthStore, resolve_oauth};
 mod network;
 
 use self::failure::{Resolver, from_rmcp};
@@ -96,8 +96,9 @@ pub(crate) struct ResolvedHttp {
     pub(crate) max_message_bytes: usize,
     /// Proxies and extra CA certificates ([`network`]).
     pub(crate) network: Network,
-    /// Where the server's OAuth login is stored, when it has one ([`oauth`]).
-    pub(crate) oauth_store: Option<Arc<dyn rmcp::transport::auth::CredentialStore>>,
+    /// Where the server's OAuth tokens are stored, and the client it authenticates
+    /// as when the configuration names one ([`oauth`]); `None` without OAuth.
+    pub(crate) oauth_store: Option<OAuthStore>,
 }
 
 impl std::fmt::Debug for ResolvedHttp {
@@ -111,7 +112,7 @@ impl std::fmt::Debug for ResolvedHttp {
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("max_message_bytes", &self.max_message_bytes)
             .field("network", &self.network)
-            .field("oauth", &self.oauth_store.is_some())
+            .field("oauth", &self.oauth_store)
             .finish()
     }
 }
@@ -123,28 +124,7 @@ pub(crate) fn resolve(
     http: &HttpConfig,
     env: impl Fn(&str) -> Option<OsString>,
 ) -> Result<ResolvedHttp, StartupError> {
-    let required = |key: &'static str, variable: &str| {
-        let invalid = |problem| StartupError::InvalidEnvVar {
-            key,
-            variable: variable.to_owned(),
-            problem,
-        };
-        let value = env(variable)
-            .filter(|value| !value.is_empty())
-            .ok_or_else(|| StartupError::MissingEnvVar {
-                key,
-                variable: variable.to_owned(),
-            })?
-            .into_string()
-            .map_err(|_| invalid("is not valid UTF-8 (set it to the value as text)"))?;
-        // The same rule as for the headers of the file: the value is sent in a header
-        // (the token in `Authorization`), and the HTTP client would refuse it later with
-        // a message that names neither the variable nor the problem.
-        match header_value_problem(&value) {
-            Some(problem) => Err(invalid(problem)),
-            None => Ok(value),
-        }
-    };
+    let required = |key: &'static str, variable: &str| required_header_var(&env, key, variable);
     let mut headers = HashMap::new();
     let literal = http
         .http_headers
@@ -185,6 +165,48 @@ pub(crate) fn resolve(
         network: Network::resolve(http, env)?,
         oauth_store: None,
     })
+}
+
+/// The value of `variable`, named by `key`: set, not empty, valid UTF-8; the error
+/// names the key and the variable, never the value.
+fn required_var(
+    env: &impl Fn(&str) -> Option<OsString>,
+    key: &'static str,
+    variable: &str,
+) -> Result<String, StartupError> {
+    env(variable)
+        .filter(|value| !value.is_empty())
+        .ok_or_else(|| StartupError::MissingEnvVar {
+            key,
+            variable: variable.to_owned(),
+        })?
+        .into_string()
+        .map_err(|_| StartupError::InvalidEnvVar {
+            key,
+            variable: variable.to_owned(),
+            problem: "is not valid UTF-8 (set it to the value as text)",
+        })
+}
+
+/// [`required_var`], for a value sent in a header (or a form field): also one that a
+/// header can carry.
+fn required_header_var(
+    env: &impl Fn(&str) -> Option<OsString>,
+    key: &'static str,
+    variable: &str,
+) -> Result<String, StartupError> {
+    let value = required_var(env, key, variable)?;
+    // The same rule as for the headers of the file: the value is sent in a header
+    // (the token in `Authorization`), and the HTTP client would refuse it later with
+    // a message that names neither the variable nor the problem.
+    match header_value_problem(&value) {
+        Some(problem) => Err(StartupError::InvalidEnvVar {
+            key,
+            variable: variable.to_owned(),
+            problem,
+        }),
+        None => Ok(value),
+    }
 }
 
 /// The rmcp client transport of a Streamable HTTP server.
@@ -290,11 +312,7 @@ impl SplicingHttpClient {
     /// configured token.
     async fn oauth_header(&self, auth_header: Option<String>) -> HttpResult<Option<String>> {
         match (&self.oauth, auth_header) {
-            (Some(oauth), None) => oauth
-                .token()
-                .await
-                .map(Some)
-                .map_err(StreamableHttpError::Client),
+            (Some(oauth), None) => oauth.token().await.map_err(StreamableHttpError::Client),
             (_, header) => Ok(header),
         }
     }
@@ -406,21 +424,25 @@ impl StreamableHttpClient for SplicingHttpClient {
         };
         let response = match (body, &self.oauth) {
             (Ok(body), Some(oauth)) if auth_header.is_none() => {
-                // The login's token, refreshed once if the server refuses it.
+                // The login's token (none yet for a machine client without one),
+                // renewed once if the server refuses it, from its challenge.
                 let token = oauth.token().await.map_err(StreamableHttpError::Client)?;
-                let first = post(Some(token.clone()), custom_headers.clone())
+                let first = post(token.clone(), custom_headers.clone())
                     .send(body.clone())
                     .await;
                 match first {
-                    Err(StreamableHttpError::Client(HttpFailure::Unauthorized { .. })) => {
+                    Err(StreamableHttpError::Client(HttpFailure::Unauthorized {
+                        challenge,
+                        ..
+                    })) => {
                         let fresh = oauth
-                            .refreshed(&token)
+                            .refreshed(token.as_deref(), challenge.as_deref())
                             .await
                             .map_err(StreamableHttpError::Client)?;
                         match post(Some(fresh), custom_headers).send(body).await {
                             Err(StreamableHttpError::Client(HttpFailure::Unauthorized {
                                 ..
-                            })) => Err(StreamableHttpError::Client(oauth.needs_login())),
+                            })) => Err(StreamableHttpError::Client(oauth.refused().await)),
                             second => self.through_proxy(second),
                         }
                     }

@@ -1,31 +1,205 @@
-//! The OAuth login of a Streamable HTTP server, used on its requests.
+//! The OAuth credentials of a Streamable HTTP server, used on its requests: a login a
+//! person made (see [`crate::auth::login`]), or a machine client's ([`machine`]).
 //!
-//! A server someone logged in to (see [`crate::auth::login`]) has its credentials in
-//! a store; the transport of each of its connections holds one [`OAuthLogin`] over
-//! rmcp's `AuthorizationManager` with that store. rmcp's `AuthClient` does the same
-//! for a client it wraps, but wrapping would give the transport of an OAuth server
-//! another type than every other one's; the two steps it takes are taken here
-//! instead, with rmcp's manager doing the OAuth:
-//! 1. every request carries the access token, refreshed first when it is about to
-//!    expire (rmcp's `get_access_token`);
-//! 2. a request the server answers `401` is refreshed once and sent once more; a
-//!    second `401`, or a refresh the authorization server refuses, means the login
-//!    must be done again, and says so ([`HttpFailure::NeedsLogin`]).
+//! A server with OAuth has its credentials in a store; the transport of each of its
+//! connections holds one [`OAuthLogin`] over that store. rmcp's `AuthClient` does the
+//! same for a client it wraps, but wrapping would give the transport of an OAuth server
+//! another type than every other one's; the steps it takes are taken here instead,
+//! with rmcp's `AuthorizationManager` doing the OAuth:
+//! 1. every request carries the stored access token; one about to expire is renewed
+//!    first (a login's is refreshed by rmcp's `get_access_token`; a machine client's
+//!    is replaced at the server's next `401`, see [`machine`]);
+//! 2. a request the server answers `401` is sent once more with a renewed token; a
+//!    second `401`, or a refresh the authorization server refuses, means the login must
+//!    be done again, and says so ([`HttpFailure::NeedsLogin`]).
 //!
-//! Neither the token nor the store's contents appear in any error or log line.
+//! # Invariants
+//!
+//! 1. A token is renewed only under the store's refresh guard
+//!    ([`CredentialStore::acquire_refresh_guard`], one lock per identity shared by every
+//!    process), taken here, and the store is read again under it: a token another
+//!    runtime renewed meanwhile is used as it is, so runtimes racing to renew one token
+//!    renew it once. rmcp's `refresh_token` takes the guard too, but then refreshes
+//!    whatever it loads, without looking at its expiry (the second of two racing
+//!    runtimes would refresh again, with the first one's rotated refresh token); so
+//!    rmcp's manager is given the store without its guard ([`Unguarded`]), and every
+//!    call into it that may refresh is made holding the guard taken here.
+//! 2. Within one process, one connection renews at a time (the [`Mutex`] around the
+//!    state); the guard of invariant 1 would serialize them anyway, this keeps a
+//!    process from waiting on its own lock file.
+//! 3. Neither a token, a client secret, a private key nor the store's contents appear
+//!    in any error, log line or `Debug` output.
 
-use std::sync::Arc;
+pub(crate) mod machine;
 
-use rmcp::transport::auth::{AuthError, AuthorizationManager, CredentialStore};
+use std::{
+    ffi::OsString,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+};
+
+use rmcp::transport::auth::{
+    AuthError, AuthorizationManager, CredentialRefreshGuard, CredentialStore, OAuthClientConfig,
+    StoredCredentials,
+};
 use tokio::sync::Mutex;
 
-use crate::error::{HttpFailure, StartupError};
+use crate::{
+    config::{GrantType, OAuthConfig, SigningAlgorithm},
+    error::{HttpFailure, StartupError},
+};
 
-/// A server's OAuth login, shared by the requests of one connection.
+/// How long before its expiry a stored access token is renewed.
+///
+/// rmcp's `get_access_token` refreshes 30 s before expiry (its `REFRESH_BUFFER_SECS`,
+/// at most half the token's lifetime). This margin is the larger one, so that
+/// whenever rmcp would refresh, this module has taken the refresh guard first
+/// (invariant 1).
+const EXPIRY_MARGIN_SECS: u64 = 60;
+
+/// A server's OAuth settings, as its transport uses them: where its tokens are kept
+/// and, for a pre-registered confidential or machine client, how it authenticates.
+#[derive(Clone)]
+pub(crate) struct OAuthStore {
+    /// The store of the server's identity.
+    pub(crate) store: Arc<dyn CredentialStore>,
+    /// The pre-registered client's authentication, when the configuration gives one.
+    pub(crate) client: Option<ClientAuth>,
+}
+
+#[cfg(test)]
+impl OAuthStore {
+    /// `store`, for a server without a configured client secret or key.
+    pub(crate) fn new(store: Arc<dyn CredentialStore>) -> Self {
+        Self {
+            store,
+            client: None,
+        }
+    }
+}
+
+/// A pre-registered client's authentication, read from the environment: what a
+/// confidential client refreshes with, and what a machine client gets its tokens with.
+#[derive(Clone)]
+pub(crate) struct ClientAuth {
+    /// `oauth.client_id`.
+    pub(crate) client_id: String,
+    /// The secret or the private key.
+    pub(crate) credential: ClientCredential,
+    /// The variable the credential was read from, for the messages that tell what to
+    /// check.
+    pub(crate) variable: String,
+    /// `oauth.grant_type = "client_credentials"`: tokens without a person.
+    pub(crate) machine: bool,
+    /// `scopes`: the scopes to ask for, overriding the server's.
+    pub(crate) scopes: Option<Vec<String>>,
+    /// `oauth_resource`: the `resource` parameter, verbatim.
+    pub(crate) resource: Option<String>,
+}
+
+/// How a pre-registered client authenticates at the token endpoint.
+#[derive(Clone)]
+pub(crate) enum ClientCredential {
+    /// `client_secret_basic` or `client_secret_post` (rmcp chooses from the
+    /// authorization server's metadata).
+    Secret(String),
+    /// `private_key_jwt`: a PEM key signing an assertion with `algorithm`.
+    PrivateKey {
+        // Signed with only in a build with the `client-credentials-jwt` feature.
+        #[cfg_attr(not(feature = "client-credentials-jwt"), allow(dead_code))]
+        pem: String,
+        algorithm: SigningAlgorithm,
+    },
+}
+
+impl std::fmt::Debug for OAuthStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthStore")
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for ClientAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let credential = match &self.credential {
+            ClientCredential::Secret(_) => "client_secret".to_owned(),
+            ClientCredential::PrivateKey { algorithm, .. } => {
+                format!("private_key_jwt {}", algorithm.as_str())
+            }
+        };
+        f.debug_struct("ClientAuth")
+            .field("client_id", &self.client_id)
+            .field("credential", &credential)
+            .field("variable", &self.variable)
+            .field("machine", &self.machine)
+            .field("scopes", &self.scopes)
+            .field(
+                "resource",
+                &self.resource.as_deref().map(crate::redact::url),
+            )
+            .finish()
+    }
+}
+
+/// The pre-registered client of `oauth` with its secret or private key, read through
+/// `env` as [`super::resolve`] reads its variables: `None` for a client without either (a
+/// public or dynamically registered one). A variable that is missing or empty is an
+/// error naming the key and the variable, never the value.
+pub(crate) fn resolve_oauth(
+    oauth: &OAuthConfig,
+    env: impl Fn(&str) -> Option<OsString>,
+) -> Result<Option<ClientAuth>, StartupError> {
+    let Some(client_id) = &oauth.client_id else {
+        return Ok(None);
+    };
+    let (credential, variable) = match (&oauth.client_secret_env_var, &oauth.private_key_env_var) {
+        (Some(variable), _) => (
+            ClientCredential::Secret(super::required_header_var(
+                &env,
+                "oauth.client_secret_env_var",
+                variable,
+            )?),
+            variable,
+        ),
+        // A PEM key spans lines: it is signed with, never sent.
+        (None, Some(variable)) => (
+            ClientCredential::PrivateKey {
+                pem: super::required_var(&env, "oauth.private_key_env_var", variable)?,
+                algorithm: oauth.signing_algorithm,
+            },
+            variable,
+        ),
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(ClientAuth {
+        client_id: client_id.clone(),
+        credential,
+        variable: variable.clone(),
+        machine: oauth.grant_type == GrantType::ClientCredentials,
+        scopes: oauth.scopes.clone(),
+        resource: oauth.resource.clone(),
+    }))
+}
+
+/// A server's OAuth credentials, shared by the requests of one connection.
 #[derive(Clone)]
 pub(crate) struct OAuthLogin {
     server: Arc<str>,
-    manager: Arc<Mutex<AuthorizationManager>>,
+    store: Arc<dyn CredentialStore>,
+    kind: Arc<Mutex<Kind>>,
+    /// Whether a request of this connection has carried a token ([`Self::has_token`]).
+    sent_token: Arc<AtomicBool>,
+}
+
+/// Who renews the tokens.
+enum Kind {
+    /// A login a person made: rmcp's manager refreshes it.
+    Login(Box<AuthorizationManager>),
+    /// A machine client, which gets a new token with its own credentials.
+    Machine(machine::MachineClient),
 }
 
 impl std::fmt::Debug for OAuthLogin {
@@ -37,16 +211,47 @@ impl std::fmt::Debug for OAuthLogin {
 }
 
 impl OAuthLogin {
-    /// The login of `server` at `url`, from `store`; `None` when nothing is stored
-    /// (the server was never logged in to).
+    /// The OAuth credentials of `server` at `url` in `oauth`: a machine client's,
+    /// always (it gets its first token when the server first asks for one); a login's
+    /// when the store holds one; `None` otherwise (the server was never logged in to).
+    /// `http` is the server's HTTP client, which a machine client reads the server's
+    /// resource metadata with.
     ///
     /// # Cancel safety
     ///
     /// Dropping the future abandons the metadata discovery it may be making.
-    pub(crate) async fn from_store(
+    pub(crate) async fn start(
         server: &str,
         url: &str,
-        store: Arc<dyn CredentialStore>,
+        oauth: &OAuthStore,
+        http: reqwest::Client,
+    ) -> Result<Option<Self>, StartupError> {
+        if let Some(client) = oauth.client.as_ref().filter(|client| client.machine) {
+            let machine = machine::MachineClient::new(server, url, client.clone(), http)?;
+            return Ok(Some(Self::with(
+                server,
+                oauth.store.clone(),
+                Kind::Machine(machine),
+            )));
+        }
+        Self::from_store(server, url, oauth).await
+    }
+
+    fn with(server: &str, store: Arc<dyn CredentialStore>, kind: Kind) -> Self {
+        Self {
+            server: server.into(),
+            store,
+            kind: Arc::new(Mutex::new(kind)),
+            sent_token: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// The login stored for `server`, refreshed by rmcp's manager; `None` when
+    /// nothing is stored.
+    async fn from_store(
+        server: &str,
+        url: &str,
+        oauth: &OAuthStore,
     ) -> Result<Option<Self>, StartupError> {
         let failed = |error: AuthError| {
             StartupError::Login(HttpFailure::OAuth {
@@ -54,14 +259,15 @@ impl OAuthLogin {
                 description: describe(&error),
             })
         };
+        let store = &oauth.store;
         let stored = store.load().await.map_err(failed)?;
-        if stored.is_none_or(|stored| stored.token_response.is_none()) {
+        let Some(stored) = stored.filter(|stored| stored.token_response.is_some()) else {
             return Ok(None);
-        }
+        };
         let mut manager = AuthorizationManager::new_allowing_private_addresses(url)
             .await
             .map_err(failed)?;
-        manager.set_credential_store(crate::auth::SharedStore(store));
+        manager.set_credential_store(Unguarded(store.clone()));
         // Discovery is needed for a refresh (the token endpoint), and tells whether the
         // authorization server changed since the login (rmcp then drops the tokens).
         if !manager.initialize_from_store().await.map_err(failed)? {
@@ -69,43 +275,139 @@ impl OAuthLogin {
                 server: server.to_owned(),
             }));
         }
-        Ok(Some(Self {
-            server: server.into(),
-            manager: Arc::new(Mutex::new(manager)),
-        }))
+        // rmcp's `initialize_from_store` configures the stored client id through
+        // `configure_client_id`, which leaves the client secret out: a confidential
+        // client would then refresh as a public one, and its authorization server
+        // refuses that. Configured again here with the secret, as rmcp configured it
+        // otherwise (the redirect URI is the server URL, as `configure_client_id` sets
+        // it; a refresh sends none).
+        if let Some(ClientAuth {
+            client_id,
+            credential: ClientCredential::Secret(secret),
+            ..
+        }) = &oauth.client
+            && *client_id == stored.client_id
+        {
+            manager
+                .configure_client(
+                    OAuthClientConfig::new(client_id.clone(), url).with_client_secret(secret),
+                )
+                .map_err(failed)?;
+        }
+        Ok(Some(Self::with(
+            server,
+            store.clone(),
+            Kind::Login(Box::new(manager)),
+        )))
     }
 
-    /// The access token to send, refreshed first when it is about to expire.
-    pub(crate) async fn token(&self) -> Result<String, HttpFailure> {
-        let manager = self.manager.lock().await;
-        manager
-            .get_access_token()
+    /// Whether a request of this connection has carried an access token.
+    pub(crate) fn has_token(&self) -> bool {
+        self.sent_token.load(Ordering::Relaxed)
+    }
+
+    /// The access token to send, renewed first when it is about to expire; `None` for
+    /// a machine client without a valid token, whose request is then sent without
+    /// one so that the server's `401` tells where to get one.
+    pub(crate) async fn token(&self) -> Result<Option<String>, HttpFailure> {
+        if let Some(token) = self.fresh_token(None).await? {
+            return Ok(self.sending(Some(token)));
+        }
+        let kind = self.kind.lock().await;
+        let token = match &*kind {
+            Kind::Login(manager) => {
+                let _guard = self.guard().await?;
+                // rmcp loads again, under the guard (invariant 1): a token another
+                // runtime refreshed meanwhile is fresh and returned as it is.
+                let token = manager
+                    .get_access_token()
+                    .await
+                    .map_err(|error| self.failure(&error))?;
+                Some(token)
+            }
+            Kind::Machine(_) => None,
+        };
+        Ok(self.sending(token))
+    }
+
+    /// A new access token after the server refused `sent` (`None`: no token was
+    /// sent), with `challenge`, its `WWW-Authenticate`: a token another request or
+    /// runtime renewed meanwhile, else a refreshed one (a login's) or a new one (a
+    /// machine client's).
+    pub(crate) async fn refreshed(
+        &self,
+        sent: Option<&str>,
+        challenge: Option<&str>,
+    ) -> Result<String, HttpFailure> {
+        let kind = self.kind.lock().await;
+        let _guard = self.guard().await?;
+        let token = match &*kind {
+            Kind::Login(manager) => {
+                let current = manager
+                    .get_access_token()
+                    .await
+                    .map_err(|error| self.failure(&error))?;
+                if Some(current.as_str()) != sent {
+                    current
+                } else {
+                    let response = manager
+                        .refresh_token()
+                        .await
+                        .map_err(|error| self.failure(&error))?;
+                    let fresh = oauth2::TokenResponse::access_token(&response)
+                        .secret()
+                        .to_owned();
+                    if Some(fresh.as_str()) == sent {
+                        return Err(self.needs_login());
+                    }
+                    fresh
+                }
+            }
+            Kind::Machine(machine) => match self.fresh_token(sent).await? {
+                Some(token) => token,
+                None => machine.obtain(self.store.clone(), challenge).await?,
+            },
+        };
+        self.sent_token.store(true, Ordering::Relaxed);
+        Ok(token)
+    }
+
+    /// The failure of a request the server refused twice: once with the stored or
+    /// renewed token, once more with the one renewed after that.
+    pub(crate) async fn refused(&self) -> HttpFailure {
+        match &*self.kind.lock().await {
+            Kind::Login(_) => self.needs_login(),
+            Kind::Machine(machine) => machine.refused(),
+        }
+    }
+
+    /// The stored access token, unless it expires within [`EXPIRY_MARGIN_SECS`] or is
+    /// `other_than`.
+    async fn fresh_token(&self, other_than: Option<&str>) -> Result<Option<String>, HttpFailure> {
+        let stored = self
+            .store
+            .load()
+            .await
+            .map_err(|error| self.failure(&error))?;
+        Ok(stored
+            .as_ref()
+            .and_then(|stored| fresh(stored, now_epoch_secs()))
+            .filter(|token| Some(token.as_str()) != other_than))
+    }
+
+    /// The refresh guard of the store (invariant 1), if it has one.
+    async fn guard(&self) -> Result<Option<CredentialRefreshGuard>, HttpFailure> {
+        self.store
+            .acquire_refresh_guard()
             .await
             .map_err(|error| self.failure(&error))
     }
 
-    /// A new access token after the server refused `sent`: refreshed, unless another
-    /// request of this connection refreshed it already.
-    pub(crate) async fn refreshed(&self, sent: &str) -> Result<String, HttpFailure> {
-        let manager = self.manager.lock().await;
-        let current = manager
-            .get_access_token()
-            .await
-            .map_err(|error| self.failure(&error))?;
-        if current != sent {
-            return Ok(current);
+    fn sending(&self, token: Option<String>) -> Option<String> {
+        if token.is_some() {
+            self.sent_token.store(true, Ordering::Relaxed);
         }
-        let response = manager
-            .refresh_token()
-            .await
-            .map_err(|error| self.failure(&error))?;
-        let fresh = oauth2::TokenResponse::access_token(&response)
-            .secret()
-            .to_owned();
-        if fresh == sent {
-            return Err(self.needs_login());
-        }
-        Ok(fresh)
+        token
     }
 
     /// The failure `error` stands for: a new login when the authorization server
@@ -129,6 +431,61 @@ impl OAuthLogin {
     }
 }
 
+/// The access token of `stored`, unless it expires within [`EXPIRY_MARGIN_SECS`] of
+/// `now` (seconds since the epoch), or within half its lifetime for a short-lived one.
+/// A token without a known expiry is taken as valid, as rmcp takes it.
+fn fresh(stored: &StoredCredentials, now: u64) -> Option<String> {
+    use oauth2::TokenResponse as _;
+    let token = stored.token_response.as_ref()?;
+    if let (Some(lifetime), Some(received)) = (token.expires_in(), stored.token_received_at) {
+        let remaining = lifetime
+            .as_secs()
+            .saturating_sub(now.saturating_sub(received));
+        let margin = EXPIRY_MARGIN_SECS.min(lifetime.as_secs() / 2).max(1);
+        if remaining < margin {
+            return None;
+        }
+    }
+    Some(token.access_token().secret().to_owned())
+}
+
+fn now_epoch_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+/// The store as rmcp's manager sees it: without the refresh guard, which
+/// [`OAuthLogin`] takes itself around every call into the manager that may refresh
+/// (invariant 1). Taking it in rmcp too would wait for a lock this process holds.
+struct Unguarded(Arc<dyn CredentialStore>);
+
+#[async_trait::async_trait]
+impl CredentialStore for Unguarded {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        self.0.load().await
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        self.0.save(credentials).await
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        self.0.clear().await
+    }
+
+    async fn on_refresh_token_rejected(
+        &self,
+        credentials: &StoredCredentials,
+    ) -> Result<(), AuthError> {
+        self.0.on_refresh_token_rejected(credentials).await
+    }
+
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        Ok(None)
+    }
+}
+
 /// What went wrong, in words that carry no token: the kind of failure, never the
 /// authorization server's body (which may echo what was sent).
 fn describe(error: &AuthError) -> String {
@@ -144,33 +501,4 @@ fn describe(error: &AuthError) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use rmcp::transport::auth::InMemoryCredentialStore;
-
-    use super::*;
-
-    #[tokio::test]
-    async fn a_server_with_nothing_stored_is_reached_without_oauth() {
-        // The URL is never contacted: nothing is discovered for a server without a
-        // login.
-        let login = OAuthLogin::from_store(
-            "web",
-            "http://127.0.0.1:9/mcp",
-            Arc::new(InMemoryCredentialStore::new()),
-        )
-        .await
-        .unwrap();
-        assert!(login.is_none());
-    }
-
-    #[test]
-    fn a_refused_login_says_how_to_log_in_again() {
-        assert_eq!(
-            HttpFailure::NeedsLogin {
-                server: "github".into()
-            }
-            .to_string(),
-            "server `github` needs a new login: run `mcp-runtime login github`"
-        );
-    }
-}
+mod tests;
