@@ -694,7 +694,7 @@ async fn stored_login(config: &ServerConfig, endpoint: &Endpoint) -> Option<Stor
     let Endpoint::Http(resolved) = endpoint else {
         return None;
     };
-    let stored = resolved.oauth_store.as_ref()?.load().await.ok()??;
+    let stored = resolved.oauth_store.as_ref()?.store.load().await.ok()??;
     let resource = config.oauth.resource.as_deref().unwrap_or(&resolved.url);
     StoredLogin::of(&stored, resource)
 }
