@@ -850,7 +850,10 @@ fn auth_state(
         return None;
     };
     // Before the connection: a live one still carries the token until it is refused.
-    if login.is_some_and(|login| login.is_expired_at(now)) {
+    // A machine client gets a new token itself: its token running out is nothing to
+    // show.
+    let machine = config.oauth.grant_type == crate::config::GrantType::ClientCredentials;
+    if !machine && login.is_some_and(|login| login.is_expired_at(now)) {
         return Some(AuthState::Expired);
     }
     if connection.is_some_and(Connection::uses_oauth) {

@@ -270,4 +270,11 @@ fn a_stored_login_past_its_expiry_that_nothing_renews_is_expired_whatever_else_h
         "a refresh token could renew it: the refusal is the news"
     );
     assert_eq!(state(None, None, at), None);
+    let mut machine = server.clone();
+    machine.oauth.grant_type = crate::config::GrantType::ClientCredentials;
+    assert_eq!(
+        auth_state(&machine, None, None, Some(login(false)), at),
+        None,
+        "a machine client renews its token itself"
+    );
 }
