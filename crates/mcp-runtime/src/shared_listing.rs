@@ -13,7 +13,7 @@
 //!    the environment actually passed, or URL and the headers and token actually sent,
 //!    the execution environment, the client capabilities and protocol version offered).
 //!    For a server reached with an OAuth login, the login's identity stands for its
-//!    token ([`LoginIdentity`]: issuer, client id, resource and the account's subject,
+//!    token (`LoginIdentity`: issuer, client id, resource and the account's subject,
 //!    or the store entry's login id where the subject is unknown); the access token,
 //!    which differs between runtimes of one account, is never part of the key. A login
 //!    without an identity shares nothing, and neither does a listing during which the
