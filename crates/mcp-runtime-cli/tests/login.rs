@@ -277,11 +277,16 @@ async fn a_login_nobody_finishes_times_out_with_one_line() {
 
 /// How many `/authorize` requests an OAuth log holds.
 fn authorizations(oauth_log: &Path) -> usize {
+    requests_to(oauth_log, "/authorize")
+}
+
+/// How many requests to `endpoint` an OAuth log holds.
+fn requests_to(oauth_log: &Path, endpoint: &str) -> usize {
     std::fs::read_to_string(oauth_log)
         .unwrap()
         .lines()
         .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
-        .filter(|entry| entry["endpoint"] == "/authorize")
+        .filter(|entry| entry["endpoint"] == endpoint)
         .count()
 }
 
@@ -372,4 +377,20 @@ async fn no_log_level_shows_a_credential_of_the_login() {
     }
     // The fixture's ID token is a JWT: its header is base64 JSON, `eyJ…`.
     assert!(!said.contains("eyJ"), "an ID token in the output");
+}
+
+#[tokio::test]
+async fn a_second_login_uses_the_client_the_first_registered() {
+    let dir = tempfile::tempdir().unwrap();
+    let oauth_log = dir.path().join("oauth.jsonl");
+    let (_fixture, url) = protected_fixture(&oauth_log).await;
+    let user = User::new(&url);
+    for _ in 0..2 {
+        let login = user.run(&["login", "web", "--timeout-sec", "60"]).await;
+        assert_eq!(login.status.code(), Some(0), "{}", stderr(&login));
+    }
+    assert_eq!(requests_to(&oauth_log, "/register"), 1, "one registration");
+    assert_eq!(authorizations(&oauth_log), 2);
+    let tools = user.run(&["tools"]).await;
+    assert_eq!(tools.status.code(), Some(0), "{}", stderr(&tools));
 }

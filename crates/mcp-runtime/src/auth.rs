@@ -14,6 +14,7 @@
 pub(crate) mod account;
 pub mod login;
 pub mod logout;
+pub(crate) mod registration;
 pub mod store;
 
 use std::sync::Arc;

@@ -40,6 +40,8 @@ use sha2::{Digest as _, Sha256};
 const ACCOUNT_FIELD: &str = "mcp_runtime_account";
 /// The token response field in which the stores keep the login's random id.
 const LOGIN_FIELD: &str = "mcp_runtime_login";
+/// The token response field in which the stores keep the login's registration.
+const REGISTRATION_FIELD: &str = super::registration::FIELD;
 /// The OpenID Connect ID token field of a token response.
 const ID_TOKEN_FIELD: &str = "id_token";
 
@@ -181,7 +183,9 @@ fn text_field<'a>(token: &'a OAuthTokenResponse, name: &str) -> Option<&'a str> 
 }
 
 /// `new`, as a token store of mcp-runtime keeps it after `previous` (invariants 1
-/// and 2): the `id_token` replaced by its subject, the login id kept or made.
+/// and 2): the `id_token` replaced by its subject, the login id kept or made, and
+/// the client's registration (see [`super::registration`]) kept while the client
+/// and the issuer are the same.
 pub(crate) fn for_storage(
     previous: Option<&StoredCredentials>,
     mut new: StoredCredentials,
@@ -204,7 +208,18 @@ pub(crate) fn for_storage(
     };
     let account = named.or_else(|| kept(ACCOUNT_FIELD));
     let login = kept(LOGIN_FIELD).unwrap_or_else(new_login_id);
+    // A registration belongs to the client at its issuer, whatever the tokens.
+    let registration = previous
+        .filter(|previous| previous.client_id == new.client_id && previous.issuer == new.issuer)
+        .and_then(|previous| previous.token_response.as_ref())
+        .and_then(|previous| previous.extra_fields().0.get(REGISTRATION_FIELD).cloned());
     let mut extra = token.extra_fields().clone();
+    if let Some(registration) = registration {
+        extra
+            .0
+            .entry(REGISTRATION_FIELD.to_owned())
+            .or_insert(registration);
+    }
     extra.0.remove(ID_TOKEN_FIELD);
     extra.0.remove(ACCOUNT_FIELD);
     if let Some(account) = account {

@@ -45,6 +45,7 @@ use url::Url;
 
 use crate::{
     ListingRegistry, Runtime, StartOptions,
+    auth::registration::{self, Registration},
     config::{Config, GrantType, OAuthConfig, ServerConfig, TransportConfig},
     error::HttpFailure,
 };
@@ -291,10 +292,22 @@ impl<'a> Login<'a> {
             .await
             .map_err(LoginError::OAuth)?;
         let issuer = resolution.metadata.issuer.clone();
+        let keepable = registration::keepable(&resolution.metadata);
+        let metadata_document = oauth.client_metadata_url.is_some()
+            && resolution
+                .metadata
+                .additional_fields
+                .get("client_id_metadata_document_supported")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false);
         manager.set_metadata(resolution.metadata);
 
-        let listener = Callback::bind(oauth).await?;
-        let mut request = AuthorizationRequest::new(listener.redirect_uri())
+        // Where neither a configured client nor a metadata document is the client,
+        // this login registers one, or uses the one an earlier login registered.
+        let registers = oauth.client_id.is_none() && !metadata_document;
+        let (listener, reused) = self.listener(registers, issuer.as_deref()).await?;
+        let redirect_uri = listener.redirect_uri();
+        let mut request = AuthorizationRequest::new(redirect_uri.clone())
             .with_challenge(challenge)
             .with_client_name(CLIENT_NAME)
             .with_initial_scope_selection();
@@ -309,6 +322,8 @@ impl<'a> Login<'a> {
             if let Some(secret) = secret {
                 request = request.with_client_secret(secret);
             }
+        } else if let Some(registration) = &reused {
+            request = request.with_preregistered_client(registration.client_id.clone());
         }
         if let Some(url) = &oauth.client_metadata_url {
             request = request.with_client_metadata_url(url.clone());
@@ -327,6 +342,13 @@ impl<'a> Login<'a> {
             .await
             .map_err(LoginError::OAuth)?;
         let (client_id, _) = session.get_credentials().await.map_err(LoginError::OAuth)?;
+        if registers && keepable {
+            self.keep_registration(&Registration {
+                client_id: client_id.clone(),
+                redirect_uri,
+            })
+            .await?;
+        }
         // A token response without `scope` grants the scopes asked for (RFC 6749 §5.1).
         let scopes = match token.scopes() {
             Some(scopes) => scopes.iter().map(|scope| scope.to_string()).collect(),
@@ -340,6 +362,53 @@ impl<'a> Login<'a> {
             expires_at: token.expires_in().map(|after| SystemTime::now() + after),
             account,
         })
+    }
+
+    /// The loopback listener of this login, and the registration it uses again when
+    /// it `registers` a client at `issuer` and an earlier login's registration there
+    /// can serve (see [`registration`], invariant 2): its redirect URI, as configured
+    /// or at the port it names, if that port can be bound.
+    async fn listener(
+        &self,
+        registers: bool,
+        issuer: Option<&str>,
+    ) -> Result<(Callback, Option<Registration>), LoginError> {
+        let oauth = &self.server.oauth;
+        let stored = match registers {
+            true => self
+                .store
+                .load()
+                .await
+                .map_err(LoginError::Store)?
+                .and_then(|stored| registration::stored(&stored, issuer)),
+            false => None,
+        };
+        let Some(registration) = stored else {
+            return Ok((Callback::bind(oauth).await?, None));
+        };
+        if oauth.callback_url.is_some() || oauth.callback_port.is_some() {
+            let listener = Callback::bind(oauth).await?;
+            let same = listener.redirect_uri == registration.redirect_uri;
+            return Ok((listener, same.then_some(registration)));
+        }
+        match Callback::bind_at(&registration.redirect_uri).await {
+            Ok(listener) => Ok((listener, Some(registration))),
+            Err(error) => {
+                tracing::debug!(server = %self.server.name, %error, "the registered redirect URI cannot be listened on: registering again");
+                Ok((Callback::bind(oauth).await?, None))
+            }
+        }
+    }
+
+    /// Keeps `registration` with the login just saved, for the next login.
+    async fn keep_registration(&self, registration: &Registration) -> Result<(), LoginError> {
+        let Some(stored) = self.store.load().await.map_err(LoginError::Store)? else {
+            return Ok(());
+        };
+        self.store
+            .save(registration::keep(stored, registration))
+            .await
+            .map_err(LoginError::Store)
     }
 
     /// The scopes to ask for, when they are not left to discovery: those given, else
@@ -445,6 +514,21 @@ impl Callback {
             .callback_port
             .or_else(|| configured.as_ref().and_then(Url::port_or_known_default))
             .unwrap_or(0);
+        Self::bind_port(configured, port).await
+    }
+
+    /// Listens on `127.0.0.1` at the port of `redirect_uri`, which is the redirect URI.
+    async fn bind_at(redirect_uri: &str) -> Result<Self, LoginError> {
+        let url = Url::parse(redirect_uri).map_err(|error| LoginError::Url {
+            reason: format!("the registered redirect URI: {error}"),
+        })?;
+        let port = url.port_or_known_default().unwrap_or(0);
+        Self::bind_port(Some(url), port).await
+    }
+
+    /// Listens on `127.0.0.1:port` (`0`: a port the system picks), for `configured`,
+    /// the redirect URI, else `http://127.0.0.1:PORT/callback`.
+    async fn bind_port(configured: Option<Url>, port: u16) -> Result<Self, LoginError> {
         let address = format!("127.0.0.1:{port}");
         let listener =
             TcpListener::bind(&address)
