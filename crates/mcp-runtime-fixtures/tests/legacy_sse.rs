@@ -577,3 +577,94 @@ async fn a_plain_url_of_a_legacy_server_falls_back_to_http_sse_and_says_so() {
     python.kill().await;
     everything.kill().await;
 }
+
+/// Opens an authorization URL as a person who approves at once: follows its
+/// redirects back to the login's listener.
+struct FollowRedirects;
+
+impl mcp_runtime::auth::login::OpenUrl for FollowRedirects {
+    fn open(&self, url: &str) -> std::io::Result<()> {
+        let url = url.to_owned();
+        tokio::spawn(async move {
+            let client = reqwest::Client::builder().no_proxy().build().unwrap();
+            let response = client
+                .get(url)
+                .send()
+                .await
+                .expect("the redirects lead back");
+            assert!(response.status().is_success(), "{response:?}");
+        });
+        Ok(())
+    }
+}
+
+/// The one store of the test's one server.
+struct OneStore(std::sync::Arc<dyn mcp_runtime::auth::CredentialStore>);
+
+impl mcp_runtime::auth::CredentialSource for OneStore {
+    fn store_for(
+        &self,
+        _: &str,
+        _: &str,
+        _: &mcp_runtime::config::OAuthConfig,
+    ) -> std::sync::Arc<dyn mcp_runtime::auth::CredentialStore> {
+        self.0.clone()
+    }
+}
+
+#[tokio::test]
+async fn a_protected_server_is_logged_in_to_and_sent_the_token_on_its_stream_and_every_post() {
+    let legacy = LegacyServer::start_protected(Behavior::default()).await;
+    let server = sse_server("legacy", &legacy.url, |_| {});
+    let store: std::sync::Arc<dyn mcp_runtime::auth::CredentialStore> =
+        std::sync::Arc::new(mcp_runtime::auth::InMemoryCredentialStore::new());
+    let start = || {
+        let options = mcp_runtime::StartOptions::new()
+            .wait_for_all()
+            .with_credentials(std::sync::Arc::new(OneStore(store.clone())));
+        Runtime::start(config([server.clone()]), options)
+    };
+
+    // Without a login: the stream is refused, with the challenge a login starts from.
+    let runtime = start().await.unwrap();
+    let status = &runtime.servers()[0];
+    let error = status.error.as_ref().expect("refused");
+    assert!(
+        matches!(
+            error.http_failure(),
+            Some(mcp_runtime::error::HttpFailure::Unauthorized {
+                challenge: Some(_),
+                ..
+            })
+        ),
+        "{}",
+        chain(error)
+    );
+    runtime.shutdown().await;
+
+    let login = mcp_runtime::auth::login::Login::new(&server, store.clone());
+    login.run(&FollowRedirects).await.expect("the login");
+
+    let runtime = start().await.unwrap();
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+    assert_eq!(status.transport.as_str(), "sse");
+    assert_eq!(status.auth, Some(mcp_runtime::AuthState::LoggedIn));
+    let result = runtime
+        .call_tool("mcp__legacy__echo", None)
+        .await
+        .expect("the call");
+    assert_ne!(result.is_error, Some(true));
+    runtime.shutdown().await;
+
+    let bearer = |headers: &std::collections::HashMap<String, String>| {
+        headers
+            .get("authorization")
+            .is_some_and(|value| value.starts_with("Bearer at_"))
+    };
+    let gets = legacy.gets();
+    assert!(bearer(&gets.last().unwrap().headers), "the stream's GET");
+    let posts = legacy.posts();
+    assert!(!posts.is_empty());
+    assert!(posts.iter().all(|post| bearer(&post.headers)), "every POST");
+}

@@ -223,8 +223,19 @@ impl Connection {
                     Plan::Handshake => version_gate::Accepted::Spoken,
                     Plan::Auto { .. } => version_gate::Accepted::Spoken,
                 };
-                let service =
-                    over_sse::start(server, resolved, client, &splicer, &ended, accepted).await?;
+                let login = over_http::oauth_login(server, resolved).await?;
+                let service = over_sse::start(
+                    server,
+                    resolved,
+                    client,
+                    &splicer,
+                    &ended,
+                    accepted,
+                    login.clone(),
+                )
+                .await?;
+                // As over Streamable HTTP: logged in once a token was sent.
+                oauth = login.is_some_and(|login| login.has_token());
                 (service, None, ended, true)
             }
         };

@@ -4,13 +4,17 @@
 //! `GET /sse` opens the event stream (one session at a time) and announces
 //! `/messages`; `POST /messages` takes one message, answers `202` and sends the
 //! answer on the stream. It has two tools: `echo` answers `ok`, `fault` does what
-//! [`Fault`] says. One HTTP/1.1 request per connection, no framework.
+//! [`Fault`] says. One HTTP/1.1 request per connection, no framework. Started with
+//! [`LegacyServer::start_protected`], it is also an OAuth protected resource: the
+//! fixture's authorization server ([`AuthServer`]) answers its own endpoints on the
+//! same origin, and both `/sse` and `/messages` need its access token.
 
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
 };
 
+use mcp_runtime_fixtures::oauth::{AuthServer, Config as AuthConfig};
 use serde_json::{Value, json};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -93,15 +97,34 @@ pub struct LegacyServer {
 impl LegacyServer {
     /// Serves on a free loopback port.
     pub async fn start(behavior: Behavior) -> Self {
+        Self::serve(behavior, false).await
+    }
+
+    /// Serves on a free loopback port, protected by the fixture's authorization
+    /// server (see the module docs).
+    pub async fn start_protected(behavior: Behavior) -> Self {
+        Self::serve(behavior, true).await
+    }
+
+    async fn serve(behavior: Behavior, protected: bool) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let state = Arc::new(Mutex::new(State::default()));
         let stream_closed = Arc::new(Notify::new());
+        let origin = format!("http://127.0.0.1:{port}");
         let server = Server {
             behavior,
             port,
             state: state.clone(),
             stream_closed: stream_closed.clone(),
+            auth: protected.then(|| {
+                Arc::new(AuthServer::new(
+                    AuthConfig::default(),
+                    &origin,
+                    "/sse",
+                    None,
+                ))
+            }),
         };
         tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
@@ -139,13 +162,50 @@ struct Server {
     port: u16,
     state: Arc<Mutex<State>>,
     stream_closed: Arc<Notify>,
+    /// The authorization server, when the server is protected.
+    auth: Option<Arc<AuthServer>>,
 }
 
 impl Server {
     async fn handle(&self, mut socket: TcpStream) {
-        let Some((method, received)) = read_request(&mut socket).await else {
+        let Some((method, target, received)) = read_request(&mut socket).await else {
             return;
         };
+        if let Some(auth) = &self.auth {
+            let (path, query) = match target.split_once('?') {
+                Some((path, query)) => (path, Some(query)),
+                None => (target.as_str(), None),
+            };
+            let mut headers = http::HeaderMap::new();
+            for (name, value) in &received.headers {
+                if let (Ok(name), Ok(value)) = (
+                    http::HeaderName::try_from(name.as_str()),
+                    http::HeaderValue::try_from(value.as_str()),
+                ) {
+                    headers.insert(name, value);
+                }
+            }
+            let now = std::time::Instant::now();
+            let refused = if AuthServer::serves(path) {
+                let method = http::Method::from_bytes(method.as_bytes()).unwrap();
+                Some(auth.answer(
+                    &method,
+                    path,
+                    query,
+                    &headers,
+                    received.body.as_bytes(),
+                    now,
+                ))
+            } else {
+                auth.authorize_resource(&headers, now)
+                    .err()
+                    .map(|answer| *answer)
+            };
+            if let Some(answer) = refused {
+                write_response(&mut socket, answer).await;
+                return;
+            }
+        }
         if method == "GET" {
             self.state.lock().unwrap().gets.push(received);
             self.stream(socket).await;
@@ -249,8 +309,30 @@ fn text(text: &str) -> Value {
     json!({"content": [{"type": "text", "text": text}]})
 }
 
-/// Reads one request: its method, headers and body.
-async fn read_request(socket: &mut TcpStream) -> Option<(String, Received)> {
+/// Writes `answer` as an HTTP/1.1 response, closing the connection.
+async fn write_response(socket: &mut TcpStream, answer: http::Response<String>) {
+    let status = answer.status();
+    let mut head = format!(
+        "HTTP/1.1 {} {}\r\n",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("")
+    );
+    for (name, value) in answer.headers() {
+        head.push_str(&format!(
+            "{name}: {}\r\n",
+            value.to_str().unwrap_or_default()
+        ));
+    }
+    let body = answer.into_body();
+    head.push_str(&format!(
+        "content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    let _ = socket.write_all(head.as_bytes()).await;
+}
+
+/// Reads one request: its method, target, headers and body.
+async fn read_request(socket: &mut TcpStream) -> Option<(String, String, Received)> {
     let mut buffer = Vec::new();
     let mut chunk = [0u8; 4096];
     let head_end = loop {
@@ -265,7 +347,9 @@ async fn read_request(socket: &mut TcpStream) -> Option<(String, Received)> {
     };
     let head = String::from_utf8(buffer[..head_end].to_vec()).ok()?;
     let mut lines = head.split("\r\n");
-    let method = lines.next()?.split(' ').next()?.to_owned();
+    let mut request_line = lines.next()?.split(' ');
+    let method = request_line.next()?.to_owned();
+    let target = request_line.next()?.to_owned();
     let headers: HashMap<String, String> = lines
         .filter_map(|line| line.split_once(':'))
         .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
@@ -283,5 +367,5 @@ async fn read_request(socket: &mut TcpStream) -> Option<(String, Received)> {
         body.extend_from_slice(&chunk[..read]);
     }
     let body = String::from_utf8(body).ok()?;
-    Some((method, Received { headers, body }))
+    Some((method, target, Received { headers, body }))
 }

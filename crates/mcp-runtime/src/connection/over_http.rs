@@ -78,16 +78,7 @@ pub(super) async fn start(
     ended: &CancellationToken,
     pinned: Option<ProtocolVersion>,
 ) -> Result<Reached, StartupError> {
-    let oauth = match &resolved.oauth_store {
-        Some(store) => {
-            let client =
-                http::http_client(&resolved.network).map_err(|_| StartupError::HttpClient {
-                    message: "the TLS backend cannot be initialized".to_owned(),
-                })?;
-            http::OAuthLogin::start(server, &resolved.url, store, client).await?
-        }
-        None => None,
-    };
+    let oauth = oauth_login(server, resolved).await?;
     let reached = start_with(
         server,
         resolved,
@@ -104,6 +95,25 @@ pub(super) async fn start(
         oauth: oauth.is_some_and(|oauth| oauth.has_token()),
         ..reached
     })
+}
+
+/// The OAuth login of `server` at `resolved`, when it has one (a login in its store,
+/// or a machine client), shared by the requests of its connection.
+///
+/// # Cancel safety
+///
+/// Dropping the future abandons the discovery it may be making.
+pub(super) async fn oauth_login(
+    server: &str,
+    resolved: &http::ResolvedHttp,
+) -> Result<Option<http::OAuthLogin>, StartupError> {
+    let Some(store) = &resolved.oauth_store else {
+        return Ok(None);
+    };
+    let client = http::http_client(&resolved.network).map_err(|_| StartupError::HttpClient {
+        message: "the TLS backend cannot be initialized".to_owned(),
+    })?;
+    http::OAuthLogin::start(server, &resolved.url, store, client).await
 }
 
 /// [`start`], with the server's OAuth login, if it has one.
@@ -268,7 +278,7 @@ async fn initialize(
     accepted: Accepted,
     oauth: Option<http::OAuthLogin>,
 ) -> Result<Reached, StartupError> {
-    let transport = http::transport(server, resolved, splicer.clone(), oauth)?;
+    let transport = http::transport(server, resolved, splicer.clone(), oauth.clone())?;
     let fallback = client.again();
     // The transport is dropped on failure; only a started one may end the connection.
     let attempt = CancellationToken::new();
@@ -292,7 +302,7 @@ async fn initialize(
                 "the URL refuses a POST; trying the legacy HTTP+SSE transport"
             );
             let service =
-                super::over_sse::start(server, resolved, fallback, splicer, ended, accepted)
+                super::over_sse::start(server, resolved, fallback, splicer, ended, accepted, oauth)
                     .await?;
             Ok(Reached {
                 service,

@@ -18,7 +18,8 @@ use crate::{
 };
 
 /// Opens the event stream of the legacy HTTP+SSE server at `resolved`, waits for its
-/// message endpoint and runs the handshake. `ended` is cancelled when the connection
+/// message endpoint and runs the handshake; every request carries the token of
+/// `oauth`, the server's OAuth login, if it has one. `ended` is cancelled when the connection
 /// ends.
 ///
 /// # Cancel safety
@@ -31,8 +32,9 @@ pub(super) async fn start(
     splicer: &Splicer,
     ended: &CancellationToken,
     accepted: Accepted,
+    oauth: Option<http::OAuthLogin>,
 ) -> Result<RunningService<RoleClient, Client>, StartupError> {
-    let transport = sse::connect(server, resolved, splicer.clone()).await?;
+    let transport = sse::connect(server, resolved, splicer.clone(), oauth).await?;
     let (transport, refusal) =
         Gate::new(liveness::Watched::new(transport, ended.clone()), accepted);
     // Dropping the transport ends the connection.

@@ -691,7 +691,7 @@ fn send(events: &Option<UnboundedSender<StartupEvent>>, event: StartupEvent) {
 ///
 /// Dropping the future abandons the read.
 async fn stored_login(config: &ServerConfig, endpoint: &Endpoint) -> Option<StoredLogin> {
-    let Endpoint::Http(resolved) = endpoint else {
+    let (Endpoint::Http(resolved) | Endpoint::Sse(resolved)) = endpoint else {
         return None;
     };
     let stored = resolved.oauth_store.as_ref()?.store.load().await.ok()??;
@@ -711,7 +711,7 @@ fn endpoint(
 ) -> Result<Endpoint, StartupError> {
     use crate::transport::http::{OAuthStore, resolve_oauth};
     let mut endpoint = Endpoint::prepare(config, binding.wrapper())?;
-    if let Endpoint::Http(resolved) = &mut endpoint {
+    if let Endpoint::Http(resolved) | Endpoint::Sse(resolved) = &mut endpoint {
         let client = resolve_oauth(&config.oauth, |name| std::env::var_os(name))?;
         let store = match credentials {
             Some(source) => Some(source.store_for(&config.name, &resolved.url, &config.oauth)),

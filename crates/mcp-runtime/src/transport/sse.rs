@@ -23,6 +23,10 @@
 //! 5. The end of the stream is the end of the connection: `receive` answers `None`,
 //!    and rmcp fails the requests in flight. Closing drops the stream, which ends the
 //!    session on the server's side.
+//! 6. A server with an OAuth login (and no `bearer_token_env_var`, which wins) is sent
+//!    its access token on the `GET` and on every `POST`, as over Streamable HTTP
+//!    ([`OAuthLogin`]): a request it refuses with `401` is sent once more with the
+//!    token renewed from its challenge; a second `401` is the login's failure.
 
 mod events;
 
@@ -48,7 +52,7 @@ use url::Url;
 use self::events::{Event, EventReader};
 use super::{
     framing::too_large,
-    http::{self as streamable_http, ResolvedHttp, http_client},
+    http::{self as streamable_http, OAuthLogin, ResolvedHttp, http_client},
     splice::{Spliced, Splicer},
 };
 use crate::{
@@ -87,6 +91,8 @@ struct Poster {
     /// The configured headers and the bearer token.
     headers: HeaderMap,
     splicer: Splicer,
+    /// The server's OAuth login, when its token is sent (invariant 6).
+    oauth: Option<OAuthLogin>,
 }
 
 /// Opens the event stream of `server` at `resolved` and waits for its message
@@ -99,6 +105,7 @@ pub(crate) async fn connect(
     server: &str,
     resolved: &ResolvedHttp,
     splicer: Splicer,
+    oauth: Option<OAuthLogin>,
 ) -> Result<SseTransport, StartupError> {
     let url = Url::parse(&resolved.url).map_err(|_| StartupError::HttpClient {
         message: "`url` is not a valid URL (check `url`)".to_owned(),
@@ -107,17 +114,40 @@ pub(crate) async fn connect(
         message: "the TLS backend cannot be initialized".to_owned(),
     })?;
     let headers = headers(resolved);
+    // The configured token wins over a login (invariant 6).
+    let oauth = oauth.filter(|_| resolved.bearer_token.is_none());
     let handshake = |failure| StartupError::Handshake {
         source: RequestError::Http(failure),
         stderr_tail: Vec::new(),
     };
-    let response = client
-        .get(url.clone())
-        .headers(headers.clone())
-        .header(header::ACCEPT, EVENT_STREAM)
-        .send()
-        .await
-        .map_err(|error| handshake(streamable_http::classify(server, &error)))?;
+    let open = |token: Option<String>| {
+        let mut request = client
+            .get(url.clone())
+            .headers(headers.clone())
+            .header(header::ACCEPT, EVENT_STREAM);
+        if let Some(value) = token.as_deref().and_then(authorization) {
+            request = request.header(header::AUTHORIZATION, value);
+        }
+        request.send()
+    };
+    let failed = |error: reqwest::Error| handshake(streamable_http::classify(server, &error));
+    let token = match &oauth {
+        Some(oauth) => oauth.token().await.map_err(handshake)?,
+        None => None,
+    };
+    let mut response = open(token.clone()).await.map_err(failed)?;
+    if let Some(oauth) = &oauth
+        && response.status() == reqwest::StatusCode::UNAUTHORIZED
+    {
+        let fresh = oauth
+            .refreshed(token.as_deref(), challenge(&response).as_deref())
+            .await
+            .map_err(handshake)?;
+        response = open(Some(fresh)).await.map_err(failed)?;
+        if response.status() == reqwest::StatusCode::UNAUTHORIZED {
+            return Err(handshake(oauth.refused().await));
+        }
+    }
     let status = response.status();
     if status == reqwest::StatusCode::NOT_FOUND {
         return Err(handshake(HttpFailure::NotFound {
@@ -125,8 +155,9 @@ pub(crate) async fn connect(
         }));
     }
     if !status.is_success() {
+        let challenge = challenge(&response);
         let body = streamable_http::read_start(response, ERROR_BODY_READ_BYTES).await;
-        let source = status_failure(server, status, &body);
+        let source = status_failure(server, status, &body, challenge);
         return Err(match source {
             HttpFailure::Status { .. } => StartupError::SseStream { source },
             credentials => handshake(credentials),
@@ -165,6 +196,7 @@ pub(crate) async fn connect(
             endpoint,
             headers,
             splicer,
+            oauth,
         }),
         body: Some(body),
         reader,
@@ -193,6 +225,23 @@ fn headers(resolved: &ResolvedHttp) -> HeaderMap {
         headers.insert(header::AUTHORIZATION, value);
     }
     headers
+}
+
+/// `Authorization: Bearer TOKEN`, marked sensitive; `None` for a token a header
+/// cannot hold (an authorization server's, never sent as it is).
+fn authorization(token: &str) -> Option<HeaderValue> {
+    let mut value = HeaderValue::try_from(format!("Bearer {token}")).ok()?;
+    value.set_sensitive(true);
+    Some(value)
+}
+
+/// The `WWW-Authenticate` challenge of `response`, if it has one.
+fn challenge(response: &reqwest::Response) -> Option<String> {
+    response
+        .headers()
+        .get(header::WWW_AUTHENTICATE)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// The URL `data` (the `endpoint` event's) names, relative to `url`, if it is on the
@@ -381,25 +430,47 @@ impl Poster {
             }
         };
         let server = &*self.server;
-        let response = self
-            .client
-            .post(self.endpoint.clone())
-            .headers(self.headers.clone())
-            .header(header::CONTENT_TYPE, JSON)
-            .body(body)
-            .send()
-            .await
-            .map_err(|error| {
-                StreamableHttpError::Client(streamable_http::classify(server, &error))
-            })?;
+        let post = |token: Option<String>| {
+            let mut request = self
+                .client
+                .post(self.endpoint.clone())
+                .headers(self.headers.clone())
+                .header(header::CONTENT_TYPE, JSON)
+                .body(body.clone());
+            if let Some(value) = token.as_deref().and_then(authorization) {
+                request = request.header(header::AUTHORIZATION, value);
+            }
+            request.send()
+        };
+        let failed = |error: reqwest::Error| {
+            StreamableHttpError::Client(streamable_http::classify(server, &error))
+        };
+        let token = match &self.oauth {
+            Some(oauth) => oauth.token().await.map_err(StreamableHttpError::Client)?,
+            None => None,
+        };
+        let mut response = post(token.clone()).await.map_err(failed)?;
+        if let Some(oauth) = &self.oauth
+            && response.status() == reqwest::StatusCode::UNAUTHORIZED
+        {
+            let fresh = oauth
+                .refreshed(token.as_deref(), challenge(&response).as_deref())
+                .await
+                .map_err(StreamableHttpError::Client)?;
+            response = post(Some(fresh)).await.map_err(failed)?;
+            if response.status() == reqwest::StatusCode::UNAUTHORIZED {
+                return Err(StreamableHttpError::Client(oauth.refused().await));
+            }
+        }
         let status = response.status();
         if status.is_success() {
             // Dropped unread (invariant 2): the answer comes on the event stream.
             return Ok(());
         }
+        let challenge = challenge(&response);
         let body = streamable_http::read_start(response, ERROR_BODY_READ_BYTES).await;
         Err(StreamableHttpError::Client(status_failure(
-            server, status, &body,
+            server, status, &body, challenge,
         )))
     }
 
@@ -426,12 +497,17 @@ fn media_type(headers: &HeaderMap) -> Option<String> {
 }
 
 /// The failure an answer with `status` (not a success) stands for, given the start of
-/// its body: credentials as over Streamable HTTP, any other status with the server's
-/// own words (a `404` to a `POST` usually says that the session is gone, so it is not
-/// read as Streamable HTTP reads it).
-fn status_failure(server: &str, status: reqwest::StatusCode, body: &[u8]) -> HttpFailure {
+/// its body and its `WWW-Authenticate` challenge: credentials as over Streamable HTTP,
+/// any other status with the server's own words (a `404` to a `POST` usually says
+/// that the session is gone, so it is not read as Streamable HTTP reads it).
+fn status_failure(
+    server: &str,
+    status: reqwest::StatusCode,
+    body: &[u8],
+    challenge: Option<String>,
+) -> HttpFailure {
     match status.as_u16() {
-        401 | 403 => streamable_http::status_failure(server, status, body, false, None),
+        401 | 403 => streamable_http::status_failure(server, status, body, false, challenge),
         code => HttpFailure::Status {
             server: server.to_owned(),
             status: code,
@@ -489,6 +565,7 @@ mod tests {
             "web",
             reqwest::StatusCode::INTERNAL_SERVER_ERROR,
             "boom\n\tat line 1\u{7}".repeat(50).as_bytes(),
+            None,
         );
         let message = failure.to_string();
         assert!(
@@ -499,7 +576,16 @@ mod tests {
             message.ends_with('…') && !message.contains('\n'),
             "{message}"
         );
-        let unauthorized = status_failure("web", reqwest::StatusCode::UNAUTHORIZED, b"");
-        assert!(matches!(unauthorized, HttpFailure::Unauthorized { .. }));
+        let challenge = Some(r#"Bearer resource_metadata="http://x/prm""#.to_owned());
+        let unauthorized = status_failure(
+            "web",
+            reqwest::StatusCode::UNAUTHORIZED,
+            b"",
+            challenge.clone(),
+        );
+        assert!(
+            matches!(&unauthorized, HttpFailure::Unauthorized { challenge: kept, .. } if *kept == challenge),
+            "the challenge is where a login starts"
+        );
     }
 }
