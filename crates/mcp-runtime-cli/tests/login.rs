@@ -394,3 +394,61 @@ async fn a_second_login_uses_the_client_the_first_registered() {
     let tools = user.run(&["tools"]).await;
     assert_eq!(tools.status.code(), Some(0), "{}", stderr(&tools));
 }
+
+#[tokio::test]
+async fn oauth_resource_is_the_resource_a_login_and_its_refreshes_ask_for() {
+    // On this machine, as the server is: rmcp reaches loopback addresses only for a
+    // loopback resource.
+    const RESOURCE: &str = "http://localhost/api/";
+    let dir = tempfile::tempdir().unwrap();
+    let oauth_log = dir.path().join("oauth.jsonl");
+    // Tokens are for RESOURCE, not the URL the server's metadata names.
+    let (_fixture, url) =
+        protected_fixture_with(&oauth_log, &["--oauth-token-resource", RESOURCE]).await;
+
+    let told = User::new(&url);
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&told.config)
+        .unwrap();
+    std::io::Write::write_all(
+        &mut file,
+        format!("oauth_resource = \"{RESOURCE}\"\n").as_bytes(),
+    )
+    .unwrap();
+    let login = told.run(&["login", "web", "--timeout-sec", "60"]).await;
+    assert_eq!(login.status.code(), Some(0), "{}", stderr(&login));
+    // Received two hours ago, valid for one: the next command refreshes it first.
+    let file = told
+        .home
+        .path()
+        .join(".config/mcp-runtime/oauth-credentials.json");
+    let mut document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    for (_, record) in document["entries"].as_object_mut().unwrap() {
+        record["credentials"]["token_received_at"] = (now - 7200).into();
+    }
+    std::fs::write(&file, document.to_string()).unwrap();
+    let tools = told.run(&["tools"]).await;
+    assert_eq!(tools.status.code(), Some(0), "{}", stderr(&tools));
+    assert!(
+        stdout(&tools).contains("mcp__web__echo"),
+        "{}",
+        stderr(&tools)
+    );
+    let refreshes = std::fs::read_to_string(&oauth_log)
+        .unwrap()
+        .lines()
+        .filter(|line| line.contains("\"refresh_token\"") && line.contains("\"ok\""))
+        .count();
+    assert_eq!(refreshes, 1, "the refresh asked for the resource too");
+
+    // Without it, the metadata's resource is asked for, and refused.
+    let untold = User::new(&url);
+    let login = untold.run(&["login", "web", "--timeout-sec", "5"]).await;
+    assert_ne!(login.status.code(), Some(0), "{}", stdout(&login));
+}

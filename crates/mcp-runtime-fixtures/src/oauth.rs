@@ -39,6 +39,7 @@
 //! | `--oauth-account NAME` | `fixture-user` | the account that approves (unless the authorization request names another with OpenID Connect's `login_hint`, as a person picks an account in the browser); the `sub` of its ID tokens |
 //! | `--oauth-client ID:SECRET` | none | a pre-registered confidential client (repeatable) |
 //! | `--oauth-scope S` | `mcp` | the scopes `/mcp` requires and names in its challenge |
+//! | `--oauth-token-resource URL` | the MCP URL | the resource tokens are issued for and accepted at `/mcp` (its metadata still names the MCP URL) |
 //! | `--oauth-auth-method M` | all of [`AUTH_METHODS`] | the client authentication accepted and advertised |
 //! | `--oauth-log FILE` | none | the OAuth log |
 //!
@@ -99,6 +100,9 @@ pub struct Config {
     /// The client authentication methods the token and revocation endpoints
     /// accept and advertise, of [`AUTH_METHODS`].
     pub auth_methods: Vec<String>,
+    /// The resource tokens are issued for and accepted at the MCP endpoint, when
+    /// not its URL (which the resource metadata names all the same).
+    pub token_resource: Option<String>,
 }
 
 /// The client authentication methods the server knows: a public client's
@@ -113,6 +117,7 @@ impl Default for Config {
             clients: Vec::new(),
             scope: "mcp".into(),
             auth_methods: AUTH_METHODS.map(String::from).to_vec(),
+            token_resource: None,
         }
     }
 }
@@ -333,7 +338,7 @@ impl AuthServer {
                 self.challenge(StatusCode::UNAUTHORIZED, Some("invalid_token")),
             ));
         };
-        if token.resource != self.resource || token.expires.is_some_and(|at| now >= at) {
+        if token.resource != self.issued_resource() || token.expires.is_some_and(|at| now >= at) {
             return Err(Box::new(
                 self.challenge(StatusCode::UNAUTHORIZED, Some("invalid_token")),
             ));
@@ -573,19 +578,35 @@ impl AuthServer {
 
     /// RFC 8707: the resource, when given (or when `required`), must be the MCP
     /// endpoint's URL.
+    /// The resource tokens are issued for: the MCP URL, unless configured.
+    pub(crate) fn issued_resource(&self) -> &str {
+        self.config
+            .token_resource
+            .as_deref()
+            .unwrap_or(&self.resource)
+    }
+
     fn check_resource(&self, resource: Option<&str>, required: bool) -> Result<(), Refusal> {
         match resource {
-            Some(resource) if resource.trim_end_matches('/') == self.resource => Ok(()),
+            Some(resource)
+                if resource.trim_end_matches('/')
+                    == self.issued_resource().trim_end_matches('/') =>
+            {
+                Ok(())
+            }
             Some(resource) => Err(refuse(
                 "invalid_target",
                 format!(
                     "this server issues tokens for `{}`, not `{resource}`",
-                    self.resource
+                    self.issued_resource()
                 ),
             )),
             None if required => Err(refuse(
                 "invalid_target",
-                format!("the `resource` parameter is required (`{}`)", self.resource),
+                format!(
+                    "the `resource` parameter is required (`{}`)",
+                    self.issued_resource()
+                ),
             )),
             None => Ok(()),
         }

@@ -15,6 +15,7 @@ pub(crate) mod account;
 pub mod login;
 pub mod logout;
 pub(crate) mod registration;
+pub(crate) mod resource;
 pub mod store;
 
 use std::sync::Arc;

@@ -206,6 +206,11 @@ struct Args {
         default_value = "mcp"
     )]
     oauth_scope: String,
+    /// With --require-oauth: the resource tokens are issued for and accepted at the
+    /// MCP endpoint, instead of its URL, which its metadata still names (a client
+    /// must be told: `oauth_resource`)
+    #[arg(long, value_name = "URL", requires = "require_oauth")]
+    oauth_token_resource: Option<String>,
     /// With --require-oauth: accept and advertise only these client
     /// authentication methods at the token endpoint (repeatable; default all)
     #[arg(long = "oauth-auth-method", value_name = "METHOD", requires = "require_oauth",
@@ -378,6 +383,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                             account: args.oauth_account.clone(),
                             clients: args.oauth_clients.clone(),
                             scope: args.oauth_scope.clone(),
+                            token_resource: args.oauth_token_resource.clone(),
                             auth_methods: if args.oauth_auth_methods.is_empty() {
                                 oauth::Config::default().auth_methods
                             } else {

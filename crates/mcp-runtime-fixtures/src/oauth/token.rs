@@ -175,7 +175,7 @@ impl AuthServer {
             client_id: client_id.clone(),
             account: account.clone(),
             scope: scope.clone(),
-            resource: self.resource.clone(),
+            resource: self.issued_resource().to_owned(),
             grant,
             expires,
         };

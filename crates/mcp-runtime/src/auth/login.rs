@@ -281,7 +281,7 @@ impl<'a> Login<'a> {
                     })
             })
             .transpose()?;
-        let scopes = self.scopes_to_ask().await?;
+        let mut scopes = self.scopes_to_ask().await?;
         let challenge = self.challenge(name).await?;
         let mut manager = AuthorizationManager::new_allowing_private_addresses(url.as_str())
             .await
@@ -300,7 +300,25 @@ impl<'a> Login<'a> {
                 .get("client_id_metadata_document_supported")
                 .and_then(serde_json::Value::as_bool)
                 .unwrap_or(false);
-        manager.set_metadata(resolution.metadata);
+        let manager = match &oauth.resource {
+            None => {
+                manager.set_metadata(resolution.metadata);
+                manager
+            }
+            // The override (see `super::resource`): the scopes are chosen from what
+            // the discovery at the server's URL found, as they would be without it.
+            Some(resource) => {
+                if scopes.is_none() {
+                    scopes = Some(manager.select_initial_scopes(&[]).await)
+                        .filter(|chosen| !chosen.is_empty());
+                }
+                let mut manager = super::resource::manager_with(resolution.metadata, resource)
+                    .await
+                    .map_err(LoginError::OAuth)?;
+                manager.set_credential_store(super::SharedStore(self.store.clone()));
+                manager
+            }
+        };
 
         // Where neither a configured client nor a metadata document is the client,
         // this login registers one, or uses the one an earlier login registered.

@@ -720,7 +720,11 @@ fn endpoint(
             }
             None => None,
         };
-        resolved.oauth_store = store.map(|store| OAuthStore { store, client });
+        resolved.oauth_store = store.map(|store| OAuthStore {
+            store,
+            client,
+            resource: config.oauth.resource.clone(),
+        });
     }
     Ok(endpoint)
 }

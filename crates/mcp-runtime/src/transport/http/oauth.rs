@@ -67,6 +67,9 @@ pub(crate) struct OAuthStore {
     pub(crate) store: Arc<dyn CredentialStore>,
     /// The pre-registered client's authentication, when the configuration gives one.
     pub(crate) client: Option<ClientAuth>,
+    /// `oauth_resource`: the `resource` a login's refresh sends, instead of the one
+    /// the server's metadata names.
+    pub(crate) resource: Option<String>,
 }
 
 #[cfg(test)]
@@ -76,6 +79,7 @@ impl OAuthStore {
         Self {
             store,
             client: None,
+            resource: None,
         }
     }
 }
@@ -118,6 +122,10 @@ impl std::fmt::Debug for OAuthStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OAuthStore")
             .field("client", &self.client)
+            .field(
+                "resource",
+                &self.resource.as_deref().map(crate::redact::url),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -267,6 +275,11 @@ impl OAuthLogin {
         let mut manager = AuthorizationManager::new_allowing_private_addresses(url)
             .await
             .map_err(failed)?;
+        if let Some(resource) = &oauth.resource {
+            manager = crate::auth::resource::manager_for(manager, resource)
+                .await
+                .map_err(failed)?;
+        }
         manager.set_credential_store(Unguarded(store.clone()));
         // Discovery is needed for a refresh (the token endpoint), and tells whether the
         // authorization server changed since the login (rmcp then drops the tokens).

@@ -179,6 +179,7 @@ async fn a_confidential_client_refreshes_with_its_secret() {
     let oauth = OAuthStore {
         store: stale_login().await,
         client: Some(confidential),
+        resource: None,
     };
     let login = OAuthLogin::start("web", &url, &oauth, reqwest::Client::new())
         .await
