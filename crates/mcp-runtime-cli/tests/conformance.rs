@@ -252,6 +252,11 @@ mod auth {
     }
 
     #[test]
+    fn a_workload_presents_its_platforms_identity_token() {
+        assert_scenario_passes("auth/wif-jwt-bearer", None);
+    }
+
+    #[test]
     fn the_authorization_response_issuer_is_checked() {
         for name in [
             "iss-supported",

@@ -12,7 +12,7 @@
 //! | `/.well-known/oauth-authorization-server` | RFC 8414 metadata of this server |
 //! | `/register` | RFC 7591 dynamic client registration |
 //! | `/authorize` | approves at once as the account, redirects with `code`, `state`, `iss` |
-//! | `/token` | `authorization_code` (PKCE S256), `refresh_token` (rotated), `client_credentials`; a person's grant also gets an unsigned OpenID Connect `id_token` naming the account (`sub`) |
+//! | `/token` | `authorization_code` (PKCE S256), `refresh_token` (rotated), `client_credentials`, the JWT bearer grant of RFC 7523 for workloads; a person's grant also gets an unsigned OpenID Connect `id_token` naming the account (`sub`) |
 //! | `/revoke` | RFC 7009 revocation |
 //!
 //! The MCP endpoint asks [`AuthServer::authorize_resource`] about each request:
@@ -38,6 +38,7 @@
 //! | `--oauth-token-ttl-secs N` | 3600 | access token lifetime (0: expired at once) |
 //! | `--oauth-account NAME` | `fixture-user` | the account that approves (unless the authorization request names another with OpenID Connect's `login_hint`, as a person picks an account in the browser); the `sub` of its ID tokens |
 //! | `--oauth-client ID:SECRET` | none | a pre-registered confidential client (repeatable) |
+//! | `--oauth-workload ID:TOKEN` | none | a workload: a public client whose platform's identity token `TOKEN` is trusted as its JWT bearer assertion (repeatable: a platform rotating its token) |
 //! | `--oauth-scope S` | `mcp` | the scopes `/mcp` requires and names in its challenge |
 //! | `--oauth-token-resource URL` | the MCP URL | the resource tokens are issued for and accepted at `/mcp` (its metadata still names the MCP URL) |
 //! | `--oauth-auth-method M` | all of [`AUTH_METHODS`] | the client authentication accepted and advertised |
@@ -94,6 +95,9 @@ pub struct Config {
     pub account: String,
     /// Pre-registered confidential clients.
     pub clients: Vec<ClientCredentials>,
+    /// Workloads: public clients, each with an identity token (in place of the
+    /// secret) trusted as its assertion; an id given twice trusts both tokens.
+    pub workloads: Vec<ClientCredentials>,
     /// The scopes (space-separated) the MCP endpoint requires, all of them,
     /// and names in its challenge; none when empty.
     pub scope: String,
@@ -115,6 +119,7 @@ impl Default for Config {
             token_ttl: Duration::from_secs(3600),
             account: "fixture-user".into(),
             clients: Vec::new(),
+            workloads: Vec::new(),
             scope: "mcp".into(),
             auth_methods: AUTH_METHODS.map(String::from).to_vec(),
             token_resource: None,
@@ -244,6 +249,15 @@ impl AuthServer {
     /// `origin` + `mcp_path`, writing its log lines to `log`.
     pub fn new(config: Config, origin: &str, mcp_path: &str, log: Option<File>) -> Self {
         let mut state = State::default();
+        for workload in &config.workloads {
+            state.clients.insert(
+                workload.id.clone(),
+                Client {
+                    secret: None,
+                    redirect_uris: Vec::new(),
+                },
+            );
+        }
         for client in &config.clients {
             state.clients.insert(
                 client.id.clone(),
@@ -406,7 +420,7 @@ impl AuthServer {
                 "revocation_endpoint": format!("{issuer}{REVOKE_PATH}"),
                 "response_types_supported": ["code"],
                 "code_challenge_methods_supported": ["S256"],
-                "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
+                "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials", token::JWT_BEARER],
                 "token_endpoint_auth_methods_supported": self.config.auth_methods,
                 "revocation_endpoint_auth_methods_supported": self.config.auth_methods,
                 "scopes_supported": self.scopes_supported(),

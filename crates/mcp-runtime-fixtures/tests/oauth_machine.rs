@@ -491,3 +491,102 @@ async fn runtimes_refreshing_one_stale_token_at_once_refresh_it_once_and_share_t
     let expected = redact_authorization(&format!("Bearer {fresh}"));
     assert!(sent.iter().all(|header| *header == expected), "{sent:?}");
 }
+
+/// The RFC 7523 grant type, as the OAuth log names it.
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// Revokes `token` at the fixture's authorization server as the public client `client`.
+async fn revoke(fixture: &HttpFixture, token: &str, client: &str) {
+    let origin = fixture.url.strip_suffix("/mcp").unwrap();
+    let revoked = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .post(format!("{origin}/revoke"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(
+            url::form_urlencoded::Serializer::new(String::new())
+                .append_pair("token", token)
+                .append_pair("client_id", client)
+                .finish(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(revoked.status().is_success(), "{revoked:?}");
+}
+
+#[tokio::test]
+async fn a_workload_presents_the_identity_token_its_file_holds_at_each_token_request() {
+    let dir = temp_dir();
+    let log = dir.path().join("oauth.jsonl");
+    let fixture = http_fixture(&[
+        "--require-oauth",
+        "--oauth-log",
+        path_str(&log),
+        "--oauth-workload",
+        "robot:platform-token-1",
+        "--oauth-workload",
+        "robot:platform-token-2",
+    ])
+    .await;
+    let token_file = dir.path().join("identity.jwt");
+    std::fs::write(&token_file, "platform-token-1\n").unwrap();
+    let mut server = ServerConfig::http("robot", &fixture.url);
+    server.oauth.client_id = Some(CLIENT.into());
+    server.oauth.grant_type = GrantType::JwtBearer;
+    server.oauth.assertion_file = Some(token_file.clone());
+    let store: Arc<dyn CredentialStore> = Arc::new(InMemoryCredentialStore::new());
+
+    let capturing = Capturing::start();
+    let runtime = start(server, Some(Arc::new(OneStore(store.clone())))).await;
+    assert_ready_and_calls(&runtime).await;
+    let grants = token_requests(&log, JWT_BEARER);
+    assert_eq!(grants.len(), 1, "{grants:?}");
+    assert_eq!(grants[0]["auth_method"], "none");
+    assert_eq!(grants[0]["client_id"], CLIENT);
+
+    // The platform replaced the token with one the server does not trust, and the
+    // access token stopped working: the next token request reads the file again.
+    std::fs::write(&token_file, "untrusted-platform-token").unwrap();
+    revoke(
+        &fixture,
+        &access_token(&store.load().await.unwrap().unwrap()),
+        CLIENT,
+    )
+    .await;
+    let error = runtime
+        .call_tool("mcp__robot__echo", object(serde_json::json!({"x": 1})))
+        .await
+        .expect_err("the untrusted token gets no access token");
+    let error = chain(&error);
+    assert!(!error.contains('\n'), "{error}");
+    let expected = format!(
+        "its authorization server gave workload `robot` no token for its identity token (`invalid_grant`): check the token in `{}`",
+        token_file.display()
+    );
+    assert!(error.ends_with(&expected), "{error}");
+
+    // Rotated again, to a token it trusts: the call works without a restart.
+    std::fs::write(&token_file, "platform-token-2").unwrap();
+    let echoed = runtime
+        .call_tool("mcp__robot__echo", object(serde_json::json!({"x": 2})))
+        .await
+        .unwrap();
+    assert_eq!(echoed.structured_content.unwrap()["x"], 2);
+    drop(capturing);
+    let debug = format!("{runtime:?} {:?}", runtime.servers());
+    runtime.shutdown().await;
+    assert_eq!(token_requests(&log, JWT_BEARER).len(), 3);
+
+    let captured = captured();
+    for (what, text) in [("error", &error), ("log", &captured), ("Debug", &debug)] {
+        for token in [
+            "platform-token-1",
+            "platform-token-2",
+            "untrusted-platform-token",
+        ] {
+            assert!(!text.contains(token), "the identity token in the {what}");
+        }
+    }
+}

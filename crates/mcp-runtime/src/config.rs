@@ -204,6 +204,12 @@ pub struct OAuthConfig {
     pub private_key_env_var: Option<String>,
     /// `oauth.signing_algorithm`: the algorithm of that key's assertions.
     pub signing_algorithm: SigningAlgorithm,
+    /// `oauth.assertion_env_var`: the variable holding a workload's identity token
+    /// (a JWT its platform issued), for `grant_type = "jwt_bearer"`.
+    pub assertion_env_var: Option<String>,
+    /// `oauth.assertion_file`: the file holding it, read at each token request (a
+    /// platform rotates it there); relative to the configuration file.
+    pub assertion_file: Option<PathBuf>,
     /// `oauth.callback_url`: the redirect URL registered for that client.
     pub callback_url: Option<String>,
     /// `oauth.callback_port`: the local port the login listens on.
@@ -222,6 +228,17 @@ pub enum GrantType {
     /// `client_credentials`: a machine client authenticates itself with its secret or
     /// private key, with no person; tokens are obtained when the server asks for one.
     ClientCredentials,
+    /// `jwt_bearer`: a workload presents the identity token its platform issued
+    /// (RFC 7523 JWT bearer grant; workload identity federation), with no person;
+    /// tokens are obtained when the server asks for one.
+    JwtBearer,
+}
+
+impl GrantType {
+    /// Whether tokens are obtained without a person (and without `login`).
+    pub fn is_machine(self) -> bool {
+        matches!(self, Self::ClientCredentials | Self::JwtBearer)
+    }
 }
 
 /// `oauth.signing_algorithm`: the JWS algorithm of a `private_key_jwt` assertion.

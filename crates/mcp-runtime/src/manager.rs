@@ -852,7 +852,7 @@ fn auth_state(
     // Before the connection: a live one still carries the token until it is refused.
     // A machine client gets a new token itself: its token running out is nothing to
     // show.
-    let machine = config.oauth.grant_type == crate::config::GrantType::ClientCredentials;
+    let machine = config.oauth.grant_type.is_machine();
     if !machine && login.is_some_and(|login| login.is_expired_at(now)) {
         return Some(AuthState::Expired);
     }

@@ -197,6 +197,14 @@ struct Args {
         requires = "require_oauth"
     )]
     oauth_clients: Vec<oauth::ClientCredentials>,
+    /// With --require-oauth: a workload, a public client whose identity token TOKEN
+    /// is trusted as its JWT bearer assertion (repeatable)
+    #[arg(
+        long = "oauth-workload",
+        value_name = "ID:TOKEN",
+        requires = "require_oauth"
+    )]
+    oauth_workloads: Vec<oauth::ClientCredentials>,
     /// With --require-oauth: the scope the MCP endpoint requires and names in its
     /// challenge (space-separated; empty: none)
     #[arg(
@@ -382,6 +390,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                             token_ttl: Duration::from_secs(args.oauth_token_ttl_secs),
                             account: args.oauth_account.clone(),
                             clients: args.oauth_clients.clone(),
+                            workloads: args.oauth_workloads.clone(),
                             scope: args.oauth_scope.clone(),
                             token_resource: args.oauth_token_resource.clone(),
                             auth_methods: if args.oauth_auth_methods.is_empty() {

@@ -14,6 +14,9 @@ use super::{
     json_response, pkce_challenge, random, refuse, text,
 };
 
+/// The grant type of RFC 7523 §2.1: a workload's identity token as its grant.
+pub(super) const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
 impl AuthServer {
     /// Client authentication at the token and revocation endpoints: HTTP Basic
     /// (`client_secret_basic`), a `client_secret` parameter
@@ -155,6 +158,24 @@ impl AuthServer {
                     return Err(refuse(
                         "unauthorized_client",
                         "client credentials are for confidential clients",
+                    ));
+                }
+                let scope = self.granted_scope(param("scope"))?;
+                let grant = state.next_grant;
+                state.next_grant += 1;
+                (scope, grant, String::new(), false)
+            }
+            Some(JWT_BEARER) => {
+                let presented = param("assertion").unwrap_or_default();
+                if !self
+                    .config
+                    .workloads
+                    .iter()
+                    .any(|workload| workload.id == client_id && workload.secret == presented)
+                {
+                    return Err(refuse(
+                        "invalid_grant",
+                        "the assertion is not an identity token this client is trusted with",
                     ));
                 }
                 let scope = self.granted_scope(param("scope"))?;

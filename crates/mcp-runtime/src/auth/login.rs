@@ -46,7 +46,7 @@ use url::Url;
 use crate::{
     ListingRegistry, Runtime, StartOptions,
     auth::registration::{self, Registration},
-    config::{Config, GrantType, OAuthConfig, ServerConfig, TransportConfig},
+    config::{Config, OAuthConfig, ServerConfig, TransportConfig},
     error::HttpFailure,
 };
 
@@ -184,7 +184,7 @@ pub enum LoginError {
     /// The server is a machine client's (`grant_type = "client_credentials"`): it gets
     /// its tokens without a person.
     #[error(
-        "server `{server}` needs no login: it uses `grant_type = \"client_credentials\"`, so its tokens are obtained when it is started"
+        "server `{server}` needs no login: its `oauth.grant_type` gets tokens without a person, when the server asks for one"
     )]
     MachineClient {
         /// The server.
@@ -261,7 +261,7 @@ impl<'a> Login<'a> {
             });
         };
         let oauth = &self.server.oauth;
-        if oauth.grant_type == GrantType::ClientCredentials {
+        if oauth.grant_type.is_machine() {
             return Err(LoginError::MachineClient {
                 server: name.clone(),
             });

@@ -62,6 +62,8 @@ pub(crate) const OAUTH_KEYS: &[&str] = &[
     "grant_type",
     "private_key_env_var",
     "signing_algorithm",
+    "assertion_env_var",
+    "assertion_file",
 ];
 /// Keys of an `env_vars` entry written as a table.
 pub(crate) const ENV_VAR_KEYS: &[&str] = &["name", "source"];

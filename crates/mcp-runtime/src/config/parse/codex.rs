@@ -16,7 +16,7 @@ use crate::{
     config::{
         ApprovalMode, GrantType, OAuthConfig, ServerConfig, SigningAlgorithm, ToolConfig,
         TransportConfig,
-        checks::{env_name_problem, shown, url_problem},
+        checks::{env_name_problem, os_string_problem, shown, url_problem},
         keys::{OAUTH_KEYS, TOOL_KEYS, table_part},
     },
     error::ConfigError,
@@ -150,6 +150,7 @@ impl File<'_> {
         for (key, field) in [
             ("client_secret_env_var", &mut oauth.client_secret_env_var),
             ("private_key_env_var", &mut oauth.private_key_env_var),
+            ("assertion_env_var", &mut oauth.assertion_env_var),
         ] {
             if let Some(name) = settings
                 .get(key)
@@ -167,14 +168,29 @@ impl File<'_> {
             });
             self.set(&mut oauth.client_metadata_url, url);
         }
+        if let Some(path) = settings
+            .get("assertion_file")
+            .and_then(|value| self.ok(self.string(value, o, "assertion_file")))
+        {
+            let problem = match path.as_str() {
+                "" => Some("is empty (name the file holding the workload's identity token)"),
+                path => os_string_problem(path),
+            };
+            self.check(o, "assertion_file", || "the value".to_owned(), problem);
+            if problem.is_none() {
+                let dir = self.path.parent().unwrap_or(std::path::Path::new(""));
+                oauth.assertion_file = Some(dir.join(path));
+            }
+        }
         if let Some(value) = settings.get("grant_type") {
             let grant = match value.as_str() {
                 Some("authorization_code") => Ok(GrantType::AuthorizationCode),
                 Some("client_credentials") => Ok(GrantType::ClientCredentials),
+                Some("jwt_bearer") => Ok(GrantType::JwtBearer),
                 _ => Err(self.invalid(
                     o,
                     "grant_type",
-                    "`authorization_code` or `client_credentials`",
+                    "`authorization_code`, `client_credentials` or `jwt_bearer`",
                 )),
             };
             self.set(&mut oauth.grant_type, grant);
@@ -234,6 +250,27 @@ impl File<'_> {
             needs(
                 "grant_type",
                 "`authorization_code` here, or given a `client_id` with `client_secret_env_var` or `private_key_env_var`: a machine client authenticates itself",
+            );
+        }
+        let workload = oauth.grant_type == GrantType::JwtBearer;
+        let assertions = usize::from(oauth.assertion_env_var.is_some())
+            + usize::from(oauth.assertion_file.is_some());
+        if !workload {
+            for key in ["assertion_env_var", "assertion_file"] {
+                needs(
+                    key,
+                    "set with `grant_type = \"jwt_bearer\"`: the assertion is a workload's identity token",
+                );
+            }
+        } else if oauth.client_id.is_none() || assertions != 1 {
+            needs(
+                "grant_type",
+                "`authorization_code` here, or given a `client_id` with one of `assertion_env_var` and `assertion_file`: a workload presents its identity token",
+            );
+        } else {
+            needs(
+                "client_secret_env_var",
+                "left out with `grant_type = \"jwt_bearer\"`: the workload's identity token is its credential",
             );
         }
     }

@@ -246,6 +246,74 @@ fn a_client_secret_or_key_without_its_client_is_refused() {
 }
 
 #[test]
+fn a_workload_names_where_its_identity_token_is_read() {
+    let config = parse_ok(
+        r#"
+        [mcp_servers.pod]
+        url = "https://x/mcp"
+        oauth = { client_id = "pod", grant_type = "jwt_bearer", assertion_file = "tokens/sa.jwt" }
+        [mcp_servers.job]
+        url = "https://y/mcp"
+        oauth = { client_id = "job", grant_type = "jwt_bearer", assertion_env_var = "JOB_ID_TOKEN" }
+        "#,
+    );
+    let pod = &config.servers["pod"].oauth;
+    assert_eq!(pod.grant_type, GrantType::JwtBearer);
+    assert!(pod.grant_type.is_machine());
+    assert_eq!(
+        pod.assertion_file.as_deref(),
+        Some(std::path::Path::new("/etc/tokens/sa.jwt")),
+        "relative to the configuration file"
+    );
+    let job = &config.servers["job"].oauth;
+    assert_eq!(job.assertion_env_var.as_deref(), Some("JOB_ID_TOKEN"));
+    assert_eq!(job.assertion_file, None);
+    assert!(!GrantType::AuthorizationCode.is_machine());
+}
+
+#[test]
+fn a_workload_without_exactly_one_identity_token_or_with_a_secret_is_refused() {
+    let messages = parse_errors(
+        r#"
+        [mcp_servers.a]
+        url = "https://x/mcp"
+        oauth = { client_id = "a", grant_type = "jwt_bearer" }
+        [mcp_servers.b]
+        url = "https://x/mcp"
+        oauth = { client_id = "b", grant_type = "jwt_bearer", assertion_env_var = "T", assertion_file = "t.jwt" }
+        [mcp_servers.c]
+        url = "https://x/mcp"
+        oauth = { client_id = "c", assertion_env_var = "T" }
+        [mcp_servers.d]
+        url = "https://x/mcp"
+        oauth = { client_id = "d", grant_type = "jwt_bearer", assertion_file = "", client_secret_env_var = "S" }
+        [mcp_servers.e]
+        url = "https://x/mcp"
+        oauth = { client_id = "e", grant_type = "jwt_bearer", assertion_env_var = "T", client_secret_env_var = "S" }
+        "#,
+    );
+    let f = "`/etc/mcp.toml`:";
+    let no_token = "must be `authorization_code` here, or given a `client_id` with one of `assertion_env_var` and `assertion_file`: a workload presents its identity token";
+    assert_eq!(
+        messages,
+        [
+            format!("{f} key `grant_type` in `[mcp_servers.a.oauth]` {no_token}"),
+            format!("{f} key `grant_type` in `[mcp_servers.b.oauth]` {no_token}"),
+            format!(
+                "{f} key `assertion_env_var` in `[mcp_servers.c.oauth]` must be set with `grant_type = \"jwt_bearer\"`: the assertion is a workload's identity token"
+            ),
+            format!(
+                "{f} key `assertion_file` in `[mcp_servers.d.oauth]`: the value is empty (name the file holding the workload's identity token)"
+            ),
+            format!("{f} key `grant_type` in `[mcp_servers.d.oauth]` {no_token}"),
+            format!(
+                "{f} key `client_secret_env_var` in `[mcp_servers.e.oauth]` must be left out with `grant_type = \"jwt_bearer\"`: the workload's identity token is its credential"
+            ),
+        ]
+    );
+}
+
+#[test]
 fn a_literal_bearer_token_is_refused() {
     let message =
         parse_err("[mcp_servers.a]\nurl = \"https://x/mcp\"\nbearer_token = \"sk-123\"\n");

@@ -31,6 +31,7 @@
 //!    in any error, log line or `Debug` output.
 
 pub(crate) mod machine;
+pub(crate) mod workload;
 
 use std::{
     ffi::OsString,
@@ -116,6 +117,9 @@ pub(crate) enum ClientCredential {
         pem: String,
         algorithm: SigningAlgorithm,
     },
+    /// A workload's identity token, presented with the JWT bearer grant (see
+    /// [`workload`]).
+    Assertion(workload::Assertion),
 }
 
 impl std::fmt::Debug for OAuthStore {
@@ -137,6 +141,7 @@ impl std::fmt::Debug for ClientAuth {
             ClientCredential::PrivateKey { algorithm, .. } => {
                 format!("private_key_jwt {}", algorithm.as_str())
             }
+            ClientCredential::Assertion(_) => "jwt_bearer".to_owned(),
         };
         f.debug_struct("ClientAuth")
             .field("client_id", &self.client_id)
@@ -163,6 +168,31 @@ pub(crate) fn resolve_oauth(
     let Some(client_id) = &oauth.client_id else {
         return Ok(None);
     };
+    if oauth.grant_type == GrantType::JwtBearer {
+        let (assertion, source) = match (&oauth.assertion_env_var, &oauth.assertion_file) {
+            (Some(variable), _) => (
+                workload::Assertion::Value(super::required_header_var(
+                    &env,
+                    "oauth.assertion_env_var",
+                    variable,
+                )?),
+                variable.clone(),
+            ),
+            (None, Some(path)) => (
+                workload::Assertion::File(path.clone()),
+                path.display().to_string(),
+            ),
+            (None, None) => return Ok(None),
+        };
+        return Ok(Some(ClientAuth {
+            client_id: client_id.clone(),
+            credential: ClientCredential::Assertion(assertion),
+            variable: source,
+            machine: true,
+            scopes: oauth.scopes.clone(),
+            resource: oauth.resource.clone(),
+        }));
+    }
     let (credential, variable) = match (&oauth.client_secret_env_var, &oauth.private_key_env_var) {
         (Some(variable), _) => (
             ClientCredential::Secret(super::required_header_var(

@@ -111,11 +111,12 @@ impl MachineClient {
         let mut manager = AuthorizationManager::new_allowing_private_addresses(self.url.as_str())
             .await
             .map_err(failed)?;
-        manager.set_credential_store(Unguarded(store));
+        manager.set_credential_store(Unguarded(store.clone()));
         let resolution = manager
             .resolve_metadata_from_challenge(Some(challenge))
             .await
             .map_err(failed)?;
+        let metadata = resolution.metadata.clone();
         manager.set_metadata(resolution.metadata);
         let params = Url::parse(&self.url)
             .map(|base| WWWAuthenticateParams::parse(challenge, &base))
@@ -134,6 +135,17 @@ impl MachineClient {
             Some(resource) => resource.clone(),
             None => self.resource(params.resource_metadata_url).await,
         };
+        if let ClientCredential::Assertion(assertion) = &self.client.credential {
+            let grant = super::workload::Grant {
+                server: &self.server,
+                client_id: &self.client.client_id,
+                source: &self.client.variable,
+                http: &self.http,
+            };
+            return grant
+                .exchange(assertion, &metadata, scopes, resource, store.as_ref())
+                .await;
+        }
         let config = self.config(scopes, resource)?;
         manager
             .validate_client_credentials_metadata(&config)
@@ -176,6 +188,9 @@ impl MachineClient {
             }
             #[cfg(not(feature = "client-credentials-jwt"))]
             ClientCredential::PrivateKey { .. } => Err(lacks_jwt(&self.server)),
+            ClientCredential::Assertion(_) => {
+                unreachable!("a workload's token is exchanged by `workload`")
+            }
         }
     }
 
@@ -267,6 +282,7 @@ impl MachineClient {
         match self.client.credential {
             ClientCredential::Secret(_) => "`client_secret_basic` or `client_secret_post`",
             ClientCredential::PrivateKey { .. } => "`private_key_jwt`",
+            ClientCredential::Assertion(_) => "`jwt-bearer`",
         }
     }
 
@@ -274,12 +290,13 @@ impl MachineClient {
         match self.client.credential {
             ClientCredential::Secret(_) => "secret",
             ClientCredential::PrivateKey { .. } => "private key",
+            ClientCredential::Assertion(_) => "identity token",
         }
     }
 
     fn algorithm(&self) -> Option<&'static str> {
         match self.client.credential {
-            ClientCredential::Secret(_) => None,
+            ClientCredential::Secret(_) | ClientCredential::Assertion(_) => None,
             ClientCredential::PrivateKey { algorithm, .. } => Some(algorithm.as_str()),
         }
     }
