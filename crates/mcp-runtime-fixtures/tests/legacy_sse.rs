@@ -578,26 +578,6 @@ async fn a_plain_url_of_a_legacy_server_falls_back_to_http_sse_and_says_so() {
     everything.kill().await;
 }
 
-/// Opens an authorization URL as a person who approves at once: follows its
-/// redirects back to the login's listener.
-struct FollowRedirects;
-
-impl mcp_runtime::auth::login::OpenUrl for FollowRedirects {
-    fn open(&self, url: &str) -> std::io::Result<()> {
-        let url = url.to_owned();
-        tokio::spawn(async move {
-            let client = reqwest::Client::builder().no_proxy().build().unwrap();
-            let response = client
-                .get(url)
-                .send()
-                .await
-                .expect("the redirects lead back");
-            assert!(response.status().is_success(), "{response:?}");
-        });
-        Ok(())
-    }
-}
-
 /// The one store of the test's one server.
 struct OneStore(std::sync::Arc<dyn mcp_runtime::auth::CredentialStore>);
 

@@ -33,16 +33,7 @@ struct ApproveAs(&'static str);
 
 impl OpenUrl for ApproveAs {
     fn open(&self, url: &str) -> std::io::Result<()> {
-        let url = format!("{url}&login_hint={}", self.0);
-        tokio::spawn(async move {
-            let client = reqwest::Client::builder().no_proxy().build().unwrap();
-            let response = client
-                .get(url)
-                .send()
-                .await
-                .expect("the redirects lead back");
-            assert!(response.status().is_success(), "{response:?}");
-        });
+        follow_redirects(format!("{url}&login_hint={}", self.0));
         Ok(())
     }
 }

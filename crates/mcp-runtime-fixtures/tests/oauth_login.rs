@@ -7,36 +7,12 @@ use std::{path::Path, sync::Arc};
 
 use mcp_runtime::{
     ListingRegistry, Runtime, ServerConfig, ServerState, StartOptions,
-    auth::{
-        CredentialSource, CredentialStore, InMemoryCredentialStore,
-        login::{Login, OpenUrl},
-    },
+    auth::{CredentialSource, CredentialStore, InMemoryCredentialStore, login::Login},
     config::OAuthConfig,
     error::chain,
 };
 
 use crate::support::*;
-
-/// A browser that approves at once: it follows the authorization URL's redirects
-/// to the login's loopback listener, in a task of its own (the login listens only
-/// once the URL is shown).
-struct FollowRedirects;
-
-impl OpenUrl for FollowRedirects {
-    fn open(&self, url: &str) -> std::io::Result<()> {
-        let url = url.to_owned();
-        tokio::spawn(async move {
-            let client = reqwest::Client::builder().no_proxy().build().unwrap();
-            let response = client
-                .get(url)
-                .send()
-                .await
-                .expect("the redirects lead back");
-            assert!(response.status().is_success(), "{response:?}");
-        });
-        Ok(())
-    }
-}
 
 /// One store for every server: the tests have one.
 struct OneStore(Arc<dyn CredentialStore>);
@@ -166,27 +142,6 @@ async fn a_token_about_to_expire_is_refreshed_before_it_is_sent() {
     assert_eq!(grants(&log, "refresh_token"), 1, "{:?}", read_log(&log));
 }
 
-/// Revokes `token` at the fixture's authorization server, for `client_id`.
-async fn revoke(fixture: &HttpFixture, token: &str, client_id: &str) {
-    let origin = fixture.url.strip_suffix("/mcp").unwrap();
-    let revoked = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .unwrap()
-        .post(format!("{origin}/revoke"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(
-            url::form_urlencoded::Serializer::new(String::new())
-                .append_pair("token", token)
-                .append_pair("client_id", client_id)
-                .finish(),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert!(revoked.status().is_success(), "{revoked:?}");
-}
-
 #[tokio::test]
 async fn a_token_the_server_refuses_is_refreshed_once_and_the_request_sent_again() {
     let dir = temp_dir();
@@ -199,7 +154,11 @@ async fn a_token_the_server_refuses_is_refreshed_once_and_the_request_sent_again
         .secret()
         .to_owned();
     // The access token alone is revoked: the refresh token still works.
-    revoke(&fixture, &access, &stored.client_id).await;
+    revoke(
+        &fixture,
+        &[("token", &access), ("client_id", &stored.client_id)],
+    )
+    .await;
 
     let runtime = start_web(&fixture.url, Some(&store)).await;
     let status = &runtime.servers()[0];
@@ -222,7 +181,11 @@ async fn a_revoked_login_asks_for_a_new_one() {
         .expect("a refresh token")
         .secret()
         .to_owned();
-    revoke(&fixture, &refresh, &stored.client_id).await;
+    revoke(
+        &fixture,
+        &[("token", &refresh), ("client_id", &stored.client_id)],
+    )
+    .await;
 
     let runtime = start_web(&fixture.url, Some(&store)).await;
     let status = &runtime.servers()[0];

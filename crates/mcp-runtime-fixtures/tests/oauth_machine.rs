@@ -15,7 +15,7 @@ use mcp_runtime::{
     AuthState, ListingRegistry, Runtime, ServerConfig, ServerState, StartOptions,
     auth::{
         CredentialSource, CredentialStore, InMemoryCredentialStore, StoredCredentials,
-        login::{Login, OpenUrl},
+        login::Login,
         store::{Store, StoreKey, StoreOptions},
     },
     config::{CredentialsStore, GrantType, OAuthConfig},
@@ -198,24 +198,15 @@ async fn a_token_the_server_refuses_is_replaced_once_and_the_request_sent_again(
         .await;
     let token = access_token(&store.load().await.unwrap().unwrap());
     // Revoked at the authorization server: the store still holds it as valid.
-    let origin = fixture.url.strip_suffix("/mcp").unwrap();
-    let revoked = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .unwrap()
-        .post(format!("{origin}/revoke"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(
-            url::form_urlencoded::Serializer::new(String::new())
-                .append_pair("token", &token)
-                .append_pair("client_id", CLIENT)
-                .append_pair("client_secret", SECRET)
-                .finish(),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert!(revoked.status().is_success(), "{revoked:?}");
+    revoke(
+        &fixture,
+        &[
+            ("token", &token),
+            ("client_id", CLIENT),
+            ("client_secret", SECRET),
+        ],
+    )
+    .await;
 
     let runtime = start(machine(&fixture.url), source()).await;
     assert_ready_and_calls(&runtime).await;
@@ -344,26 +335,6 @@ async fn a_missing_secret_variable_fails_the_start_naming_it() {
         "{error}"
     );
     runtime.shutdown().await;
-}
-
-/// A browser that approves at once: it follows the authorization URL's redirects
-/// to the login's loopback listener, in a task of its own.
-struct FollowRedirects;
-
-impl OpenUrl for FollowRedirects {
-    fn open(&self, url: &str) -> std::io::Result<()> {
-        let url = url.to_owned();
-        tokio::spawn(async move {
-            let client = reqwest::Client::builder().no_proxy().build().unwrap();
-            let response = client
-                .get(url)
-                .send()
-                .await
-                .expect("the redirects lead back");
-            assert!(response.status().is_success(), "{response:?}");
-        });
-        Ok(())
-    }
 }
 
 /// A token store whose first refresh guard is handed out only once every runtime
@@ -495,27 +466,6 @@ async fn runtimes_refreshing_one_stale_token_at_once_refresh_it_once_and_share_t
 /// The RFC 7523 grant type, as the OAuth log names it.
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
-/// Revokes `token` at the fixture's authorization server as the public client `client`.
-async fn revoke(fixture: &HttpFixture, token: &str, client: &str) {
-    let origin = fixture.url.strip_suffix("/mcp").unwrap();
-    let revoked = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .unwrap()
-        .post(format!("{origin}/revoke"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(
-            url::form_urlencoded::Serializer::new(String::new())
-                .append_pair("token", token)
-                .append_pair("client_id", client)
-                .finish(),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert!(revoked.status().is_success(), "{revoked:?}");
-}
-
 #[tokio::test]
 async fn a_workload_presents_the_identity_token_its_file_holds_at_each_token_request() {
     let dir = temp_dir();
@@ -549,12 +499,8 @@ async fn a_workload_presents_the_identity_token_its_file_holds_at_each_token_req
     // The platform replaced the token with one the server does not trust, and the
     // access token stopped working: the next token request reads the file again.
     std::fs::write(&token_file, "untrusted-platform-token").unwrap();
-    revoke(
-        &fixture,
-        &access_token(&store.load().await.unwrap().unwrap()),
-        CLIENT,
-    )
-    .await;
+    let access = access_token(&store.load().await.unwrap().unwrap());
+    revoke(&fixture, &[("token", &access), ("client_id", CLIENT)]).await;
     let error = runtime
         .call_tool("mcp__robot__echo", object(serde_json::json!({"x": 1})))
         .await

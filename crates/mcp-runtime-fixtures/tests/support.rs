@@ -208,3 +208,49 @@ pub async fn http_fixture_at(addr: &str, args: &[&str]) -> HttpFixture {
         .to_owned();
     HttpFixture { url, child }
 }
+
+/// A browser that approves at once: it follows the authorization URL's redirects
+/// to the login's loopback listener, in a task of its own (the login listens only
+/// once the URL is shown).
+pub struct FollowRedirects;
+
+impl mcp_runtime::auth::login::OpenUrl for FollowRedirects {
+    fn open(&self, url: &str) -> std::io::Result<()> {
+        follow_redirects(url.to_owned());
+        Ok(())
+    }
+}
+
+/// Follows `url`'s redirects, in a task of its own, and checks they end well.
+pub fn follow_redirects(url: String) {
+    tokio::spawn(async move {
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        let response = client
+            .get(url)
+            .send()
+            .await
+            .expect("the redirects lead back");
+        assert!(response.status().is_success(), "{response:?}");
+    });
+}
+
+/// Revokes a token at the fixture's authorization server with the form `params`
+/// (`token` and the client's authentication).
+pub async fn revoke(fixture: &HttpFixture, params: &[(&str, &str)]) {
+    let origin = fixture.url.strip_suffix("/mcp").unwrap();
+    let revoked = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .post(format!("{origin}/revoke"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(
+            url::form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(params)
+                .finish(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(revoked.status().is_success(), "{revoked:?}");
+}
