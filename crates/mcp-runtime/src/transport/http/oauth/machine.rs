@@ -48,7 +48,7 @@ const METADATA_READ_BYTES: usize = 64 * 1024;
 
 /// The OAuth error codes of a token response (RFC 6749 §5.2, RFC 8707 §2), which an
 /// error may name: a fixed vocabulary, never an echo of what was sent.
-const TOKEN_ERROR_CODES: [&str; 7] = [
+pub(super) const TOKEN_ERROR_CODES: [&str; 7] = [
     "invalid_client",
     "invalid_grant",
     "invalid_request",

@@ -31,16 +31,6 @@ use crate::error::HttpFailure;
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 /// The most of a token endpoint's answer read.
 const ANSWER_READ_BYTES: usize = 64 * 1024;
-/// The error codes a refusal may name (RFC 6749 §5.2, RFC 8707 §2).
-const ERROR_CODES: [&str; 7] = [
-    "invalid_client",
-    "invalid_grant",
-    "invalid_request",
-    "invalid_scope",
-    "invalid_target",
-    "unauthorized_client",
-    "unsupported_grant_type",
-];
 
 /// Where a workload's identity token is read from.
 #[derive(Clone)]
@@ -153,7 +143,10 @@ impl Grant<'_> {
             .ok()
             .and_then(|answer| {
                 let error = answer.get("error")?.as_str()?.to_owned();
-                ERROR_CODES.iter().find(|code| **code == error).copied()
+                super::machine::TOKEN_ERROR_CODES
+                    .iter()
+                    .find(|code| **code == error)
+                    .copied()
             })
             .map(|code| format!(" (`{code}`)"))
             .unwrap_or_default();
