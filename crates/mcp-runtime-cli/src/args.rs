@@ -85,6 +85,11 @@ pub enum Command {
         /// it, once it passes the capability probe. Needs `--sandbox-state`.
         #[arg(long, value_name = "PATH", requires = "sandbox_state")]
         codex_executable: Option<std::path::PathBuf>,
+        /// How to answer a server that asks the person something during the call:
+        /// decline (the default: elicitation is not offered), cancel, or accept each
+        /// form with its fields' defaults.
+        #[arg(long, value_enum, value_name = "ANSWER", default_value_t)]
+        elicitation: crate::elicit::Policy,
         #[command(flatten)]
         common: Common,
     },

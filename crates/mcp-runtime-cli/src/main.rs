@@ -14,6 +14,7 @@ mod browser;
 mod config_file;
 mod demo;
 mod edit;
+mod elicit;
 mod import;
 mod input;
 mod logging;
@@ -149,6 +150,7 @@ async fn run(plan: Plan, mut interrupt: Interrupt) -> u8 {
             name,
             arguments,
             authority,
+            elicitation,
         } => {
             let call = Call {
                 json,
@@ -158,7 +160,8 @@ async fn run(plan: Plan, mut interrupt: Interrupt) -> u8 {
             };
             let mut options = StartOptions::new()
                 .with_scope(scope)
-                .with_other_configured_servers(others);
+                .with_other_configured_servers(others)
+                .with_host(elicitation.handlers());
             if let Some(source) = login::credentials(&config).await {
                 options = options.with_credentials(source);
             }

@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 /// server's `state` is one of `starting`, `ready`, `failed`, `cancelled` and
 /// `unavailable`; its `protocol_version` is the MCP revision spoken with it while it
 /// has a connection (`2026-07-28`, or the handshake revision it answered), else
-/// `null`.
+/// `null`; its `instructions` what the server says about how to use it, while it has
+/// a connection, else `null`.
 pub fn report_json(servers: &[ServerStatus], catalog: &Catalog) -> Value {
     let servers: Vec<Value> = servers
         .iter()
@@ -24,6 +25,7 @@ pub fn report_json(servers: &[ServerStatus], catalog: &Catalog) -> Value {
                 "transport": server.transport.as_str(),
                 "protocol_version": server.protocol_version,
                 "auth": server.auth.map(|auth| auth.as_str()),
+                "instructions": server.instructions,
                 "startup_ms": u64::try_from(server.startup_time.as_millis()).unwrap_or(u64::MAX),
                 "error": server.error.as_ref().map(|error| chain(error)),
                 "supports_parallel_tool_calls": server.supports_parallel_tool_calls,

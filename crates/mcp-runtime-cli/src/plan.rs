@@ -40,6 +40,8 @@ pub enum Plan {
         /// A JSON object, exactly as the user wrote it.
         arguments: Box<RawValue>,
         authority: Option<CallAuthority>,
+        /// How questions from the servers are answered.
+        elicitation: crate::elicit::Policy,
     },
     /// Start many runtimes at once and measure it.
     BenchStartup {
@@ -97,6 +99,7 @@ impl Plan {
                 args,
                 sandbox_state,
                 codex_executable,
+                elicitation,
                 common,
             } => {
                 let arguments = JsonFlag::new("--args", args);
@@ -137,6 +140,7 @@ impl Plan {
                     name,
                     arguments,
                     authority,
+                    elicitation,
                 }
             }
             Command::Bench {

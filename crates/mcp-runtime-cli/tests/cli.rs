@@ -6,7 +6,7 @@ use std::{
 };
 
 use mcp_runtime_fixtures::testing::{Probe, is_alive, recorded_argv, stub_launcher, wait_for_exit};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::support::{fixture_server, stderr, stdout};
 
@@ -100,6 +100,7 @@ fn json_reports_servers_and_tools_in_one_object() {
                     "transport",
                     "protocol_version",
                     "auth",
+                    "instructions",
                     "startup_ms",
                     "error",
                     "supports_parallel_tool_calls",
@@ -112,6 +113,17 @@ fn json_reports_servers_and_tools_in_one_object() {
             assert_eq!(server["protocol_version"], "2026-07-28");
             assert!(server["startup_ms"].is_u64());
             assert!(server["error"].is_null());
+            // Each demo server says how to use it, as the server wrote it.
+            let instructions = server["instructions"].as_str().unwrap_or_default();
+            let expected = match server["name"].as_str() {
+                Some("sandbox") => "Runs commands",
+                Some("math") => "Arithmetic",
+                _ => "",
+            };
+            assert!(
+                !instructions.is_empty() && instructions.starts_with(expected),
+                "{instructions}"
+            );
         }
         let tools = report["tools"].as_array().unwrap();
         assert_eq!(tools.len(), 7);
@@ -1044,4 +1056,39 @@ fn a_codex_config_loads_with_its_warnings_and_its_tool_settings_reach_the_json()
     let pid = tool("mcp__my_server__pid");
     assert_eq!(pid["approval_mode"], "prompt");
     assert!(pid.get("output_token_limit").is_none(), "{pid}");
+}
+
+#[test]
+fn a_calls_questions_are_declined_cancelled_or_answered_with_defaults_as_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.asker]\ncommand = {:?}\nargs = [\"--asks\"]\nprotocol = \"2025-11-25\"\n",
+            fixture_server().to_str().unwrap(),
+        ),
+    );
+    let answer = |flags: &[&str]| {
+        let mut args = vec![
+            "call",
+            "mcp__asker__ask",
+            "--json",
+            "--config",
+            config.to_str().unwrap(),
+        ];
+        args.extend_from_slice(flags);
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+        result["structuredContent"].clone()
+    };
+    assert_eq!(answer(&[]), json!({"action": "decline"}));
+    assert_eq!(
+        answer(&["--elicitation", "cancel"]),
+        json!({"action": "cancel"})
+    );
+    assert_eq!(
+        answer(&["--elicitation", "accept-defaults"]),
+        json!({"action": "accept", "content": {"name": "fixture", "count": 3, "urgent": false}})
+    );
 }

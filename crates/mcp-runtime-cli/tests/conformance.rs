@@ -17,7 +17,7 @@
 //! 3. Every `auth/*` scenario mcp-runtime passes runs here too (module `auth`), at
 //!    every revision it lists; the ones it does not pass yet are in the README's
 //!    table with the reason, and get their test when they pass.
-//! 3. The verdict is the suite's checks, not the client's exit status: a client that
+//! 4. The verdict is the suite's checks, not the client's exit status: a client that
 //!    exits cleanly without doing what the scenario asks fails.
 
 use std::{
@@ -87,6 +87,13 @@ fn scenario_tools_call_passes() {
 #[test]
 fn scenario_tools_call_passes_at_2026_07_28() {
     assert_scenario_passes("tools_call", Some("2026-07-28"));
+}
+
+/// The call answers the server's questions with their forms' defaults
+/// (`--elicitation accept-defaults`), as the scenario expects.
+#[test]
+fn scenario_elicitation_sep1034_client_defaults_passes() {
+    assert_scenario_passes("elicitation-sep1034-client-defaults", None);
 }
 
 #[test]

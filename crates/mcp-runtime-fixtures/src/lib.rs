@@ -54,12 +54,17 @@
 //! | HTTP: every request answered with one status | `--http-status STATUS` |
 //! | HTTP: accepts connections, never answers | `--http-silent` |
 //!
+//! With `--asks` it also lists `ask`, `roots` and `sample`, which ask the client for
+//! an elicitation, its roots and a model's message, and answer with the client's
+//! answer (see `asks.rs`).
+//!
 //! The faults marked raw select the [`raw`] server instead of rmcp's, over
 //! stdio only. A refused connection needs no process: see
 //! [`testing::unused_local_url`].
 
 #![deny(missing_docs)]
 
+mod asks;
 pub mod fault;
 pub mod gate;
 pub mod http;

@@ -4,7 +4,8 @@
 //! The handler is written against rmcp's [`ServerHandler`] directly (no tool
 //! router) because the tool set is decided at run time. Tools are listed in a
 //! fixed order: the fixed tools `echo`, `fail`, `env`, `pid`, `add_tool`; then
-//! the generated `tool_0` … `tool_{N-1}`; then the named ones; then `padding`
+//! the generated `tool_0` … `tool_{N-1}`; then the named ones; then `ask`, `roots`
+//! and `sample` (with [`Behaviour::asks`]); then `padding`
 //! (with [`Behaviour::list_padding_bytes`]); then those added by calling
 //! `add_tool`, in the order they were added.
 //!
@@ -83,6 +84,8 @@ pub struct Behaviour {
     pub exit_during_call: Option<i32>,
     /// Answer `tools/list` with JSON-RPC error -32603.
     pub fail_list: bool,
+    /// List `ask`, `roots` and `sample`, which ask the client (see `asks.rs`).
+    pub asks: bool,
     /// List one more tool, `padding`, whose description is this many bytes, so
     /// the `tools/list` answer is at least that long; none when 0.
     pub list_padding_bytes: usize,
@@ -422,6 +425,14 @@ impl ServerHandler for Fixture {
                 return Err(McpError::internal_error("tools/call cancelled", None));
             }
         }
+        let stateless = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        if self.behaviour.asks
+            && let Some(answer) = crate::asks::call(&request, &context.peer, stateless).await
+        {
+            return answer;
+        }
         let arguments = request.arguments.unwrap_or_default();
         let mut result = match request.name.as_ref() {
             "echo" => CallToolResult::structured(Value::Object(arguments)),
@@ -544,6 +555,9 @@ fn tools(behaviour: &Behaviour) -> Vec<Tool> {
             .iter()
             .map(|name| Tool::new(name.clone(), "named tool", no_arguments.clone())),
     );
+    if behaviour.asks {
+        tools.extend(crate::asks::tools());
+    }
     if behaviour.list_padding_bytes > 0 {
         tools.push(Tool::new(
             "padding",

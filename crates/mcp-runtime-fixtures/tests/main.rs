@@ -10,6 +10,7 @@ mod config_files;
 mod era_matrix;
 mod exact_arguments;
 mod faults;
+mod host_handlers;
 mod hostile_servers;
 mod http;
 mod http_eras;

@@ -13,6 +13,8 @@
 //!    caller) is followed by `notifications/cancelled`; for tool calls the runtime
 //!    sends it itself and writes it before the connection closes ([`cancellation`]).
 
+mod answers;
+
 mod cancellation;
 
 mod failure;
@@ -41,11 +43,13 @@ use std::{
 use rmcp::{
     ClientHandler, Peer, RoleClient,
     model::{
-        CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
-        ClientRequest, Implementation, JsonObject, MetaObject, ProtocolVersion, RequestMetaObject,
-        ServerResult,
+        CallToolRequest, CallToolRequestParams, CallToolResult, ClientConfig, ClientRequest,
+        ElicitRequestParams, ElicitResult, Implementation, JsonObject, MetaObject, ProtocolVersion,
+        RequestMetaObject, ServerResult,
     },
-    service::{ClientCacheConfig, NotificationContext, PeerRequestOptions, RunningService},
+    service::{
+        ClientCacheConfig, NotificationContext, PeerRequestOptions, RequestContext, RunningService,
+    },
 };
 use tokio::sync::{Notify, OnceCell};
 use tokio_util::sync::CancellationToken;
@@ -53,6 +57,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     binding::Binding,
     error::{CallError, ListToolsError, RequestError, StartupError},
+    host::HostHandlers,
     protocol_era::Plan,
     sandbox_metadata::{
         self, CallSandbox, SANDBOX_LAUNCHER_KEY, SANDBOX_STATE_KEY, SANDBOX_STATE_META_KEY,
@@ -98,12 +103,23 @@ const STDERR_REPORT_LINES: usize = 5;
 /// The experimental capability through which a server opts out of shared listings.
 pub const TOOL_CATALOG_CACHE_CAPABILITY: &str = "codex/tool-catalog-cache";
 
-/// The client side of one connection: what it offers in `initialize` and what it
-/// does with the server's notifications.
+/// The client side of one connection: what it offers in `initialize`, how it answers
+/// the server's requests and what it does with the server's notifications.
 #[derive(Clone)]
 struct Client {
     info: ClientConfig,
     tools_changed: Arc<Notify>,
+    answers: Arc<answers::Answers>,
+}
+
+impl Client {
+    fn new(server: &str, host: &HostHandlers) -> Self {
+        Self {
+            info: client_config(host),
+            tools_changed: Arc::new(Notify::new()),
+            answers: Arc::new(answers::Answers::new(server, host.clone())),
+        }
+    }
 }
 
 impl ClientHandler for Client {
@@ -114,13 +130,45 @@ impl ClientHandler for Client {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.notify_one();
     }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        Ok(self.answers.elicit(request).await)
+    }
+
+    #[allow(
+        deprecated,
+        reason = "rmcp marks sampling deprecated (SEP-2577), but the 2025-11-25 revision has it and servers ask for it"
+    )]
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        self.answers.sample(params).await
+    }
+
+    #[expect(
+        deprecated,
+        reason = "roots are leaving the specification; servers still ask"
+    )]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        serde_json::from_value(self.answers.roots().await)
+            .map_err(|error| rmcp::ErrorData::internal_error(error.to_string(), None))
+    }
 }
 
-/// The `initialize` parameters the runtime sends: no optional client capabilities,
-/// the pinned protocol version.
-pub fn client_config() -> ClientConfig {
+/// The `initialize` parameters the runtime sends: the client capabilities of the
+/// host's `handlers` (see [`crate::host`]), the pinned protocol version.
+pub fn client_config(handlers: &HostHandlers) -> ClientConfig {
     ClientConfig::new(
-        ClientCapabilities::default(),
+        handlers.capabilities(),
         Implementation::new("mcp-runtime", env!("CARGO_PKG_VERSION")),
     )
     .with_protocol_version(PROTOCOL_VERSION)
@@ -137,6 +185,9 @@ pub(crate) struct Connection {
     process: Mutex<Option<stdio::ServerProcess>>,
     pid: Option<u32>,
     tools_changed: Arc<Notify>,
+    /// The host's answers to the server's requests, and the pauses of the call
+    /// timeouts while a person answers.
+    answers: Arc<answers::Answers>,
     /// Tool calls in flight and the cancellations owed to the server.
     cancellations: cancellation::Cancellations,
     /// Cancelled once the transport's input ended, rmcp dropped the transport, or a
@@ -161,12 +212,21 @@ impl Connection {
         binding: &Binding,
         on_spawn: impl FnMut(u32),
     ) -> Result<Self, StartupError> {
-        Self::connect_with(server, endpoint, binding, &Plan::Handshake, on_spawn).await
+        Self::connect_with(
+            server,
+            endpoint,
+            binding,
+            &Plan::Handshake,
+            &HostHandlers::default(),
+            on_spawn,
+        )
+        .await
     }
 
     /// Starts or reaches the server at `endpoint` and starts the protocol as `plan`
     /// says (a local server's only; a Streamable HTTP server gets `initialize`);
-    /// `binding` says where it runs; `on_spawn` learns the process id of each local
+    /// `binding` says where it runs; `host` answers the server's requests (and its
+    /// handlers are the capabilities offered); `on_spawn` learns the process id of each local
     /// process as soon as it runs (a probe that finds a handshake server spawns two).
     ///
     /// # Cancel safety
@@ -178,13 +238,12 @@ impl Connection {
         endpoint: &Endpoint,
         binding: &Binding,
         plan: &Plan,
+        host: &HostHandlers,
         on_spawn: impl FnMut(u32),
     ) -> Result<Self, StartupError> {
-        let tools_changed = Arc::new(Notify::new());
-        let client = Client {
-            info: client_config(),
-            tools_changed: tools_changed.clone(),
-        };
+        let client = Client::new(server, host);
+        let tools_changed = client.tools_changed.clone();
+        let answers = client.answers.clone();
         let splicer = Splicer::new();
         let mut oauth = false;
         let (service, process, ended, legacy_sse) = match endpoint {
@@ -252,6 +311,7 @@ impl Connection {
             may_offer_launcher: binding.may_offer_launcher(),
             process: Mutex::new(process),
             tools_changed,
+            answers,
             ended,
             closed: OnceCell::new(),
             legacy_sse,
@@ -279,6 +339,22 @@ impl Connection {
         self.peer
             .peer_info()
             .map(|info| info.protocol_version.to_string())
+    }
+
+    /// The server's `instructions`, from its `initialize` or `server/discover` answer.
+    pub(crate) fn instructions(&self) -> Option<String> {
+        self.peer
+            .peer_info()
+            .and_then(|info| info.instructions.clone())
+    }
+
+    /// Tells the server the host's roots changed, unless it speaks a revision
+    /// without notifications from the client. A failed write is the connection's
+    /// end, which the runtime learns otherwise.
+    pub(crate) async fn roots_changed(&self) {
+        if !self.is_stateless() {
+            let _ = self.peer.notify_roots_list_changed().await;
+        }
     }
 
     /// Why the connection is no longer usable, if it has closed: for a local server
@@ -521,8 +597,12 @@ impl Connection {
             source: self.with_exit_report(failure::from_service(error)).await,
         };
         // A 2026-07-28 server may answer `input_required`: the call is sent again with
-        // the answers ([`input_rounds`]), all rounds within the one timeout.
-        let deadline = tokio::time::Instant::now() + timeout;
+        // the answers ([`input_rounds`]), all rounds within the one timeout. The time a
+        // person takes to answer the server does not count ([`answers::Pauses`]).
+        let deadline = Deadline {
+            at: tokio::time::Instant::now() + timeout,
+            mark: self.answers.pauses().total(),
+        };
         let mut state_only_rounds = 0;
         for _ in 0..input_rounds::MAX_ROUNDS {
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
@@ -541,11 +621,16 @@ impl Connection {
                 ServerResult::InputRequiredResult(input_required) => input_required,
                 answer => return call_tool_result(answer).map_err(failed),
             };
-            let retry = input_rounds::retry(input_required).map_err(failed)?;
+            let retry = input_rounds::retry(input_required, &self.answers)
+                .await
+                .map_err(failed)?;
             if retry.state_only {
                 let pause = input_rounds::state_only_pause(state_only_rounds);
                 state_only_rounds += 1;
-                tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + pause)).await;
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    () = self.expiry(deadline) => {}
+                }
             } else {
                 state_only_rounds = 0;
             }
@@ -570,7 +655,7 @@ impl Connection {
     async fn request_call(
         &self,
         request: ClientRequest,
-        deadline: tokio::time::Instant,
+        deadline: Deadline,
     ) -> Result<ServerResult, Option<rmcp::ServiceError>> {
         // rmcp's own `call_tool` hides the request id, which the cancellation needs.
         let handle = self
@@ -583,7 +668,8 @@ impl Connection {
         let mut response = std::pin::pin!(handle.await_response());
         let waited = tokio::select! {
             biased;
-            waited = tokio::time::timeout_at(deadline, response.as_mut()) => Some(waited),
+            answer = response.as_mut() => Some(Ok(answer)),
+            () = self.expiry(deadline) => Some(Err(())),
             () = self.ended.cancelled() => None,
         };
         let waited = match waited {
@@ -604,6 +690,15 @@ impl Connection {
                 Err(None)
             }
         }
+    }
+
+    /// Returns when `deadline` has passed, not counting the time paused since the
+    /// call began.
+    async fn expiry(&self, deadline: Deadline) {
+        self.answers
+            .pauses()
+            .expiry(deadline.at, deadline.mark)
+            .await;
     }
 
     /// Writes the `notifications/cancelled` owed for calls given up and for calls
@@ -627,6 +722,14 @@ impl Connection {
             process.shutdown().await;
         }
     }
+}
+
+/// When a call times out: at `at`, moved later by the time paused since the pauses'
+/// total was `mark`.
+#[derive(Clone, Copy)]
+struct Deadline {
+    at: tokio::time::Instant,
+    mark: Duration,
 }
 
 /// How a local server failed: [`StartupError::Exited`] with its last stderr if it has

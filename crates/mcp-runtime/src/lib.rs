@@ -30,6 +30,7 @@ pub mod catalog;
 pub mod config;
 mod connection;
 pub mod error;
+pub mod host;
 pub mod manager;
 pub mod naming;
 pub mod protocol_era;

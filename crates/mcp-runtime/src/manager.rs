@@ -131,6 +131,8 @@ struct Shared {
     eras: crate::protocol_era::Detection,
     /// See [`StartOptions::with_credentials`].
     credentials: Option<Arc<dyn crate::auth::CredentialSource>>,
+    /// See [`StartOptions::with_host`].
+    host: crate::host::HostHandlers,
     default_authority: RwLock<Option<CallAuthority>>,
     listings: Mutex<Listings>,
     catalog: watch::Sender<Arc<Catalog>>,
@@ -235,6 +237,7 @@ impl Runtime {
         shared.first_restart_pause = options.first_restart_pause();
         shared.eras = options.era_detection();
         shared.credentials = options.credentials();
+        shared.host = options.host();
         shared.startups_cancel = cancel.clone();
         shared.startups_done = startups_done;
         let shared = Arc::new(shared);
@@ -321,6 +324,7 @@ impl Runtime {
                     restarts: server.restarts.load(Ordering::Relaxed) as u32,
                     pid: live.connection.as_ref().and_then(|c| c.pid()),
                     protocol_version: live.connection.as_ref().and_then(|c| c.protocol_version()),
+                    instructions: live.connection.as_ref().and_then(|c| c.instructions()),
                     auth,
                     tools: catalog.tools().iter().filter(|t| t.server == *name).count(),
                     tools_list_requests: settled.as_ref().map_or(0, |s| s.tools_list_requests),
@@ -560,6 +564,33 @@ impl Runtime {
         self.shared.restart(server).await.map(drop)
     }
 
+    /// Tells every server with a connection that the host's roots changed
+    /// (`notifications/roots/list_changed`), when the host offers roots (see
+    /// [`crate::host::Roots`]); a server asks for them again when it needs them. A
+    /// 2026-07-28 server is not told: that revision has no notifications from the
+    /// client, and it asks for the roots with each request that needs them.
+    pub async fn roots_changed(&self) {
+        if self.shared.host.roots.is_none() {
+            return;
+        }
+        let connections: Vec<_> = self
+            .shared
+            .servers
+            .values()
+            .filter_map(|server| {
+                lock(&server.live)
+                    .usable()
+                    .map(|(connection, _)| connection)
+            })
+            .collect();
+        futures::future::join_all(
+            connections
+                .iter()
+                .map(|connection| connection.roots_changed()),
+        )
+        .await;
+    }
+
     /// Cancels the startups still in progress and waits for them to end (with the
     /// processes they spawned), then shuts every server down, concurrently: writes the
     /// `notifications/cancelled`
@@ -651,6 +682,7 @@ impl Shared {
             first_restart_pause: supervisor::FIRST_BACKOFF,
             eras: crate::protocol_era::Detection::default(),
             credentials: None,
+            host: crate::host::HostHandlers::default(),
             default_authority: RwLock::new(None),
             listings: Mutex::new(Listings {
                 version: 0,

@@ -237,6 +237,8 @@ pub(crate) struct Detection {
     pub(crate) memory: EraMemory,
     pub(crate) scope: String,
     pub(crate) probe_bound: Duration,
+    /// What the client offers (part of every key: see [`DiscoveryKey::era`]).
+    pub(crate) offered: rmcp::model::ClientConfig,
 }
 
 impl Default for Detection {
@@ -245,6 +247,7 @@ impl Default for Detection {
             memory: EraMemory::default(),
             scope: crate::manager::DEFAULT_SCOPE.to_owned(),
             probe_bound: DEFAULT_PROBE_BOUND,
+            offered: crate::connection::client_config(&crate::host::HostHandlers::default()),
         }
     }
 }
@@ -255,7 +258,15 @@ impl Detection {
         Plan::new(
             config.protocol,
             &self.memory,
-            || DiscoveryKey::era(&self.scope, &config.name, endpoint, &config.environment),
+            || {
+                DiscoveryKey::era(
+                    &self.offered,
+                    &self.scope,
+                    &config.name,
+                    endpoint,
+                    &config.environment,
+                )
+            },
             self.probe_bound,
         )
     }

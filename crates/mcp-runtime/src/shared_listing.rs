@@ -60,14 +60,13 @@ use std::{
     time::Duration,
 };
 
-use rmcp::model::{CacheScope, Tool};
+use rmcp::model::{CacheScope, ClientConfig, Tool};
 use sha2::{Digest, Sha256};
 use tokio::{sync::watch, time::Instant};
 
 use crate::{
     auth::account::LoginIdentity,
     config::{Environment, Protocol},
-    connection::client_config,
     protocol_era::{EraKey, EraMemory},
     transport::Endpoint,
 };
@@ -83,16 +82,18 @@ pub(crate) struct DiscoveryKey([u8; 32]);
 pub(crate) const MAX_GRANT: Duration = Duration::from_secs(24 * 60 * 60);
 
 impl DiscoveryKey {
-    /// The key of a startup of `server` in `scope`, reached through `endpoint`, run in
-    /// `environment`, with the OAuth login `login` when it has one.
+    /// The key of a startup offering `offered` (the `initialize` parameters, the
+    /// host's capabilities in them) for `server` in `scope`, reached through
+    /// `endpoint`, run in `environment`, with the OAuth login `login` when it has one.
     pub(crate) fn new(
+        offered: &ClientConfig,
         scope: &str,
         server: &str,
         endpoint: &Endpoint,
         environment: &Environment,
         login: Option<&LoginIdentity>,
     ) -> Self {
-        let offered = serde_json::to_vec(&client_config()).expect("client config serializes");
+        let offered = serde_json::to_vec(offered).expect("client config serializes");
         Self(inputs_digest(
             b"mcp-runtime discovery key v1",
             scope,
@@ -111,12 +112,13 @@ impl DiscoveryKey {
     /// A stdio server's inputs are all kept: its environment is its own configuration,
     /// not the caller's identity.
     pub(crate) fn public(
+        offered: &ClientConfig,
         scope: &str,
         server: &str,
         endpoint: &Endpoint,
         environment: &Environment,
     ) -> Self {
-        let offered = serde_json::to_vec(&client_config()).expect("client config serializes");
+        let offered = serde_json::to_vec(offered).expect("client config serializes");
         Self(inputs_digest(
             b"mcp-runtime public discovery key v1",
             scope,
@@ -131,12 +133,13 @@ impl DiscoveryKey {
     /// The key under which the protocol era of the same startup is remembered: the
     /// same inputs without the protocol version offered (see [`crate::protocol_era`]).
     pub(crate) fn era(
+        offered: &ClientConfig,
         scope: &str,
         server: &str,
         endpoint: &Endpoint,
         environment: &Environment,
     ) -> EraKey {
-        let mut offered = serde_json::to_value(client_config()).expect("client config serializes");
+        let mut offered = serde_json::to_value(offered).expect("client config serializes");
         if let Some(offered) = offered.as_object_mut() {
             offered.remove("protocolVersion");
         }
@@ -449,9 +452,11 @@ pub(crate) struct StartupKeys {
 }
 
 impl StartupKeys {
-    /// The keys of a startup of `server` in `scope`, reached through `endpoint`, run
-    /// in `environment`, speaking `protocol`, with the OAuth login `login`.
+    /// The keys of a startup offering `offered` for `server` in `scope`, reached
+    /// through `endpoint`, run in `environment`, speaking `protocol`, with the OAuth
+    /// login `login`.
     pub(crate) fn new(
+        offered: &ClientConfig,
         scope: &str,
         server: &str,
         endpoint: &Endpoint,
@@ -460,9 +465,9 @@ impl StartupKeys {
         login: Option<&LoginIdentity>,
     ) -> Self {
         Self {
-            private: DiscoveryKey::new(scope, server, endpoint, environment, login)
+            private: DiscoveryKey::new(offered, scope, server, endpoint, environment, login)
                 .with_protocol(protocol),
-            public: DiscoveryKey::public(scope, server, endpoint, environment)
+            public: DiscoveryKey::public(offered, scope, server, endpoint, environment)
                 .with_protocol(protocol),
         }
     }

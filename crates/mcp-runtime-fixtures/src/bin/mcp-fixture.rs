@@ -76,6 +76,10 @@ struct Args {
     /// Fault: answer `tools/list` with JSON-RPC error -32603
     #[arg(long)]
     fail_list: bool,
+    /// List `ask`, `roots` and `sample`, tools that ask the client for an
+    /// elicitation, its roots and a model's message
+    #[arg(long)]
+    asks: bool,
     /// Fault: list a tool `padding` whose description is N bytes, so the
     /// `tools/list` answer is one line longer than N
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -258,6 +262,7 @@ impl Args {
             exit_during_call: self.exit_during_call,
             fail_list: self.fail_list,
             list_padding_bytes: self.list_padding_bytes,
+            asks: self.asks,
             call_result_bytes: self.call_result_bytes,
             experimental: self
                 .experimental

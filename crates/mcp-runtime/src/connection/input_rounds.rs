@@ -10,16 +10,16 @@
 //!    only on the retry of the call that received it; a round without one is retried
 //!    without one.
 //! 2. Each input request gets the answer a handshake-era server would get to the same
-//!    request sent on its own: elicitation is declined and roots are an empty list (no
-//!    person and no roots are offered), and sampling, which mcp-runtime does not offer,
-//!    fails the call naming what the server asked for.
+//!    request sent on its own: the host's handler's ([`super::answers`]). Sampling
+//!    without a handler fails the call naming what the server asked for; a handler's
+//!    refusal of a sampling request fails it with the handler's reason.
 //! 3. A call takes at most [`MAX_ROUNDS`] rounds. (An answer that asks for nothing and
 //!    carries no state is not a round: rmcp does not read it as one, and the runtime
 //!    reports it as an answer that is not a tool result.)
 
-use rmcp::model::{
-    ElicitResult, ElicitationAction, InputRequest, InputRequiredResult, InputResponses,
-};
+use rmcp::model::{InputRequest, InputRequiredResult, InputResponses};
+
+use super::answers::Answers;
 
 /// How many rounds one call may take (rmcp's own cap, shared by the other SDKs).
 pub(super) const MAX_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
@@ -34,24 +34,35 @@ pub(super) struct Retry {
     pub(super) state_only: bool,
 }
 
-/// The retry that answers `result`, or why the call cannot go on.
-pub(super) fn retry(result: InputRequiredResult) -> Result<Retry, String> {
+/// The retry that answers `result` with `answers`, or why the call cannot go on.
+///
+/// # Cancel safety
+///
+/// Dropping the future drops the handlers' futures: the questions are withdrawn.
+pub(super) async fn retry(result: InputRequiredResult, answers: &Answers) -> Result<Retry, String> {
     let requests = result.input_requests.unwrap_or_default();
     let mut responses = InputResponses::new();
     for (key, request) in requests {
         let response = match request {
-            InputRequest::Elicitation(_) => {
-                serde_json::to_value(ElicitResult::new(ElicitationAction::Decline))
+            InputRequest::Elicitation(request) => {
+                serde_json::to_value(answers.elicit(request.params).await)
             }
-            // Written out: rmcp marks its roots types deprecated (roots are leaving the
-            // specification), but servers still ask.
-            InputRequest::ListRoots(_) => Ok(serde_json::json!({"roots": []})),
-            InputRequest::CreateMessage(_) => {
+            InputRequest::ListRoots(_) => Ok(answers.roots().await),
+            InputRequest::CreateMessage(_) if !answers.samples() => {
                 return Err(
                     "the server asked the client to sample a language model (`sampling/createMessage`), which mcp-runtime does not offer"
                         .to_owned(),
                 );
             }
+            InputRequest::CreateMessage(request) => match answers.sample(request.params).await {
+                Ok(result) => serde_json::to_value(result),
+                Err(error) => {
+                    return Err(format!(
+                        "the host did not sample a message for the server: {}",
+                        error.message
+                    ));
+                }
+            },
             _ => {
                 return Err(format!(
                     "the server asked for input of a kind mcp-runtime does not know (request `{key}`)"
@@ -78,6 +89,12 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::host::HostHandlers;
+
+    /// The retry for `result` with no host handlers.
+    async fn retry(result: InputRequiredResult) -> Result<Retry, String> {
+        super::retry(result, &Answers::new("s", HostHandlers::default())).await
+    }
 
     /// `value` read as the runtime reads an answer: as rmcp's untagged result.
     fn input_required(value: serde_json::Value) -> InputRequiredResult {
@@ -87,8 +104,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn elicitation_is_declined_roots_are_empty_and_the_state_is_echoed_exactly() {
+    #[tokio::test]
+    async fn elicitation_is_declined_roots_are_empty_and_the_state_is_echoed_exactly() {
         let state = r#"{"nonce":"é \"x\"","n":1.000}"#;
         let retry = retry(input_required(json!({
             "resultType": "input_required",
@@ -99,6 +116,7 @@ mod tests {
             },
             "requestState": state
         })))
+        .await
         .unwrap();
         assert_eq!(retry.request_state.as_deref(), Some(state));
         let responses = retry.input_responses.unwrap();
@@ -107,34 +125,37 @@ mod tests {
         assert!(!retry.state_only);
     }
 
-    #[test]
-    fn a_round_without_state_is_retried_without_one() {
+    #[tokio::test]
+    async fn a_round_without_state_is_retried_without_one() {
         let retry = retry(input_required(json!({
             "resultType": "input_required",
             "inputRequests": {"confirm": {"method": "elicitation/create", "params": {
                 "message": "ok?", "requestedSchema": {"type": "object", "properties": {}}}}}
         })))
+        .await
         .unwrap();
         assert_eq!(retry.request_state, None);
     }
 
-    #[test]
-    fn sampling_fails_the_call() {
+    #[tokio::test]
+    async fn sampling_fails_the_call() {
         let error = retry(input_required(json!({
             "resultType": "input_required",
             "inputRequests": {"ask": {"method": "sampling/createMessage", "params": {
                 "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
                 "maxTokens": 5}}}
         })))
+        .await
         .unwrap_err();
         assert!(error.contains("`sampling/createMessage`"), "{error}");
     }
 
-    #[test]
-    fn a_state_only_round_is_retried_after_a_short_growing_pause() {
+    #[tokio::test]
+    async fn a_state_only_round_is_retried_after_a_short_growing_pause() {
         let retry = retry(input_required(json!({
             "resultType": "input_required", "requestState": "s"
         })))
+        .await
         .unwrap();
         assert!(retry.state_only);
         assert_eq!(retry.input_responses, None);

@@ -211,13 +211,10 @@ impl Reached {
 }
 
 impl Client {
-    /// The same client again, for another transport: its `initialize` parameters and
-    /// the same `tools/list_changed` signal.
+    /// The same client again, for another transport: its `initialize` parameters,
+    /// the same `tools/list_changed` signal and the same answers.
     fn again(&self) -> Self {
-        Self {
-            info: self.info.clone(),
-            tools_changed: self.tools_changed.clone(),
-        }
+        self.clone()
     }
 }
 
@@ -344,7 +341,6 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     use super::*;
-    use crate::connection::client_config;
 
     /// A server of the handshake era: `server/discover` gets `404` with "method not
     /// found", `initialize` is answered with `answer`, or else the version it offers.
@@ -440,10 +436,7 @@ mod tests {
             |_| None,
         )
         .unwrap();
-        let client = Client {
-            info: client_config(),
-            tools_changed: Default::default(),
-        };
+        let client = Client::new("old", &crate::host::HostHandlers::default());
         start(
             "old",
             &resolved,

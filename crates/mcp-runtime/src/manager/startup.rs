@@ -25,8 +25,9 @@ use crate::{
     auth::account::{LoginIdentity, StoredLogin},
     binding::Binding,
     config::{Config, ServerConfig},
-    connection::Connection,
+    connection::{Connection, client_config},
     error::{StartupError, chain},
+    host::HostHandlers,
     protocol_era::{DEFAULT_PROBE_BOUND, Detection},
     shared_listing::{self, LeaderGuard, ListingRegistry, Next, SharedTools, Startup, StartupKeys},
     sync::lock,
@@ -65,6 +66,8 @@ pub struct StartOptions {
     probe_bound: Duration,
     /// The token store of the host, for the OAuth logins of remote servers.
     credentials: Option<Arc<dyn crate::auth::CredentialSource>>,
+    /// How the host answers the servers' requests.
+    host: HostHandlers,
 }
 
 impl Default for StartOptions {
@@ -80,6 +83,7 @@ impl Default for StartOptions {
             other_servers: Vec::new(),
             probe_bound: DEFAULT_PROBE_BOUND,
             credentials: None,
+            host: HostHandlers::default(),
         }
     }
 }
@@ -91,6 +95,7 @@ impl std::fmt::Debug for StartOptions {
             .field("share_listings", &self.share_listings)
             .field("wait", &self.wait)
             .field("probe_bound", &self.probe_bound)
+            .field("host", &self.host)
             .finish_non_exhaustive()
     }
 }
@@ -208,6 +213,19 @@ impl StartOptions {
         self
     }
 
+    /// The host's answers to the servers' requests: elicitation, sampling, roots
+    /// (see [`crate::host`]). What `handlers` answer is what every server is offered;
+    /// without this, nothing is offered.
+    pub fn with_host(mut self, handlers: HostHandlers) -> Self {
+        self.host = handlers;
+        self
+    }
+
+    /// The host's handlers.
+    pub(super) fn host(&self) -> HostHandlers {
+        self.host.clone()
+    }
+
     /// The host's token store, if it gave one.
     pub(super) fn credentials(&self) -> Option<Arc<dyn crate::auth::CredentialSource>> {
         self.credentials.clone()
@@ -219,6 +237,7 @@ impl StartOptions {
             memory: self.registry.eras().clone(),
             scope: self.scope.clone(),
             probe_bound: self.probe_bound,
+            offered: client_config(&self.host),
         }
     }
 
@@ -458,6 +477,7 @@ async fn start_one(
         // Stamped before anything is sent: a listing requested from now on may serve it.
         let ticket = (options.share_listings && config.share_tool_listing).then(|| {
             let keys = StartupKeys::new(
+                &client_config(&options.host),
                 &options.scope,
                 &server,
                 &endpoint,
@@ -469,13 +489,14 @@ async fn start_one(
             options.registry.begin(keys)
         });
         let plan = options.era_detection().plan(config, &endpoint);
-        let connection = Connection::connect_with(&server, &endpoint, &binding, &plan, |pid| {
-            report.send(StartupEvent::Spawned {
-                server: server.clone(),
-                pid,
-            });
-        })
-        .await?;
+        let connection =
+            Connection::connect_with(&server, &endpoint, &binding, &plan, &options.host, |pid| {
+                report.send(StartupEvent::Spawned {
+                    server: server.clone(),
+                    pid,
+                });
+            })
+            .await?;
         // A connection with an OAuth login shares only under the identity of its login
         // (see `shared_listing`, invariant 1): one whose login has none, or that found
         // another login than the one read above, lists on its own.
@@ -523,6 +544,7 @@ pub(super) async fn restart_one(
     binding: &Binding,
     eras: &Detection,
     credentials: Option<&Arc<dyn crate::auth::CredentialSource>>,
+    host: &HostHandlers,
     on_spawn: impl FnMut(u32),
 ) -> Result<Started, StartupError> {
     let server = &config.name;
@@ -531,7 +553,7 @@ pub(super) async fn restart_one(
         // The era found by the startups (or by an earlier restart) is used as it is.
         let plan = eras.plan(config, &endpoint);
         let connection =
-            Connection::connect_with(server, &endpoint, binding, &plan, on_spawn).await?;
+            Connection::connect_with(server, &endpoint, binding, &plan, host, on_spawn).await?;
         let listing = connection
             .list_tools(server, config.startup_timeout, &AtomicUsize::new(0))
             .await

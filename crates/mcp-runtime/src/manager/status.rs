@@ -139,6 +139,10 @@ pub struct ServerStatus {
     /// for a server that answered `server/discover`, else the handshake revision it
     /// answered to `initialize`.
     pub protocol_version: Option<String>,
+    /// What the server says about how to use it (`instructions` of its `initialize`
+    /// or `server/discover` answer), while it has a connection: for the host to give
+    /// its model.
+    pub instructions: Option<String>,
     /// How it is authorized: `None` for a server that asks for nothing (and for a
     /// local one).
     pub auth: Option<AuthState>,

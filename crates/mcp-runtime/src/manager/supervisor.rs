@@ -214,14 +214,20 @@ impl Shared {
         // Taken before the new connection's `tools/list` is sent (invariant 2).
         let listing = self.next_generation(name);
         let credentials = self.credentials.as_ref();
-        let result =
-            startup::restart_one(&server.config, binding, &self.eras, credentials, |pid| {
+        let result = startup::restart_one(
+            &server.config,
+            binding,
+            &self.eras,
+            credentials,
+            &self.host,
+            |pid| {
                 self.send(StartupEvent::Spawned {
                     server: name.to_owned(),
                     pid,
                 });
-            })
-            .await;
+            },
+        )
+        .await;
         let retry_in = lock(&server.live)
             .backoff
             .attempted(Instant::now(), self.first_restart_pause);

@@ -1,5 +1,10 @@
 use super::*;
 
+/// What a runtime without host handlers offers.
+fn offered() -> ClientConfig {
+    crate::connection::client_config(&crate::host::HostHandlers::default())
+}
+
 fn key(n: u8) -> StartupKeys {
     StartupKeys {
         private: DiscoveryKey([n; 32]),
@@ -261,7 +266,8 @@ fn era_keys_cover_the_same_inputs_apart_from_the_discovery_key() {
         })
     };
     let local = Environment::Local;
-    let era = |scope, server, arg| DiscoveryKey::era(scope, server, &launch(arg), &local);
+    let era =
+        |scope, server, arg| DiscoveryKey::era(&offered(), scope, server, &launch(arg), &local);
     assert_eq!(era("default", "s", "a"), era("default", "s", "a"));
     assert_ne!(era("default", "s", "a"), era("other", "s", "a"));
     assert_ne!(era("default", "s", "a"), era("default", "t", "a"));
@@ -269,7 +275,7 @@ fn era_keys_cover_the_same_inputs_apart_from_the_discovery_key() {
     // Not the discovery key's digest: the protocol version offered is left out.
     assert_ne!(
         era("default", "s", "a").0,
-        DiscoveryKey::new("default", "s", &launch("a"), &local, None).0
+        DiscoveryKey::new(&offered(), "default", "s", &launch("a"), &local, None).0
     );
 }
 
@@ -291,27 +297,69 @@ fn discovery_keys_cover_scope_and_inputs() {
         })
     };
     let local = Environment::Local;
-    let base = DiscoveryKey::new("default", "s", &launch(&[("A", "1")]), &local, None);
+    let base = DiscoveryKey::new(
+        &offered(),
+        "default",
+        "s",
+        &launch(&[("A", "1")]),
+        &local,
+        None,
+    );
     assert_eq!(
         base,
-        DiscoveryKey::new("default", "s", &launch(&[("A", "1")]), &local, None)
+        DiscoveryKey::new(
+            &offered(),
+            "default",
+            "s",
+            &launch(&[("A", "1")]),
+            &local,
+            None
+        )
     );
     assert_ne!(
         base,
-        DiscoveryKey::new("other", "s", &launch(&[("A", "1")]), &local, None)
+        DiscoveryKey::new(
+            &offered(),
+            "other",
+            "s",
+            &launch(&[("A", "1")]),
+            &local,
+            None
+        )
     );
     assert_ne!(
         base,
-        DiscoveryKey::new("default", "t", &launch(&[("A", "1")]), &local, None)
+        DiscoveryKey::new(
+            &offered(),
+            "default",
+            "t",
+            &launch(&[("A", "1")]),
+            &local,
+            None
+        )
     );
     assert_ne!(
         base,
-        DiscoveryKey::new("default", "s", &launch(&[("A", "2")]), &local, None)
+        DiscoveryKey::new(
+            &offered(),
+            "default",
+            "s",
+            &launch(&[("A", "2")]),
+            &local,
+            None
+        )
     );
     let remote = Environment::Named("box".into());
     assert_ne!(
         base,
-        DiscoveryKey::new("default", "s", &launch(&[("A", "1")]), &remote, None)
+        DiscoveryKey::new(
+            &offered(),
+            "default",
+            "s",
+            &launch(&[("A", "1")]),
+            &remote,
+            None
+        )
     );
 
     let http = |token: &str| {
@@ -325,14 +373,24 @@ fn discovery_keys_cover_scope_and_inputs() {
         })
     };
     assert_ne!(
-        DiscoveryKey::new("default", "s", &http("t1"), &local, None),
-        DiscoveryKey::new("default", "s", &http("t2"), &local, None)
+        DiscoveryKey::new(&offered(), "default", "s", &http("t1"), &local, None),
+        DiscoveryKey::new(&offered(), "default", "s", &http("t2"), &local, None)
     );
     // A pinned revision is offered instead of the default: a key of its own.
-    let keys = |protocol| StartupKeys::new("default", "s", &http("t1"), &local, protocol, None);
+    let keys = |protocol| {
+        StartupKeys::new(
+            &offered(),
+            "default",
+            "s",
+            &http("t1"),
+            &local,
+            protocol,
+            None,
+        )
+    };
     assert_eq!(
         keys(Protocol::Auto).private,
-        DiscoveryKey::new("default", "s", &http("t1"), &local, None)
+        DiscoveryKey::new(&offered(), "default", "s", &http("t1"), &local, None)
     );
     assert_ne!(keys(Protocol::Auto), keys(Protocol::V2025_06_18));
     assert_ne!(
@@ -341,16 +399,16 @@ fn discovery_keys_cover_scope_and_inputs() {
     );
     // The public key leaves the credentials out, and nothing else.
     assert_eq!(
-        DiscoveryKey::public("default", "s", &http("t1"), &local),
-        DiscoveryKey::public("default", "s", &http("t2"), &local)
+        DiscoveryKey::public(&offered(), "default", "s", &http("t1"), &local),
+        DiscoveryKey::public(&offered(), "default", "s", &http("t2"), &local)
     );
     assert_ne!(
-        DiscoveryKey::public("default", "s", &http("t1"), &local),
-        DiscoveryKey::public("other", "s", &http("t1"), &local)
+        DiscoveryKey::public(&offered(), "default", "s", &http("t1"), &local),
+        DiscoveryKey::public(&offered(), "other", "s", &http("t1"), &local)
     );
     assert_ne!(
-        DiscoveryKey::public("default", "s", &http("t1"), &local),
-        DiscoveryKey::new("default", "s", &http("t1"), &local, None)
+        DiscoveryKey::public(&offered(), "default", "s", &http("t1"), &local),
+        DiscoveryKey::new(&offered(), "default", "s", &http("t1"), &local, None)
     );
     let with_header = |value: &str, sensitive: bool| {
         let mut value = http::HeaderValue::from_str(value).unwrap();
@@ -366,7 +424,8 @@ fn discovery_keys_cover_scope_and_inputs() {
             oauth_store: None,
         })
     };
-    let public = |endpoint: &Endpoint| DiscoveryKey::public("default", "s", endpoint, &local);
+    let public =
+        |endpoint: &Endpoint| DiscoveryKey::public(&offered(), "default", "s", endpoint, &local);
     assert_eq!(
         public(&with_header("k1", true)),
         public(&with_header("k2", true))
@@ -385,8 +444,8 @@ fn discovery_keys_cover_scope_and_inputs() {
         })
     };
     assert_ne!(
-        DiscoveryKey::new("default", "s", &split("ab", "c"), &local, None),
-        DiscoveryKey::new("default", "s", &split("a", "bc"), &local, None)
+        DiscoveryKey::new(&offered(), "default", "s", &split("ab", "c"), &local, None),
+        DiscoveryKey::new(&offered(), "default", "s", &split("a", "bc"), &local, None)
     );
 }
 
@@ -414,6 +473,7 @@ fn an_oauth_login_is_in_the_key_as_its_identity_never_its_token() {
     let key = |credentials: Option<&StoredCredentials>| {
         let login = credentials.map(login);
         StartupKeys::new(
+            &offered(),
             "default",
             "s",
             &endpoint,
@@ -463,4 +523,34 @@ fn an_oauth_login_is_in_the_key_as_its_identity_never_its_token() {
     let bytes = key(Some(&alice)).private.0;
     assert!(!bytes.windows(4).any(|w| w == b"at-1"));
     assert!(!format!("{:?}", key(Some(&alice))).contains("at-1"));
+}
+
+#[test]
+fn startups_offering_other_capabilities_do_not_share() {
+    struct Lists;
+    impl crate::host::Roots for Lists {
+        fn roots<'a>(
+            &'a self,
+            _server: &'a str,
+        ) -> crate::host::HandlerFuture<'a, Vec<crate::host::Root>> {
+            Box::pin(async { Vec::new() })
+        }
+    }
+    let with_roots =
+        crate::connection::client_config(&crate::host::HostHandlers::new().with_roots(Lists));
+    let local = Environment::Local;
+    let endpoint = Endpoint::Stdio(crate::transport::stdio::Launch {
+        argv: vec!["server".into()],
+        env: Default::default(),
+        cwd: None,
+        max_message_bytes: 1,
+    });
+    assert_ne!(
+        DiscoveryKey::new(&offered(), "default", "s", &endpoint, &local, None),
+        DiscoveryKey::new(&with_roots, "default", "s", &endpoint, &local, None)
+    );
+    assert_ne!(
+        DiscoveryKey::era(&offered(), "default", "s", &endpoint, &local),
+        DiscoveryKey::era(&with_roots, "default", "s", &endpoint, &local)
+    );
 }

@@ -33,7 +33,7 @@ async fn scripted_server(
     let (client_end, server_end) = tokio::io::duplex(1 << 16);
     let (received, receiver) = mpsc::unbounded_channel();
     tokio::spawn(answer(server_end, pages, received));
-    let client = client_config()
+    let client = client_config(&crate::host::HostHandlers::default())
         .serve(tokio::io::split(client_end))
         .await
         .expect("the handshake with the scripted server succeeds");

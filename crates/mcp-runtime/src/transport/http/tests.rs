@@ -410,7 +410,7 @@ async fn an_oversized_http_answer_fails_its_request_at_once() {
         network: Network::default(),
         oauth_store: None,
     };
-    let client = crate::connection::client_config()
+    let client = crate::connection::client_config(&crate::host::HostHandlers::default())
         .serve(transport("web", &resolved, Splicer::new(), None).unwrap())
         .await
         .unwrap();

@@ -1,0 +1,143 @@
+//! How `call` answers a server that asks the person something (elicitation) when
+//! no one can be asked: `--elicitation decline|cancel|accept-defaults`.
+//!
+//! With the default, `decline`, elicitation is not offered to servers at all (a
+//! server that asks anyway is declined by the runtime). The other two offer form
+//! elicitation and answer every question the same way:
+//! - `cancel`: the person dismissed the question;
+//! - `accept-defaults`: accept with each field's `default` from the request's schema;
+//!   a question with a required field that has no default cannot be answered so, and
+//!   is declined.
+//!
+//! URL elicitation is never offered: nobody is there to open the URL.
+
+use clap::ValueEnum;
+use mcp_runtime::{
+    host::{Elicitation, ElicitationModes, HandlerFuture, HostHandlers},
+    model::{ElicitRequestParams, ElicitResult, ElicitationAction},
+};
+use serde_json::{Map, Value};
+
+/// `--elicitation`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Policy {
+    /// Decline every question (elicitation is not offered).
+    #[default]
+    Decline,
+    /// Cancel every question.
+    Cancel,
+    /// Accept every form with its fields' defaults.
+    AcceptDefaults,
+}
+
+impl Policy {
+    /// The host handlers of a call answering as this policy says.
+    pub fn handlers(self) -> HostHandlers {
+        match self {
+            Self::Decline => HostHandlers::new(),
+            policy => HostHandlers::new().with_elicitation(Answer(policy)),
+        }
+    }
+}
+
+/// Answers every question as its policy says.
+struct Answer(Policy);
+
+impl Elicitation for Answer {
+    fn modes(&self) -> ElicitationModes {
+        ElicitationModes {
+            form: true,
+            url: false,
+        }
+    }
+
+    fn elicit<'a>(
+        &'a self,
+        server: &'a str,
+        request: ElicitRequestParams,
+    ) -> HandlerFuture<'a, ElicitResult> {
+        let answer = match (self.0, request) {
+            (
+                Policy::AcceptDefaults,
+                ElicitRequestParams::FormElicitationParams {
+                    requested_schema, ..
+                },
+            ) => match serde_json::to_value(requested_schema)
+                .ok()
+                .and_then(|schema| defaults(&schema))
+            {
+                Some(content) => ElicitResult::new(ElicitationAction::Accept)
+                    .with_content(Value::Object(content)),
+                None => {
+                    tracing::info!(
+                        server,
+                        "declined a question with a required field that has no default"
+                    );
+                    ElicitResult::new(ElicitationAction::Decline)
+                }
+            },
+            (Policy::Cancel, _) => ElicitResult::new(ElicitationAction::Cancel),
+            _ => ElicitResult::new(ElicitationAction::Decline),
+        };
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+/// Each property's `default` in a form's `schema`; `None` when a required one has
+/// none.
+fn defaults(schema: &Value) -> Option<Map<String, Value>> {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let content: Map<String, Value> = properties
+        .into_iter()
+        .flatten()
+        .filter_map(|(name, property)| Some((name.clone(), property.get("default")?.clone())))
+        .collect();
+    let required = schema.get("required").and_then(Value::as_array);
+    let complete = required
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .all(|name| content.contains_key(name));
+    complete.then_some(content)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn defaults_fill_the_form_and_a_required_field_without_one_fails_it() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "default": "ada"},
+                "count": {"type": "integer", "default": 3},
+                "colors": {"type": "array", "items": {"type": "string", "enum": ["r", "g"]}, "default": ["r"]},
+                "note": {"type": "string"}
+            },
+            "required": ["name"]
+        });
+        assert_eq!(
+            defaults(&schema),
+            Some(
+                json!({"name": "ada", "count": 3, "colors": ["r"]})
+                    .as_object()
+                    .unwrap()
+                    .clone()
+            )
+        );
+        let mut missing = schema.clone();
+        missing["required"] = json!(["name", "note"]);
+        assert_eq!(defaults(&missing), None);
+    }
+
+    #[test]
+    fn decline_offers_nothing_and_the_others_offer_forms() {
+        assert!(format!("{:?}", Policy::Decline.handlers()).contains("elicitation: None"));
+        assert!(
+            format!("{:?}", Policy::AcceptDefaults.handlers()).contains("form: true, url: false")
+        );
+    }
+}

@@ -1,0 +1,171 @@
+//! Tools that ask the client something (`--asks`): `ask` (elicitation), `roots`
+//! (`roots/list`) and `sample` (`sampling/createMessage`), each answering with what
+//! the client answered, as structured content.
+//!
+//! A handshake-era client is asked with a request of the server's own, sent while
+//! the call waits; a 2026-07-28 client gets an `input_required` answer naming the request under the key
+//! `asked`, and the call sent again with `inputResponses` is answered with it.
+
+#![allow(
+    deprecated,
+    reason = "rmcp marks sampling and roots deprecated (SEP-2577); the fixture still asks for them"
+)]
+
+use std::sync::Arc;
+
+use rmcp::{
+    ErrorData as McpError, RoleServer,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+        CreateMessageRequestParams, ElicitRequestParams, JsonObject, Tool,
+    },
+    service::Peer,
+};
+use serde_json::{Value, json};
+
+/// The key of the input request in an `input_required` answer.
+const ASKED: &str = "asked";
+
+/// The tools, in their listed order.
+pub(crate) fn tools() -> Vec<Tool> {
+    let object = |value: Value| match value {
+        Value::Object(object) => Arc::new(object),
+        _ => unreachable!("a schema literal is an object"),
+    };
+    vec![
+        Tool::new(
+            "ask",
+            "Ask the person for a name and a count (form elicitation), with defaults; \
+             answers with the client's answer",
+            object(json!({ "type": "object", "properties": {
+                "message": { "type": "string" }
+            }})),
+        ),
+        Tool::new(
+            "roots",
+            "Ask the client for its roots; answers with them",
+            object(json!({ "type": "object", "properties": {} })),
+        ),
+        Tool::new(
+            "sample",
+            "Ask the client's model to answer a prompt; answers with its message",
+            object(json!({ "type": "object", "properties": {
+                "prompt": { "type": "string" }
+            }})),
+        ),
+    ]
+}
+
+/// The request `tool` sends, as its JSON-RPC method and params; `None` for another tool.
+fn request(tool: &str, arguments: &JsonObject) -> Option<(&'static str, Value)> {
+    let text = |key: &str, default: &str| {
+        arguments
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or(default)
+            .to_owned()
+    };
+    match tool {
+        "ask" => Some((
+            "elicitation/create",
+            json!({
+                "mode": "form",
+                "message": text("message", "Who is asking, and how many?"),
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {
+                        "name": { "type": "string", "title": "Name", "default": "fixture" },
+                        "count": { "type": "integer", "minimum": 0, "default": 3 },
+                        "urgent": { "type": "boolean", "default": false }
+                    },
+                    "required": ["name"]
+                }
+            }),
+        )),
+        "roots" => Some(("roots/list", Value::Null)),
+        "sample" => Some((
+            "sampling/createMessage",
+            json!({
+                "messages": [{ "role": "user", "content": {
+                    "type": "text", "text": text("prompt", "Say hello") } }],
+                "maxTokens": 64
+            }),
+        )),
+        _ => None,
+    }
+}
+
+/// Answers a call of one of the tools, made in a revision without server requests
+/// when `stateless`; `None` for another tool.
+pub(crate) async fn call(
+    request: &CallToolRequestParams,
+    peer: &Peer<RoleServer>,
+    stateless: bool,
+) -> Option<Result<CallToolResponse, McpError>> {
+    let arguments = request.arguments.clone().unwrap_or_default();
+    let (method, params) = self::request(&request.name, &arguments)?;
+    Some(if stateless {
+        answer_in_rounds(request, method, params)
+    } else {
+        ask(peer, method, params).await.map(CallToolResponse::from)
+    })
+}
+
+/// Under 2026-07-28: the answer given with the retry, else the question.
+fn answer_in_rounds(
+    request: &CallToolRequestParams,
+    method: &str,
+    params: Value,
+) -> Result<CallToolResponse, McpError> {
+    if let Some(answer) = request
+        .input_responses
+        .as_ref()
+        .and_then(|responses| responses.get(ASKED))
+    {
+        return Ok(answered(answer.clone()).into());
+    }
+    let mut asked = json!({ "method": method });
+    if !params.is_null() {
+        asked["params"] = params;
+    }
+    let result = json!({
+        "resultType": "input_required",
+        "inputRequests": { ASKED: asked },
+        "requestState": "fixture-asked",
+    });
+    serde_json::from_value(result)
+        .map(CallToolResponse::InputRequired)
+        .map_err(|error| McpError::internal_error(error.to_string(), None))
+}
+
+/// Under the handshake revisions: a request of the server's own.
+async fn ask(
+    peer: &Peer<RoleServer>,
+    method: &str,
+    params: Value,
+) -> Result<CallToolResult, McpError> {
+    let failed = |error: rmcp::ServiceError| {
+        McpError::internal_error(format!("the client did not answer: {error}"), None)
+    };
+    let invalid = |error: serde_json::Error| McpError::internal_error(error.to_string(), None);
+    let answer = match method {
+        "elicitation/create" => {
+            let params: ElicitRequestParams = serde_json::from_value(params).map_err(invalid)?;
+            serde_json::to_value(peer.create_elicitation(params).await.map_err(failed)?)
+        }
+        "roots/list" => serde_json::to_value(peer.list_roots().await.map_err(failed)?),
+        _ => {
+            let params: CreateMessageRequestParams =
+                serde_json::from_value(params).map_err(invalid)?;
+            serde_json::to_value(peer.create_message(params).await.map_err(failed)?)
+        }
+    };
+    Ok(answered(answer.map_err(invalid)?))
+}
+
+/// The tool's result: the client's answer as structured content and as text.
+fn answered(answer: Value) -> CallToolResult {
+    let mut result = CallToolResult::structured(answer.clone());
+    result.content = vec![ContentBlock::text(answer.to_string())];
+    result
+}

@@ -1,0 +1,190 @@
+//! The host's handlers answer a server's questions (elicitation, roots, sampling)
+//! in both protocol eras, what is offered is what the host provides, and the time a
+//! person takes to answer does not count against the call's timeout.
+
+#![allow(
+    deprecated,
+    reason = "rmcp marks sampling deprecated (SEP-2577); the handlers still answer it"
+)]
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use mcp_runtime::{
+    ListingRegistry, Runtime, ServerConfig, StartOptions,
+    config::Protocol,
+    host::{Elicitation, ElicitationModes, HandlerFuture, HostHandlers, Root, Roots, Sampling},
+    model::{
+        CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+        ElicitationAction, SamplingMessage,
+    },
+};
+use serde_json::json;
+
+use crate::support::*;
+
+/// An elicitation handler that accepts with `{"name": "ada"}`, noting what it was
+/// asked, after holding the answer for `hold`.
+#[derive(Clone, Default)]
+struct Person {
+    asked: Arc<Mutex<Vec<(String, String)>>>,
+    hold: Duration,
+}
+
+impl Elicitation for Person {
+    fn modes(&self) -> ElicitationModes {
+        ElicitationModes {
+            form: true,
+            url: false,
+        }
+    }
+
+    fn elicit<'a>(
+        &'a self,
+        server: &'a str,
+        request: ElicitRequestParams,
+    ) -> HandlerFuture<'a, ElicitResult> {
+        Box::pin(async move {
+            let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+                return ElicitResult::new(ElicitationAction::Decline);
+            };
+            self.asked
+                .lock()
+                .unwrap()
+                .push((server.to_owned(), message));
+            tokio::time::sleep(self.hold).await;
+            ElicitResult::new(ElicitationAction::Accept).with_content(json!({"name": "ada"}))
+        })
+    }
+}
+
+struct Workspace;
+
+impl Roots for Workspace {
+    fn roots<'a>(&'a self, _server: &'a str) -> HandlerFuture<'a, Vec<Root>> {
+        Box::pin(async {
+            vec![Root {
+                uri: "file:///work/project".into(),
+                name: Some("project".into()),
+            }]
+        })
+    }
+}
+
+struct Model;
+
+impl Sampling for Model {
+    fn create_message<'a>(
+        &'a self,
+        server: &'a str,
+        _request: CreateMessageRequestParams,
+    ) -> HandlerFuture<'a, Result<CreateMessageResult, rmcp::ErrorData>> {
+        Box::pin(async move {
+            Ok(CreateMessageResult::new(
+                SamplingMessage::assistant_text(format!("hello, {server}")),
+                "test-model".into(),
+            ))
+        })
+    }
+}
+
+fn asking(protocol: Protocol) -> ServerConfig {
+    fixture_auto("asker", &["--asks", "--era", "dual"]).with_protocol(protocol)
+}
+
+async fn start_with(server: ServerConfig, host: HostHandlers) -> Runtime {
+    Runtime::start(
+        config([server]),
+        StartOptions::new()
+            .wait_for_all()
+            .with_listing_registry(ListingRegistry::new())
+            .with_host(host),
+    )
+    .await
+    .expect("start succeeds")
+}
+
+async fn answer(runtime: &Runtime, tool: &str) -> serde_json::Value {
+    let result = runtime
+        .call_tool(&format!("mcp__asker__{tool}"), None)
+        .await
+        .unwrap_or_else(|error| panic!("`{tool}`: {}", mcp_runtime::error::chain(&error)));
+    result.structured_content.expect("the answer")
+}
+
+const ERAS: [Protocol; 2] = [Protocol::V2025_11_25, Protocol::V2026_07_28];
+
+#[tokio::test]
+async fn without_handlers_a_question_is_declined_and_the_roots_are_empty() {
+    for protocol in ERAS {
+        let runtime = start_with(asking(protocol), HostHandlers::new()).await;
+        assert_eq!(
+            answer(&runtime, "ask").await,
+            json!({"action": "decline"}),
+            "{protocol:?}"
+        );
+        assert_eq!(answer(&runtime, "roots").await, json!({"roots": []}));
+        let error = runtime
+            .call_tool("mcp__asker__sample", None)
+            .await
+            .expect_err("no sampling without a handler");
+        let error = mcp_runtime::error::chain(&error);
+        assert!(error.contains("sampl"), "{protocol:?}: {error}");
+        runtime.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn the_hosts_handlers_answer_in_both_eras() {
+    for protocol in ERAS {
+        let person = Person::default();
+        let host = HostHandlers::new()
+            .with_elicitation(person.clone())
+            .with_roots(Workspace)
+            .with_sampling(Model);
+        let runtime = start_with(asking(protocol), host).await;
+        assert_eq!(
+            answer(&runtime, "ask").await,
+            json!({"action": "accept", "content": {"name": "ada"}}),
+            "{protocol:?}"
+        );
+        assert_eq!(
+            *person.asked.lock().unwrap(),
+            [(
+                "asker".to_owned(),
+                "Who is asking, and how many?".to_owned()
+            )]
+        );
+        assert_eq!(
+            answer(&runtime, "roots").await,
+            json!({"roots": [{"uri": "file:///work/project", "name": "project"}]})
+        );
+        let sampled = answer(&runtime, "sample").await;
+        assert_eq!(sampled["content"]["text"], "hello, asker", "{sampled}");
+        assert_eq!(sampled["model"], "test-model");
+        runtime.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn the_persons_time_does_not_count_against_the_call_timeout() {
+    for protocol in ERAS {
+        // The person answers after twice the call's timeout: without the pause the
+        // call would time out first.
+        let timeout = Duration::from_millis(500);
+        let person = Person {
+            hold: timeout * 2,
+            ..Person::default()
+        };
+        let server = asking(protocol).with_tool_timeout(timeout);
+        let runtime = start_with(server, HostHandlers::new().with_elicitation(person)).await;
+        assert_eq!(
+            answer(&runtime, "ask").await["action"],
+            "accept",
+            "{protocol:?}"
+        );
+        runtime.shutdown().await;
+    }
+}

@@ -1,0 +1,254 @@
+//! The client's answers to a server's requests (elicitation, sampling, roots), from
+//! the host's handlers, and the pauses of the call timeouts while a person answers.
+//!
+//! The same [`Answers`] serve a handshake-era server's own requests (through rmcp's
+//! client handler) and the input requests of a 2026-07-28 server's `input_required`
+//! answers ([`super::input_rounds`]), so both eras get the same answer.
+//!
+//! Invariants:
+//! 1. While an elicitation is being answered the connection is paused: a call's
+//!    [`Pauses::expiry`] does not come while any pause lasts, and comes that much
+//!    later once it ends (host invariant 1 of [`crate::host`]).
+//! 2. Without a handler the answer is the one of a client that does not offer the
+//!    feature: elicitation is declined, roots are an empty list, and sampling is
+//!    refused with "method not found".
+
+#![allow(
+    deprecated,
+    reason = "rmcp marks sampling deprecated (SEP-2577), but the 2025-11-25 revision has it and servers ask for it"
+)]
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationAction,
+};
+use tokio::{sync::Notify, time::Instant};
+
+use crate::{host::HostHandlers, sync::lock};
+
+/// The host's answers for one server's connection.
+#[derive(Debug)]
+pub(crate) struct Answers {
+    server: String,
+    handlers: HostHandlers,
+    pauses: Arc<Pauses>,
+}
+
+impl Answers {
+    pub(crate) fn new(server: &str, handlers: HostHandlers) -> Self {
+        Self {
+            server: server.to_owned(),
+            handlers,
+            pauses: Arc::new(Pauses::default()),
+        }
+    }
+
+    /// The pauses of this connection's call timeouts.
+    pub(crate) fn pauses(&self) -> &Pauses {
+        &self.pauses
+    }
+
+    /// The answer to an elicitation (invariants 1 and 2).
+    pub(crate) async fn elicit(&self, request: ElicitRequestParams) -> ElicitResult {
+        let Some(handler) = &self.handlers.elicitation else {
+            return ElicitResult::new(ElicitationAction::Decline);
+        };
+        let _paused = self.pauses.begin();
+        tracing::debug!(server = %self.server, "the server asks the person a question");
+        handler.elicit(&self.server, request).await
+    }
+
+    /// The answer to a sampling request (invariant 2).
+    pub(crate) async fn sample(
+        &self,
+        request: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        match &self.handlers.sampling {
+            Some(handler) => handler.create_message(&self.server, request).await,
+            None => Err(rmcp::ErrorData::method_not_found::<
+                rmcp::model::CreateMessageRequestMethod,
+            >()),
+        }
+    }
+
+    /// Whether sampling is offered.
+    pub(crate) fn samples(&self) -> bool {
+        self.handlers.sampling.is_some()
+    }
+
+    /// The roots, as a `roots/list` result (invariant 2).
+    pub(crate) async fn roots(&self) -> serde_json::Value {
+        let roots = match &self.handlers.roots {
+            Some(handler) => handler.roots(&self.server).await,
+            None => Vec::new(),
+        };
+        // Written out: rmcp marks its roots types deprecated (roots are leaving the
+        // specification), but servers still ask.
+        let roots: Vec<_> = roots
+            .into_iter()
+            .map(|root| {
+                let mut entry = serde_json::json!({ "uri": root.uri });
+                if let Some(name) = root.name {
+                    entry["name"] = name.into();
+                }
+                entry
+            })
+            .collect();
+        serde_json::json!({ "roots": roots })
+    }
+}
+
+/// The pauses of one connection's call timeouts (invariant 1).
+#[derive(Debug, Default)]
+pub(crate) struct Pauses {
+    state: Mutex<PauseState>,
+    /// Woken when the last pause ends.
+    resumed: Notify,
+}
+
+#[derive(Debug, Default)]
+struct PauseState {
+    /// Pauses under way.
+    open: usize,
+    /// When the pauses under way began.
+    since: Option<Instant>,
+    /// The length of the pauses that ended.
+    ended: Duration,
+}
+
+/// A pause under way; it ends when dropped.
+pub(crate) struct Paused<'a>(&'a Pauses);
+
+impl Drop for Paused<'_> {
+    fn drop(&mut self) {
+        let mut state = lock(&self.0.state);
+        state.open -= 1;
+        if state.open == 0 {
+            if let Some(since) = state.since.take() {
+                state.ended += since.elapsed();
+            }
+            drop(state);
+            self.0.resumed.notify_waiters();
+        }
+    }
+}
+
+impl Pauses {
+    /// Begins a pause, which lasts as long as the guard.
+    pub(crate) fn begin(&self) -> Paused<'_> {
+        let mut state = lock(&self.state);
+        state.open += 1;
+        if state.since.is_none() {
+            state.since = Some(Instant::now());
+        }
+        Paused(self)
+    }
+
+    /// The time paused so far, the pauses under way included.
+    pub(crate) fn total(&self) -> Duration {
+        let state = lock(&self.state);
+        state.ended + state.since.map_or(Duration::ZERO, |since| since.elapsed())
+    }
+
+    /// Returns when `deadline`, moved later by the time paused since
+    /// [`Pauses::total`] was `mark`, has passed while no pause is under way.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future has no effect.
+    pub(crate) async fn expiry(&self, deadline: Instant, mark: Duration) {
+        loop {
+            let resumed = self.resumed.notified();
+            let mut resumed = std::pin::pin!(resumed);
+            resumed.as_mut().enable();
+            let (open, total) = {
+                let state = lock(&self.state);
+                let total = state.ended + state.since.map_or(Duration::ZERO, |s| s.elapsed());
+                (state.open > 0, total)
+            };
+            if open {
+                resumed.await;
+                continue;
+            }
+            let moved = deadline + total.saturating_sub(mark);
+            if Instant::now() >= moved {
+                return;
+            }
+            // A pause that begins during the sleep moves the deadline: look again.
+            tokio::time::sleep_until(moved).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deadline_without_pauses_comes_on_time() {
+        let pauses = Pauses::default();
+        let start = Instant::now();
+        pauses
+            .expiry(start + Duration::from_secs(5), pauses.total())
+            .await;
+        assert_eq!(start.elapsed(), Duration::from_secs(5));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pause_moves_the_deadline_by_its_length_and_none_comes_during_it() {
+        let pauses = Arc::new(Pauses::default());
+        let start = Instant::now();
+        let mark = pauses.total();
+        let expiry = {
+            let pauses = pauses.clone();
+            tokio::spawn(async move {
+                pauses.expiry(start + Duration::from_secs(5), mark).await;
+                start.elapsed()
+            })
+        };
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let paused = pauses.begin();
+        // Far past the deadline, still paused: no expiry.
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(!expiry.is_finished());
+        drop(paused);
+        // 2 s were left when the pause began.
+        assert_eq!(expiry.await.unwrap(), Duration::from_secs(65));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn overlapping_pauses_count_once_and_end_with_the_last() {
+        let pauses = Arc::new(Pauses::default());
+        let start = Instant::now();
+        let mark = pauses.total();
+        let first = pauses.begin();
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let second = pauses.begin();
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        drop(first);
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        drop(second);
+        assert_eq!(pauses.total(), Duration::from_secs(30));
+        pauses.expiry(start + Duration::from_secs(1), mark).await;
+        assert_eq!(start.elapsed(), Duration::from_secs(31));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn pauses_before_the_mark_do_not_count() {
+        let pauses = Pauses::default();
+        drop(pauses.begin());
+        let paused = pauses.begin();
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        drop(paused);
+        let start = Instant::now();
+        pauses
+            .expiry(start + Duration::from_secs(2), pauses.total())
+            .await;
+        assert_eq!(start.elapsed(), Duration::from_secs(2));
+    }
+}
