@@ -6,6 +6,10 @@
 //! mcp-runtime's warnings (a tool dropped from a listing, a launcher that failed its
 //! probe) print as `mcp-runtime: warning: …`, like the CLI's errors.
 //!
+//! Servers' log messages (`notifications/message`) are events of their own target,
+//! `mcp_runtime::server_log`, naming the server: off by default, shown by a filter
+//! that names them (`mcp_runtime::server_log=info`).
+//!
 //! `MCP_RUNTIME_LOG` takes a filter (`debug`, `rmcp=trace`, `mcp_runtime=info`) and
 //! shows what it selects from any crate, with times and targets, except what rmcp's
 //! OAuth module logs below `info`: it logs the token endpoint's answer there, whose
@@ -67,10 +71,17 @@ fn colour(terminal: bool, no_color: Option<&OsStr>) -> bool {
     terminal && no_color.is_none_or(OsStr::is_empty)
 }
 
-/// mcp-runtime's own crates at `warn`, every other crate off.
+/// mcp-runtime's own crates at `warn`, every other crate off, and the servers' own
+/// log messages off (they are the servers' to say, not failures of the run).
 fn default_filter() -> Targets {
-    // A target matches by prefix: `mcp_runtime` covers the CLI and the library.
-    Targets::new().with_target("mcp_runtime", Level::WARN)
+    // A target matches by prefix, the longest first: `mcp_runtime` covers the CLI
+    // and the library.
+    Targets::new()
+        .with_target("mcp_runtime", Level::WARN)
+        .with_target(
+            mcp_runtime::SERVER_LOG_TARGET,
+            tracing_subscriber::filter::LevelFilter::OFF,
+        )
 }
 
 /// `mcp-runtime: warning: MESSAGE key=value …` on one line, control characters
@@ -107,6 +118,15 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn servers_log_messages_are_off_by_default_and_the_runtimes_warnings_on() {
+        let filter = default_filter();
+        assert!(filter.would_enable("mcp_runtime::manager", &Level::WARN));
+        assert!(!filter.would_enable("mcp_runtime::manager", &Level::INFO));
+        assert!(!filter.would_enable(mcp_runtime::SERVER_LOG_TARGET, &Level::ERROR));
+        assert!(!filter.would_enable("rmcp::service", &Level::ERROR));
+    }
 
     #[test]
     fn rmcp_oauth_details_are_never_shown_whatever_the_filter() {

@@ -40,6 +40,9 @@ pub fn report_json(servers: &[ServerStatus], catalog: &Catalog) -> Value {
 /// One tool of the `--json` report. The host settings of the server's table appear
 /// only when set: `approval_mode` (`auto`, `prompt`, `writes` or `approve`),
 /// `output_token_limit`, and `supports_parallel_tool_calls` (only when `true`).
+/// Last, `definition`: the tool as the server listed it, every field rmcp's `Tool`
+/// keeps (`title`, `annotations`, `outputSchema`, `icons`, `_meta`; not yet
+/// `execution`, which rmcp 3.11's `Tool` drops).
 fn tool_json(tool: &QualifiedTool) -> Value {
     let mut object = json!({
         "qualified_name": tool.qualified_name,
@@ -58,6 +61,7 @@ fn tool_json(tool: &QualifiedTool) -> Value {
     if tool.supports_parallel_tool_calls {
         fields.insert("supports_parallel_tool_calls".into(), true.into());
     }
+    fields.insert("definition".into(), json!(tool.tool));
     object
 }
 
@@ -268,7 +272,8 @@ mod tests {
                 &[
                     "approval_mode",
                     "output_token_limit",
-                    "supports_parallel_tool_calls"
+                    "supports_parallel_tool_calls",
+                    "definition"
                 ]
             ]
             .concat()
@@ -282,14 +287,41 @@ mod tests {
             keys(tools[1]),
             [
                 &shape[..],
-                &["approval_mode", "supports_parallel_tool_calls"]
+                &[
+                    "approval_mode",
+                    "supports_parallel_tool_calls",
+                    "definition"
+                ]
             ]
             .concat()
         );
         assert_eq!(tools[1]["approval_mode"], "prompt");
 
         assert_eq!(tools[2]["qualified_name"], "mcp__plain__t");
-        assert_eq!(keys(tools[2]), shape, "nothing set, the shape is unchanged");
+        assert_eq!(
+            keys(tools[2]),
+            [&shape[..], &["definition"]].concat(),
+            "nothing set, the shape is unchanged"
+        );
+    }
+
+    #[test]
+    fn the_definition_is_the_tool_as_the_server_listed_it() {
+        let listed = serde_json::json!({
+            "name": "search",
+            "title": "Search",
+            "description": "Find things",
+            "inputSchema": {"type": "object"},
+            "outputSchema": {"type": "object", "properties": {"hits": {"type": "integer"}}},
+            "annotations": {"readOnlyHint": true, "openWorldHint": false},
+            "icons": [{"src": "https://example.com/i.png", "mimeType": "image/png"}],
+            "_meta": {"example.com/x": 1}
+        });
+        let tool: mcp_runtime::model::Tool = serde_json::from_value(listed.clone()).unwrap();
+        let server = mcp_runtime::ServerConfig::stdio("s", "unused", vec![]);
+        let catalog = Catalog::build(&Catalog::default(), [(&server, &[tool][..])]);
+        let report = report_json(&[], &catalog);
+        assert_eq!(report["tools"][0]["definition"], listed);
     }
 
     #[test]

@@ -144,9 +144,12 @@ fn json_reports_servers_and_tools_in_one_object() {
                 "server",
                 "tool",
                 "description",
-                "input_schema"
+                "input_schema",
+                "definition"
             ]
         );
+        assert_eq!(add["definition"]["name"], "add");
+        assert_eq!(add["definition"]["inputSchema"], add["input_schema"]);
         assert_eq!(add["server"], "math");
         assert_eq!(add["tool"], "add");
         assert_eq!(add["input_schema"]["type"], "object");

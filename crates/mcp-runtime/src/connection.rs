@@ -25,6 +25,8 @@ mod listing;
 
 pub(crate) use listing::Listing;
 
+pub use answers::SERVER_LOG_TARGET;
+
 mod liveness;
 
 mod over_http;
@@ -129,6 +131,18 @@ impl ClientHandler for Client {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.notify_one();
+    }
+
+    #[allow(
+        deprecated,
+        reason = "rmcp marks logging deprecated (SEP-2577); servers of every revision send it"
+    )]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        answers::server_log(self.answers.server(), params);
     }
 
     async fn create_elicitation(

@@ -45,7 +45,7 @@ pub use catalog::{Catalog, QualifiedTool};
 pub use config::{Config, ServerConfig};
 pub use connection::{
     ACCEPTED_PROTOCOL_VERSIONS, MAX_LIST_PAGES, MAX_LISTED_TOOLS, PROTOCOL_VERSION,
-    TOOL_CATALOG_CACHE_CAPABILITY, client_config,
+    SERVER_LOG_TARGET, TOOL_CATALOG_CACHE_CAPABILITY, client_config,
 };
 pub use error::{
     AuthorityError, CallError, ConfigError, ListToolsError, RestartError, StartError, StartupError,

@@ -48,6 +48,11 @@ impl Answers {
         }
     }
 
+    /// The server's name.
+    pub(crate) fn server(&self) -> &str {
+        &self.server
+    }
+
     /// The pauses of this connection's call timeouts.
     pub(crate) fn pauses(&self) -> &Pauses {
         &self.pauses
@@ -100,6 +105,29 @@ impl Answers {
             })
             .collect();
         serde_json::json!({ "roots": roots })
+    }
+}
+
+/// The `tracing` target of servers' log messages (`notifications/message`).
+pub const SERVER_LOG_TARGET: &str = "mcp_runtime::server_log";
+
+/// A server's log message, as a `tracing` event of [`SERVER_LOG_TARGET`] naming the
+/// server: `debug` at `debug`, `info` and `notice` at `info`, `warning` at `warn`,
+/// the rest at `error`. The message's `data` is written as JSON.
+pub(crate) fn server_log(server: &str, message: rmcp::model::LoggingMessageNotificationParam) {
+    use rmcp::model::LoggingLevel;
+    let logger = message.logger.as_deref().unwrap_or_default();
+    let data = message.data.to_string();
+    macro_rules! log {
+        ($level:expr) => {
+            tracing::event!(target: SERVER_LOG_TARGET, $level, server, logger, data = %data)
+        };
+    }
+    match message.level {
+        LoggingLevel::Debug => log!(tracing::Level::DEBUG),
+        LoggingLevel::Info | LoggingLevel::Notice => log!(tracing::Level::INFO),
+        LoggingLevel::Warning => log!(tracing::Level::WARN),
+        _ => log!(tracing::Level::ERROR),
     }
 }
 
@@ -188,6 +216,68 @@ impl Pauses {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Records each event's target, level and fields.
+    #[derive(Clone, Default)]
+    struct Recorded(Arc<Mutex<Vec<String>>>);
+
+    impl tracing::Subscriber for Recorded {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            struct Fields(String);
+            impl tracing::field::Visit for Fields {
+                fn record_debug(
+                    &mut self,
+                    field: &tracing::field::Field,
+                    value: &dyn std::fmt::Debug,
+                ) {
+                    self.0.push_str(&format!(" {}={value:?}", field.name()));
+                }
+            }
+            let metadata = event.metadata();
+            let mut fields = Fields(format!("{} {}", metadata.target(), metadata.level()));
+            event.record(&mut fields);
+            lock(&self.0).push(fields.0);
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn a_servers_log_message_is_an_event_of_its_own_target_naming_the_server() {
+        use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+        let recorded = Recorded::default();
+        tracing::subscriber::with_default(recorded.clone(), || {
+            for level in [
+                LoggingLevel::Debug,
+                LoggingLevel::Notice,
+                LoggingLevel::Warning,
+                LoggingLevel::Critical,
+            ] {
+                let mut message =
+                    LoggingMessageNotificationParam::new(level, serde_json::json!({"n": 1}));
+                message.logger = Some("db".into());
+                server_log("files", message);
+            }
+        });
+        let fields = r#"server="files" logger="db" data={"n":1}"#;
+        assert_eq!(
+            *lock(&recorded.0),
+            [
+                format!("mcp_runtime::server_log DEBUG {fields}"),
+                format!("mcp_runtime::server_log INFO {fields}"),
+                format!("mcp_runtime::server_log WARN {fields}"),
+                format!("mcp_runtime::server_log ERROR {fields}"),
+            ]
+        );
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_deadline_without_pauses_comes_on_time() {
