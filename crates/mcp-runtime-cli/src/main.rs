@@ -350,7 +350,9 @@ impl Call {
             Ok(runtime) => runtime,
             Err(error) => return Called::Done(report(&error)),
         };
-        let mut options = CallOptions::new();
+        // The server's progress, as a bar on a terminal, cleared before the result.
+        let bar = progress::CallBar::new();
+        let mut options = CallOptions::new().with_progress(bar.on_progress());
         if let Some(authority) = self.authority.clone() {
             options = options.with_authority(authority);
         }
@@ -361,6 +363,7 @@ impl Call {
                 return Called::Done(code);
             }
         };
+        drop(bar);
         if let Err(error) = &answer
             && relogin
             && let Some(login) = error.http_failure().and_then(Relogin::for_failure)
@@ -415,23 +418,22 @@ enum Wait {
 /// starting then are left shown as starting, so that it does not hold up the
 /// command nor draw over its output.
 async fn start(config: Config, mut options: StartOptions, wait: Wait) -> anyhow::Result<Runtime> {
+    let stop = mcp_runtime::CancellationToken::new();
     let display = if std::io::stderr().is_terminal() {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
         options = options.with_events(sender);
-        Some(tokio::spawn(progress::show(receiver)))
+        Some(tokio::spawn(progress::show(receiver, stop.clone())))
     } else {
         None
     };
     let started = Runtime::start(config, options).await;
     if let Some(display) = display {
-        match wait {
-            // It ends with the startups' summary.
-            Wait::All => {
-                let _ = display.await;
-            }
-            // Between two draws: a task is aborted only where it awaits.
-            Wait::Usable => display.abort(),
+        // With `Wait::All` it ends with the startups' summary; with `Wait::Usable`
+        // it stops now, the servers still starting shown as starting.
+        if wait == Wait::Usable {
+            stop.cancel();
         }
+        let _ = display.await;
     }
     started.context("starting servers")
 }

@@ -1095,3 +1095,26 @@ fn a_calls_questions_are_declined_cancelled_or_answered_with_defaults_as_told() 
         json!({"action": "accept", "content": {"name": "fixture", "count": 3, "urgent": false}})
     );
 }
+
+#[test]
+fn a_calls_progress_prints_nothing_extra_on_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.steps]\ncommand = {:?}\nargs = [\"--progress-steps\", \"5\"]\n",
+            fixture_server().to_str().unwrap(),
+        ),
+    );
+    let output = run(&[
+        "call",
+        "mcp__steps__echo",
+        "--args",
+        r#"{"a": 1}"#,
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "{\"a\":1}\n");
+    assert_eq!(stderr(&output), "");
+}

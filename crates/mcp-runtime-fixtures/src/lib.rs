@@ -54,6 +54,7 @@
 //! | HTTP: every request answered with one status | `--http-status STATUS` |
 //! | HTTP: accepts connections, never answers | `--http-silent` |
 //!
+//! With `--progress-steps N` a call that asks for progress gets N reports first.
 //! With `--asks` it also lists `ask`, `roots` and `sample`, which ask the client for
 //! an elicitation, its roots and a model's message, and answer with the client's
 //! answer (see `asks.rs`).

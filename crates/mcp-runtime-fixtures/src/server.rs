@@ -35,8 +35,8 @@ use rmcp::{
         CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
         DiscoverRequestMethod, DiscoverResult, ExperimentalCapabilities, Implementation,
         InitializeRequestParams, InitializeResult, InitializeResultMethod, JsonObject,
-        ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-        Tool,
+        ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+        ServerCapabilities, ServerConfig, Tool,
     },
     service::{Peer, RequestContext},
 };
@@ -86,6 +86,9 @@ pub struct Behaviour {
     pub fail_list: bool,
     /// List `ask`, `roots` and `sample`, which ask the client (see `asks.rs`).
     pub asks: bool,
+    /// Before answering a `tools/call` that carries a progress token, report this
+    /// many steps of progress (`1` to `N` of `N`, with a message each).
+    pub progress_steps: usize,
     /// List one more tool, `padding`, whose description is this many bytes, so
     /// the `tools/list` answer is at least that long; none when 0.
     pub list_padding_bytes: usize,
@@ -432,6 +435,18 @@ impl ServerHandler for Fixture {
             && let Some(answer) = crate::asks::call(&request, &context.peer, stateless).await
         {
             return answer;
+        }
+        if let Some(token) = context.meta.get_progress_token() {
+            for step in 1..=self.behaviour.progress_steps {
+                let report = ProgressNotificationParam::new(token.clone(), step as f64)
+                    .with_total(self.behaviour.progress_steps as f64)
+                    .with_message(format!("step {step}"));
+                context
+                    .peer
+                    .notify_progress(report)
+                    .await
+                    .map_err(|error| McpError::internal_error(error.to_string(), None))?;
+            }
         }
         let arguments = request.arguments.unwrap_or_default();
         let mut result = match request.name.as_ref() {

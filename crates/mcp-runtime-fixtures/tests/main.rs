@@ -23,6 +23,7 @@ mod oauth_machine;
 mod oauth_server;
 mod peers;
 mod processes;
+mod progress;
 mod protocol_eras;
 mod restart;
 mod sandbox;

@@ -46,8 +46,8 @@ use rmcp::{
     ClientHandler, Peer, RoleClient,
     model::{
         CallToolRequest, CallToolRequestParams, CallToolResult, ClientConfig, ClientRequest,
-        ElicitRequestParams, ElicitResult, Implementation, JsonObject, MetaObject, ProtocolVersion,
-        RequestMetaObject, ServerResult,
+        ElicitRequestParams, ElicitResult, Implementation, JsonObject, MetaObject,
+        ProgressNotificationParam, ProtocolVersion, RequestMetaObject, ServerResult,
     },
     service::{
         ClientCacheConfig, NotificationContext, PeerRequestOptions, RequestContext, RunningService,
@@ -131,6 +131,14 @@ impl ClientHandler for Client {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.notify_one();
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.answers.progress(params);
     }
 
     #[allow(
@@ -564,7 +572,9 @@ impl Connection {
         )
     }
 
-    /// Calls `tool` with `arguments`, bounded by `timeout`. The request's `_meta` is
+    /// Calls `tool` with `arguments`, bounded by `timeout` (time a person spends
+    /// answering the server's questions not counted); its progress goes to
+    /// `progress`. The request's `_meta` is
     /// `meta` (already stripped of the reserved keys) plus, when given, `sandbox`: the
     /// state under both names, byte for byte, and the launcher.
     ///
@@ -579,13 +589,14 @@ impl Connection {
     /// error comes when the timeout runs out), but before the connection closes.
     pub(crate) async fn call_tool(
         &self,
-        server: &str,
         tool: &str,
         arguments: Option<JsonObject>,
         mut meta: JsonObject,
         sandbox: Option<CallSandbox>,
+        progress: Option<crate::progress::OnProgress>,
         timeout: Duration,
     ) -> Result<CallToolResult, CallError> {
+        let server = self.answers.server();
         let mut _slot = None;
         if let Some(sandbox) = sandbox {
             let (placeholder, slot) = self.splicer.placeholder(sandbox.state.raw());
@@ -620,7 +631,10 @@ impl Connection {
         let mut state_only_rounds = 0;
         for _ in 0..input_rounds::MAX_ROUNDS {
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
-            let answer = match self.request_call(request, deadline).await {
+            let answer = match self
+                .request_call(request, deadline, progress.as_ref())
+                .await
+            {
                 Ok(answer) => answer,
                 Err(None) => {
                     return Err(CallError::Timeout {
@@ -670,6 +684,7 @@ impl Connection {
         &self,
         request: ClientRequest,
         deadline: Deadline,
+        progress: Option<&crate::progress::OnProgress>,
     ) -> Result<ServerResult, Option<rmcp::ServiceError>> {
         // rmcp's own `call_tool` hides the request id, which the cancellation needs.
         let handle = self
@@ -679,6 +694,11 @@ impl Connection {
             .map_err(Some)?;
         // Queued: from here on, dropping this future owes the cancellation.
         let in_flight = self.cancellations.register(handle.id.clone());
+        // The round's progress reaches the caller while the watch lives.
+        let _watch = progress.map(|on_progress| {
+            self.answers
+                .watch_progress(handle.progress_token.clone(), on_progress.clone())
+        });
         let mut response = std::pin::pin!(handle.await_response());
         let waited = tokio::select! {
             biased;

@@ -76,6 +76,7 @@ use crate::{
 pub struct CallOptions {
     meta: Option<JsonObject>,
     authority: Option<CallAuthority>,
+    progress: Option<crate::progress::OnProgress>,
 }
 
 impl CallOptions {
@@ -88,6 +89,13 @@ impl CallOptions {
     /// dropped; the runtime sets its own.
     pub fn with_meta(mut self, meta: JsonObject) -> Self {
         self.meta = Some(meta);
+        self
+    }
+
+    /// The progress the server reports during the call goes to `on_progress` (see
+    /// [`crate::progress`]); without it no progress is asked for.
+    pub fn with_progress(mut self, on_progress: crate::progress::OnProgress) -> Self {
+        self.progress = Some(on_progress);
         self
     }
 
@@ -492,11 +500,11 @@ impl Runtime {
         };
         let result = connection
             .call_tool(
-                &server_name,
                 &tool_name,
                 arguments,
                 meta,
                 sandbox,
+                options.progress,
                 server.config.tool_timeout,
             )
             .await;

@@ -80,6 +80,9 @@ struct Args {
     /// elicitation, its roots and a model's message
     #[arg(long)]
     asks: bool,
+    /// Before answering a `tools/call` that asks for progress, report N steps
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    progress_steps: usize,
     /// Fault: list a tool `padding` whose description is N bytes, so the
     /// `tools/list` answer is one line longer than N
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -263,6 +266,7 @@ impl Args {
             fail_list: self.fail_list,
             list_padding_bytes: self.list_padding_bytes,
             asks: self.asks,
+            progress_steps: self.progress_steps,
             call_result_bytes: self.call_result_bytes,
             experimental: self
                 .experimental

@@ -25,11 +25,15 @@ use std::{
 
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ElicitationAction,
+    ElicitationAction, ProgressNotificationParam, ProgressToken,
 };
 use tokio::{sync::Notify, time::Instant};
 
-use crate::{host::HostHandlers, sync::lock};
+use crate::{
+    host::HostHandlers,
+    progress::{OnProgress, Progress},
+    sync::lock,
+};
 
 /// The host's answers for one server's connection.
 #[derive(Debug)]
@@ -37,6 +41,31 @@ pub(crate) struct Answers {
     server: String,
     handlers: HostHandlers,
     pauses: Arc<Pauses>,
+    /// The calls waiting for progress, by the number in their token.
+    progress: Mutex<ProgressWatches>,
+}
+
+#[derive(Debug, Default)]
+struct ProgressWatches {
+    watching: std::collections::HashMap<ProgressToken, OnProgress>,
+    /// Reports no call watched when they came, newest last (at most
+    /// [`EARLY_REPORTS`]): a report may be read before its call's watch begins.
+    early: std::collections::VecDeque<ProgressNotificationParam>,
+}
+
+/// How many reports without a watch are kept.
+const EARLY_REPORTS: usize = 64;
+
+/// A call's watch of its progress, in [`Answers`] until dropped.
+pub(crate) struct ProgressWatch<'a> {
+    answers: &'a Answers,
+    token: ProgressToken,
+}
+
+impl Drop for ProgressWatch<'_> {
+    fn drop(&mut self) {
+        lock(&self.answers.progress).watching.remove(&self.token);
+    }
 }
 
 impl Answers {
@@ -45,6 +74,7 @@ impl Answers {
             server: server.to_owned(),
             handlers,
             pauses: Arc::new(Pauses::default()),
+            progress: Mutex::default(),
         }
     }
 
@@ -56,6 +86,60 @@ impl Answers {
     /// The pauses of this connection's call timeouts.
     pub(crate) fn pauses(&self) -> &Pauses {
         &self.pauses
+    }
+
+    /// Watches the progress of the request rmcp sent with `token` (rmcp gives every
+    /// request one): its reports go to `on_progress` until the watch is dropped,
+    /// those already read first.
+    pub(crate) fn watch_progress(
+        &self,
+        token: ProgressToken,
+        on_progress: OnProgress,
+    ) -> ProgressWatch<'_> {
+        let early = {
+            let mut watches = lock(&self.progress);
+            watches.watching.insert(token.clone(), on_progress.clone());
+            let (early, kept): (std::collections::VecDeque<_>, _) =
+                std::mem::take(&mut watches.early)
+                    .into_iter()
+                    .partition(|report| report.progress_token == token);
+            watches.early = kept;
+            early
+        };
+        for report in early {
+            self.report(&on_progress, report);
+        }
+        ProgressWatch {
+            answers: self,
+            token,
+        }
+    }
+
+    /// Hands a progress report to the call that watches its token, or keeps it for
+    /// a watch about to begin.
+    pub(crate) fn progress(&self, report: ProgressNotificationParam) {
+        let on_progress = {
+            let mut watches = lock(&self.progress);
+            match watches.watching.get(&report.progress_token) {
+                Some(on_progress) => on_progress.clone(),
+                None => {
+                    if watches.early.len() == EARLY_REPORTS {
+                        watches.early.pop_front();
+                    }
+                    watches.early.push_back(report);
+                    return;
+                }
+            }
+        };
+        // Called outside the lock: the callback may take its time.
+        self.report(&on_progress, report);
+    }
+
+    fn report(&self, on_progress: &OnProgress, report: ProgressNotificationParam) {
+        let mut progress = Progress::new(self.server.clone(), report.progress);
+        progress.total = report.total;
+        progress.message = report.message;
+        on_progress.report(progress);
     }
 
     /// The answer to an elicitation (invariants 1 and 2).
@@ -277,6 +361,30 @@ mod tests {
                 format!("mcp_runtime::server_log ERROR {fields}"),
             ]
         );
+    }
+
+    #[test]
+    fn a_report_read_before_its_watch_is_handed_over_and_others_stay_apart() {
+        use rmcp::model::NumberOrString;
+        let answers = Answers::new("s", HostHandlers::default());
+        let token = |n: i64| ProgressToken(NumberOrString::Number(n));
+        let seen: Arc<Mutex<Vec<f64>>> = Arc::default();
+        let on_progress = OnProgress::new({
+            let seen = seen.clone();
+            move |progress| lock(&seen).push(progress.progress)
+        });
+        answers.progress(ProgressNotificationParam::new(token(1), 1.0));
+        answers.progress(ProgressNotificationParam::new(token(2), 9.0));
+        let watch = answers.watch_progress(token(1), on_progress);
+        answers.progress(ProgressNotificationParam::new(token(1), 2.0));
+        drop(watch);
+        answers.progress(ProgressNotificationParam::new(token(1), 3.0));
+        assert_eq!(*lock(&seen), [1.0, 2.0]);
+        // Reports nobody watches are kept only up to a bound.
+        for n in 0..100 {
+            answers.progress(ProgressNotificationParam::new(token(100 + n), 0.0));
+        }
+        assert_eq!(lock(&answers.progress).early.len(), EARLY_REPORTS);
     }
 
     #[tokio::test(start_paused = true)]

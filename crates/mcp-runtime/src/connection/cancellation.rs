@@ -257,7 +257,7 @@ done
             let connection = connection.clone();
             async move {
                 let timeout = Duration::from_secs(600);
-                (connection.call_tool("silent", "t", None, JsonObject::new(), None, timeout)).await
+                (connection.call_tool("t", None, JsonObject::new(), None, None, timeout)).await
             }
         });
         // The server has read the call once it writes to the FIFO.
