@@ -69,6 +69,41 @@ pub enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Start every enabled server and list the resources and resource templates of
+    /// those that offer them.
+    Resources {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Read a resource and print its contents.
+    Read {
+        /// The resource's URI.
+        uri: String,
+        /// The server to read it from; needed when more than one lists it.
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Start every enabled server and list the prompts of those that offer them.
+    Prompts {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Get a prompt, filled with its arguments, and print its messages.
+    Prompt {
+        /// The prompt's name.
+        name: String,
+        /// The server to get it from; needed when more than one lists it.
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+        /// The prompt's arguments, a JSON object of strings: the JSON itself, `@FILE`,
+        /// or `-` to read it from stdin.
+        #[arg(long, value_name = "JSON|@FILE|-")]
+        args: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Call a tool by its qualified name and print the result.
     Call {
         /// The qualified tool name, as `tools` prints it (`mcp__SERVER__TOOL`).

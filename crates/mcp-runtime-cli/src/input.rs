@@ -86,6 +86,19 @@ impl JsonFlag {
         Ok(raw)
     }
 
+    /// A JSON object, parsed (`prompt --args`).
+    pub fn object_value(
+        self,
+        stdin: &mut dyn Read,
+    ) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+        let described = self.to_string();
+        match serde_json::from_str(self.object(stdin)?.get()) {
+            Ok(serde_json::Value::Object(object)) => Ok(object),
+            Ok(_) => bail!("{described} must be a JSON object, like '{{\"a\": 1}}'"),
+            Err(error) => bail!("{described} is not valid JSON: {error}"),
+        }
+    }
+
     /// `--sandbox-state`: one JSON value, kept as the exact text given.
     pub fn sandbox_state(self, stdin: &mut dyn Read) -> anyhow::Result<SandboxState> {
         let described = self.to_string();

@@ -15,6 +15,7 @@ mod config_file;
 mod demo;
 mod edit;
 mod elicit;
+mod features;
 mod import;
 mod input;
 mod logging;
@@ -252,6 +253,27 @@ async fn run_to_end(plan: Plan) -> u8 {
                 }
             };
             let code = print(&text, 0);
+            runtime.shutdown().await;
+            code
+        }
+        Plan::Features {
+            config,
+            scope,
+            json,
+            ask,
+        } => {
+            let mut options = StartOptions::new().with_scope(scope).wait_for_all();
+            if let Some(source) = login::credentials(&config).await {
+                options = options.with_credentials(source);
+            }
+            let runtime = match start(config, options, Wait::All).await {
+                Ok(runtime) => runtime,
+                Err(error) => return report(&error),
+            };
+            let code = match features::ask(&runtime, ask, json).await {
+                Ok(text) => print(&text, 0),
+                Err(error) => report(&error),
+            };
             runtime.shutdown().await;
             code
         }

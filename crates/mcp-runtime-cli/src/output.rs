@@ -161,7 +161,7 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     )
 }
 
-fn one_line(text: &str, max_chars: usize) -> String {
+pub fn one_line(text: &str, max_chars: usize) -> String {
     let line = printable(text.lines().next().unwrap_or_default().trim()).into_owned();
     let line = line.as_str();
     if line.chars().count() <= max_chars {

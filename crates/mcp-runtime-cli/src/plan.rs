@@ -14,6 +14,7 @@ use crate::{
     config_file::{self, Loaded},
     demo::DemoServer,
     edit::{self, Transport},
+    features::Ask,
     input::JsonFlag,
 };
 
@@ -42,6 +43,13 @@ pub enum Plan {
         authority: Option<CallAuthority>,
         /// How questions from the servers are answered.
         elicitation: crate::elicit::Policy,
+    },
+    /// Start the servers and ask them for resources or prompts.
+    Features {
+        config: Config,
+        scope: String,
+        json: bool,
+        ask: crate::features::Ask,
     },
     /// Start many runtimes at once and measure it.
     BenchStartup {
@@ -94,6 +102,33 @@ impl Plan {
         Ok(match args.command {
             Command::Servers { common } => Self::report(common, View::Servers)?,
             Command::Tools { common } => Self::report(common, View::Tools)?,
+            Command::Resources { common } => Self::features(common, Ask::Resources)?,
+            Command::Prompts { common } => Self::features(common, Ask::Prompts)?,
+            Command::Read {
+                uri,
+                server,
+                common,
+            } => Self::features(common, Ask::Read { uri, server })?,
+            Command::Prompt {
+                name,
+                server,
+                args,
+                common,
+            } => {
+                let arguments = args
+                    .map(|args| {
+                        JsonFlag::new("--args", args).object_value(&mut std::io::stdin().lock())
+                    })
+                    .transpose()?;
+                Self::features(
+                    common,
+                    Ask::Prompt {
+                        name,
+                        server,
+                        arguments,
+                    },
+                )?
+            }
             Command::Call {
                 name,
                 args,
@@ -227,6 +262,15 @@ impl Plan {
                 let server = remote_server(&config, &name)?;
                 Self::Logout { config, server }
             }
+        })
+    }
+
+    fn features(common: Common, ask: Ask) -> anyhow::Result<Self> {
+        Ok(Self::Features {
+            config: load(&common)?,
+            scope: common.scope,
+            json: common.json,
+            ask,
         })
     }
 

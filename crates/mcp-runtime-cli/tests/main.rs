@@ -10,6 +10,7 @@ mod call_scope;
 mod cli;
 mod conformance;
 mod edit;
+mod features;
 mod import;
 mod login;
 mod network;

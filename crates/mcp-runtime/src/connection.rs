@@ -19,6 +19,8 @@ mod cancellation;
 
 mod failure;
 
+pub(crate) mod features;
+
 mod input_rounds;
 
 mod listing;

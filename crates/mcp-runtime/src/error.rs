@@ -754,6 +754,95 @@ pub enum CallError {
     Restart(RestartError),
 }
 
+/// A request for a server's resources, prompts or completions failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum FeatureError {
+    /// No server has this name.
+    #[error("no server is named `{server}`")]
+    UnknownServer {
+        /// The name asked for.
+        server: String,
+    },
+    /// The server does not offer the feature in its capabilities.
+    #[error("server `{server}` offers no {feature}")]
+    NotOffered {
+        /// The server.
+        server: String,
+        /// `resources`, `prompts` or `completions`.
+        feature: &'static str,
+    },
+    /// No server offers the resource or prompt asked for.
+    #[error("no server offers {kind} `{name}`")]
+    NotFound {
+        /// `resource` or `prompt`.
+        kind: &'static str,
+        /// Its URI or name.
+        name: String,
+    },
+    /// More than one server offers the resource or prompt asked for.
+    #[error(
+        "{kind} `{name}` is offered by more than one server ({}): name the server",
+        quoted(servers)
+    )]
+    Ambiguous {
+        /// `resource` or `prompt`.
+        kind: &'static str,
+        /// Its URI or name.
+        name: String,
+        /// The servers that offer it, in name order.
+        servers: Vec<String>,
+    },
+    /// No answer within the server's `tool_timeout_sec`; the server was sent
+    /// `notifications/cancelled`.
+    #[error(
+        "server `{server}` did not answer `{method}` within {} (raise `tool_timeout_sec`)",
+        secs(*after)
+    )]
+    Timeout {
+        /// The server.
+        server: String,
+        /// The request's method.
+        method: &'static str,
+        /// The bound.
+        after: Duration,
+    },
+    /// The request failed: the server's JSON-RPC error, an HTTP failure or the end of
+    /// the connection.
+    #[error("server `{server}` failed `{method}`")]
+    Failed {
+        /// The server.
+        server: String,
+        /// The request's method.
+        method: &'static str,
+        /// Why.
+        #[source]
+        source: RequestError,
+    },
+    /// The server's answer is not what the method answers, or its list broke a guard.
+    #[error("server `{server}` answered `{method}` wrongly: {message}")]
+    Answer {
+        /// The server.
+        server: String,
+        /// The request's method.
+        method: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The server is not running and could not be started again.
+    #[error(transparent)]
+    Restart(RestartError),
+}
+
+/// `a`, `b` as a message lists names.
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|name| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A server that stopped after it was ready could not be started again.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]

@@ -49,7 +49,8 @@ pub use connection::{
     SERVER_LOG_TARGET, TOOL_CATALOG_CACHE_CAPABILITY, client_config,
 };
 pub use error::{
-    AuthorityError, CallError, ConfigError, ListToolsError, RestartError, StartError, StartupError,
+    AuthorityError, CallError, ConfigError, FeatureError, ListToolsError, RestartError, StartError,
+    StartupError,
 };
 pub use manager::{
     AuthState, CallOptions, DEFAULT_OPTIONAL_GRACE, DEFAULT_SCOPE, Runtime, ServerState,

@@ -30,6 +30,10 @@
 //!    servers.
 //!    A connection a restart replaces is shut down before the new one is installed.
 
+mod features;
+
+pub use features::{Prompts, Resources, ServerPrompt, ServerResource, ServerResourceTemplate};
+
 mod joining;
 
 mod startup;

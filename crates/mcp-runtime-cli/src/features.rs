@@ -1,0 +1,229 @@
+//! `resources`, `read`, `prompts` and `prompt`: the servers' resources and prompts,
+//! as tables or `--json`.
+//!
+//! A server whose list failed is named on stderr, one line each, and the others'
+//! entries are printed. A `read` or `prompt` without `--server` goes to the one server
+//! that lists it; none, or more than one, exits 2 naming them.
+
+use mcp_runtime::{
+    Runtime,
+    error::chain,
+    manager::{Prompts, Resources},
+    model::{GetPromptResult, JsonObject, ReadResourceResult, ResourceContents},
+};
+use serde_json::{Value, json};
+
+use crate::output::{one_line, printable, table};
+
+/// What to ask the servers.
+pub enum Ask {
+    Resources,
+    Read {
+        uri: String,
+        server: Option<String>,
+    },
+    Prompts,
+    Prompt {
+        name: String,
+        server: Option<String>,
+        arguments: Option<JsonObject>,
+    },
+}
+
+/// Asks the servers of `runtime`; the text to print, or the failure.
+pub async fn ask(runtime: &Runtime, ask: Ask, json: bool) -> anyhow::Result<String> {
+    Ok(match ask {
+        Ask::Resources => {
+            let listed = runtime.resources().await;
+            warn_failures(&listed.failures);
+            if json {
+                format!("{:#}\n", resources_json(&listed))
+            } else {
+                resources_table(&listed)
+            }
+        }
+        Ask::Prompts => {
+            let listed = runtime.prompts().await;
+            warn_failures(&listed.failures);
+            if json {
+                format!("{:#}\n", prompts_json(&listed))
+            } else {
+                prompts_table(&listed)
+            }
+        }
+        Ask::Read { uri, server } => {
+            let read = runtime.read_resource(&uri, server.as_deref()).await?;
+            if json {
+                format!("{}\n", serde_json::to_string_pretty(&read)?)
+            } else {
+                read_text(&read)
+            }
+        }
+        Ask::Prompt {
+            name,
+            server,
+            arguments,
+        } => {
+            let prompt = runtime
+                .get_prompt(&name, server.as_deref(), arguments)
+                .await?;
+            if json {
+                format!("{}\n", serde_json::to_string_pretty(&prompt)?)
+            } else {
+                prompt_text(&prompt)
+            }
+        }
+    })
+}
+
+fn warn_failures(failures: &[mcp_runtime::FeatureError]) {
+    for failure in failures {
+        eprintln!("mcp-runtime: {}", printable(&chain(failure)));
+    }
+}
+
+/// `{"resources":[…],"resource_templates":[…]}`.
+fn resources_json(listed: &Resources) -> Value {
+    let resources: Vec<Value> = listed
+        .resources
+        .iter()
+        .map(|entry| {
+            let resource = &entry.resource;
+            json!({
+                "server": entry.server,
+                "uri": resource.uri,
+                "name": resource.name,
+                "title": resource.title,
+                "description": resource.description,
+                "mime_type": resource.mime_type,
+            })
+        })
+        .collect();
+    let templates: Vec<Value> = listed
+        .templates
+        .iter()
+        .map(|entry| {
+            let template = &entry.template;
+            json!({
+                "server": entry.server,
+                "uri_template": template.uri_template,
+                "name": template.name,
+                "description": template.description,
+            })
+        })
+        .collect();
+    json!({ "resources": resources, "resource_templates": templates })
+}
+
+fn resources_table(listed: &Resources) -> String {
+    let rows: Vec<Vec<String>> = listed
+        .resources
+        .iter()
+        .map(|entry| {
+            vec![
+                printable(&entry.server).into_owned(),
+                printable(&entry.resource.uri).into_owned(),
+                one_line(&entry.resource.name, 60),
+                printable(entry.resource.mime_type.as_deref().unwrap_or_default()).into_owned(),
+            ]
+        })
+        .collect();
+    let mut out = table(&["SERVER", "URI", "NAME", "MIME TYPE"], &rows);
+    if !listed.templates.is_empty() {
+        let rows: Vec<Vec<String>> = listed
+            .templates
+            .iter()
+            .map(|entry| {
+                vec![
+                    printable(&entry.server).into_owned(),
+                    printable(&entry.template.uri_template).into_owned(),
+                    one_line(&entry.template.name, 60),
+                ]
+            })
+            .collect();
+        out.push('\n');
+        out.push_str(&table(&["SERVER", "URI TEMPLATE", "NAME"], &rows));
+    }
+    out
+}
+
+/// `{"prompts":[…]}`.
+fn prompts_json(listed: &Prompts) -> Value {
+    let prompts: Vec<Value> = listed
+        .prompts
+        .iter()
+        .map(|entry| {
+            let prompt = &entry.prompt;
+            json!({
+                "server": entry.server,
+                "name": prompt.name,
+                "title": prompt.title,
+                "description": prompt.description,
+                "arguments": prompt.arguments,
+            })
+        })
+        .collect();
+    json!({ "prompts": prompts })
+}
+
+fn prompts_table(listed: &Prompts) -> String {
+    let rows: Vec<Vec<String>> = listed
+        .prompts
+        .iter()
+        .map(|entry| {
+            let arguments = entry
+                .prompt
+                .arguments
+                .iter()
+                .flatten()
+                .map(|argument| match argument.required {
+                    Some(true) => argument.name.clone(),
+                    _ => format!("[{}]", argument.name),
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            vec![
+                printable(&entry.server).into_owned(),
+                printable(&entry.prompt.name).into_owned(),
+                printable(&arguments).into_owned(),
+                one_line(entry.prompt.description.as_deref().unwrap_or_default(), 80),
+            ]
+        })
+        .collect();
+    table(&["SERVER", "PROMPT", "ARGUMENTS", "DESCRIPTION"], &rows)
+}
+
+/// A read resource for people: text as text, anything else as JSON.
+fn read_text(read: &ReadResourceResult) -> String {
+    let mut out = String::new();
+    for contents in &read.contents {
+        match contents {
+            ResourceContents::TextResourceContents { text, .. } => out.push_str(&printable(text)),
+            other => out.push_str(&serde_json::to_string(other).unwrap_or_default()),
+        }
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// A prompt for people: each message as `ROLE: text` (other content as JSON).
+fn prompt_text(prompt: &GetPromptResult) -> String {
+    let mut out = String::new();
+    for message in &prompt.messages {
+        let role = serde_json::to_value(&message.role)
+            .ok()
+            .and_then(|role| role.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let content = match message.content.as_text() {
+            Some(text) => printable(&text.text).into_owned(),
+            None => serde_json::to_string(&message.content).unwrap_or_default(),
+        };
+        out.push_str(&format!("{role}: {content}"));
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
