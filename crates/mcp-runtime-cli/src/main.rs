@@ -409,6 +409,19 @@ impl Call {
                     Err(error) => report(&error.into()),
                 }
             }
+            // The result as the server gave it, then why it is refused.
+            Err(error @ CallError::OutputMismatch { .. }) => {
+                let printed = match &error {
+                    CallError::OutputMismatch { result, .. } => {
+                        output::call_json_or_text(result, self.json).map(|text| print(&text, 0))
+                    }
+                    _ => Ok(0),
+                };
+                match printed {
+                    Ok(_) => report(&error.into()),
+                    Err(failure) => report(&failure.into()),
+                }
+            }
             Err(error @ CallError::UnknownTool { .. }) => {
                 warn_failed(&runtime.servers());
                 report(&anyhow::anyhow!(

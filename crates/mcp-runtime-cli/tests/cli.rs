@@ -1118,3 +1118,43 @@ fn a_calls_progress_prints_nothing_extra_on_a_pipe() {
     assert_eq!(stdout(&output), "{\"a\":1}\n");
     assert_eq!(stderr(&output), "");
 }
+
+#[test]
+fn a_result_its_output_schema_refuses_is_printed_and_exits_2_naming_the_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema =
+        r#"{"type":"object","properties":{"hits":{"type":"integer"}},"required":["hits"]}"#;
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.typed]\ncommand = {:?}\nargs = [\"--echo-output-schema\", {:?}]\n",
+            fixture_server().to_str().unwrap(),
+            schema,
+        ),
+    );
+    let call = |arguments: &str| {
+        run(&[
+            "call",
+            "mcp__typed__echo",
+            "--args",
+            arguments,
+            "--config",
+            config.to_str().unwrap(),
+        ])
+    };
+    let conforming = call(r#"{"hits": 3}"#);
+    assert_eq!(conforming.status.code(), Some(0), "{}", stderr(&conforming));
+    assert_eq!(stdout(&conforming), "{\"hits\":3}\n");
+
+    let refused = call(r#"{"hits": "three"}"#);
+    assert_eq!(refused.status.code(), Some(2));
+    assert_eq!(
+        stdout(&refused),
+        "{\"hits\":\"three\"}\n",
+        "the result, as it came"
+    );
+    assert_eq!(
+        stderr(&refused),
+        "mcp-runtime: tool `echo` on server `typed` answered a result its `outputSchema` refuses: at `/hits`: \"three\" is not of type \"integer\"\n"
+    );
+}

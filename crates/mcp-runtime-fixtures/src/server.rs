@@ -86,6 +86,9 @@ pub struct Behaviour {
     pub fail_list: bool,
     /// List `ask`, `roots` and `sample`, which ask the client (see `asks.rs`).
     pub asks: bool,
+    /// The `outputSchema` of `echo` (which answers its arguments as structured
+    /// content, so a call chooses whether its result conforms).
+    pub echo_output_schema: Option<JsonObject>,
     /// Before answering a `tools/call` that carries a progress token, report this
     /// many steps of progress (`1` to `N` of `N`, with a message each).
     pub progress_steps: usize,
@@ -521,12 +524,14 @@ fn with_structured(text: String, structured: Value) -> CallToolResult {
 /// The tool list in its fixed order (see the module docs).
 fn tools(behaviour: &Behaviour) -> Vec<Tool> {
     let no_arguments = no_arguments();
+    let mut echo = Tool::new(
+        "echo",
+        "Return the arguments as JSON text and as structured content",
+        schema(json!({ "type": "object" })),
+    );
+    echo.output_schema = behaviour.echo_output_schema.clone().map(Arc::new);
     let mut tools = vec![
-        Tool::new(
-            "echo",
-            "Return the arguments as JSON text and as structured content",
-            schema(json!({ "type": "object" })),
-        ),
+        echo,
         Tool::new(
             "fail",
             "Always fail with isError: true",

@@ -749,6 +749,21 @@ pub enum CallError {
         /// How the connection ended: a local server's exit status and last stderr.
         reason: String,
     },
+    /// The result does not conform to the tool's `outputSchema` (a result with
+    /// `isError: true` is never checked).
+    #[error(
+        "tool `{tool}` on server `{server}` answered a result its `outputSchema` refuses: {message}"
+    )]
+    OutputMismatch {
+        /// The server.
+        server: String,
+        /// The raw tool name.
+        tool: String,
+        /// Where and how the result is wrong.
+        message: String,
+        /// The result as the server returned it.
+        result: Box<rmcp::model::CallToolResult>,
+    },
     /// The tool's server had stopped and could not be started again.
     #[error(transparent)]
     Restart(RestartError),

@@ -33,6 +33,7 @@ pub mod error;
 pub mod host;
 pub mod manager;
 pub mod naming;
+mod output_schema;
 pub mod progress;
 pub mod protocol_era;
 pub mod redact;

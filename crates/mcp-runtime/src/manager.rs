@@ -145,6 +145,8 @@ struct Shared {
     credentials: Option<Arc<dyn crate::auth::CredentialSource>>,
     /// See [`StartOptions::with_host`].
     host: crate::host::HostHandlers,
+    /// The tools' output schemas, compiled.
+    validators: crate::output_schema::Validators,
     default_authority: RwLock<Option<CallAuthority>>,
     listings: Mutex<Listings>,
     catalog: watch::Sender<Arc<Catalog>>,
@@ -515,7 +517,15 @@ impl Runtime {
         match result {
             Ok(result) => {
                 self.shared.usable(&server_name, generation);
-                Ok(result)
+                match self.output_mismatch(qualified_name, &server_name, &result) {
+                    None => Ok(result),
+                    Some(message) => Err(CallError::OutputMismatch {
+                        server: server_name,
+                        tool: tool_name,
+                        message,
+                        result: Box::new(result),
+                    }),
+                }
             }
             // A request that failed because the connection ended: say how it ended.
             Err(CallError::Failed {
@@ -574,6 +584,21 @@ impl Runtime {
     /// Calls to the server wait for the restart, then use the new connection.
     pub async fn restart(&self, server: &str) -> Result<(), RestartError> {
         self.shared.restart(server).await.map(drop)
+    }
+
+    /// How `result` fails the tool's `outputSchema`, if it does (see
+    /// [`crate::output_schema`]).
+    fn output_mismatch(
+        &self,
+        qualified_name: &str,
+        server: &str,
+        result: &CallToolResult,
+    ) -> Option<String> {
+        let listed = self.catalog().resolve(qualified_name)?.tool.clone();
+        self.shared
+            .validators
+            .check(server, qualified_name, &listed, result)
+            .err()
     }
 
     /// Tells every server with a connection that the host's roots changed
@@ -695,6 +720,7 @@ impl Shared {
             eras: crate::protocol_era::Detection::default(),
             credentials: None,
             host: crate::host::HostHandlers::default(),
+            validators: Default::default(),
             default_authority: RwLock::new(None),
             listings: Mutex::new(Listings {
                 version: 0,

@@ -80,6 +80,9 @@ struct Args {
     /// elicitation, its roots and a model's message
     #[arg(long)]
     asks: bool,
+    /// Give `echo` this `outputSchema` (a JSON object)
+    #[arg(long, value_name = "JSON", value_parser = parse_object)]
+    echo_output_schema: Option<JsonObject>,
     /// Before answering a `tools/call` that asks for progress, report N steps
     #[arg(long, value_name = "N", default_value_t = 0)]
     progress_steps: usize,
@@ -237,6 +240,13 @@ struct Args {
     oauth_log: Option<PathBuf>,
 }
 
+fn parse_object(text: &str) -> Result<JsonObject, String> {
+    match serde_json::from_str(text) {
+        Ok(serde_json::Value::Object(object)) => Ok(object),
+        _ => Err("a JSON object".to_owned()),
+    }
+}
+
 fn parse_experimental(text: &str) -> Result<(String, JsonObject), String> {
     let (name, json) = text
         .split_once('=')
@@ -267,6 +277,7 @@ impl Args {
             list_padding_bytes: self.list_padding_bytes,
             asks: self.asks,
             progress_steps: self.progress_steps,
+            echo_output_schema: self.echo_output_schema.clone(),
             call_result_bytes: self.call_result_bytes,
             experimental: self
                 .experimental
