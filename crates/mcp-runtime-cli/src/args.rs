@@ -121,10 +121,10 @@ pub enum Command {
         #[arg(long, value_name = "PATH", requires = "sandbox_state")]
         codex_executable: Option<std::path::PathBuf>,
         /// How to answer a server that asks the person something during the call:
-        /// decline (the default: elicitation is not offered), cancel, or accept each
-        /// form with its fields' defaults.
-        #[arg(long, value_enum, value_name = "ANSWER", default_value_t)]
-        elicitation: crate::elicit::Policy,
+        /// decline (elicitation is not offered), cancel, or accept each form with its
+        /// fields' defaults. Default: ask the person on a terminal, else decline.
+        #[arg(long, value_enum, value_name = "ANSWER")]
+        elicitation: Option<crate::elicit::Policy>,
         #[command(flatten)]
         common: Common,
     },

@@ -1,8 +1,9 @@
-//! How `call` answers a server that asks the person something (elicitation) when
-//! no one can be asked: `--elicitation decline|cancel|accept-defaults`.
+//! How `call` answers a server that asks the person something (elicitation).
 //!
-//! With the default, `decline`, elicitation is not offered to servers at all (a
-//! server that asks anyway is declined by the runtime). The other two offer form
+//! Without `--elicitation`, on a terminal (stdin and stderr), the person is asked
+//! ([`ask`]); elsewhere elicitation is not offered (a server that asks anyway is
+//! declined by the runtime). `--elicitation decline|cancel|accept-defaults` decides
+//! instead, for scripts: `decline` offers nothing, the other two offer form
 //! elicitation and answer every question the same way:
 //! - `cancel`: the person dismissed the question;
 //! - `accept-defaults`: accept with each field's `default` from the request's schema;
@@ -11,6 +12,8 @@
 //!
 //! URL elicitation is never offered: nobody is there to open the URL.
 
+pub mod ask;
+
 use clap::ValueEnum;
 use mcp_runtime::{
     host::{Elicitation, ElicitationModes, HandlerFuture, HostHandlers},
@@ -18,11 +21,26 @@ use mcp_runtime::{
 };
 use serde_json::{Map, Value};
 
+/// The host handlers of a call: `--elicitation`'s, else the person's on a
+/// `terminal`, else none.
+pub fn handlers(policy: Option<Policy>, terminal: bool) -> HostHandlers {
+    match policy {
+        Some(policy) => policy.handlers(),
+        None if terminal => HostHandlers::new().with_elicitation(Interactive),
+        None => HostHandlers::new(),
+    }
+}
+
+/// Whether the person can be asked: stdin and stderr are terminals.
+pub fn person_at_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
 /// `--elicitation`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Policy {
     /// Decline every question (elicitation is not offered).
-    #[default]
     Decline,
     /// Cancel every question.
     Cancel,
@@ -37,6 +55,36 @@ impl Policy {
             Self::Decline => HostHandlers::new(),
             policy => HostHandlers::new().with_elicitation(Answer(policy)),
         }
+    }
+}
+
+/// Asks the person at the terminal (form questions only: URL ones are not offered).
+struct Interactive;
+
+impl Elicitation for Interactive {
+    fn elicit<'a>(
+        &'a self,
+        server: &'a str,
+        request: ElicitRequestParams,
+    ) -> HandlerFuture<'a, ElicitResult> {
+        let server = server.to_owned();
+        Box::pin(async move {
+            let ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } = request
+            else {
+                return ElicitResult::new(ElicitationAction::Decline);
+            };
+            let schema = serde_json::to_value(requested_schema).unwrap_or_default();
+            // The terminal's prompts block: off the runtime's threads.
+            tokio::task::spawn_blocking(move || {
+                ask::ask(&ask::Terminal, &server, &message, &schema)
+            })
+            .await
+            .unwrap_or_else(|_| ElicitResult::new(ElicitationAction::Cancel))
+        })
     }
 }
 

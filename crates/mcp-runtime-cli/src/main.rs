@@ -162,7 +162,7 @@ async fn run(plan: Plan, mut interrupt: Interrupt) -> u8 {
             let mut options = StartOptions::new()
                 .with_scope(scope)
                 .with_other_configured_servers(others)
-                .with_host(elicitation.handlers());
+                .with_host(elicit::handlers(elicitation, elicit::person_at_terminal()));
             if let Some(source) = login::credentials(&config).await {
                 options = options.with_credentials(source);
             }

@@ -41,8 +41,8 @@ pub enum Plan {
         /// A JSON object, exactly as the user wrote it.
         arguments: Box<RawValue>,
         authority: Option<CallAuthority>,
-        /// How questions from the servers are answered.
-        elicitation: crate::elicit::Policy,
+        /// How questions from the servers are answered: `--elicitation`, if given.
+        elicitation: Option<crate::elicit::Policy>,
     },
     /// Start the servers and ask them for resources or prompts.
     Features {
