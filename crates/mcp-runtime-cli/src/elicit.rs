@@ -16,7 +16,7 @@ pub mod ask;
 
 use clap::ValueEnum;
 use mcp_runtime::{
-    host::{Elicitation, ElicitationModes, HandlerFuture, HostHandlers},
+    host::{Elicitation, HandlerFuture, HostHandlers},
     model::{ElicitRequestParams, ElicitResult, ElicitationAction},
 };
 use serde_json::{Map, Value};
@@ -92,13 +92,6 @@ impl Elicitation for Interactive {
 struct Answer(Policy);
 
 impl Elicitation for Answer {
-    fn modes(&self) -> ElicitationModes {
-        ElicitationModes {
-            form: true,
-            url: false,
-        }
-    }
-
     fn elicit<'a>(
         &'a self,
         server: &'a str,

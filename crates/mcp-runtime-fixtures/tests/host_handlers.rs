@@ -15,7 +15,7 @@ use std::{
 use mcp_runtime::{
     ListingRegistry, Runtime, ServerConfig, StartOptions,
     config::Protocol,
-    host::{Elicitation, ElicitationModes, HandlerFuture, HostHandlers, Root, Roots, Sampling},
+    host::{Elicitation, HandlerFuture, HostHandlers, Root, Roots, Sampling},
     model::{
         CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
         ElicitationAction, SamplingMessage,
@@ -34,13 +34,6 @@ struct Person {
 }
 
 impl Elicitation for Person {
-    fn modes(&self) -> ElicitationModes {
-        ElicitationModes {
-            form: true,
-            url: false,
-        }
-    }
-
     fn elicit<'a>(
         &'a self,
         server: &'a str,

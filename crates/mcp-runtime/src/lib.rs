@@ -40,6 +40,8 @@ pub mod redact;
 pub mod sandbox_metadata;
 pub mod shared_listing;
 mod sync;
+#[cfg(test)]
+mod test_events;
 mod transport;
 
 pub use authority::{AuthorityBound, CallAuthority, CapturedAuthority, Unsandboxed};

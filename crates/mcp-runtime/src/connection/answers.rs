@@ -301,43 +301,10 @@ impl Pauses {
 mod tests {
     use super::*;
 
-    /// Records each event's target, level and fields.
-    #[derive(Clone, Default)]
-    struct Recorded(Arc<Mutex<Vec<String>>>);
-
-    impl tracing::Subscriber for Recorded {
-        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-            true
-        }
-        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-            tracing::span::Id::from_u64(1)
-        }
-        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-        fn event(&self, event: &tracing::Event<'_>) {
-            struct Fields(String);
-            impl tracing::field::Visit for Fields {
-                fn record_debug(
-                    &mut self,
-                    field: &tracing::field::Field,
-                    value: &dyn std::fmt::Debug,
-                ) {
-                    self.0.push_str(&format!(" {}={value:?}", field.name()));
-                }
-            }
-            let metadata = event.metadata();
-            let mut fields = Fields(format!("{} {}", metadata.target(), metadata.level()));
-            event.record(&mut fields);
-            lock(&self.0).push(fields.0);
-        }
-        fn enter(&self, _: &tracing::span::Id) {}
-        fn exit(&self, _: &tracing::span::Id) {}
-    }
-
     #[test]
     fn a_servers_log_message_is_an_event_of_its_own_target_naming_the_server() {
         use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
-        let recorded = Recorded::default();
+        let recorded = crate::test_events::Events::default();
         tracing::subscriber::with_default(recorded.clone(), || {
             for level in [
                 LoggingLevel::Debug,
@@ -353,7 +320,7 @@ mod tests {
         });
         let fields = r#"server="files" logger="db" data={"n":1}"#;
         assert_eq!(
-            *lock(&recorded.0),
+            recorded.with_targets(),
             [
                 format!("mcp_runtime::server_log DEBUG {fields}"),
                 format!("mcp_runtime::server_log INFO {fields}"),

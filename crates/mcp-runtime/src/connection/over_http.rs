@@ -153,7 +153,7 @@ async fn start_with(
                 .map_err(handshake)
         }
         None => {
-            let fallback = client.again();
+            let fallback = client.clone();
             let transport = http::transport(server, resolved, splicer.clone(), oauth.clone())?;
             // Dropping the probe on time drops its transport (invariant 2).
             let probe = tokio::time::timeout(
@@ -207,14 +207,6 @@ impl Reached {
             legacy_sse: false,
             oauth: false,
         }
-    }
-}
-
-impl Client {
-    /// The same client again, for another transport: its `initialize` parameters,
-    /// the same `tools/list_changed` signal and the same answers.
-    fn again(&self) -> Self {
-        self.clone()
     }
 }
 
@@ -276,7 +268,7 @@ async fn initialize(
     oauth: Option<http::OAuthLogin>,
 ) -> Result<Reached, StartupError> {
     let transport = http::transport(server, resolved, splicer.clone(), oauth.clone())?;
-    let fallback = client.again();
+    let fallback = client.clone();
     // The transport is dropped on failure; only a started one may end the connection.
     let attempt = CancellationToken::new();
     let (transport, refusal) = Gate::new(

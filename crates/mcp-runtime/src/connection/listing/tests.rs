@@ -1,7 +1,5 @@
 //! Tests of `tools/list` handling: a raw JSON-RPC peer in process, and properties.
 
-use std::sync::{Arc, Mutex};
-
 use rmcp::{ServiceExt, service::RunningService};
 use serde_json::{Value, json};
 use tokio::{
@@ -243,41 +241,9 @@ async fn an_answer_that_is_not_a_tools_list_result_fails_the_listing() {
     }
 }
 
-/// Collects every event as one line: its fields as `name=value`, message first.
-#[derive(Clone, Default)]
-struct Events(Arc<Mutex<Vec<String>>>);
-
-impl tracing::Subscriber for Events {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        struct Line(String);
-        impl tracing::field::Visit for Line {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
-                if field.name() == "message" {
-                    self.0.insert_str(0, &format!("{value:?}"));
-                } else {
-                    self.0.push_str(&format!(" {}={value:?}", field.name()));
-                }
-            }
-        }
-        let mut line = Line(String::new());
-        event.record(&mut line);
-        self.0.lock().unwrap().push(line.0);
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
 #[tokio::test]
 async fn left_out_tools_are_named_in_warnings_up_to_a_limit() {
-    let events = Events::default();
+    let events = crate::test_events::Events::default();
     let _default = tracing::subscriber::set_default(events.clone());
     let mut tools: Vec<String> = (0..MAX_WARNINGS + 2)
         .map(|n| format!(r#"{{"name":"bad{n}","inputSchema":"object"}}"#))
@@ -285,7 +251,7 @@ async fn left_out_tools_are_named_in_warnings_up_to_a_limit() {
     tools.push(good("good"));
     let tools = list(vec![page(&tools.join(","), None)]).await.unwrap();
     assert_eq!(names(&tools), ["good"]);
-    let events = events.0.lock().unwrap();
+    let events = events.lines();
     let warnings: Vec<&String> = events
         .iter()
         .filter(|line| line.starts_with("left out"))
