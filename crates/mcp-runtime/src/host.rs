@@ -2,8 +2,9 @@
 //! question for the person), sampling (a message from the host's language model) and
 //! roots (the directories the host works in).
 //!
-//! A host gives the handlers it has to [`StartOptions::with_host`]
-//! (`crate::StartOptions`), each optional, as [`HostHandlers`]. What each offers is
+//! A host gives the handlers it has to
+//! [`StartOptions::with_host`](crate::StartOptions::with_host), each optional, as
+//! [`HostHandlers`]. What each offers is
 //! what every server is told in the client capabilities (of `initialize`, or of each
 //! request's `_meta` under 2026-07-28), and nothing more:
 //!
