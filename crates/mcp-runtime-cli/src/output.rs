@@ -6,7 +6,9 @@
 
 use std::borrow::Cow;
 
-use mcp_runtime::{Catalog, QualifiedTool, ServerStatus, error::chain, model::CallToolResult};
+use mcp_runtime::{
+    Catalog, QualifiedTool, ServerStatus, TaskSupport, error::chain, model::CallToolResult,
+};
 use serde_json::{Value, json};
 
 /// The `--json` report of `servers` and `tools`: one object with both lists. A
@@ -39,10 +41,10 @@ pub fn report_json(servers: &[ServerStatus], catalog: &Catalog) -> Value {
 
 /// One tool of the `--json` report. The host settings of the server's table appear
 /// only when set: `approval_mode` (`auto`, `prompt`, `writes` or `approve`),
-/// `output_token_limit`, and `supports_parallel_tool_calls` (only when `true`).
-/// Last, `definition`: the tool as the server listed it, every field rmcp's `Tool`
-/// keeps (`title`, `annotations`, `outputSchema`, `icons`, `_meta`; not yet
-/// `execution`, which rmcp 3.11's `Tool` drops).
+/// `output_token_limit`, and `supports_parallel_tool_calls` (only when `true`);
+/// `task_support` (`optional` or `required`) only when the tool may run as a task.
+/// Last, `definition`: the tool as the server listed it (`title`, `annotations`,
+/// `outputSchema`, `execution`, `icons`, `_meta`…).
 fn tool_json(tool: &QualifiedTool) -> Value {
     let mut object = json!({
         "qualified_name": tool.qualified_name,
@@ -61,7 +63,14 @@ fn tool_json(tool: &QualifiedTool) -> Value {
     if tool.supports_parallel_tool_calls {
         fields.insert("supports_parallel_tool_calls".into(), true.into());
     }
-    fields.insert("definition".into(), json!(tool.tool));
+    if tool.task_support != TaskSupport::Forbidden {
+        fields.insert("task_support".into(), tool.task_support.as_str().into());
+    }
+    let mut definition = json!(tool.tool);
+    if let (Some(execution), Value::Object(definition)) = (&tool.execution, &mut definition) {
+        definition.insert("execution".into(), Value::Object((**execution).clone()));
+    }
+    fields.insert("definition".into(), definition);
     object
 }
 
@@ -204,6 +213,8 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use mcp_runtime::ListedTool;
+
     use super::*;
 
     #[test]
@@ -233,7 +244,9 @@ mod tests {
             model::Tool,
         };
 
-        let tool = |name: &str| Tool::new(name.to_owned(), "", Arc::new(Default::default()));
+        let tool = |name: &str| {
+            ListedTool::from(Tool::new(name.to_owned(), "", Arc::new(Default::default())))
+        };
         let mut configured = ServerConfig::stdio("my-server", "unused", vec![]);
         configured.default_tools_approval_mode = Some(ApprovalMode::Prompt);
         configured.supports_parallel_tool_calls = true;
@@ -315,13 +328,17 @@ mod tests {
             "outputSchema": {"type": "object", "properties": {"hits": {"type": "integer"}}},
             "annotations": {"readOnlyHint": true, "openWorldHint": false},
             "icons": [{"src": "https://example.com/i.png", "mimeType": "image/png"}],
+            "execution": {"taskSupport": "optional"},
             "_meta": {"example.com/x": 1}
         });
         let tool: mcp_runtime::model::Tool = serde_json::from_value(listed.clone()).unwrap();
+        let execution = listed["execution"].as_object().cloned();
         let server = mcp_runtime::ServerConfig::stdio("s", "unused", vec![]);
-        let catalog = Catalog::build(&Catalog::default(), [(&server, &[tool][..])]);
+        let tools = [ListedTool::new(tool, execution)];
+        let catalog = Catalog::build(&Catalog::default(), [(&server, &tools[..])]);
         let report = report_json(&[], &catalog);
         assert_eq!(report["tools"][0]["definition"], listed);
+        assert_eq!(report["tools"][0]["task_support"], "optional");
     }
 
     #[test]

@@ -37,7 +37,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use rmcp::model::Tool;
+use rmcp::model::{JsonObject, Tool};
 
 pub use crate::naming::MAX_TOOL_NAME_LEN;
 use crate::{
@@ -45,6 +45,72 @@ use crate::{
     naming::Registry,
     sync::lock,
 };
+
+/// A tool as a server listed it: rmcp's [`Tool`], and the fields of the listing that
+/// [`Tool`] does not model (rmcp 3.11 has no `execution`, which says whether the tool
+/// runs as a task in the 2025-11-25 revision).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ListedTool {
+    /// The tool, as rmcp reads it.
+    pub tool: Tool,
+    /// The tool's `execution` object, as listed.
+    pub execution: Option<JsonObject>,
+}
+
+impl ListedTool {
+    /// `tool`, listed with `execution`.
+    pub fn new(tool: Tool, execution: Option<JsonObject>) -> Self {
+        Self { tool, execution }
+    }
+
+    /// Whether the tool runs as a task: its `execution.taskSupport`, `forbidden` when
+    /// absent or not one of the three values (the schema's default).
+    pub fn task_support(&self) -> TaskSupport {
+        match self
+            .execution
+            .as_ref()
+            .and_then(|execution| execution.get("taskSupport"))
+            .and_then(serde_json::Value::as_str)
+        {
+            Some("required") => TaskSupport::Required,
+            Some("optional") => TaskSupport::Optional,
+            _ => TaskSupport::Forbidden,
+        }
+    }
+}
+
+impl From<Tool> for ListedTool {
+    fn from(tool: Tool) -> Self {
+        Self::new(tool, None)
+    }
+}
+
+/// Whether a tool is called as a task (its listed `execution.taskSupport`, 2025-11-25):
+/// mcp-runtime calls a `Required` tool through the task API, and the others as plain
+/// calls. Under 2026-07-28 the server decides per call, whatever the listing says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum TaskSupport {
+    /// The tool must not be called as a task (the default).
+    #[default]
+    Forbidden,
+    /// The tool may be called as a task.
+    Optional,
+    /// The tool must be called as a task.
+    Required,
+}
+
+impl TaskSupport {
+    /// The value as the listing spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Forbidden => "forbidden",
+            Self::Optional => "optional",
+            Self::Required => "required",
+        }
+    }
+}
 
 /// A tool as the model sees it, with the settings the host applies to it.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,6 +123,10 @@ pub struct QualifiedTool {
     /// The tool as the server listed it (its raw name is `tool.name`); shared with the
     /// catalogs built from this one while the server lists it unchanged.
     pub tool: Arc<Tool>,
+    /// The tool's `execution` object as listed, which rmcp's [`Tool`] does not keep.
+    pub execution: Option<Arc<JsonObject>>,
+    /// Whether the tool is called as a task (from `execution`).
+    pub task_support: TaskSupport,
     /// Whether the host asks before it runs: the tool's `approval_mode`, else the
     /// server's `default_tools_approval_mode`; `None` when neither is set (the host's
     /// own policy applies).
@@ -110,18 +180,22 @@ impl Catalog {
     /// on every name either gave.
     pub fn build<'a>(
         previous: &Catalog,
-        servers: impl IntoIterator<Item = (&'a ServerConfig, &'a [Tool])>,
+        servers: impl IntoIterator<Item = (&'a ServerConfig, &'a [ListedTool])>,
     ) -> Self {
         // Sorted by (server, raw name), so the order of servers and of tools cannot
         // change a name; of two tools with one name on one server, the first listed
         // is kept, as in a listing (`connection::listing`).
-        let mut entries: BTreeMap<(&str, &str), (&ServerConfig, &Tool)> = BTreeMap::new();
+        let mut entries: BTreeMap<(&str, &str), (&ServerConfig, &ListedTool)> = BTreeMap::new();
         for (config, tools) in servers {
             let server = config.name.as_str();
-            for tool in tools.iter().filter(|tool| config.exposes_tool(&tool.name)) {
+            for listed in tools
+                .iter()
+                .filter(|listed| config.exposes_tool(&listed.tool.name))
+            {
+                let tool = &listed.tool;
                 match entries.entry((server, tool.name.as_ref())) {
                     Entry::Vacant(entry) => {
-                        entry.insert((config, tool));
+                        entry.insert((config, listed));
                     }
                     Entry::Occupied(_) => {
                         tracing::warn!(server, tool = %tool.name, "server listed a tool twice; keeping the first");
@@ -135,15 +209,24 @@ impl Catalog {
         let mut tools: Vec<QualifiedTool> = entries
             .into_values()
             .zip(names)
-            .map(|((config, tool), qualified_name)| {
+            .map(|((config, listed), qualified_name)| {
                 // A tool listed unchanged keeps the copy the previous catalog holds.
-                let tool = match previous.resolve(&qualified_name) {
-                    Some(known) if known.server == config.name && *known.tool == *tool => {
-                        known.tool.clone()
+                let (tool, execution) = match previous.resolve(&qualified_name) {
+                    Some(known)
+                        if known.server == config.name
+                            && *known.tool == listed.tool
+                            && known.execution.as_deref() == listed.execution.as_ref() =>
+                    {
+                        (known.tool.clone(), known.execution.clone())
                     }
-                    _ => Arc::new(tool.clone()),
+                    _ => (
+                        Arc::new(listed.tool.clone()),
+                        listed.execution.clone().map(Arc::new),
+                    ),
                 };
                 QualifiedTool {
+                    task_support: listed.task_support(),
+                    execution,
                     approval_mode: config.approval_mode(&tool.name),
                     output_token_limit: config
                         .tools

@@ -45,7 +45,7 @@ mod test_events;
 mod transport;
 
 pub use authority::{AuthorityBound, CallAuthority, CapturedAuthority, Unsandboxed};
-pub use catalog::{Catalog, QualifiedTool};
+pub use catalog::{Catalog, ListedTool, QualifiedTool, TaskSupport};
 pub use config::{Config, ServerConfig};
 pub use connection::{
     ACCEPTED_PROTOCOL_VERSIONS, MAX_LIST_PAGES, MAX_LISTED_TOOLS, PROTOCOL_VERSION,

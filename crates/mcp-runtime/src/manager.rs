@@ -54,7 +54,7 @@ use std::{
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use rmcp::model::{CallToolResult, JsonObject, Tool};
+use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc::UnboundedSender, watch};
 use tokio_util::task::AbortOnDropHandle;
@@ -65,7 +65,7 @@ pub use self::{
 };
 use crate::{
     authority::{CallAuthority, probe::LauncherProbe},
-    catalog::Catalog,
+    catalog::{Catalog, ListedTool},
     config::{Config, ServerConfig},
     connection::Connection,
     error::{CallError, ListToolsError, RequestError, RestartError, StartError},
@@ -780,7 +780,7 @@ impl Shared {
     /// Stores the answer to `name`'s request of `generation`, unless a later
     /// request's answer is already stored; returns the listings' new version if it
     /// stored it.
-    fn store(&self, name: &str, generation: u64, tools: Vec<Tool>) -> Option<u64> {
+    fn store(&self, name: &str, generation: u64, tools: Vec<ListedTool>) -> Option<u64> {
         let mut listings = lock(&self.listings);
         let listing = listings
             .by_server

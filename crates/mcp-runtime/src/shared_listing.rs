@@ -60,19 +60,20 @@ use std::{
     time::Duration,
 };
 
-use rmcp::model::{CacheScope, ClientConfig, Tool};
+use rmcp::model::{CacheScope, ClientConfig};
 use sha2::{Digest, Sha256};
 use tokio::{sync::watch, time::Instant};
 
 use crate::{
     auth::account::LoginIdentity,
+    catalog::ListedTool,
     config::{Environment, Protocol},
     protocol_era::{EraKey, EraMemory},
     transport::Endpoint,
 };
 
 /// Tools as one `tools/list` answered them, shared between startups.
-pub(crate) type SharedTools = Arc<Vec<Tool>>;
+pub(crate) type SharedTools = Arc<Vec<ListedTool>>;
 
 /// The identity of a startup's discovery inputs, as a digest.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

@@ -3,8 +3,8 @@ use std::collections::HashSet;
 use super::*;
 use crate::config::ToolConfig;
 
-fn tool(name: &str) -> Tool {
-    Tool::new(name.to_owned(), "", Arc::new(Default::default()))
+fn tool(name: &str) -> ListedTool {
+    Tool::new(name.to_owned(), "", Arc::new(Default::default())).into()
 }
 
 fn server(name: &str) -> ServerConfig {
@@ -12,7 +12,7 @@ fn server(name: &str) -> ServerConfig {
 }
 
 /// A first catalog of `servers`.
-fn build<'a>(servers: impl IntoIterator<Item = (&'a ServerConfig, &'a [Tool])>) -> Catalog {
+fn build<'a>(servers: impl IntoIterator<Item = (&'a ServerConfig, &'a [ListedTool])>) -> Catalog {
     Catalog::build(&Catalog::default(), servers)
 }
 
@@ -79,7 +79,7 @@ fn every_qualified_name_routes_back_to_its_server_and_raw_tool() {
     routed.sort();
     let mut expected: Vec<(String, String)> = first
         .iter()
-        .map(|t| ("one".to_owned(), t.name.to_string()))
+        .map(|t| ("one".to_owned(), t.tool.name.to_string()))
         .chain([("two".to_owned(), "plain".to_owned())])
         .collect();
     expected.sort();
@@ -91,13 +91,13 @@ fn every_qualified_name_routes_back_to_its_server_and_raw_tool() {
 fn a_tool_listed_twice_appears_once_as_first_listed() {
     let s = server("s");
     let mut first = tool("same");
-    first.description = Some("first".into());
+    first.tool.description = Some("first".into());
     let mut second = tool("same");
-    second.description = Some("second".into());
+    second.tool.description = Some("second".into());
     let tools = [first.clone(), second];
     let catalog = build([(&s, &tools[..])]);
     assert_eq!(names(&catalog), ["mcp__s__same"]);
-    assert_eq!(*catalog.tools()[0].tool, first);
+    assert_eq!(*catalog.tools()[0].tool, first.tool);
 }
 
 #[test]
@@ -184,7 +184,7 @@ fn a_refresh_keeps_every_name_and_shares_unchanged_tools() {
     let first = build([(&s, &s_tools[..]), (&t, &t_tools[..])]);
 
     let mut changed = tool("x");
-    changed.description = Some("new".into());
+    changed.tool.description = Some("new".into());
     let refreshed_t = [changed, tool("a.b")];
     let second = Catalog::build(&first, [(&s, &s_tools[..]), (&t, &refreshed_t[..])]);
     for old in first.tools() {
@@ -266,7 +266,7 @@ mod properties {
             .prop_map(|servers| servers.into_iter().collect())
     }
 
-    fn build(previous: &Catalog, servers: &[(ServerConfig, Vec<Tool>)]) -> Catalog {
+    fn build(previous: &Catalog, servers: &[(ServerConfig, Vec<ListedTool>)]) -> Catalog {
         Catalog::build(
             previous,
             servers
@@ -302,7 +302,7 @@ mod properties {
             servers in any_servers(),
             joining_later in 0..12_usize,
         ) {
-            let servers: Vec<(ServerConfig, Vec<Tool>)> = servers
+            let servers: Vec<(ServerConfig, Vec<ListedTool>)> = servers
                 .into_iter()
                 .map(|(name, tools)| (server(&name), tools.iter().map(|n| tool(n)).collect()))
                 .collect();
@@ -310,7 +310,7 @@ mod properties {
             let expected: BTreeSet<(String, String)> = servers
                 .iter()
                 .flat_map(|(config, tools)| {
-                    tools.iter().map(move |t| (config.name.clone(), t.name.to_string()))
+                    tools.iter().map(move |t| (config.name.clone(), t.tool.name.to_string()))
                 })
                 .collect();
             let mut routed = BTreeSet::new();
@@ -333,7 +333,7 @@ mod properties {
             prop_assert_eq!(&routed, &expected);
 
             // Neither the order of servers nor that of their tools changes a name.
-            let reversed: Vec<(ServerConfig, Vec<Tool>)> = servers
+            let reversed: Vec<(ServerConfig, Vec<ListedTool>)> = servers
                 .iter()
                 .rev()
                 .map(|(config, tools)| {

@@ -40,7 +40,7 @@ use serde_json::{Map, Value};
 
 use super::{MAX_LIST_PAGES, MAX_LISTED_TOOLS};
 use super::{cancellation::Cancellations, failure};
-use crate::{error::ListToolsError, shared_listing::Grant};
+use crate::{catalog::ListedTool, error::ListToolsError, shared_listing::Grant};
 
 /// How many characters of a tool's name a warning quotes.
 const LABEL_CHARS: usize = 64;
@@ -52,7 +52,7 @@ const MAX_WARNINGS: usize = 10;
 /// [`crate::shared_listing`]): `None` unless every page carried a positive `ttlMs`.
 #[derive(Debug)]
 pub(crate) struct Listing {
-    pub(crate) tools: Vec<Tool>,
+    pub(crate) tools: Vec<ListedTool>,
     pub(crate) grant: Option<Grant>,
 }
 
@@ -246,7 +246,7 @@ impl Page {
 /// The usable tools of one listing so far, first of each name, in listed order.
 #[derive(Debug, Default)]
 struct ListedTools {
-    tools: Vec<Tool>,
+    tools: Vec<ListedTool>,
     names: HashSet<String>,
     /// Every entry the server listed, usable or not.
     entries: usize,
@@ -258,21 +258,21 @@ impl ListedTools {
     fn push(&mut self, raw: Value) -> Result<(), LeftOut> {
         self.entries += 1;
         let label = Label::of(&raw, self.entries);
-        let tool = usable_tool(&raw).map_err(|reason| LeftOut {
+        let listed = usable_tool(&raw).map_err(|reason| LeftOut {
             label: label.clone(),
             reason,
         })?;
-        if !self.names.insert(tool.name.to_string()) {
+        if !self.names.insert(listed.tool.name.to_string()) {
             return Err(LeftOut {
                 label,
                 reason: Reason::Duplicate,
             });
         }
         debug_assert!(
-            !tool.name.is_empty(),
+            !listed.tool.name.is_empty(),
             "invariant 1: only named tools are kept"
         );
-        self.tools.push(tool);
+        self.tools.push(listed);
         debug_assert_eq!(
             self.names.len(),
             self.tools.len(),
@@ -282,7 +282,7 @@ impl ListedTools {
     }
 
     /// The kept tools, in listed order.
-    fn into_tools(self) -> Vec<Tool> {
+    fn into_tools(self) -> Vec<ListedTool> {
         self.tools
     }
 }
@@ -394,8 +394,10 @@ impl fmt::Display for Reason {
     }
 }
 
-/// `raw` as a tool, if it is one the runtime can expose.
-fn usable_tool(raw: &Value) -> Result<Tool, Reason> {
+/// `raw` as a tool, if it is one the runtime can expose, with its `execution` (which
+/// rmcp's [`Tool`] drops). An `execution` that is not an object is ignored with a
+/// warning, as rmcp ignores it: the tool is still usable.
+fn usable_tool(raw: &Value) -> Result<ListedTool, Reason> {
     let Value::Object(fields) = raw else {
         return Err(Reason::NotAnObject(kind(raw)));
     };
@@ -410,8 +412,21 @@ fn usable_tool(raw: &Value) -> Result<Tool, Reason> {
         Some(Value::Object(_)) => {}
         Some(other) => return Err(Reason::InputSchemaNotAnObject(kind(other))),
     }
-    Tool::deserialize(raw)
-        .map_err(|_| bad_field(fields).map_or(Reason::Malformed, Reason::BadField))
+    let tool = Tool::deserialize(raw)
+        .map_err(|_| bad_field(fields).map_or(Reason::Malformed, Reason::BadField))?;
+    let execution = match fields.get("execution") {
+        None => None,
+        Some(Value::Object(execution)) => Some(execution.clone()),
+        Some(other) => {
+            tracing::warn!(
+                tool = %shown(&tool.name),
+                "the tool's `execution` is {}, not an object; ignored",
+                kind(other)
+            );
+            None
+        }
+    };
+    Ok(ListedTool::new(tool, execution))
 }
 
 /// The first optional field of `fields` that does not read as a tool's field, found

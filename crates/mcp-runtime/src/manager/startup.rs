@@ -398,7 +398,7 @@ impl Outcome {
                 tools: started
                     .tools
                     .iter()
-                    .filter(|tool| self.config.exposes_tool(&tool.name))
+                    .filter(|listed| self.config.exposes_tool(&listed.tool.name))
                     .count(),
                 elapsed,
             },

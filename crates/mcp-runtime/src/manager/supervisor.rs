@@ -268,7 +268,7 @@ impl Shared {
         let tools = started
             .tools
             .iter()
-            .filter(|tool| server.config.exposes_tool(&tool.name))
+            .filter(|listed| server.config.exposes_tool(&listed.tool.name))
             .count();
         if self
             .store(name, listing, started.tools.as_ref().clone())

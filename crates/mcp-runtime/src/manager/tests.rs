@@ -1,8 +1,8 @@
 use super::*;
 use crate::error::StartupError;
 
-fn tool(name: &str) -> Tool {
-    Tool::new(name.to_owned(), "", Arc::new(Default::default()))
+fn tool(name: &str) -> ListedTool {
+    rmcp::model::Tool::new(name.to_owned(), "", Arc::new(Default::default())).into()
 }
 
 /// A runtime's shared state for servers `names`, each started with one tool

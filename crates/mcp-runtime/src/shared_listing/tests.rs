@@ -16,7 +16,9 @@ fn tools(names: &[&str]) -> SharedTools {
     Arc::new(
         names
             .iter()
-            .map(|name| Tool::new(name.to_string(), "", Arc::new(Default::default())))
+            .map(|name| {
+                rmcp::model::Tool::new(name.to_string(), "", Arc::new(Default::default())).into()
+            })
             .collect(),
     )
 }
@@ -89,8 +91,8 @@ async fn a_startup_that_begins_after_the_request_was_sent_asks_itself() {
     drop(first);
     let receiver = waits(latest.next());
     later_leader.publish(tools(&["new"]), None);
-    assert_eq!(wait(receiver).await.unwrap()[0].name, "new");
-    assert_eq!(takes(latest.next())[0].name, "new");
+    assert_eq!(wait(receiver).await.unwrap()[0].tool.name, "new");
+    assert_eq!(takes(latest.next())[0].tool.name, "new");
     // A startup that begins after every request was sent asks itself.
     let mut last = registry.begin(key(1));
     let _own = lead(last.next());
@@ -113,7 +115,7 @@ async fn a_withdrawn_attempt_hands_over_to_exactly_one_waiter() {
     let waiting: Vec<_> = next.into_iter().map(waits).collect();
     second.publish(tools(&["a"]), None);
     for receiver in waiting {
-        assert_eq!(wait(receiver).await.unwrap()[0].name, "a");
+        assert_eq!(wait(receiver).await.unwrap()[0].tool.name, "a");
     }
     drop(startups);
     assert!(registry.is_empty());
@@ -175,12 +177,12 @@ async fn a_private_grant_serves_only_the_same_credentials_and_a_public_one_any()
 
     // Alice's own private grant is preferred to the public one; Bob gets the public.
     let mut again = registry.begin(alice);
-    assert_eq!(granted(again.next())[0].name, "private");
+    assert_eq!(granted(again.next())[0].tool.name, "private");
     let mut carol = registry.begin(StartupKeys {
         private: DiscoveryKey([3; 32]),
         public: alice.public,
     });
-    assert_eq!(granted(carol.next())[0].name, "public");
+    assert_eq!(granted(carol.next())[0].tool.name, "public");
     // Another server (another public key) gets nothing.
     let mut elsewhere = registry.begin(key(4));
     let _own = lead(elsewhere.next());
@@ -212,10 +214,10 @@ async fn a_burst_listing_is_preferred_to_a_granted_one() {
     let mut waiter = registry.begin(key(1));
     let mut leader_startup = registry.begin(key(1));
     // The grant is fresh: the first to ask takes it and sends nothing.
-    assert_eq!(granted(leader_startup.next())[0].name, "old");
+    assert_eq!(granted(leader_startup.next())[0].tool.name, "old");
     registry.revoke(&key(1));
     lead(leader_startup.next()).publish(tools(&["new"]), grant(60, Scope::Private));
-    assert_eq!(takes(waiter.next())[0].name, "new");
+    assert_eq!(takes(waiter.next())[0].tool.name, "new");
 }
 
 #[test]

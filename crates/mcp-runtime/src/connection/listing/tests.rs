@@ -92,7 +92,13 @@ fn good(name: &str) -> String {
 }
 
 async fn list(pages: Vec<String>) -> Result<Vec<Tool>, ListToolsError> {
-    list_with_hints(pages).await.map(|listing| listing.tools)
+    list_with_hints(pages).await.map(|listing| {
+        listing
+            .tools
+            .into_iter()
+            .map(|listed| listed.tool)
+            .collect()
+    })
 }
 
 async fn list_with_hints(pages: Vec<String>) -> Result<Listing, ListToolsError> {
@@ -108,8 +114,8 @@ async fn list_with_hints(pages: Vec<String>) -> Result<Listing, ListToolsError> 
     .await
 }
 
-fn names(tools: &[Tool]) -> Vec<&str> {
-    tools.iter().map(|tool| tool.name.as_ref()).collect()
+fn names<'a>(tools: impl IntoIterator<Item = &'a Tool>) -> Vec<&'a str> {
+    tools.into_iter().map(|tool| tool.name.as_ref()).collect()
 }
 
 #[tokio::test]
@@ -151,6 +157,42 @@ async fn the_first_of_several_tools_with_one_name_is_kept() {
     let tools = list(pages).await.unwrap();
     assert_eq!(names(&tools), ["twice", "other"]);
     assert_eq!(tools[0].description.as_deref(), Some("first"));
+}
+
+#[test]
+fn a_tools_execution_is_kept_beside_what_rmcp_reads() {
+    use crate::catalog::TaskSupport;
+
+    let listed = |execution: Value| {
+        usable_tool(&json!({"name": "t", "inputSchema": {}, "execution": execution})).unwrap()
+    };
+    let required = listed(json!({"taskSupport": "required"}));
+    assert_eq!(
+        required.execution,
+        Some(
+            json!({"taskSupport": "required"})
+                .as_object()
+                .cloned()
+                .unwrap()
+        )
+    );
+    assert_eq!(required.task_support(), TaskSupport::Required);
+    assert_eq!(
+        listed(json!({"taskSupport": "optional"})).task_support(),
+        TaskSupport::Optional
+    );
+    assert_eq!(
+        listed(json!({"taskSupport": "sometimes"})).task_support(),
+        TaskSupport::Forbidden
+    );
+    assert_eq!(listed(json!({})).task_support(), TaskSupport::Forbidden);
+    // An `execution` that is not an object is ignored, as rmcp ignores it; the tool
+    // stays usable.
+    let odd = listed(json!("required"));
+    assert_eq!(odd.task_support(), TaskSupport::Forbidden);
+    assert_eq!(odd.execution, None);
+    let plain = usable_tool(&json!({"name": "t", "inputSchema": {}})).unwrap();
+    assert_eq!(plain.execution, None);
 }
 
 fn left_out(raw: &str) -> String {
@@ -288,7 +330,10 @@ async fn pages_are_followed_by_their_cursors() {
     .await
     .unwrap()
     .tools;
-    assert_eq!(names(&tools), ["a", "b", "c"]);
+    assert_eq!(
+        names(tools.iter().map(|listed| &listed.tool)),
+        ["a", "b", "c"]
+    );
     assert_eq!(sent.load(Ordering::Relaxed), 3);
     let mut cursors = Vec::new();
     while let Ok(Received::List { cursor, .. }) = received.try_recv() {
@@ -490,22 +535,22 @@ mod properties {
         fn any_listing_gives_unique_routable_names_of_at_most_64_characters(
             servers in any_servers()
         ) {
-            let mut kept: BTreeMap<&str, Vec<Tool>> = BTreeMap::new();
+            let mut kept: BTreeMap<&str, Vec<ListedTool>> = BTreeMap::new();
             for (server, entries) in &servers {
                 let mut listed = ListedTools::default();
-                let mut first_usable: HashMap<String, Tool> = HashMap::new();
+                let mut first_usable: HashMap<String, ListedTool> = HashMap::new();
                 for entry in entries {
-                    if let Ok(tool) = usable_tool(entry) {
-                        first_usable.entry(tool.name.to_string()).or_insert(tool);
+                    if let Ok(usable) = usable_tool(entry) {
+                        first_usable.entry(usable.tool.name.to_string()).or_insert(usable);
                     }
                     let _ = listed.push(entry.clone());
                 }
                 let tools = listed.into_tools();
                 // Every name once, and under it the first usable entry listed.
                 prop_assert_eq!(tools.len(), first_usable.len());
-                for tool in &tools {
-                    prop_assert!(!tool.name.is_empty());
-                    prop_assert_eq!(Some(tool), first_usable.get(tool.name.as_ref()));
+                for listed in &tools {
+                    prop_assert!(!listed.tool.name.is_empty());
+                    prop_assert_eq!(Some(listed), first_usable.get(listed.tool.name.as_ref()));
                 }
                 kept.insert(server, tools);
             }
@@ -533,13 +578,13 @@ mod properties {
                 prop_assert_eq!(routed, qualified);
             }
             for (server, tools) in &kept {
-                for tool in tools {
+                for listed in tools {
                     let found = catalog
                         .tools()
                         .iter()
-                        .filter(|q| q.server == *server && *q.tool == *tool)
+                        .filter(|q| q.server == *server && *q.tool == listed.tool)
                         .count();
-                    prop_assert_eq!(found, 1, "`{}` of `{}` once", tool.name, server);
+                    prop_assert_eq!(found, 1, "`{}` of `{}` once", listed.tool.name, server);
                 }
             }
         }
@@ -579,7 +624,10 @@ async fn the_caching_hints_of_every_page_make_the_grant() {
     ])
     .await
     .unwrap();
-    assert_eq!(names(&listing.tools), ["a", "b"]);
+    assert_eq!(
+        names(listing.tools.iter().map(|listed| &listed.tool)),
+        ["a", "b"]
+    );
     assert_eq!(
         listing.grant,
         Some(Grant {
@@ -598,7 +646,7 @@ async fn the_caching_hints_of_every_page_make_the_grant() {
             .unwrap();
         assert_eq!(listing.grant, None, "{hints}");
         assert_eq!(
-            names(&listing.tools),
+            names(listing.tools.iter().map(|listed| &listed.tool)),
             ["a"],
             "a malformed hint costs nothing else"
         );
