@@ -9,6 +9,7 @@
 
 pub(crate) mod framing;
 pub(crate) mod http;
+pub(crate) mod raw_answers;
 pub(crate) mod splice;
 pub(crate) mod sse;
 pub(crate) mod stdio;

@@ -40,7 +40,10 @@ use serde_json::{Map, Value};
 
 use super::{MAX_LIST_PAGES, MAX_LISTED_TOOLS};
 use super::{cancellation::Cancellations, failure};
-use crate::{catalog::ListedTool, error::ListToolsError, shared_listing::Grant};
+use crate::{
+    catalog::ListedTool, error::ListToolsError, shared_listing::Grant,
+    transport::raw_answers::raw_result,
+};
 
 /// How many characters of a tool's name a warning quotes.
 const LABEL_CHARS: usize = 64;
@@ -169,10 +172,16 @@ async fn request_page(
     let in_flight = cancellations.register(handle.id.clone());
     let result = handle.await_response().await;
     in_flight.answered();
-    match result.map_err(failed)? {
+    // The transport hands the answer over raw (rmcp's `Tool` drops `execution`).
+    let mut answer = result.map_err(failed)?;
+    if let Some(raw) = raw_result(&mut answer) {
+        return Ok(raw);
+    }
+    match answer {
         ServerResult::CustomResult(custom) => Ok(custom.0),
-        // A valid page decodes as a typed result; an answer that rmcp reads as another
-        // result type is not a `tools/list` result and fails in `Page::parse`.
+        // A transport that did not rewrite the answer (a test's in-process pipe): rmcp
+        // decoded it; an answer that rmcp reads as another result type is not a
+        // `tools/list` result and fails in `Page::parse`.
         typed => serde_json::to_value(typed).map_err(|error| ListToolsError::Request {
             message: format!("the `tools/list` answer cannot be read: {error}"),
         }),

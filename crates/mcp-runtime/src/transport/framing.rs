@@ -50,6 +50,7 @@ use tokio::{
     sync::mpsc,
 };
 
+use super::raw_answers::RawAnswers;
 #[cfg(doc)]
 use super::splice::SplicingWriter;
 
@@ -70,6 +71,8 @@ pub(crate) struct StdioTransport<W> {
     frames: mpsc::Receiver<Frame>,
     writer: Arc<tokio::sync::Mutex<Option<W>>>,
     pending: Arc<Mutex<Pending>>,
+    /// The requests whose answers rmcp gets raw ([`RawAnswers`]).
+    raw: RawAnswers,
     /// Errors made here for pending requests, delivered before the next line.
     queued: VecDeque<ServerJsonRpcMessage>,
     /// Bounds the error answers on their way to the server.
@@ -96,6 +99,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
             frames,
             writer: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
             pending: Arc::default(),
+            raw: RawAnswers::default(),
             queued: VecDeque::new(),
             replies: Arc::new(tokio::sync::Semaphore::new(MAX_ERROR_REPLIES)),
         }
@@ -143,6 +147,8 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
         if line.iter().all(u8::is_ascii_whitespace) {
             return None;
         }
+        let rewritten = self.raw.rewrite(line);
+        let line = rewritten.as_deref().unwrap_or(line);
         let server = &*self.server;
         let error = match serde_json::from_slice::<ServerJsonRpcMessage>(line) {
             Ok(message) => {
@@ -254,6 +260,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Transport<RoleClient> for StdioTran
         item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let mut request = None;
+        self.raw.sent(&item);
         match &item {
             JsonRpcMessage::Request(sent) => {
                 lock(&self.pending).ids.insert(sent.id.clone());
@@ -271,12 +278,14 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Transport<RoleClient> for StdioTran
         }
         let write = self.write(encode(&item));
         let pending = self.pending.clone();
+        let raw = self.raw.clone();
         async move {
             let result = write.await;
             if result.is_err()
                 && let Some(id) = request
             {
                 lock(&pending).take(&id);
+                raw.forget(&id);
             }
             result
         }

@@ -68,7 +68,10 @@ pub(crate) use self::{
     failure::{classify, excerpt, status_failure},
     network::Network,
 };
-use super::splice::{Spliced, Splicer};
+use super::{
+    raw_answers,
+    splice::{Spliced, Splicer},
+};
 use crate::{
     config::{DEFAULT_MAX_MESSAGE_BYTES, HttpConfig, checks::header_value_problem},
     error::{HttpFailure, StartupError},
@@ -421,6 +424,7 @@ impl StreamableHttpClient for SplicingHttpClient {
             limits,
             awaits_answer: request.is_some(),
             discover: discover.clone(),
+            raw: raw_answers::raw_request(&message).cloned(),
         };
         let response = match (body, &self.oauth) {
             (Ok(body), Some(oauth)) if auth_header.is_none() => {
@@ -532,6 +536,8 @@ struct Post<'a> {
     /// The id of a `server/discover` sent without a session, whose rejection is an
     /// answer ([`discover_rejection`]).
     discover: Option<RequestId>,
+    /// The id of a request whose answer rmcp gets raw ([`raw_answers`]).
+    raw: Option<RequestId>,
 }
 
 impl Post<'_> {
@@ -626,12 +632,21 @@ impl Post<'_> {
         match content_type.as_deref() {
             Some(EVENT_STREAM) => {
                 let bytes = bounded_events(response.bytes_stream(), self.limits.max_sse_event_size);
-                let events = SseStream::from_bytes_stream(bytes).boxed();
+                let events = SseStream::from_bytes_stream(bytes);
+                let events = match self.raw {
+                    Some(id) => raw_events(events, id).boxed(),
+                    None => events.boxed(),
+                };
                 Ok(StreamableHttpPostResponse::Sse(events, new_session))
             }
             Some(JSON) => {
-                let body =
+                let mut body =
                     read_bounded(server, response, self.limits.max_json_response_size).await?;
+                if let Some(id) = &self.raw
+                    && let Some(rewritten) = raw_answers::rewrite(&body, |answered| answered == id)
+                {
+                    body = rewritten;
+                }
                 match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
                     Ok(message) => Ok(StreamableHttpPostResponse::Json(message, new_session)),
                     Err(_) if !self.awaits_answer => Ok(StreamableHttpPostResponse::Accepted),
@@ -642,6 +657,27 @@ impl Post<'_> {
             _ => Err(StreamableHttpError::UnexpectedContentType(content_type)),
         }
     }
+}
+
+/// `events`, the stream answering request `id`, with the answer rewritten for rmcp to
+/// hand it over raw ([`raw_answers`]).
+fn raw_events<E>(
+    events: impl futures::Stream<Item = Result<Sse, E>> + Send + 'static,
+    id: RequestId,
+) -> impl futures::Stream<Item = Result<Sse, E>> + Send + 'static {
+    let mut expected = Some(id);
+    events.map(move |event| {
+        let mut event = event?;
+        if let Some(id) = &expected
+            && let Some(data) = &event.data
+            && let Some(rewritten) =
+                raw_answers::rewrite(data.as_bytes(), |answered| answered == id)
+        {
+            expected = None;
+            event.data = Some(String::from_utf8(rewritten).expect("a rewrite of text is text"));
+        }
+        Ok(event)
+    })
 }
 
 /// The answer to a session-less `server/discover` that the server rejected with

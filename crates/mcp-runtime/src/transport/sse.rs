@@ -53,6 +53,7 @@ use self::events::{Event, EventReader};
 use super::{
     framing::too_large,
     http::{self as streamable_http, OAuthLogin, ResolvedHttp, http_client},
+    raw_answers::RawAnswers,
     splice::{Spliced, Splicer},
 };
 use crate::{
@@ -81,6 +82,8 @@ pub(crate) struct SseTransport {
     queued: VecDeque<ServerJsonRpcMessage>,
     /// Requests posted and not answered yet (for invariant 3).
     pending: Arc<Mutex<HashSet<RequestId>>>,
+    /// The requests whose answers rmcp gets raw ([`RawAnswers`]).
+    raw: RawAnswers,
 }
 
 /// Posts the client's messages to the session's endpoint.
@@ -203,6 +206,7 @@ pub(crate) async fn connect(
         limit: resolved.max_message_bytes,
         queued: VecDeque::new(),
         pending: Arc::default(),
+        raw: RawAnswers::default(),
     };
     for event in later {
         transport.take(event);
@@ -308,6 +312,8 @@ impl SseTransport {
     /// The message `data` holds. An answer that cannot be read fails its request, if
     /// its `id` can be read; anything else unreadable is dropped.
     fn message(&mut self, data: &[u8]) -> Option<ServerJsonRpcMessage> {
+        let rewritten = self.raw.rewrite(data);
+        let data = rewritten.as_deref().unwrap_or(data);
         let server = &*self.post.server;
         let error = match serde_json::from_slice::<ServerJsonRpcMessage>(data) {
             Ok(message) => {
@@ -368,14 +374,17 @@ impl Transport<RoleClient> for SseTransport {
         if let Some(id) = &request {
             lock(&self.pending).insert(id.clone());
         }
+        self.raw.sent(&item);
         let post = self.post.clone();
         let pending = self.pending.clone();
+        let raw = self.raw.clone();
         async move {
             let result = post.send(&item).await;
             if result.is_err()
                 && let Some(id) = request
             {
                 lock(&pending).remove(&id);
+                raw.forget(&id);
             }
             result
         }

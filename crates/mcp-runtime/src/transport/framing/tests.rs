@@ -128,7 +128,7 @@ async fn an_oversized_answer_fails_its_request_at_once() {
         }
         // The connection is still usable afterwards.
         let request = peer.next_request().await;
-        peer.answer(&request, json!({"tools": []})).await;
+        peer.answer(&request, json!({"resources": []})).await;
         // Stay connected: nothing fails because the pipe closed.
         let _ = finished.await;
     });
@@ -148,10 +148,10 @@ async fn an_oversized_answer_fails_its_request_at_once() {
         error_message(call),
         size_error(&lines.recv().await.unwrap())
     );
-    let listed = tokio::time::timeout(CALL_TIMEOUT, peer.list_tools(None))
+    let listed = tokio::time::timeout(CALL_TIMEOUT, peer.list_resources(None))
         .await
         .expect("no wait for the timeout");
-    assert!(listed.unwrap().tools.is_empty());
+    assert!(listed.unwrap().resources.is_empty());
     drop(done);
     server.await.unwrap();
 }
@@ -199,16 +199,16 @@ async fn an_answer_to_an_unknown_id_is_ignored() {
             .await;
         peer.answer(
             &request,
-            json!({"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}),
+            json!({"resources": [{"uri": "file:///t", "name": "t"}]}),
         )
         .await;
     });
     let client = client.await;
-    let listed = tokio::time::timeout(CALL_TIMEOUT, client.peer().list_tools(None))
+    let listed = tokio::time::timeout(CALL_TIMEOUT, client.peer().list_resources(None))
         .await
         .expect("no wait for the timeout")
         .unwrap();
-    assert_eq!(listed.tools[0].name, "t");
+    assert_eq!(listed.resources[0].name, "t");
     server.await.unwrap();
 }
 
