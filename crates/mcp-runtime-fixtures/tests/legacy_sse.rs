@@ -101,25 +101,11 @@ async fn fastmcp(log: &Path) -> Peer {
 
 /// server-everything in `sse` mode on a free port.
 async fn everything() -> Peer {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port();
-    let mut child = tokio::process::Command::new("node")
-        .arg(crate::peers::server_everything())
-        .arg("sse")
-        .env("PORT", port.to_string())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("node starts");
-    let stderr = child.stderr.take().unwrap();
-    let url = wait_ready(stderr, |line| {
-        line.contains(&format!("Server is running on port {port}"))
-            .then(|| format!("http://127.0.0.1:{port}/sse"))
-    })
-    .await;
-    Peer { url, child }
+    let peer = crate::peers::everything_over("sse").await;
+    Peer {
+        url: peer.url,
+        child: peer.child,
+    }
 }
 
 async fn call_exact(

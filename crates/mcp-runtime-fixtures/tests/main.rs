@@ -29,3 +29,4 @@ mod restart;
 mod sandbox;
 mod shared_listing;
 mod startup;
+mod tasks;

@@ -20,6 +20,51 @@ pub fn server_everything() -> PathBuf {
     path
 }
 
+/// server-everything serving `mode` (`streamableHttp` or `sse`) on a free port.
+pub struct EverythingOverHttp {
+    /// Its endpoint: `/mcp`, or `/sse`.
+    pub url: String,
+    /// Killed when dropped.
+    pub child: tokio::process::Child,
+}
+
+/// Starts server-everything in `mode` and waits until it says it is listening.
+pub async fn everything_over(mode: &str) -> EverythingOverHttp {
+    use tokio::io::AsyncBufReadExt;
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let mut child = tokio::process::Command::new("node")
+        .arg(server_everything())
+        .arg(mode)
+        .env("PORT", port.to_string())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node starts");
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let listening = format!("port {port}");
+    let wait = async {
+        while let Some(line) = lines.next_line().await.expect("reading its stderr") {
+            if line.ends_with(&listening) {
+                return;
+            }
+        }
+        panic!("server-everything ended its output without saying it is listening");
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), wait)
+        .await
+        .expect("server-everything says it is listening within a minute");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let path = if mode == "sse" { "sse" } else { "mcp" };
+    EverythingOverHttp {
+        url: format!("http://127.0.0.1:{port}/{path}"),
+        child,
+    }
+}
+
 #[tokio::test]
 async fn server_everything_over_stdio_lists_thirteen_tools_and_adds() {
     let everything = ServerConfig::stdio(

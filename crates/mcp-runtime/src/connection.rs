@@ -15,6 +15,8 @@
 
 mod answers;
 
+mod calling;
+
 mod cancellation;
 
 mod failure;
@@ -37,6 +39,8 @@ mod over_sse;
 
 mod over_stdio;
 
+mod tasks;
+
 mod version_gate;
 
 use std::{
@@ -47,19 +51,19 @@ use std::{
 use rmcp::{
     ClientHandler, Peer, RoleClient,
     model::{
-        CallToolRequest, CallToolRequestParams, CallToolResult, ClientConfig, ClientRequest,
-        ElicitRequestParams, ElicitResult, Implementation, JsonObject, MetaObject,
-        ProgressNotificationParam, ProtocolVersion, RequestMetaObject, ServerResult,
+        CallToolRequestParams, CallToolResult, ClientConfig, ElicitRequestParams, ElicitResult,
+        Implementation, JsonObject, MetaObject, ProgressNotificationParam, ProtocolVersion,
+        RequestMetaObject, ServerResult,
     },
-    service::{
-        ClientCacheConfig, NotificationContext, PeerRequestOptions, RequestContext, RunningService,
-    },
+    service::{ClientCacheConfig, NotificationContext, RequestContext, RunningService},
 };
 use tokio::sync::{Notify, OnceCell};
 use tokio_util::sync::CancellationToken;
 
+use self::calling::{CallFailure, Caller, Deadline};
 use crate::{
     binding::Binding,
+    catalog::TaskSupport,
     error::{CallError, ListToolsError, RequestError, StartupError},
     host::HostHandlers,
     protocol_era::Plan,
@@ -189,10 +193,20 @@ impl ClientHandler for Client {
 }
 
 /// The `initialize` parameters the runtime sends: the client capabilities of the
-/// host's `handlers` (see [`crate::host`]), the pinned protocol version.
+/// host's `handlers` (see [`crate::host`]) and the tasks extension (2026-07-28: a
+/// server may answer a call with a task, which the runtime follows), the pinned
+/// protocol version.
 pub fn client_config(handlers: &HostHandlers) -> ClientConfig {
+    let mut capabilities = handlers.capabilities();
+    capabilities
+        .extensions
+        .get_or_insert_with(Default::default)
+        .insert(
+            rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+            JsonObject::new(),
+        );
     ClientConfig::new(
-        handlers.capabilities(),
+        capabilities,
         Implementation::new("mcp-runtime", env!("CARGO_PKG_VERSION")),
     )
     .with_protocol_version(PROTOCOL_VERSION)
@@ -578,7 +592,9 @@ impl Connection {
     /// answering the server's questions not counted); its progress goes to
     /// `progress`. The request's `_meta` is
     /// `meta` (already stripped of the reserved keys) plus, when given, `sandbox`: the
-    /// state under both names, byte for byte, and the launcher.
+    /// state under both names, byte for byte, and the launcher. A tool whose
+    /// `task_support` is required is called as a task on a 2025-11-25 connection; a
+    /// 2026-07-28 server may answer any call with a task ([`tasks`]).
     ///
     /// A call in flight when the connection ends (see [`Connection::ended`]) fails at
     /// once, unless the server's answer is already on its way (it gets at most
@@ -587,11 +603,17 @@ impl Connection {
     /// # Cancel safety
     ///
     /// When the timeout runs out or the future is dropped, the server is sent
-    /// `notifications/cancelled` for the request: without waiting for it (the timeout
-    /// error comes when the timeout runs out), but before the connection closes.
+    /// `notifications/cancelled` for the request (and `tasks/cancel` for a task):
+    /// without waiting for it (the timeout error comes when the timeout runs out),
+    /// but before the connection closes.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one call's parts, each given by the runtime's caller"
+    )]
     pub(crate) async fn call_tool(
         &self,
         tool: &str,
+        task_support: TaskSupport,
         arguments: Option<JsonObject>,
         mut meta: JsonObject,
         sandbox: Option<CallSandbox>,
@@ -613,128 +635,51 @@ impl Connection {
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = arguments;
         params.meta = (!meta.is_empty()).then(|| RequestMetaObject(MetaObject(meta)));
-        let failed = |message: String| CallError::Request {
-            server: server.to_owned(),
-            tool: tool.to_owned(),
-            message,
-        };
-        let request_failed = async |error| CallError::Failed {
-            server: server.to_owned(),
-            tool: tool.to_owned(),
-            source: self.with_exit_report(failure::from_service(error)).await,
-        };
-        // A 2026-07-28 server may answer `input_required`: the call is sent again with
-        // the answers ([`input_rounds`]), all rounds within the one timeout. The time a
+        // Every round, poll and answer of the call within the one timeout; the time a
         // person takes to answer the server does not count ([`answers::Pauses`]).
-        let deadline = Deadline {
-            at: tokio::time::Instant::now() + timeout,
-            mark: self.answers.pauses().total(),
+        let deadline = Deadline::after(timeout, &self.answers);
+        let caller = self.caller();
+        let called = if task_support == TaskSupport::Required && self.speaks_tasks() {
+            tasks::call_as_task(&caller, params, deadline, progress.as_ref()).await
+        } else {
+            input_rounds::call(&caller, params, deadline, progress.as_ref()).await
         };
-        let mut state_only_rounds = 0;
-        for _ in 0..input_rounds::MAX_ROUNDS {
-            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
-            let answer = match self
-                .request_call(request, deadline, progress.as_ref())
-                .await
-            {
-                Ok(answer) => answer,
-                Err(None) => {
-                    return Err(CallError::Timeout {
-                        server: server.to_owned(),
-                        tool: tool.to_owned(),
-                        after: timeout,
-                    });
-                }
-                Err(Some(error)) => return Err(request_failed(error).await),
-            };
-            let input_required = match answer {
-                ServerResult::InputRequiredResult(input_required) => input_required,
-                answer => return call_tool_result(answer).map_err(failed),
-            };
-            let retry = input_rounds::retry(input_required, &self.answers)
-                .await
-                .map_err(failed)?;
-            if retry.state_only {
-                let pause = input_rounds::state_only_pause(state_only_rounds);
-                state_only_rounds += 1;
-                tokio::select! {
-                    () = tokio::time::sleep(pause) => {}
-                    () = self.expiry(deadline) => {}
-                }
-            } else {
-                state_only_rounds = 0;
-            }
-            params.input_responses = retry.input_responses;
-            params.request_state = retry.request_state;
-        }
-        Err(failed(format!(
-            "the server asked for more input {} times in a row (mcp-runtime stops there)",
-            input_rounds::MAX_ROUNDS
-        )))
-    }
-
-    /// Sends one round of a tool call and waits for its answer until `deadline`:
-    /// `Err(None)` when the deadline passed (the cancellation is then owed to the
-    /// server). A call in flight when the connection ends fails at once, unless the
-    /// server's answer is already on its way.
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future after the request was sent owes its
-    /// `notifications/cancelled`.
-    async fn request_call(
-        &self,
-        request: ClientRequest,
-        deadline: Deadline,
-        progress: Option<&crate::progress::OnProgress>,
-    ) -> Result<ServerResult, Option<rmcp::ServiceError>> {
-        // rmcp's own `call_tool` hides the request id, which the cancellation needs.
-        let handle = self
-            .peer()
-            .send_request_with_option(request, PeerRequestOptions::no_options())
-            .await
-            .map_err(Some)?;
-        // Queued: from here on, dropping this future owes the cancellation.
-        let in_flight = self.cancellations.register(handle.id.clone());
-        // The round's progress reaches the caller while the watch lives.
-        let _watch = progress.map(|on_progress| {
-            self.answers
-                .watch_progress(handle.progress_token.clone(), on_progress.clone())
-        });
-        let mut response = std::pin::pin!(handle.await_response());
-        let waited = tokio::select! {
-            biased;
-            answer = response.as_mut() => Some(Ok(answer)),
-            () = self.expiry(deadline) => Some(Err(())),
-            () = self.ended.cancelled() => None,
-        };
-        let waited = match waited {
-            Some(waited) => waited,
-            // The connection ended (a local server may have exited with its stdout
-            // still held open): an answer written before the end still counts.
-            None => Ok(tokio::time::timeout(ANSWER_AFTER_END_WAIT, response)
-                .await
-                .unwrap_or(Err(rmcp::ServiceError::TransportClosed))),
-        };
-        match waited {
-            Ok(answer) => {
-                in_flight.answered();
-                answer.map_err(Some)
-            }
-            Err(_) => {
-                in_flight.give_up(cancellation::TIMED_OUT);
-                Err(None)
-            }
+        match called {
+            Ok(result) => Ok(result),
+            Err(CallFailure::TimedOut) => Err(CallError::Timeout {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+                after: timeout,
+            }),
+            Err(CallFailure::Failed(error)) => Err(CallError::Failed {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+                source: self.with_exit_report(failure::from_service(error)).await,
+            }),
+            Err(CallFailure::Refused(message)) => Err(CallError::Request {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+                message,
+            }),
         }
     }
 
-    /// Returns when `deadline` has passed, not counting the time paused since the
-    /// call began.
-    async fn expiry(&self, deadline: Deadline) {
-        self.answers
-            .pauses()
-            .expiry(deadline.at, deadline.mark)
-            .await;
+    /// Whether the connection speaks 2025-11-25, the one handshake revision with
+    /// tasks.
+    fn speaks_tasks(&self) -> bool {
+        self.peer()
+            .peer_info()
+            .is_some_and(|info| info.protocol_version == ProtocolVersion::V_2025_11_25)
+    }
+
+    /// What this connection's calls send their requests through.
+    fn caller(&self) -> Caller<'_> {
+        Caller {
+            peer: self.peer(),
+            cancellations: &self.cancellations,
+            answers: &self.answers,
+            ended: &self.ended,
+        }
     }
 
     /// Writes the `notifications/cancelled` owed for calls given up and for calls
@@ -758,14 +703,6 @@ impl Connection {
             process.shutdown().await;
         }
     }
-}
-
-/// When a call times out: at `at`, moved later by the time paused since the pauses'
-/// total was `mark`.
-#[derive(Clone, Copy)]
-struct Deadline {
-    at: tokio::time::Instant,
-    mark: Duration,
 }
 
 /// How a local server failed: [`StartupError::Exited`] with its last stderr if it has

@@ -458,7 +458,7 @@ impl Runtime {
         arguments: Arguments<'_>,
         options: CallOptions,
     ) -> Result<CallToolResult, CallError> {
-        let (server_name, tool_name) = self.shared.route(qualified_name).await?;
+        let (server_name, tool_name, task_support) = self.shared.route(qualified_name).await?;
         let server = &self.shared.servers[&server_name];
         let (connection, generation) =
             self.shared
@@ -507,6 +507,7 @@ impl Runtime {
         let result = connection
             .call_tool(
                 &tool_name,
+                task_support,
                 arguments,
                 meta,
                 sandbox,

@@ -8,11 +8,16 @@
 //! tool calls itself and keeps account of them here, as a ledger of requests in
 //! flight and a tracker of the writes it owes.
 //!
+//! A task (a tool call the server runs in the background, [`super::tasks`]) is owed
+//! its `tasks/cancel` the same way: the ledger holds it from its creation until it
+//! ends, and a caller that stops waiting for it, or a shutdown, owes the request.
+//!
 //! Invariants:
-//! 1. A request is in flight from the moment rmcp has queued it until exactly one
+//! 1. A request (or task) is in flight from the moment rmcp has queued it until exactly one
 //!    party takes it out: its answer (nothing is owed), its caller giving up by
 //!    timeout or by dropping the call (one cancellation is owed), or the connection's
-//!    shutdown (one is owed). So a server gets at most one cancellation per request.
+//!    shutdown (one is owed). So a server gets at most one cancellation per request,
+//!    and one `tasks/cancel` per task.
 //! 2. An owed cancellation is written by a task of the tracker; giving up never waits
 //!    for it, so a caller sees its timeout when it happens.
 //! 3. [`Cancellations::flush`] closes the ledger, owes a cancellation for every
@@ -30,9 +35,11 @@ use std::{collections::HashSet, sync::Mutex, time::Duration};
 use rmcp::{
     Peer, RoleClient,
     model::{CancelledNotification, CancelledNotificationParam, RequestId},
+    service::PeerRequestOptions,
 };
 use tokio_util::task::TaskTracker;
 
+use super::tasks::{self, Form};
 use crate::error::chain;
 use crate::sync::lock;
 
@@ -51,9 +58,19 @@ pub(super) struct Cancellations {
     writes: TaskTracker,
 }
 
+/// What the ledger holds: a request, or a task, until it is answered or ends.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Owed {
+    /// A request in flight: `notifications/cancelled` is owed if it is given up.
+    Request(RequestId),
+    /// A task under way, by its id: `tasks/cancel`, in the connection's form, is
+    /// owed if it is given up.
+    Task(String, Form),
+}
+
 #[derive(Default)]
 struct Ledger {
-    in_flight: HashSet<RequestId>,
+    in_flight: HashSet<Owed>,
     /// Set by [`Cancellations::flush`]; nothing is registered afterwards.
     closed: bool,
 }
@@ -71,54 +88,92 @@ impl Cancellations {
     /// Records request `id`, which rmcp has just queued. The returned guard owes its
     /// cancellation if it is dropped before [`InFlight::answered`].
     pub(super) fn register(&self, id: RequestId) -> InFlight<'_> {
+        self.track(Owed::Request(id))
+    }
+
+    /// Records task `id`, which the server has just created, to be cancelled in
+    /// `form`. The returned guard owes its `tasks/cancel` if it is dropped before
+    /// [`InFlight::answered`] (the task ended).
+    pub(super) fn register_task(&self, id: String, form: Form) -> InFlight<'_> {
+        self.track(Owed::Task(id, form))
+    }
+
+    fn track(&self, owed: Owed) -> InFlight<'_> {
         let mut ledger = lock(&self.ledger);
-        let tracked = !ledger.closed && ledger.in_flight.insert(id.clone());
+        let tracked = !ledger.closed && ledger.in_flight.insert(owed.clone());
+        // A server may reuse a task id; request ids are unique on a connection.
         debug_assert!(
-            tracked || ledger.closed,
+            tracked || ledger.closed || matches!(owed, Owed::Task(..)),
             "request ids are unique on a connection"
         );
         InFlight {
             ledger: self,
-            id: tracked.then_some(id),
+            owed: tracked.then_some(owed),
         }
     }
 
-    /// Takes `id` out of the ledger; whether it was still in flight (invariant 1).
-    fn take(&self, id: &RequestId) -> bool {
-        lock(&self.ledger).in_flight.remove(id)
+    /// Takes `owed` out of the ledger; whether it was still in flight (invariant 1).
+    fn take(&self, owed: &Owed) -> bool {
+        lock(&self.ledger).in_flight.remove(owed)
     }
 
-    /// Takes `id` out of the ledger and, if it was still in flight, starts writing its
-    /// cancellation. Both happen under the ledger's lock, so [`Self::flush`] either
-    /// takes the request itself or finds its write already tracked (invariant 3).
-    fn take_and_send(&self, id: RequestId, reason: &'static str) {
+    /// Takes `owed` out of the ledger and, if it was still in flight, starts writing
+    /// its cancellation. Both happen under the ledger's lock, so [`Self::flush`]
+    /// either takes it itself or finds its write already tracked (invariant 3).
+    fn take_and_send(&self, owed: Owed, reason: &'static str) {
         let mut ledger = lock(&self.ledger);
-        if ledger.in_flight.remove(&id) {
-            self.send(id, reason);
+        if ledger.in_flight.remove(&owed) {
+            self.send(owed, reason);
         }
         drop(ledger);
     }
 
-    /// Starts writing `notifications/cancelled` for `id`, without waiting for it.
-    fn send(&self, id: RequestId, reason: &'static str) {
+    /// Starts writing the cancellation of `owed`, without waiting for it:
+    /// `notifications/cancelled` for a request; `tasks/cancel` for a task, whose
+    /// answer is waited for (then the request was written) and otherwise ignored.
+    fn send(&self, owed: Owed, reason: &'static str) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             // Dropped outside any runtime: there is nothing left to write with.
-            tracing::debug!(%id, "no runtime left to send `notifications/cancelled` on");
+            tracing::debug!(?owed, "no runtime left to send a cancellation on");
             return;
         };
         let peer = self.peer.clone();
-        let notification = CancelledNotification::new(CancelledNotificationParam::new(
-            Some(id),
-            Some(reason.to_owned()),
-        ));
-        self.writes.spawn_on(
-            async move {
-                if let Err(error) = peer.send_notification(notification.into()).await {
-                    tracing::debug!(error = %chain(&error), "`notifications/cancelled` was not sent");
-                }
-            },
-            &runtime,
-        );
+        match owed {
+            Owed::Request(id) => {
+                let notification = CancelledNotification::new(CancelledNotificationParam::new(
+                    Some(id),
+                    Some(reason.to_owned()),
+                ));
+                self.writes.spawn_on(
+                    async move {
+                        if let Err(error) = peer.send_notification(notification.into()).await {
+                            tracing::debug!(error = %chain(&error), "`notifications/cancelled` was not sent");
+                        }
+                    },
+                    &runtime,
+                );
+            }
+            Owed::Task(id, form) => {
+                let request = tasks::cancel_request(form, id);
+                self.writes.spawn_on(
+                    async move {
+                        let answer = match peer
+                            .send_request_with_option(request, PeerRequestOptions::no_options())
+                            .await
+                        {
+                            Ok(handle) => handle.await_response().await.map(drop),
+                            Err(error) => Err(error),
+                        };
+                        // A task that ended meanwhile is an error to cancel; either way
+                        // the server was told.
+                        if let Err(error) = answer {
+                            tracing::debug!(error = %chain(&error), "`tasks/cancel` failed");
+                        }
+                    },
+                    &runtime,
+                );
+            }
+        }
     }
 
     /// Closes the ledger, cancels every request still in flight, and waits at most
@@ -133,8 +188,8 @@ impl Cancellations {
             ledger.closed = true;
             std::mem::take(&mut ledger.in_flight)
         };
-        for id in owed {
-            self.send(id, SHUTTING_DOWN);
+        for owed in owed {
+            self.send(owed, SHUTTING_DOWN);
         }
         self.writes.close();
         if tokio::time::timeout(limit, self.writes.wait())
@@ -154,19 +209,20 @@ impl Cancellations {
     }
 }
 
-/// One request in the ledger. Dropped before [`Self::answered`] or [`Self::give_up`],
-/// it owes the request's cancellation: its caller stopped waiting.
+/// One request (or task) in the ledger. Dropped before [`Self::answered`] or
+/// [`Self::give_up`], it owes the cancellation: its caller stopped waiting.
 pub(super) struct InFlight<'a> {
     ledger: &'a Cancellations,
     /// `None` once taken out, or when never tracked.
-    id: Option<RequestId>,
+    owed: Option<Owed>,
 }
 
 impl InFlight<'_> {
-    /// The request's answer arrived, or its connection closed: nothing is owed.
+    /// The request's answer arrived (a task: it ended), or its connection closed:
+    /// nothing is owed.
     pub(super) fn answered(mut self) {
-        if let Some(id) = self.id.take() {
-            self.ledger.take(&id);
+        if let Some(owed) = self.owed.take() {
+            self.ledger.take(&owed);
         }
     }
 
@@ -177,8 +233,8 @@ impl InFlight<'_> {
     }
 
     fn give_up_for(&mut self, reason: &'static str) {
-        if let Some(id) = self.id.take() {
-            self.ledger.take_and_send(id, reason);
+        if let Some(owed) = self.owed.take() {
+            self.ledger.take_and_send(owed, reason);
         }
     }
 }
@@ -257,7 +313,16 @@ done
             let connection = connection.clone();
             async move {
                 let timeout = Duration::from_secs(600);
-                (connection.call_tool("t", None, JsonObject::new(), None, None, timeout)).await
+                (connection.call_tool(
+                    "t",
+                    crate::catalog::TaskSupport::Forbidden,
+                    None,
+                    JsonObject::new(),
+                    None,
+                    None,
+                    timeout,
+                ))
+                .await
             }
         });
         // The server has read the call once it writes to the FIFO.

@@ -10,7 +10,7 @@ use std::{collections::HashSet, time::Duration};
 use rmcp::model::{ClientRequest, ServerResult};
 use serde_json::{Value, json};
 
-use super::{Connection, Deadline, MAX_LIST_PAGES, MAX_LISTED_TOOLS, failure};
+use super::{CallFailure, Connection, Deadline, MAX_LIST_PAGES, MAX_LISTED_TOOLS, failure};
 use crate::error::FeatureError;
 
 /// A feature a server may offer, as its capabilities name it.
@@ -67,21 +67,23 @@ impl Connection {
                 method,
                 message: format!("the request could not be made: {error}"),
             })?;
-        let deadline = Deadline {
-            at: tokio::time::Instant::now() + timeout,
-            mark: self.answers.pauses().total(),
-        };
-        match self.request_call(request, deadline, None).await {
+        let deadline = Deadline::after(timeout, &self.answers);
+        match self.caller().request(request, deadline, None).await {
             Ok(answer) => Ok(answer),
-            Err(None) => Err(FeatureError::Timeout {
+            Err(CallFailure::TimedOut) => Err(FeatureError::Timeout {
                 server: server.to_owned(),
                 method,
                 after: timeout,
             }),
-            Err(Some(error)) => Err(FeatureError::Failed {
+            Err(CallFailure::Failed(error)) => Err(FeatureError::Failed {
                 server: server.to_owned(),
                 method,
                 source: self.with_exit_report(failure::from_service(error)).await,
+            }),
+            Err(CallFailure::Refused(message)) => Err(FeatureError::Answer {
+                server: server.to_owned(),
+                method,
+                message,
             }),
         }
     }

@@ -13,16 +13,70 @@
 //!    request sent on its own: the host's handler's ([`super::answers`]). Sampling
 //!    without a handler fails the call naming what the server asked for; a handler's
 //!    refusal of a sampling request fails it with the handler's reason.
-//! 3. A call takes at most [`MAX_ROUNDS`] rounds. (An answer that asks for nothing and
+//! 3. A call takes at most [`MAX_ROUNDS`] rounds, all within its one deadline. (An answer that asks for nothing and
 //!    carries no state is not a round: rmcp does not read it as one, and the runtime
 //!    reports it as an answer that is not a tool result.)
 
-use rmcp::model::{InputRequest, InputRequiredResult, InputResponses};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, InputRequest,
+    InputRequests, InputRequiredResult, InputResponses, ServerResult,
+};
 
-use super::answers::Answers;
+use super::{
+    answers::Answers,
+    call_tool_result,
+    calling::{CallFailure, Caller, Deadline, Paused},
+    tasks,
+};
+use crate::progress::OnProgress;
 
 /// How many rounds one call may take (rmcp's own cap, shared by the other SDKs).
 pub(super) const MAX_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
+
+/// Calls the tool of `params` through `caller`, round after round while the server
+/// asks for input, until `deadline`; the rounds' progress goes to `progress`. A
+/// server that answers with a task (the tasks extension) is followed to its end
+/// ([`tasks`]).
+///
+/// # Cancel safety
+///
+/// Dropping the future owes the cancellation of the round in flight (and of the task,
+/// if one was created).
+pub(super) async fn call(
+    caller: &Caller<'_>,
+    mut params: CallToolRequestParams,
+    deadline: Deadline,
+    progress: Option<&OnProgress>,
+) -> Result<CallToolResult, CallFailure> {
+    let mut state_only_rounds = 0;
+    for _ in 0..MAX_ROUNDS {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+        let input_required = match caller.request(request, deadline, progress).await? {
+            ServerResult::InputRequiredResult(input_required) => input_required,
+            ServerResult::CreateTaskResult(created) => {
+                return tasks::follow(caller, &created, deadline).await;
+            }
+            answer => return call_tool_result(answer).map_err(CallFailure::Refused),
+        };
+        let retry = retry(input_required, caller.answers)
+            .await
+            .map_err(CallFailure::Refused)?;
+        if retry.state_only {
+            let pause = state_only_pause(state_only_rounds);
+            state_only_rounds += 1;
+            if caller.pause(pause, deadline).await == Paused::TimedOut {
+                return Err(CallFailure::TimedOut);
+            }
+        } else {
+            state_only_rounds = 0;
+        }
+        params.input_responses = retry.input_responses;
+        params.request_state = retry.request_state;
+    }
+    Err(CallFailure::Refused(format!(
+        "the server asked for more input {MAX_ROUNDS} times in a row (mcp-runtime stops there)"
+    )))
+}
 
 /// What the next round of a call sends.
 #[derive(Debug, PartialEq)]
@@ -40,7 +94,24 @@ pub(super) struct Retry {
 ///
 /// Dropping the future drops the handlers' futures: the questions are withdrawn.
 pub(super) async fn retry(result: InputRequiredResult, answers: &Answers) -> Result<Retry, String> {
-    let requests = result.input_requests.unwrap_or_default();
+    let responses = respond(result.input_requests.unwrap_or_default(), answers).await?;
+    Ok(Retry {
+        state_only: responses.is_empty(),
+        input_responses: (!responses.is_empty()).then_some(responses),
+        request_state: result.request_state,
+    })
+}
+
+/// The answers to the server's input `requests`, each the host's handler's (invariant
+/// 2), or why the call cannot go on. A task's questions are answered the same way.
+///
+/// # Cancel safety
+///
+/// Dropping the future drops the handlers' futures: the questions are withdrawn.
+pub(super) async fn respond(
+    requests: InputRequests,
+    answers: &Answers,
+) -> Result<InputResponses, String> {
     let mut responses = InputResponses::new();
     for (key, request) in requests {
         let response = match request {
@@ -71,11 +142,7 @@ pub(super) async fn retry(result: InputRequiredResult, answers: &Answers) -> Res
         };
         responses.insert(key, response.expect("a result serializes"));
     }
-    Ok(Retry {
-        state_only: responses.is_empty(),
-        input_responses: (!responses.is_empty()).then_some(responses),
-        request_state: result.request_state,
-    })
+    Ok(responses)
 }
 
 /// How long the retry after the `n`-th consecutive state-only round waits: 50 ms,

@@ -154,7 +154,15 @@ done
         let timeout = Duration::from_secs(120);
         let began = Instant::now();
         let error = connection
-            .call_tool("t", None, JsonObject::new(), None, None, timeout)
+            .call_tool(
+                "t",
+                crate::catalog::TaskSupport::Forbidden,
+                None,
+                JsonObject::new(),
+                None,
+                None,
+                timeout,
+            )
             .await
             .expect_err("the call fails");
         assert!(
@@ -201,7 +209,15 @@ done
             .unwrap();
         let timeout = Duration::from_secs(120);
         let result = connection
-            .call_tool("t", None, JsonObject::new(), None, None, timeout)
+            .call_tool(
+                "t",
+                crate::catalog::TaskSupport::Forbidden,
+                None,
+                JsonObject::new(),
+                None,
+                None,
+                timeout,
+            )
             .await
             .expect("the answer arrives");
         assert_eq!(

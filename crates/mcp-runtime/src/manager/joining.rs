@@ -39,6 +39,7 @@ use tokio_util::task::AbortOnDropHandle;
 use super::{Listing, Server, Shared, refresh_on_change, startup};
 use crate::{
     binding::Binding,
+    catalog::TaskSupport,
     config::Config,
     error::{CallError, StartError, StartupError},
     naming::servers_for_qualified_name,
@@ -219,7 +220,10 @@ impl Shared {
     /// The servers it may belong to are told from its `mcp__SERVER__` prefix; when the
     /// prefix names none of them, no server can own it (the server a name is given
     /// for is always among them) and it is unknown at once.
-    pub(super) async fn route(&self, qualified_name: &str) -> Result<(String, String), CallError> {
+    pub(super) async fn route(
+        &self,
+        qualified_name: &str,
+    ) -> Result<(String, String, TaskSupport), CallError> {
         let named =
             servers_for_qualified_name(qualified_name, self.servers.keys().map(String::as_str));
         if named.is_empty() {
@@ -234,7 +238,11 @@ impl Shared {
         let candidates: BTreeSet<&str> = named.iter().copied().collect();
         loop {
             if let Some(tool) = self.catalog.borrow().resolve(qualified_name) {
-                return Ok((tool.server.clone(), tool.tool.name.to_string()));
+                return Ok((
+                    tool.server.clone(),
+                    tool.tool.name.to_string(),
+                    tool.task_support,
+                ));
             }
             let starting: Vec<&Server> = candidates
                 .iter()

@@ -1,0 +1,163 @@
+//! One request of a call (a tool call's round, a task's poll, a resource read), sent
+//! and waited for within the call's deadline.
+//!
+//! Every request sent here is in the connection's cancellation ledger while it is in
+//! flight ([`super::cancellation`]), so a request given up (deadline, drop) is
+//! followed by `notifications/cancelled`, written before the connection closes.
+
+use std::time::Duration;
+
+use rmcp::{
+    Peer, RoleClient,
+    model::{ClientRequest, ServerResult},
+    service::PeerRequestOptions,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    ANSWER_AFTER_END_WAIT,
+    answers::{Answers, ProgressWatch},
+    cancellation::{self, Cancellations},
+};
+use crate::progress::OnProgress;
+
+/// When a call times out: at `at`, moved later by the time paused since the pauses'
+/// total was `mark` (a person answering the server's questions).
+#[derive(Clone, Copy)]
+pub(super) struct Deadline {
+    at: tokio::time::Instant,
+    mark: Duration,
+}
+
+impl Deadline {
+    /// The deadline `timeout` from now, on the pauses of `answers`.
+    pub(super) fn after(timeout: Duration, answers: &Answers) -> Self {
+        Self {
+            at: tokio::time::Instant::now() + timeout,
+            mark: answers.pauses().total(),
+        }
+    }
+}
+
+/// How a call (or one of its requests) failed.
+#[derive(Debug)]
+pub(super) enum CallFailure {
+    /// The deadline passed; the cancellation is owed to the server.
+    TimedOut,
+    /// rmcp failed the request (the server's JSON-RPC error among them), or the
+    /// connection ended.
+    Failed(rmcp::ServiceError),
+    /// The server's answers cannot go on (the message says why).
+    Refused(String),
+}
+
+/// How a pause between requests ended.
+#[derive(Debug, PartialEq)]
+pub(super) enum Paused {
+    /// The pause is over.
+    Elapsed,
+    /// The deadline passed first.
+    TimedOut,
+    /// The connection ended first.
+    Ended,
+}
+
+/// What one connection's calls send their requests through.
+#[derive(Clone, Copy)]
+pub(super) struct Caller<'a> {
+    pub(super) peer: &'a Peer<RoleClient>,
+    pub(super) cancellations: &'a Cancellations,
+    pub(super) answers: &'a Answers,
+    /// Cancelled once the connection has ended.
+    pub(super) ended: &'a CancellationToken,
+}
+
+impl<'a> Caller<'a> {
+    /// Sends `request` and waits for its answer until `deadline`; its progress goes
+    /// to `progress` while it is in flight. A request in flight when the connection
+    /// ends fails at once, unless the server's answer is already on its way.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future after the request was sent owes its
+    /// `notifications/cancelled`.
+    pub(super) async fn request(
+        &self,
+        request: ClientRequest,
+        deadline: Deadline,
+        progress: Option<&OnProgress>,
+    ) -> Result<ServerResult, CallFailure> {
+        self.request_watched(request, deadline, progress)
+            .await
+            .map(|(answer, _watch)| answer)
+    }
+
+    /// As [`Self::request`], and the request's progress watch, which goes on
+    /// receiving the reports sent with the request's token until dropped (a
+    /// 2025-11-25 task reports on the token of the call that created it).
+    pub(super) async fn request_watched(
+        &self,
+        request: ClientRequest,
+        deadline: Deadline,
+        progress: Option<&OnProgress>,
+    ) -> Result<(ServerResult, Option<ProgressWatch<'a>>), CallFailure> {
+        // rmcp's own request helpers hide the request id, which the cancellation needs.
+        let handle = self
+            .peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(CallFailure::Failed)?;
+        // Queued: from here on, dropping this future owes the cancellation.
+        let in_flight = self.cancellations.register(handle.id.clone());
+        let watch = progress.map(|on_progress| {
+            self.answers
+                .watch_progress(handle.progress_token.clone(), on_progress.clone())
+        });
+        let mut response = std::pin::pin!(handle.await_response());
+        let waited = tokio::select! {
+            biased;
+            answer = response.as_mut() => Some(Ok(answer)),
+            () = self.expiry(deadline) => Some(Err(())),
+            () = self.ended.cancelled() => None,
+        };
+        let waited = match waited {
+            Some(waited) => waited,
+            // The connection ended (a local server may have exited with its stdout
+            // still held open): an answer written before the end still counts.
+            None => Ok(tokio::time::timeout(ANSWER_AFTER_END_WAIT, response)
+                .await
+                .unwrap_or(Err(rmcp::ServiceError::TransportClosed))),
+        };
+        match waited {
+            Ok(answer) => {
+                in_flight.answered();
+                answer
+                    .map(|answer| (answer, watch))
+                    .map_err(CallFailure::Failed)
+            }
+            Err(()) => {
+                in_flight.give_up(cancellation::TIMED_OUT);
+                Err(CallFailure::TimedOut)
+            }
+        }
+    }
+
+    /// Waits `pause`, unless the deadline passes or the connection ends first.
+    pub(super) async fn pause(&self, pause: Duration, deadline: Deadline) -> Paused {
+        tokio::select! {
+            biased;
+            () = self.ended.cancelled() => Paused::Ended,
+            () = self.expiry(deadline) => Paused::TimedOut,
+            () = tokio::time::sleep(pause) => Paused::Elapsed,
+        }
+    }
+
+    /// Returns when `deadline` has passed, not counting the time paused since the
+    /// call began.
+    pub(super) async fn expiry(&self, deadline: Deadline) {
+        self.answers
+            .pauses()
+            .expiry(deadline.at, deadline.mark)
+            .await;
+    }
+}
