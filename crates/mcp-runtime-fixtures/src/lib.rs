@@ -57,7 +57,8 @@
 //! With `--progress-steps N` a call that asks for progress gets N reports first.
 //! With `--asks` it also lists `ask`, `roots` and `sample`, which ask the client for
 //! an elicitation, its roots and a model's message, and answer with the client's
-//! answer (see `asks.rs`).
+//! answer (see `asks.rs`). With `--tasks` it lists `task_job`, which runs as a task
+//! of the 2026-07-28 tasks extension on rmcp's task manager (see `tasks.rs`).
 //!
 //! The faults marked raw select the [`raw`] server instead of rmcp's, over
 //! stdio only. A refused connection needs no process: see
@@ -75,6 +76,7 @@ pub mod oauth;
 pub mod raw;
 pub mod server;
 pub mod stdio;
+mod tasks;
 pub mod testing;
 
 pub use gate::Gates;

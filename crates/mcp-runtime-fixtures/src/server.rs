@@ -5,7 +5,8 @@
 //! router) because the tool set is decided at run time. Tools are listed in a
 //! fixed order: the fixed tools `echo`, `fail`, `env`, `pid`, `add_tool`; then
 //! the generated `tool_0` … `tool_{N-1}`; then the named ones; then `ask`, `roots`
-//! and `sample` (with [`Behaviour::asks`]); then `padding`
+//! and `sample` (with [`Behaviour::asks`]); then `task_job` (with
+//! [`Behaviour::tasks`]); then `padding`
 //! (with [`Behaviour::list_padding_bytes`]); then those added by calling
 //! `add_tool`, in the order they were added.
 //!
@@ -86,6 +87,9 @@ pub struct Behaviour {
     pub fail_list: bool,
     /// List `ask`, `roots` and `sample`, which ask the client (see `asks.rs`).
     pub asks: bool,
+    /// List `task_job`, which runs as a task of the 2026-07-28 tasks extension
+    /// (see `tasks.rs`), and declare the extension.
+    pub tasks: bool,
     /// The `outputSchema` of `echo` (which answers its arguments as structured
     /// content, so a call chooses whether its result conforms).
     pub echo_output_schema: Option<JsonObject>,
@@ -140,6 +144,8 @@ pub struct Fixture {
     gates: Option<Arc<Gates>>,
     /// Shared by all clones (see the module invariants).
     tools: Arc<RwLock<Vec<Tool>>>,
+    /// The tasks of `task_job`, shared by all clones.
+    tasks: crate::tasks::Tasks,
 }
 
 impl Fixture {
@@ -154,6 +160,7 @@ impl Fixture {
             behaviour: Arc::new(behaviour),
             gates,
             tools,
+            tasks: crate::tasks::Tasks::default(),
         }
     }
 
@@ -353,6 +360,15 @@ impl ServerHandler for Fixture {
             .enable_tools()
             .enable_tool_list_changed()
             .build();
+        if self.behaviour.tasks {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(
+                    rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                    JsonObject::new(),
+                );
+        }
         if !self.behaviour.experimental.is_empty() {
             capabilities.experimental = Some(self.behaviour.experimental.clone());
         }
@@ -416,6 +432,34 @@ impl ServerHandler for Fixture {
         self.page(request.as_ref().and_then(|r| r.cursor.as_deref()))
     }
 
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, McpError> {
+        Ok(rmcp::model::GetTaskResult::new(
+            self.tasks.0.get_task(&request.task_id)?,
+        ))
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks
+            .0
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks.0.cancel_task(&request.task_id)
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -438,6 +482,9 @@ impl ServerHandler for Fixture {
             && let Some(answer) = crate::asks::call(&request, &context.peer, stateless).await
         {
             return answer;
+        }
+        if self.behaviour.tasks && request.name == crate::tasks::TASK_JOB {
+            return crate::tasks::call(&self.tasks, &request, &context);
         }
         if let Some(token) = context.meta.get_progress_token() {
             for step in 1..=self.behaviour.progress_steps {
@@ -577,6 +624,9 @@ fn tools(behaviour: &Behaviour) -> Vec<Tool> {
     );
     if behaviour.asks {
         tools.extend(crate::asks::tools());
+    }
+    if behaviour.tasks {
+        tools.push(crate::tasks::tool());
     }
     if behaviour.list_padding_bytes > 0 {
         tools.push(Tool::new(

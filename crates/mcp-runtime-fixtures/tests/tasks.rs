@@ -154,3 +154,130 @@ async fn a_question_inside_a_task_reaches_the_host_and_its_answer_the_result() {
     assert!(asked[0].contains("python"), "{asked:?}");
     runtime.shutdown().await;
 }
+
+/// The fixture's `task_job` under 2026-07-28, logging what it receives to `log`.
+fn tasker(log: &std::path::Path) -> ServerConfig {
+    fixture_auto(
+        "tasker",
+        &["--tasks", "--era", "stateless", "--log", path_str(log)],
+    )
+}
+
+/// The entries of `log` of `method`.
+fn logged(log: &std::path::Path, method: &str) -> Vec<serde_json::Value> {
+    read_log(log)
+        .into_iter()
+        .filter(|entry| entry["method"] == method)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_2026_server_that_answers_with_a_task_is_polled_to_its_result() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let (runtime, _) = start(config([tasker(&log)])).await;
+    let result = runtime
+        .call_tool(
+            "mcp__tasker__task_job",
+            object(json!({"ms": 300, "poll_ms": 100})),
+        )
+        .await
+        .unwrap_or_else(|error| panic!("{}", mcp_runtime::error::chain(&error)));
+    assert_eq!(result.structured_content.unwrap()["worked_ms"], 300);
+    runtime.shutdown().await;
+
+    // The call declared the extension; the server made a task and was polled.
+    let call = &logged(&log, "tools/call")[0];
+    let declared = &call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+        ["io.modelcontextprotocol/tasks"];
+    assert_eq!(*declared, json!({}), "{call}");
+    let polls = logged(&log, "tasks/get");
+    assert!(polls.len() >= 2, "{polls:?}");
+    assert!(logged(&log, "tasks/cancel").is_empty(), "nothing to cancel");
+}
+
+#[tokio::test]
+async fn over_streamable_http_a_tasks_requests_name_the_task() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let fixture = http_fixture(&["--tasks", "--era", "stateless", "--log", path_str(&log)]).await;
+    let (runtime, _) = start(config([ServerConfig::http("tasker", &fixture.url)])).await;
+    let result = runtime
+        .call_tool(
+            "mcp__tasker__task_job",
+            object(json!({"ms": 200, "poll_ms": 50})),
+        )
+        .await
+        .unwrap_or_else(|error| panic!("{}", mcp_runtime::error::chain(&error)));
+    assert_eq!(result.structured_content.unwrap()["worked_ms"], 200);
+    runtime.shutdown().await;
+    let polls = logged(&log, "tasks/get");
+    assert!(!polls.is_empty());
+    for poll in polls {
+        assert_eq!(
+            poll["http_headers"]["mcp-name"], poll["params"]["taskId"],
+            "{poll}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_task_that_outlives_the_timeout_is_cancelled_on_the_server() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let mut server = tasker(&log);
+    server.tool_timeout = std::time::Duration::from_millis(500);
+    let (runtime, _) = start(config([server])).await;
+    let error = runtime
+        .call_tool(
+            "mcp__tasker__task_job",
+            object(json!({"ms": 60_000, "poll_ms": 100})),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, mcp_runtime::error::CallError::Timeout { .. }),
+        "{error:?}"
+    );
+    runtime.shutdown().await;
+    let polled = logged(&log, "tasks/get");
+    let cancelled = logged(&log, "tasks/cancel");
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert_eq!(
+        cancelled[0]["params"]["taskId"],
+        polled[0]["params"]["taskId"]
+    );
+}
+
+#[tokio::test]
+async fn a_tasks_question_is_answered_by_the_host() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let chooser = Chooser {
+        choice: "yes",
+        asked: asked.clone(),
+    };
+    let runtime = Runtime::start(
+        config([tasker(&log)]),
+        StartOptions::new()
+            .wait_for_all()
+            .with_listing_registry(ListingRegistry::new())
+            .with_host(HostHandlers::new().with_elicitation(chooser)),
+    )
+    .await
+    .expect("start succeeds");
+    let result = runtime
+        .call_tool(
+            "mcp__tasker__task_job",
+            object(json!({"ms": 0, "poll_ms": 50, "ask": true})),
+        )
+        .await
+        .unwrap_or_else(|error| panic!("{}", mcp_runtime::error::chain(&error)));
+    let answer = &result.structured_content.unwrap()["answer"];
+    assert_eq!(answer["action"], "accept", "{answer}");
+    assert_eq!(answer["content"]["interpretation"], "yes", "{answer}");
+    assert_eq!(*asked.lock().unwrap(), ["go on?"]);
+    runtime.shutdown().await;
+    assert_eq!(logged(&log, "tasks/update").len(), 1);
+}

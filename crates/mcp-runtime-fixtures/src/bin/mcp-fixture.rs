@@ -80,6 +80,9 @@ struct Args {
     /// elicitation, its roots and a model's message
     #[arg(long)]
     asks: bool,
+    /// List `task_job`, which runs as a task of the 2026-07-28 tasks extension
+    #[arg(long)]
+    tasks: bool,
     /// Give `echo` this `outputSchema` (a JSON object)
     #[arg(long, value_name = "JSON", value_parser = parse_object)]
     echo_output_schema: Option<JsonObject>,
@@ -276,6 +279,7 @@ impl Args {
             fail_list: self.fail_list,
             list_padding_bytes: self.list_padding_bytes,
             asks: self.asks,
+            tasks: self.tasks,
             progress_steps: self.progress_steps,
             echo_output_schema: self.echo_output_schema.clone(),
             call_result_bytes: self.call_result_bytes,
