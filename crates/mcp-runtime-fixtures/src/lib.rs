@@ -74,6 +74,7 @@ pub mod message_log;
 pub mod network;
 pub mod oauth;
 pub mod raw;
+pub mod resources;
 pub mod server;
 pub mod stdio;
 mod tasks;

@@ -37,7 +37,7 @@ use rmcp::{
         DiscoverRequestMethod, DiscoverResult, ExperimentalCapabilities, Implementation,
         InitializeRequestParams, InitializeResult, InitializeResultMethod, JsonObject,
         ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
-        ServerCapabilities, ServerConfig, Tool,
+        ServerCapabilities, ServerConfig, ServerNotification, Tool,
     },
     service::{Peer, RequestContext},
 };
@@ -90,6 +90,9 @@ pub struct Behaviour {
     /// List `task_job`, which runs as a task of the 2026-07-28 tasks extension
     /// (see `tasks.rs`), and declare the extension.
     pub tasks: bool,
+    /// Offer the resource `fixture://counter`, subscriptions and list changes, and
+    /// list `bump`, which changes it (see `resources.rs`).
+    pub resources: bool,
     /// The `outputSchema` of `echo` (which answers its arguments as structured
     /// content, so a call chooses whether its result conforms).
     pub echo_output_schema: Option<JsonObject>,
@@ -146,6 +149,8 @@ pub struct Fixture {
     tools: Arc<RwLock<Vec<Tool>>>,
     /// The tasks of `task_job`, shared by all clones.
     tasks: crate::tasks::Tasks,
+    /// The resource and its subscribers, shared by all clones.
+    resources: Arc<crate::resources::Resources>,
 }
 
 impl Fixture {
@@ -161,6 +166,7 @@ impl Fixture {
             gates,
             tools,
             tasks: crate::tasks::Tasks::default(),
+            resources: Arc::default(),
         }
     }
 
@@ -230,10 +236,18 @@ impl Fixture {
         &self,
         arguments: &JsonObject,
         peer: &Peer<RoleServer>,
+        stateless: bool,
     ) -> Result<CallToolResult, McpError> {
         let name = string_argument("add_tool", arguments, "name")?;
         self.add_tool(name)?;
-        if let Err(error) = peer.notify_tool_list_changed().await {
+        if stateless {
+            // A 2026-07-28 client hears of it only on its listen streams.
+            self.resources
+                .to_streams(ServerNotification::ToolListChangedNotification(
+                    Default::default(),
+                ))
+                .await;
+        } else if let Err(error) = peer.notify_tool_list_changed().await {
             return Err(McpError::internal_error(
                 format!("cannot send `notifications/tools/list_changed`: {error}"),
                 None,
@@ -360,6 +374,14 @@ impl ServerHandler for Fixture {
             .enable_tools()
             .enable_tool_list_changed()
             .build();
+        if self.behaviour.resources {
+            capabilities.resources = ServerCapabilities::builder()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
+                .build()
+                .resources;
+        }
         if self.behaviour.tasks {
             capabilities
                 .extensions
@@ -432,6 +454,57 @@ impl ServerHandler for Fixture {
         self.page(request.as_ref().and_then(|r| r.cursor.as_deref()))
     }
 
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        Ok(self.resources.list())
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        self.resources
+            .read(&request.uri)
+            .map(rmcp::model::ReadResourceResponse::Complete)
+    }
+
+    #[allow(deprecated, reason = "handshake-era clients subscribe this way")]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.resources.subscribe(&request.uri, &context.peer, true);
+        Ok(())
+    }
+
+    #[allow(deprecated, reason = "handshake-era clients unsubscribe this way")]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.resources.subscribe(&request.uri, &context.peer, false);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(crate::resources::Resources::accept(requested))
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        self.resources.listening(context.sink().clone());
+        context.cancelled().await;
+        Ok(())
+    }
+
     async fn get_task(
         &self,
         request: rmcp::model::GetTaskParams,
@@ -486,6 +559,9 @@ impl ServerHandler for Fixture {
         if self.behaviour.tasks && request.name == crate::tasks::TASK_JOB {
             return crate::tasks::call(&self.tasks, &request, &context);
         }
+        if self.behaviour.resources && request.name == "bump" {
+            return self.resources.bump().await.map(CallToolResponse::from);
+        }
         if let Some(token) = context.meta.get_progress_token() {
             for step in 1..=self.behaviour.progress_steps {
                 let report = ProgressNotificationParam::new(token.clone(), step as f64)
@@ -507,7 +583,10 @@ impl ServerHandler for Fixture {
                 std::process::id().to_string(),
                 json!({ "pid": std::process::id() }),
             ),
-            "add_tool" => self.add_tool_tool(&arguments, &context.peer).await?,
+            "add_tool" => {
+                self.add_tool_tool(&arguments, &context.peer, stateless)
+                    .await?
+            }
             name if self.read_tools().iter().any(|tool| tool.name == name) => with_structured(
                 format!("called {name}"),
                 json!({ "tool": name, "arguments": arguments }),
@@ -627,6 +706,9 @@ fn tools(behaviour: &Behaviour) -> Vec<Tool> {
     }
     if behaviour.tasks {
         tools.push(crate::tasks::tool());
+    }
+    if behaviour.resources {
+        tools.push(crate::resources::tool());
     }
     if behaviour.list_padding_bytes > 0 {
         tools.push(Tool::new(

@@ -29,4 +29,5 @@ mod restart;
 mod sandbox;
 mod shared_listing;
 mod startup;
+mod subscriptions;
 mod tasks;

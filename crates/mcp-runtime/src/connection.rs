@@ -39,6 +39,8 @@ mod over_sse;
 
 mod over_stdio;
 
+mod subscriptions;
+
 mod tasks;
 
 mod version_gate;
@@ -53,7 +55,7 @@ use rmcp::{
     model::{
         CallToolRequestParams, CallToolResult, ClientConfig, ElicitRequestParams, ElicitResult,
         Implementation, JsonObject, MetaObject, ProgressNotificationParam, ProtocolVersion,
-        RequestMetaObject, ServerResult,
+        RequestMetaObject, ServerNotification, ServerResult,
     },
     service::{ClientCacheConfig, NotificationContext, RequestContext, RunningService},
 };
@@ -128,6 +130,13 @@ impl Client {
             answers: Arc::new(answers::Answers::new(server, host.clone())),
         }
     }
+
+    fn listeners(&self) -> subscriptions::Listeners {
+        subscriptions::Listeners {
+            tools_changed: self.tools_changed.clone(),
+            answers: self.answers.clone(),
+        }
+    }
 }
 
 impl ClientHandler for Client {
@@ -136,7 +145,35 @@ impl ClientHandler for Client {
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.tools_changed.notify_one();
+        self.listeners()
+            .deliver(ServerNotification::ToolListChangedNotification(
+                Default::default(),
+            ));
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.listeners()
+            .deliver(ServerNotification::ResourceListChangedNotification(
+                Default::default(),
+            ));
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.listeners()
+            .deliver(ServerNotification::PromptListChangedNotification(
+                Default::default(),
+            ));
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.listeners()
+            .deliver(ServerNotification::ResourceUpdatedNotification(
+                rmcp::model::ResourceUpdatedNotification::new(params),
+            ));
     }
 
     async fn on_progress(
@@ -238,6 +275,8 @@ pub(crate) struct Connection {
     legacy_sse: bool,
     /// Whether requests carry an OAuth login's token.
     oauth: bool,
+    /// The resources subscribed to, and the 2026-07-28 listen stream.
+    subscriptions: subscriptions::Subscriptions,
 }
 
 impl Connection {
@@ -354,7 +393,9 @@ impl Connection {
             closed: OnceCell::new(),
             legacy_sse,
             oauth,
+            subscriptions: subscriptions::Subscriptions::default(),
         })
+        .inspect(Self::listen_in_background)
     }
 
     fn peer(&self) -> &Peer<RoleClient> {
@@ -693,6 +734,7 @@ impl Connection {
     ///
     /// Dropping the future kills the process group at once.
     pub(crate) async fn shutdown(&self) {
+        self.subscriptions.close();
         self.cancellations.flush(CANCELLATION_WAIT).await;
         let service = lock(&self.service).take();
         if let Some(mut service) = service {

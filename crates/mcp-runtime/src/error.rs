@@ -784,7 +784,7 @@ pub enum FeatureError {
     NotOffered {
         /// The server.
         server: String,
-        /// `resources`, `prompts` or `completions`.
+        /// `resources`, `resource subscriptions`, `prompts` or `completions`.
         feature: &'static str,
     },
     /// No server offers the resource or prompt asked for.

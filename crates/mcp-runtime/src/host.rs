@@ -110,6 +110,8 @@ pub struct HostHandlers {
     pub(crate) elicitation: Option<Arc<dyn Elicitation>>,
     pub(crate) sampling: Option<Arc<dyn Sampling>>,
     pub(crate) roots: Option<Arc<dyn Roots>>,
+    /// Where the servers' changes go: the runtime's own, set when it starts.
+    pub(crate) changes: crate::changes::Changes,
 }
 
 impl std::fmt::Debug for HostHandlers {

@@ -27,6 +27,7 @@ pub mod auth;
 pub mod authority;
 pub mod binding;
 pub mod catalog;
+pub mod changes;
 pub mod config;
 mod connection;
 pub mod error;
@@ -46,6 +47,7 @@ mod transport;
 
 pub use authority::{AuthorityBound, CallAuthority, CapturedAuthority, Unsandboxed};
 pub use catalog::{Catalog, ListedTool, QualifiedTool, TaskSupport};
+pub use changes::ServerChange;
 pub use config::{Config, ServerConfig};
 pub use connection::{
     ACCEPTED_PROTOCOL_VERSIONS, MAX_LIST_PAGES, MAX_LISTED_TOOLS, PROTOCOL_VERSION,

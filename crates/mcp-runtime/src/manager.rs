@@ -239,7 +239,9 @@ impl Runtime {
     /// `tools/list` per discovery key, as [`crate::shared_listing`] describes; each
     /// keeps its own connection. Startups that go on after the start returned keep
     /// taking part.
-    pub async fn start(config: Config, options: StartOptions) -> Result<Self, StartError> {
+    pub async fn start(config: Config, mut options: StartOptions) -> Result<Self, StartError> {
+        // The runtime's own changes, even when its host's handlers serve another.
+        options.host.changes = crate::changes::Changes::default();
         let cancel = options.cancel().child_token();
         let servers = config
             .enabled_servers()

@@ -83,6 +83,10 @@ struct Args {
     /// List `task_job`, which runs as a task of the 2026-07-28 tasks extension
     #[arg(long)]
     tasks: bool,
+    /// Offer the resource `fixture://counter` (subscriptions, list changes) and list
+    /// `bump`, which changes it
+    #[arg(long)]
+    resources: bool,
     /// Give `echo` this `outputSchema` (a JSON object)
     #[arg(long, value_name = "JSON", value_parser = parse_object)]
     echo_output_schema: Option<JsonObject>,
@@ -280,6 +284,7 @@ impl Args {
             list_padding_bytes: self.list_padding_bytes,
             asks: self.asks,
             tasks: self.tasks,
+            resources: self.resources,
             progress_steps: self.progress_steps,
             echo_output_schema: self.echo_output_schema.clone(),
             call_result_bytes: self.call_result_bytes,

@@ -83,6 +83,11 @@ impl Answers {
         &self.server
     }
 
+    /// Hands a change the server reported to the host.
+    pub(crate) fn changed(&self, change: crate::changes::ServerChange) {
+        self.handlers.changes.send(change);
+    }
+
     /// The pauses of this connection's call timeouts.
     pub(crate) fn pauses(&self) -> &Pauses {
         &self.pauses

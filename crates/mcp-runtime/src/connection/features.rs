@@ -17,6 +17,8 @@ use crate::error::FeatureError;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Feature {
     Resources,
+    /// Subscriptions to resource updates (`resources.subscribe`).
+    Subscriptions,
     Prompts,
     Completions,
 }
@@ -25,6 +27,7 @@ impl Feature {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Resources => "resources",
+            Self::Subscriptions => "resource subscriptions",
             Self::Prompts => "prompts",
             Self::Completions => "completions",
         }
@@ -40,6 +43,10 @@ impl Connection {
         let capabilities = &info.capabilities;
         match feature {
             Feature::Resources => capabilities.resources.is_some(),
+            Feature::Subscriptions => capabilities
+                .resources
+                .as_ref()
+                .is_some_and(|resources| resources.subscribe == Some(true)),
             Feature::Prompts => capabilities.prompts.is_some(),
             Feature::Completions => capabilities.completions.is_some(),
         }

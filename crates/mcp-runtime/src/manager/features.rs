@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 
 use super::Runtime;
 use crate::{
+    changes::ServerChange,
     connection::{Connection, features::Feature},
     error::{FeatureError, RestartError},
     sync::lock,
@@ -178,32 +179,90 @@ impl Runtime {
         uri: &str,
         server: Option<&str>,
     ) -> Result<ReadResourceResult, FeatureError> {
-        let server = match server {
-            Some(server) => server.to_owned(),
-            None => {
-                let listed = self.resources().await;
-                let mut servers: Vec<String> = listed
-                    .resources
-                    .iter()
-                    .filter(|entry| entry.resource.uri == uri)
-                    .map(|entry| entry.server.clone())
-                    .collect();
-                if servers.is_empty() {
-                    servers = listed
-                        .templates
-                        .iter()
-                        .filter(|entry| template_may_make(&entry.template.uri_template, uri))
-                        .map(|entry| entry.server.clone())
-                        .collect();
-                }
-                only_one("resource", uri, servers)?
-            }
-        };
+        let server = self.resource_server(uri, server).await?;
         let (connection, timeout) = self.offering(&server, Feature::Resources).await?;
         let answer = connection
             .feature_request("resources/read", json!({ "uri": uri }), timeout)
             .await?;
         typed(&server, "resources/read", answer)
+    }
+
+    /// Subscribes to updates of the resource at `uri` on `server`, or, when `None`,
+    /// on the one server that lists it: each update is a
+    /// [`ServerChange::ResourceUpdated`] of [`Self::changes`]. A handshake-era server
+    /// is sent `resources/subscribe`; a 2026-07-28 server's listen stream is opened
+    /// again with the URI. A server whose capabilities do not offer subscriptions is
+    /// [`FeatureError::NotOffered`]. A server started again after it stopped keeps
+    /// no subscription.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future leaves the subscriptions as they were.
+    pub async fn subscribe_resource(
+        &self,
+        uri: &str,
+        server: Option<&str>,
+    ) -> Result<(), FeatureError> {
+        self.change_subscription(uri, server, true).await
+    }
+
+    /// Withdraws a subscription of [`Self::subscribe_resource`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Self::subscribe_resource`].
+    pub async fn unsubscribe_resource(
+        &self,
+        uri: &str,
+        server: Option<&str>,
+    ) -> Result<(), FeatureError> {
+        self.change_subscription(uri, server, false).await
+    }
+
+    /// The changes the servers report from now on: their resource and prompt lists
+    /// changed, a subscribed resource was updated (see [`crate::changes`]). A
+    /// receiver that falls more than 256 changes behind is told how many it missed.
+    pub fn changes(&self) -> tokio::sync::broadcast::Receiver<ServerChange> {
+        self.shared.host.changes.subscribe()
+    }
+
+    async fn change_subscription(
+        &self,
+        uri: &str,
+        server: Option<&str>,
+        subscribe: bool,
+    ) -> Result<(), FeatureError> {
+        let server = self.resource_server(uri, server).await?;
+        let (connection, timeout) = self.offering(&server, Feature::Resources).await?;
+        connection.subscribe_resource(uri, subscribe, timeout).await
+    }
+
+    /// `server`, or, when `None`, the one server that lists the resource at `uri` (or
+    /// lists a template it could come from).
+    async fn resource_server(
+        &self,
+        uri: &str,
+        server: Option<&str>,
+    ) -> Result<String, FeatureError> {
+        if let Some(server) = server {
+            return Ok(server.to_owned());
+        }
+        let listed = self.resources().await;
+        let mut servers: Vec<String> = listed
+            .resources
+            .iter()
+            .filter(|entry| entry.resource.uri == uri)
+            .map(|entry| entry.server.clone())
+            .collect();
+        if servers.is_empty() {
+            servers = listed
+                .templates
+                .iter()
+                .filter(|entry| template_may_make(&entry.template.uri_template, uri))
+                .map(|entry| entry.server.clone())
+                .collect();
+        }
+        only_one("resource", uri, servers)
     }
 
     /// The prompt `name` of `server`, or, when `None`, of the one server that lists

@@ -67,7 +67,7 @@ pub struct StartOptions {
     /// The token store of the host, for the OAuth logins of remote servers.
     credentials: Option<Arc<dyn crate::auth::CredentialSource>>,
     /// How the host answers the servers' requests.
-    host: HostHandlers,
+    pub(super) host: HostHandlers,
 }
 
 impl Default for StartOptions {

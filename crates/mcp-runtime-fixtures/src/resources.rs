@@ -1,0 +1,142 @@
+//! The fixture's resource (`--resources`): `fixture://counter`, whose text is a
+//! count, and the tool `bump`, which adds one to the count and tells the clients
+//! subscribed to the resource that it was updated.
+//!
+//! Subscriptions in each era: a handshake-era client names the resource in
+//! `resources/subscribe` and gets `notifications/resources/updated` on its
+//! connection; a 2026-07-28 client opens a `subscriptions/listen` stream, and every
+//! open stream that accepted the resource gets the update (streams that accepted
+//! list changes also get `notifications/tools/list_changed` from `add_tool`).
+//! Tests make the changes happen with tool calls, so nothing depends on time.
+
+use std::{
+    collections::HashSet,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use rmcp::{
+    ErrorData as McpError, RoleServer,
+    model::{
+        CallToolResult, ListResourcesResult, ReadResourceResult, Resource, ResourceContents,
+        ServerNotification, SubscriptionFilter, Tool,
+    },
+    service::{Peer, SubscriptionSink},
+};
+use serde_json::json;
+
+/// The one resource.
+pub const COUNTER: &str = "fixture://counter";
+
+/// The count, and who is told when it changes. Shared by every clone of the
+/// fixture.
+#[derive(Debug, Default)]
+pub(crate) struct Resources {
+    count: AtomicU64,
+    /// Handshake-era subscriptions: the URIs named in `resources/subscribe`, with
+    /// the connection that named them (the last one of each).
+    subscribed: Mutex<Vec<(String, Peer<RoleServer>)>>,
+    /// The open 2026-07-28 listen streams.
+    streams: Mutex<Vec<SubscriptionSink>>,
+}
+
+impl Resources {
+    /// The resource, as listed.
+    pub(crate) fn list(&self) -> ListResourcesResult {
+        let mut counter = Resource::new(COUNTER, "counter");
+        counter.mime_type = Some("text/plain".into());
+        ListResourcesResult::with_all_items(vec![counter])
+    }
+
+    /// The resource's contents.
+    pub(crate) fn read(&self, uri: &str) -> Result<ReadResourceResult, McpError> {
+        if uri != COUNTER {
+            return Err(McpError::resource_not_found(
+                format!("no resource `{uri}`"),
+                None,
+            ));
+        }
+        let count = self.count.load(Ordering::SeqCst).to_string();
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(
+            count, COUNTER,
+        )]))
+    }
+
+    /// Records a handshake-era subscription (or its end).
+    pub(crate) fn subscribe(&self, uri: &str, peer: &Peer<RoleServer>, subscribe: bool) {
+        let mut subscribed = self.subscribed.lock().expect("not poisoned");
+        subscribed.retain(|(known, _)| known != uri);
+        if subscribe {
+            subscribed.push((uri.to_owned(), peer.clone()));
+        }
+    }
+
+    /// The subscription filter a listen stream is given: all it asks for.
+    pub(crate) fn accept(requested: &SubscriptionFilter) -> SubscriptionFilter {
+        requested.clone()
+    }
+
+    /// Keeps an open listen stream.
+    pub(crate) fn listening(&self, sink: SubscriptionSink) {
+        self.streams.lock().expect("not poisoned").push(sink);
+    }
+
+    /// Sends `notification` on every open listen stream that accepted it, dropping
+    /// the streams that closed.
+    pub(crate) async fn to_streams(&self, notification: ServerNotification) {
+        let streams: Vec<SubscriptionSink> = self.streams.lock().expect("not poisoned").clone();
+        let mut closed = HashSet::new();
+        for (index, stream) in streams.iter().enumerate() {
+            if let Err(rmcp::service::SubscriptionSendError::SubscriptionClosed) =
+                stream.send(notification.clone()).await
+            {
+                closed.insert(index);
+            }
+        }
+        if !closed.is_empty() {
+            let mut index = 0;
+            self.streams.lock().expect("not poisoned").retain(|_| {
+                index += 1;
+                !closed.contains(&(index - 1))
+            });
+        }
+    }
+
+    /// `bump`: one more, and the update sent to whoever subscribed.
+    pub(crate) async fn bump(&self) -> Result<CallToolResult, McpError> {
+        let count = self.count.fetch_add(1, Ordering::SeqCst) + 1;
+        let subscribed: Vec<Peer<RoleServer>> = self
+            .subscribed
+            .lock()
+            .expect("not poisoned")
+            .iter()
+            .filter(|(uri, _)| uri == COUNTER)
+            .map(|(_, peer)| peer.clone())
+            .collect();
+        let updated = rmcp::model::ResourceUpdatedNotificationParam::new(COUNTER);
+        for peer in subscribed {
+            peer.notify_resource_updated(updated.clone())
+                .await
+                .map_err(|error| McpError::internal_error(error.to_string(), None))?;
+        }
+        self.to_streams(ServerNotification::ResourceUpdatedNotification(
+            rmcp::model::ResourceUpdatedNotification::new(updated),
+        ))
+        .await;
+        Ok(CallToolResult::structured(json!({ "count": count })))
+    }
+}
+
+/// The tool `bump`.
+pub(crate) fn tool() -> Tool {
+    let serde_json::Value::Object(schema) = json!({ "type": "object", "properties": {} }) else {
+        unreachable!("a schema literal is an object")
+    };
+    Tool::new(
+        "bump",
+        "Add one to the count of fixture://counter",
+        Arc::new(schema),
+    )
+}

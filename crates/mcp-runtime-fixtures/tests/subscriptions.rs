@@ -1,0 +1,131 @@
+//! What servers report without being asked: resource updates for the resources the
+//! host subscribed to, list changes.
+
+use std::time::Duration;
+
+use mcp_runtime::{ServerChange, ServerConfig, ServerState, error::FeatureError};
+use tokio::sync::broadcast;
+
+use crate::{peers::server_everything, support::*};
+
+/// How long a server may take to report a change it was made to report (the peer
+/// reports updates every 5 s).
+const REPORT_LIMIT: Duration = Duration::from_secs(30);
+
+/// The next change `changes` receives, which must come within [`REPORT_LIMIT`].
+async fn next_change(changes: &mut broadcast::Receiver<ServerChange>) -> ServerChange {
+    tokio::time::timeout(REPORT_LIMIT, changes.recv())
+        .await
+        .expect("a change is reported in time")
+        .expect("the runtime is running")
+}
+
+#[tokio::test]
+async fn a_subscribed_resource_of_server_everything_reports_its_updates() {
+    let everything = ServerConfig::stdio(
+        "everything",
+        "node",
+        vec![server_everything().to_str().unwrap().into(), "stdio".into()],
+    );
+    let (runtime, _) = start(config([everything])).await;
+    assert_eq!(runtime.servers()[0].state, ServerState::Ready);
+    let uri = "demo://resource/static/document/startup.md";
+    let mut changes = runtime.changes();
+    runtime.subscribe_resource(uri, None).await.unwrap();
+    // The peer sends updates of the subscribed resources once told to.
+    runtime
+        .call_tool("mcp__everything__toggle_subscriber_updates", None)
+        .await
+        .unwrap();
+    let change = next_change(&mut changes).await;
+    assert_eq!(
+        change,
+        ServerChange::ResourceUpdated {
+            server: "everything".into(),
+            uri: uri.into(),
+        }
+    );
+    runtime
+        .unsubscribe_resource(uri, Some("everything"))
+        .await
+        .unwrap();
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_without_resources_cannot_be_subscribed_to() {
+    let (runtime, _) = start(config([fixture("plain", &[])])).await;
+    let error = runtime
+        .subscribe_resource("file:///x", Some("plain"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, FeatureError::NotOffered { server, feature: "resources" } if server == "plain"),
+        "{error:?}"
+    );
+    runtime.shutdown().await;
+}
+
+/// The fixture's counter resource, in `era`.
+fn counter(era: &str) -> ServerConfig {
+    fixture_auto("counter", &["--resources", "--era", era])
+}
+
+#[tokio::test]
+async fn each_era_subscribes_its_own_way_and_reports_updates() {
+    use mcp_runtime_fixtures::resources::COUNTER;
+
+    for era in ["handshake", "stateless"] {
+        let (runtime, _) = start(config([counter(era)])).await;
+        let status = &runtime.servers()[0];
+        assert_eq!(
+            status.state,
+            ServerState::Ready,
+            "{era}: {:?}",
+            status.error
+        );
+        let mut changes = runtime.changes();
+        runtime
+            .subscribe_resource(COUNTER, None)
+            .await
+            .unwrap_or_else(|error| panic!("{era}: {}", mcp_runtime::error::chain(&error)));
+        let bumped = runtime.call_tool("mcp__counter__bump", None).await.unwrap();
+        assert_eq!(bumped.structured_content.unwrap()["count"], 1, "{era}");
+        assert_eq!(
+            next_change(&mut changes).await,
+            ServerChange::ResourceUpdated {
+                server: "counter".into(),
+                uri: COUNTER.into(),
+            },
+            "{era}"
+        );
+        runtime
+            .unsubscribe_resource(COUNTER, None)
+            .await
+            .unwrap_or_else(|error| panic!("{era}: {}", mcp_runtime::error::chain(&error)));
+        runtime.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn a_2026_server_s_tool_list_change_reaches_the_catalog_through_its_listen_stream() {
+    let (runtime, _) = start(config([counter("stateless")])).await;
+    let mut catalog = runtime.subscribe_catalog();
+    runtime
+        .call_tool(
+            "mcp__counter__add_tool",
+            object(serde_json::json!({"name": "late"})),
+        )
+        .await
+        .unwrap();
+    let updated = tokio::time::timeout(
+        REPORT_LIMIT,
+        catalog.wait_for(|catalog| catalog.resolve("mcp__counter__late").is_some()),
+    )
+    .await
+    .expect("the catalog is refreshed in time")
+    .unwrap()
+    .clone();
+    assert!(updated.resolve("mcp__counter__late").is_some());
+    runtime.shutdown().await;
+}

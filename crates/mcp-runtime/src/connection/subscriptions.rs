@@ -1,0 +1,228 @@
+//! What a server tells its client without being asked: its lists changed, a
+//! subscribed resource was updated (see [`crate::changes`]).
+//!
+//! Each era its own way:
+//! - a handshake-era server sends the notifications on its connection, where the
+//!   client's handler receives them; resource updates come for the URIs named in
+//!   `resources/subscribe` (withdrawn with `resources/unsubscribe`);
+//! - a 2026-07-28 server sends them only on a `subscriptions/listen` stream. The
+//!   connection keeps one open, asking for the list changes the server advertises
+//!   and the resources the host subscribed to; a change of those resources opens a
+//!   new stream with the new set, then closes the old one (rmcp cancels a stream
+//!   whose handle is dropped).
+//!
+//! Invariants:
+//! 1. Both eras deliver a notification the same way ([`deliver`]): a tool list
+//!    change refreshes the catalog, the rest goes to the host's changes.
+//! 2. A subscription is recorded only once the server accepted it (its answer; under
+//!    2026-07-28, the new stream's acknowledgment names the URI).
+//! 3. Subscriptions are changed one at a time per connection, so two changes never
+//!    open streams from the same old set.
+
+use std::{
+    collections::BTreeSet,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use rmcp::{
+    model::{ServerNotification, SubscriptionFilter},
+    service::Subscription,
+};
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio_util::task::AbortOnDropHandle;
+
+use super::{Connection, answers::Answers, features::Feature};
+use crate::{changes::ServerChange, error::FeatureError, sync::lock};
+
+/// A connection's resource subscriptions and, under 2026-07-28, its listen stream.
+#[derive(Default)]
+pub(super) struct Subscriptions {
+    /// The resources the host subscribed to (invariant 3: held while one changes).
+    uris: tokio::sync::Mutex<BTreeSet<String>>,
+    /// The task reading the listen stream.
+    stream: Mutex<Option<AbortOnDropHandle<()>>>,
+}
+
+impl Subscriptions {
+    /// Closes the listen stream, if one is open.
+    pub(super) fn close(&self) {
+        lock(&self.stream).take();
+    }
+}
+
+/// Where a connection's notifications go.
+#[derive(Clone)]
+pub(super) struct Listeners {
+    pub(super) tools_changed: Arc<Notify>,
+    pub(super) answers: Arc<Answers>,
+}
+
+impl Listeners {
+    /// Hands over one of the server's notifications (invariant 1).
+    pub(super) fn deliver(&self, notification: ServerNotification) {
+        let server = || self.answers.server().to_owned();
+        match notification {
+            ServerNotification::ToolListChangedNotification(_) => {
+                self.tools_changed.notify_one();
+            }
+            ServerNotification::ResourceListChangedNotification(_) => {
+                self.answers
+                    .changed(ServerChange::ResourcesChanged { server: server() });
+            }
+            ServerNotification::PromptListChangedNotification(_) => {
+                self.answers
+                    .changed(ServerChange::PromptsChanged { server: server() });
+            }
+            ServerNotification::ResourceUpdatedNotification(updated) => {
+                self.answers.changed(ServerChange::ResourceUpdated {
+                    server: server(),
+                    uri: updated.params.uri,
+                });
+            }
+            other => {
+                tracing::debug!(server = self.answers.server(), method = ?other, "ignoring a notification on the listen stream");
+            }
+        }
+    }
+}
+
+impl Connection {
+    fn listeners(&self) -> Listeners {
+        Listeners {
+            tools_changed: self.tools_changed.clone(),
+            answers: self.answers.clone(),
+        }
+    }
+
+    /// Under 2026-07-28, opens the listen stream for the list changes the server
+    /// advertises, in the background (a server without streams is only logged).
+    pub(super) fn listen_in_background(&self) {
+        let listeners = self.listeners();
+        if !self.is_stateless() {
+            return;
+        }
+        let filter = self.listen_filter(&BTreeSet::new());
+        if filter == SubscriptionFilter::default() {
+            return;
+        }
+        let peer = self.peer().clone();
+        let task = tokio::spawn(async move {
+            match peer.listen(filter).await {
+                Ok(subscription) => pump(subscription, listeners).await,
+                Err(error) => tracing::debug!(
+                    server = listeners.answers.server(),
+                    error = %crate::error::chain(&error),
+                    "the server opened no listen stream"
+                ),
+            }
+        });
+        *lock(&self.subscriptions.stream) = Some(AbortOnDropHandle::new(task));
+    }
+
+    /// What a listen stream asks for: the list changes the server advertises, and
+    /// `uris` when it offers subscriptions.
+    fn listen_filter(&self, uris: &BTreeSet<String>) -> SubscriptionFilter {
+        let mut wanted = SubscriptionFilter::builder()
+            .tools_list_changed()
+            .prompts_list_changed()
+            .resources_list_changed();
+        if !uris.is_empty() {
+            wanted = wanted.resource_subscriptions(uris.iter().cloned());
+        }
+        let wanted = wanted.build();
+        match self.peer().peer_info() {
+            Some(info) => wanted.supported_by(&info.capabilities),
+            None => SubscriptionFilter::default(),
+        }
+    }
+
+    /// Subscribes to updates of the resource `uri` (each request bounded by
+    /// `timeout`), or, with `subscribe` false, withdraws the subscription.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future leaves the subscriptions as they were (a request given up
+    /// is cancelled; a new stream not yet in place is closed).
+    pub(crate) async fn subscribe_resource(
+        &self,
+        uri: &str,
+        subscribe: bool,
+        timeout: Duration,
+    ) -> Result<(), FeatureError> {
+        let server = self.answers.server();
+        if !self.offers(Feature::Subscriptions) {
+            return Err(FeatureError::NotOffered {
+                server: server.to_owned(),
+                feature: Feature::Subscriptions.name(),
+            });
+        }
+        let mut uris = self.subscriptions.uris.lock().await;
+        if uris.contains(uri) == subscribe {
+            return Ok(());
+        }
+        let mut wanted = uris.clone();
+        if subscribe {
+            wanted.insert(uri.to_owned());
+        } else {
+            wanted.remove(uri);
+        }
+        if self.is_stateless() {
+            let filter = self.listen_filter(&wanted);
+            let failed = |message: String| FeatureError::Answer {
+                server: server.to_owned(),
+                method: "subscriptions/listen",
+                message,
+            };
+            let subscription = tokio::time::timeout(timeout, self.peer().listen(filter))
+                .await
+                .map_err(|_| FeatureError::Timeout {
+                    server: server.to_owned(),
+                    method: "subscriptions/listen",
+                    after: timeout,
+                })?
+                .map_err(|error| failed(crate::error::chain(&error)))?;
+            let accepted = subscription
+                .acknowledged()
+                .resource_subscriptions
+                .as_ref()
+                .is_some_and(|accepted| accepted.iter().any(|accepted| accepted == uri));
+            if subscribe && !accepted {
+                return Err(failed(format!(
+                    "the server did not accept a subscription to `{uri}`"
+                )));
+            }
+            let task = tokio::spawn(pump(subscription, self.listeners()));
+            // The old stream, if any, is closed as its task is dropped.
+            *lock(&self.subscriptions.stream) = Some(AbortOnDropHandle::new(task));
+        } else {
+            let method = if subscribe {
+                "resources/subscribe"
+            } else {
+                "resources/unsubscribe"
+            };
+            self.feature_request(method, json!({ "uri": uri }), timeout)
+                .await?;
+        }
+        *uris = wanted;
+        Ok(())
+    }
+}
+
+/// Reads a listen stream until it ends, delivering its notifications.
+async fn pump(mut subscription: Subscription, listeners: Listeners) {
+    loop {
+        match subscription.next().await {
+            Ok(Some(notification)) => listeners.deliver(notification),
+            Ok(None) => {
+                tracing::debug!(server = listeners.answers.server(), end = ?subscription.end(), "the listen stream ended");
+                return;
+            }
+            Err(error) => {
+                tracing::debug!(server = listeners.answers.server(), error = %crate::error::chain(&error), "the listen stream failed");
+                return;
+            }
+        }
+    }
+}
