@@ -48,9 +48,11 @@ pub(crate) fn tools() -> Vec<Tool> {
         ),
         Tool::new(
             "sample",
-            "Ask the client's model to answer a prompt; answers with its message",
+            "Ask the client's model to answer a prompt (offering it the tool `lookup` when \
+             `tools`); answers with its message",
             object(json!({ "type": "object", "properties": {
-                "prompt": { "type": "string" }
+                "prompt": { "type": "string" },
+                "tools": { "type": "boolean" }
             }})),
         ),
     ]
@@ -83,14 +85,24 @@ fn request(tool: &str, arguments: &JsonObject) -> Option<(&'static str, Value)> 
             }),
         )),
         "roots" => Some(("roots/list", Value::Null)),
-        "sample" => Some((
-            "sampling/createMessage",
-            json!({
+        "sample" => {
+            let mut params = json!({
                 "messages": [{ "role": "user", "content": {
                     "type": "text", "text": text("prompt", "Say hello") } }],
                 "maxTokens": 64
-            }),
-        )),
+            });
+            // The tool-use fields of 2025-11-25: one tool the model may call.
+            if arguments.get("tools").and_then(Value::as_bool) == Some(true) {
+                params["tools"] = json!([{
+                    "name": "lookup",
+                    "description": "Look a word up",
+                    "inputSchema": { "type": "object", "properties": {
+                        "word": { "type": "string" } } }
+                }]);
+                params["toolChoice"] = json!({ "mode": "auto" });
+            }
+            Some(("sampling/createMessage", params))
+        }
         _ => None,
     }
 }

@@ -181,3 +181,56 @@ async fn the_persons_time_does_not_count_against_the_call_timeout() {
         runtime.shutdown().await;
     }
 }
+
+/// A model that may call tools: it notes the tools it was offered.
+#[derive(Clone, Default)]
+struct ToolModel {
+    offered: Arc<Mutex<Vec<serde_json::Value>>>,
+}
+
+impl Sampling for ToolModel {
+    fn tool_use(&self) -> bool {
+        true
+    }
+
+    fn create_message<'a>(
+        &'a self,
+        _server: &'a str,
+        request: CreateMessageRequestParams,
+    ) -> HandlerFuture<'a, Result<CreateMessageResult, rmcp::ErrorData>> {
+        Box::pin(async move {
+            self.offered.lock().unwrap().push(json!({
+                "tools": request.tools.iter().flatten().map(|tool| tool.name.to_string()).collect::<Vec<_>>(),
+                "toolChoice": request.tool_choice,
+            }));
+            Ok(CreateMessageResult::new(
+                SamplingMessage::assistant_text("no lookup needed"),
+                "tool-model".into(),
+            ))
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_sampling_request_with_tools_reaches_a_handler_that_takes_them_in_both_eras() {
+    for protocol in ERAS {
+        let model = ToolModel::default();
+        let runtime = start_with(
+            asking(protocol),
+            HostHandlers::new().with_sampling(model.clone()),
+        )
+        .await;
+        let result = runtime
+            .call_tool("mcp__asker__sample", object(json!({"tools": true})))
+            .await
+            .unwrap_or_else(|error| panic!("{protocol:?}: {}", mcp_runtime::error::chain(&error)));
+        let sampled = result.structured_content.expect("the answer");
+        assert_eq!(sampled["model"], "tool-model", "{protocol:?}: {sampled}");
+        assert_eq!(
+            *model.offered.lock().unwrap(),
+            [json!({"tools": ["lookup"], "toolChoice": {"mode": "auto"}})],
+            "{protocol:?}"
+        );
+        runtime.shutdown().await;
+    }
+}

@@ -8,6 +8,7 @@ mod calls;
 mod cancellation;
 mod config_files;
 mod era_matrix;
+mod everything;
 mod exact_arguments;
 mod faults;
 mod host_handlers;
