@@ -113,41 +113,155 @@ impl Connection {
             method,
             message,
         };
-        let mut entries = Vec::new();
-        let mut cursor: Option<String> = None;
-        let mut seen = HashSet::new();
-        for _ in 0..MAX_LIST_PAGES {
-            let params = match &cursor {
-                Some(cursor) => json!({ "cursor": cursor }),
-                None => Value::Null,
-            };
-            let answer = self.feature_request(method, params, timeout).await?;
-            let mut page = serde_json::to_value(answer)
-                .map_err(|error| bad(format!("the answer is not JSON: {error}")))?;
-            let listed = match page.get_mut(key).map(Value::take) {
-                Some(Value::Array(listed)) => listed,
-                _ => return Err(bad(format!("the answer has no `{key}` list"))),
-            };
-            if entries.len() + listed.len() > MAX_LISTED_TOOLS {
-                return Err(bad(format!(
-                    "the server listed more than {MAX_LISTED_TOOLS} entries"
-                )));
-            }
-            entries.extend(listed);
-            match page.get("nextCursor").and_then(Value::as_str) {
-                None => return Ok(entries),
-                Some(next) => {
-                    if !seen.insert(next.to_owned()) {
-                        return Err(bad(
-                            "the server repeated a cursor (its pagination loops)".to_owned()
-                        ));
-                    }
-                    cursor = Some(next.to_owned());
+        all_pages(
+            key,
+            async |cursor| {
+                let params = match cursor {
+                    Some(cursor) => json!({ "cursor": cursor }),
+                    None => Value::Null,
+                };
+                let answer = self.feature_request(method, params, timeout).await?;
+                serde_json::to_value(answer)
+                    .map_err(|error| bad(format!("the answer is not JSON: {error}")))
+            },
+            bad,
+        )
+        .await
+    }
+}
+
+/// Every entry under `key` of the pages `page` answers (given the cursor to ask
+/// for), following `nextCursor` with the guards of `tools/list`: at most
+/// [`MAX_LIST_PAGES`] pages and [`MAX_LISTED_TOOLS`] entries, no cursor twice. A
+/// page without a `key` list, or a guard broken, is `bad`'s error.
+async fn all_pages(
+    key: &str,
+    mut page: impl AsyncFnMut(Option<String>) -> Result<Value, FeatureError>,
+    bad: impl Fn(String) -> FeatureError,
+) -> Result<Vec<Value>, FeatureError> {
+    let mut entries = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut seen = HashSet::new();
+    for _ in 0..MAX_LIST_PAGES {
+        let mut answer = page(cursor.take()).await?;
+        let listed = match answer.get_mut(key).map(Value::take) {
+            Some(Value::Array(listed)) => listed,
+            _ => return Err(bad(format!("the answer has no `{key}` list"))),
+        };
+        if entries.len() + listed.len() > MAX_LISTED_TOOLS {
+            return Err(bad(format!(
+                "the server listed more than {MAX_LISTED_TOOLS} entries"
+            )));
+        }
+        entries.extend(listed);
+        match answer.get("nextCursor").and_then(Value::as_str) {
+            None => return Ok(entries),
+            Some(next) => {
+                if !seen.insert(next.to_owned()) {
+                    return Err(bad(
+                        "the server repeated a cursor (its pagination loops)".to_owned()
+                    ));
                 }
+                cursor = Some(next.to_owned());
             }
         }
-        Err(bad(format!(
-            "the server returned more than {MAX_LIST_PAGES} pages"
-        )))
+    }
+    Err(bad(format!(
+        "the server returned more than {MAX_LIST_PAGES} pages"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bad(message: String) -> FeatureError {
+        FeatureError::Answer {
+            server: "s".into(),
+            method: "resources/list",
+            message,
+        }
+    }
+
+    /// The entries of `pages` (answered in order, each asked for with the cursor
+    /// noted), or the error's message.
+    async fn walk(pages: Vec<Value>) -> (Result<Vec<Value>, String>, Vec<Option<String>>) {
+        let mut asked = Vec::new();
+        let mut pages = pages.into_iter();
+        let walked = all_pages(
+            "resources",
+            async |cursor| {
+                asked.push(cursor);
+                Ok(pages.next().unwrap_or_else(|| json!({"resources": []})))
+            },
+            bad,
+        )
+        .await;
+        let walked = walked.map_err(|error| match error {
+            FeatureError::Answer { message, .. } => message,
+            other => panic!("{other:?}"),
+        });
+        (walked, asked)
+    }
+
+    #[tokio::test]
+    async fn pages_are_followed_through_their_cursors_in_order() {
+        let (walked, asked) = walk(vec![
+            json!({"resources": [1, 2], "nextCursor": "a"}),
+            json!({"resources": [3], "nextCursor": "b"}),
+            json!({"resources": [4]}),
+        ])
+        .await;
+        assert_eq!(walked.unwrap(), [json!(1), json!(2), json!(3), json!(4)]);
+        assert_eq!(asked, [None, Some("a".into()), Some("b".into())]);
+    }
+
+    #[tokio::test]
+    async fn a_repeated_cursor_stops_the_listing() {
+        let (walked, asked) = walk(vec![
+            json!({"resources": [1], "nextCursor": "a"}),
+            json!({"resources": [2], "nextCursor": "b"}),
+            json!({"resources": [3], "nextCursor": "a"}),
+        ])
+        .await;
+        assert_eq!(
+            walked.unwrap_err(),
+            "the server repeated a cursor (its pagination loops)"
+        );
+        assert_eq!(asked.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn endless_pages_stop_at_the_page_limit() {
+        let pages = (0..MAX_LIST_PAGES + 5)
+            .map(|n| json!({"resources": [n], "nextCursor": n.to_string()}))
+            .collect();
+        let (walked, asked) = walk(pages).await;
+        assert_eq!(
+            walked.unwrap_err(),
+            format!("the server returned more than {MAX_LIST_PAGES} pages")
+        );
+        assert_eq!(asked.len(), MAX_LIST_PAGES);
+    }
+
+    #[tokio::test]
+    async fn too_many_entries_stop_the_listing() {
+        let half = vec![json!(0); MAX_LISTED_TOOLS / 2 + 1];
+        let (walked, asked) = walk(vec![
+            json!({"resources": half.clone(), "nextCursor": "a"}),
+            json!({"resources": half, "nextCursor": "b"}),
+        ])
+        .await;
+        assert_eq!(
+            walked.unwrap_err(),
+            format!("the server listed more than {MAX_LISTED_TOOLS} entries")
+        );
+        assert_eq!(asked.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_page_without_its_list_is_an_error() {
+        let (walked, _) = walk(vec![json!({"tools": []})]).await;
+        assert_eq!(walked.unwrap_err(), "the answer has no `resources` list");
     }
 }
