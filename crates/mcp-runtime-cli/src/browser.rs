@@ -93,6 +93,17 @@ impl Browser {
     }
 }
 
+impl Browser {
+    /// Opens `url` in the browser, printing nothing (a server's link, which the
+    /// person was shown and agreed to open).
+    pub(crate) fn open_link(&self, url: &str) -> std::io::Result<()> {
+        match self.spawn_first(url)? {
+            Some(_) => Ok(()),
+            None => Err(std::io::Error::other("no browser to open it with")),
+        }
+    }
+}
+
 impl OpenUrl for Browser {
     fn open(&self, url: &str) -> std::io::Result<()> {
         eprintln!("mcp-runtime: to log in, open this URL in a browser:\n  {url}");

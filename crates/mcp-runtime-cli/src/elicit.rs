@@ -10,13 +10,15 @@
 //!   a question with a required field that has no default cannot be answered so, and
 //!   is declined.
 //!
-//! URL elicitation is never offered: nobody is there to open the URL.
+//! URL elicitation is offered only to the person at a terminal, who is shown the link
+//! and asked whether to open it in the browser ([`ask::ask_url`]); scripts have
+//! nobody to open it.
 
 pub mod ask;
 
 use clap::ValueEnum;
 use mcp_runtime::{
-    host::{Elicitation, HandlerFuture, HostHandlers},
+    host::{Elicitation, ElicitationModes, HandlerFuture, HostHandlers},
     model::{ElicitRequestParams, ElicitResult, ElicitationAction},
 };
 use serde_json::{Map, Value};
@@ -58,10 +60,17 @@ impl Policy {
     }
 }
 
-/// Asks the person at the terminal (form questions only: URL ones are not offered).
+/// Asks the person at the terminal: a form, or whether to open a link.
 struct Interactive;
 
 impl Elicitation for Interactive {
+    fn modes(&self) -> ElicitationModes {
+        ElicitationModes {
+            form: true,
+            url: true,
+        }
+    }
+
     fn elicit<'a>(
         &'a self,
         server: &'a str,
@@ -69,21 +78,27 @@ impl Elicitation for Interactive {
     ) -> HandlerFuture<'a, ElicitResult> {
         let server = server.to_owned();
         Box::pin(async move {
-            let ElicitRequestParams::FormElicitationParams {
-                message,
-                requested_schema,
-                ..
-            } = request
-            else {
-                return ElicitResult::new(ElicitationAction::Decline);
-            };
-            let schema = serde_json::to_value(requested_schema).unwrap_or_default();
             // The terminal's prompts block: off the runtime's threads.
-            tokio::task::spawn_blocking(move || {
-                ask::ask(&ask::Terminal, &server, &message, &schema)
-            })
-            .await
-            .unwrap_or_else(|_| ElicitResult::new(ElicitationAction::Cancel))
+            let asked = tokio::task::spawn_blocking(move || match request {
+                ElicitRequestParams::FormElicitationParams {
+                    message,
+                    requested_schema,
+                    ..
+                } => {
+                    let schema = serde_json::to_value(requested_schema).unwrap_or_default();
+                    ask::ask(&ask::Terminal, &server, &message, &schema)
+                }
+                ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+                    let browser = crate::browser::Browser::from_env(false);
+                    let open = |url: &str| browser.open_link(url);
+                    ask::ask_url(&ask::Terminal, &open, &server, &message, &url)
+                }
+                // A mode this build does not know: not answered.
+                _ => ElicitResult::new(ElicitationAction::Decline),
+            });
+            asked
+                .await
+                .unwrap_or_else(|_| ElicitResult::new(ElicitationAction::Cancel))
         })
     }
 }

@@ -32,6 +32,40 @@ pub trait Person {
     ) -> Option<String>;
 }
 
+/// The prompt of a link's question.
+const OPEN_LINK: &str = "Open it in your browser?";
+
+/// The person's answer to `server` asking them to open `url` (`message` says why):
+/// `open` opens it when they agree. Only `http` and `https` links are offered.
+pub fn ask_url(
+    person: &dyn Person,
+    open: &dyn Fn(&str) -> std::io::Result<()>,
+    server: &str,
+    message: &str,
+    url: &str,
+) -> ElicitResult {
+    eprintln!(
+        "server `{}` asks you to open a link: {}\n  {}",
+        printable(server),
+        printable(message),
+        printable(url)
+    );
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        eprintln!("mcp-runtime: declined: only http and https links are opened");
+        return ElicitResult::new(ElicitationAction::Decline);
+    }
+    match person.confirm(OPEN_LINK, false) {
+        Some(true) => {
+            if let Err(error) = open(url) {
+                eprintln!("mcp-runtime: no browser opened it ({error}): open the link above");
+            }
+            ElicitResult::new(ElicitationAction::Accept)
+        }
+        Some(false) => ElicitResult::new(ElicitationAction::Decline),
+        None => ElicitResult::new(ElicitationAction::Cancel),
+    }
+}
+
 /// The person's answer to `message` from `server` with the form `schema`.
 pub fn ask(person: &dyn Person, server: &str, message: &str, schema: &Value) -> ElicitResult {
     eprintln!(
@@ -369,5 +403,38 @@ mod tests {
         );
         assert_eq!(gave_up.action, ElicitationAction::Cancel);
         assert_eq!(gave_up.content, None);
+    }
+
+    #[test]
+    fn a_link_is_opened_only_when_the_person_agrees() {
+        let opened = RefCell::new(Vec::new());
+        let open = |url: &str| {
+            opened.borrow_mut().push(url.to_owned());
+            Ok(())
+        };
+        let url = "https://example.com/sign-in";
+        let yes = Scripted::new(json!({ OPEN_LINK: true }));
+        let answer = ask_url(&yes, &open, "s", "sign in", url);
+        assert_eq!(answer.action, ElicitationAction::Accept);
+        assert_eq!(*opened.borrow(), [url]);
+
+        let no = Scripted::new(json!({ OPEN_LINK: false }));
+        let answer = ask_url(&no, &open, "s", "sign in", url);
+        assert_eq!(answer.action, ElicitationAction::Decline);
+        let gone = Scripted::new(json!({}));
+        let answer = ask_url(&gone, &open, "s", "sign in", url);
+        assert_eq!(answer.action, ElicitationAction::Cancel);
+        assert_eq!(opened.borrow().len(), 1, "opened once");
+    }
+
+    #[test]
+    fn only_web_links_are_offered() {
+        let open = |_: &str| -> std::io::Result<()> { panic!("not opened") };
+        let person = Scripted::new(json!({ OPEN_LINK: true }));
+        for url in ["file:///etc/passwd", "javascript:alert(1)", "ssh://host"] {
+            let answer = ask_url(&person, &open, "s", "look", url);
+            assert_eq!(answer.action, ElicitationAction::Decline, "{url}");
+        }
+        assert!(person.prompts.borrow().is_empty(), "never asked");
     }
 }
