@@ -93,6 +93,8 @@ pub struct Behaviour {
     /// Offer the resource `fixture://counter`, subscriptions and list changes, and
     /// list `bump`, which changes it (see `resources.rs`).
     pub resources: bool,
+    /// Offer logging: `logging/setLevel` is taken (and logged like every message).
+    pub logging: bool,
     /// The `outputSchema` of `echo` (which answers its arguments as structured
     /// content, so a call chooses whether its result conforms).
     pub echo_output_schema: Option<JsonObject>,
@@ -374,6 +376,9 @@ impl ServerHandler for Fixture {
             .enable_tools()
             .enable_tool_list_changed()
             .build();
+        if self.behaviour.logging {
+            capabilities.logging = Some(JsonObject::new());
+        }
         if self.behaviour.resources {
             capabilities.resources = ServerCapabilities::builder()
                 .enable_resources()
@@ -452,6 +457,23 @@ impl ServerHandler for Fixture {
             ));
         }
         self.page(request.as_ref().and_then(|r| r.cursor.as_deref()))
+    }
+
+    #[allow(
+        deprecated,
+        reason = "rmcp marks logging deprecated (SEP-2577); clients still set it"
+    )]
+    async fn set_level(
+        &self,
+        _request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if !self.behaviour.logging {
+            return Err(McpError::method_not_found::<
+                rmcp::model::SetLevelRequestMethod,
+            >());
+        }
+        Ok(())
     }
 
     async fn list_resources(

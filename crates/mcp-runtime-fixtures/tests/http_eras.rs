@@ -13,8 +13,7 @@ use crate::support::*;
 
 /// The methods of the log's requests and notifications, in order.
 /// The methods of `log`'s messages but the listen stream, which a 2026-07-28
-/// connection opens in the background (so anywhere after the listing); the tests of
-/// subscriptions look at it.
+/// connection opens as it starts (the tests of subscriptions look at it).
 fn methods(log: &[Value]) -> Vec<&str> {
     log.iter()
         .filter_map(|entry| entry["method"].as_str())
@@ -378,8 +377,7 @@ async fn the_python_sdk_over_streamable_http_lists_and_calls_its_tool() {
         .await
         .iter()
         .filter_map(|line| line.strip_prefix("mcp-request ").map(str::to_owned))
-        // The listen stream is opened in the background, so anywhere after the
-        // listing.
+        // The listen stream (the tests of subscriptions look at it).
         .filter(|request| !request.ends_with(" subscriptions/listen"))
         .collect();
     assert_eq!(

@@ -103,6 +103,11 @@ const EXIT_REPORT_WAIT: Duration = Duration::from_secs(1);
 /// How long a call whose connection ended still waits for an answer the server wrote
 /// before the end.
 const ANSWER_AFTER_END_WAIT: Duration = Duration::from_millis(500);
+/// How long a 2026-07-28 server may take to acknowledge its listen stream as it
+/// starts.
+const LISTEN_WAIT: Duration = Duration::from_secs(10);
+/// How long a server may take to take the host's log level as it starts.
+const SET_LEVEL_WAIT: Duration = Duration::from_secs(10);
 /// How long closing the protocol may take at shutdown.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 /// How long shutdown waits for owed `notifications/cancelled` to be written.
@@ -379,7 +384,7 @@ impl Connection {
             .peer()
             .set_response_cache_config(ClientCacheConfig::disabled())
             .await;
-        Ok(Self {
+        let connection = Self {
             cancellations: cancellation::Cancellations::new(service.peer().clone()),
             peer: service.peer().clone(),
             service: Mutex::new(Some(service)),
@@ -394,12 +399,37 @@ impl Connection {
             legacy_sse,
             oauth,
             subscriptions: subscriptions::Subscriptions::default(),
-        })
-        .inspect(Self::listen_in_background)
+        };
+        connection.listen(LISTEN_WAIT).await;
+        connection.ask_for_logs().await;
+        Ok(connection)
     }
 
     fn peer(&self) -> &Peer<RoleClient> {
         &self.peer
+    }
+
+    /// Asks a handshake-era server that offers logging for the host's log level
+    /// (`logging/setLevel`); a 2026-07-28 server is told in each request's `_meta`
+    /// instead (see [`calling::Caller`]). A server that refuses still starts.
+    async fn ask_for_logs(&self) {
+        let Some(level) = self.answers.log_level() else {
+            return;
+        };
+        let offers_logging = self
+            .peer()
+            .peer_info()
+            .is_some_and(|info| info.capabilities.logging.is_some());
+        if self.is_stateless() || !offers_logging {
+            return;
+        }
+        let params = serde_json::json!({ "level": level });
+        if let Err(error) = self
+            .feature_request("logging/setLevel", params, SET_LEVEL_WAIT)
+            .await
+        {
+            tracing::warn!(server = self.answers.server(), error = %crate::error::chain(&error), "the server did not take the log level");
+        }
     }
 
     /// Whether the requests carry an OAuth login's token.
@@ -720,6 +750,7 @@ impl Connection {
             cancellations: &self.cancellations,
             answers: &self.answers,
             ended: &self.ended,
+            stateless: self.is_stateless(),
         }
     }
 

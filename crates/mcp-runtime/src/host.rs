@@ -37,8 +37,8 @@ use std::{future::Future, pin::Pin, sync::Arc};
 
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ElicitationCapability, FormElicitationCapability, JsonObject, RootsCapabilities,
-    SamplingCapability, UrlElicitationCapability,
+    ElicitResult, ElicitationCapability, FormElicitationCapability, JsonObject, LoggingLevel,
+    RootsCapabilities, SamplingCapability, UrlElicitationCapability,
 };
 
 /// The future a handler returns.
@@ -110,6 +110,8 @@ pub struct HostHandlers {
     pub(crate) elicitation: Option<Arc<dyn Elicitation>>,
     pub(crate) sampling: Option<Arc<dyn Sampling>>,
     pub(crate) roots: Option<Arc<dyn Roots>>,
+    /// The least severe server log messages the host asks for.
+    pub(crate) log_level: Option<LoggingLevel>,
     /// Where the servers' changes go: the runtime's own, set when it starts.
     pub(crate) changes: crate::changes::Changes,
 }
@@ -123,6 +125,7 @@ impl std::fmt::Debug for HostHandlers {
             )
             .field("sampling", &self.sampling.is_some())
             .field("roots", &self.roots.is_some())
+            .field("log_level", &self.log_level)
             .finish()
     }
 }
@@ -148,6 +151,17 @@ impl HostHandlers {
     /// With `handler` telling the roots.
     pub fn with_roots(mut self, handler: impl Roots) -> Self {
         self.roots = Some(Arc::new(handler));
+        self
+    }
+
+    /// Asks servers for their log messages of `level` and more severe (they reach
+    /// `tracing` under [`SERVER_LOG_TARGET`](crate::SERVER_LOG_TARGET)),
+    /// each era its own way: a handshake-era server that offers logging is sent
+    /// `logging/setLevel` as it starts; under 2026-07-28 every request carries the
+    /// level in `_meta` (`io.modelcontextprotocol/logLevel`). Without it, servers
+    /// keep their own default (a 2026-07-28 server then sends none).
+    pub fn with_log_level(mut self, level: LoggingLevel) -> Self {
+        self.log_level = Some(level);
         self
     }
 

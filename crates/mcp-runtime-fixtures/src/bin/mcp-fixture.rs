@@ -87,6 +87,9 @@ struct Args {
     /// `bump`, which changes it
     #[arg(long)]
     resources: bool,
+    /// Offer logging, taking `logging/setLevel`
+    #[arg(long)]
+    logging: bool,
     /// Give `echo` this `outputSchema` (a JSON object)
     #[arg(long, value_name = "JSON", value_parser = parse_object)]
     echo_output_schema: Option<JsonObject>,
@@ -285,6 +288,7 @@ impl Args {
             asks: self.asks,
             tasks: self.tasks,
             resources: self.resources,
+            logging: self.logging,
             progress_steps: self.progress_steps,
             echo_output_schema: self.echo_output_schema.clone(),
             call_result_bytes: self.call_result_bytes,

@@ -83,6 +83,11 @@ impl Answers {
         &self.server
     }
 
+    /// The least severe log messages the host asks the server for.
+    pub(crate) fn log_level(&self) -> Option<rmcp::model::LoggingLevel> {
+        self.handlers.log_level
+    }
+
     /// Hands a change the server reported to the host.
     pub(crate) fn changed(&self, change: crate::changes::ServerChange) {
         self.handlers.changes.send(change);

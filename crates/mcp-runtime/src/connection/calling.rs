@@ -70,6 +70,9 @@ pub(super) struct Caller<'a> {
     pub(super) answers: &'a Answers,
     /// Cancelled once the connection has ended.
     pub(super) ended: &'a CancellationToken,
+    /// Whether the connection speaks 2026-07-28, whose requests carry the host's log
+    /// level.
+    pub(super) stateless: bool,
 }
 
 impl<'a> Caller<'a> {
@@ -104,7 +107,7 @@ impl<'a> Caller<'a> {
         // rmcp's own request helpers hide the request id, which the cancellation needs.
         let handle = self
             .peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .send_request_with_option(request, self.options())
             .await
             .map_err(CallFailure::Failed)?;
         // Queued: from here on, dropping this future owes the cancellation.
@@ -140,6 +143,20 @@ impl<'a> Caller<'a> {
                 Err(CallFailure::TimedOut)
             }
         }
+    }
+
+    /// The options of a request: under 2026-07-28, the host's log level in `_meta`
+    /// (the revision has no `logging/setLevel`).
+    fn options(&self) -> PeerRequestOptions {
+        let mut options = PeerRequestOptions::no_options();
+        if self.stateless
+            && let Some(level) = self.answers.log_level()
+        {
+            let mut meta = rmcp::model::RequestMetaObject::default();
+            meta.set_log_level(level);
+            options.meta = Some(meta);
+        }
+        options
     }
 
     /// Waits `pause`, unless the deadline passes or the connection ends first.

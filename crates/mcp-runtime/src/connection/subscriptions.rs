@@ -9,7 +9,8 @@
 //!   connection keeps one open, asking for the list changes the server advertises
 //!   and the resources the host subscribed to; a change of those resources opens a
 //!   new stream with the new set, then closes the old one (rmcp cancels a stream
-//!   whose handle is dropped).
+//!   whose handle is dropped). The first stream is acknowledged before the
+//!   connection is used (before its tools are listed), so no change is missed.
 //!
 //! Invariants:
 //! 1. Both eras deliver a notification the same way ([`deliver`]): a tool list
@@ -97,9 +98,10 @@ impl Connection {
     }
 
     /// Under 2026-07-28, opens the listen stream for the list changes the server
-    /// advertises, in the background (a server without streams is only logged).
-    pub(super) fn listen_in_background(&self) {
-        let listeners = self.listeners();
+    /// advertises, waiting at most `wait` for the server to acknowledge it, so that
+    /// a server that is ready is heard; a server that opens no stream is only
+    /// logged.
+    pub(super) async fn listen(&self, wait: Duration) {
         if !self.is_stateless() {
             return;
         }
@@ -107,17 +109,22 @@ impl Connection {
         if filter == SubscriptionFilter::default() {
             return;
         }
-        let peer = self.peer().clone();
-        let task = tokio::spawn(async move {
-            match peer.listen(filter).await {
-                Ok(subscription) => pump(subscription, listeners).await,
-                Err(error) => tracing::debug!(
-                    server = listeners.answers.server(),
-                    error = %crate::error::chain(&error),
-                    "the server opened no listen stream"
-                ),
+        let server = self.answers.server();
+        let subscription = match tokio::time::timeout(wait, self.peer().listen(filter)).await {
+            Ok(Ok(subscription)) => subscription,
+            Ok(Err(error)) => {
+                tracing::debug!(server, error = %crate::error::chain(&error), "the server opened no listen stream");
+                return;
             }
-        });
+            Err(_) => {
+                tracing::debug!(
+                    server,
+                    "the server did not acknowledge the listen stream in time"
+                );
+                return;
+            }
+        };
+        let task = tokio::spawn(pump(subscription, self.listeners()));
         *lock(&self.subscriptions.stream) = Some(AbortOnDropHandle::new(task));
     }
 
