@@ -1,6 +1,7 @@
 //! The fixture's resource (`--resources`): `fixture://counter`, whose text is a
-//! count, and the tool `bump`, which adds one to the count and tells the clients
-//! subscribed to the resource that it was updated.
+//! count (its listed description says it too), and the tool `bump`, which adds one
+//! to the count, tells the clients subscribed to the resource that it was updated,
+//! and tells its caller that the resource list changed.
 //!
 //! Subscriptions in each era: a handshake-era client names the resource in
 //! `resources/subscribe` and gets `notifications/resources/updated` on its
@@ -47,6 +48,7 @@ impl Resources {
     pub(crate) fn list(&self) -> ListResourcesResult {
         let mut counter = Resource::new(COUNTER, "counter");
         counter.mime_type = Some("text/plain".into());
+        counter.description = Some(format!("counted {}", self.count.load(Ordering::SeqCst)));
         ListResourcesResult::with_all_items(vec![counter])
     }
 
@@ -104,8 +106,13 @@ impl Resources {
         }
     }
 
-    /// `bump`: one more, and the update sent to whoever subscribed.
-    pub(crate) async fn bump(&self) -> Result<CallToolResult, McpError> {
+    /// `bump`: one more, the update sent to whoever subscribed, and the list change
+    /// to `caller` (on its connection, or, when `stateless`, on its listen streams).
+    pub(crate) async fn bump(
+        &self,
+        caller: &Peer<RoleServer>,
+        stateless: bool,
+    ) -> Result<CallToolResult, McpError> {
         let count = self.count.fetch_add(1, Ordering::SeqCst) + 1;
         let subscribed: Vec<Peer<RoleServer>> = self
             .subscribed
@@ -125,6 +132,17 @@ impl Resources {
             rmcp::model::ResourceUpdatedNotification::new(updated),
         ))
         .await;
+        if stateless {
+            self.to_streams(ServerNotification::ResourceListChangedNotification(
+                Default::default(),
+            ))
+            .await;
+        } else {
+            caller
+                .notify_resource_list_changed()
+                .await
+                .map_err(|error| McpError::internal_error(error.to_string(), None))?;
+        }
         Ok(CallToolResult::structured(json!({ "count": count })))
     }
 }

@@ -582,7 +582,11 @@ impl ServerHandler for Fixture {
             return crate::tasks::call(&self.tasks, &request, &context);
         }
         if self.behaviour.resources && request.name == "bump" {
-            return self.resources.bump().await.map(CallToolResponse::from);
+            return self
+                .resources
+                .bump(&context.peer, stateless)
+                .await
+                .map(CallToolResponse::from);
         }
         if let Some(token) = context.meta.get_progress_token() {
             for step in 1..=self.behaviour.progress_steps {
