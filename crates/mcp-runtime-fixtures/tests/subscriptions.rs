@@ -140,3 +140,40 @@ async fn a_2026_server_s_tool_list_change_reaches_the_catalog_through_its_listen
     assert!(updated.resolve("mcp__counter__late").is_some());
     runtime.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_lists_of_a_server_that_announces_changes_are_held_until_it_does() {
+    for era in ["handshake", "stateless"] {
+        let dir = temp_dir();
+        let log = dir.path().join("log.jsonl");
+        let server = fixture_auto(
+            "counter",
+            &["--resources", "--era", era, "--log", path_str(&log)],
+        );
+        let (runtime, _) = start(config([server])).await;
+        let description = |listed: &mcp_runtime::manager::Resources| {
+            listed.resources[0].resource.description.clone()
+        };
+        let first = runtime.resources().await;
+        assert_eq!(description(&first).as_deref(), Some("counted 0"), "{era}");
+        runtime.resources().await;
+        assert_eq!(
+            count_method(&read_log(&log), "resources/list"),
+            1,
+            "{era}: held"
+        );
+
+        let mut changes = runtime.changes();
+        runtime.call_tool("mcp__counter__bump", None).await.unwrap();
+        loop {
+            let change = next_change(&mut changes).await;
+            if matches!(change, ServerChange::ResourcesChanged { .. }) {
+                break;
+            }
+        }
+        let again = runtime.resources().await;
+        assert_eq!(description(&again).as_deref(), Some("counted 1"), "{era}");
+        assert_eq!(count_method(&read_log(&log), "resources/list"), 2, "{era}");
+        runtime.shutdown().await;
+    }
+}

@@ -125,6 +125,7 @@ struct Client {
     info: ClientConfig,
     tools_changed: Arc<Notify>,
     answers: Arc<answers::Answers>,
+    held: Arc<features::HeldLists>,
 }
 
 impl Client {
@@ -133,6 +134,7 @@ impl Client {
             info: client_config(host),
             tools_changed: Arc::new(Notify::new()),
             answers: Arc::new(answers::Answers::new(server, host.clone())),
+            held: Arc::default(),
         }
     }
 
@@ -140,6 +142,7 @@ impl Client {
         subscriptions::Listeners {
             tools_changed: self.tools_changed.clone(),
             answers: self.answers.clone(),
+            held: self.held.clone(),
         }
     }
 }
@@ -282,6 +285,8 @@ pub(crate) struct Connection {
     oauth: bool,
     /// The resources subscribed to, and the 2026-07-28 listen stream.
     subscriptions: subscriptions::Subscriptions,
+    /// The server's lists held until it announces a change.
+    held: Arc<features::HeldLists>,
 }
 
 impl Connection {
@@ -326,6 +331,7 @@ impl Connection {
         let client = Client::new(server, host);
         let tools_changed = client.tools_changed.clone();
         let answers = client.answers.clone();
+        let held = client.held.clone();
         let splicer = Splicer::new();
         let mut oauth = false;
         let (service, process, ended, legacy_sse) = match endpoint {
@@ -399,6 +405,7 @@ impl Connection {
             legacy_sse,
             oauth,
             subscriptions: subscriptions::Subscriptions::default(),
+            held,
         };
         connection.listen(LISTEN_WAIT).await;
         connection.ask_for_logs().await;

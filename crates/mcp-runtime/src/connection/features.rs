@@ -4,14 +4,23 @@
 //! followed through their cursors with the guards of `tools/list` (see
 //! [`super::listing`]): at most [`MAX_LIST_PAGES`] pages and [`MAX_LISTED_TOOLS`]
 //! entries, no cursor twice.
+//!
+//! The lists of a server that announces their changes (`listChanged` in its
+//! capabilities) are held once listed ([`HeldLists`]) until it announces one: the
+//! connection's catalog of its resources, templates and prompts. Any other server is
+//! asked each time.
 
-use std::{collections::HashSet, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use rmcp::model::{ClientRequest, ServerResult};
 use serde_json::{Value, json};
 
 use super::{CallFailure, Connection, Deadline, MAX_LIST_PAGES, MAX_LISTED_TOOLS, failure};
-use crate::error::FeatureError;
+use crate::{error::FeatureError, sync::lock};
 
 /// A feature a server may offer, as its capabilities name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,7 +43,74 @@ impl Feature {
     }
 }
 
+/// The lists a server gave that stay valid until it announces a change.
+///
+/// Invariant: a list is kept only if no change was announced while it was being
+/// listed (the generation it began at is still current), so a change is never
+/// hidden by an older list.
+#[derive(Debug, Default)]
+pub(crate) struct HeldLists(Mutex<Held>);
+
+#[derive(Debug, Default)]
+struct Held {
+    /// By method.
+    lists: HashMap<&'static str, Arc<Vec<Value>>>,
+    /// How many changes were announced.
+    generation: u64,
+}
+
+impl HeldLists {
+    fn get(&self, method: &str) -> Option<Arc<Vec<Value>>> {
+        lock(&self.0).lists.get(method).cloned()
+    }
+
+    fn generation(&self) -> u64 {
+        lock(&self.0).generation
+    }
+
+    /// Keeps `list`, the answer to `method` begun at `generation`, unless a change
+    /// was announced since.
+    fn keep(&self, method: &'static str, generation: u64, list: Arc<Vec<Value>>) {
+        let mut held = lock(&self.0);
+        if held.generation == generation {
+            held.lists.insert(method, list);
+        }
+    }
+
+    /// The server announced that `feature`'s lists changed.
+    pub(crate) fn forget(&self, feature: Feature) {
+        let mut held = lock(&self.0);
+        held.generation += 1;
+        held.lists.retain(|method, _| match feature {
+            Feature::Resources => !method.starts_with("resources/"),
+            Feature::Prompts => !method.starts_with("prompts/"),
+            Feature::Subscriptions | Feature::Completions => true,
+        });
+    }
+}
+
 impl Connection {
+    /// Whether the server announces changes of the list `method` answers.
+    fn announces_changes(&self, method: &str) -> bool {
+        let Some(info) = self.peer().peer_info() else {
+            return false;
+        };
+        let capabilities = &info.capabilities;
+        if method.starts_with("resources/") {
+            capabilities
+                .resources
+                .as_ref()
+                .is_some_and(|resources| resources.list_changed == Some(true))
+        } else if method.starts_with("prompts/") {
+            capabilities
+                .prompts
+                .as_ref()
+                .is_some_and(|prompts| prompts.list_changed == Some(true))
+        } else {
+            false
+        }
+    }
+
     /// Whether the server's capabilities offer `feature`.
     pub(crate) fn offers(&self, feature: Feature) -> bool {
         let Some(info) = self.peer().peer_info() else {
@@ -96,12 +172,32 @@ impl Connection {
     }
 
     /// Every entry of the list `method` answers under `key`, page by page, each page
-    /// bounded by `timeout` (see the module's guards).
+    /// bounded by `timeout` (see the module's guards): held, when the server
+    /// announces its changes and has not announced one since it was listed.
     ///
     /// # Cancel safety
     ///
     /// Dropping the future owes `notifications/cancelled` for the page in flight.
     pub(crate) async fn list_all(
+        &self,
+        method: &'static str,
+        key: &str,
+        timeout: Duration,
+    ) -> Result<Arc<Vec<Value>>, FeatureError> {
+        let holds = self.announces_changes(method);
+        if holds && let Some(list) = self.held.get(method) {
+            return Ok(list);
+        }
+        let generation = self.held.generation();
+        let list = Arc::new(self.list_pages(method, key, timeout).await?);
+        if holds {
+            self.held.keep(method, generation, list.clone());
+        }
+        Ok(list)
+    }
+
+    /// Every entry of the list `method` answers under `key`, asked of the server.
+    async fn list_pages(
         &self,
         method: &'static str,
         key: &str,
@@ -257,6 +353,26 @@ mod tests {
             format!("the server listed more than {MAX_LISTED_TOOLS} entries")
         );
         assert_eq!(asked.len(), 2);
+    }
+
+    #[test]
+    fn a_list_begun_before_a_change_is_not_held() {
+        let held = HeldLists::default();
+        let list = Arc::new(vec![json!(1)]);
+        let before = held.generation();
+        held.forget(Feature::Resources);
+        held.keep("resources/list", before, list.clone());
+        assert_eq!(held.get("resources/list"), None, "older than the change");
+        held.keep("resources/list", held.generation(), list.clone());
+        held.keep("prompts/list", held.generation(), list.clone());
+        assert_eq!(held.get("resources/list"), Some(list.clone()));
+        held.forget(Feature::Prompts);
+        assert_eq!(held.get("prompts/list"), None);
+        assert_eq!(
+            held.get("resources/list"),
+            Some(list),
+            "another feature's list stays"
+        );
     }
 
     #[tokio::test]

@@ -13,8 +13,10 @@
 //!   connection is used (before its tools are listed), so no change is missed.
 //!
 //! Invariants:
-//! 1. Both eras deliver a notification the same way ([`deliver`]): a tool list
-//!    change refreshes the catalog, the rest goes to the host's changes.
+//! 1. Both eras deliver a notification the same way ([`Listeners::deliver`]): a
+//!    tool list change refreshes the catalog; a resource or prompt list change
+//!    drops the lists held ([`HeldLists`]) and goes to the host's changes, as does
+//!    a resource update.
 //! 2. A subscription is recorded only once the server accepted it (its answer; under
 //!    2026-07-28, the new stream's acknowledgment names the URI).
 //! 3. Subscriptions are changed one at a time per connection, so two changes never
@@ -34,7 +36,11 @@ use serde_json::json;
 use tokio::sync::Notify;
 use tokio_util::task::AbortOnDropHandle;
 
-use super::{Connection, answers::Answers, features::Feature};
+use super::{
+    Connection,
+    answers::Answers,
+    features::{Feature, HeldLists},
+};
 use crate::{changes::ServerChange, error::FeatureError, sync::lock};
 
 /// A connection's resource subscriptions and, under 2026-07-28, its listen stream.
@@ -58,6 +64,8 @@ impl Subscriptions {
 pub(super) struct Listeners {
     pub(super) tools_changed: Arc<Notify>,
     pub(super) answers: Arc<Answers>,
+    /// The lists held until the server announces a change.
+    pub(super) held: Arc<HeldLists>,
 }
 
 impl Listeners {
@@ -69,10 +77,12 @@ impl Listeners {
                 self.tools_changed.notify_one();
             }
             ServerNotification::ResourceListChangedNotification(_) => {
+                self.held.forget(Feature::Resources);
                 self.answers
                     .changed(ServerChange::ResourcesChanged { server: server() });
             }
             ServerNotification::PromptListChangedNotification(_) => {
+                self.held.forget(Feature::Prompts);
                 self.answers
                     .changed(ServerChange::PromptsChanged { server: server() });
             }
@@ -94,6 +104,7 @@ impl Connection {
         Listeners {
             tools_changed: self.tools_changed.clone(),
             answers: self.answers.clone(),
+            held: self.held.clone(),
         }
     }
 

@@ -1,9 +1,10 @@
 //! Resources, prompts and completion across the runtime's servers.
 //!
 //! Lists are asked of every running server that offers the feature, concurrently,
-//! when the host asks (they are not kept in the catalog: a host that shows them asks
-//! again); a server that fails is named in the answer's `failures`, the others'
-//! entries stand. A read or a prompt is routed to the server named, or, when none is,
+//! when the host asks; a server that announces its list changes has its lists held
+//! by its connection until it announces one (`connection::features::HeldLists`),
+//! the others are asked each time. A server that fails is named in the answer's
+//! `failures`, the others' entries stand. A read or a prompt is routed to the server named, or, when none is,
 //! to the one server that lists it.
 //!
 //! Invariants:
@@ -378,10 +379,10 @@ impl Runtime {
 
 /// The entries of a list that are valid `T`s; the others are left out with a warning
 /// (invariant 2).
-fn entries<T: DeserializeOwned>(server: &str, listed: Vec<Value>) -> Vec<T> {
+fn entries<T: DeserializeOwned>(server: &str, listed: Arc<Vec<Value>>) -> Vec<T> {
     listed
-        .into_iter()
-        .filter_map(|entry| match serde_json::from_value(entry) {
+        .iter()
+        .filter_map(|entry| match T::deserialize(entry) {
             Ok(entry) => Some(entry),
             Err(error) => {
                 tracing::warn!(server, reason = %error, "left out an entry the server listed");
