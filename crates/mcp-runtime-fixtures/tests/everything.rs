@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex};
 
 use mcp_runtime::{
-    CallOptions, ListingRegistry, Runtime, ServerConfig, ServerState, StartOptions,
+    CallOptions, ServerConfig, ServerState,
     host::{Elicitation, ElicitationModes, HandlerFuture, HostHandlers, Root, Roots, Sampling},
     model::{
         CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
@@ -108,15 +108,7 @@ async fn every_tool_of_server_everything_is_callable() {
         .with_elicitation(Accepting)
         .with_sampling(Model)
         .with_roots(Project);
-    let runtime = Runtime::start(
-        config([everything]),
-        StartOptions::new()
-            .wait_for_all()
-            .with_listing_registry(ListingRegistry::new())
-            .with_host(host),
-    )
-    .await
-    .expect("start succeeds");
+    let runtime = start_with(everything, host).await;
     assert_eq!(runtime.servers()[0].state, ServerState::Ready);
     let catalog = runtime.catalog();
     let tools: Vec<(String, String)> = catalog

@@ -13,7 +13,7 @@ use std::{
 };
 
 use mcp_runtime::{
-    ListingRegistry, Runtime, ServerConfig, StartOptions,
+    Runtime, ServerConfig,
     config::Protocol,
     host::{Elicitation, HandlerFuture, HostHandlers, Root, Roots, Sampling},
     model::{
@@ -85,18 +85,6 @@ impl Sampling for Model {
 
 fn asking(protocol: Protocol) -> ServerConfig {
     fixture_auto("asker", &["--asks", "--era", "dual"]).with_protocol(protocol)
-}
-
-async fn start_with(server: ServerConfig, host: HostHandlers) -> Runtime {
-    Runtime::start(
-        config([server]),
-        StartOptions::new()
-            .wait_for_all()
-            .with_listing_registry(ListingRegistry::new())
-            .with_host(host),
-    )
-    .await
-    .expect("start succeeds")
 }
 
 async fn answer(runtime: &Runtime, tool: &str) -> serde_json::Value {
@@ -235,71 +223,60 @@ async fn a_sampling_request_with_tools_reaches_a_handler_that_takes_them_in_both
     }
 }
 
+/// The fixture's messages when it offers logging, in `era` (spoken as `protocol`),
+/// to a host with `host`'s handlers that makes one call.
+async fn logged(protocol: Protocol, era: &str, host: HostHandlers) -> Vec<serde_json::Value> {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let server = fixture_auto(
+        "logger",
+        &["--logging", "--era", era, "--log", path_str(&log)],
+    )
+    .with_protocol(protocol);
+    let runtime = start_with(server, host).await;
+    runtime.call_tool("mcp__logger__echo", None).await.unwrap();
+    runtime.shutdown().await;
+    read_log(&log)
+}
+
 #[tokio::test]
-async fn the_hosts_log_level_reaches_each_era_its_own_way() {
+async fn the_hosts_log_level_reaches_each_era_its_own_way_and_nothing_without_one() {
     use mcp_runtime::model::LoggingLevel;
 
     for (protocol, era) in [
         (Protocol::V2025_11_25, "handshake"),
         (Protocol::V2026_07_28, "stateless"),
     ] {
-        let dir = temp_dir();
-        let log = dir.path().join("log.jsonl");
-        let server = fixture_auto(
-            "logger",
-            &["--logging", "--era", era, "--log", path_str(&log)],
-        )
-        .with_protocol(protocol);
-        let host = HostHandlers::new().with_log_level(LoggingLevel::Warning);
-        let runtime = start_with(server, host).await;
-        runtime.call_tool("mcp__logger__echo", None).await.unwrap();
-        runtime.shutdown().await;
-        let log = read_log(&log);
-        let set_levels: Vec<_> = log
-            .iter()
-            .filter(|entry| entry["method"] == "logging/setLevel")
-            .map(|entry| entry["params"]["level"].clone())
-            .collect();
-        let call = log
-            .iter()
-            .find(|entry| entry["method"] == "tools/call")
-            .expect("the call");
-        let in_meta = &call["params"]["_meta"]["io.modelcontextprotocol/logLevel"];
-        if era == "handshake" {
-            assert_eq!(set_levels, [json!("warning")], "{log:?}");
-            assert!(in_meta.is_null(), "{call}");
-        } else {
-            assert!(set_levels.is_empty(), "{log:?}");
-            assert_eq!(*in_meta, "warning", "{call}");
+        for level in [Some(LoggingLevel::Warning), None] {
+            let mut host = HostHandlers::new();
+            if let Some(level) = level {
+                host = host.with_log_level(level);
+            }
+            let log = logged(protocol, era, host).await;
+            let set_levels: Vec<_> = log
+                .iter()
+                .filter(|entry| entry["method"] == "logging/setLevel")
+                .map(|entry| entry["params"]["level"].clone())
+                .collect();
+            let call = log
+                .iter()
+                .find(|entry| entry["method"] == "tools/call")
+                .expect("the call");
+            let in_meta = &call["params"]["_meta"]["io.modelcontextprotocol/logLevel"];
+            match (era, level) {
+                ("handshake", Some(_)) => {
+                    assert_eq!(set_levels, [json!("warning")], "{log:?}");
+                    assert!(in_meta.is_null(), "{call}");
+                }
+                ("stateless", Some(_)) => {
+                    assert!(set_levels.is_empty(), "{log:?}");
+                    assert_eq!(*in_meta, "warning", "{call}");
+                }
+                _ => {
+                    assert!(set_levels.is_empty(), "{era}: {log:?}");
+                    assert!(in_meta.is_null(), "{era}: {call}");
+                }
+            }
         }
-    }
-}
-
-#[tokio::test]
-async fn without_a_log_level_servers_are_not_asked_for_logs() {
-    for (protocol, era) in [
-        (Protocol::V2025_11_25, "handshake"),
-        (Protocol::V2026_07_28, "stateless"),
-    ] {
-        let dir = temp_dir();
-        let log = dir.path().join("log.jsonl");
-        let server = fixture_auto(
-            "logger",
-            &["--logging", "--era", era, "--log", path_str(&log)],
-        )
-        .with_protocol(protocol);
-        let runtime = start_with(server, HostHandlers::new()).await;
-        runtime.call_tool("mcp__logger__echo", None).await.unwrap();
-        runtime.shutdown().await;
-        let log = read_log(&log);
-        assert_eq!(count_method(&log, "logging/setLevel"), 0, "{era}");
-        let call = log
-            .iter()
-            .find(|entry| entry["method"] == "tools/call")
-            .unwrap();
-        assert!(
-            call["params"]["_meta"]["io.modelcontextprotocol/logLevel"].is_null(),
-            "{call}"
-        );
     }
 }

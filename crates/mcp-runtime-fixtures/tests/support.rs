@@ -64,6 +64,23 @@ pub fn with_env_var(mut server: ServerConfig, name: &str) -> ServerConfig {
     server
 }
 
+/// Starts `server` with the host's `handlers` and waits until it has settled, with a
+/// registry of its own.
+pub async fn start_with(
+    server: ServerConfig,
+    handlers: mcp_runtime::host::HostHandlers,
+) -> Runtime {
+    Runtime::start(
+        config([server]),
+        StartOptions::new()
+            .wait_for_all()
+            .with_listing_registry(ListingRegistry::new())
+            .with_host(handlers),
+    )
+    .await
+    .expect("start succeeds")
+}
+
 /// Starts `config` and waits until every server has settled
 /// ([`StartOptions::wait_for_all`]), collecting its events. Each start has a registry
 /// of its own, so tests running in parallel never share listings.

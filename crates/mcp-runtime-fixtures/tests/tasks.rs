@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use mcp_runtime::{
-    ListingRegistry, Runtime, ServerConfig, ServerState, StartOptions, TaskSupport,
+    ServerConfig, ServerState, TaskSupport,
     host::{Elicitation, HandlerFuture, HostHandlers},
     model::{ElicitRequestParams, ElicitResult, ElicitationAction},
 };
@@ -131,15 +131,7 @@ async fn a_question_inside_a_task_reaches_the_host_and_its_answer_the_result() {
         choice: "programming",
         asked: asked.clone(),
     };
-    let runtime = Runtime::start(
-        config([everything()]),
-        StartOptions::new()
-            .wait_for_all()
-            .with_listing_registry(ListingRegistry::new())
-            .with_host(HostHandlers::new().with_elicitation(chooser)),
-    )
-    .await
-    .expect("start succeeds");
+    let runtime = start_with(everything(), HostHandlers::new().with_elicitation(chooser)).await;
     let result = runtime
         .call_tool(
             RESEARCH,
@@ -258,15 +250,7 @@ async fn a_tasks_question_is_answered_by_the_host() {
         choice: "yes",
         asked: asked.clone(),
     };
-    let runtime = Runtime::start(
-        config([tasker(&log)]),
-        StartOptions::new()
-            .wait_for_all()
-            .with_listing_registry(ListingRegistry::new())
-            .with_host(HostHandlers::new().with_elicitation(chooser)),
-    )
-    .await
-    .expect("start succeeds");
+    let runtime = start_with(tasker(&log), HostHandlers::new().with_elicitation(chooser)).await;
     let result = runtime
         .call_tool(
             "mcp__tasker__task_job",

@@ -820,6 +820,28 @@ fn call_tool_result(answer: ServerResult) -> Result<CallToolResult, String> {
     serde_json::from_value(value).map_err(|_| not_a_result())
 }
 
+#[cfg(test)]
+impl Connection {
+    /// Calls `tool` without arguments, metadata or sandbox, bounded by `timeout`: the
+    /// unit tests' call.
+    pub(crate) async fn call_plain(
+        &self,
+        tool: &str,
+        timeout: Duration,
+    ) -> Result<CallToolResult, CallError> {
+        self.call_tool(
+            tool,
+            TaskSupport::Forbidden,
+            None,
+            JsonObject::new(),
+            None,
+            None,
+            timeout,
+        )
+        .await
+    }
+}
+
 /// A local server running `script` in `sh`, with `args` as `$1`, `$2`…, and only
 /// `PATH` in its environment: the unit tests' hand-written servers.
 #[cfg(test)]

@@ -249,8 +249,6 @@ impl Drop for InFlight<'_> {
 mod tests {
     use std::{ffi::CString, os::unix::ffi::OsStrExt, path::Path, sync::Arc};
 
-    use rmcp::model::JsonObject;
-
     use super::*;
     use crate::{
         binding::Binding,
@@ -313,16 +311,7 @@ done
             let connection = connection.clone();
             async move {
                 let timeout = Duration::from_secs(600);
-                (connection.call_tool(
-                    "t",
-                    crate::catalog::TaskSupport::Forbidden,
-                    None,
-                    JsonObject::new(),
-                    None,
-                    None,
-                    timeout,
-                ))
-                .await
+                connection.call_plain("t", timeout).await
             }
         });
         // The server has read the call once it writes to the FIFO.

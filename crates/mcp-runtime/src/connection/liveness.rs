@@ -100,8 +100,6 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
 mod tests {
     use std::time::{Duration, Instant};
 
-    use rmcp::model::JsonObject;
-
     use crate::{
         binding::Binding,
         connection::{Connection, sh_server},
@@ -154,15 +152,7 @@ done
         let timeout = Duration::from_secs(120);
         let began = Instant::now();
         let error = connection
-            .call_tool(
-                "t",
-                crate::catalog::TaskSupport::Forbidden,
-                None,
-                JsonObject::new(),
-                None,
-                None,
-                timeout,
-            )
+            .call_plain("t", timeout)
             .await
             .expect_err("the call fails");
         assert!(
@@ -209,15 +199,7 @@ done
             .unwrap();
         let timeout = Duration::from_secs(120);
         let result = connection
-            .call_tool(
-                "t",
-                crate::catalog::TaskSupport::Forbidden,
-                None,
-                JsonObject::new(),
-                None,
-                None,
-                timeout,
-            )
+            .call_plain("t", timeout)
             .await
             .expect("the answer arrives");
         assert_eq!(
