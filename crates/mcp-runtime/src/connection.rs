@@ -390,6 +390,10 @@ impl Connection {
             .peer()
             .set_response_cache_config(ClientCacheConfig::disabled())
             .await;
+        // A local server's and a legacy SSE server's messages always reach the
+        // client; over Streamable HTTP a server's own messages need its optional
+        // event stream.
+        let messages_always_reach = matches!(endpoint, Endpoint::Stdio(_)) || legacy_sse;
         let connection = Self {
             cancellations: cancellation::Cancellations::new(service.peer().clone()),
             peer: service.peer().clone(),
@@ -407,6 +411,7 @@ impl Connection {
             subscriptions: subscriptions::Subscriptions::default(),
             held,
         };
+        connection.hold_announced_lists(messages_always_reach);
         connection.listen(LISTEN_WAIT).await;
         connection.ask_for_logs().await;
         Ok(connection)

@@ -157,9 +157,11 @@ impl HostHandlers {
     /// Asks servers for their log messages of `level` and more severe (they reach
     /// `tracing` under [`SERVER_LOG_TARGET`](crate::SERVER_LOG_TARGET)),
     /// each era its own way: a handshake-era server that offers logging is sent
-    /// `logging/setLevel` as it starts; under 2026-07-28 every request carries the
-    /// level in `_meta` (`io.modelcontextprotocol/logLevel`). Without it, servers
-    /// keep their own default (a 2026-07-28 server then sends none).
+    /// `logging/setLevel` as it starts; under 2026-07-28 the requests of calls,
+    /// task polls, resource and prompt requests carry the level in `_meta`
+    /// (`io.modelcontextprotocol/logLevel`; the startup `tools/list` does not).
+    /// Without it, servers keep their own default (a 2026-07-28 server then sends
+    /// none).
     pub fn with_log_level(mut self, level: LoggingLevel) -> Self {
         self.log_level = Some(level);
         self

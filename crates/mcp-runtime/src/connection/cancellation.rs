@@ -43,6 +43,8 @@ use super::tasks::{self, Form};
 use crate::error::chain;
 use crate::sync::lock;
 
+/// How long a server may take to answer `tasks/cancel`.
+const TASK_CANCEL_WAIT: Duration = Duration::from_secs(10);
 /// The reason sent when a call ran out of time.
 pub(super) const TIMED_OUT: &str = "the client's timeout for this request ran out";
 /// The reason sent when the caller dropped the call.
@@ -157,10 +159,10 @@ impl Cancellations {
                 let request = tasks::cancel_request(form, id);
                 self.writes.spawn_on(
                     async move {
-                        let answer = match peer
-                            .send_request_with_option(request, PeerRequestOptions::no_options())
-                            .await
-                        {
+                        // Bounded: a server that never answers holds no task forever.
+                        let mut options = PeerRequestOptions::no_options();
+                        options.timeout = Some(TASK_CANCEL_WAIT);
+                        let answer = match peer.send_request_with_option(request, options).await {
                             Ok(handle) => handle.await_response().await.map(drop),
                             Err(error) => Err(error),
                         };

@@ -5,10 +5,9 @@
 //! [`super::listing`]): at most [`MAX_LIST_PAGES`] pages and [`MAX_LISTED_TOOLS`]
 //! entries, no cursor twice.
 //!
-//! The lists of a server that announces their changes (`listChanged` in its
-//! capabilities) are held once listed ([`HeldLists`]) until it announces one: the
-//! connection's catalog of its resources, templates and prompts. Any other server is
-//! asked each time.
+//! The lists of a server whose changes reach the connection are held once listed
+//! ([`HeldLists`]) until it announces one: the connection's catalog of its
+//! resources, templates and prompts. Any other server is asked each time.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -45,9 +44,14 @@ impl Feature {
 
 /// The lists a server gave that stay valid until it announces a change.
 ///
-/// Invariant: a list is kept only if no change was announced while it was being
-/// listed (the generation it began at is still current), so a change is never
-/// hidden by an older list.
+/// Invariants:
+/// 1. A feature's lists are held only while its changes reach the connection
+///    ([`HeldLists::carry`]): the server announces them (`listChanged`), and a
+///    channel carries them (a stdio or legacy SSE connection; under 2026-07-28, a
+///    listen stream that accepted them and is still open).
+/// 2. A list is kept only if no change was announced while it was being listed (the
+///    generation it began at is still current), so a change is never hidden by an
+///    older list.
 #[derive(Debug, Default)]
 pub(crate) struct HeldLists(Mutex<Held>);
 
@@ -55,33 +59,28 @@ pub(crate) struct HeldLists(Mutex<Held>);
 struct Held {
     /// By method.
     lists: HashMap<&'static str, Arc<Vec<Value>>>,
-    /// How many changes were announced.
+    /// How many changes were announced (or channels lost).
     generation: u64,
+    /// Whether resource list changes reach the connection.
+    resources: bool,
+    /// Whether prompt list changes reach the connection.
+    prompts: bool,
 }
 
-impl HeldLists {
-    fn get(&self, method: &str) -> Option<Arc<Vec<Value>>> {
-        lock(&self.0).lists.get(method).cloned()
-    }
-
-    fn generation(&self) -> u64 {
-        lock(&self.0).generation
-    }
-
-    /// Keeps `list`, the answer to `method` begun at `generation`, unless a change
-    /// was announced since.
-    fn keep(&self, method: &'static str, generation: u64, list: Arc<Vec<Value>>) {
-        let mut held = lock(&self.0);
-        if held.generation == generation {
-            held.lists.insert(method, list);
+impl Held {
+    fn carries(&self, method: &str) -> bool {
+        if method.starts_with("resources/") {
+            self.resources
+        } else if method.starts_with("prompts/") {
+            self.prompts
+        } else {
+            false
         }
     }
 
-    /// The server announced that `feature`'s lists changed.
-    pub(crate) fn forget(&self, feature: Feature) {
-        let mut held = lock(&self.0);
-        held.generation += 1;
-        held.lists.retain(|method, _| match feature {
+    fn forget(&mut self, feature: Feature) {
+        self.generation += 1;
+        self.lists.retain(|method, _| match feature {
             Feature::Resources => !method.starts_with("resources/"),
             Feature::Prompts => !method.starts_with("prompts/"),
             Feature::Subscriptions | Feature::Completions => true,
@@ -89,26 +88,67 @@ impl HeldLists {
     }
 }
 
+impl HeldLists {
+    fn get(&self, method: &str) -> Option<Arc<Vec<Value>>> {
+        let held = lock(&self.0);
+        held.carries(method)
+            .then(|| held.lists.get(method).cloned())
+            .flatten()
+    }
+
+    fn generation(&self) -> u64 {
+        lock(&self.0).generation
+    }
+
+    /// Keeps `list`, the answer to `method` begun at `generation`, unless a change
+    /// was announced since or its changes do not reach the connection.
+    fn keep(&self, method: &'static str, generation: u64, list: Arc<Vec<Value>>) {
+        let mut held = lock(&self.0);
+        if held.generation == generation && held.carries(method) {
+            held.lists.insert(method, list);
+        }
+    }
+
+    /// The server announced that `feature`'s lists changed.
+    pub(crate) fn forget(&self, feature: Feature) {
+        lock(&self.0).forget(feature);
+    }
+
+    /// Says which lists' changes reach the connection now (invariant 1); every list
+    /// is forgotten, as changes may have been missed while the channel changed.
+    pub(crate) fn carry(&self, resources: bool, prompts: bool) {
+        let mut held = lock(&self.0);
+        held.forget(Feature::Resources);
+        held.forget(Feature::Prompts);
+        held.resources = resources;
+        held.prompts = prompts;
+    }
+}
+
 impl Connection {
-    /// Whether the server announces changes of the list `method` answers.
-    fn announces_changes(&self, method: &str) -> bool {
+    /// Under the handshake revisions, over a transport whose server messages always
+    /// reach the client (stdio, legacy SSE), the lists the server announces changes
+    /// of are held (see [`HeldLists`]); over Streamable HTTP a change needs the
+    /// server's optional event stream, so nothing is held. The listen stream of a
+    /// 2026-07-28 connection says for itself.
+    pub(super) fn hold_announced_lists(&self, messages_always_reach: bool) {
         let Some(info) = self.peer().peer_info() else {
-            return false;
+            return;
         };
+        if self.is_stateless() || !messages_always_reach {
+            return;
+        }
         let capabilities = &info.capabilities;
-        if method.starts_with("resources/") {
+        self.held.carry(
             capabilities
                 .resources
                 .as_ref()
-                .is_some_and(|resources| resources.list_changed == Some(true))
-        } else if method.starts_with("prompts/") {
+                .is_some_and(|resources| resources.list_changed == Some(true)),
             capabilities
                 .prompts
                 .as_ref()
-                .is_some_and(|prompts| prompts.list_changed == Some(true))
-        } else {
-            false
-        }
+                .is_some_and(|prompts| prompts.list_changed == Some(true)),
+        );
     }
 
     /// Whether the server's capabilities offer `feature`.
@@ -172,8 +212,8 @@ impl Connection {
     }
 
     /// Every entry of the list `method` answers under `key`, page by page, each page
-    /// bounded by `timeout` (see the module's guards): held, when the server
-    /// announces its changes and has not announced one since it was listed.
+    /// bounded by `timeout` (see the module's guards): held, when its changes reach
+    /// the connection and none was announced since it was listed.
     ///
     /// # Cancel safety
     ///
@@ -184,15 +224,12 @@ impl Connection {
         key: &str,
         timeout: Duration,
     ) -> Result<Arc<Vec<Value>>, FeatureError> {
-        let holds = self.announces_changes(method);
-        if holds && let Some(list) = self.held.get(method) {
+        if let Some(list) = self.held.get(method) {
             return Ok(list);
         }
         let generation = self.held.generation();
         let list = Arc::new(self.list_pages(method, key, timeout).await?);
-        if holds {
-            self.held.keep(method, generation, list.clone());
-        }
+        self.held.keep(method, generation, list.clone());
         Ok(list)
     }
 
@@ -356,8 +393,34 @@ mod tests {
     }
 
     #[test]
+    fn a_list_is_held_only_while_its_changes_reach_the_connection() {
+        let held = HeldLists::default();
+        let list = Arc::new(vec![json!(1)]);
+        held.keep("resources/list", held.generation(), list.clone());
+        assert_eq!(held.get("resources/list"), None, "no channel yet");
+        held.carry(true, false);
+        held.keep("resources/list", held.generation(), list.clone());
+        held.keep("prompts/list", held.generation(), list.clone());
+        assert_eq!(held.get("resources/list"), Some(list.clone()));
+        assert_eq!(
+            held.get("prompts/list"),
+            None,
+            "prompt changes do not reach it"
+        );
+        held.carry(false, false);
+        assert_eq!(held.get("resources/list"), None, "the channel was lost");
+        held.carry(true, false);
+        assert_eq!(
+            held.get("resources/list"),
+            None,
+            "forgotten with the channel"
+        );
+    }
+
+    #[test]
     fn a_list_begun_before_a_change_is_not_held() {
         let held = HeldLists::default();
+        held.carry(true, true);
         let list = Arc::new(vec![json!(1)]);
         let before = held.generation();
         held.forget(Feature::Resources);

@@ -135,8 +135,28 @@ impl Connection {
                 return;
             }
         };
-        let task = tokio::spawn(pump(subscription, self.listeners()));
-        *lock(&self.subscriptions.stream) = Some(AbortOnDropHandle::new(task));
+        self.install(subscription);
+    }
+
+    /// Makes `subscription` the connection's listen stream (the one before, if any,
+    /// is closed): the lists whose changes it accepted are held from now on, and
+    /// anything the stream before may not have delivered is looked at again (the
+    /// lists held are forgotten, the tools listed again).
+    fn install(&self, subscription: Subscription) {
+        let accepted = subscription.acknowledged();
+        self.held.carry(
+            accepted.resources_list_changed == Some(true),
+            accepted.prompts_list_changed == Some(true),
+        );
+        let replaced = lock(&self.subscriptions.stream)
+            .replace(AbortOnDropHandle::new(tokio::spawn(pump(
+                subscription,
+                self.listeners(),
+            ))))
+            .is_some();
+        if replaced {
+            self.tools_changed.notify_one();
+        }
     }
 
     /// What a listen stream asks for: the list changes the server advertises, and
@@ -161,8 +181,10 @@ impl Connection {
     ///
     /// # Cancel safety
     ///
-    /// Dropping the future leaves the subscriptions as they were (a request given up
-    /// is cancelled; a new stream not yet in place is closed).
+    /// Under 2026-07-28, dropping the future leaves the subscriptions as they were (a
+    /// new stream not yet in place is closed). A handshake server's request given up
+    /// is cancelled, but the server may have applied it: the next subscribe or
+    /// unsubscribe of the URI is sent whatever the runtime recorded.
     pub(crate) async fn subscribe_resource(
         &self,
         uri: &str,
@@ -177,7 +199,10 @@ impl Connection {
             });
         }
         let mut uris = self.subscriptions.uris.lock().await;
-        if uris.contains(uri) == subscribe {
+        // A listen stream says for itself what it carries; a handshake server is
+        // asked each time (both requests are idempotent), since one given up may
+        // have been applied.
+        if self.is_stateless() && uris.contains(uri) == subscribe {
             return Ok(());
         }
         let mut wanted = uris.clone();
@@ -211,9 +236,7 @@ impl Connection {
                     "the server did not accept a subscription to `{uri}`"
                 )));
             }
-            let task = tokio::spawn(pump(subscription, self.listeners()));
-            // The old stream, if any, is closed as its task is dropped.
-            *lock(&self.subscriptions.stream) = Some(AbortOnDropHandle::new(task));
+            self.install(subscription);
         } else {
             let method = if subscribe {
                 "resources/subscribe"
@@ -228,19 +251,21 @@ impl Connection {
     }
 }
 
-/// Reads a listen stream until it ends, delivering its notifications.
+/// Reads a listen stream until it ends, delivering its notifications; then no list
+/// is held any longer, as no change would reach the connection.
 async fn pump(mut subscription: Subscription, listeners: Listeners) {
     loop {
         match subscription.next().await {
             Ok(Some(notification)) => listeners.deliver(notification),
             Ok(None) => {
                 tracing::debug!(server = listeners.answers.server(), end = ?subscription.end(), "the listen stream ended");
-                return;
+                break;
             }
             Err(error) => {
                 tracing::debug!(server = listeners.answers.server(), error = %crate::error::chain(&error), "the listen stream failed");
-                return;
+                break;
             }
         }
     }
+    listeners.held.carry(false, false);
 }

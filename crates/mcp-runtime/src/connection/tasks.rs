@@ -189,11 +189,19 @@ pub(super) async fn follow(
     created: &CreateTaskResult,
     deadline: Deadline,
 ) -> Result<CallToolResult, CallFailure> {
-    let report = serde_json::to_value(&created.task)
+    let mut report = serde_json::to_value(&created.task)
         .ok()
         .and_then(|task| task.as_object().map(Report::read))
         .unwrap_or_else(|| Err("the server's task does not read as one".to_owned()))
         .map_err(CallFailure::Refused)?;
+    // The created task carries no result, error or questions (rmcp's `Task` has no
+    // such field): a task created already further on is polled for them.
+    if matches!(
+        report.status,
+        Status::Completed | Status::Failed | Status::InputRequired
+    ) {
+        report.status = Status::Working;
+    }
     drive(caller, Form::Extension, report, deadline).await
 }
 

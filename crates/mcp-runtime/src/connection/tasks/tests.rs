@@ -556,3 +556,21 @@ async fn a_zero_interval_is_floored_and_a_missing_one_is_the_default() {
     extension_call(&scripted, LONG).await.unwrap();
     assert_eq!(polls(&scripted.seen()), [DEFAULT_POLL]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_task_created_already_finished_is_polled_for_its_result() {
+    // rmcp's created task has no `result`: the client asks for it.
+    let mut created = extension_task("completed", Some(100), json!({}));
+    created["resultType"] = "task".into();
+    let scripted = Scripted::start(vec![
+        ("tools/call", created.to_string()),
+        (
+            "tasks/get",
+            extension_task("completed", None, json!({"result": text_result("late")})).to_string(),
+        ),
+    ])
+    .await;
+    let result = extension_call(&scripted, LONG).await.unwrap();
+    assert_eq!(text_of(&result), "late");
+    assert_eq!(scripted.methods(), ["tools/call", "tasks/get"]);
+}
