@@ -18,6 +18,7 @@ mod elicit;
 mod features;
 mod import;
 mod input;
+mod limits;
 mod logging;
 mod login;
 mod output;
@@ -47,6 +48,7 @@ const EXIT_FAILURE: u8 = 2;
 fn main() -> ExitCode {
     let args = args::RawArgs::parse();
     logging::init();
+    limits::raise_open_files_limit();
     // Resolved before any signal handler is installed: reading `-` from stdin may
     // block, and Ctrl-C must still end the process then.
     let plan = match Plan::resolve(args) {

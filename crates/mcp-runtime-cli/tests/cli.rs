@@ -1158,3 +1158,45 @@ fn a_result_its_output_schema_refuses_is_printed_and_exits_2_naming_the_tool() {
         "mcp-runtime: tool `echo` on server `typed` answered a result its `outputSchema` refuses: at `/hits`: \"three\" is not of type \"integer\"\n"
     );
 }
+
+#[test]
+fn many_servers_start_under_a_low_soft_limit_on_open_files() {
+    // 40 local servers need more descriptors than a soft limit of 64 allows: the
+    // CLI raises it to the hard limit as it starts.
+    const SERVERS: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = fixture_server();
+    let config: String = (0..SERVERS)
+        .map(|n| {
+            format!(
+                "[mcp_servers.s{n}]\ncommand = {:?}\nargs = [\"--tools\", \"1\"]\n",
+                fixture.to_str().unwrap()
+            )
+        })
+        .collect();
+    let path = write_config(dir.path(), &config);
+    let hard = Command::new("sh")
+        .args(["-c", "ulimit -H -n"])
+        .output()
+        .unwrap();
+    let hard = String::from_utf8_lossy(&hard.stdout).trim().to_owned();
+    assert!(
+        hard == "unlimited" || hard.parse::<u64>().unwrap() >= 1024,
+        "the hard limit here ({hard}) is too low for this test"
+    );
+    let output = Command::new("sh")
+        .args(["-c", "ulimit -S -n 64 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_mcp-runtime"))
+        .args(["servers", "--config", path.to_str().unwrap()])
+        .env("HOME", dir.path())
+        .env("CODEX_HOME", dir.path())
+        .env_remove("MCP_RUNTIME_LOG")
+        .output()
+        .expect("the binary runs");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let ready = stdout(&output)
+        .lines()
+        .filter(|line| line.split_whitespace().nth(1) == Some("ready"))
+        .count();
+    assert_eq!(ready, SERVERS, "{}\n{}", stdout(&output), stderr(&output));
+}
