@@ -378,20 +378,18 @@ mod tests {
 
     #[test]
     fn declining_cancelling_or_giving_up_is_answered_so() {
-        let decline = ask(
-            &Scripted::new(json!({"Answer": "decline"})),
-            "s",
-            "?",
-            &schema(),
-        );
-        assert_eq!(decline.action, ElicitationAction::Decline);
-        let cancel = ask(
-            &Scripted::new(json!({"Answer": "cancel"})),
-            "s",
-            "?",
-            &schema(),
-        );
-        assert_eq!(cancel.action, ElicitationAction::Cancel);
+        for (answer, action) in [
+            ("decline", ElicitationAction::Decline),
+            ("cancel", ElicitationAction::Cancel),
+        ] {
+            let answered = ask(
+                &Scripted::new(json!({ "Answer": answer })),
+                "s",
+                "?",
+                &schema(),
+            );
+            assert_eq!(answered.action, action);
+        }
         // Gave up in the middle of the form (the age was not a number).
         let gave_up = ask(
             &Scripted::new(
@@ -413,18 +411,15 @@ mod tests {
             Ok(())
         };
         let url = "https://example.com/sign-in";
-        let yes = Scripted::new(json!({ OPEN_LINK: true }));
-        let answer = ask_url(&yes, &open, "s", "sign in", url);
-        assert_eq!(answer.action, ElicitationAction::Accept);
-        assert_eq!(*opened.borrow(), [url]);
-
-        let no = Scripted::new(json!({ OPEN_LINK: false }));
-        let answer = ask_url(&no, &open, "s", "sign in", url);
-        assert_eq!(answer.action, ElicitationAction::Decline);
-        let gone = Scripted::new(json!({}));
-        let answer = ask_url(&gone, &open, "s", "sign in", url);
-        assert_eq!(answer.action, ElicitationAction::Cancel);
-        assert_eq!(opened.borrow().len(), 1, "opened once");
+        for (said, action) in [
+            (json!({ OPEN_LINK: true }), ElicitationAction::Accept),
+            (json!({ OPEN_LINK: false }), ElicitationAction::Decline),
+            (json!({}), ElicitationAction::Cancel),
+        ] {
+            let answer = ask_url(&Scripted::new(said), &open, "s", "sign in", url);
+            assert_eq!(answer.action, action);
+            assert_eq!(*opened.borrow(), [url], "opened once, when agreed");
+        }
     }
 
     #[test]

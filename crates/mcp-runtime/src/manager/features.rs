@@ -98,13 +98,15 @@ impl Runtime {
                     name,
                     connection
                         .list_all("resources/list", "resources", timeout)
-                        .await?,
+                        .await?
+                        .as_slice(),
                 );
                 let templates: Vec<ResourceTemplate> = entries(
                     name,
                     connection
                         .list_all("resources/templates/list", "resourceTemplates", timeout)
-                        .await?,
+                        .await?
+                        .as_slice(),
                 );
                 Ok((resources, templates))
             })
@@ -148,7 +150,8 @@ impl Runtime {
                     name,
                     connection
                         .list_all("prompts/list", "prompts", timeout)
-                        .await?,
+                        .await?
+                        .as_slice(),
                 ))
             })
             .await;
@@ -379,7 +382,7 @@ impl Runtime {
 
 /// The entries of a list that are valid `T`s; the others are left out with a warning
 /// (invariant 2).
-fn entries<T: DeserializeOwned>(server: &str, listed: Arc<Vec<Value>>) -> Vec<T> {
+fn entries<T: DeserializeOwned>(server: &str, listed: &[Value]) -> Vec<T> {
     listed
         .iter()
         .filter_map(|entry| match T::deserialize(entry) {

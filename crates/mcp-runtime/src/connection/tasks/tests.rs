@@ -531,7 +531,8 @@ async fn a_task_under_way_at_shutdown_is_cancelled_before_the_connection_closes(
     scripted.cancellations.flush(LONG).await;
     assert_eq!(scripted.methods(), ["tools/call", "tasks/cancel"]);
     drop(call);
-    tokio::time::sleep(ms(100)).await;
+    // A second cancellation would be a write of the ledger's: wait for them all.
+    scripted.cancellations.flush(LONG).await;
     assert_eq!(
         scripted.methods(),
         Vec::<String>::new(),
