@@ -129,11 +129,14 @@ fn describe(error: &anyhow::Error) -> String {
 /// went away, as with `| head`) ends the output quietly with exit code 0: nobody
 /// wants the rest.
 fn print(text: &str, code: u8) -> u8 {
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
+    print_with(code, |out| out.write_all(text.as_bytes()))
+}
+
+/// Prints what `write` writes to stdout, through one buffer (stdout on its own writes
+/// line by line), and returns `code`, or the code of the failure to print it.
+fn print_with(code: u8, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> u8 {
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    match write(&mut stdout).and_then(|()| stdout.flush()) {
         Ok(()) => code,
         Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(error) => report(&anyhow::Error::from(error).context("cannot write the output")),
@@ -243,18 +246,18 @@ async fn run_to_end(plan: Plan) -> u8 {
             }
             let servers = runtime.servers();
             let catalog = runtime.catalog();
-            let text = if json {
-                format!("{:#}\n", output::report_json(&servers, &catalog))
+            let code = if json {
+                print_with(0, |out| output::write_report_json(out, &servers, &catalog))
             } else {
-                match view {
+                let text = match view {
                     View::Servers => output::servers_table(&servers),
                     View::Tools => {
                         warn_failed(&servers);
                         output::tools_table(&catalog)
                     }
-                }
+                };
+                print(&text, 0)
             };
-            let code = print(&text, 0);
             runtime.shutdown().await;
             code
         }

@@ -4,39 +4,87 @@
 //! passed through [`printable`] before it reaches a terminal, so a server cannot move
 //! the cursor, retitle the window or forge output with escape sequences.
 
-use std::borrow::Cow;
+use std::{borrow::Cow, io::Write};
 
 use mcp_runtime::{
     Catalog, QualifiedTool, ServerStatus, TaskSupport, error::chain, model::CallToolResult,
 };
-use serde_json::{Value, json};
+use serde::{Serialize, Serializer, ser::SerializeMap};
+use serde_json::Value;
 
-/// The `--json` report of `servers` and `tools`: one object with both lists. A
-/// server's `state` is one of `starting`, `ready`, `failed`, `cancelled` and
-/// `unavailable`; its `protocol_version` is the MCP revision spoken with it while it
-/// has a connection (`2026-07-28`, or the handshake revision it answered), else
-/// `null`; its `instructions` what the server says about how to use it, while it has
-/// a connection, else `null`.
-pub fn report_json(servers: &[ServerStatus], catalog: &Catalog) -> Value {
-    let servers: Vec<Value> = servers
-        .iter()
-        .map(|server| {
-            json!({
-                "name": server.name,
-                "state": server.state.as_str(),
-                "transport": server.transport.as_str(),
-                "protocol_version": server.protocol_version,
-                "auth": server.auth.map(|auth| auth.as_str()),
-                "instructions": server.instructions,
-                "startup_ms": u64::try_from(server.startup_time.as_millis()).unwrap_or(u64::MAX),
-                "error": server.error.as_ref().map(|error| chain(error)),
-                "supports_parallel_tool_calls": server.supports_parallel_tool_calls,
-                "default_tools_approval_mode": server.default_tools_approval_mode.map(|mode| mode.as_str()),
-            })
-        })
-        .collect();
-    let tools: Vec<Value> = catalog.tools().iter().map(tool_json).collect();
-    json!({ "servers": servers, "tools": tools })
+/// Writes the `--json` report of `servers` and `tools` to `out`: one object with both
+/// lists, pretty-printed, then a newline. A server's `state` is one of `starting`,
+/// `ready`, `failed`, `cancelled` and `unavailable`; its `protocol_version` is the MCP
+/// revision spoken with it while it has a connection (`2026-07-28`, or the handshake
+/// revision it answered), else `null`; its `instructions` what the server says about
+/// how to use it, while it has a connection, else `null`.
+///
+/// The report is serialized straight from the catalog into `out`, with no JSON tree
+/// in between: a catalog of thousands of tools is not copied once more to print it.
+pub fn write_report_json(
+    out: &mut (impl Write + ?Sized),
+    servers: &[ServerStatus],
+    catalog: &Catalog,
+) -> std::io::Result<()> {
+    Report { servers, catalog }.serialize(&mut serde_json::Serializer::pretty(&mut *out))?;
+    out.write_all(b"\n")
+}
+
+struct Report<'a> {
+    servers: &'a [ServerStatus],
+    catalog: &'a Catalog,
+}
+
+impl Serialize for Report<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut report = serializer.serialize_map(Some(2))?;
+        report.serialize_entry("servers", &Seq(|| self.servers.iter().map(ServerJson)))?;
+        report.serialize_entry("tools", &Seq(|| self.catalog.tools().map(ToolJson)))?;
+        report.end()
+    }
+}
+
+/// A sequence serialized from the iterator its function makes.
+struct Seq<F>(F);
+
+impl<F, I> Serialize for Seq<F>
+where
+    F: Fn() -> I,
+    I: Iterator<Item: Serialize>,
+{
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq((self.0)())
+    }
+}
+
+/// One server of the `--json` report.
+struct ServerJson<'a>(&'a ServerStatus);
+
+impl Serialize for ServerJson<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let server = self.0;
+        let mut map = serializer.serialize_map(Some(10))?;
+        map.serialize_entry("name", &server.name)?;
+        map.serialize_entry("state", server.state.as_str())?;
+        map.serialize_entry("transport", server.transport.as_str())?;
+        map.serialize_entry("protocol_version", &server.protocol_version)?;
+        map.serialize_entry("auth", &server.auth.map(|auth| auth.as_str()))?;
+        map.serialize_entry("instructions", &server.instructions)?;
+        map.serialize_entry(
+            "startup_ms",
+            &u64::try_from(server.startup_time.as_millis()).unwrap_or(u64::MAX),
+        )?;
+        map.serialize_entry("error", &server.error.as_ref().map(|error| chain(error)))?;
+        map.serialize_entry(
+            "supports_parallel_tool_calls",
+            &server.supports_parallel_tool_calls,
+        )?;
+        map.serialize_entry(
+            "default_tools_approval_mode",
+            &server.default_tools_approval_mode.map(|mode| mode.as_str()),
+        )?;
+        map.end()
+    }
 }
 
 /// One tool of the `--json` report. The host settings of the server's table appear
@@ -45,33 +93,48 @@ pub fn report_json(servers: &[ServerStatus], catalog: &Catalog) -> Value {
 /// `task_support` (`optional` or `required`) only when the tool may run as a task.
 /// Last, `definition`: the tool as the server listed it (`title`, `annotations`,
 /// `outputSchema`, `execution`, `icons`, `_meta`…).
-fn tool_json(tool: &QualifiedTool) -> Value {
-    let mut object = json!({
-        "qualified_name": tool.qualified_name,
-        "server": tool.server,
-        "tool": tool.tool.name,
-        "description": tool.tool.description,
-        "input_schema": tool.tool.input_schema,
-    });
-    let fields = object.as_object_mut().expect("an object literal");
-    if let Some(mode) = tool.approval_mode {
-        fields.insert("approval_mode".into(), mode.as_str().into());
+struct ToolJson<'a>(&'a QualifiedTool);
+
+impl Serialize for ToolJson<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let tool = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("qualified_name", &tool.qualified_name)?;
+        map.serialize_entry("server", &tool.server)?;
+        map.serialize_entry("tool", &tool.tool.name)?;
+        map.serialize_entry("description", &tool.tool.description)?;
+        map.serialize_entry("input_schema", &tool.tool.input_schema)?;
+        if let Some(mode) = tool.approval_mode {
+            map.serialize_entry("approval_mode", mode.as_str())?;
+        }
+        if let Some(limit) = tool.output_token_limit {
+            map.serialize_entry("output_token_limit", &limit)?;
+        }
+        if tool.supports_parallel_tool_calls {
+            map.serialize_entry("supports_parallel_tool_calls", &true)?;
+        }
+        if tool.task_support != TaskSupport::Forbidden {
+            map.serialize_entry("task_support", tool.task_support.as_str())?;
+        }
+        map.serialize_entry(
+            "definition",
+            &Definition {
+                tool: &tool.tool,
+                execution: tool.execution.as_deref(),
+            },
+        )?;
+        map.end()
     }
-    if let Some(limit) = tool.output_token_limit {
-        fields.insert("output_token_limit".into(), limit.into());
-    }
-    if tool.supports_parallel_tool_calls {
-        fields.insert("supports_parallel_tool_calls".into(), true.into());
-    }
-    if tool.task_support != TaskSupport::Forbidden {
-        fields.insert("task_support".into(), tool.task_support.as_str().into());
-    }
-    let mut definition = json!(tool.tool);
-    if let (Some(execution), Value::Object(definition)) = (&tool.execution, &mut definition) {
-        definition.insert("execution".into(), Value::Object((**execution).clone()));
-    }
-    fields.insert("definition".into(), definition);
-    object
+}
+
+/// A tool as the server listed it: rmcp's [`Tool`](mcp_runtime::model::Tool), with the
+/// `execution` it does not keep.
+#[derive(Serialize)]
+struct Definition<'a> {
+    #[serde(flatten)]
+    tool: &'a mcp_runtime::model::Tool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    execution: Option<&'a serde_json::Map<String, Value>>,
 }
 
 /// The `servers` table.
@@ -112,7 +175,6 @@ pub fn servers_table(servers: &[ServerStatus]) -> String {
 pub fn tools_table(catalog: &Catalog) -> String {
     let rows: Vec<Vec<String>> = catalog
         .tools()
-        .iter()
         .map(|tool| {
             let description = tool.tool.description.as_deref().unwrap_or_default();
             vec![tool.qualified_name.clone(), one_line(description, 100)]
@@ -216,6 +278,14 @@ mod tests {
     use mcp_runtime::ListedTool;
 
     use super::*;
+
+    /// The `--json` report as written, read back.
+    fn report_json(servers: &[ServerStatus], catalog: &Catalog) -> Value {
+        let mut out = Vec::new();
+        write_report_json(&mut out, servers, catalog).unwrap();
+        assert!(out.ends_with(b"}\n"), "one object, then a newline");
+        serde_json::from_slice(&out).unwrap()
+    }
 
     #[test]
     fn tables_align_columns_and_trim_the_last() {

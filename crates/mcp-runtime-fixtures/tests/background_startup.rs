@@ -128,11 +128,8 @@ fn state(runtime: &Runtime, server: &str) -> ServerState {
 
 /// The servers with tools in `catalog`, in name order.
 fn servers_in(catalog: &Catalog) -> Vec<&str> {
-    let servers: std::collections::BTreeSet<&str> = catalog
-        .tools()
-        .iter()
-        .map(|tool| tool.server.as_str())
-        .collect();
+    let servers: std::collections::BTreeSet<&str> =
+        catalog.tools().map(|tool| tool.server.as_str()).collect();
     servers.into_iter().collect()
 }
 
@@ -487,7 +484,6 @@ async fn servers_get_codex_names_whichever_becomes_ready_first() {
                 let catalog = catalog.borrow();
                 let echo = catalog
                     .tools()
-                    .iter()
                     .find(|tool| tool.server == server && tool.tool.name == "echo");
                 echo.map(|tool| tool.qualified_name.clone())
             };

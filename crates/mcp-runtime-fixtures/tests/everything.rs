@@ -113,7 +113,6 @@ async fn every_tool_of_server_everything_is_callable() {
     let catalog = runtime.catalog();
     let tools: Vec<(String, String)> = catalog
         .tools()
-        .iter()
         .map(|tool| (tool.qualified_name.clone(), tool.tool.name.to_string()))
         .collect();
     // Everything a host that answers every question is offered.

@@ -353,7 +353,6 @@ async fn lists_the_good_tools(args: &[&str], dropped: &str) {
     let catalog = row.runtime.catalog();
     let mut raw_names: Vec<&str> = catalog
         .tools()
-        .iter()
         .filter(|tool| tool.server == FAULTY)
         .map(|tool| tool.tool.name.as_ref())
         .collect();
@@ -395,7 +394,6 @@ async fn of_duplicate_tool_names_the_first_is_kept() {
     let catalog = row.runtime.catalog();
     let echoes: Vec<_> = catalog
         .tools()
-        .iter()
         .filter(|tool| tool.server == FAULTY && tool.tool.name == "echo")
         .collect();
     assert_eq!(echoes.len(), 1, "{echoes:?}");

@@ -365,7 +365,6 @@ async fn the_python_sdk_over_streamable_http_lists_and_calls_its_tool() {
     let names: Vec<String> = runtime
         .catalog()
         .tools()
-        .iter()
         .map(|tool| tool.qualified_name.clone())
         .collect();
     assert_eq!(names, ["mcp__python__add"]);

@@ -152,7 +152,6 @@ async fn fastmcp_over_legacy_sse_lists_calls_and_gets_exact_bytes() {
     let mut names: Vec<String> = runtime
         .catalog()
         .tools()
-        .iter()
         .map(|tool| tool.qualified_name.clone())
         .collect();
     names.sort();

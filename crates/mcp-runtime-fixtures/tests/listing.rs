@@ -71,7 +71,6 @@ async fn enabled_tools_apply_first_then_disabled_tools() {
     let names: Vec<_> = runtime
         .catalog()
         .tools()
-        .iter()
         .map(|tool| tool.qualified_name.clone())
         .collect();
     assert_eq!(names, ["mcp__f__echo", "mcp__f__tool_0"]);
@@ -117,17 +116,12 @@ async fn colliding_and_long_names_are_qualified_and_still_route() {
         );
     }
     // A second runtime with the same servers names them identically.
-    let first: Vec<String> = catalog
-        .tools()
-        .iter()
-        .map(|t| t.qualified_name.clone())
-        .collect();
+    let first: Vec<String> = catalog.tools().map(|t| t.qualified_name.clone()).collect();
     runtime.shutdown().await;
     let (again, _) = start(config([server()])).await;
     let second: Vec<String> = again
         .catalog()
         .tools()
-        .iter()
         .map(|t| t.qualified_name.clone())
         .collect();
     assert_eq!(first, second);
@@ -144,7 +138,6 @@ async fn a_tool_added_by_a_refresh_takes_the_suffix_and_no_name_changes() {
     let before: Vec<(String, String)> = runtime
         .catalog()
         .tools()
-        .iter()
         .map(|t| (t.qualified_name.clone(), t.tool.name.to_string()))
         .collect();
     assert!(before.contains(&("mcp__my_server__tool_name".into(), "tool_name".into())));

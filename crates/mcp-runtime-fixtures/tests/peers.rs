@@ -82,7 +82,6 @@ async fn server_everything_over_stdio_lists_thirteen_tools_and_adds() {
         runtime
             .catalog()
             .tools()
-            .iter()
             .map(|t| &t.qualified_name)
             .collect::<Vec<_>>()
     );
@@ -125,7 +124,6 @@ async fn a_python_sdk_server_over_stdio_lists_and_calls_its_tool() {
     let catalog = runtime.catalog();
     let names: Vec<&str> = catalog
         .tools()
-        .iter()
         .map(|tool| tool.qualified_name.as_str())
         .collect();
     assert_eq!(names, ["mcp__python_adder__add"]);

@@ -771,7 +771,7 @@ mod granted {
             .expect("add_tool succeeds");
         // The refresh after list_changed revokes the grant before it lists again.
         catalog
-            .wait_for(|catalog| catalog.tools().iter().any(|tool| tool.tool.name == "late"))
+            .wait_for(|catalog| catalog.tools().any(|tool| tool.tool.name == "late"))
             .await
             .unwrap();
         first.shutdown().await;
@@ -781,11 +781,7 @@ mod granted {
         assert!(!status.served_from_cache, "a revoked grant serves nobody");
         assert_eq!(status.tools_list_requests, 1);
         assert!(
-            later
-                .catalog()
-                .tools()
-                .iter()
-                .any(|tool| tool.tool.name == "late"),
+            later.catalog().tools().any(|tool| tool.tool.name == "late"),
             "the later startup lists the tool added since"
         );
         later.shutdown().await;

@@ -30,13 +30,22 @@
 //! 3. Tools named together for the first time get the same names whatever the order
 //!    of servers and of their tools. In a lineage begun by [`Catalog::for_servers`],
 //!    the tools of those servers get the same names whichever catalog of the lineage
-//!    first names them, so whatever the order in which the servers' tools arrive.
+//!    first names them, so whatever the order in which the servers' tools arrive —
+//!    unless a tool's whole name is also another server's tool's (possible only when
+//!    one namespace and the start of a tool's name sanitize like another namespace:
+//!    servers `a` and `a_`, tools `_b` and `b`): the tool named first then keeps the
+//!    plain name, where Codex, naming every tool at once, gives it to the first in
+//!    raw-identity order.
+//! 4. [`Catalog::with_server`] names a server's tools as a [`Catalog::build`] of the
+//!    same catalog with that server's tools replaced would, and shares every other
+//!    server's entries unchanged.
 
 use std::{
-    collections::{BTreeMap, btree_map::Entry},
+    collections::BTreeMap,
     sync::{Arc, Mutex},
 };
 
+use imbl::OrdMap;
 use rmcp::model::{JsonObject, Tool};
 
 pub use crate::naming::MAX_TOOL_NAME_LEN;
@@ -49,19 +58,25 @@ use crate::{
 /// A tool as a server listed it: rmcp's [`Tool`], and the fields of the listing that
 /// [`Tool`] does not model (rmcp 3.11 has no `execution`, which says whether the tool
 /// runs as a task in the 2025-11-25 revision).
+///
+/// Both are shared, never copied: the catalogs built from a listing hold the same
+/// [`Tool`] as the listing.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ListedTool {
     /// The tool, as rmcp reads it.
-    pub tool: Tool,
+    pub tool: Arc<Tool>,
     /// The tool's `execution` object, as listed.
-    pub execution: Option<JsonObject>,
+    pub execution: Option<Arc<JsonObject>>,
 }
 
 impl ListedTool {
     /// `tool`, listed with `execution`.
     pub fn new(tool: Tool, execution: Option<JsonObject>) -> Self {
-        Self { tool, execution }
+        Self {
+            tool: Arc::new(tool),
+            execution: execution.map(Arc::new),
+        }
     }
 
     /// Whether the tool runs as a task: its `execution.taskSupport`, `forbidden` when
@@ -69,7 +84,7 @@ impl ListedTool {
     pub fn task_support(&self) -> TaskSupport {
         match self
             .execution
-            .as_ref()
+            .as_deref()
             .and_then(|execution| execution.get("taskSupport"))
             .and_then(serde_json::Value::as_str)
         {
@@ -140,10 +155,16 @@ pub struct QualifiedTool {
 }
 
 /// The qualified tools of every server.
+///
+/// Its maps are persistent: a catalog built from another shares every entry it keeps
+/// with it, so [`Catalog::with_server`] costs the tools of the server it replaces, not
+/// the whole catalog, and cloning a catalog copies nothing.
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
-    /// In qualified-name order, which [`Catalog::resolve`] searches.
-    tools: Vec<QualifiedTool>,
+    /// Every tool by qualified name, in qualified-name order.
+    tools: OrdMap<Arc<str>, Arc<QualifiedTool>>,
+    /// The qualified names of each server's tools.
+    servers: OrdMap<Arc<str>, Arc<[Arc<str>]>>,
     /// Every name this catalog's lineage gave (invariant 2).
     names: Arc<Mutex<Registry>>,
 }
@@ -171,7 +192,9 @@ impl Catalog {
     /// lineage that collides with one takes the suffix. Tools are listed in
     /// qualified-name order.
     ///
-    /// Build from [`Catalog::default`] for a first catalog.
+    /// Build from [`Catalog::default`] for a first catalog. This names every tool of
+    /// every server; to replace one server's tools, [`Catalog::with_server`] costs
+    /// only that server's.
     ///
     /// # Concurrent calls
     ///
@@ -183,86 +206,207 @@ impl Catalog {
         servers: impl IntoIterator<Item = (&'a ServerConfig, &'a [ListedTool])>,
     ) -> Self {
         // Sorted by (server, raw name), so the order of servers and of tools cannot
-        // change a name; of two tools with one name on one server, the first listed
-        // is kept, as in a listing (`connection::listing`).
-        let mut entries: BTreeMap<(&str, &str), (&ServerConfig, &ListedTool)> = BTreeMap::new();
+        // change a name.
+        let mut entries: Vec<(&ServerConfig, &ListedTool)> = Vec::new();
         for (config, tools) in servers {
-            let server = config.name.as_str();
-            for listed in tools
-                .iter()
-                .filter(|listed| config.exposes_tool(&listed.tool.name))
-            {
-                let tool = &listed.tool;
-                match entries.entry((server, tool.name.as_ref())) {
-                    Entry::Vacant(entry) => {
-                        entry.insert((config, listed));
-                    }
-                    Entry::Occupied(_) => {
-                        tracing::warn!(server, tool = %tool.name, "server listed a tool twice; keeping the first");
-                    }
-                }
-            }
+            entries.extend(exposed(config, tools).map(|listed| (config, listed)));
         }
-        let pairs: Vec<(&str, &str)> = entries.keys().copied().collect();
+        entries.sort_by(|(a, a_tool), (b, b_tool)| {
+            (a.name.as_str(), a_tool.tool.name.as_ref())
+                .cmp(&(b.name.as_str(), b_tool.tool.name.as_ref()))
+        });
+        entries.dedup_by(|later, earlier| {
+            let twice = later.0.name == earlier.0.name && later.1.tool.name == earlier.1.tool.name;
+            if twice {
+                tracing::warn!(server = %later.0.name, tool = %later.1.tool.name, "server listed a tool twice; keeping the first");
+            }
+            twice
+        });
+        let pairs: Vec<(&str, &str)> = entries
+            .iter()
+            .map(|(config, listed)| (config.name.as_str(), listed.tool.name.as_ref()))
+            .collect();
         let names = lock(&previous.names).name(&pairs);
 
-        let mut tools: Vec<QualifiedTool> = entries
-            .into_values()
-            .zip(names)
-            .map(|((config, listed), qualified_name)| {
-                // A tool listed unchanged keeps the copy the previous catalog holds.
-                let (tool, execution) = match previous.resolve(&qualified_name) {
-                    Some(known)
-                        if known.server == config.name
-                            && *known.tool == listed.tool
-                            && known.execution.as_deref() == listed.execution.as_ref() =>
-                    {
-                        (known.tool.clone(), known.execution.clone())
-                    }
-                    _ => (
-                        Arc::new(listed.tool.clone()),
-                        listed.execution.clone().map(Arc::new),
-                    ),
-                };
-                QualifiedTool {
-                    task_support: listed.task_support(),
-                    execution,
-                    approval_mode: config.approval_mode(&tool.name),
-                    output_token_limit: config
-                        .tools
-                        .get(tool.name.as_ref())
-                        .and_then(|settings| settings.output_token_limit),
-                    supports_parallel_tool_calls: config.supports_parallel_tool_calls,
-                    qualified_name,
-                    server: config.name.clone(),
-                    tool,
-                }
-            })
-            .collect();
-        tools.sort_unstable_by(|a, b| a.qualified_name.cmp(&b.qualified_name));
-        debug_assert!(
-            tools
-                .windows(2)
-                .all(|pair| pair[0].qualified_name != pair[1].qualified_name),
-            "invariant 1: two tools never share a name"
-        );
-        Self {
-            tools,
+        let mut catalog = Self {
             names: previous.names.clone(),
+            ..Self::default()
+        };
+        let mut by_server: BTreeMap<&str, Vec<Arc<str>>> = BTreeMap::new();
+        for ((config, listed), qualified_name) in entries.into_iter().zip(names) {
+            let tool = qualify(config, listed, qualified_name, previous);
+            by_server
+                .entry(config.name.as_str())
+                .or_default()
+                .push(tool.key.clone());
+            catalog.insert(tool);
         }
+        for (server, names) in by_server {
+            catalog.servers.insert(server.into(), names.into());
+        }
+        catalog.check();
+        catalog
+    }
+
+    /// This catalog with `config`'s server's tools replaced by `tools` (none: the
+    /// server leaves it), the other servers' tools kept as they are. The names of
+    /// the server's tools follow the same rules as in [`Catalog::build`]; the cost is
+    /// in proportion to the server's tools, old and new, not to the catalog's.
+    pub fn with_server(&self, config: &ServerConfig, tools: &[ListedTool]) -> Self {
+        let server = config.name.as_str();
+        let mut listed: Vec<&ListedTool> = exposed(config, tools).collect();
+        listed.sort_by(|a, b| a.tool.name.cmp(&b.tool.name));
+        listed.dedup_by(|later, earlier| {
+            let twice = later.tool.name == earlier.tool.name;
+            if twice {
+                tracing::warn!(server, tool = %later.tool.name, "server listed a tool twice; keeping the first");
+            }
+            twice
+        });
+        let raw: Vec<&str> = listed
+            .iter()
+            .map(|listed| listed.tool.name.as_ref())
+            .collect();
+        let names = lock(&self.names).name_server(server, &raw);
+
+        let mut catalog = self.clone();
+        if let Some(old) = catalog.servers.remove(server) {
+            for name in old.iter() {
+                catalog.tools.remove(name);
+            }
+        }
+        let mut keys = Vec::with_capacity(listed.len());
+        for (listed, qualified_name) in listed.into_iter().zip(names) {
+            let tool = qualify(config, listed, qualified_name, self);
+            keys.push(tool.key.clone());
+            catalog.insert(tool);
+        }
+        if !keys.is_empty() {
+            catalog.servers.insert(server.into(), keys.into());
+        }
+        catalog.check();
+        catalog
     }
 
     /// Every tool, in qualified-name order.
-    pub fn tools(&self) -> &[QualifiedTool] {
-        &self.tools
+    pub fn tools(
+        &self,
+    ) -> impl ExactSizeIterator<Item = &QualifiedTool> + DoubleEndedIterator + '_ {
+        self.tools.values().map(|tool| &**tool)
+    }
+
+    /// How many tools the catalog has.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether the catalog has no tool.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The tools of `server`, in qualified-name order.
+    pub fn server_tools(&self, server: &str) -> impl ExactSizeIterator<Item = &QualifiedTool> + '_ {
+        self.servers
+            .get(server)
+            .map_or(&[][..], |names| &names[..])
+            .iter()
+            .map(|name| &*self.tools[name])
     }
 
     /// The tool with this qualified name.
     pub fn resolve(&self, qualified_name: &str) -> Option<&QualifiedTool> {
-        self.tools
-            .binary_search_by(|tool| tool.qualified_name.as_str().cmp(qualified_name))
-            .ok()
-            .map(|index| &self.tools[index])
+        self.tools.get(qualified_name).map(|tool| &**tool)
+    }
+
+    fn insert(&mut self, tool: Keyed) {
+        let previous = self.tools.insert(tool.key, tool.tool);
+        debug_assert!(
+            previous.is_none(),
+            "invariant 1: two tools never share a name"
+        );
+    }
+
+    /// Invariant 1, and the server index agreeing with the tools.
+    fn check(&self) {
+        debug_assert_eq!(
+            self.servers
+                .values()
+                .map(|names| names.len())
+                .sum::<usize>(),
+            self.tools.len(),
+            "invariant 1: every tool is its server's, once"
+        );
+    }
+}
+
+/// The tools of `tools` that `config`'s filters let through.
+fn exposed<'a>(
+    config: &'a ServerConfig,
+    tools: &'a [ListedTool],
+) -> impl Iterator<Item = &'a ListedTool> + 'a {
+    tools
+        .iter()
+        .filter(|listed| config.exposes_tool(&listed.tool.name))
+}
+
+/// A qualified tool and its qualified name, as the catalog's key.
+struct Keyed {
+    key: Arc<str>,
+    tool: Arc<QualifiedTool>,
+}
+
+/// `listed`, of `config`'s server, as `qualified_name`: the entry `previous` holds
+/// when it is the same (a tool listed unchanged is shared, not copied), else a new
+/// one sharing the listing's [`Tool`].
+fn qualify(
+    config: &ServerConfig,
+    listed: &ListedTool,
+    qualified_name: String,
+    previous: &Catalog,
+) -> Keyed {
+    let tool = QualifiedTool {
+        task_support: listed.task_support(),
+        execution: listed.execution.clone(),
+        approval_mode: config.approval_mode(&listed.tool.name),
+        output_token_limit: config
+            .tools
+            .get(listed.tool.name.as_ref())
+            .and_then(|settings| settings.output_token_limit),
+        supports_parallel_tool_calls: config.supports_parallel_tool_calls,
+        qualified_name,
+        server: config.name.clone(),
+        tool: listed.tool.clone(),
+    };
+    if let Some((key, known)) = previous.tools.get_key_value(tool.qualified_name.as_str())
+        && known.same_as(&tool)
+    {
+        return Keyed {
+            key: key.clone(),
+            tool: known.clone(),
+        };
+    }
+    Keyed {
+        key: tool.qualified_name.as_str().into(),
+        tool: Arc::new(tool),
+    }
+}
+
+impl QualifiedTool {
+    /// Whether `other` is this tool, listed and configured alike.
+    fn same_as(&self, other: &QualifiedTool) -> bool {
+        let same_execution = match (&self.execution, &other.execution) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        (Arc::ptr_eq(&self.tool, &other.tool) || self.tool == other.tool)
+            && same_execution
+            && self.qualified_name == other.qualified_name
+            && self.server == other.server
+            && self.task_support == other.task_support
+            && self.approval_mode == other.approval_mode
+            && self.output_token_limit == other.output_token_limit
+            && self.supports_parallel_tool_calls == other.supports_parallel_tool_calls
     }
 }
 

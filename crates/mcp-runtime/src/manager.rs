@@ -65,7 +65,7 @@ pub use self::{
 };
 use crate::{
     authority::{CallAuthority, probe::LauncherProbe},
-    catalog::{Catalog, ListedTool},
+    catalog::Catalog,
     config::{Config, ServerConfig},
     connection::Connection,
     error::{CallError, ListToolsError, RequestError, RestartError, StartError},
@@ -204,6 +204,9 @@ struct Listings {
 struct Listing {
     /// The generation of the listing held in `tools`.
     stored: u64,
+    /// The [`Listings::version`] at which `tools` was stored: a catalog built at an
+    /// earlier version does not include it.
+    version: u64,
     /// The generation the next request takes.
     next: u64,
     tools: SharedTools,
@@ -342,7 +345,7 @@ impl Runtime {
                     protocol_version: live.connection.as_ref().and_then(|c| c.protocol_version()),
                     instructions: live.connection.as_ref().and_then(|c| c.instructions()),
                     auth,
-                    tools: catalog.tools().iter().filter(|t| t.server == *name).count(),
+                    tools: catalog.server_tools(name).len(),
                     tools_list_requests: settled.as_ref().map_or(0, |s| s.tools_list_requests),
                     served_from_cache: settled.as_ref().is_some_and(|s| s.served_from_cache),
                     supports_parallel_tool_calls: server.config.supports_parallel_tool_calls,
@@ -735,9 +738,8 @@ impl Shared {
         };
         // The listings a runtime begins with (in tests), at version 0.
         shared.catalog.send_modify(|current| {
-            let (version, listings) = shared.listings();
-            debug_assert_eq!(version, 0, "nothing was stored yet");
-            *current = Arc::new(shared.build_catalog(current, &listings));
+            debug_assert_eq!(lock(&shared.listings).version, 0, "nothing was stored yet");
+            *current = Arc::new(shared.build_catalog(current));
         });
         shared
     }
@@ -759,7 +761,7 @@ impl Shared {
             .await?
             .tools;
         self.usable(name, live);
-        if let Some(version) = self.store(name, generation, tools) {
+        if let Some(version) = self.store(name, generation, Arc::new(tools)) {
             self.publish_current();
             debug_assert!(
                 self.published.load(Ordering::Relaxed) >= version,
@@ -783,8 +785,9 @@ impl Shared {
     /// Stores the answer to `name`'s request of `generation`, unless a later
     /// request's answer is already stored; returns the listings' new version if it
     /// stored it.
-    fn store(&self, name: &str, generation: u64, tools: Vec<ListedTool>) -> Option<u64> {
+    fn store(&self, name: &str, generation: u64, tools: SharedTools) -> Option<u64> {
         let mut listings = lock(&self.listings);
+        let version = listings.version + 1;
         let listing = listings
             .by_server
             .get_mut(name)
@@ -797,44 +800,56 @@ impl Shared {
             return None;
         }
         listing.stored = generation;
-        listing.tools = Arc::new(tools);
-        listings.version += 1;
-        Some(listings.version)
+        listing.version = version;
+        listing.tools = tools;
+        listings.version = version;
+        Some(version)
     }
 
-    /// The catalog of `listings`, each filtered by its server's tool filters, built from
-    /// `previous` (whose names stay, catalog invariant 2).
-    fn build_catalog(&self, previous: &Catalog, listings: &[(String, SharedTools)]) -> Catalog {
+    /// The catalog of every server's listing, each filtered by its server's tool
+    /// filters, built from `previous` (whose names stay, catalog invariant 2).
+    fn build_catalog(&self, previous: &Catalog) -> Catalog {
+        let listings = lock(&self.listings);
         Catalog::build(
             previous,
             listings
+                .by_server
                 .iter()
-                .map(|(name, tools)| (&self.servers[name].config, tools.as_slice())),
+                .map(|(name, listing)| (&self.servers[name].config, listing.tools.as_slice())),
         )
     }
 
-    /// The current listings and their version; the lock is held only to copy them.
-    fn listings(&self) -> (u64, Vec<(String, SharedTools)>) {
+    /// The listings' version, and the listings stored after version `since` with
+    /// their servers' configurations; the lock is held only to copy them.
+    fn stored_since(&self, since: u64) -> (u64, Vec<(&ServerConfig, SharedTools)>) {
         let listings = lock(&self.listings);
-        let snapshot = listings
+        let changed = listings
             .by_server
             .iter()
-            .map(|(name, listing)| (name.clone(), listing.tools.clone()))
+            .filter(|(_, listing)| listing.version > since)
+            .map(|(name, listing)| (&self.servers[name].config, listing.tools.clone()))
             .collect();
-        (listings.version, snapshot)
+        (listings.version, changed)
     }
 
     /// Builds the catalog of the current listings and publishes it to every
     /// subscriber, if they are newer than those of the published catalog; says
     /// whether it did. Snapshot, naming and publication are one step under the
-    /// catalog channel's lock (invariant 4), with no await inside.
+    /// catalog channel's lock (invariant 4), with no await inside. Only the servers
+    /// whose listing was stored since the published catalog are named again: the
+    /// cost is their tools', not the catalog's.
     fn publish_current(&self) -> bool {
         self.catalog.send_if_modified(|current| {
-            let (version, listings) = self.listings();
-            if version <= self.published.load(Ordering::Relaxed) {
+            let published = self.published.load(Ordering::Relaxed);
+            let (version, changed) = self.stored_since(published);
+            if version <= published {
                 return false;
             }
-            let catalog = self.build_catalog(current, &listings);
+            let catalog = changed
+                .iter()
+                .fold(Catalog::clone(current), |catalog, (config, tools)| {
+                    catalog.with_server(config, tools)
+                });
             self.published.store(version, Ordering::Relaxed);
             *current = Arc::new(catalog);
             true

@@ -263,6 +263,47 @@ impl Registry {
     /// Tools named before and absent from `tools` keep their names reserved, up to
     /// the last [`REMEMBERED_DEPARTURES`] of them.
     pub(crate) fn name(&mut self, tools: &[(&str, &str)]) -> Vec<String> {
+        let names = self.assign(tools);
+        let listed = self.namings;
+        let Self {
+            servers,
+            departures,
+            next_departure,
+            absent,
+            ..
+        } = self;
+        for (server, names) in servers.iter_mut() {
+            note_departures(server, names, listed, departures, next_departure, absent);
+        }
+        self.forget_departures();
+        names
+    }
+
+    /// The qualified name of each of `tools`, the raw names of `server`'s tools given
+    /// each once, as [`Registry::name`] gives them when it is given every other
+    /// server's tools as they were last named: only `server`'s tools may depart. Costs
+    /// `server`'s tools, not every server's.
+    pub(crate) fn name_server(&mut self, server: &str, tools: &[&str]) -> Vec<String> {
+        let pairs: Vec<(&str, &str)> = tools.iter().map(|tool| (server, *tool)).collect();
+        let names = self.assign(&pairs);
+        let listed = self.namings;
+        let Self {
+            servers,
+            departures,
+            next_departure,
+            absent,
+            ..
+        } = self;
+        if let Some(names) = servers.get_mut(server) {
+            note_departures(server, names, listed, departures, next_departure, absent);
+        }
+        self.forget_departures();
+        names
+    }
+
+    /// The names of `tools`, the one given before or a new one, marking each listed
+    /// in this naming.
+    fn assign(&mut self, tools: &[(&str, &str)]) -> Vec<String> {
         self.namings += 1;
         let naming = self.namings;
         let mut names: Vec<Option<String>> = Vec::with_capacity(tools.len());
@@ -342,39 +383,14 @@ impl Registry {
                 );
             names[index] = Some(name);
         }
-        self.note_departures();
         names
             .into_iter()
             .map(|name| name.expect("every tool was named above"))
             .collect()
     }
 
-    /// Marks every named tool the last naming did not list departed, and those it
-    /// listed present, then forgets the oldest departures beyond the number
-    /// remembered.
-    fn note_departures(&mut self) {
-        for (server, names) in &mut self.servers {
-            for (tool, named) in &mut names.tools {
-                let here = named.seen == self.namings;
-                match (here, named.departed) {
-                    (true, Some(_)) => {
-                        named.departed = None;
-                        self.absent -= 1;
-                    }
-                    (false, None) => {
-                        named.departed = Some(self.next_departure);
-                        self.departures.push_back((
-                            self.next_departure,
-                            server.clone(),
-                            tool.clone(),
-                        ));
-                        self.next_departure += 1;
-                        self.absent += 1;
-                    }
-                    _ => {}
-                }
-            }
-        }
+    /// Forgets the oldest departures beyond the number remembered.
+    fn forget_departures(&mut self) {
         while self.absent > self.remembered_departures {
             let (departure, server, tool) = self
                 .departures
@@ -446,6 +462,33 @@ impl Registry {
                 (server, namespace)
             })
             .collect()
+    }
+}
+
+/// Marks each of `server`'s named tools that the naming `listed` did not list
+/// departed, and those it listed present.
+fn note_departures(
+    server: &str,
+    names: &mut ServerNames,
+    listed: u64,
+    departures: &mut VecDeque<(u64, String, String)>,
+    next_departure: &mut u64,
+    absent: &mut usize,
+) {
+    for (tool, named) in &mut names.tools {
+        match (named.seen == listed, named.departed) {
+            (true, Some(_)) => {
+                named.departed = None;
+                *absent -= 1;
+            }
+            (false, None) => {
+                named.departed = Some(*next_departure);
+                departures.push_back((*next_departure, server.to_owned(), tool.clone()));
+                *next_departure += 1;
+                *absent += 1;
+            }
+            _ => {}
+        }
     }
 }
 

@@ -19,7 +19,6 @@ fn build<'a>(servers: impl IntoIterator<Item = (&'a ServerConfig, &'a [ListedToo
 fn names(catalog: &Catalog) -> Vec<&str> {
     catalog
         .tools()
-        .iter()
         .map(|tool| tool.qualified_name.as_str())
         .collect()
 }
@@ -70,7 +69,6 @@ fn every_qualified_name_routes_back_to_its_server_and_raw_tool() {
     let catalog = build([(&one, &first[..]), (&two, &second[..])]);
     let mut routed: Vec<(String, String)> = catalog
         .tools()
-        .iter()
         .map(|qualified| {
             let found = catalog.resolve(&qualified.qualified_name).unwrap();
             (found.server.clone(), found.tool.name.to_string())
@@ -91,13 +89,13 @@ fn every_qualified_name_routes_back_to_its_server_and_raw_tool() {
 fn a_tool_listed_twice_appears_once_as_first_listed() {
     let s = server("s");
     let mut first = tool("same");
-    first.tool.description = Some("first".into());
+    Arc::make_mut(&mut first.tool).description = Some("first".into());
     let mut second = tool("same");
-    second.tool.description = Some("second".into());
+    Arc::make_mut(&mut second.tool).description = Some("second".into());
     let tools = [first.clone(), second];
     let catalog = build([(&s, &tools[..])]);
     assert_eq!(names(&catalog), ["mcp__s__same"]);
-    assert_eq!(*catalog.tools()[0].tool, first.tool);
+    assert_eq!(catalog.tools().next().unwrap().tool, first.tool);
 }
 
 #[test]
@@ -184,7 +182,7 @@ fn a_refresh_keeps_every_name_and_shares_unchanged_tools() {
     let first = build([(&s, &s_tools[..]), (&t, &t_tools[..])]);
 
     let mut changed = tool("x");
-    changed.tool.description = Some("new".into());
+    Arc::make_mut(&mut changed.tool).description = Some("new".into());
     let refreshed_t = [changed, tool("a.b")];
     let second = Catalog::build(&first, [(&s, &s_tools[..]), (&t, &refreshed_t[..])]);
     for old in first.tools() {
@@ -206,6 +204,39 @@ fn a_refresh_keeps_every_name_and_shares_unchanged_tools() {
             .description
             .as_deref(),
         Some("new")
+    );
+}
+
+#[test]
+fn replacing_a_server_keeps_the_names_of_tools_that_left() {
+    let (s, t) = (server("s"), server("t"));
+    let (dotted, t_tools) = ([tool("a.b")], [tool("x")]);
+    let first = Catalog::for_servers(["s", "t"])
+        .with_server(&s, &dotted)
+        .with_server(&t, &t_tools);
+    assert_eq!(names(&first), ["mcp__s__a_b", "mcp__t__x"]);
+
+    let emptied = first.with_server(&s, &[]);
+    assert_eq!(names(&emptied), ["mcp__t__x"]);
+    assert!(emptied.server_tools("s").next().is_none());
+    let underscored = emptied.with_server(&s, &[tool("a_b")]);
+    let taken = underscored.server_tools("s").next().unwrap();
+    assert_ne!(
+        taken.qualified_name, "mcp__s__a_b",
+        "a departed tool's name stays reserved"
+    );
+    let back = underscored.with_server(&s, &dotted);
+    assert_eq!(
+        names(&back),
+        ["mcp__s__a_b", "mcp__t__x"],
+        "the tool gets its name back"
+    );
+    assert!(
+        std::ptr::eq(
+            back.resolve("mcp__t__x").unwrap(),
+            first.resolve("mcp__t__x").unwrap()
+        ),
+        "the other server's entry is shared, not rebuilt"
     );
 }
 
@@ -278,7 +309,6 @@ mod properties {
     fn routes(catalog: &Catalog) -> Vec<(String, String, String)> {
         catalog
             .tools()
-            .iter()
             .map(|q| {
                 (
                     q.qualified_name.clone(),
@@ -353,6 +383,48 @@ mod properties {
                 prop_assert_eq!((&kept.server, &kept.tool.name), (&named.server, &named.tool.name));
             }
             prop_assert_eq!(all.tools().len(), expected.len(), "no tool is dropped");
+        }
+
+        #[test]
+        fn servers_named_one_at_a_time_get_the_names_of_a_full_build(
+            servers in any_servers(),
+            replaced in 0..12_usize,
+            new_tools in prop::collection::vec(any_name(), 0..12),
+        ) {
+            let servers: Vec<(ServerConfig, Vec<ListedTool>)> = servers
+                .into_iter()
+                .map(|(name, tools)| (server(&name), tools.iter().map(|n| tool(n)).collect()))
+                .collect();
+            let lineage = || Catalog::for_servers(servers.iter().map(|(config, _)| config.name.clone()));
+            // Servers joining one by one, in the reverse order: whole builds of the
+            // servers so far, and one server named at a time.
+            let mut whole = lineage();
+            for joined in (0..servers.len()).rev() {
+                whole = build(&whole, &servers[joined..]);
+            }
+            let one_at_a_time = servers
+                .iter()
+                .rev()
+                .fold(lineage(), |catalog, (config, tools)| catalog.with_server(config, tools));
+            prop_assert_eq!(routes(&one_at_a_time), routes(&whole));
+            for (config, tools) in &servers {
+                let of_server: Vec<_> = one_at_a_time.server_tools(&config.name).collect();
+                prop_assert_eq!(of_server.len(), tools.iter().map(|t| &t.tool.name).collect::<BTreeSet<_>>().len());
+                prop_assert!(of_server.iter().all(|q| q.server == config.name));
+            }
+
+            // Replacing one server's tools: what a full build from the same catalog
+            // gives, with every other server's entries shared.
+            let replaced = replaced % servers.len();
+            let new_tools: Vec<ListedTool> = new_tools.iter().map(|n| tool(n)).collect();
+            let next = one_at_a_time.with_server(&servers[replaced].0, &new_tools);
+            let mut changed = servers.clone();
+            changed[replaced].1 = new_tools;
+            prop_assert_eq!(routes(&next), routes(&build(&one_at_a_time, &changed)));
+            for kept in next.tools().filter(|q| q.server != servers[replaced].0.name) {
+                let before = one_at_a_time.resolve(&kept.qualified_name).expect("kept");
+                prop_assert!(std::ptr::eq(kept, before), "`{}` is shared", kept.qualified_name);
+            }
         }
     }
 }

@@ -119,15 +119,17 @@ impl Shared {
             Ok(started) => {
                 {
                     let mut listings = lock(&self.listings);
+                    listings.version += 1;
+                    let version = listings.version;
                     listings.by_server.insert(
                         name.to_owned(),
                         Listing {
                             stored: 0,
+                            version,
                             next: 1,
                             tools: started.tools,
                         },
                     );
-                    listings.version += 1;
                 }
                 lock(&server.live).connection = Some(Arc::new(started.connection));
                 self.watch(name, server);

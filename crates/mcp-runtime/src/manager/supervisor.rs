@@ -270,10 +270,7 @@ impl Shared {
             .iter()
             .filter(|listed| server.config.exposes_tool(&listed.tool.name))
             .count();
-        if self
-            .store(name, listing, started.tools.as_ref().clone())
-            .is_some()
-        {
+        if self.store(name, listing, started.tools).is_some() {
             self.publish_current();
         }
         self.send(StartupEvent::Restarted {

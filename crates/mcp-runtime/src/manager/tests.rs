@@ -1,4 +1,5 @@
 use super::*;
+use crate::ListedTool;
 use crate::error::StartupError;
 
 fn tool(name: &str) -> ListedTool {
@@ -29,6 +30,7 @@ fn shared(names: &[&str]) -> Shared {
         .map(|name| {
             let listing = Listing {
                 stored: 0,
+                version: 0,
                 next: 1,
                 tools: Arc::new(vec![tool("old")]),
             };
@@ -43,7 +45,6 @@ fn published(shared: &Shared) -> Vec<String> {
         .catalog
         .borrow()
         .tools()
-        .iter()
         .map(|tool| tool.qualified_name.clone())
         .collect()
 }
@@ -58,8 +59,8 @@ fn a_catalog_is_built_and_published_only_from_listings_newer_than_the_published_
     let a = shared.next_generation("a");
     let b = shared.next_generation("b");
     // Two refreshes store their answers; the first to publish includes both...
-    assert_eq!(shared.store("a", a, vec![tool("new")]), Some(1));
-    assert_eq!(shared.store("b", b, vec![tool("new")]), Some(2));
+    assert_eq!(shared.store("a", a, Arc::new(vec![tool("new")])), Some(1));
+    assert_eq!(shared.store("b", b, Arc::new(vec![tool("new")])), Some(2));
     assert!(shared.publish_current());
     assert_eq!(shared.published.load(Ordering::Relaxed), 2);
     // ...and the second has nothing newer to build.
@@ -74,8 +75,14 @@ fn an_older_answer_never_replaces_a_newer_listing() {
     let shared = shared(&["a"]);
     let older = shared.next_generation("a");
     let newer = shared.next_generation("a");
-    assert_eq!(shared.store("a", newer, vec![tool("newer")]), Some(1));
-    assert_eq!(shared.store("a", older, vec![tool("older")]), None);
+    assert_eq!(
+        shared.store("a", newer, Arc::new(vec![tool("newer")])),
+        Some(1)
+    );
+    assert_eq!(
+        shared.store("a", older, Arc::new(vec![tool("older")])),
+        None
+    );
     assert!(shared.publish_current());
     assert_eq!(published(&shared), ["mcp__a__newer"]);
 }

@@ -96,7 +96,7 @@ async fn list(pages: Vec<String>) -> Result<Vec<Tool>, ListToolsError> {
         listing
             .tools
             .into_iter()
-            .map(|listed| listed.tool)
+            .map(|listed| std::sync::Arc::unwrap_or_clone(listed.tool))
             .collect()
     })
 }
@@ -168,13 +168,8 @@ fn a_tools_execution_is_kept_beside_what_rmcp_reads() {
     };
     let required = listed(json!({"taskSupport": "required"}));
     assert_eq!(
-        required.execution,
-        Some(
-            json!({"taskSupport": "required"})
-                .as_object()
-                .cloned()
-                .unwrap()
-        )
+        required.execution.as_deref(),
+        json!({"taskSupport": "required"}).as_object()
     );
     assert_eq!(required.task_support(), TaskSupport::Required);
     assert_eq!(
@@ -331,7 +326,7 @@ async fn pages_are_followed_by_their_cursors() {
     .unwrap()
     .tools;
     assert_eq!(
-        names(tools.iter().map(|listed| &listed.tool)),
+        names(tools.iter().map(|listed| &*listed.tool)),
         ["a", "b", "c"]
     );
     assert_eq!(sent.load(Ordering::Relaxed), 3);
@@ -581,8 +576,7 @@ mod properties {
                 for listed in tools {
                     let found = catalog
                         .tools()
-                        .iter()
-                        .filter(|q| q.server == *server && *q.tool == listed.tool)
+                        .filter(|q| q.server == *server && q.tool == listed.tool)
                         .count();
                     prop_assert_eq!(found, 1, "`{}` of `{}` once", listed.tool.name, server);
                 }
@@ -625,7 +619,7 @@ async fn the_caching_hints_of_every_page_make_the_grant() {
     .await
     .unwrap();
     assert_eq!(
-        names(listing.tools.iter().map(|listed| &listed.tool)),
+        names(listing.tools.iter().map(|listed| &*listed.tool)),
         ["a", "b"]
     );
     assert_eq!(
@@ -646,7 +640,7 @@ async fn the_caching_hints_of_every_page_make_the_grant() {
             .unwrap();
         assert_eq!(listing.grant, None, "{hints}");
         assert_eq!(
-            names(listing.tools.iter().map(|listed| &listed.tool)),
+            names(listing.tools.iter().map(|listed| &*listed.tool)),
             ["a"],
             "a malformed hint costs nothing else"
         );
