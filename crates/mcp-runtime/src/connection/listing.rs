@@ -36,7 +36,7 @@ use rmcp::{
     service::PeerRequestOptions,
 };
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, value::RawValue};
 
 use super::{MAX_LIST_PAGES, MAX_LISTED_TOOLS};
 use super::{cancellation::Cancellations, failure};
@@ -94,7 +94,7 @@ pub(super) async fn list_tools(
                 crate::error::secs(page_timeout)
             ),
         })??;
-        let page = Page::parse(result)?;
+        let page = Page::parse(&result)?;
         hints.push((page.ttl_ms, page.cache_scope));
         if listed.entries + page.tools.len() > MAX_LISTED_TOOLS {
             return Err(ListToolsError::TooManyTools {
@@ -145,7 +145,7 @@ pub(super) async fn list_tools(
     })
 }
 
-/// Sends one `tools/list` request and returns its result as JSON.
+/// Sends one `tools/list` request and returns its result's JSON text.
 ///
 /// # Cancel safety
 ///
@@ -154,7 +154,7 @@ async fn request_page(
     peer: &Peer<RoleClient>,
     cancellations: &Cancellations,
     cursor: Option<&str>,
-) -> Result<Value, ListToolsError> {
+) -> Result<String, ListToolsError> {
     let failed = |error| ListToolsError::Failed(failure::from_service(error));
     // The same request the typed call sends (`_meta` with the progress token is added
     // by rmcp either way); only the decoding of the answer differs.
@@ -177,21 +177,23 @@ async fn request_page(
     if let Some(raw) = raw_result(&mut answer) {
         return Ok(raw);
     }
-    match answer {
-        ServerResult::CustomResult(custom) => Ok(custom.0),
-        // A transport that did not rewrite the answer (a test's in-process pipe): rmcp
-        // decoded it; an answer that rmcp reads as another result type is not a
-        // `tools/list` result and fails in `Page::parse`.
-        typed => serde_json::to_value(typed).map_err(|error| ListToolsError::Request {
-            message: format!("the `tools/list` answer cannot be read: {error}"),
-        }),
-    }
+    // A transport that did not rewrite the answer (a 2026-07-28 answer, a test's
+    // in-process pipe): rmcp decoded it; an answer that rmcp reads as another result
+    // type is not a `tools/list` result and fails in `Page::parse`.
+    let decoded = match &answer {
+        ServerResult::CustomResult(custom) => serde_json::to_string(&custom.0),
+        typed => serde_json::to_string(typed),
+    };
+    decoded.map_err(|error| ListToolsError::Request {
+        message: format!("the `tools/list` answer cannot be read: {error}"),
+    })
 }
 
-/// One page of a `tools/list` answer, its tools still unchecked.
+/// One page of a `tools/list` answer, its tools still unchecked (as the server wrote
+/// them: each is read straight into a [`Tool`]).
 #[derive(Debug)]
-struct Page {
-    tools: Vec<Value>,
+struct Page<'a> {
+    tools: Vec<Entry<'a>>,
     next_cursor: Option<String>,
     /// `ttlMs`, when it is a non-negative integer (a negative one reads as 0).
     ttl_ms: Option<u64>,
@@ -199,10 +201,58 @@ struct Page {
     cache_scope: Option<CacheScope>,
 }
 
-impl Page {
+/// The fields of a `tools/list` result the runtime reads, the tools left as text.
+#[derive(Deserialize)]
+struct PageFields<'a> {
+    #[serde(borrow)]
+    tools: Vec<&'a RawValue>,
+    #[serde(rename = "nextCursor", default)]
+    next_cursor: Option<String>,
+    #[serde(rename = "ttlMs", default)]
+    ttl_ms: Option<Value>,
+    #[serde(rename = "cacheScope", default)]
+    cache_scope: Option<Value>,
+}
+
+impl<'a> Page<'a> {
+    /// Reads a page from a `tools/list` result's JSON text: `tools` must be an array
+    /// and `nextCursor`, if present and not null, a string.
+    ///
+    /// A well-formed page is read without building a JSON tree of it; any other (or
+    /// one serde cannot read at once, such as one with a field twice) is read as a
+    /// [`Value`] and checked field by field, which says what is wrong.
+    fn parse(text: &'a str) -> Result<Self, ListToolsError> {
+        // A derived `Deserialize` also reads a struct from an array: only an object
+        // takes the quick way.
+        let object = text.trim_start().starts_with('{');
+        match serde_json::from_str::<PageFields<'a>>(text)
+            .ok()
+            .filter(|_| object)
+        {
+            Some(fields) => Ok(Self {
+                tools: fields.tools.into_iter().map(Entry::Raw).collect(),
+                next_cursor: fields.next_cursor,
+                ttl_ms: fields.ttl_ms.and_then(ttl_ms),
+                cache_scope: fields
+                    .cache_scope
+                    .and_then(|scope| serde_json::from_value(scope).ok()),
+            }),
+            None => {
+                let result = serde_json::from_str(text).map_err(|error| {
+                    ListToolsError::Request {
+                        message: format!(
+                            "the `tools/list` answer is not JSON: {error} (the server does not follow the MCP schema; report it to its author)"
+                        ),
+                    }
+                })?;
+                Self::parse_value(result)
+            }
+        }
+    }
+
     /// Reads a page from a `tools/list` result: `tools` must be an array and
     /// `nextCursor`, if present and not null, a string.
-    fn parse(result: Value) -> Result<Self, ListToolsError> {
+    fn parse_value(result: Value) -> Result<Self, ListToolsError> {
         let malformed = |what: String| ListToolsError::Request {
             message: format!(
                 "the `tools/list` answer {what} (the server does not follow the MCP schema; report it to its author)"
@@ -234,20 +284,74 @@ impl Page {
                 )));
             }
         };
-        // Caching hints are hints: a malformed one grants nothing, as an absent one.
-        let ttl_ms = result.remove("ttlMs").and_then(|ttl| match ttl {
-            Value::Number(ttl) if ttl.as_i64().is_some_and(|ttl| ttl < 0) => Some(0),
-            Value::Number(ttl) => ttl.as_u64(),
-            _ => None,
-        });
+        let ttl_ms = result.remove("ttlMs").and_then(ttl_ms);
         let cache_scope = result
             .remove("cacheScope")
             .and_then(|scope| serde_json::from_value(scope).ok());
         Ok(Self {
-            tools,
+            tools: tools.into_iter().map(Entry::Parsed).collect(),
             next_cursor,
             ttl_ms,
             cache_scope,
+        })
+    }
+}
+
+/// A page's `ttlMs`, when it is a non-negative integer (a negative one reads as 0).
+/// Caching hints are hints: a malformed one grants nothing, as an absent one.
+fn ttl_ms(ttl: Value) -> Option<u64> {
+    match ttl {
+        Value::Number(ttl) if ttl.as_i64().is_some_and(|ttl| ttl < 0) => Some(0),
+        Value::Number(ttl) => ttl.as_u64(),
+        _ => None,
+    }
+}
+
+/// One listed entry, unchecked.
+#[derive(Debug)]
+enum Entry<'a> {
+    /// As the server wrote it.
+    Raw(&'a RawValue),
+    /// Read already.
+    Parsed(Value),
+}
+
+/// The fields of a listed tool that rmcp's [`Tool`] does not read.
+#[derive(Deserialize)]
+struct Unmodelled {
+    #[serde(default)]
+    execution: Option<Value>,
+}
+
+impl Entry<'_> {
+    /// The entry, the `position`th of the listing, as a usable tool, or why it is left
+    /// out.
+    ///
+    /// A raw entry that reads as a [`Tool`] with a name is read straight from its
+    /// text; any other is read as a [`Value`] and checked field by field
+    /// ([`usable_tool`]), which says what is wrong with it.
+    fn read(self, position: usize) -> Result<ListedTool, LeftOut> {
+        let value = match self {
+            Entry::Raw(raw) => {
+                // A derived `Deserialize` also reads a struct from an array.
+                if raw.get().trim_start().starts_with('{')
+                    && let Ok(tool) = serde_json::from_str::<Tool>(raw.get())
+                    && !tool.name.is_empty()
+                    && let Ok(unmodelled) = serde_json::from_str::<Unmodelled>(raw.get())
+                {
+                    let execution = execution(unmodelled.execution, &tool.name);
+                    return Ok(ListedTool::new(tool, execution));
+                }
+                serde_json::from_str(raw.get()).map_err(|_| LeftOut {
+                    label: Label::Position(position),
+                    reason: Reason::Malformed,
+                })?
+            }
+            Entry::Parsed(value) => value,
+        };
+        usable_tool(&value).map_err(|reason| LeftOut {
+            label: Label::of(&value, position),
+            reason,
         })
     }
 }
@@ -264,16 +368,12 @@ struct ListedTools {
 impl ListedTools {
     /// Takes the next listed entry: keeps it if it is a usable tool whose name is new,
     /// else says why it is left out.
-    fn push(&mut self, raw: Value) -> Result<(), LeftOut> {
+    fn push(&mut self, entry: Entry<'_>) -> Result<(), LeftOut> {
         self.entries += 1;
-        let label = Label::of(&raw, self.entries);
-        let listed = usable_tool(&raw).map_err(|reason| LeftOut {
-            label: label.clone(),
-            reason,
-        })?;
+        let listed = entry.read(self.entries)?;
         if !self.names.insert(listed.tool.name.to_string()) {
             return Err(LeftOut {
-                label,
+                label: Label::Name(shown(&listed.tool.name)),
                 reason: Reason::Duplicate,
             });
         }
@@ -423,19 +523,24 @@ fn usable_tool(raw: &Value) -> Result<ListedTool, Reason> {
     }
     let tool = Tool::deserialize(raw)
         .map_err(|_| bad_field(fields).map_or(Reason::Malformed, Reason::BadField))?;
-    let execution = match fields.get("execution") {
-        None => None,
-        Some(Value::Object(execution)) => Some(execution.clone()),
-        Some(other) => {
+    let execution = execution(fields.get("execution").cloned(), &tool.name);
+    Ok(ListedTool::new(tool, execution))
+}
+
+/// A listed tool's `execution`, when it is an object; any other is ignored with a
+/// warning, as rmcp ignores it: the tool is still usable.
+fn execution(execution: Option<Value>, tool: &str) -> Option<Map<String, Value>> {
+    match execution? {
+        Value::Object(execution) => Some(execution),
+        other => {
             tracing::warn!(
-                tool = %shown(&tool.name),
+                tool = %shown(tool),
                 "the tool's `execution` is {}, not an object; ignored",
-                kind(other)
+                kind(&other)
             );
             None
         }
-    };
-    Ok(ListedTool::new(tool, execution))
+    }
 }
 
 /// The first optional field of `fields` that does not read as a tool's field, found

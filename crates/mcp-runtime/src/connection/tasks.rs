@@ -131,7 +131,7 @@ impl Report {
     /// as rmcp decoded it (an in-process pipe; the last interval then holds).
     fn of_answer(mut answer: ServerResult) -> Result<Self, String> {
         let task = match raw_result(&mut answer) {
-            Some(raw) => Ok(raw),
+            Some(text) => serde_json::from_str(&text),
             None => serde_json::to_value(&answer),
         };
         match task {

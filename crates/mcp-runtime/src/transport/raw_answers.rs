@@ -5,15 +5,22 @@
 //! `pollInterval` and `ttl` (`tasks/get`). The runtime reads those answers itself, so
 //! each transport rewrites the answer to a handshake-era request of [`RAW_METHODS`]
 //! ([`raw_request`]) before rmcp
-//! decodes it: its result goes under one key, [`RAW_KEY`], which no typed result of
-//! rmcp reads, so rmcp hands it over as a custom result, whole
-//! ([`raw_result`] takes it out). Only the answer's envelope is rewritten; the
-//! result's bytes are copied as the server sent them.
+//! decodes it: its result's JSON text goes, as one string, under one key,
+//! [`RAW_KEY`], which no typed result of rmcp reads, so rmcp hands it over as a custom
+//! result, whole ([`raw_result`] takes the text out). Only the answer's envelope is
+//! rewritten; the result's bytes are kept as the server sent them.
+//!
+//! The result travels as a string, not as the JSON it is, so that rmcp decodes one
+//! string instead of a tree of the whole result (twice: its untagged message types
+//! buffer the answer before they find its type, then a `serde_json::Value` is built),
+//! and the runtime reads the text straight into the types it wants: a listing of
+//! thousands of tools is never held as a JSON tree.
 //!
 //! Invariants:
 //! 1. Only an answer to a request of [`RAW_METHODS`] the runtime sent on this
 //!    connection is rewritten, once; any other message passes untouched.
-//! 2. A rewritten answer is the same answer: same id, same result, byte for byte.
+//! 2. A rewritten answer is the same answer: same id, and the result's text byte for
+//!    byte.
 
 use std::{
     collections::HashSet,
@@ -34,11 +41,18 @@ pub(crate) const RAW_METHODS: [&str; 2] = ["tools/list", "tasks/get"];
 /// The key a raw result is handed over under.
 pub(crate) const RAW_KEY: &str = "mcp-runtime/raw-result";
 
-/// Takes the raw result out of `answer`, when the transport handed it over raw.
-pub(crate) fn raw_result(answer: &mut ServerResult) -> Option<Value> {
+/// Takes the raw result's JSON text out of `answer`, when the transport handed it
+/// over raw.
+pub(crate) fn raw_result(answer: &mut ServerResult) -> Option<String> {
     match answer {
         ServerResult::CustomResult(custom) => match &mut custom.0 {
-            Value::Object(fields) if fields.len() == 1 => fields.remove(RAW_KEY),
+            Value::Object(fields) if fields.len() == 1 => match fields.remove(RAW_KEY)? {
+                Value::String(text) => Some(text),
+                other => {
+                    fields.insert(RAW_KEY.to_owned(), other);
+                    None
+                }
+            },
             _ => None,
         },
         _ => None,
@@ -99,7 +113,7 @@ pub(crate) fn rewrite(
     rewritten.extend_from_slice(br#","result":{"#);
     rewritten.extend_from_slice(key.as_bytes());
     rewritten.push(b':');
-    rewritten.extend_from_slice(result.get().as_bytes());
+    serde_json::to_writer(&mut rewritten, result.get()).expect("a string serializes");
     rewritten.extend_from_slice(b"}}");
     Some(rewritten)
 }
@@ -167,11 +181,8 @@ mod tests {
             let message = json!({"jsonrpc": "2.0", "id": 7, "result": result}).to_string();
             let rewritten = rewrite(message.as_bytes(), |id| *id == RequestId::Number(7))
                 .expect("an expected answer is rewritten");
-            assert_eq!(
-                raw_result(&mut decoded(&rewritten)),
-                Some(result.clone()),
-                "{result}"
-            );
+            let text = raw_result(&mut decoded(&rewritten)).expect("handed over raw");
+            assert_eq!(text, result.to_string(), "{result}");
         }
     }
 
@@ -180,8 +191,13 @@ mod tests {
         let message = br#"{"jsonrpc":"2.0","id":"a-1","result":{"n":1.000,"s":"\u00e9"}}"#;
         let rewritten = rewrite(message, |_| true).unwrap();
         assert_eq!(
-            String::from_utf8(rewritten).unwrap(),
-            r#"{"jsonrpc":"2.0","id":"a-1","result":{"mcp-runtime/raw-result":{"n":1.000,"s":"\u00e9"}}}"#
+            String::from_utf8(rewritten.clone()).unwrap(),
+            r#"{"jsonrpc":"2.0","id":"a-1","result":{"mcp-runtime/raw-result":"{\"n\":1.000,\"s\":\"\\u00e9\"}"}}"#
+        );
+        assert_eq!(
+            raw_result(&mut decoded(&rewritten)).unwrap(),
+            r#"{"n":1.000,"s":"\u00e9"}"#,
+            "the result's text, byte for byte"
         );
     }
 

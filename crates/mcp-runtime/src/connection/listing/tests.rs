@@ -192,11 +192,23 @@ fn a_tools_execution_is_kept_beside_what_rmcp_reads() {
 
 fn left_out(raw: &str) -> String {
     let mut listed = ListedTools::default();
+    let first = good("first");
     listed
-        .push(serde_json::from_str(&good("first")).unwrap())
+        .push(Entry::Raw(serde_json::from_str(&first).unwrap()))
         .unwrap();
-    let raw = serde_json::from_str(raw).unwrap();
-    listed.push(raw).unwrap_err().to_string()
+    let from_text = listed
+        .push(Entry::Raw(serde_json::from_str(raw).unwrap()))
+        .unwrap_err();
+    // Read from its text or as a value, the entry is left out for the same reason.
+    let mut from_value = ListedTools::default();
+    from_value
+        .push(Entry::Parsed(serde_json::from_str(&first).unwrap()))
+        .unwrap();
+    let from_value = from_value
+        .push(Entry::Parsed(serde_json::from_str(raw).unwrap()))
+        .unwrap_err();
+    assert_eq!(from_text, from_value);
+    from_text.to_string()
 }
 
 #[test]
@@ -226,6 +238,11 @@ fn a_left_out_tool_is_named_with_the_reason() {
         (
             "null",
             "tool number 2 in the listing: it is null, not a JSON object",
+        ),
+        (
+            // A tool's fields in order: what serde would read as a `Tool`.
+            r#"["t",null,null,{},null,null,null,null]"#,
+            "tool number 2 in the listing: it is an array, not a JSON object",
         ),
         (
             r#"{"name":"a","inputSchema":{},"annotations":"read-only"}"#,
@@ -538,7 +555,9 @@ mod properties {
                     if let Ok(usable) = usable_tool(entry) {
                         first_usable.entry(usable.tool.name.to_string()).or_insert(usable);
                     }
-                    let _ = listed.push(entry.clone());
+                    // As the server wrote it: read from its text.
+                    let text = entry.to_string();
+                    let _ = listed.push(Entry::Raw(serde_json::from_str(&text).unwrap()));
                 }
                 let tools = listed.into_tools();
                 // Every name once, and under it the first usable entry listed.
@@ -585,8 +604,17 @@ mod properties {
 
         #[test]
         fn any_answer_is_read_as_a_page_or_refused_without_panicking(answer in any_json()) {
-            if let Ok(page) = Page::parse(answer.clone()) {
-                prop_assert_eq!(Some(&Value::Array(page.tools.clone())), answer.get("tools"));
+            let text = answer.to_string();
+            if let Ok(page) = Page::parse(&text) {
+                let tools: Vec<Value> = page
+                    .tools
+                    .iter()
+                    .map(|entry| match entry {
+                        Entry::Raw(raw) => serde_json::from_str(raw.get()).unwrap(),
+                        Entry::Parsed(value) => value.clone(),
+                    })
+                    .collect();
+                prop_assert_eq!(Some(&Value::Array(tools)), answer.get("tools"));
                 let mut listed = ListedTools::default();
                 for entry in page.tools {
                     let _ = listed.push(entry);
