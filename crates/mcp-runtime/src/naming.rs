@@ -202,6 +202,9 @@ pub(crate) struct Registry {
     remembered_departures: usize,
     /// The servers declared up front (invariant 5).
     declared: BTreeSet<String>,
+    /// How many declared servers have each plain namespace (rule 2 among them),
+    /// counted once when they are declared rather than at every naming.
+    declared_plain: HashMap<String, usize>,
     /// How many namings there were: [`Named::seen`] says which last listed a tool.
     namings: u64,
 }
@@ -240,6 +243,7 @@ impl Registry {
             next_departure: 0,
             remembered_departures: departures,
             declared: BTreeSet::new(),
+            declared_plain: HashMap::new(),
             namings: 0,
         }
     }
@@ -247,7 +251,15 @@ impl Registry {
     /// This registry with `servers` declared: their namespaces are decided among all
     /// of them (invariant 5), before any of their tools is named.
     pub(crate) fn declaring(mut self, servers: impl IntoIterator<Item = String>) -> Self {
-        self.declared.extend(servers);
+        for server in servers {
+            if !self.declared.contains(&server) {
+                *self
+                    .declared_plain
+                    .entry(plain_namespace(&server))
+                    .or_default() += 1;
+                self.declared.insert(server);
+            }
+        }
         self
     }
 
@@ -360,18 +372,19 @@ impl Registry {
                 "invariant 2: `{name}` is too long"
             );
             self.taken.insert(name.clone());
-            let namespace_owners = &mut self.namespace_owners;
+            if !self.servers.contains_key(server) {
+                self.namespace_owners
+                    .entry(namespace.clone())
+                    .or_insert_with(|| server.to_owned());
+                let names = ServerNames {
+                    namespace: namespace.clone(),
+                    tools: HashMap::new(),
+                };
+                self.servers.insert(server.to_owned(), names);
+            }
             self.servers
-                .entry(server.to_owned())
-                .or_insert_with(|| {
-                    namespace_owners
-                        .entry(namespace.clone())
-                        .or_insert_with(|| server.to_owned());
-                    ServerNames {
-                        namespace: namespace.clone(),
-                        tools: HashMap::new(),
-                    }
-                })
+                .get_mut(server)
+                .expect("inserted above")
                 .tools
                 .insert(
                     tool.to_owned(),
@@ -431,31 +444,34 @@ impl Registry {
     /// when another server was given it.
     fn namespaces<'a>(&self, tools: &[(&'a str, &str)]) -> HashMap<&'a str, String> {
         let servers: BTreeSet<&str> = tools.iter().map(|(server, _)| *server).collect();
-        let plain: HashMap<&str, String> = servers
+        // Rule 2 among the declared servers (counted when declared) and the others
+        // of `tools`: the cost is `tools`' servers, not every declared one.
+        let mut undeclared: HashMap<String, usize> = HashMap::new();
+        for server in servers
             .iter()
-            .copied()
-            .chain(self.declared.iter().map(String::as_str))
-            .map(|server| (server, plain_namespace(server)))
-            .collect();
-        let mut sharing: HashMap<&str, usize> = HashMap::new();
-        for namespace in plain.values() {
-            *sharing.entry(namespace).or_default() += 1;
+            .filter(|server| !self.declared.contains(**server))
+        {
+            *undeclared.entry(plain_namespace(server)).or_default() += 1;
         }
+        let sharing = |plain: &str| {
+            self.declared_plain.get(plain).copied().unwrap_or(0)
+                + undeclared.get(plain).copied().unwrap_or(0)
+        };
         servers
             .iter()
             .map(|&server| {
                 let namespace = match self.servers.get(server) {
                     Some(known) => known.namespace.clone(),
                     None => {
-                        let plain = &plain[server];
+                        let plain = plain_namespace(server);
                         let given_to_another = self
                             .namespace_owners
-                            .get(plain)
+                            .get(&plain)
                             .is_some_and(|owner| owner != server);
-                        if sharing[plain.as_str()] > 1 || given_to_another {
-                            hashed_namespace(plain, server)
+                        if sharing(&plain) > 1 || given_to_another {
+                            hashed_namespace(&plain, server)
                         } else {
-                            plain.clone()
+                            plain
                         }
                     }
                 };
