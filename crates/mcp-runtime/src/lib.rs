@@ -43,6 +43,39 @@ pub mod shared_listing;
 mod sync;
 #[cfg(test)]
 mod test_events;
+
+/// What the criterion benchmarks (`benches/`) measure below the public API. Not part of
+/// the API: hidden, and changed whenever the runtime is.
+#[doc(hidden)]
+pub mod bench_support {
+    use crate::{SandboxState, transport::splice};
+
+    /// Puts `state` into a `tools/call` request's `_meta` under both keys a call uses and
+    /// writes the request out as a call does: placeholders in the serialized message,
+    /// replaced by the state's exact text. Returns the bytes sent.
+    pub fn splice_call(state: &SandboxState) -> Vec<u8> {
+        let splicer = splice::Splicer::new();
+        let (placeholder, _slot) = splicer.placeholder(state.raw());
+        let message = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {
+                "name": "run",
+                "arguments": {"command": "ls"},
+                "_meta": {
+                    crate::sandbox_metadata::SANDBOX_STATE_KEY: placeholder,
+                    crate::sandbox_metadata::SANDBOX_STATE_META_KEY: placeholder,
+                },
+            },
+        });
+        let bytes = serde_json::to_vec(&message).expect("a JSON value serializes");
+        match splicer.splice(&bytes) {
+            splice::Spliced::Replaced(out) => out,
+            other => panic!("the placeholder was not replaced: {other:?}"),
+        }
+    }
+}
 mod transport;
 
 pub use authority::{AuthorityBound, CallAuthority, CapturedAuthority, Unsandboxed};
