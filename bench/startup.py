@@ -30,46 +30,60 @@ def main():
     parser.add_argument("--tools", type=int, default=500)
     args = parser.parse_args()
 
+    # The same packages as bench/compare builds, so that running one after the other
+    # does not rebuild rmcp and the runtime with another set of rmcp features.
     subprocess.run(
-        ["cargo", "build", "--release", "--quiet", "-p", "mcp-runtime-cli", "-p", "mcp-runtime-fixtures", "--bins"],
+        ["cargo", "build", "--release", "--quiet", "-p", "mcp-runtime-cli", "-p", "mcp-runtime-fixtures",
+         "-p", "mcp-bench-clients", "--bins"],
         cwd=ROOT,
         check=True,
     )
-    runtime = os.path.join(ROOT, "target", "release", "mcp-runtime")
-    fixture = os.path.join(ROOT, "target", "release", "mcp-fixture")
+    release = os.path.join(ROOT, os.environ.get("CARGO_TARGET_DIR") or "target", "release")
+    walls, requests = measure(
+        os.path.join(release, "mcp-runtime"), os.path.join(release, "mcp-fixture"),
+        args.sessions, args.rounds, args.list_cpu_ms, args.tools,
+    )
+    shared, unshared = statistics.median(walls[True]), statistics.median(walls[False])
+    print(f"{args.sessions} sessions, tools/list costs {args.list_cpu_ms} ms CPU + {args.tools} tools, {args.rounds} rounds")
+    print(f"  shared:   median {shared:.0f} ms  (all: {walls[True]})  tools/list requests per burst: {sorted(requests[True])}")
+    print(f"  unshared: median {unshared:.0f} ms  (all: {walls[False]})  tools/list requests per burst: {sorted(requests[False])}")
+    print(f"  ratio unshared/shared: {unshared / shared:.2f}x")
 
+
+def measure(runtime, fixture, sessions, rounds, list_cpu_ms, tools):
+    """Runs the shared and the unshared bursts `rounds` times each, alternating.
+
+    Returns `(walls, requests)`, each keyed by `True` (shared) and `False` (unshared):
+    the wall times in ms of every round, and the set of `tools/list` request counts
+    per burst seen. Used by bench/compare too.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         config = os.path.join(tmp, "bench.toml")
         with open(config, "w") as f:
             f.write(
                 "[mcp_servers.costly]\n"
                 f"command = {json.dumps(fixture)}\n"
-                f'args = ["--tools", "{args.tools}", "--list-cpu-ms", "{args.list_cpu_ms}"]\n'
+                f'args = ["--tools", "{tools}", "--list-cpu-ms", "{list_cpu_ms}"]\n'
             )
         walls = {True: [], False: []}
         requests = {True: set(), False: set()}
-        for round_ in range(args.rounds):
+        for round_ in range(rounds):
             # Alternate which contender goes first, so drift on a shared machine
             # affects both alike.
             order = (True, False) if round_ % 2 == 0 else (False, True)
             for shared in order:
                 # Each round uses a fresh scope: rounds never share with each other.
-                command = [runtime, "bench", "startup", "--sessions", str(args.sessions),
+                command = [runtime, "bench", "startup", "--sessions", str(sessions),
                            "--config", config, "--json", "--scope", f"round-{round_}"]
                 if not shared:
                     command.append("--no-share")
                 report = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
                 server = report["servers"][0]
-                if server["ready"] != args.sessions:
-                    sys.exit(f"only {server['ready']} of {args.sessions} sessions became ready: {report}")
+                if server["ready"] != sessions:
+                    sys.exit(f"only {server['ready']} of {sessions} sessions became ready: {report}")
                 walls[shared].append(report["wall_ms"])
                 requests[shared].add(server["tools_list_requests"])
-
-    shared, unshared = statistics.median(walls[True]), statistics.median(walls[False])
-    print(f"{args.sessions} sessions, tools/list costs {args.list_cpu_ms} ms CPU + {args.tools} tools, {args.rounds} rounds")
-    print(f"  shared:   median {shared:.0f} ms  (all: {walls[True]})  tools/list requests per burst: {sorted(requests[True])}")
-    print(f"  unshared: median {unshared:.0f} ms  (all: {walls[False]})  tools/list requests per burst: {sorted(requests[False])}")
-    print(f"  ratio unshared/shared: {unshared / shared:.2f}x")
+    return walls, requests
 
 
 if __name__ == "__main__":
