@@ -407,7 +407,29 @@ mod tests {
         let tools = [ListedTool::new(tool, execution)];
         let catalog = Catalog::build(&Catalog::default(), [(&server, &tools[..])]);
         let report = report_json(&[], &catalog);
-        assert_eq!(report["tools"][0]["definition"], listed);
+        let definition = &report["tools"][0]["definition"];
+        assert_eq!(*definition, listed);
+        let keys: Vec<&str> = definition
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "name",
+                "title",
+                "description",
+                "inputSchema",
+                "outputSchema",
+                "annotations",
+                "icons",
+                "_meta",
+                "execution"
+            ],
+            "rmcp's order, then what it does not keep"
+        );
         assert_eq!(report["tools"][0]["task_support"], "optional");
     }
 

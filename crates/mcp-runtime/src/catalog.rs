@@ -36,9 +36,13 @@
 //!    servers `a` and `a_`, tools `_b` and `b`): the tool named first then keeps the
 //!    plain name, where Codex, naming every tool at once, gives it to the first in
 //!    raw-identity order.
-//! 4. [`Catalog::with_server`] names a server's tools as a [`Catalog::build`] of the
-//!    same catalog with that server's tools replaced would, and shares every other
-//!    server's entries unchanged.
+//! 4. [`Catalog::with_server`] names a server declared by [`Catalog::for_servers`] (or
+//!    already named in the lineage) as a [`Catalog::build`] of the same catalog with
+//!    that server's tools replaced would, and shares every other server's entries
+//!    unchanged. A server new to the lineage and undeclared is named by rule 2 among
+//!    the declared servers and those already given its namespace only: beside servers
+//!    `a-b` and `a_b` named together (both hashed), a later `a.b` alone keeps the
+//!    plain namespace. A runtime declares all its servers, so this never arises there.
 
 use std::{
     collections::BTreeMap,
@@ -59,8 +63,9 @@ use crate::{
 /// [`Tool`] does not model (rmcp 3.11 has no `execution`, which says whether the tool
 /// runs as a task in the 2025-11-25 revision).
 ///
-/// Both are shared, never copied: the catalogs built from a listing hold the same
-/// [`Tool`] as the listing.
+/// Both are shared, never copied: a catalog built from a listing holds the listing's
+/// [`Tool`], or, for a tool listed unchanged, the one the previous catalog held (so
+/// what is keyed by that `Arc`, such as a compiled output-schema validator, stays).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ListedTool {
@@ -241,7 +246,8 @@ impl Catalog {
                 .push(tool.key.clone());
             catalog.insert(tool);
         }
-        for (server, names) in by_server {
+        for (server, mut names) in by_server {
+            names.sort_unstable();
             catalog.servers.insert(server.into(), names.into());
         }
         catalog.check();
@@ -282,6 +288,7 @@ impl Catalog {
             catalog.insert(tool);
         }
         if !keys.is_empty() {
+            keys.sort_unstable();
             catalog.servers.insert(server.into(), keys.into());
         }
         catalog.check();

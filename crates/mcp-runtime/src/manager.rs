@@ -11,11 +11,15 @@
 //! 2. A server's listing is replaced only by a listing whose `tools/list` was sent
 //!    later (a generation number is taken before the request), so an older answer
 //!    that arrives late never overwrites a newer one.
-//! 3. The catalog is rebuilt from all current listings whenever one changes, so the
-//!    qualified names always follow the rule in [`crate::catalog`].
+//! 3. Whenever a listing changes, the published catalog has the tools of every server
+//!    whose listing was stored since it was published replaced
+//!    ([`Catalog::with_server`]; the others are shared as they are), so the qualified
+//!    names always follow the rule in [`crate::catalog`] (every server is declared up
+//!    front, catalog invariant 4).
 //! 4. A published catalog never goes back to older listings, and catalogs are named
 //!    in the order of their listings. Storing a listing bumps the listings' version
-//!    under their lock. A catalog is built from the current listings and published in
+//!    under their lock. A catalog is built from the current listings (the servers
+//!    whose listing was stored since the published catalog replaced) and published in
 //!    one step under the catalog channel's lock (`send_if_modified`), and only if
 //!    their version is newer than the published one's (a publication fence); nothing
 //!    in that step awaits, and a stale catalog is never built. So once a refresh that stored a listing returns, the

@@ -276,28 +276,27 @@ impl Registry {
     /// the last [`REMEMBERED_DEPARTURES`] of them.
     pub(crate) fn name(&mut self, tools: &[(&str, &str)]) -> Vec<String> {
         let names = self.assign(tools);
-        let listed = self.namings;
-        let Self {
-            servers,
-            departures,
-            next_departure,
-            absent,
-            ..
-        } = self;
-        for (server, names) in servers.iter_mut() {
-            note_departures(server, names, listed, departures, next_departure, absent);
-        }
-        self.forget_departures();
+        self.note_departures(None);
         names
     }
 
     /// The qualified name of each of `tools`, the raw names of `server`'s tools given
     /// each once, as [`Registry::name`] gives them when it is given every other
-    /// server's tools as they were last named: only `server`'s tools may depart. Costs
-    /// `server`'s tools, not every server's.
+    /// server's tools as they were last named, provided `server` is declared or
+    /// already has a namespace (else rule 2 counts only the declared servers and the
+    /// namespaces given): only `server`'s tools may depart. Costs `server`'s tools,
+    /// not every server's.
     pub(crate) fn name_server(&mut self, server: &str, tools: &[&str]) -> Vec<String> {
         let pairs: Vec<(&str, &str)> = tools.iter().map(|tool| (server, *tool)).collect();
         let names = self.assign(&pairs);
+        self.note_departures(Some(server));
+        names
+    }
+
+    /// Marks the named tools of server `only` (of every server when `None`) that the
+    /// last naming did not list departed, and those it listed present, then forgets
+    /// the oldest departures beyond the number remembered.
+    fn note_departures(&mut self, only: Option<&str>) {
         let listed = self.namings;
         let Self {
             servers,
@@ -306,11 +305,20 @@ impl Registry {
             absent,
             ..
         } = self;
-        if let Some(names) = servers.get_mut(server) {
-            note_departures(server, names, listed, departures, next_departure, absent);
+        let mut note = |server: &str, names: &mut ServerNames| {
+            note_server_departures(server, names, listed, departures, next_departure, absent);
+        };
+        match only {
+            None => servers
+                .iter_mut()
+                .for_each(|(server, names)| note(server, names)),
+            Some(server) => {
+                if let Some(names) = servers.get_mut(server) {
+                    note(server, names);
+                }
+            }
         }
         self.forget_departures();
-        names
     }
 
     /// The names of `tools`, the one given before or a new one, marking each listed
@@ -483,7 +491,7 @@ impl Registry {
 
 /// Marks each of `server`'s named tools that the naming `listed` did not list
 /// departed, and those it listed present.
-fn note_departures(
+fn note_server_departures(
     server: &str,
     names: &mut ServerNames,
     listed: u64,

@@ -225,10 +225,10 @@ impl<'a> Page<'a> {
         // A derived `Deserialize` also reads a struct from an array: only an object
         // takes the quick way.
         let object = text.trim_start().starts_with('{');
-        match serde_json::from_str::<PageFields<'a>>(text)
-            .ok()
-            .filter(|_| object)
-        {
+        let fields = object
+            .then(|| serde_json::from_str::<PageFields<'a>>(text).ok())
+            .flatten();
+        match fields {
             Some(fields) => Ok(Self {
                 tools: fields.tools.into_iter().map(Entry::Raw).collect(),
                 next_cursor: fields.next_cursor,
@@ -241,7 +241,7 @@ impl<'a> Page<'a> {
                 let result = serde_json::from_str(text).map_err(|error| {
                     ListToolsError::Request {
                         message: format!(
-                            "the `tools/list` answer is not JSON: {error} (the server does not follow the MCP schema; report it to its author)"
+                            "the `tools/list` answer cannot be read: {error} (the server does not follow the MCP schema; report it to its author)"
                         ),
                     }
                 })?;

@@ -107,7 +107,9 @@ pub(crate) fn rewrite(
     let result = envelope.result?;
     let id = serde_json::to_string(&id).expect("an id serializes");
     let key = serde_json::to_string(RAW_KEY).expect("a key serializes");
-    let mut rewritten = Vec::with_capacity(message.len() + 64);
+    // Escaping the result as a string adds a byte per `"` and `\\`.
+    let escapes = memchr::memchr2_iter(b'"', b'\\', result.get().as_bytes()).count();
+    let mut rewritten = Vec::with_capacity(message.len() + escapes + 64);
     rewritten.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     rewritten.extend_from_slice(id.as_bytes());
     rewritten.extend_from_slice(br#","result":{"#);
