@@ -210,27 +210,12 @@ impl Catalog {
         previous: &Catalog,
         servers: impl IntoIterator<Item = (&'a ServerConfig, &'a [ListedTool])>,
     ) -> Self {
-        // Sorted by (server, raw name), so the order of servers and of tools cannot
-        // change a name.
         let mut entries: Vec<(&ServerConfig, &ListedTool)> = Vec::new();
         for (config, tools) in servers {
             entries.extend(exposed(config, tools).map(|listed| (config, listed)));
         }
-        entries.sort_by(|(a, a_tool), (b, b_tool)| {
-            (a.name.as_str(), a_tool.tool.name.as_ref())
-                .cmp(&(b.name.as_str(), b_tool.tool.name.as_ref()))
-        });
-        entries.dedup_by(|later, earlier| {
-            let twice = later.0.name == earlier.0.name && later.1.tool.name == earlier.1.tool.name;
-            if twice {
-                tracing::warn!(server = %later.0.name, tool = %later.1.tool.name, "server listed a tool twice; keeping the first");
-            }
-            twice
-        });
-        let pairs: Vec<(&str, &str)> = entries
-            .iter()
-            .map(|(config, listed)| (config.name.as_str(), listed.tool.name.as_ref()))
-            .collect();
+        first_of_each(&mut entries);
+        let pairs: Vec<(&str, &str)> = entries.iter().map(identity).collect();
         let names = lock(&previous.names).name(&pairs);
 
         let mut catalog = Self {
@@ -260,19 +245,11 @@ impl Catalog {
     /// in proportion to the server's tools, old and new, not to the catalog's.
     pub fn with_server(&self, config: &ServerConfig, tools: &[ListedTool]) -> Self {
         let server = config.name.as_str();
-        let mut listed: Vec<&ListedTool> = exposed(config, tools).collect();
-        listed.sort_by(|a, b| a.tool.name.cmp(&b.tool.name));
-        listed.dedup_by(|later, earlier| {
-            let twice = later.tool.name == earlier.tool.name;
-            if twice {
-                tracing::warn!(server, tool = %later.tool.name, "server listed a tool twice; keeping the first");
-            }
-            twice
-        });
-        let raw: Vec<&str> = listed
-            .iter()
-            .map(|listed| listed.tool.name.as_ref())
+        let mut listed: Vec<(&ServerConfig, &ListedTool)> = exposed(config, tools)
+            .map(|listed| (config, listed))
             .collect();
+        first_of_each(&mut listed);
+        let raw: Vec<&str> = listed.iter().map(|entry| identity(entry).1).collect();
         let names = lock(&self.names).name_server(server, &raw);
 
         let mut catalog = self.clone();
@@ -282,7 +259,7 @@ impl Catalog {
             }
         }
         let mut keys = Vec::with_capacity(listed.len());
-        for (listed, qualified_name) in listed.into_iter().zip(names) {
+        for ((_, listed), qualified_name) in listed.into_iter().zip(names) {
             let tool = qualify(config, listed, qualified_name, self);
             keys.push(tool.key.clone());
             catalog.insert(tool);
@@ -355,6 +332,30 @@ fn exposed<'a>(
     tools
         .iter()
         .filter(|listed| config.exposes_tool(&listed.tool.name))
+}
+
+/// A tool's (server, raw tool name).
+fn identity<'a>((config, listed): &(&'a ServerConfig, &'a ListedTool)) -> (&'a str, &'a str) {
+    (config.name.as_str(), listed.tool.name.as_ref())
+}
+
+/// Sorts `entries` by (server, raw tool name), so that the order of servers and of
+/// tools cannot change a name, and keeps each tool once: of two with one name on one
+/// server, the first listed, as in a listing (`connection::listing`).
+fn first_of_each(entries: &mut Vec<(&ServerConfig, &ListedTool)>) {
+    entries.sort_by(|a, b| identity(a).cmp(&identity(b)));
+    entries.dedup_by(|later, earlier| {
+        let twice = identity(later) == identity(earlier);
+        if twice {
+            let (server, tool) = identity(later);
+            tracing::warn!(
+                server,
+                tool,
+                "server listed a tool twice; keeping the first"
+            );
+        }
+        twice
+    });
 }
 
 /// A qualified tool and its qualified name, as the catalog's key.

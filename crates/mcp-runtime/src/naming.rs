@@ -252,12 +252,9 @@ impl Registry {
     /// of them (invariant 5), before any of their tools is named.
     pub(crate) fn declaring(mut self, servers: impl IntoIterator<Item = String>) -> Self {
         for server in servers {
-            if !self.declared.contains(&server) {
-                *self
-                    .declared_plain
-                    .entry(plain_namespace(&server))
-                    .or_default() += 1;
-                self.declared.insert(server);
+            let plain = plain_namespace(&server);
+            if self.declared.insert(server) {
+                *self.declared_plain.entry(plain).or_default() += 1;
             }
         }
         self
