@@ -1,6 +1,7 @@
 //! Protocol eras over stdio against real processes: the probe with `server/discover`,
-//! the restart and `initialize` fallback, the era remembered per configuration, the
-//! pinned `protocol` values, version mismatches, and sandbox metadata under 2026-07-28.
+//! the `initialize` fallback (on the same process, or a fresh one after silence), the
+//! era remembered per configuration, the pinned `protocol` values, version
+//! mismatches, and sandbox metadata under 2026-07-28.
 
 use std::{collections::BTreeSet, path::Path, time::Duration};
 
@@ -76,7 +77,7 @@ fn open_gate(dir: &Path, pid: u32, method: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_burst_of_32_auto_startups_of_a_handshake_server_spawns_33_processes_and_lists_once() {
+async fn a_burst_of_32_auto_startups_of_a_handshake_server_spawns_32_processes_and_lists_once() {
     const STARTUPS: usize = 32;
     let dir = temp_dir();
     let log = dir.path().join("log.jsonl");
@@ -102,7 +103,7 @@ async fn a_burst_of_32_auto_startups_of_a_handshake_server_spawns_33_processes_a
     drop(sender);
     let mut pids = Vec::new();
     let all_spawned = async {
-        while pids.len() < STARTUPS + 1 {
+        while pids.len() < STARTUPS {
             if let Some(StartupEvent::Spawned { pid, .. }) = events.recv().await {
                 pids.push(pid);
             }
@@ -110,7 +111,7 @@ async fn a_burst_of_32_auto_startups_of_a_handshake_server_spawns_33_processes_a
     };
     tokio::time::timeout(Duration::from_secs(120), all_spawned)
         .await
-        .unwrap_or_else(|_| panic!("only {} of 33 processes were spawned", pids.len()));
+        .unwrap_or_else(|_| panic!("only {} of 32 processes were spawned", pids.len()));
     for pid in &pids {
         open_gate(&gates, *pid, "initialize");
         open_gate(&gates, *pid, "tools-list");
@@ -126,7 +127,11 @@ async fn a_burst_of_32_auto_startups_of_a_handshake_server_spawns_33_processes_a
     }
     let late = spawned(&drain(events));
     pids.extend(late);
-    assert_eq!(pids.len(), STARTUPS + 1, "one probe, then one process each");
+    assert_eq!(
+        pids.len(),
+        STARTUPS,
+        "one process each, the probed one kept"
+    );
     let entries = read_log(&log);
     assert_eq!(count_method(&entries, "server/discover"), 1, "one probe");
     assert_eq!(count_method(&entries, "initialize"), STARTUPS);
@@ -140,9 +145,19 @@ async fn a_burst_of_32_auto_startups_of_a_handshake_server_spawns_33_processes_a
         .find(|entry| entry["method"] == "server/discover")
         .map(|entry| entry["pid"].as_u64().unwrap() as u32)
         .unwrap();
-    assert!(!is_alive(probe_pid as i32), "the probed process is gone");
+    let initialized = |pid: u32| {
+        entries
+            .iter()
+            .any(|entry| entry["method"] == "initialize" && entry["pid"] == pid)
+    };
+    assert!(initialized(probe_pid), "the probed process is initialized");
+    let serving: BTreeSet<u32> = runtimes
+        .iter()
+        .map(|runtime| runtime.servers()[0].pid.unwrap())
+        .collect();
+    assert!(serving.contains(&probe_pid), "and serves");
     let talked: BTreeSet<u64> = entries.iter().filter_map(|e| e["pid"].as_u64()).collect();
-    assert_eq!(talked.len(), STARTUPS + 1);
+    assert_eq!(talked.len(), STARTUPS);
     for runtime in runtimes {
         runtime.shutdown().await;
     }
@@ -159,12 +174,8 @@ async fn a_known_handshake_server_is_never_probed_again() {
 
     let (first, events) = start_with(vec![server.clone()], options()).await;
     let pids = spawned(&events);
-    assert_eq!(pids.len(), 2, "the probe, then the server");
-    assert!(
-        !is_alive(pids[0] as i32),
-        "the probed process was killed and reaped"
-    );
-    assert_eq!(first.servers()[0].pid, Some(pids[1]));
+    assert_eq!(pids.len(), 1, "the probed process is initialized and kept");
+    assert_eq!(first.servers()[0].pid, Some(pids[0]));
 
     let (second, events) = start_with(vec![server.clone()], options()).await;
     assert_eq!(spawned(&events).len(), 1, "no probe for a known era");
@@ -219,10 +230,10 @@ async fn a_remembered_modern_server_that_answers_as_a_handshake_server_is_forgot
     std::fs::write(&era, "handshake").unwrap();
     assert_eq!(
         start().await,
-        ("2025-11-25".to_owned(), 2),
-        "known modern, answered as handshake: a fresh process with initialize"
+        ("2025-11-25".to_owned(), 1),
+        "known modern, answered as handshake: initialize on the same process"
     );
-    assert_eq!(start().await, ("2025-11-25".to_owned(), 2), "probed again");
+    assert_eq!(start().await, ("2025-11-25".to_owned(), 1), "probed again");
     assert_eq!(
         start().await,
         ("2025-11-25".to_owned(), 1),
@@ -385,7 +396,11 @@ async fn a_dual_server_without_2026_07_28_falls_back_to_its_handshake_revision()
     let status = &runtime.servers()[0];
     assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
     assert_eq!(status.protocol_version.as_deref(), Some("2025-11-25"));
-    assert_eq!(spawned(&events).len(), 2);
+    assert_eq!(
+        spawned(&events).len(),
+        1,
+        "initialize on the probed process"
+    );
     runtime.shutdown().await;
 }
 
@@ -559,7 +574,7 @@ async fn server_everything_over_stdio_still_starts_in_auto() {
     let status = &runtime.servers()[0];
     assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
     assert_eq!(status.protocol_version.as_deref(), Some(EVERYTHING_VERSION));
-    assert_eq!(spawned(&events).len(), 2, "probed, then restarted");
+    assert_eq!(spawned(&events).len(), 1, "probed, then initialized");
     let result = runtime
         .call_tool(
             "mcp__everything__get_sum",

@@ -39,6 +39,8 @@ mod over_sse;
 
 mod over_stdio;
 
+mod reclaim;
+
 mod subscriptions;
 
 mod tasks;
@@ -314,7 +316,7 @@ impl Connection {
     /// says (a local server's only; a Streamable HTTP server gets `initialize`);
     /// `binding` says where it runs; `host` answers the server's requests (and its
     /// handlers are the capabilities offered); `on_spawn` learns the process id of each local
-    /// process as soon as it runs (a probe that finds a handshake server spawns two).
+    /// process as soon as it runs (a probe left unanswered spawns two).
     ///
     /// # Cancel safety
     ///

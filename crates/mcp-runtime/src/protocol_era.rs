@@ -6,10 +6,11 @@
 //! A local server's era is found by a probe (the specification's stdio
 //! backward-compatibility rule): the server is spawned and sent `server/discover`; a
 //! discover result means modern, and the connection is kept; an error that is not a
-//! modern rejection, or no answer within a short bound, means handshake, and the
-//! process is killed and a fresh one is sent `initialize` (a server that saw a
-//! request before `initialize` may not be in a state to accept it). So a probe of a
-//! handshake server costs one extra process start. The `EraMemory` makes that a
+//! modern rejection means handshake, and the same process is sent `initialize`; no
+//! answer within a short bound means handshake too, but that process is killed and a
+//! fresh one is sent `initialize` (a server that left one request unanswered may not
+//! read the next). So a probe of a handshake server costs one round trip, and one
+//! extra process start for a silent one. The `EraMemory` makes that a
 //! once-per-configuration cost instead of a per-startup one, in the spirit of the
 //! shared listings ([`crate::shared_listing`]): "single flight" with baton passing.
 //!
@@ -40,8 +41,8 @@
 //!    `server/discover` without the bound, and its answer is learnt.
 //! 5. A key known as modern is forgotten when a server of that key answers
 //!    `server/discover` as a handshake server (the configuration now runs another
-//!    program): the startup that saw it falls back to `initialize` on a fresh process,
-//!    and the next startup probes again.
+//!    program): the startup that saw it falls back to `initialize` on the same
+//!    process, and the next startup probes again.
 //! 6. A dropped waiter affects nobody, and no probe outlives its guard: once no probe
 //!    is in flight, the memory holds known eras only.
 

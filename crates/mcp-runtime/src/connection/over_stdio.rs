@@ -3,12 +3,13 @@
 //!
 //! With `protocol = "auto"` the era comes from the [`EraMemory`]; when it is unknown,
 //! this startup probes it as the specification's stdio backward-compatibility rule
-//! says (see [`crate::protocol_era`]): `server/discover` offering 2026-07-28 on a
-//! fresh process, bounded by the probe bound. A discover result keeps that
-//! connection. An answer that marks a handshake server, or no answer within the
-//! bound, ends that process (killed and reaped) and starts a fresh one with
-//! `initialize`: a server that read a request before `initialize` may not accept
-//! `initialize` any more, so the fallback never runs on the probed process.
+//! says (see [`crate::protocol_era`]): `server/discover` offering 2026-07-28, bounded
+//! by the probe bound. A discover result keeps that connection. An answer that marks
+//! a handshake server falls back to `initialize` on the same process, as the rule
+//! says: the server is running and reading (rmcp hands the transport back, see
+//! [`super::reclaim`]). No answer within the bound ends that process (killed and
+//! reaped) and starts a fresh one with `initialize`: a server that has not answered
+//! one request may not read the next.
 
 use std::time::Duration;
 
@@ -21,7 +22,7 @@ use tokio::process::ChildStdin;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    ACCEPTED_PROTOCOL_VERSIONS, Client, exit_report, failure, liveness,
+    ACCEPTED_PROTOCOL_VERSIONS, Client, exit_report, failure, liveness, reclaim,
     version_gate::{Accepted, Gate},
 };
 use crate::{
@@ -46,8 +47,7 @@ pub(super) struct Started {
 }
 
 /// Spawns `launch` and starts the protocol as `plan` says; `on_spawn` learns the id of
-/// each process as soon as it runs (two of them when a probe finds a handshake
-/// server).
+/// each process as soon as it runs (two of them when a probe went unanswered).
 ///
 /// # Cancel safety
 ///
@@ -73,19 +73,23 @@ pub(super) async fn start(
         Plan::Pinned(version) if !version.has_initialize() => {
             match stdio.discover(client, None, on_spawn).await? {
                 Discovered::Modern(started) => Ok(*started),
-                Discovered::Handshake { why } => match why.map(|why| *why) {
-                    Some(ClientInitializeError::NoCompatibleProtocolVersion {
-                        server_supported,
-                        ..
-                    }) => Err(StartupError::NoSharedProtocolVersion {
-                        offered: vec![version.to_string()],
-                        supported: server_supported.iter().map(ToString::to_string).collect(),
-                        pinned: true,
-                    }),
-                    why => Err(StartupError::PinnedModernRefused {
-                        source: why.map(failure::from_initialize),
-                    }),
-                },
+                Discovered::Handshake { why, running } => {
+                    running.end().await;
+                    Err(match *why {
+                        ClientInitializeError::NoCompatibleProtocolVersion {
+                            server_supported,
+                            ..
+                        } => StartupError::NoSharedProtocolVersion {
+                            offered: vec![version.to_string()],
+                            supported: server_supported.iter().map(ToString::to_string).collect(),
+                            pinned: true,
+                        },
+                        why => StartupError::PinnedModernRefused {
+                            source: Some(failure::from_initialize(why)),
+                        },
+                    })
+                }
+                Discovered::Silent => Err(StartupError::PinnedModernRefused { source: None }),
                 Discovered::NoSharedVersion { supported } => {
                     Err(StartupError::NoSharedProtocolVersion {
                         offered: vec![version.to_string()],
@@ -118,14 +122,33 @@ pub(super) async fn start(
 enum Discovered {
     /// A discover result: the server speaks 2026-07-28; its connection.
     Modern(Box<Started>),
-    /// The server answered as a handshake server, or not at all (`why` is `None`):
-    /// its process is gone.
+    /// The server answered as a handshake server (`why`); its process, running and
+    /// ready for `initialize`.
     Handshake {
-        why: Option<Box<ClientInitializeError>>,
+        why: Box<ClientInitializeError>,
+        running: Box<Spawned>,
     },
+    /// No answer within the bound: the process is gone.
+    Silent,
     /// The server speaks 2026-07-28's discovery but none of the revisions mcp-runtime
     /// speaks; the versions it lists. Its process is gone.
     NoSharedVersion { supported: Vec<String> },
+}
+
+/// A spawned local server: its process, its stdio wired to the protocol, and the
+/// token cancelled when its connection ends.
+struct Spawned {
+    process: stdio::ServerProcess,
+    transport: Transport,
+    ended: CancellationToken,
+}
+
+impl Spawned {
+    /// Ends the server: killed and reaped.
+    async fn end(self) {
+        drop(self.transport);
+        self.process.kill().await;
+    }
 }
 
 /// What one startup of a local server needs to spawn it.
@@ -152,7 +175,12 @@ impl Stdio<'_> {
                     Discovered::Modern(started) => Ok(*started),
                     // The configuration now runs a handshake server (invariant 5 of
                     // `protocol_era`): forget, and fall back as a probe would.
-                    Discovered::Handshake { .. } => {
+                    Discovered::Handshake { running, .. } => {
+                        memory.forget_modern(key);
+                        self.handshake(*running, client, None).await
+                    }
+                    // Not reached: without a bound, discover waits for an answer.
+                    Discovered::Silent => {
                         memory.forget_modern(key);
                         self.initialize(client, None, on_spawn).await
                     }
@@ -169,14 +197,14 @@ impl Stdio<'_> {
                         probe.learn(Era::Modern);
                         Ok(*started)
                     }
-                    Discovered::Handshake { why: Some(_) } => {
+                    Discovered::Handshake { running, .. } => {
                         // The server answered as a handshake server: learnt before this
                         // startup's own `initialize`, so the waiters start theirs at the
                         // same time.
                         probe.learn(Era::Handshake);
-                        self.initialize(client, None, on_spawn).await
+                        self.handshake(*running, client, None).await
                     }
-                    Discovered::Handshake { why: None } => {
+                    Discovered::Silent => {
                         // No answer within the bound: a modern server slow to start
                         // looks the same, so the era is learnt only once `initialize`
                         // succeeded; if it fails, the probe is withdrawn.
@@ -194,7 +222,11 @@ impl Stdio<'_> {
                                         probe.learn(Era::Modern);
                                         Ok(*started)
                                     }
-                                    Discovered::Handshake { .. } => Err(error),
+                                    Discovered::Handshake { running, .. } => {
+                                        running.end().await;
+                                        Err(error)
+                                    }
+                                    Discovered::Silent => Err(error),
                                     Discovered::NoSharedVersion { supported } => {
                                         probe.learn(Era::Modern);
                                         Err(no_shared(supported))
@@ -216,10 +248,7 @@ impl Stdio<'_> {
     }
 
     /// Spawns the server and wires its stdio to the protocol.
-    fn spawn(
-        &self,
-        on_spawn: &mut impl FnMut(u32),
-    ) -> Result<(stdio::ServerProcess, Transport, CancellationToken), StartupError> {
+    fn spawn(&self, on_spawn: &mut impl FnMut(u32)) -> Result<Spawned, StartupError> {
         let spawned = stdio::spawn(self.server, self.launch)?;
         let process = spawned.process;
         on_spawn(process.pid());
@@ -234,18 +263,38 @@ impl Stdio<'_> {
         // end the connection of the next one.
         let ended = CancellationToken::new();
         let transport = liveness::Watched::new(transport, ended.clone());
-        Ok((process, transport, ended))
+        Ok(Spawned {
+            process,
+            transport,
+            ended,
+        })
     }
 
-    /// Spawns the server and runs the `initialize` handshake. The answered version
-    /// must be `pinned`, or, without a pin, one that mcp-runtime speaks.
+    /// Spawns the server and runs the `initialize` handshake (see
+    /// [`Self::handshake`]).
     async fn initialize(
         &self,
         client: Client,
         pinned: Option<&ProtocolVersion>,
         on_spawn: &mut impl FnMut(u32),
     ) -> Result<Started, StartupError> {
-        let (mut process, transport, ended) = self.spawn(on_spawn)?;
+        let spawned = self.spawn(on_spawn)?;
+        self.handshake(spawned, client, pinned).await
+    }
+
+    /// Runs the `initialize` handshake with a running server. The answered version
+    /// must be `pinned`, or, without a pin, one that mcp-runtime speaks.
+    async fn handshake(
+        &self,
+        spawned: Spawned,
+        client: Client,
+        pinned: Option<&ProtocolVersion>,
+    ) -> Result<Started, StartupError> {
+        let Spawned {
+            mut process,
+            transport,
+            ended,
+        } = spawned;
         let (transport, refusal) = Gate::new(transport, Accepted::from_pin(pinned));
         let service = match client.serve(transport).await {
             Ok(service) => service,
@@ -282,15 +331,23 @@ impl Stdio<'_> {
     }
 
     /// Spawns the server and sends `server/discover` offering 2026-07-28, waiting at
-    /// most `bound` for the answer when one is given. A handshake answer (or none)
-    /// kills and reaps the process before this returns.
+    /// most `bound` for the answer when one is given. A handshake answer keeps the
+    /// process running, with its transport; no answer, or one that shares no version,
+    /// kills and reaps it before this returns.
     async fn discover(
         &self,
         client: Client,
         bound: Option<Duration>,
         on_spawn: &mut impl FnMut(u32),
     ) -> Result<Discovered, StartupError> {
-        let (mut process, transport, ended) = self.spawn(on_spawn)?;
+        let Spawned {
+            mut process,
+            transport,
+            ended,
+        } = self.spawn(on_spawn)?;
+        // rmcp drops the transport when the server answers as a handshake server;
+        // the fallback takes it back.
+        let (transport, reclaimed) = reclaim::reclaimable(transport);
         let lifecycle = ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         };
@@ -299,6 +356,9 @@ impl Stdio<'_> {
             Some(bound) => tokio::time::timeout(bound, discover).await.ok(),
             None => Some(discover.await),
         };
+        // The transport, back from rmcp unless the connection started: after a
+        // failed start (or none within the bound) it was dropped.
+        let transport = reclaimed.take();
         let error = match answer {
             Some(Ok(service)) => {
                 debug_assert_eq!(
@@ -317,23 +377,30 @@ impl Stdio<'_> {
                 })));
             }
             Some(Err(error)) => error,
-            // No answer within the bound: the future, and with it the transport, is
-            // dropped already.
             None => {
+                drop(transport);
                 process.kill().await;
-                return Ok(Discovered::Handshake { why: None });
+                return Ok(Discovered::Silent);
             }
         };
-        match classify(error) {
-            Classified::Handshake(why) => {
-                process.kill().await;
-                Ok(Discovered::Handshake { why: Some(why) })
-            }
-            Classified::NoSharedVersion { supported } => {
+        match (classify(error), transport) {
+            (Classified::Handshake(why), transport) => Ok(Discovered::Handshake {
+                why,
+                running: Box::new(Spawned {
+                    process,
+                    transport: transport
+                        .expect("rmcp drops its transport before a failed start returns"),
+                    ended,
+                }),
+            }),
+            (Classified::NoSharedVersion { supported }, transport) => {
+                drop(transport);
                 process.kill().await;
                 Ok(Discovered::NoSharedVersion { supported })
             }
-            Classified::Failed(source) => {
+            (Classified::Failed(source), transport) => {
+                // Closing its stdin lets a server that failed exit.
+                drop(transport);
                 Err(
                     exit_report(&mut process, |stderr_tail| StartupError::Handshake {
                         source,

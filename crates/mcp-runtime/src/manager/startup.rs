@@ -259,9 +259,9 @@ pub enum StartupEvent {
         server: String,
     },
     /// The server's process was spawned (local stdio servers only). Sent once per
-    /// process: a startup that probes the protocol era of a server that turns out to
-    /// speak only the handshake revisions spawns two (the probed one is ended at
-    /// once), and the last one sent is the server's.
+    /// process: a startup that probes the protocol era of a server that leaves the
+    /// probe unanswered spawns two (the probed one is ended at once), and the last
+    /// one sent is the server's.
     Spawned {
         /// The server.
         server: String,
