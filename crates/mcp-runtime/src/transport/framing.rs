@@ -6,9 +6,10 @@
 //! an id it never sent to the handshake, which then fails; and it stops reading the
 //! server's stdout when the protocol closes, so a server still writing on its way out
 //! dies of `EPIPE`. This transport keeps rmcp's protocol engine and replaces the read
-//! side: a reader task owns the server's stdout and hands whole lines to the
-//! transport through a channel; the write side is the [`SplicingWriter`] over the
-//! server's stdin, unchanged.
+//! side: it reads the server's stdout line by line where rmcp asks for the next
+//! message (no task in between: a message costs no extra wake-up), and once dropped
+//! hands stdout to a task that drains it; the write side is the [`SplicingWriter`]
+//! over the server's stdin, unchanged.
 //!
 //! Invariants:
 //! 1. Memory is bounded by `max_message_bytes`: a line is collected only while it
@@ -24,10 +25,13 @@
 //!    names the server, the size and the limit: its top-level `id` when that is
 //!    pending, or every pending request when the line has no readable `id`. An
 //!    oversized request or notification from the server fails nothing of ours.
-//! 4. The reader owns stdout until end of file: once the protocol has closed it
-//!    keeps reading and discarding (for at most [`DRAIN_LIMIT`]), so a server that
-//!    writes while it exits after its stdin closed never sees `EPIPE`. End of file
-//!    comes when the server's process group is gone, which shutdown guarantees.
+//! 4. Stdout is read until end of file: once the transport is dropped (the protocol
+//!    has closed) a task keeps reading and discarding (for at most [`DRAIN_LIMIT`]),
+//!    so a server that writes while it exits after its stdin closed never sees
+//!    `EPIPE`. End of file comes when the server's process group is gone, which
+//!    shutdown guarantees.
+//! 5. Reading is cancel safe: rmcp polls `receive` beside other events and drops it
+//!    when one of them comes first; a line read in part stays in the transport.
 
 use std::{
     borrow::Cow,
@@ -45,10 +49,7 @@ use rmcp::{
     },
     transport::Transport,
 };
-use tokio::{
-    io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader},
-    sync::mpsc,
-};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
 use super::raw_answers::RawAnswers;
 #[cfg(doc)]
@@ -68,7 +69,8 @@ const MAX_KEY_BYTES: usize = 16;
 pub(crate) struct StdioTransport<W> {
     server: Arc<str>,
     limit: usize,
-    frames: mpsc::Receiver<Frame>,
+    /// `Some` until dropped (invariant 4).
+    lines: Option<LineReader>,
     writer: Arc<tokio::sync::Mutex<Option<W>>>,
     pending: Arc<Mutex<Pending>>,
     /// The requests whose answers rmcp gets raw ([`RawAnswers`]).
@@ -89,14 +91,12 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
         stdin: W,
         max_message_bytes: usize,
     ) -> Self {
-        // One line in the channel, one being read: memory stays a small multiple of
-        // the limit.
-        let (sender, frames) = mpsc::channel(1);
-        tokio::spawn(read_frames(stdout, max_message_bytes, sender));
+        // One line being read at a time: memory stays within the limit plus the
+        // read buffer.
         Self {
             server: server.into(),
             limit: max_message_bytes,
-            frames,
+            lines: Some(LineReader::new(Box::new(stdout), max_message_bytes)),
             writer: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
             pending: Arc::default(),
             raw: RawAnswers::default(),
@@ -300,7 +300,8 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Transport<RoleClient> for StdioTran
             if let Some(message) = self.queued.pop_front() {
                 return Some(message);
             }
-            match self.frames.recv().await? {
+            let lines = self.lines.as_mut().expect("read only until dropped");
+            match lines.next().await? {
                 Frame::Line(line) => {
                     if let Some(message) = self.parse(&line) {
                         return Some(message);
@@ -363,7 +364,7 @@ impl Pending {
     }
 }
 
-/// What the reader hands the transport.
+/// A line of the server's stdout.
 enum Frame {
     /// A whole line within the limit, without its `\n`.
     Line(Vec<u8>),
@@ -382,77 +383,126 @@ struct Oversized {
     method: bool,
 }
 
-/// Reads `stdout` line by line into `frames` until end of file; once `frames` is
-/// closed, reads and discards the rest (for at most [`DRAIN_LIMIT`]).
-async fn read_frames(stdout: impl AsyncRead + Unpin, limit: usize, frames: mpsc::Sender<Frame>) {
-    let mut reader = BufReader::new(stdout);
-    let mut line = Vec::new();
-    let mut discarding: Option<(u64, IdScanner)> = None;
-    loop {
-        let available = tokio::select! {
-            read = reader.fill_buf() => match read {
+/// A server's stdout, read line by line within the limit.
+struct LineReader {
+    reader: BufReader<Box<dyn AsyncRead + Unpin + Send>>,
+    limit: usize,
+    /// The line read so far, while it fits.
+    line: Vec<u8>,
+    /// The size so far and the scanner of a line over the limit.
+    discarding: Option<(u64, IdScanner)>,
+    /// End of file or a read error was seen.
+    ended: bool,
+}
+
+impl LineReader {
+    fn new(stdout: Box<dyn AsyncRead + Unpin + Send>, limit: usize) -> Self {
+        Self {
+            reader: BufReader::new(stdout),
+            limit,
+            line: Vec::new(),
+            discarding: None,
+            ended: false,
+        }
+    }
+
+    /// The next line, or `None` once stdout has ended (an unterminated last line is
+    /// not a message) or cannot be read.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe (invariant 5): what was read is consumed from the buffer only
+    /// once it is in `self`, with no wait in between.
+    async fn next(&mut self) -> Option<Frame> {
+        let Self {
+            reader,
+            limit,
+            line,
+            discarding,
+            ended,
+        } = self;
+        while !*ended {
+            let available = match reader.fill_buf().await {
                 Ok(available) => available,
                 Err(error) => {
                     tracing::debug!(%error, "cannot read the server's stdout");
-                    return;
+                    *ended = true;
+                    break;
                 }
-            },
-            () = frames.closed() => break,
-        };
-        if available.is_empty() {
-            // End of file: an unterminated last line is not a message.
+            };
+            if available.is_empty() {
+                *ended = true;
+                break;
+            }
+            let newline = memchr::memchr(b'\n', available);
+            let content = &available[..newline.unwrap_or(available.len())];
+            match discarding {
+                Some((size, scanner)) => {
+                    scanner.feed(content);
+                    *size += content.len() as u64;
+                }
+                None if line.len() + content.len() > *limit => {
+                    let mut scanner = IdScanner::default();
+                    scanner.feed(line);
+                    scanner.feed(content);
+                    *discarding = Some(((line.len() + content.len()) as u64, scanner));
+                    *line = Vec::new();
+                }
+                None => line.extend_from_slice(content),
+            }
+            debug_assert!(
+                line.len() <= *limit,
+                "a line is collected only while it fits"
+            );
+            let used = content.len() + usize::from(newline.is_some());
+            reader.consume(used);
+            if newline.is_none() {
+                continue;
+            }
+            return Some(match discarding.take() {
+                Some((size, scanner)) => {
+                    let (id, method) = scanner.finish();
+                    Frame::Oversized(Oversized { size, id, method })
+                }
+                None => Frame::Line(std::mem::take(line)),
+            });
+        }
+        None
+    }
+
+    /// Reads and discards the rest of stdout, for at most [`DRAIN_LIMIT`].
+    async fn drain(mut self) {
+        if self.ended {
             return;
         }
-        let newline = available.iter().position(|&byte| byte == b'\n');
-        let content = &available[..newline.unwrap_or(available.len())];
-        match &mut discarding {
-            Some((size, scanner)) => {
-                scanner.feed(content);
-                *size += content.len() as u64;
-            }
-            None if line.len() + content.len() > limit => {
-                let mut scanner = IdScanner::default();
-                scanner.feed(&line);
-                scanner.feed(content);
-                discarding = Some(((line.len() + content.len()) as u64, scanner));
-                line = Vec::new();
-            }
-            None => line.extend_from_slice(content),
-        }
-        debug_assert!(
-            line.len() <= limit,
-            "a line is collected only while it fits"
-        );
-        let used = content.len() + usize::from(newline.is_some());
-        reader.consume(used);
-        if newline.is_none() {
-            continue;
-        }
-        let frame = match discarding.take() {
-            Some((size, scanner)) => {
-                let (id, method) = scanner.finish();
-                Frame::Oversized(Oversized { size, id, method })
-            }
-            None => Frame::Line(std::mem::take(&mut line)),
-        };
-        if frames.send(frame).await.is_err() {
-            break;
-        }
-    }
-    drop(line);
-    let drain = async {
-        loop {
-            match reader.fill_buf().await {
-                Ok([]) | Err(_) => return,
-                Ok(available) => {
-                    let used = available.len();
-                    reader.consume(used);
+        drop(std::mem::take(&mut self.line));
+        let reader = &mut self.reader;
+        let drain = async {
+            loop {
+                match reader.fill_buf().await {
+                    Ok([]) | Err(_) => return,
+                    Ok(available) => {
+                        let used = available.len();
+                        reader.consume(used);
+                    }
                 }
             }
+        };
+        if tokio::time::timeout(DRAIN_LIMIT, drain).await.is_err() {
+            tracing::debug!("stopped draining a server's stdout that stayed open");
         }
-    };
-    if tokio::time::timeout(DRAIN_LIMIT, drain).await.is_err() {
-        tracing::debug!("stopped draining a server's stdout that stayed open");
+    }
+}
+
+impl<W> Drop for StdioTransport<W> {
+    fn drop(&mut self) {
+        // Invariant 4. Outside a runtime (it is shutting down) there is nothing to
+        // drain with, and the server goes with it.
+        if let Some(lines) = self.lines.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(lines.drain());
+        }
     }
 }
 

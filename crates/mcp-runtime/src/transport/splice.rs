@@ -286,18 +286,34 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for SplicingWriter<W> {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         ready!(this.poll_drain(cx))?;
-        this.line.extend_from_slice(buf);
-        while let Some(at) = memchr::memchr(b'\n', &this.line[this.scanned..]) {
-            let rest = this.line.split_off(this.scanned + at + 1);
-            let line = std::mem::replace(&mut this.line, rest);
-            match this.splicer.splice(&line) {
-                Spliced::Untouched => this.out.extend_from_slice(&line),
+        // Whole lines are spliced where they lie: `buf` itself when no line was left
+        // incomplete (the usual case: one message per write), else the pending line
+        // with `buf` appended; what follows the last newline waits for the next write.
+        let (text, scanned) = if this.line.is_empty() {
+            (buf, 0)
+        } else {
+            this.line.extend_from_slice(buf);
+            (&this.line[..], this.scanned)
+        };
+        let mut start = 0;
+        let mut from = scanned;
+        while let Some(at) = memchr::memchr(b'\n', &text[from..]) {
+            let end = from + at + 1;
+            let line = &text[start..end];
+            match this.splicer.splice(line) {
+                Spliced::Untouched => this.out.extend_from_slice(line),
                 Spliced::Replaced(spliced) => this.out.extend_from_slice(&spliced),
                 Spliced::Orphaned => {
                     tracing::debug!("not sending a request whose call was dropped");
                 }
             }
-            this.scanned = 0;
+            start = end;
+            from = end;
+        }
+        if this.line.is_empty() {
+            this.line.extend_from_slice(&buf[start..]);
+        } else {
+            this.line.drain(..start);
         }
         this.scanned = this.line.len();
         // The bytes are taken; writing them on may wait for the next flush.

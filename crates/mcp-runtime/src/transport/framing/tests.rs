@@ -111,7 +111,7 @@ fn error_message(result: Result<impl std::fmt::Debug, rmcp::ServiceError>) -> St
 async fn an_oversized_answer_fails_its_request_at_once() {
     let (client, mut peer) = connect();
     let (done, finished) = oneshot::channel::<()>();
-    let (sent, mut lines) = mpsc::unbounded_channel();
+    let (sent, mut lines) = tokio::sync::mpsc::unbounded_channel();
     let server = tokio::spawn(async move {
         peer.handshake().await;
         // A tools/list answer with its id first; a call result with its id last,
@@ -278,17 +278,20 @@ fn the_scanner_finds_only_the_top_level_id_and_method() {
 
 #[tokio::test]
 async fn lines_within_the_limit_pass_and_longer_ones_are_measured() {
-    let (sender, mut frames) = mpsc::channel(8);
     let long = format!("{{\"id\":3,\"pad\":\"{}\"}}", "y".repeat(LIMIT));
     let text = format!("a\r\n{long}\n{}\nlast without newline", "z".repeat(LIMIT));
-    read_frames(text.as_bytes(), LIMIT, sender).await;
+    // A pipe of 7 bytes: every line arrives in many reads.
+    let (mut server, stdout) = tokio::io::duplex(7);
+    tokio::spawn(async move { server.write_all(text.as_bytes()).await.unwrap() });
+    let mut lines = LineReader::new(Box::new(stdout), LIMIT);
     let mut got = Vec::new();
-    while let Some(frame) = frames.recv().await {
+    while let Some(frame) = lines.next().await {
         got.push(match frame {
             Frame::Line(line) => String::from_utf8(line).unwrap(),
             Frame::Oversized(oversized) => format!("{oversized:?}"),
         });
     }
+    assert!(lines.next().await.is_none(), "ended for good");
     assert_eq!(
         got,
         [
@@ -304,6 +307,20 @@ async fn lines_within_the_limit_pass_and_longer_ones_are_measured() {
             "z".repeat(LIMIT),
         ]
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_read_given_up_mid_line_loses_nothing() {
+    let (mut server, stdout) = tokio::io::duplex(64);
+    let mut lines = LineReader::new(Box::new(stdout), LIMIT);
+    server.write_all(b"{\"half\":").await.unwrap();
+    let given_up = tokio::time::timeout(Duration::from_millis(10), lines.next()).await;
+    assert!(given_up.is_err(), "no whole line yet");
+    server.write_all(b"1}\n").await.unwrap();
+    match lines.next().await {
+        Some(Frame::Line(line)) => assert_eq!(line, b"{\"half\":1}"),
+        _ => panic!("expected the whole line"),
+    }
 }
 
 /// A server that answers `initialize`, then, once its stdin closes, writes 2,000
