@@ -919,7 +919,9 @@ async fn refresh_on_change(
         {
             registry.revoke(keys);
         }
-        if let Err(error) = shared.refresh(&name).await
+        // Boxed: the task waits with a small future, not a refresh's (every server
+        // has a refresher).
+        if let Err(error) = Box::pin(shared.refresh(&name)).await
             && !shared.closing.load(Ordering::Relaxed)
         {
             tracing::warn!(server = %name, error = %crate::error::chain(&error), "refreshing tools after list_changed failed");

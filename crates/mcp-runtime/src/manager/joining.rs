@@ -226,6 +226,20 @@ impl Shared {
         &self,
         qualified_name: &str,
     ) -> Result<(String, String, TaskSupport), CallError> {
+        let resolve = || {
+            self.catalog.borrow().resolve(qualified_name).map(|tool| {
+                (
+                    tool.server.clone(),
+                    tool.tool.name.to_string(),
+                    tool.task_support,
+                )
+            })
+        };
+        // A name in the catalog is its server's, ready: a call costs no look at the
+        // other servers' namespaces (each one a hash).
+        if let Some(routed) = resolve() {
+            return Ok(routed);
+        }
         let named =
             servers_for_qualified_name(qualified_name, self.servers.keys().map(String::as_str));
         if named.is_empty() {
@@ -239,12 +253,8 @@ impl Shared {
         }
         let candidates: BTreeSet<&str> = named.iter().copied().collect();
         loop {
-            if let Some(tool) = self.catalog.borrow().resolve(qualified_name) {
-                return Ok((
-                    tool.server.clone(),
-                    tool.tool.name.to_string(),
-                    tool.task_support,
-                ));
+            if let Some(routed) = resolve() {
+                return Ok(routed);
             }
             let starting: Vec<&Server> = candidates
                 .iter()

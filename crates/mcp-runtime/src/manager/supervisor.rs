@@ -294,23 +294,29 @@ impl Shared {
         let name = name.to_owned();
         live.watcher = Some(AbortOnDropHandle::new(tokio::spawn(async move {
             connection.ended().await;
-            let Some(shared) = shared.upgrade() else {
-                return;
-            };
-            let server = &shared.servers[&name];
-            // Shutdown and restarts end connections themselves, under this lock.
-            let _restarting = server.restarting.lock().await;
-            if shared.closing.load(Ordering::Relaxed) || lock(&server.live).generation != generation
-            {
-                return;
-            }
-            let reason = match connection.closed_error().await {
-                Some(closed) => lost_reason(&closed),
-                None => "the connection closed".to_owned(),
-            };
-            shared.lost(&name, generation, &reason);
-            // End the process group now rather than at the next call.
-            connection.shutdown().await;
+            // Boxed: the task waits with the small future above, not the large one
+            // below (every server has a watcher).
+            Box::pin(async move {
+                let Some(shared) = shared.upgrade() else {
+                    return;
+                };
+                let server = &shared.servers[&name];
+                // Shutdown and restarts end connections themselves, under this lock.
+                let _restarting = server.restarting.lock().await;
+                if shared.closing.load(Ordering::Relaxed)
+                    || lock(&server.live).generation != generation
+                {
+                    return;
+                }
+                let reason = match connection.closed_error().await {
+                    Some(closed) => lost_reason(&closed),
+                    None => "the connection closed".to_owned(),
+                };
+                shared.lost(&name, generation, &reason);
+                // End the process group now rather than at the next call.
+                connection.shutdown().await;
+            })
+            .await;
         })));
     }
 
