@@ -9,6 +9,16 @@
 //! open stream that accepted the resource gets the update (streams that accepted
 //! list changes also get `notifications/tools/list_changed` from `add_tool`).
 //! Tests make the changes happen with tool calls, so nothing depends on time.
+//!
+//! rmcp acknowledges a listen stream before it hands the stream to
+//! `ServerHandler::listen`, so a client that has the acknowledgment may make a
+//! change (call `bump`) before the stream is kept. Invariants:
+//! 1. A listen stream counts as establishing from its acceptance
+//!    ([`Resources::accept`], which rmcp calls before acknowledging) until
+//!    [`Resources::listening`] has kept it. rmcp skips `listen` only when the
+//!    acknowledgment cannot be sent, that is when the connection is gone.
+//! 2. A change goes to the listen streams only once none is establishing, so every
+//!    stream acknowledged before the change hears it.
 
 use std::{
     collections::HashSet,
@@ -27,6 +37,7 @@ use rmcp::{
     service::{Peer, SubscriptionSink},
 };
 use serde_json::json;
+use tokio::sync::watch;
 
 /// The one resource.
 pub const COUNTER: &str = "fixture://counter";
@@ -41,6 +52,8 @@ pub(crate) struct Resources {
     subscribed: Mutex<Vec<(String, Peer<RoleServer>)>>,
     /// The open 2026-07-28 listen streams.
     streams: Mutex<Vec<SubscriptionSink>>,
+    /// How many listen streams are establishing (invariant 1).
+    establishing: watch::Sender<usize>,
 }
 
 impl Resources {
@@ -75,19 +88,34 @@ impl Resources {
         }
     }
 
-    /// The subscription filter a listen stream is given: all it asks for.
-    pub(crate) fn accept(requested: &SubscriptionFilter) -> SubscriptionFilter {
+    /// The subscription filter a listen stream is given: all it asks for. The
+    /// stream is establishing from now until [`Resources::listening`] keeps it
+    /// (invariant 1).
+    pub(crate) fn accept(&self, requested: &SubscriptionFilter) -> SubscriptionFilter {
+        self.establishing
+            .send_modify(|establishing| *establishing += 1);
         requested.clone()
     }
 
-    /// Keeps an open listen stream.
+    /// Keeps an open listen stream, which is then no longer establishing
+    /// (invariant 1).
     pub(crate) fn listening(&self, sink: SubscriptionSink) {
         self.streams.lock().expect("not poisoned").push(sink);
+        self.establishing.send_modify(|establishing| {
+            debug_assert!(*establishing > 0, "a stream kept was accepted first");
+            *establishing = establishing.saturating_sub(1);
+        });
     }
 
-    /// Sends `notification` on every open listen stream that accepted it, dropping
-    /// the streams that closed.
+    /// Sends `notification` on every open listen stream that accepted it, once no
+    /// stream is establishing (invariant 2), dropping the streams that closed.
     pub(crate) async fn to_streams(&self, notification: ServerNotification) {
+        // Never an error: the sender is `self`'s.
+        let _ = self
+            .establishing
+            .subscribe()
+            .wait_for(|establishing| *establishing == 0)
+            .await;
         let streams: Vec<SubscriptionSink> = self.streams.lock().expect("not poisoned").clone();
         let mut closed = HashSet::new();
         for (index, stream) in streams.iter().enumerate() {

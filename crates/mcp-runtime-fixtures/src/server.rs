@@ -518,7 +518,7 @@ impl ServerHandler for Fixture {
         &self,
         requested: &rmcp::model::SubscriptionFilter,
     ) -> Option<rmcp::model::SubscriptionFilter> {
-        Some(crate::resources::Resources::accept(requested))
+        Some(self.resources.accept(requested))
     }
 
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
