@@ -4,8 +4,8 @@
 //! not model: a tool's `execution` (`tools/list`, 2025-11-25), a 2025-11-25 task's
 //! `pollInterval` and `ttl` (`tasks/get`). The runtime reads those answers itself, so
 //! each transport rewrites the answer to a handshake-era request of [`RAW_METHODS`]
-//! ([`raw_request`]) before rmcp
-//! decodes it: its result's JSON text goes, as one string, under one key,
+//! ([`raw_request`]; over stdio and legacy SSE, a 2026-07-28 `tools/list` too:
+//! [`raw_request_without_headers`]) before rmcp decodes it: its result's JSON text goes, as one string, under one key,
 //! [`RAW_KEY`], which no typed result of rmcp reads, so rmcp hands it over as a custom
 //! result, whole ([`raw_result`] takes the text out). Only the answer's envelope is
 //! rewritten; the result's bytes are kept as the server sent them.
@@ -76,6 +76,19 @@ pub(crate) fn raw_request(message: &ClientJsonRpcMessage) -> Option<&RequestId> 
     }
 }
 
+/// As [`raw_request`], and a 2026-07-28 `tools/list` too: over a transport without
+/// HTTP headers (stdio, legacy SSE) nothing of rmcp reads a listing, so the runtime
+/// reads the tools from the answer's text in every revision (rmcp would buffer the
+/// whole answer, decode it into its types, and the runtime write it out again).
+pub(crate) fn raw_request_without_headers(message: &ClientJsonRpcMessage) -> Option<&RequestId> {
+    match message {
+        JsonRpcMessage::Request(request) if request.request.method() == "tools/list" => {
+            Some(&request.id)
+        }
+        _ => raw_request(message),
+    }
+}
+
 /// The envelope of a message, its result unread.
 #[derive(Deserialize)]
 struct Envelope<'a> {
@@ -120,15 +133,16 @@ pub(crate) fn rewrite(
     Some(rewritten)
 }
 
-/// The requests in flight on one connection whose answers are handed over raw.
+/// The requests in flight on one connection without HTTP headers (stdio, legacy
+/// SSE) whose answers are handed over raw ([`raw_request_without_headers`]).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RawAnswers(Arc<Mutex<HashSet<RequestId>>>);
 
 impl RawAnswers {
-    /// Notes a message the runtime sends: a request of [`RAW_METHODS`] is expected
+    /// Notes a message the runtime sends: a request whose answer goes raw is expected
     /// back; a cancelled one no longer is.
     pub(crate) fn sent(&self, message: &ClientJsonRpcMessage) {
-        if let Some(id) = raw_request(message) {
+        if let Some(id) = raw_request_without_headers(message) {
             lock(&self.0).insert(id.clone());
         } else if let JsonRpcMessage::Notification(notification) = message
             && let ClientNotification::CancelledNotification(cancelled) = &notification.notification
@@ -228,12 +242,27 @@ mod tests {
         assert_eq!(
             raw_request(&stateless),
             None,
-            "2026-07-28 answers are rmcp's"
+            "over HTTP, 2026-07-28 listings are rmcp's (it reads their x-mcp-header)"
         );
         answers.sent(&stateless);
+        assert!(
+            answers
+                .rewrite(br#"{"jsonrpc":"2.0","id":5,"result":{"tools":[]}}"#)
+                .is_some(),
+            "without headers, a 2026-07-28 listing is read from its text too"
+        );
+        let mut stateless_task = rmcp::model::ClientRequest::GetTaskRequest(
+            rmcp::model::GetTaskRequest::new(rmcp::model::GetTaskParams::new("t1")),
+        );
+        stateless_task
+            .get_meta_mut()
+            .set_protocol_version(rmcp::model::ProtocolVersion::V_2026_07_28);
+        let stateless_task = ClientJsonRpcMessage::request(stateless_task, RequestId::Number(6));
+        answers.sent(&stateless_task);
         assert_eq!(
-            answers.rewrite(br#"{"jsonrpc":"2.0","id":5,"result":{"tools":[]}}"#),
-            None
+            answers.rewrite(br#"{"jsonrpc":"2.0","id":6,"result":{"taskId":"t1"}}"#),
+            None,
+            "a 2026-07-28 task is rmcp's to read"
         );
         assert_eq!(
             answers.rewrite(br#"{"jsonrpc":"2.0","id":4,"result":{"content":[]}}"#),
