@@ -334,23 +334,23 @@ impl Registry {
                 named.name.clone()
             }));
         }
-        let mut newcomers: Vec<(String, usize)> = names
+        // In the order of their identities (`tool_identity` orders as the pair does),
+        // whatever the order of `tools`: which of two tools that would get the same
+        // name takes it does not depend on the listing's order.
+        let mut newcomers: Vec<usize> = names
             .iter()
             .enumerate()
             .filter(|(_, name)| name.is_none())
-            .map(|(index, _)| {
-                let (server, tool) = tools[index];
-                (tool_identity(server, tool), index)
-            })
+            .map(|(index, _)| index)
             .collect();
-        newcomers.sort_unstable();
+        newcomers.sort_unstable_by_key(|&index| tools[index]);
         let namespaces = self.namespaces(tools);
         let crowded: HashSet<&str> = newcomers
             .iter()
-            .map(|(_, index)| namespaces[tools[*index].0].as_str())
+            .map(|index| namespaces[tools[*index].0].as_str())
             .collect();
         let own_parts = own_parts(tools, &namespaces, &crowded);
-        for (identity, index) in newcomers {
+        for index in newcomers {
             let (server, tool) = tools[index];
             let namespace = &namespaces[server];
             let own = own_parts[index]
@@ -360,6 +360,7 @@ impl Registry {
             let name = if whole.len() <= MAX_TOOL_NAME_LEN && !self.taken.contains(&whole) {
                 whole
             } else {
+                let identity = tool_identity(server, tool);
                 (0_u64..)
                     .map(|attempt| {
                         let input = if attempt == 0 {
