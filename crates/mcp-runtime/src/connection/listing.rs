@@ -37,6 +37,7 @@ use rmcp::{
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, value::RawValue};
+use tokio_util::task::AbortOnDropHandle;
 
 use super::{MAX_LIST_PAGES, MAX_LISTED_TOOLS};
 use super::{cancellation::Cancellations, failure};
@@ -94,27 +95,41 @@ pub(super) async fn list_tools(
                 crate::error::secs(page_timeout)
             ),
         })??;
-        let page = Page::parse(&result)?;
-        hints.push((page.ttl_ms, page.cache_scope));
-        if listed.entries + page.tools.len() > MAX_LISTED_TOOLS {
-            return Err(ListToolsError::TooManyTools {
-                limit: MAX_LISTED_TOOLS,
-            });
-        }
-        for raw in page.tools {
-            if let Err(left_out) = listed.push(raw) {
-                left_out_count += 1;
-                if left_out_count <= MAX_WARNINGS {
-                    tracing::warn!(
-                        server,
-                        tool = %left_out.label,
-                        reason = %left_out.reason,
-                        "left out a tool the server listed"
-                    );
+        let read = if result.len() < READ_APART_BYTES {
+            read_page(&result, listed)
+        } else {
+            // A large page is read on a task of its own, so that the listings of many
+            // servers starting together are read on every worker thread rather than
+            // on the one that drives the startups. Dropping this future aborts it.
+            let reading =
+                AbortOnDropHandle::new(tokio::spawn(async move { read_page(&result, listed) }));
+            match reading.await {
+                Ok(read) => read,
+                Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+                Err(_) => {
+                    return Err(ListToolsError::Request {
+                        message: "the tokio runtime shut down while the listing was read"
+                            .to_owned(),
+                    });
                 }
             }
+        }?;
+        listed = read.listed;
+        hints.push(read.hint);
+        for left_out in read
+            .left_out
+            .iter()
+            .take(MAX_WARNINGS.saturating_sub(left_out_count))
+        {
+            tracing::warn!(
+                server,
+                tool = %left_out.label,
+                reason = %left_out.reason,
+                "left out a tool the server listed"
+            );
         }
-        match page.next_cursor {
+        left_out_count += read.left_out_count;
+        match read.next_cursor {
             None => {
                 if left_out_count > MAX_WARNINGS {
                     tracing::warn!(
@@ -142,6 +157,51 @@ pub(super) async fn list_tools(
     }
     Err(ListToolsError::TooManyPages {
         limit: MAX_LIST_PAGES,
+    })
+}
+
+/// The size from which a page's text is read on a task of its own (a few hundred
+/// tools): below it, reading costs little more than handing it over.
+const READ_APART_BYTES: usize = 64 * 1024;
+
+/// One page read into the listing.
+struct PageRead {
+    /// The listing with the page's usable tools added.
+    listed: ListedTools,
+    /// The page's `ttlMs` and `cacheScope`.
+    hint: (Option<u64>, Option<CacheScope>),
+    next_cursor: Option<String>,
+    /// The first [`MAX_WARNINGS`] of the page's entries that were left out, in
+    /// listed order (a hostile page cannot make the list long).
+    left_out: Vec<LeftOut>,
+    /// How many of the page's entries were left out.
+    left_out_count: usize,
+}
+
+/// Reads the page `text` (a `tools/list` result's JSON) into `listed`.
+fn read_page(text: &str, mut listed: ListedTools) -> Result<PageRead, ListToolsError> {
+    let page = Page::parse(text)?;
+    if listed.entries + page.tools.len() > MAX_LISTED_TOOLS {
+        return Err(ListToolsError::TooManyTools {
+            limit: MAX_LISTED_TOOLS,
+        });
+    }
+    let mut left_out = Vec::new();
+    let mut left_out_count = 0;
+    for raw in page.tools {
+        if let Err(entry) = listed.push(raw) {
+            left_out_count += 1;
+            if left_out.len() < MAX_WARNINGS {
+                left_out.push(entry);
+            }
+        }
+    }
+    Ok(PageRead {
+        listed,
+        hint: (page.ttl_ms, page.cache_scope),
+        next_cursor: page.next_cursor,
+        left_out,
+        left_out_count,
     })
 }
 

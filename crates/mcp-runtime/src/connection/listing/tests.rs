@@ -324,6 +324,38 @@ async fn left_out_tools_are_named_in_warnings_up_to_a_limit() {
 }
 
 #[tokio::test]
+async fn a_large_page_read_apart_counts_toward_the_same_warnings() {
+    let events = crate::test_events::Events::default();
+    let _default = tracing::subscriber::set_default(events.clone());
+    let bad = |n: usize| format!(r#"{{"name":"bad{n}","inputSchema":"object"}}"#);
+    // Past the size from which a page is read on a task of its own.
+    let long = format!(
+        r#"{{"name":"long","description":"{}","inputSchema":{{}}}}"#,
+        "d".repeat(READ_APART_BYTES)
+    );
+    let mut large: Vec<String> = (0..MAX_WARNINGS - 3).map(bad).collect();
+    large.extend([good("a"), long]);
+    let small: Vec<String> = (MAX_WARNINGS - 3..MAX_WARNINGS + 2).map(bad).collect();
+    let large = page(&large.join(","), Some("next"));
+    assert!(large.len() > READ_APART_BYTES);
+    let tools = list(vec![
+        large,
+        page(&[small.join(","), good("b")].join(","), None),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(names(&tools), ["a", "long", "b"]);
+    let events = events.lines();
+    let warnings: Vec<&String> = events
+        .iter()
+        .filter(|line| line.starts_with("left out"))
+        .collect();
+    assert_eq!(warnings.len(), MAX_WARNINGS + 1, "{warnings:#?}");
+    assert!(warnings[MAX_WARNINGS - 1].contains(&format!("`bad{}`", MAX_WARNINGS - 1)));
+    assert!(warnings[MAX_WARNINGS].ends_with("count=2"), "{warnings:#?}");
+}
+
+#[tokio::test]
 async fn pages_are_followed_by_their_cursors() {
     let (client, mut received) = scripted_server(vec![
         page(&good("a"), Some("c1")),
