@@ -295,6 +295,15 @@ async fn an_answer_that_is_not_a_tools_list_result_fails_the_listing() {
     }
 }
 
+/// The warnings about left-out tools among `events`, in order.
+fn left_out_warnings(events: &crate::test_events::Events) -> Vec<String> {
+    events
+        .lines()
+        .into_iter()
+        .filter(|line| line.starts_with("left out"))
+        .collect()
+}
+
 #[tokio::test]
 async fn left_out_tools_are_named_in_warnings_up_to_a_limit() {
     let events = crate::test_events::Events::default();
@@ -305,11 +314,7 @@ async fn left_out_tools_are_named_in_warnings_up_to_a_limit() {
     tools.push(good("good"));
     let tools = list(vec![page(&tools.join(","), None)]).await.unwrap();
     assert_eq!(names(&tools), ["good"]);
-    let events = events.lines();
-    let warnings: Vec<&String> = events
-        .iter()
-        .filter(|line| line.starts_with("left out"))
-        .collect();
+    let warnings = left_out_warnings(&events);
     assert_eq!(warnings.len(), MAX_WARNINGS + 1, "{warnings:#?}");
     assert_eq!(
         warnings[0],
@@ -317,7 +322,7 @@ async fn left_out_tools_are_named_in_warnings_up_to_a_limit() {
     );
     assert_eq!(
         warnings[MAX_WARNINGS],
-        &format!(
+        format!(
             "left out more tools the server listed (only the first {MAX_WARNINGS} are named) server=\"scripted\" count=2"
         )
     );
@@ -345,11 +350,7 @@ async fn a_large_page_read_apart_counts_toward_the_same_warnings() {
     .await
     .unwrap();
     assert_eq!(names(&tools), ["a", "long", "b"]);
-    let events = events.lines();
-    let warnings: Vec<&String> = events
-        .iter()
-        .filter(|line| line.starts_with("left out"))
-        .collect();
+    let warnings = left_out_warnings(&events);
     assert_eq!(warnings.len(), MAX_WARNINGS + 1, "{warnings:#?}");
     assert!(warnings[MAX_WARNINGS - 1].contains(&format!("`bad{}`", MAX_WARNINGS - 1)));
     assert!(warnings[MAX_WARNINGS].ends_with("count=2"), "{warnings:#?}");
