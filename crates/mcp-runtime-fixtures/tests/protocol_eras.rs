@@ -281,6 +281,46 @@ async fn stateless_and_dual_servers_start_modern_with_one_process_then_list_and_
     }
 }
 
+/// A handshake server in `sh` that answers a first request it does not know with
+/// "method not found" and exits (as some servers do); started with `initialize`, it
+/// answers it and lists one tool.
+const EXITS_AFTER_THE_PROBE: &str = r#"
+id_of() { printf '%s\n' "$1" | sed 's/.*"id":\([0-9]*\).*/\1/'; }
+IFS= read -r line
+case "$line" in
+  *'"server/discover"'*)
+    printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}\n' "$(id_of "$line")"
+    exit 0 ;;
+esac
+printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"0"}}}\n' "$(id_of "$line")"
+while IFS= read -r line; do
+  case "$line" in
+    *'"tools/list"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}\n' "$(id_of "$line")" ;;
+  esac
+done
+"#;
+
+#[tokio::test]
+async fn a_server_that_exits_after_answering_the_probe_is_started_again_for_initialize() {
+    let server = ServerConfig::stdio(
+        "exits",
+        "sh",
+        vec!["-c".into(), EXITS_AFTER_THE_PROBE.into()],
+    );
+    let (runtime, events) = start_with(vec![server], fresh()).await;
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+    assert_eq!(status.protocol_version.as_deref(), Some("2025-11-25"));
+    assert_eq!(
+        spawned(&events).len(),
+        2,
+        "the probed process, then a fresh one"
+    );
+    assert!(runtime.catalog().resolve("mcp__exits__t").is_some());
+    runtime.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_server_silent_to_discover_is_restarted_with_initialize_after_the_bound() {
     let dir = temp_dir();

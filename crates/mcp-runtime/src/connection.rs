@@ -316,7 +316,7 @@ impl Connection {
     /// says (a local server's only; a Streamable HTTP server gets `initialize`);
     /// `binding` says where it runs; `host` answers the server's requests (and its
     /// handlers are the capabilities offered); `on_spawn` learns the process id of each local
-    /// process as soon as it runs (a probe left unanswered spawns two).
+    /// process as soon as it runs (a probe left unanswered, or answered by a process that then exits, spawns two; three when a server found silent turns out to speak only 2026-07-28).
     ///
     /// # Cancel safety
     ///

@@ -7,7 +7,9 @@
 //! by the probe bound. A discover result keeps that connection. An answer that marks
 //! a handshake server falls back to `initialize` on the same process, as the rule
 //! says: the server is running and reading (rmcp hands the transport back, see
-//! [`super::reclaim`]). No answer within the bound ends that process (killed and
+//! [`super::reclaim`]); on a fresh one when the answer was a result of another kind
+//! (the server may have taken the probe for `initialize`) or the process ended
+//! before answering `initialize`. No answer within the bound ends that process (killed and
 //! reaped) and starts a fresh one with `initialize`: a server that has not answered
 //! one request may not read the next.
 
@@ -47,7 +49,9 @@ pub(super) struct Started {
 }
 
 /// Spawns `launch` and starts the protocol as `plan` says; `on_spawn` learns the id of
-/// each process as soon as it runs (two of them when a probe went unanswered).
+/// each process as soon as it runs (two of them when a probe went unanswered or its
+/// process ended after answering; three when a silent server turns out to speak only
+/// 2026-07-28).
 ///
 /// # Cancel safety
 ///
@@ -74,7 +78,9 @@ pub(super) async fn start(
             match stdio.discover(client, None, on_spawn).await? {
                 Discovered::Modern(started) => Ok(*started),
                 Discovered::Handshake { why, running } => {
-                    running.end().await;
+                    if let Some(running) = running {
+                        running.end().await;
+                    }
                     Err(match *why {
                         ClientInitializeError::NoCompatibleProtocolVersion {
                             server_supported,
@@ -123,10 +129,12 @@ enum Discovered {
     /// A discover result: the server speaks 2026-07-28; its connection.
     Modern(Box<Started>),
     /// The server answered as a handshake server (`why`); its process, running and
-    /// ready for `initialize`.
+    /// ready for `initialize`, unless it answered with a result (one that takes any
+    /// first request for `initialize` may have taken the probe for it): then it is
+    /// gone.
     Handshake {
         why: Box<ClientInitializeError>,
-        running: Box<Spawned>,
+        running: Option<Box<Spawned>>,
     },
     /// No answer within the bound: the process is gone.
     Silent,
@@ -177,7 +185,7 @@ impl Stdio<'_> {
                     // `protocol_era`): forget, and fall back as a probe would.
                     Discovered::Handshake { running, .. } => {
                         memory.forget_modern(key);
-                        self.handshake(*running, client, None).await
+                        self.fall_back(running, client, on_spawn).await
                     }
                     // Not reached: without a bound, discover waits for an answer.
                     Discovered::Silent => {
@@ -202,7 +210,7 @@ impl Stdio<'_> {
                         // startup's own `initialize`, so the waiters start theirs at the
                         // same time.
                         probe.learn(Era::Handshake);
-                        self.handshake(*running, client, None).await
+                        self.fall_back(running, client, on_spawn).await
                     }
                     Discovered::Silent => {
                         // No answer within the bound: a modern server slow to start
@@ -223,7 +231,9 @@ impl Stdio<'_> {
                                         Ok(*started)
                                     }
                                     Discovered::Handshake { running, .. } => {
-                                        running.end().await;
+                                        if let Some(running) = running {
+                                            running.end().await;
+                                        }
                                         Err(error)
                                     }
                                     Discovered::Silent => Err(error),
@@ -268,6 +278,31 @@ impl Stdio<'_> {
             transport,
             ended,
         })
+    }
+
+    /// `initialize` after the server answered the probe as a handshake server: on the
+    /// process that answered (`running`), as the stdio backward-compatibility rule
+    /// says; on a fresh one when there is none, or when that one ended without
+    /// answering `initialize` (a server that exits after a request it does not know).
+    async fn fall_back(
+        &self,
+        running: Option<Box<Spawned>>,
+        client: Client,
+        on_spawn: &mut impl FnMut(u32),
+    ) -> Result<Started, StartupError> {
+        if let Some(running) = running {
+            match self.handshake(*running, client.clone(), None).await {
+                Err(
+                    StartupError::Exited { .. }
+                    | StartupError::Handshake {
+                        source: RequestError::Closed { .. } | RequestError::Exited { .. },
+                        ..
+                    },
+                ) => {}
+                answered => return answered,
+            }
+        }
+        self.initialize(client, None, on_spawn).await
     }
 
     /// Spawns the server and runs the `initialize` handshake (see
@@ -383,22 +418,32 @@ impl Stdio<'_> {
                 return Ok(Discovered::Silent);
             }
         };
-        match (classify(error), transport) {
-            (Classified::Handshake(why), transport) => Ok(Discovered::Handshake {
-                why,
-                running: Box::new(Spawned {
-                    process,
-                    transport: transport
-                        .expect("rmcp drops its transport before a failed start returns"),
-                    ended,
-                }),
-            }),
-            (Classified::NoSharedVersion { supported }, transport) => {
+        match classify(error) {
+            Classified::Handshake(why) => {
+                // rmcp drops its transport before a failed start returns; a server that
+                // answered with a result gets a fresh process (see `Discovered`).
+                let answered_with_result =
+                    matches!(*why, ClientInitializeError::ExpectedInitResult(Some(_)));
+                let running = match transport {
+                    Some(transport) if !answered_with_result => Some(Box::new(Spawned {
+                        process,
+                        transport,
+                        ended,
+                    })),
+                    transport => {
+                        drop(transport);
+                        process.kill().await;
+                        None
+                    }
+                };
+                Ok(Discovered::Handshake { why, running })
+            }
+            Classified::NoSharedVersion { supported } => {
                 drop(transport);
                 process.kill().await;
                 Ok(Discovered::NoSharedVersion { supported })
             }
-            (Classified::Failed(source), transport) => {
+            Classified::Failed(source) => {
                 // Closing its stdin lets a server that failed exit.
                 drop(transport);
                 Err(

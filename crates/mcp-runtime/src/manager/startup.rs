@@ -260,8 +260,9 @@ pub enum StartupEvent {
     },
     /// The server's process was spawned (local stdio servers only). Sent once per
     /// process: a startup that probes the protocol era of a server that leaves the
-    /// probe unanswered spawns two (the probed one is ended at once), and the last
-    /// one sent is the server's.
+    /// probe unanswered, or exits after answering it, spawns two (three when a silent
+    /// server turns out to speak only 2026-07-28), and the last one sent is the
+    /// server's.
     Spawned {
         /// The server.
         server: String,
