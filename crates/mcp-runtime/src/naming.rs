@@ -334,8 +334,8 @@ impl Registry {
                 named.name.clone()
             }));
         }
-        // In the order of their identities (`tool_identity` orders as the pair does),
-        // whatever the order of `tools`: which of two tools that would get the same
+        // In the order of their identities (`tool_identity` orders as the pair does,
+        // for names without NUL characters), whatever the order of `tools`: which of two tools that would get the same
         // name takes it does not depend on the listing's order.
         let mut newcomers: Vec<usize> = names
             .iter()

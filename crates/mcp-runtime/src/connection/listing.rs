@@ -5,10 +5,10 @@
 //! `Vec<Tool>` as a whole, so a single tool with, say, `"inputSchema": null` makes the
 //! whole answer fail to decode as a `tools/list` result and the server fails with
 //! "Unexpected response type". Here a page is sent as a custom request with the same
-//! method and params, and its result comes back as JSON (rmcp's catch-all
-//! `CustomResult` for an answer that is not a valid `tools/list` result; a valid one
-//! still arrives typed and is turned back into JSON), so each tool is checked on its
-//! own.
+//! method and params, and its result comes back as its JSON text (the transports
+//! hand it over raw, see [`crate::transport::raw_answers`]; a 2026-07-28 answer over
+//! Streamable HTTP still arrives typed and is turned back into JSON), so each tool is
+//! checked on its own.
 //!
 //! Invariants:
 //! 1. A listed entry that is not a usable tool (not a JSON object; `name` missing,
@@ -38,6 +38,7 @@ use rmcp::{
 use serde::Deserialize;
 use serde_json::{Map, Value, value::RawValue};
 use tokio_util::task::AbortOnDropHandle;
+use tracing::{Instrument, instrument::WithSubscriber};
 
 use super::{MAX_LIST_PAGES, MAX_LISTED_TOOLS};
 use super::{cancellation::Cancellations, failure};
@@ -101,8 +102,12 @@ pub(super) async fn list_tools(
             // A large page is read on a task of its own, so that the listings of many
             // servers starting together are read on every worker thread rather than
             // on the one that drives the startups. Dropping this future aborts it.
-            let reading =
-                AbortOnDropHandle::new(tokio::spawn(async move { read_page(&result, listed) }));
+            // Its warnings go where this future's would.
+            let reading = AbortOnDropHandle::new(tokio::spawn(
+                async move { read_page(&result, listed) }
+                    .in_current_span()
+                    .with_current_subscriber(),
+            ));
             match reading.await {
                 Ok(read) => read,
                 Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
@@ -237,8 +242,8 @@ async fn request_page(
     if let Some(raw) = raw_result(&mut answer) {
         return Ok(raw);
     }
-    // A transport that did not rewrite the answer (a 2026-07-28 answer, a test's
-    // in-process pipe): rmcp decoded it; an answer that rmcp reads as another result
+    // A transport that did not rewrite the answer (a 2026-07-28 answer over
+    // Streamable HTTP, a test's in-process pipe): rmcp decoded it; an answer that rmcp reads as another result
     // type is not a `tools/list` result and fails in `Page::parse`.
     let decoded = match &answer {
         ServerResult::CustomResult(custom) => serde_json::to_string(&custom.0),

@@ -1,5 +1,5 @@
 //! The stdio transport: newline-delimited JSON-RPC over a local server's pipes, read
-//! by a task of its own with a bound on every message.
+//! with a bound on every message.
 //!
 //! rmcp's own stdio transport drops a line longer than its limit and keeps going, so
 //! the request that line answered waits out its whole timeout; it hands a response to
@@ -28,8 +28,8 @@
 //! 4. Stdout is read until end of file: once the transport is dropped (the protocol
 //!    has closed) a task keeps reading and discarding (for at most [`DRAIN_LIMIT`]),
 //!    so a server that writes while it exits after its stdin closed never sees
-//!    `EPIPE`. End of file comes when the server's process group is gone, which
-//!    shutdown guarantees.
+//!    `EPIPE` (unless the Tokio runtime itself is gone). End of file comes when the
+//!    server's process group is gone, which shutdown guarantees.
 //! 5. Reading is cancel safe: rmcp polls `receive` beside other events and drops it
 //!    when one of them comes first; a line read in part stays in the transport.
 
@@ -82,9 +82,9 @@ pub(crate) struct StdioTransport<W> {
 }
 
 impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
-    /// Reads `stdout` (in a task of its own on the current Tokio runtime, until end of
-    /// file) and writes `stdin`, for `server`, accepting lines of at most
-    /// `max_message_bytes`.
+    /// Reads `stdout` (until end of file: once dropped, in a task of its own on the
+    /// current Tokio runtime) and writes `stdin`, for `server`, accepting lines of at
+    /// most `max_message_bytes`.
     pub(crate) fn new(
         server: &str,
         stdout: impl AsyncRead + Unpin + Send + 'static,
@@ -293,8 +293,9 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Transport<RoleClient> for StdioTran
 
     /// # Cancel safety
     ///
-    /// rmcp polls this in a `select!`: a dropped call loses nothing, as a line is
-    /// taken from the channel and handled without awaiting.
+    /// rmcp polls this in a `select!`: a dropped call loses nothing, as a line read in
+    /// part stays in the transport and a whole one is handled without awaiting
+    /// (invariant 5, [`LineReader::next`]).
     async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
         loop {
             if let Some(message) = self.queued.pop_front() {
@@ -312,7 +313,8 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Transport<RoleClient> for StdioTran
         }
     }
 
-    /// Closes the server's stdin. The reader goes on draining stdout (invariant 4).
+    /// Closes the server's stdin. Stdout is drained once the transport is dropped
+    /// (invariant 4).
     async fn close(&mut self) -> Result<(), Self::Error> {
         drop(self.writer.lock().await.take());
         Ok(())

@@ -5,9 +5,10 @@
 //! `pollInterval` and `ttl` (`tasks/get`). The runtime reads those answers itself, so
 //! each transport rewrites the answer to a handshake-era request of [`RAW_METHODS`]
 //! ([`raw_request`]; over stdio and legacy SSE, a 2026-07-28 `tools/list` too:
-//! [`raw_request_without_headers`]) before rmcp decodes it: its result's JSON text goes, as one string, under one key,
-//! [`RAW_KEY`], which no typed result of rmcp reads, so rmcp hands it over as a custom
-//! result, whole ([`raw_result`] takes the text out). Only the answer's envelope is
+//! [`raw_request_without_headers`]) before rmcp decodes it: its result's JSON text
+//! goes, as one string, under one key, [`RAW_KEY`], which no typed result of rmcp
+//! reads, so rmcp hands it over as a custom result, whole ([`raw_result`] takes the
+//! text out). Only the answer's envelope is
 //! rewritten; the result's bytes are kept as the server sent them.
 //!
 //! The result travels as a string, not as the JSON it is, so that rmcp decodes one
