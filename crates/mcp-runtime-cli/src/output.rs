@@ -177,7 +177,7 @@ pub fn tools_table(catalog: &Catalog) -> String {
         .tools()
         .map(|tool| {
             let description = tool.tool.description.as_deref().unwrap_or_default();
-            vec![tool.qualified_name.clone(), one_line(description, 100)]
+            vec![tool.qualified_name.to_string(), one_line(description, 100)]
         })
         .collect();
     table(&["TOOL", "DESCRIPTION"], &rows)

@@ -129,7 +129,7 @@ fn state(runtime: &Runtime, server: &str) -> ServerState {
 /// The servers with tools in `catalog`, in name order.
 fn servers_in(catalog: &Catalog) -> Vec<&str> {
     let servers: std::collections::BTreeSet<&str> =
-        catalog.tools().map(|tool| tool.server.as_str()).collect();
+        catalog.tools().map(|tool| &*tool.server).collect();
     servers.into_iter().collect()
 }
 
@@ -484,8 +484,8 @@ async fn servers_get_codex_names_whichever_becomes_ready_first() {
                 let catalog = catalog.borrow();
                 let echo = catalog
                     .tools()
-                    .find(|tool| tool.server == server && tool.tool.name == "echo");
-                echo.map(|tool| tool.qualified_name.clone())
+                    .find(|tool| &*tool.server == server && tool.tool.name == "echo");
+                echo.map(|tool| tool.qualified_name.to_string())
             };
             for (server, name) in &codex[..] {
                 if order[..=ready].contains(server) {
@@ -502,7 +502,7 @@ async fn servers_get_codex_names_whichever_becomes_ready_first() {
         for (server, name) in codex {
             let (owner, tool) = runtime.catalog().resolve(name).map_or_else(
                 || panic!("`{name}` is in the catalog"),
-                |tool| (tool.server.clone(), tool.tool.name.to_string()),
+                |tool| (tool.server.to_string(), tool.tool.name.to_string()),
             );
             assert_eq!((owner.as_str(), tool.as_str()), (server, "echo"));
         }

@@ -113,7 +113,7 @@ async fn every_tool_of_server_everything_is_callable() {
     let catalog = runtime.catalog();
     let tools: Vec<(String, String)> = catalog
         .tools()
-        .map(|tool| (tool.qualified_name.clone(), tool.tool.name.to_string()))
+        .map(|tool| (tool.qualified_name.to_string(), tool.tool.name.to_string()))
         .collect();
     // Everything a host that answers every question is offered.
     for conditional in [

@@ -353,7 +353,7 @@ async fn lists_the_good_tools(args: &[&str], dropped: &str) {
     let catalog = row.runtime.catalog();
     let mut raw_names: Vec<&str> = catalog
         .tools()
-        .filter(|tool| tool.server == FAULTY)
+        .filter(|tool| &*tool.server == FAULTY)
         .map(|tool| tool.tool.name.as_ref())
         .collect();
     raw_names.sort_unstable();
@@ -394,7 +394,7 @@ async fn of_duplicate_tool_names_the_first_is_kept() {
     let catalog = row.runtime.catalog();
     let echoes: Vec<_> = catalog
         .tools()
-        .filter(|tool| tool.server == FAULTY && tool.tool.name == "echo")
+        .filter(|tool| &*tool.server == FAULTY && tool.tool.name == "echo")
         .collect();
     assert_eq!(echoes.len(), 1, "{echoes:?}");
     assert_ne!(

@@ -365,7 +365,7 @@ async fn the_python_sdk_over_streamable_http_lists_and_calls_its_tool() {
     let names: Vec<String> = runtime
         .catalog()
         .tools()
-        .map(|tool| tool.qualified_name.clone())
+        .map(|tool| tool.qualified_name.to_string())
         .collect();
     assert_eq!(names, ["mcp__python__add"]);
     assert_adds(&runtime, "mcp__python__add").await;

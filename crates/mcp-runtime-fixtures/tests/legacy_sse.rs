@@ -152,7 +152,7 @@ async fn fastmcp_over_legacy_sse_lists_calls_and_gets_exact_bytes() {
     let mut names: Vec<String> = runtime
         .catalog()
         .tools()
-        .map(|tool| tool.qualified_name.clone())
+        .map(|tool| tool.qualified_name.to_string())
         .collect();
     names.sort();
     assert_eq!(names, ["mcp__py__add", "mcp__py__echo"]);

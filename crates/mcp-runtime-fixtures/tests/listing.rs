@@ -71,7 +71,7 @@ async fn enabled_tools_apply_first_then_disabled_tools() {
     let names: Vec<_> = runtime
         .catalog()
         .tools()
-        .map(|tool| tool.qualified_name.clone())
+        .map(|tool| tool.qualified_name.to_string())
         .collect();
     assert_eq!(names, ["mcp__f__echo", "mcp__f__tool_0"]);
     assert_eq!(runtime.servers()[0].tools, 2);
@@ -107,7 +107,7 @@ async fn colliding_and_long_names_are_qualified_and_still_route() {
             tool.qualified_name
         );
         let back = catalog.resolve(&tool.qualified_name).unwrap();
-        routed.push((back.server.clone(), back.tool.name.to_string()));
+        routed.push((back.server.to_string(), back.tool.name.to_string()));
     }
     for raw in ["read.file", "read_file", long] {
         assert!(
@@ -116,13 +116,16 @@ async fn colliding_and_long_names_are_qualified_and_still_route() {
         );
     }
     // A second runtime with the same servers names them identically.
-    let first: Vec<String> = catalog.tools().map(|t| t.qualified_name.clone()).collect();
+    let first: Vec<String> = catalog
+        .tools()
+        .map(|t| t.qualified_name.to_string())
+        .collect();
     runtime.shutdown().await;
     let (again, _) = start(config([server()])).await;
     let second: Vec<String> = again
         .catalog()
         .tools()
-        .map(|t| t.qualified_name.clone())
+        .map(|t| t.qualified_name.to_string())
         .collect();
     assert_eq!(first, second);
     again.shutdown().await;
@@ -138,7 +141,7 @@ async fn a_tool_added_by_a_refresh_takes_the_suffix_and_no_name_changes() {
     let before: Vec<(String, String)> = runtime
         .catalog()
         .tools()
-        .map(|t| (t.qualified_name.clone(), t.tool.name.to_string()))
+        .map(|t| (t.qualified_name.to_string(), t.tool.name.to_string()))
         .collect();
     assert!(before.contains(&("mcp__my_server__tool_name".into(), "tool_name".into())));
 

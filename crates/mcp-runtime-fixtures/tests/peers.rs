@@ -122,10 +122,7 @@ async fn a_python_sdk_server_over_stdio_lists_and_calls_its_tool() {
     let status = &runtime.servers()[0];
     assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
     let catalog = runtime.catalog();
-    let names: Vec<&str> = catalog
-        .tools()
-        .map(|tool| tool.qualified_name.as_str())
-        .collect();
+    let names: Vec<&str> = catalog.tools().map(|tool| &*tool.qualified_name).collect();
     assert_eq!(names, ["mcp__python_adder__add"]);
     assert_adds(&runtime, "mcp__python_adder__add").await;
     runtime.shutdown().await;

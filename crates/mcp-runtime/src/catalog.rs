@@ -136,10 +136,11 @@ impl TaskSupport {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct QualifiedTool {
-    /// The qualified name, Codex's (see [`naming`](crate::naming)).
-    pub qualified_name: String,
-    /// The server that provides it.
-    pub server: String,
+    /// The qualified name, Codex's (see [`naming`](crate::naming)): the catalog's key
+    /// for it, shared.
+    pub qualified_name: Arc<str>,
+    /// The server that provides it, shared by the server's tools.
+    pub server: Arc<str>,
     /// The tool as the server listed it (its raw name is `tool.name`); shared with the
     /// catalogs built from this one while the server lists it unchanged.
     pub tool: Arc<Tool>,
@@ -222,18 +223,18 @@ impl Catalog {
             names: previous.names.clone(),
             ..Self::default()
         };
-        let mut by_server: BTreeMap<&str, Vec<Arc<str>>> = BTreeMap::new();
+        let mut by_server: BTreeMap<&str, (Arc<str>, Vec<Arc<str>>)> = BTreeMap::new();
         for ((config, listed), qualified_name) in entries.into_iter().zip(names) {
-            let tool = qualify(config, listed, qualified_name, previous);
-            by_server
+            let (server, keys) = by_server
                 .entry(config.name.as_str())
-                .or_default()
-                .push(tool.key.clone());
+                .or_insert_with(|| (config.name.as_str().into(), Vec::new()));
+            let tool = qualify(config, server, listed, qualified_name, Some(previous));
+            keys.push(tool.qualified_name.clone());
             catalog.insert(tool);
         }
-        for (server, mut names) in by_server {
-            names.sort_unstable();
-            catalog.servers.insert(server.into(), names.into());
+        for (server, mut keys) in by_server.into_values() {
+            keys.sort_unstable();
+            catalog.servers.insert(server, keys.into());
         }
         catalog.check();
         catalog
@@ -253,20 +254,26 @@ impl Catalog {
         let names = lock(&self.names).name_server(server, &raw);
 
         let mut catalog = self.clone();
-        if let Some(old) = catalog.servers.remove(server) {
-            for name in old.iter() {
-                catalog.tools.remove(name);
+        // A server new to the catalog has no entry to share: its tools are not
+        // looked up in it.
+        let (server, previous) = match catalog.servers.remove_with_key(server) {
+            Some((key, old)) => {
+                for name in old.iter() {
+                    catalog.tools.remove(name);
+                }
+                (key, Some(self))
             }
-        }
+            None => (Arc::from(server), None),
+        };
         let mut keys = Vec::with_capacity(listed.len());
         for ((_, listed), qualified_name) in listed.into_iter().zip(names) {
-            let tool = qualify(config, listed, qualified_name, self);
-            keys.push(tool.key.clone());
+            let tool = qualify(config, &server, listed, qualified_name, previous);
+            keys.push(tool.qualified_name.clone());
             catalog.insert(tool);
         }
         if !keys.is_empty() {
             keys.sort_unstable();
-            catalog.servers.insert(server.into(), keys.into());
+            catalog.servers.insert(server, keys.into());
         }
         catalog.check();
         catalog
@@ -303,8 +310,8 @@ impl Catalog {
         self.tools.get(qualified_name).map(|tool| &**tool)
     }
 
-    fn insert(&mut self, tool: Keyed) {
-        let previous = self.tools.insert(tool.key, tool.tool);
+    fn insert(&mut self, tool: Arc<QualifiedTool>) {
+        let previous = self.tools.insert(tool.qualified_name.clone(), tool);
         debug_assert!(
             previous.is_none(),
             "invariant 1: two tools never share a name"
@@ -358,21 +365,16 @@ fn first_of_each(entries: &mut Vec<(&ServerConfig, &ListedTool)>) {
     });
 }
 
-/// A qualified tool and its qualified name, as the catalog's key.
-struct Keyed {
-    key: Arc<str>,
-    tool: Arc<QualifiedTool>,
-}
-
-/// `listed`, of `config`'s server, as `qualified_name`: the entry `previous` holds
-/// when it is the same (a tool listed unchanged is shared, not copied), else a new
-/// one sharing the listing's [`Tool`].
+/// `listed`, of `config`'s server (`server`, its name), as `qualified_name`: the
+/// entry `previous` holds when it is the same (a tool listed unchanged is shared, not
+/// copied), else a new one sharing the listing's [`Tool`].
 fn qualify(
     config: &ServerConfig,
+    server: &Arc<str>,
     listed: &ListedTool,
-    qualified_name: String,
-    previous: &Catalog,
-) -> Keyed {
+    qualified_name: Arc<str>,
+    previous: Option<&Catalog>,
+) -> Arc<QualifiedTool> {
     let tool = QualifiedTool {
         task_support: listed.task_support(),
         execution: listed.execution.clone(),
@@ -383,20 +385,12 @@ fn qualify(
             .and_then(|settings| settings.output_token_limit),
         supports_parallel_tool_calls: config.supports_parallel_tool_calls,
         qualified_name,
-        server: config.name.clone(),
+        server: server.clone(),
         tool: listed.tool.clone(),
     };
-    if let Some((key, known)) = previous.tools.get_key_value(tool.qualified_name.as_str())
-        && known.same_as(&tool)
-    {
-        return Keyed {
-            key: key.clone(),
-            tool: known.clone(),
-        };
-    }
-    Keyed {
-        key: tool.qualified_name.as_str().into(),
-        tool: Arc::new(tool),
+    match previous.and_then(|previous| previous.tools.get(&*tool.qualified_name)) {
+        Some(known) if known.same_as(&tool) => known.clone(),
+        _ => Arc::new(tool),
     }
 }
 

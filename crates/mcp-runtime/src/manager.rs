@@ -468,7 +468,7 @@ impl Runtime {
         options: CallOptions,
     ) -> Result<CallToolResult, CallError> {
         let (server_name, tool_name, task_support) = self.shared.route(qualified_name).await?;
-        let server = &self.shared.servers[&server_name];
+        let server = &self.shared.servers[&*server_name];
         let (connection, generation) =
             self.shared
                 .available(&server_name)
@@ -530,7 +530,7 @@ impl Runtime {
                 match self.output_mismatch(qualified_name, &server_name, &result) {
                     None => Ok(result),
                     Some(message) => Err(CallError::OutputMismatch {
-                        server: server_name,
+                        server: server_name.to_string(),
                         tool: tool_name,
                         message,
                         result: Box::new(result),

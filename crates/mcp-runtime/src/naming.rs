@@ -68,8 +68,10 @@
 //!    among servers that are all declared, a server's namespace is hashed exactly when
 //!    another's sanitizes alike, whichever of them is named first.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::Arc;
 
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use sha1::{Digest, Sha1};
 
 /// The longest qualified name, in bytes (the Responses API's limit, which Codex keeps).
@@ -87,6 +89,9 @@ const SUFFIX_LEN: usize = HASH_LEN + 1;
 pub fn sanitize(name: &str) -> String {
     if name.is_empty() {
         return "_".to_owned();
+    }
+    if name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return name.to_owned();
     }
     name.chars()
         .map(|c| {
@@ -191,8 +196,9 @@ pub(crate) struct Registry {
     servers: HashMap<String, ServerNames>,
     /// The server each namespace was given to.
     namespace_owners: HashMap<String, String>,
-    /// Every name given and remembered.
-    taken: HashSet<String>,
+    /// Every name given and remembered: the same allocation as [`Named::name`] and
+    /// the catalog's key.
+    taken: HashSet<Arc<str>>,
     /// Tools absent from the last naming, oldest first, with the departure number
     /// their [`Named::departed`] holds (an entry whose tool came back since is stale).
     departures: VecDeque<(u64, String, String)>,
@@ -224,7 +230,7 @@ struct ServerNames {
 
 #[derive(Debug)]
 struct Named {
-    name: String,
+    name: Arc<str>,
     /// Set while the tool is absent: its departure number.
     departed: Option<u64>,
     /// The last naming that listed it.
@@ -271,7 +277,7 @@ impl Registry {
     /// once, in their order: the name already given, else a new one by the rules.
     /// Tools named before and absent from `tools` keep their names reserved, up to
     /// the last [`REMEMBERED_DEPARTURES`] of them.
-    pub(crate) fn name(&mut self, tools: &[(&str, &str)]) -> Vec<String> {
+    pub(crate) fn name(&mut self, tools: &[(&str, &str)]) -> Vec<Arc<str>> {
         let names = self.assign(tools);
         self.note_departures(None);
         names
@@ -283,7 +289,7 @@ impl Registry {
     /// already has a namespace (else rule 2 counts only the declared servers and the
     /// namespaces given): only `server`'s tools may depart. Costs `server`'s tools,
     /// not every server's.
-    pub(crate) fn name_server(&mut self, server: &str, tools: &[&str]) -> Vec<String> {
+    pub(crate) fn name_server(&mut self, server: &str, tools: &[&str]) -> Vec<Arc<str>> {
         let pairs: Vec<(&str, &str)> = tools.iter().map(|tool| (server, *tool)).collect();
         let names = self.assign(&pairs);
         self.note_departures(Some(server));
@@ -320,10 +326,10 @@ impl Registry {
 
     /// The names of `tools`, the one given before or a new one, marking each listed
     /// in this naming.
-    fn assign(&mut self, tools: &[(&str, &str)]) -> Vec<String> {
+    fn assign(&mut self, tools: &[(&str, &str)]) -> Vec<Arc<str>> {
         self.namings += 1;
         let naming = self.namings;
-        let mut names: Vec<Option<String>> = Vec::with_capacity(tools.len());
+        let mut names: Vec<Option<Arc<str>>> = Vec::with_capacity(tools.len());
         for (server, tool) in tools {
             let known = self
                 .servers
@@ -350,34 +356,12 @@ impl Registry {
             .map(|index| namespaces[tools[*index].0].as_str())
             .collect();
         let own_parts = own_parts(tools, &namespaces, &crowded);
-        for index in newcomers {
-            let (server, tool) = tools[index];
+        self.taken.reserve(newcomers.len());
+        let mut whole = String::with_capacity(MAX_TOOL_NAME_LEN);
+        // One server's newcomers at a time (they are sorted by server first).
+        for group in newcomers.chunk_by(|a, b| tools[*a].0 == tools[*b].0) {
+            let server = tools[group[0]].0;
             let namespace = &namespaces[server];
-            let own = own_parts[index]
-                .as_ref()
-                .expect("a newcomer's namespace is crowded");
-            let whole = format!("{namespace}{own}");
-            let name = if whole.len() <= MAX_TOOL_NAME_LEN && !self.taken.contains(&whole) {
-                whole
-            } else {
-                let identity = tool_identity(server, tool);
-                (0_u64..)
-                    .map(|attempt| {
-                        let input = if attempt == 0 {
-                            identity.clone()
-                        } else {
-                            format!("{identity}\0{attempt}")
-                        };
-                        fit_with_hash(namespace, own, &input)
-                    })
-                    .find(|name| !self.taken.contains(name))
-                    .expect("a counter finds a free name: there are fewer names than hashes")
-            };
-            debug_assert!(
-                name.len() <= MAX_TOOL_NAME_LEN,
-                "invariant 2: `{name}` is too long"
-            );
-            self.taken.insert(name.clone());
             if !self.servers.contains_key(server) {
                 self.namespace_owners
                     .entry(namespace.clone())
@@ -388,19 +372,48 @@ impl Registry {
                 };
                 self.servers.insert(server.to_owned(), names);
             }
-            self.servers
-                .get_mut(server)
-                .expect("inserted above")
-                .tools
-                .insert(
-                    tool.to_owned(),
-                    Named {
-                        name: name.clone(),
-                        departed: None,
-                        seen: naming,
-                    },
+            let known = self.servers.get_mut(server).expect("inserted above");
+            known.tools.reserve(group.len());
+            for &index in group {
+                let tool = tools[index].1;
+                let own = own_parts[index]
+                    .as_ref()
+                    .expect("a newcomer's namespace is crowded");
+                whole.clear();
+                whole.push_str(namespace);
+                whole.push_str(own);
+                let name: Arc<str> = if whole.len() <= MAX_TOOL_NAME_LEN
+                    && !self.taken.contains(whole.as_str())
+                {
+                    whole.as_str().into()
+                } else {
+                    let identity = tool_identity(server, tool);
+                    (0_u64..)
+                        .map(|attempt| {
+                            let input = if attempt == 0 {
+                                identity.clone()
+                            } else {
+                                format!("{identity}\0{attempt}")
+                            };
+                            fit_with_hash(namespace, own, &input)
+                        })
+                        .find(|name| !self.taken.contains(name.as_str()))
+                        .expect("a counter finds a free name: there are fewer names than hashes")
+                        .into()
+                };
+                debug_assert!(
+                    name.len() <= MAX_TOOL_NAME_LEN,
+                    "invariant 2: `{name}` is too long"
                 );
-            names[index] = Some(name);
+                self.taken.insert(name.clone());
+                let named = Named {
+                    name: name.clone(),
+                    departed: None,
+                    seen: naming,
+                };
+                known.tools.insert(tool.to_owned(), named);
+                names[index] = Some(name);
+            }
         }
         names
             .into_iter()
@@ -530,7 +543,7 @@ fn own_parts(
                 .then(|| sanitize(tool))
         })
         .collect();
-    let mut sharing: HashMap<(&str, &str), usize> = HashMap::new();
+    let mut sharing: HashMap<(&str, &str), usize> = HashMap::with_capacity(tools.len());
     for ((server, _), own) in tools.iter().zip(&sanitized) {
         if let Some(own) = own {
             *sharing
@@ -538,18 +551,24 @@ fn own_parts(
                 .or_default() += 1;
         }
     }
-    tools
+    let shared: Vec<bool> = tools
         .iter()
         .zip(&sanitized)
-        .map(|((server, tool), own)| {
-            let own = own.as_ref()?;
-            Some(
-                if sharing[&(namespaces[server].as_str(), own.as_str())] > 1 {
-                    format!("{own}{}", hash_suffix(&tool_identity(server, tool)))
-                } else {
-                    own.clone()
-                },
-            )
+        .map(|((server, _), own)| {
+            own.as_ref()
+                .is_some_and(|own| sharing[&(namespaces[server].as_str(), own.as_str())] > 1)
+        })
+        .collect();
+    tools
+        .iter()
+        .zip(sanitized)
+        .zip(shared)
+        .map(|(((server, tool), own), shared)| {
+            let mut own = own?;
+            if shared {
+                own.push_str(&hash_suffix(&tool_identity(server, tool)));
+            }
+            Some(own)
         })
         .collect()
 }

@@ -17,10 +17,7 @@ fn build<'a>(servers: impl IntoIterator<Item = (&'a ServerConfig, &'a [ListedToo
 }
 
 fn names(catalog: &Catalog) -> Vec<&str> {
-    catalog
-        .tools()
-        .map(|tool| tool.qualified_name.as_str())
-        .collect()
+    catalog.tools().map(|tool| &*tool.qualified_name).collect()
 }
 
 #[test]
@@ -71,7 +68,7 @@ fn every_qualified_name_routes_back_to_its_server_and_raw_tool() {
         .tools()
         .map(|qualified| {
             let found = catalog.resolve(&qualified.qualified_name).unwrap();
-            (found.server.clone(), found.tool.name.to_string())
+            (found.server.to_string(), found.tool.name.to_string())
         })
         .collect();
     routed.sort();
@@ -122,7 +119,7 @@ fn a_server_joining_later_with_a_colliding_name_leaves_the_old_names_intact() {
     );
     let by_server = |catalog: &Catalog, name: &str| {
         let tool = catalog.resolve(name).expect("named");
-        (tool.server.clone(), tool.tool.name.to_string())
+        (tool.server.to_string(), tool.tool.name.to_string())
     };
     assert_eq!(
         by_server(&second, "mcp__basic_server__query"),
@@ -190,7 +187,7 @@ fn a_refresh_keeps_every_name_and_shares_unchanged_tools() {
         assert_eq!((&new.server, &new.tool.name), (&old.server, &old.tool.name));
         assert_eq!(
             Arc::ptr_eq(&new.tool, &old.tool),
-            old.server == "s",
+            &*old.server == "s",
             "`{}`: an unchanged tool is shared, a changed one replaced",
             old.qualified_name
         );
@@ -222,7 +219,7 @@ fn replacing_a_server_keeps_the_names_of_tools_that_left() {
     let underscored = emptied.with_server(&s, &[tool("a_b")]);
     let taken = underscored.server_tools("s").next().unwrap();
     assert_ne!(
-        taken.qualified_name, "mcp__s__a_b",
+        &*taken.qualified_name, "mcp__s__a_b",
         "a departed tool's name stays reserved"
     );
     let back = underscored.with_server(&s, &dotted);
@@ -311,8 +308,8 @@ mod properties {
             .tools()
             .map(|q| {
                 (
-                    q.qualified_name.clone(),
-                    q.server.clone(),
+                    q.qualified_name.to_string(),
+                    q.server.to_string(),
                     q.tool.name.to_string(),
                 )
             })
@@ -350,14 +347,14 @@ mod properties {
                 prop_assert!(names.insert(name.clone()), "`{}` twice", name);
                 prop_assert!(name.len() <= MAX_TOOL_NAME_LEN, "`{}` too long", name);
                 prop_assert!(name.starts_with("mcp__"), "`{}`", name);
-                prop_assert_eq!(sanitize(name), name.clone());
+                prop_assert_eq!(&*sanitize(name), &**name);
                 let found = catalog.resolve(name).expect("every listed name resolves");
                 prop_assert_eq!(found, qualified);
                 prop_assert!(servers_for_qualified_name(
                     name,
                     servers.iter().map(|(config, _)| config.name.as_str())
-                ).contains(&qualified.server.as_str()));
-                routed.insert((found.server.clone(), found.tool.name.to_string()));
+                ).contains(&&*qualified.server));
+                routed.insert((found.server.to_string(), found.tool.name.to_string()));
             }
             prop_assert_eq!(catalog.tools().len(), expected.len(), "one entry per tool");
             prop_assert_eq!(&routed, &expected);
@@ -410,7 +407,7 @@ mod properties {
             for (config, tools) in &servers {
                 let of_server: Vec<_> = one_at_a_time.server_tools(&config.name).collect();
                 prop_assert_eq!(of_server.len(), tools.iter().map(|t| &t.tool.name).collect::<BTreeSet<_>>().len());
-                prop_assert!(of_server.iter().all(|q| q.server == config.name));
+                prop_assert!(of_server.iter().all(|q| *q.server == *config.name));
             }
 
             // Replacing one server's tools: what a full build from the same catalog
@@ -426,7 +423,7 @@ mod properties {
                 .rev()
                 .fold(lineage(), |catalog, (config, tools)| catalog.with_server(config, tools));
             prop_assert_eq!(routes(&next), routes(&build(&twin, &changed)));
-            for kept in next.tools().filter(|q| q.server != servers[replaced].0.name) {
+            for kept in next.tools().filter(|q| *q.server != *servers[replaced].0.name) {
                 let before = one_at_a_time.resolve(&kept.qualified_name).expect("kept");
                 prop_assert!(std::ptr::eq(kept, before), "`{}` is shared", kept.qualified_name);
             }

@@ -225,7 +225,7 @@ impl Shared {
     pub(super) async fn route(
         &self,
         qualified_name: &str,
-    ) -> Result<(String, String, TaskSupport), CallError> {
+    ) -> Result<(Arc<str>, String, TaskSupport), CallError> {
         let resolve = || {
             self.catalog.borrow().resolve(qualified_name).map(|tool| {
                 (

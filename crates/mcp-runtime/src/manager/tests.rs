@@ -45,7 +45,7 @@ fn published(shared: &Shared) -> Vec<String> {
         .catalog
         .borrow()
         .tools()
-        .map(|tool| tool.qualified_name.clone())
+        .map(|tool| tool.qualified_name.to_string())
         .collect()
 }
 

@@ -628,7 +628,7 @@ mod properties {
                 for listed in tools {
                     let found = catalog
                         .tools()
-                        .filter(|q| q.server == *server && q.tool == listed.tool)
+                        .filter(|q| *q.server == **server && q.tool == listed.tool)
                         .count();
                     prop_assert_eq!(found, 1, "`{}` of `{}` once", listed.tool.name, server);
                 }
