@@ -134,7 +134,12 @@ fn print(text: &str, code: u8) -> u8 {
 
 /// Prints what `write` writes to stdout, through one buffer (stdout on its own writes
 /// line by line), and returns `code`, or the code of the failure to print it.
-fn print_with(code: u8, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> u8 {
+fn print_with(
+    code: u8,
+    // The buffer's own type, not `dyn Write`: a serializer's many small writes then
+    // copy into the buffer inline rather than through a call each.
+    write: impl FnOnce(&mut std::io::BufWriter<std::io::StdoutLock<'static>>) -> std::io::Result<()>,
+) -> u8 {
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     match write(&mut stdout).and_then(|()| stdout.flush()) {
         Ok(()) => code,
