@@ -139,7 +139,8 @@ pub struct QualifiedTool {
     /// The qualified name, Codex's (see [`naming`](crate::naming)): the catalog's key
     /// for it, shared.
     pub qualified_name: Arc<str>,
-    /// The server that provides it, shared by the server's tools.
+    /// The server that provides it: one allocation for the server's tools, the one
+    /// the catalog indexes the server by.
     pub server: Arc<str>,
     /// The tool as the server listed it (its raw name is `tool.name`); shared with the
     /// catalogs built from this one while the server lists it unchanged.
@@ -225,9 +226,13 @@ impl Catalog {
         };
         let mut by_server: BTreeMap<&str, (Arc<str>, Vec<Arc<str>>)> = BTreeMap::new();
         for ((config, listed), qualified_name) in entries.into_iter().zip(names) {
-            let (server, keys) = by_server
-                .entry(config.name.as_str())
-                .or_insert_with(|| (config.name.as_str().into(), Vec::new()));
+            let (server, keys) = by_server.entry(config.name.as_str()).or_insert_with(|| {
+                // The name the previous catalog has for it, which its entries hold.
+                let name = previous.servers.get_key_value(config.name.as_str());
+                let name =
+                    name.map_or_else(|| config.name.as_str().into(), |(name, _)| name.clone());
+                (name, Vec::new())
+            });
             let tool = qualify(config, server, listed, qualified_name, Some(previous));
             keys.push(tool.qualified_name.clone());
             catalog.insert(tool);
