@@ -490,14 +490,23 @@ async fn start_one(
             options.registry.begin(keys)
         });
         let plan = options.era_detection().plan(config, &endpoint);
-        let connection =
-            Connection::connect_with(&server, &endpoint, &binding, &plan, &options.host, |pid| {
+        // The connecting and the listing are boxed: each is held only while it runs,
+        // rather than the largest of them for the whole startup of every server
+        // (all of them are in flight at once).
+        let connection = Box::pin(Connection::connect_with(
+            &server,
+            &endpoint,
+            &binding,
+            &plan,
+            &options.host,
+            |pid| {
                 report.send(StartupEvent::Spawned {
                     server: server.clone(),
                     pid,
                 });
-            })
-            .await?;
+            },
+        ))
+        .await?;
         // A connection with an OAuth login shares only under the identity of its login
         // (see `shared_listing`, invariant 1): one whose login has none, or that found
         // another login than the one read above, lists on its own.
@@ -505,7 +514,7 @@ async fn start_one(
             connection.allows_shared_listing() && connection.uses_oauth() == identity.is_some()
         });
         let keyed = identity.map(|identity| (&endpoint, identity));
-        let tools = list(&connection, ticket, config, keyed, &report, &progress).await?;
+        let tools = Box::pin(list(&connection, ticket, config, keyed, &report, &progress)).await?;
         Ok(Started { connection, tools })
     };
     let result = tokio::select! {
