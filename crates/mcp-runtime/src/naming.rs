@@ -341,8 +341,9 @@ impl Registry {
             }));
         }
         // In the order of their identities (`tool_identity` orders as the pair does,
-        // for names without NUL characters), whatever the order of `tools`: which of two tools that would get the same
-        // name takes it does not depend on the listing's order.
+        // for names without NUL characters), whatever the order of `tools`: which of
+        // two tools that would get the same name takes it does not depend on the
+        // listing's order.
         let mut newcomers: Vec<usize> = names
             .iter()
             .enumerate()
@@ -379,28 +380,7 @@ impl Registry {
                 let own = own_parts[index]
                     .as_ref()
                     .expect("a newcomer's namespace is crowded");
-                whole.clear();
-                whole.push_str(namespace);
-                whole.push_str(own);
-                let name: Arc<str> = if whole.len() <= MAX_TOOL_NAME_LEN
-                    && !self.taken.contains(whole.as_str())
-                {
-                    whole.as_str().into()
-                } else {
-                    let identity = tool_identity(server, tool);
-                    (0_u64..)
-                        .map(|attempt| {
-                            let input = if attempt == 0 {
-                                identity.clone()
-                            } else {
-                                format!("{identity}\0{attempt}")
-                            };
-                            fit_with_hash(namespace, own, &input)
-                        })
-                        .find(|name| !self.taken.contains(name.as_str()))
-                        .expect("a counter finds a free name: there are fewer names than hashes")
-                        .into()
-                };
+                let name = fresh_name(&self.taken, &mut whole, namespace, own, server, tool);
                 debug_assert!(
                     name.len() <= MAX_TOOL_NAME_LEN,
                     "invariant 2: `{name}` is too long"
@@ -525,6 +505,38 @@ fn note_server_departures(
             _ => {}
         }
     }
+}
+
+/// A name for `server`'s newcomer `tool` that is not in `taken`: its namespace and
+/// own part as they are when that fits and is free, else with a hash of its identity
+/// (rule 3), counted on until free. `whole` is a reused buffer.
+fn fresh_name(
+    taken: &HashSet<Arc<str>>,
+    whole: &mut String,
+    namespace: &str,
+    own: &str,
+    server: &str,
+    tool: &str,
+) -> Arc<str> {
+    whole.clear();
+    whole.push_str(namespace);
+    whole.push_str(own);
+    if whole.len() <= MAX_TOOL_NAME_LEN && !taken.contains(whole.as_str()) {
+        return whole.as_str().into();
+    }
+    let identity = tool_identity(server, tool);
+    (0_u64..)
+        .map(|attempt| {
+            let input = if attempt == 0 {
+                identity.clone()
+            } else {
+                format!("{identity}\0{attempt}")
+            };
+            fit_with_hash(namespace, own, &input)
+        })
+        .find(|name| !taken.contains(name.as_str()))
+        .expect("a counter finds a free name: there are fewer names than hashes")
+        .into()
 }
 
 /// Rule 3, for the tools in a `crowded` namespace (one where a tool is to be named):
