@@ -19,6 +19,11 @@
 //!    acknowledgment cannot be sent, that is when the connection is gone.
 //! 2. A change goes to the listen streams only once none is establishing, so every
 //!    stream acknowledged before the change hears it.
+//!
+//! With `late_streams`, the fixture is a server that has not yet read the
+//! cancellation of the streams a client closed: it keeps sending each closed stream
+//! the changes it accepted, with the stream's id, as a server may in the moment
+//! between a client's cancellation and its reading it.
 
 use std::{
     collections::HashSet,
@@ -31,8 +36,8 @@ use std::{
 use rmcp::{
     ErrorData as McpError, RoleServer,
     model::{
-        CallToolResult, ListResourcesResult, ReadResourceResult, Resource, ResourceContents,
-        ServerNotification, SubscriptionFilter, Tool,
+        CallToolResult, GetMeta, ListResourcesResult, ReadResourceResult, Resource,
+        ResourceContents, ServerNotification, SubscriptionFilter, Tool,
     },
     service::{Peer, SubscriptionSink},
 };
@@ -50,13 +55,24 @@ pub(crate) struct Resources {
     /// Handshake-era subscriptions: the URIs named in `resources/subscribe`, with
     /// the connection that named them (the last one of each).
     subscribed: Mutex<Vec<(String, Peer<RoleServer>)>>,
-    /// The open 2026-07-28 listen streams.
-    streams: Mutex<Vec<SubscriptionSink>>,
+    /// The 2026-07-28 listen streams: open ones, and with `late_streams` the
+    /// closed ones too, each with its connection.
+    streams: Mutex<Vec<(SubscriptionSink, Peer<RoleServer>)>>,
     /// How many listen streams are establishing (invariant 1).
     establishing: watch::Sender<usize>,
+    /// Keep sending on closed streams (see the module's documentation).
+    late_streams: bool,
 }
 
 impl Resources {
+    /// No subscriptions yet; `late_streams` as the module's documentation says.
+    pub(crate) fn new(late_streams: bool) -> Self {
+        Self {
+            late_streams,
+            ..Self::default()
+        }
+    }
+
     /// The resource, as listed.
     pub(crate) fn list(&self) -> ListResourcesResult {
         let mut counter = Resource::new(COUNTER, "counter");
@@ -99,8 +115,11 @@ impl Resources {
 
     /// Keeps an open listen stream, which is then no longer establishing
     /// (invariant 1).
-    pub(crate) fn listening(&self, sink: SubscriptionSink) {
-        self.streams.lock().expect("not poisoned").push(sink);
+    pub(crate) fn listening(&self, sink: SubscriptionSink, peer: Peer<RoleServer>) {
+        self.streams
+            .lock()
+            .expect("not poisoned")
+            .push((sink, peer));
         self.establishing.send_modify(|establishing| {
             debug_assert!(*establishing > 0, "a stream kept was accepted first");
             *establishing = establishing.saturating_sub(1);
@@ -108,7 +127,8 @@ impl Resources {
     }
 
     /// Sends `notification` on every open listen stream that accepted it, once no
-    /// stream is establishing (invariant 2), dropping the streams that closed.
+    /// stream is establishing (invariant 2), dropping the streams that closed (or,
+    /// with `late_streams`, sending it on them as well).
     pub(crate) async fn to_streams(&self, notification: ServerNotification) {
         // Never an error: the sender is `self`'s.
         let _ = self
@@ -116,13 +136,17 @@ impl Resources {
             .subscribe()
             .wait_for(|establishing| *establishing == 0)
             .await;
-        let streams: Vec<SubscriptionSink> = self.streams.lock().expect("not poisoned").clone();
+        let streams = self.streams.lock().expect("not poisoned").clone();
         let mut closed = HashSet::new();
-        for (index, stream) in streams.iter().enumerate() {
+        for (index, (stream, peer)) in streams.iter().enumerate() {
             if let Err(rmcp::service::SubscriptionSendError::SubscriptionClosed) =
                 stream.send(notification.clone()).await
             {
-                closed.insert(index);
+                if self.late_streams {
+                    send_late(stream, peer, &notification).await;
+                } else {
+                    closed.insert(index);
+                }
             }
         }
         if !closed.is_empty() {
@@ -173,6 +197,35 @@ impl Resources {
         }
         Ok(CallToolResult::structured(json!({ "count": count })))
     }
+}
+
+/// Sends `notification` with the id of the closed `stream`, if the stream accepted
+/// it, as [`SubscriptionSink::send`] would have while it was open.
+async fn send_late(
+    stream: &SubscriptionSink,
+    peer: &Peer<RoleServer>,
+    notification: &ServerNotification,
+) {
+    let accepted = stream.accepted();
+    let accepts = match notification {
+        ServerNotification::ToolListChangedNotification(_) => accepted.tools_list_changed,
+        ServerNotification::ResourceListChangedNotification(_) => accepted.resources_list_changed,
+        ServerNotification::PromptListChangedNotification(_) => accepted.prompts_list_changed,
+        ServerNotification::ResourceUpdatedNotification(update) => Some(
+            accepted
+                .resource_subscriptions
+                .as_ref()
+                .is_some_and(|uris| uris.contains(&update.params.uri)),
+        ),
+        _ => None,
+    };
+    if accepts != Some(true) {
+        return;
+    }
+    let mut late = notification.clone();
+    late.get_meta_mut().set_subscription_id(stream.id().clone());
+    // Never fatal: the connection may be closing.
+    let _ = peer.send_notification(late).await;
 }
 
 /// The tool `bump`.

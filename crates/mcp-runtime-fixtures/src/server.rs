@@ -93,6 +93,9 @@ pub struct Behaviour {
     /// Offer the resource `fixture://counter`, subscriptions and list changes, and
     /// list `bump`, which changes it (see `resources.rs`).
     pub resources: bool,
+    /// With `resources`: keep sending on the listen streams a client closed (see
+    /// `resources.rs`).
+    pub late_streams: bool,
     /// Offer logging: `logging/setLevel` is taken (and logged like every message).
     pub logging: bool,
     /// The `outputSchema` of `echo` (which answers its arguments as structured
@@ -163,12 +166,13 @@ impl Fixture {
             .gate_dir
             .clone()
             .map(|dir| Arc::new(Gates::new(dir)));
+        let resources = crate::resources::Resources::new(behaviour.late_streams);
         Self {
             behaviour: Arc::new(behaviour),
             gates,
             tools,
             tasks: crate::tasks::Tasks::default(),
-            resources: Arc::default(),
+            resources: Arc::new(resources),
         }
     }
 
@@ -522,7 +526,10 @@ impl ServerHandler for Fixture {
     }
 
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
-        self.resources.listening(context.sink().clone());
+        self.resources.listening(
+            context.sink().clone(),
+            context.request_context().peer.clone(),
+        );
         context.cancelled().await;
         Ok(())
     }

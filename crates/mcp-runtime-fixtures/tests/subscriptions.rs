@@ -177,3 +177,31 @@ async fn the_lists_of_a_server_that_announces_changes_are_held_until_it_does() {
         runtime.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn a_closed_listen_stream_reports_nothing_though_its_server_still_sends_on_it() {
+    use mcp_runtime_fixtures::resources::COUNTER;
+
+    // A 2026-07-28 server that keeps sending on the streams the client closed, as
+    // one that has not yet read their cancellation does.
+    let server = fixture_auto(
+        "counter",
+        &["--resources", "--era", "stateless", "--late-streams"],
+    );
+    let (runtime, _) = start(config([server])).await;
+    assert_eq!(runtime.servers()[0].state, ServerState::Ready);
+    // The stream that carried the resource's updates is replaced by one without it.
+    runtime.subscribe_resource(COUNTER, None).await.unwrap();
+    runtime.unsubscribe_resource(COUNTER, None).await.unwrap();
+    let mut changes = runtime.changes();
+    runtime.call_tool("mcp__counter__bump", None).await.unwrap();
+    // The server sent the update and the list change on the closed streams before
+    // the list change on the open one; only that one is reported.
+    assert_eq!(
+        next_change(&mut changes).await,
+        ServerChange::ResourcesChanged {
+            server: "counter".into(),
+        }
+    );
+    runtime.shutdown().await;
+}

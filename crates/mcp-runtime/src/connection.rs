@@ -56,8 +56,8 @@ use rmcp::{
     ClientHandler, Peer, RoleClient,
     model::{
         CallToolRequestParams, CallToolResult, ClientConfig, ElicitRequestParams, ElicitResult,
-        Implementation, JsonObject, MetaObject, ProgressNotificationParam, ProtocolVersion,
-        RequestMetaObject, ServerNotification, ServerResult,
+        Implementation, JsonObject, MetaObject, NotificationMetaObject, ProgressNotificationParam,
+        ProtocolVersion, RequestMetaObject, ServerNotification, ServerResult,
     },
     service::{ClientCacheConfig, NotificationContext, RequestContext, RunningService},
 };
@@ -140,6 +140,29 @@ impl Client {
         }
     }
 
+    /// Delivers a change the server sent on its connection (a handshake-era server's
+    /// way). One that names a listen stream came on a stream that is no longer read:
+    /// rmcp hands the notifications of a stream it does not know (one replaced by a
+    /// stream with other resources, or closed) to this handler. The stream that
+    /// replaced it carries the same changes, so it is dropped, not reported twice.
+    fn deliver(&self, context: &NotificationContext<RoleClient>, change: ServerNotification) {
+        // rmcp 3.11 moves a notification's extensions into the context before its
+        // `_meta`, which lives among them: the `_meta` arrives in
+        // `context.extensions`, and `context.meta` is empty. Both are read, so this
+        // holds once rmcp fills `context.meta`.
+        let stream = context.meta.subscription_id().or_else(|| {
+            context
+                .extensions
+                .get::<NotificationMetaObject>()
+                .and_then(NotificationMetaObject::subscription_id)
+        });
+        if let Some(stream) = stream {
+            tracing::debug!(server = self.answers.server(), %stream, "ignoring a change sent on a listen stream no longer read");
+            return;
+        }
+        self.listeners().deliver(change);
+    }
+
     fn listeners(&self) -> subscriptions::Listeners {
         subscriptions::Listeners {
             tools_changed: self.tools_changed.clone(),
@@ -154,36 +177,38 @@ impl ClientHandler for Client {
         self.info.clone()
     }
 
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.listeners()
-            .deliver(ServerNotification::ToolListChangedNotification(
-                Default::default(),
-            ));
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.deliver(
+            &context,
+            ServerNotification::ToolListChangedNotification(Default::default()),
+        );
     }
 
-    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.listeners()
-            .deliver(ServerNotification::ResourceListChangedNotification(
-                Default::default(),
-            ));
+    async fn on_resource_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.deliver(
+            &context,
+            ServerNotification::ResourceListChangedNotification(Default::default()),
+        );
     }
 
-    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.listeners()
-            .deliver(ServerNotification::PromptListChangedNotification(
-                Default::default(),
-            ));
+    async fn on_prompt_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.deliver(
+            &context,
+            ServerNotification::PromptListChangedNotification(Default::default()),
+        );
     }
 
     async fn on_resource_updated(
         &self,
         params: rmcp::model::ResourceUpdatedNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
-        self.listeners()
-            .deliver(ServerNotification::ResourceUpdatedNotification(
+        self.deliver(
+            &context,
+            ServerNotification::ResourceUpdatedNotification(
                 rmcp::model::ResourceUpdatedNotification::new(params),
-            ));
+            ),
+        );
     }
 
     async fn on_progress(

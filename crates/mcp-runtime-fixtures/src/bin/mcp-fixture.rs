@@ -87,6 +87,10 @@ struct Args {
     /// `bump`, which changes it
     #[arg(long)]
     resources: bool,
+    /// With --resources: keep sending on the listen streams the client closed, with
+    /// their ids, as a server that has not yet read their cancellation
+    #[arg(long, requires = "resources")]
+    late_streams: bool,
     /// Offer logging, taking `logging/setLevel`
     #[arg(long)]
     logging: bool,
@@ -288,6 +292,7 @@ impl Args {
             asks: self.asks,
             tasks: self.tasks,
             resources: self.resources,
+            late_streams: self.late_streams,
             logging: self.logging,
             progress_steps: self.progress_steps,
             echo_output_schema: self.echo_output_schema.clone(),
