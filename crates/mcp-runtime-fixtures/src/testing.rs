@@ -176,6 +176,16 @@ pub fn read_log(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// The one logged message with `method`; panics unless there is exactly one.
+pub fn the<'a>(log: &'a [Value], method: &str) -> &'a Value {
+    let found: Vec<&Value> = log
+        .iter()
+        .filter(|entry| entry["method"] == method)
+        .collect();
+    assert_eq!(found.len(), 1, "one `{method}` in {log:?}");
+    found[0]
+}
+
 /// How many messages with `method` the log holds.
 pub fn count_method(log: &[Value], method: &str) -> usize {
     log.iter().filter(|entry| entry["method"] == method).count()

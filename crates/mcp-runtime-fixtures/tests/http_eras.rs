@@ -21,16 +21,6 @@ fn methods(log: &[Value]) -> Vec<&str> {
         .collect()
 }
 
-/// The one logged message with `method`.
-fn the<'a>(log: &'a [Value], method: &str) -> &'a Value {
-    let found: Vec<&Value> = log
-        .iter()
-        .filter(|entry| entry["method"] == method)
-        .collect();
-    assert_eq!(found.len(), 1, "one `{method}` in {log:?}");
-    found[0]
-}
-
 /// Starts an HTTP server `name` at `url` and asserts it is ready.
 async fn ready(server: ServerConfig) -> Runtime {
     let (runtime, _) = start(config([server])).await;

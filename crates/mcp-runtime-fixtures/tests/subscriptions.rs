@@ -205,3 +205,27 @@ async fn a_closed_listen_stream_reports_nothing_though_its_server_still_sends_on
     );
     runtime.shutdown().await;
 }
+
+#[tokio::test]
+async fn shutdown_cancels_the_listen_stream_before_closing_the_server_s_input() {
+    // A server ends only once its requests have: one whose listen stream is still
+    // open when its input closes waits for that stream, and is stopped by a signal
+    // after the grace period instead of exiting.
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let server = fixture_auto(
+        "counter",
+        &["--resources", "--era", "stateless", "--log", path_str(&log)],
+    );
+    let (runtime, _) = start(config([server])).await;
+    assert_eq!(runtime.servers()[0].state, ServerState::Ready);
+    runtime.shutdown().await;
+    let log = read_log(&log);
+    let listen = &the(&log, "subscriptions/listen")["id"];
+    let cancelled: Vec<&serde_json::Value> = log
+        .iter()
+        .filter(|entry| entry["method"] == "notifications/cancelled")
+        .map(|entry| &entry["params"]["requestId"])
+        .collect();
+    assert_eq!(cancelled, [listen], "{log:#?}");
+}

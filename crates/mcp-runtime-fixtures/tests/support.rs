@@ -8,7 +8,7 @@ use mcp_runtime::{
 };
 pub use mcp_runtime_fixtures::testing::{
     Probe, assert_all_gone, count_method, is_alive, probe_runs, read_log, recorded_argv,
-    stub_launcher, wait_for_exit,
+    stub_launcher, the, wait_for_exit,
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 

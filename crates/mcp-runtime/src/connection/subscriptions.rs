@@ -53,9 +53,17 @@ pub(super) struct Subscriptions {
 }
 
 impl Subscriptions {
-    /// Closes the listen stream, if one is open.
-    pub(super) fn close(&self) {
-        lock(&self.stream).take();
+    /// Closes the listen stream, if one is open, returning once its handle is
+    /// dropped: rmcp has then queued the stream's cancellation, ahead of anything
+    /// sent after. (Dropping the reading task only asks for it to stop; its stream
+    /// is dropped when the scheduler next runs it.)
+    pub(super) async fn close(&self) {
+        let Some(stream) = lock(&self.stream).take() else {
+            return;
+        };
+        stream.abort();
+        // An aborted task's result is its cancellation (or its own end).
+        let _ = stream.await;
     }
 }
 
