@@ -46,6 +46,10 @@ use crate::{
 const STDERR_TAIL_LINES: usize = 20;
 /// Longer stderr lines are cut to this many bytes.
 const STDERR_LINE_BYTES: usize = 2048;
+/// How much of a server's stderr is read at a time. The reader lives as long as the
+/// server, and stderr carries logs, not the protocol: a small buffer (tokio's default
+/// is 8 KiB) keeps a runtime of many servers small.
+const STDERR_READ_BYTES: usize = 1024;
 /// How long a server may take to exit after `SIGTERM` before it is killed.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// How long, after `SIGKILL`, the rest of a server's process group may take to be
@@ -202,7 +206,7 @@ impl StderrTail {
 /// bounded: a line is cut at [`STDERR_LINE_BYTES`], the tail holds
 /// [`STDERR_TAIL_LINES`].
 async fn capture_stderr(server: String, stderr: impl AsyncRead + Unpin, tail: StderrTail) {
-    let mut reader = BufReader::new(stderr);
+    let mut reader = BufReader::with_capacity(STDERR_READ_BYTES, stderr);
     let mut line = Vec::new();
     loop {
         line.clear();
