@@ -194,19 +194,29 @@ async fn a_closed_listen_stream_reports_nothing_though_its_server_still_sends_on
     runtime.subscribe_resource(COUNTER, None).await.unwrap();
     runtime.unsubscribe_resource(COUNTER, None).await.unwrap();
     let mut changes = runtime.changes();
+    let updated = ServerChange::ResourceUpdated {
+        server: "counter".into(),
+        uri: COUNTER.into(),
+    };
+    let listed = ServerChange::ResourcesChanged {
+        server: "counter".into(),
+    };
     runtime.call_tool("mcp__counter__bump", None).await.unwrap();
     // The server sent the update and the list change on the closed streams before
     // the list change on the open one; only that one is reported.
-    assert_eq!(
-        next_change(&mut changes).await,
-        ServerChange::ResourcesChanged {
-            server: "counter".into(),
-        }
-    );
+    assert_eq!(next_change(&mut changes).await, listed);
+    // Subscribed again, the next bump's update and list change come on the new
+    // stream, and nothing of the closed ones (a third of them now) before them.
+    runtime.subscribe_resource(COUNTER, None).await.unwrap();
+    runtime.call_tool("mcp__counter__bump", None).await.unwrap();
+    assert_eq!(next_change(&mut changes).await, updated);
+    assert_eq!(next_change(&mut changes).await, listed);
     runtime.shutdown().await;
 }
 
-#[tokio::test]
+// On several threads, as the CLI runs: the cancellation must be written before the
+// input closes, not only queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_cancels_the_listen_stream_before_closing_the_server_s_input() {
     // A server ends only once its requests have: one whose listen stream is still
     // open when its input closes waits for that stream, and is stopped by a signal

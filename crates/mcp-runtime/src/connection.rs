@@ -804,7 +804,7 @@ impl Connection {
     ///
     /// Dropping the future kills the process group at once.
     pub(crate) async fn shutdown(&self) {
-        self.subscriptions.close().await;
+        self.subscriptions.close(CANCELLATION_WAIT).await;
         self.cancellations.flush(CANCELLATION_WAIT).await;
         let service = lock(&self.service).take();
         if let Some(mut service) = service {

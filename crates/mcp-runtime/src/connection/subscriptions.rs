@@ -33,7 +33,7 @@ use rmcp::{
     service::Subscription,
 };
 use serde_json::json;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, oneshot};
 use tokio_util::task::AbortOnDropHandle;
 
 use super::{
@@ -48,22 +48,43 @@ use crate::{changes::ServerChange, error::FeatureError, sync::lock};
 pub(super) struct Subscriptions {
     /// The resources the host subscribed to (invariant 3: held while one changes).
     uris: tokio::sync::Mutex<BTreeSet<String>>,
-    /// The task reading the listen stream.
-    stream: Mutex<Option<AbortOnDropHandle<()>>>,
+    /// The listen stream being read, if any.
+    listening: Mutex<Listening>,
+}
+
+#[derive(Default)]
+struct Listening {
+    pump: Option<Pump>,
+    /// Set by [`Subscriptions::close`]: a stream opened after it is closed at once.
+    closed: bool,
+}
+
+/// The task reading a listen stream, and how to ask it to cancel the stream.
+struct Pump {
+    task: AbortOnDropHandle<()>,
+    stop: oneshot::Sender<()>,
 }
 
 impl Subscriptions {
-    /// Closes the listen stream, if one is open, returning once its handle is
-    /// dropped: rmcp has then queued the stream's cancellation, ahead of anything
-    /// sent after. (Dropping the reading task only asks for it to stop; its stream
-    /// is dropped when the scheduler next runs it.)
-    pub(super) async fn close(&self) {
-        let Some(stream) = lock(&self.stream).take() else {
+    /// Closes the listen stream, if one is open, and any opened later. Returns once
+    /// the stream's `notifications/cancelled` is written, or after `wait`: a server
+    /// whose input closes while a listen request is open waits for it and does not
+    /// exit. (Dropping the stream's handle would only queue the cancellation, and
+    /// closing the protocol right after may never send it.)
+    pub(super) async fn close(&self, wait: Duration) {
+        let pump = {
+            let mut listening = lock(&self.listening);
+            listening.closed = true;
+            listening.pump.take()
+        };
+        let Some(Pump { task, stop }) = pump else {
             return;
         };
-        stream.abort();
-        // An aborted task's result is its cancellation (or its own end).
-        let _ = stream.await;
+        // The task is gone only if the stream ended, and then nothing is owed.
+        let _ = stop.send(());
+        // Past the wait the task is dropped, which drops the stream: rmcp still
+        // queues its cancellation.
+        let _ = tokio::time::timeout(wait, task).await;
     }
 }
 
@@ -151,17 +172,21 @@ impl Connection {
     /// anything the stream before may not have delivered is looked at again (the
     /// lists held are forgotten, the tools listed again).
     fn install(&self, subscription: Subscription) {
+        let mut listening = lock(&self.subscriptions.listening);
+        if listening.closed {
+            // Dropping it cancels it.
+            return;
+        }
         let accepted = subscription.acknowledged();
         self.held.carry(
             accepted.resources_list_changed == Some(true),
             accepted.prompts_list_changed == Some(true),
         );
-        let replaced = lock(&self.subscriptions.stream)
-            .replace(AbortOnDropHandle::new(tokio::spawn(pump(
-                subscription,
-                self.listeners(),
-            ))))
-            .is_some();
+        let (stop, stopped) = oneshot::channel();
+        let task =
+            AbortOnDropHandle::new(tokio::spawn(pump(subscription, self.listeners(), stopped)));
+        let replaced = listening.pump.replace(Pump { task, stop }).is_some();
+        drop(listening);
         if replaced {
             self.tools_changed.notify_one();
         }
@@ -259,18 +284,43 @@ impl Connection {
     }
 }
 
-/// Reads a listen stream until it ends, delivering its notifications; then no list
-/// is held any longer, as no change would reach the connection.
-async fn pump(mut subscription: Subscription, listeners: Listeners) {
+/// Reads a listen stream until it ends or `stop` is signalled (or dropped), delivering
+/// its notifications; when `stop` is signalled it cancels the stream, returning once
+/// the cancellation is written. Then no list is held any longer, as no change would reach
+/// the connection.
+async fn pump(
+    mut subscription: Subscription,
+    listeners: Listeners,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let server = listeners.answers.server();
     loop {
-        match subscription.next().await {
+        let next = tokio::select! {
+            biased;
+            stopping = &mut stop => {
+                // Dropped unsent: the stream was replaced, and dropping it queues
+                // its cancellation (an interrupted cancellation would send none).
+                if stopping.is_err() {
+                    break;
+                }
+                if let Err(error) = subscription
+                    .cancel_with_reason(Some("the client is closing".to_owned()))
+                    .await
+                {
+                    tracing::debug!(server, error = %crate::error::chain(&error), "the listen stream's cancellation was not sent");
+                }
+                break;
+            }
+            next = subscription.next() => next,
+        };
+        match next {
             Ok(Some(notification)) => listeners.deliver(notification),
             Ok(None) => {
-                tracing::debug!(server = listeners.answers.server(), end = ?subscription.end(), "the listen stream ended");
+                tracing::debug!(server, end = ?subscription.end(), "the listen stream ended");
                 break;
             }
             Err(error) => {
-                tracing::debug!(server = listeners.answers.server(), error = %crate::error::chain(&error), "the listen stream failed");
+                tracing::debug!(server, error = %crate::error::chain(&error), "the listen stream failed");
                 break;
             }
         }
