@@ -397,15 +397,14 @@ impl Connection {
                     Plan::Handshake => version_gate::Accepted::Spoken,
                     Plan::Auto { .. } => version_gate::Accepted::Spoken,
                 };
-                let login = over_http::oauth_login(server, resolved).await?;
+                let http = crate::transport::http::client_for(resolved)?;
+                let login = over_http::oauth_login(server, resolved, &http).await?;
+                let endpoint = over_http::Endpoint {
+                    http,
+                    oauth: login.clone(),
+                };
                 let service = over_sse::start(
-                    server,
-                    resolved,
-                    client,
-                    &splicer,
-                    &ended,
-                    accepted,
-                    login.clone(),
+                    server, resolved, client, &splicer, &ended, accepted, endpoint,
                 )
                 .await?;
                 // As over Streamable HTTP: logged in once a token was sent.

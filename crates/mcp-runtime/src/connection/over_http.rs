@@ -78,17 +78,13 @@ pub(super) async fn start(
     ended: &CancellationToken,
     pinned: Option<ProtocolVersion>,
 ) -> Result<Reached, StartupError> {
-    let oauth = oauth_login(server, resolved).await?;
-    let reached = start_with(
-        server,
-        resolved,
-        client,
-        splicer,
-        ended,
-        pinned,
-        oauth.clone(),
-    )
-    .await?;
+    let http = http::client_for(resolved)?;
+    let oauth = oauth_login(server, resolved, &http).await?;
+    let endpoint = Endpoint {
+        http,
+        oauth: oauth.clone(),
+    };
+    let reached = start_with(server, resolved, client, splicer, ended, pinned, endpoint).await?;
     // A machine client has OAuth from the start, but is logged in only once it has
     // sent a token (a server that never asked for one has none).
     Ok(Reached {
@@ -106,17 +102,42 @@ pub(super) async fn start(
 pub(super) async fn oauth_login(
     server: &str,
     resolved: &http::ResolvedHttp,
+    http: &reqwest::Client,
 ) -> Result<Option<http::OAuthLogin>, StartupError> {
     let Some(store) = &resolved.oauth_store else {
         return Ok(None);
     };
-    let client = http::http_client(&resolved.network).map_err(|_| StartupError::HttpClient {
-        message: "the TLS backend cannot be initialized".to_owned(),
-    })?;
-    http::OAuthLogin::start(server, &resolved.url, store, client).await
+    http::OAuthLogin::start(server, &resolved.url, store, http.clone()).await
 }
 
-/// [`start`], with the server's OAuth login, if it has one.
+/// How the requests of one start reach a server: one HTTP client for all of them
+/// (building one loads the platform's CA certificates, several milliseconds), and
+/// the server's OAuth login, if it has one.
+#[derive(Clone)]
+pub(super) struct Endpoint {
+    pub(super) http: reqwest::Client,
+    pub(super) oauth: Option<http::OAuthLogin>,
+}
+
+impl Endpoint {
+    /// A new Streamable HTTP transport to the server at `resolved`.
+    fn transport(
+        &self,
+        server: &str,
+        resolved: &http::ResolvedHttp,
+        splicer: &Splicer,
+    ) -> Result<http::Transport, StartupError> {
+        http::transport(
+            server,
+            resolved,
+            self.http.clone(),
+            splicer.clone(),
+            self.oauth.clone(),
+        )
+    }
+}
+
+/// [`start`], through `endpoint`.
 async fn start_with(
     server: &str,
     resolved: &http::ResolvedHttp,
@@ -124,7 +145,7 @@ async fn start_with(
     splicer: &Splicer,
     ended: &CancellationToken,
     pinned: Option<ProtocolVersion>,
-    oauth: Option<http::OAuthLogin>,
+    endpoint: Endpoint,
 ) -> Result<Reached, StartupError> {
     let handshake = |error| StartupError::Handshake {
         source: failure::from_initialize(error),
@@ -141,12 +162,12 @@ async fn start_with(
                 splicer,
                 ended,
                 Accepted::Pinned(version),
-                oauth,
+                endpoint,
             )
             .await
         }
         Some(version) => {
-            let transport = http::transport(server, resolved, splicer.clone(), oauth.clone())?;
+            let transport = endpoint.transport(server, resolved, splicer)?;
             discover(client, transport, ended, version)
                 .await
                 .map(Reached::streamable)
@@ -154,7 +175,7 @@ async fn start_with(
         }
         None => {
             let fallback = client.clone();
-            let transport = http::transport(server, resolved, splicer.clone(), oauth.clone())?;
+            let transport = endpoint.transport(server, resolved, splicer)?;
             // Dropping the probe on time drops its transport (invariant 2).
             let probe = tokio::time::timeout(
                 DISCOVER_WAIT,
@@ -183,7 +204,7 @@ async fn start_with(
                         splicer,
                         ended,
                         Accepted::Spoken,
-                        oauth,
+                        endpoint,
                     )
                     .await
                 }
@@ -265,9 +286,9 @@ async fn initialize(
     splicer: &Splicer,
     ended: &CancellationToken,
     accepted: Accepted,
-    oauth: Option<http::OAuthLogin>,
+    endpoint: Endpoint,
 ) -> Result<Reached, StartupError> {
-    let transport = http::transport(server, resolved, splicer.clone(), oauth.clone())?;
+    let transport = endpoint.transport(server, resolved, splicer)?;
     let fallback = client.clone();
     // The transport is dropped on failure; only a started one may end the connection.
     let attempt = CancellationToken::new();
@@ -290,9 +311,10 @@ async fn initialize(
                 server,
                 "the URL refuses a POST; trying the legacy HTTP+SSE transport"
             );
-            let service =
-                super::over_sse::start(server, resolved, fallback, splicer, ended, accepted, oauth)
-                    .await?;
+            let service = super::over_sse::start(
+                server, resolved, fallback, splicer, ended, accepted, endpoint,
+            )
+            .await?;
             Ok(Reached {
                 service,
                 legacy_sse: true,

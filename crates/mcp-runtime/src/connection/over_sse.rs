@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     Client, failure, liveness,
+    over_http::Endpoint,
     version_gate::{Accepted, Gate},
 };
 use crate::{
@@ -18,8 +19,8 @@ use crate::{
 };
 
 /// Opens the event stream of the legacy HTTP+SSE server at `resolved`, waits for its
-/// message endpoint and runs the handshake; every request carries the token of
-/// `oauth`, the server's OAuth login, if it has one. `ended` is cancelled when the connection
+/// message endpoint and runs the handshake through `endpoint`, whose OAuth login's
+/// token, if it has one, every request carries. `ended` is cancelled when the connection
 /// ends.
 ///
 /// # Cancel safety
@@ -32,9 +33,10 @@ pub(super) async fn start(
     splicer: &Splicer,
     ended: &CancellationToken,
     accepted: Accepted,
-    oauth: Option<http::OAuthLogin>,
+    endpoint: Endpoint,
 ) -> Result<RunningService<RoleClient, Client>, StartupError> {
-    let transport = sse::connect(server, resolved, splicer.clone(), oauth).await?;
+    let Endpoint { http, oauth } = endpoint;
+    let transport = sse::connect(server, resolved, http, splicer.clone(), oauth).await?;
     let (transport, refusal) =
         Gate::new(liveness::Watched::new(transport, ended.clone()), accepted);
     // Dropping the transport ends the connection.

@@ -220,6 +220,7 @@ pub(crate) type Transport = StreamableHttpClientTransport<SplicingHttpClient>;
 pub(crate) fn transport(
     server: &str,
     resolved: &ResolvedHttp,
+    client: reqwest::Client,
     splicer: Splicer,
     oauth: Option<OAuthLogin>,
 ) -> Result<Transport, StartupError> {
@@ -230,9 +231,6 @@ pub(crate) fn transport(
     if let Some(token) = &resolved.bearer_token {
         config = config.auth_header(token.clone());
     }
-    let client = http_client(&resolved.network).map_err(|_| StartupError::HttpClient {
-        message: "the TLS backend cannot be initialized".to_owned(),
-    })?;
     Ok(StreamableHttpClientTransport::with_client(
         SplicingHttpClient {
             client,
@@ -243,6 +241,16 @@ pub(crate) fn transport(
         },
         config,
     ))
+}
+
+/// The HTTP client of the server at `resolved` ([`http_client`]), built once for all
+/// the requests of a start (the era probe, `initialize`, a legacy event stream, its
+/// OAuth login): building one loads the platform's CA certificates, several
+/// milliseconds each time.
+pub(crate) fn client_for(resolved: &ResolvedHttp) -> Result<reqwest::Client, StartupError> {
+    http_client(&resolved.network).map_err(|_| StartupError::HttpClient {
+        message: "the TLS backend cannot be initialized".to_owned(),
+    })
 }
 
 /// The HTTP client of every server: same-origin redirects, this module's resolver,

@@ -52,7 +52,7 @@ use url::Url;
 use self::events::{Event, EventReader};
 use super::{
     framing::too_large,
-    http::{self as streamable_http, OAuthLogin, ResolvedHttp, http_client},
+    http::{self as streamable_http, OAuthLogin, ResolvedHttp},
     raw_answers::RawAnswers,
     splice::{Spliced, Splicer},
 };
@@ -107,14 +107,12 @@ struct Poster {
 pub(crate) async fn connect(
     server: &str,
     resolved: &ResolvedHttp,
+    client: reqwest::Client,
     splicer: Splicer,
     oauth: Option<OAuthLogin>,
 ) -> Result<SseTransport, StartupError> {
     let url = Url::parse(&resolved.url).map_err(|_| StartupError::HttpClient {
         message: "`url` is not a valid URL (check `url`)".to_owned(),
-    })?;
-    let client = http_client(&resolved.network).map_err(|_| StartupError::HttpClient {
-        message: "the TLS backend cannot be initialized".to_owned(),
     })?;
     let headers = headers(resolved);
     // The configured token wins over a login (invariant 6).

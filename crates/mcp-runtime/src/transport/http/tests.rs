@@ -411,7 +411,16 @@ async fn an_oversized_http_answer_fails_its_request_at_once() {
         oauth_store: None,
     };
     let client = crate::connection::client_config(&crate::host::HostHandlers::default())
-        .serve(transport("web", &resolved, Splicer::new(), None).unwrap())
+        .serve(
+            transport(
+                "web",
+                &resolved,
+                client_for(&resolved).unwrap(),
+                Splicer::new(),
+                None,
+            )
+            .unwrap(),
+        )
         .await
         .unwrap();
     let expected = size_error();
