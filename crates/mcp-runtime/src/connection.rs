@@ -803,8 +803,11 @@ impl Connection {
     ///
     /// Dropping the future kills the process group at once.
     pub(crate) async fn shutdown(&self) {
-        self.subscriptions.close(CANCELLATION_WAIT).await;
-        self.cancellations.flush(CANCELLATION_WAIT).await;
+        // Both within the one wait, side by side.
+        tokio::join!(
+            self.subscriptions.close(CANCELLATION_WAIT),
+            self.cancellations.flush(CANCELLATION_WAIT),
+        );
         let service = lock(&self.service).take();
         if let Some(mut service) = service {
             let _ = service.close_with_timeout(CLOSE_WAIT).await;

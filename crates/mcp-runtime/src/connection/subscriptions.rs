@@ -82,8 +82,8 @@ impl Subscriptions {
         };
         // The task is gone only if the stream ended, and then nothing is owed.
         let _ = stop.send(());
-        // Past the wait the task is dropped, which drops the stream: rmcp still
-        // queues its cancellation.
+        // Past the wait the task is dropped; a cancellation not yet written by then
+        // may be lost, as the server is too slow to read it anyway.
         let _ = tokio::time::timeout(wait, task).await;
     }
 }
@@ -286,8 +286,8 @@ impl Connection {
 
 /// Reads a listen stream until it ends or `stop` is signalled (or dropped), delivering
 /// its notifications; when `stop` is signalled it cancels the stream, returning once
-/// the cancellation is written. Then no list is held any longer, as no change would reach
-/// the connection.
+/// the cancellation is written. Then, unless a new stream replaced it, no list is held
+/// any longer, as no change would reach the connection.
 async fn pump(
     mut subscription: Subscription,
     listeners: Listeners,
@@ -300,8 +300,9 @@ async fn pump(
             stopping = &mut stop => {
                 // Dropped unsent: the stream was replaced, and dropping it queues
                 // its cancellation (an interrupted cancellation would send none).
+                // The lists held are the new stream's to say.
                 if stopping.is_err() {
-                    break;
+                    return;
                 }
                 if let Err(error) = subscription
                     .cancel_with_reason(Some("the client is closing".to_owned()))
