@@ -397,12 +397,8 @@ impl Connection {
                     Plan::Handshake => version_gate::Accepted::Spoken,
                     Plan::Auto { .. } => version_gate::Accepted::Spoken,
                 };
-                let http = crate::transport::http::client_for(resolved)?;
-                let login = over_http::oauth_login(server, resolved, &http).await?;
-                let endpoint = over_http::Endpoint {
-                    http,
-                    oauth: login.clone(),
-                };
+                let endpoint = over_http::Endpoint::reach(server, resolved).await?;
+                let login = endpoint.oauth.clone();
                 let service = over_sse::start(
                     server, resolved, client, &splicer, &ended, accepted, endpoint,
                 )

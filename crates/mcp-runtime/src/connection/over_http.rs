@@ -78,12 +78,8 @@ pub(super) async fn start(
     ended: &CancellationToken,
     pinned: Option<ProtocolVersion>,
 ) -> Result<Reached, StartupError> {
-    let http = http::client_for(resolved)?;
-    let oauth = oauth_login(server, resolved, &http).await?;
-    let endpoint = Endpoint {
-        http,
-        oauth: oauth.clone(),
-    };
+    let endpoint = Endpoint::reach(server, resolved).await?;
+    let oauth = endpoint.oauth.clone();
     let reached = start_with(server, resolved, client, splicer, ended, pinned, endpoint).await?;
     // A machine client has OAuth from the start, but is logged in only once it has
     // sent a token (a server that never asked for one has none).
@@ -91,23 +87,6 @@ pub(super) async fn start(
         oauth: oauth.is_some_and(|oauth| oauth.has_token()),
         ..reached
     })
-}
-
-/// The OAuth login of `server` at `resolved`, when it has one (a login in its store,
-/// or a machine client), shared by the requests of its connection.
-///
-/// # Cancel safety
-///
-/// Dropping the future abandons the discovery it may be making.
-pub(super) async fn oauth_login(
-    server: &str,
-    resolved: &http::ResolvedHttp,
-    http: &reqwest::Client,
-) -> Result<Option<http::OAuthLogin>, StartupError> {
-    let Some(store) = &resolved.oauth_store else {
-        return Ok(None);
-    };
-    http::OAuthLogin::start(server, &resolved.url, store, http.clone()).await
 }
 
 /// How the requests of one start reach a server: one HTTP client for all of them
@@ -120,6 +99,27 @@ pub(super) struct Endpoint {
 }
 
 impl Endpoint {
+    /// The client of `server` at `resolved`, and its OAuth login when it has one (a
+    /// login in its store, or a machine client), shared by the requests of its
+    /// connection.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future abandons the discovery it may be making.
+    pub(super) async fn reach(
+        server: &str,
+        resolved: &http::ResolvedHttp,
+    ) -> Result<Self, StartupError> {
+        let http = http::client_for(resolved)?;
+        let oauth = match &resolved.oauth_store {
+            Some(store) => {
+                http::OAuthLogin::start(server, &resolved.url, store, http.clone()).await?
+            }
+            None => None,
+        };
+        Ok(Self { http, oauth })
+    }
+
     /// A new Streamable HTTP transport to the server at `resolved`.
     fn transport(
         &self,
