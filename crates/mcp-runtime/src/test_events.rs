@@ -14,11 +14,11 @@ impl Default for Events {
     /// A new collector, set as a thread's subscriber by its test.
     ///
     /// Tests run side by side, so the first time a callsite is reached may be on
-    /// another test's thread, one without a subscriber. When only one subscriber
-    /// is registered, `tracing` then asks that thread's (the global no-op) whether
-    /// the callsite is of interest, and caches its "never" for every thread until
-    /// the next subscriber is registered: this collector would miss the callsite's
-    /// events. A global subscriber that answers "sometimes" keeps every callsite
+    /// another test's thread, one without a subscriber. While at most one
+    /// subscriber is registered, `tracing` then asks only that thread's subscriber
+    /// (the global no-op) whether the callsite is of interest, and caches its
+    /// "never" for every thread until the next subscriber is registered: this
+    /// collector would miss the callsite's events. A global subscriber that answers "sometimes" keeps every callsite
     /// asking the current thread's subscriber, event by event.
     fn default() -> Self {
         static UNDECIDED: Once = Once::new();
