@@ -18,8 +18,9 @@ impl Default for Events {
     /// subscriber is registered, `tracing` then asks only that thread's subscriber
     /// (the global no-op) whether the callsite is of interest, and caches its
     /// "never" for every thread until the next subscriber is registered: this
-    /// collector would miss the callsite's events. A global subscriber that answers "sometimes" keeps every callsite
-    /// asking the current thread's subscriber, event by event.
+    /// collector would miss the callsite's events. A global subscriber that answers
+    /// "sometimes" keeps every callsite asking the current thread's subscriber,
+    /// event by event.
     fn default() -> Self {
         static UNDECIDED: Once = Once::new();
         UNDECIDED.call_once(|| {
@@ -102,7 +103,6 @@ impl tracing::Subscriber for Undecided {
     fn exit(&self, _: &tracing::span::Id) {}
 }
 
-#[cfg(test)]
 mod tests {
     use super::*;
 
