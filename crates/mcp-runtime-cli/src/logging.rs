@@ -15,7 +15,7 @@
 //! OAuth module logs below `info`: it logs the token endpoint's answer there, whose
 //! extra fields (an OpenID Connect ID token) it prints in clear, and no filter shows a
 //! credential. Colour is used only when stderr is a terminal and `NO_COLOR` is unset
-//! or empty.
+//! or empty. Every credential the runtime sends is masked in every line.
 
 use std::{ffi::OsStr, fmt, io::IsTerminal};
 
@@ -39,7 +39,7 @@ pub fn init() {
         std::env::var_os("NO_COLOR").as_deref(),
     );
     let builder = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| MaskedStderr)
         .with_ansi(colour);
     match EnvFilter::try_from_env(FILTER_VARIABLE) {
         Ok(filter) => builder
@@ -54,6 +54,26 @@ pub fn init() {
             .finish()
             .with(default_filter())
             .init(),
+    }
+}
+
+/// Standard error for log lines, every credential the runtime sends masked: a line may
+/// quote what a server sent back, and the libraries underneath log what they send.
+/// The formatter writes each event whole, in one write, so no credential is split
+/// between two.
+struct MaskedStderr;
+
+impl std::io::Write for MaskedStderr {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(bytes);
+        std::io::stderr()
+            .lock()
+            .write_all(mcp_runtime::redact::credentials(&text).as_bytes())?;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
     }
 }
 

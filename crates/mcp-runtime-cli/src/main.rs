@@ -100,7 +100,7 @@ impl Interrupt {
 fn report(error: &anyhow::Error) -> u8 {
     // Several errors (every error of a configuration file) come one per line; each
     // line starts with the program's name, so each can be found and read alone.
-    let text: String = describe(error)
+    let text: String = mcp_runtime::redact::credentials(&describe(error))
         .lines()
         .map(|line| format!("mcp-runtime: {}\n", output::printable(line)))
         .collect();
@@ -134,17 +134,69 @@ fn print(text: &str, code: u8) -> u8 {
 
 /// Prints what `write` writes to stdout, through one buffer (stdout on its own writes
 /// line by line), and returns `code`, or the code of the failure to print it.
-fn print_with(
-    code: u8,
-    // The buffer's own type, not `dyn Write`: a serializer's many small writes then
-    // copy into the buffer inline rather than through a call each.
-    write: impl FnOnce(&mut std::io::BufWriter<std::io::StdoutLock<'static>>) -> std::io::Result<()>,
-) -> u8 {
-    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    match write(&mut stdout).and_then(|()| stdout.flush()) {
+fn print_with(code: u8, write: impl FnOnce(&mut Stdout) -> std::io::Result<()>) -> u8 {
+    let mut stdout = Stdout::new();
+    let printed = write(&mut stdout).and_then(|()| stdout.finish());
+    match printed {
         Ok(()) => code,
         Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(error) => report(&anyhow::Error::from(error).context("cannot write the output")),
+    }
+}
+
+/// Standard output through a buffer of its own type (not `dyn Write`: a serializer's
+/// many small writes then copy into it inline rather than through a call each).
+///
+/// While the runtime sends credentials, nothing is printed before the end: the whole
+/// output is printed then, every credential masked, as a server's text in it (a tool's
+/// result, its description) may quote one.
+struct Stdout {
+    buffer: Vec<u8>,
+    stdout: std::io::StdoutLock<'static>,
+    masked: bool,
+}
+
+impl Stdout {
+    /// How much is buffered before it is printed, when nothing is masked.
+    const BUFFER_BYTES: usize = 1 << 16;
+
+    fn new() -> Self {
+        Self {
+            buffer: Vec::with_capacity(Self::BUFFER_BYTES),
+            stdout: std::io::stdout().lock(),
+            masked: mcp_runtime::redact::credentials_in_use(),
+        }
+    }
+
+    /// Prints what is left.
+    fn finish(mut self) -> std::io::Result<()> {
+        if self.masked {
+            let text = String::from_utf8_lossy(&self.buffer);
+            let text = mcp_runtime::redact::credentials(&text);
+            self.stdout.write_all(text.as_bytes())?;
+            self.buffer.clear();
+        }
+        self.flush()
+    }
+}
+
+impl Write for Stdout {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buffer.extend_from_slice(bytes);
+        if !self.masked && self.buffer.len() >= Self::BUFFER_BYTES {
+            self.stdout.write_all(&self.buffer)?;
+            self.buffer.clear();
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.masked {
+            self.stdout.write_all(&self.buffer)?;
+            self.buffer.clear();
+        }
+        self.stdout.flush()
     }
 }
 

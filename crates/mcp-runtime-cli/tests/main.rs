@@ -9,6 +9,7 @@ mod support;
 mod call_scope;
 mod cli;
 mod conformance;
+mod credentials;
 mod edit;
 mod features;
 mod import;

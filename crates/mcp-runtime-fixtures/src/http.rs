@@ -74,6 +74,8 @@ struct Endpoint {
     status: Option<StatusCode>,
     /// How many more `tools/call` POSTs find their session forgotten.
     expire_on_call: AtomicUsize,
+    /// Quote each request's headers back ([`Options::echo_headers`]).
+    echo_headers: bool,
 }
 
 /// How the HTTP server behaves, besides the fixture's own behaviour.
@@ -85,6 +87,11 @@ pub struct Options {
     pub fault: Option<Fault>,
     /// Forget the session of the first N `tools/call` POSTs that carry one.
     pub expire_sessions_on_call: usize,
+    /// Quote the request's headers back, credentials included: in the body of a
+    /// [`Fault::Status`] answer (and in the `WWW-Authenticate` of a 401 one), and in
+    /// the JSON-RPC error, message and data, answering every `tools/call`. A server
+    /// that echoes what it was sent, for the tests that no credential is shown.
+    pub echo_headers: bool,
     /// Serve an authorization server and require its access tokens.
     pub oauth: Option<OAuthOptions>,
 }
@@ -129,6 +136,7 @@ pub async fn serve(
         bearer,
         fault,
         expire_sessions_on_call,
+        echo_headers,
         oauth,
     } = options;
     // The OAuth log is opened before the URL is printed: a test that has the
@@ -178,6 +186,7 @@ pub async fn serve(
         }),
         status,
         expire_on_call: AtomicUsize::new(expire_sessions_on_call),
+        echo_headers,
     });
     // With `Fault::Silent`, accepted connections are kept open here, unread.
     let mut silent = Vec::new();
@@ -247,13 +256,28 @@ async fn handle(
     {
         eprintln!("mcp-fixture: cannot write the message log: {error}");
     }
+    let echoed = endpoint
+        .echo_headers
+        .then(|| echoed_headers(&parts.headers));
     if let Some(status) = endpoint.status {
-        let mut response = plain(status, fault_body(status));
+        let body = match &echoed {
+            Some(echoed) => format!("{}; the request's headers: {echoed}", fault_body(status)),
+            None => fault_body(status),
+        };
+        let mut response = plain(status, body);
         if status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                http::HeaderValue::from_static("Bearer realm=\"mcp-fixture\""),
-            );
+            let challenge = match &echoed {
+                Some(echoed) => format!(
+                    "Bearer realm=\"mcp-fixture\", error=\"invalid_token\", error_description=\"refused {}\"",
+                    echoed.replace('"', "'")
+                ),
+                None => "Bearer realm=\"mcp-fixture\"".to_owned(),
+            };
+            if let Ok(challenge) = http::HeaderValue::try_from(challenge) {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, challenge);
+            }
         }
         return Ok(response);
     }
@@ -276,6 +300,23 @@ async fn handle(
     let method = message
         .as_ref()
         .and_then(|message| message["method"].as_str());
+    if let (Some(echoed), Some("tools/call"), Some(message)) = (&echoed, method, &message) {
+        let error = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": message["id"],
+            "error": {
+                "code": -32000,
+                "message": format!("refused the request with headers {echoed}"),
+                "data": {"headers": echoed},
+            },
+        });
+        let mut response = plain(StatusCode::OK, error.to_string());
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        return Ok(response);
+    }
     if parts.method == Method::POST
         && method == Some("tools/call")
         && let Some(session) = parts
@@ -308,6 +349,15 @@ async fn handle(
         Some(guard) => response.map(|body| Watched { body, guard }.boxed()),
         None => response,
     })
+}
+
+/// The request's headers as `name=value` pairs, joined by spaces.
+fn echoed_headers(headers: &http::HeaderMap) -> String {
+    headers
+        .iter()
+        .map(|(name, value)| format!("{name}={}", String::from_utf8_lossy(value.as_bytes())))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 async fn answer_oauth(server: &AuthServer, request: Request<Incoming>) -> Response<Body> {

@@ -53,6 +53,8 @@
 //! | ignores `notifications/cancelled`, answers late (raw) | `--ignore-cancel` |
 //! | HTTP: every request answered with one status | `--http-status STATUS` |
 //! | HTTP: accepts connections, never answers | `--http-silent` |
+//! | HTTP: quotes the request's headers back in errors | `--echo-headers` |
+//! | writes environment variables' values to stderr | `--stderr-env NAME` |
 //!
 //! With `--progress-steps N` a call that asks for progress gets N reports first.
 //! With `--asks` it also lists `ask`, `roots` and `sample`, which ask the client for

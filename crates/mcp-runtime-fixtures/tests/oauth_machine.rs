@@ -320,6 +320,29 @@ async fn a_wrong_secret_fails_the_start_in_one_line_naming_the_server_never_the_
 }
 
 #[tokio::test]
+async fn an_access_token_the_server_quotes_back_is_masked() {
+    let dir = temp_dir();
+    let log = dir.path().join("oauth.jsonl");
+    let fixture = protected(&log, SECRET, "client_secret_post", &["--echo-headers"]).await;
+    let store: Arc<dyn CredentialStore> = Arc::new(InMemoryCredentialStore::new());
+    let runtime = start(
+        machine(&fixture.url),
+        Some(Arc::new(OneStore(store.clone()))),
+    )
+    .await;
+    let error = runtime
+        .call_tool("mcp__robot__echo", None)
+        .await
+        .expect_err("the server refuses every call");
+    let message = chain(&error);
+    let token = access_token(&store.load().await.unwrap().expect("a token"));
+    assert!(message.contains("authorization=Bearer *****"), "{message}");
+    assert!(!message.contains(&token), "{message}");
+    assert!(!format!("{error:?}").contains(&token), "{error:?}");
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_missing_secret_variable_fails_the_start_naming_it() {
     let fixture = http_fixture(&["--require-oauth"]).await;
     let mut server = machine(&fixture.url);

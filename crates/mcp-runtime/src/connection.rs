@@ -314,6 +314,9 @@ pub(crate) struct Connection {
     subscriptions: subscriptions::Subscriptions,
     /// The server's lists held until it announces a change.
     held: Arc<features::HeldLists>,
+    /// The credentials sent to an HTTP server, masked in what it sends back while the
+    /// connection lives (a local server's process holds its own).
+    _credentials: Vec<crate::redact::Registered>,
 }
 
 impl Connection {
@@ -432,6 +435,7 @@ impl Connection {
             oauth,
             subscriptions: subscriptions::Subscriptions::default(),
             held,
+            _credentials: endpoint.credentials().to_vec(),
         };
         connection.hold_announced_lists(messages_always_reach);
         connection.listen(LISTEN_WAIT).await;

@@ -1162,10 +1162,11 @@ pub fn is_ours(error: &(dyn std::error::Error + 'static)) -> bool {
         || is::<AuthorityError>(error)
 }
 
-/// An error and its sources on one line, joined with `: `. The chain stops at the
-/// first source that is not one of this crate's errors (an I/O error is kept, its
-/// text names no internals): the protocol library's errors stay available through
-/// `source` but their text (type names, debug dumps) is not for users.
+/// An error and its sources on one line, joined with `: `, every credential in use
+/// masked ([`crate::redact::credentials`]). The chain stops at the first source that
+/// is not one of this crate's errors (an I/O error is kept, its text names no
+/// internals): the protocol library's errors stay available through `source` but
+/// their text (type names, debug dumps) is not for users.
 pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
@@ -1178,7 +1179,11 @@ pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
         text.push_str(&cause.to_string());
         source = cause.source();
     }
-    text
+    // Server text is masked where it enters an error; this is the net under that.
+    match crate::redact::credentials(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(masked) => masked,
+    }
 }
 
 /// A request's sandbox authority cannot be used (server side).

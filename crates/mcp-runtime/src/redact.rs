@@ -20,11 +20,44 @@
 //! The text is not parsed as a URL (a parser would normalise it, and a URL read from
 //! a file as written may hold a `${…}` that no parser accepts): each part is found
 //! where the URL syntax puts it, `://`, then `/`, `?` or `#`.
+//!
+//! What a server sends back may quote a credential the runtime sent it: [`credentials`]
+//! masks every credential in use (bearer tokens, headers marked sensitive, OAuth
+//! tokens and client secrets, credentials in a local server's environment) wherever a
+//! server's text is shown.
 
 use std::borrow::Cow;
 
+mod credentials;
+
+pub use self::credentials::{
+    MIN_CREDENTIAL_CHARS, credentials, credentials_in_json, credentials_in_use, names_a_credential,
+};
+pub(crate) use self::credentials::{Registered, register};
+
 /// What stands for a hidden value.
 const MASK: &str = "*****";
+
+/// How many characters of a server's text (a JSON-RPC error's message) an error
+/// quotes.
+pub const SERVER_TEXT_CHARS: usize = 1000;
+
+/// `text`, sent by a server, as an error quotes it: every credential masked, and at
+/// most [`SERVER_TEXT_CHARS`] characters, then how many were left out. A text that is
+/// cut is logged whole (masked) at `debug`.
+pub(crate) fn server_text(text: &str) -> String {
+    let text = credentials(text);
+    let Some((cut, _)) = text.char_indices().nth(SERVER_TEXT_CHARS) else {
+        return text.into_owned();
+    };
+    let total = text.chars().count();
+    tracing::debug!(text = %text, "a server's text, cut in its error");
+    format!(
+        "{}… ({} more characters, logged at debug level)",
+        &text[..cut],
+        total - SERVER_TEXT_CHARS
+    )
+}
 
 /// `text` with its control characters escaped, to be quoted in a one-line message.
 pub fn one_line(text: &str) -> Cow<'_, str> {
@@ -126,6 +159,20 @@ mod tests {
             assert!(matches!(url(unchanged), Cow::Borrowed(_)), "{unchanged}");
             assert_eq!(url(unchanged), unchanged);
         }
+    }
+
+    #[test]
+    fn a_long_server_text_is_cut_saying_how_much_was_left_out() {
+        let long = format!("{}{}", "é".repeat(SERVER_TEXT_CHARS), "x".repeat(299_000));
+        assert_eq!(
+            server_text(&long),
+            format!(
+                "{}… (299000 more characters, logged at debug level)",
+                "é".repeat(SERVER_TEXT_CHARS)
+            )
+        );
+        let short = "é".repeat(SERVER_TEXT_CHARS);
+        assert_eq!(server_text(&short), short);
     }
 
     #[test]

@@ -56,6 +56,15 @@ impl Endpoint {
             }
         })
     }
+
+    /// The credentials sent to an HTTP server, registered for masking (a local
+    /// server's are registered by its process, see [`stdio::spawn`]).
+    pub(crate) fn credentials(&self) -> &[crate::redact::Registered] {
+        match self {
+            Self::Stdio(_) => &[],
+            Self::Http(http) | Self::Sse(http) => &http.credentials,
+        }
+    }
 }
 
 fn is_https(url: &str) -> bool {

@@ -157,6 +157,10 @@ struct Args {
     /// Write N lines `fixture stderr line K` to stderr at start, then serve
     #[arg(long, value_name = "N", default_value_t = 0)]
     stderr_lines: usize,
+    /// Write `fixture: NAME=VALUE` to stderr at start, VALUE the environment
+    /// variable's (repeatable): a server that prints what it was given
+    #[arg(long = "stderr-env", value_name = "NAME")]
+    stderr_env: Vec<String>,
     /// Spawn `sleep 3600` in this process group and write its pid to FILE
     #[arg(long, value_name = "FILE")]
     spawn_grandchild: Option<PathBuf>,
@@ -189,6 +193,11 @@ struct Args {
     /// Fault, with --http: accept connections and never answer
     #[arg(long, requires = "http", conflicts_with = "http_status")]
     http_silent: bool,
+    /// Fault, with --http: quote the request's headers back (credentials
+    /// included) in the body and `WWW-Authenticate` of a --http-status answer, and
+    /// in the JSON-RPC error (message and data) answering every `tools/call`
+    #[arg(long, requires = "http", conflicts_with = "http_silent")]
+    echo_headers: bool,
     /// Fault, with --http: forget the session of the first N `tools/call` POSTs
     /// that carry one (rmcp then answers 404, as for an expired session)
     #[arg(long, value_name = "N", requires = "http", default_value_t = 0)]
@@ -370,6 +379,10 @@ fn main() -> ExitCode {
     for k in 1..=args.stderr_lines {
         eprintln!("fixture stderr line {k}");
     }
+    for name in &args.stderr_env {
+        let value = std::env::var_os(name).unwrap_or_default();
+        eprintln!("fixture: {name}={}", value.to_string_lossy());
+    }
     if let Err(error) = fault::flood_stderr(args.stderr_flood_bytes) {
         eprintln!("mcp-fixture: cannot flood stderr: {error}");
         return ExitCode::FAILURE;
@@ -423,6 +436,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                     bearer: args.require_bearer.clone(),
                     fault: http_fault,
                     expire_sessions_on_call: args.expire_sessions_on_call,
+                    echo_headers: args.echo_headers,
                     oauth: args.require_oauth.then(|| http::OAuthOptions {
                         config: oauth::Config {
                             token_ttl: Duration::from_secs(args.oauth_token_ttl_secs),

@@ -207,11 +207,13 @@ pub const SERVER_LOG_TARGET: &str = "mcp_runtime::server_log";
 
 /// A server's log message, as a `tracing` event of [`SERVER_LOG_TARGET`] naming the
 /// server: `debug` at `debug`, `info` and `notice` at `info`, `warning` at `warn`,
-/// the rest at `error`. The message's `data` is written as JSON.
+/// the rest at `error`. The message's `data` is written as JSON, every credential
+/// masked (a server may log what it was sent).
 pub(crate) fn server_log(server: &str, message: rmcp::model::LoggingMessageNotificationParam) {
     use rmcp::model::LoggingLevel;
-    let logger = message.logger.as_deref().unwrap_or_default();
-    let data = message.data.to_string();
+    let logger = crate::redact::credentials(message.logger.as_deref().unwrap_or_default());
+    let logger = &*logger;
+    let data = crate::redact::credentials(&message.data.to_string()).into_owned();
     macro_rules! log {
         ($level:expr) => {
             tracing::event!(target: SERVER_LOG_TARGET, $level, server, logger, data = %data)

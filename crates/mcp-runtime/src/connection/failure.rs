@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use rmcp::{
     ServiceError,
+    model::ErrorData,
     service::ClientInitializeError,
     transport::{DynamicTransportError, streamable_http_client::StreamableHttpError},
 };
@@ -23,13 +24,7 @@ use crate::error::{HttpFailure, RequestError};
 /// What a failed request means, from rmcp's error.
 pub(super) fn from_service(error: ServiceError) -> RequestError {
     let description = match &error {
-        ServiceError::McpError(data) => {
-            return RequestError::Server {
-                code: data.code.0,
-                message: data.message.to_string(),
-                source: Arc::new(error),
-            };
-        }
+        ServiceError::McpError(data) => return server_error(data, ServiceError::McpError),
         ServiceError::TransportSend(transport) => match from_transport(transport) {
             Ok(failure) => return failure,
             Err(description) => description,
@@ -59,11 +54,7 @@ pub(super) fn from_service(error: ServiceError) -> RequestError {
 pub(super) fn from_initialize(error: ClientInitializeError) -> RequestError {
     let description = match &error {
         ClientInitializeError::JsonRpcError(data) => {
-            return RequestError::Server {
-                code: data.code.0,
-                message: data.message.to_string(),
-                source: Arc::new(error),
-            };
+            return server_error(data, ClientInitializeError::JsonRpcError);
         }
         ClientInitializeError::TransportError { error: transport, .. } => {
             match from_transport(transport) {
@@ -90,6 +81,29 @@ pub(super) fn from_initialize(error: ClientInitializeError) -> RequestError {
     RequestError::Other {
         description,
         source: Arc::new(error),
+    }
+}
+
+/// The server's JSON-RPC error `data`, every credential masked in its message and
+/// data (a server may quote the token it refused), its message bounded
+/// ([`crate::redact::server_text`]); its source is `error` of the masked data, so that
+/// no text in the chain holds a credential either.
+fn server_error<E: std::error::Error + Send + Sync + 'static>(
+    data: &ErrorData,
+    error: impl FnOnce(ErrorData) -> E,
+) -> RequestError {
+    let message = crate::redact::server_text(&data.message);
+    let masked = ErrorData::new(
+        data.code,
+        crate::redact::credentials(&data.message).into_owned(),
+        data.data
+            .as_ref()
+            .map(|value| crate::redact::credentials_in_json(value).into_owned()),
+    );
+    RequestError::Server {
+        code: data.code.0,
+        message,
+        source: Arc::new(error(masked)),
     }
 }
 
@@ -146,17 +160,16 @@ fn describe_http(error: &StreamableHttpError<HttpFailure>) -> String {
         StreamableHttpError::ReservedHeaderConflict(name) => format!(
             "header `{name}` is set by the protocol and cannot be configured (remove it from `http_headers` or `env_http_headers`)"
         ),
-        StreamableHttpError::UnexpectedServerResponse(text) => {
-            format!("unexpected answer from the server: {text}")
-        }
+        StreamableHttpError::UnexpectedServerResponse(text) => format!(
+            "unexpected answer from the server: {}",
+            crate::redact::credentials(text)
+        ),
         _ => "the HTTP exchange failed".to_owned(),
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use rmcp::model::ErrorData;
-
     use super::*;
 
     fn sent(error: StreamableHttpError<HttpFailure>) -> ServiceError {

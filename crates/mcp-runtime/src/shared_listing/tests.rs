@@ -372,6 +372,7 @@ fn discovery_keys_cover_scope_and_inputs() {
             max_message_bytes: 1,
             network: Default::default(),
             oauth_store: None,
+            credentials: Vec::new(),
         })
     };
     assert_ne!(
@@ -424,6 +425,7 @@ fn discovery_keys_cover_scope_and_inputs() {
             max_message_bytes: 1,
             network: Default::default(),
             oauth_store: None,
+            credentials: Vec::new(),
         })
     };
     let public =
@@ -467,6 +469,7 @@ fn an_oauth_login_is_in_the_key_as_its_identity_never_its_token() {
         max_message_bytes: 1,
         network: Default::default(),
         oauth_store: None,
+        credentials: Vec::new(),
     });
     let local = Environment::Local;
     let login = |credentials: &StoredCredentials| {

@@ -102,6 +102,9 @@ pub(crate) struct ResolvedHttp {
     /// Where the server's OAuth tokens are stored, and the client it authenticates
     /// as when the configuration names one ([`oauth`]); `None` without OAuth.
     pub(crate) oauth_store: Option<OAuthStore>,
+    /// The bearer token and the sensitive headers' values, masked in what servers
+    /// send back while this lives ([`crate::redact::credentials`]).
+    pub(crate) credentials: Vec<crate::redact::Registered>,
 }
 
 impl std::fmt::Debug for ResolvedHttp {
@@ -148,11 +151,12 @@ pub(crate) fn resolve(
         };
         let header_name = HeaderName::try_from(name.as_str()).map_err(|_| invalid())?;
         let mut header_value = HeaderValue::try_from(value).map_err(|_| invalid())?;
-        // A value read from the environment may be a secret; a literal `Authorization`
-        // or `Proxy-Authorization` (which the file may hold, as Codex's does) is one.
-        let credential = header_name == http::header::AUTHORIZATION
-            || header_name == http::header::PROXY_AUTHORIZATION;
-        header_value.set_sensitive(key == "env_http_headers" || credential);
+        // A value read from the environment may be a secret; a literal header whose
+        // name says it holds a credential (`Authorization`, `X-Api-Key`, which the file
+        // may hold, as Codex's does) is one.
+        header_value.set_sensitive(
+            key == "env_http_headers" || crate::redact::names_a_credential(header_name.as_str()),
+        );
         headers.insert(header_name, header_value);
     }
     let bearer_token = http
@@ -160,14 +164,33 @@ pub(crate) fn resolve(
         .as_deref()
         .map(|variable| required("bearer_token_env_var", variable))
         .transpose()?;
+    let credentials = headers
+        .values()
+        .filter(|value| value.is_sensitive())
+        .filter_map(|value| value.to_str().ok())
+        .chain(bearer_token.as_deref())
+        .flat_map(credential_forms)
+        .filter_map(crate::redact::register)
+        .collect();
     Ok(ResolvedHttp {
         url: http.url.clone(),
         bearer_token,
         headers,
+        credentials,
         max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         network: Network::resolve(http, env)?,
         oauth_store: None,
     })
+}
+
+/// The forms in which a credential sent as `value` may come back: the value, and
+/// for `SCHEME CREDENTIAL` (`Bearer …`, `Basic …`) the credential alone.
+fn credential_forms(value: &str) -> impl Iterator<Item = &str> {
+    let alone = value
+        .split_once(' ')
+        .map(|(_, credential)| credential.trim_start())
+        .filter(|credential| !credential.is_empty());
+    std::iter::once(value).chain(alone)
 }
 
 /// The value of `variable`, named by `key`: set, not empty, valid UTF-8; the error

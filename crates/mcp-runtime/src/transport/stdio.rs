@@ -40,6 +40,7 @@ use tokio::{
 use crate::{
     config::{INHERITED_ENV_VARS, StdioConfig},
     error::StartupError,
+    redact::Registered,
 };
 
 /// How many of a server's last stderr lines are kept for error messages.
@@ -161,8 +162,14 @@ pub(crate) fn spawn(server: &str, launch: &Launch) -> Result<Spawned, StartupErr
     let stdout = child.stdout.take().expect("stdout is piped");
     let stdin = child.stdin.take().expect("stdin is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
+    let credentials = credentials(&launch.env);
     let tail = StderrTail::default();
-    let stderr_task = tokio::spawn(capture_stderr(server.to_owned(), stderr, tail.clone()));
+    let stderr_task = tokio::spawn(capture_stderr(
+        server.to_owned(),
+        stderr,
+        tail.clone(),
+        credentials.clone(),
+    ));
     Ok(Spawned {
         process: ServerProcess {
             server: server.to_owned(),
@@ -172,10 +179,25 @@ pub(crate) fn spawn(server: &str, launch: &Launch) -> Result<Spawned, StartupErr
             reaped: false,
             tail,
             stderr_task,
+            _credentials: credentials,
         },
         stdout,
         stdin,
     })
+}
+
+/// The credentials passed to a server in `env` (the values of variables whose names
+/// say they hold one, but the inherited ones), registered to be masked in what the
+/// server writes back ([`crate::redact::credentials`]).
+fn credentials(env: &BTreeMap<OsString, OsString>) -> Vec<Registered> {
+    env.iter()
+        .filter(|(name, _)| {
+            name.to_str().is_some_and(|name| {
+                !INHERITED_ENV_VARS.contains(&name) && crate::redact::names_a_credential(name)
+            })
+        })
+        .filter_map(|(_, value)| crate::redact::register(value.to_str()?))
+        .collect()
 }
 
 /// The last lines a server wrote to stderr.
@@ -202,10 +224,16 @@ impl StderrTail {
     }
 }
 
-/// Reads `stderr` line by line into `tracing` and the tail, until it closes. Memory is
-/// bounded: a line is cut at [`STDERR_LINE_BYTES`], the tail holds
+/// Reads `stderr` line by line into `tracing` and the tail, until it closes, every
+/// credential masked (`credentials`, the server's, stay registered until then). Memory
+/// is bounded: a line is cut at [`STDERR_LINE_BYTES`], the tail holds
 /// [`STDERR_TAIL_LINES`].
-async fn capture_stderr(server: String, stderr: impl AsyncRead + Unpin, tail: StderrTail) {
+async fn capture_stderr(
+    server: String,
+    stderr: impl AsyncRead + Unpin,
+    tail: StderrTail,
+    credentials: Vec<Registered>,
+) {
     let mut reader = BufReader::with_capacity(STDERR_READ_BYTES, stderr);
     let mut line = Vec::new();
     loop {
@@ -215,10 +243,11 @@ async fn capture_stderr(server: String, stderr: impl AsyncRead + Unpin, tail: St
             Ok(_) => {}
         }
         let text = String::from_utf8_lossy(&line);
-        let text = text.trim_end_matches(['\n', '\r']);
+        let text = crate::redact::credentials(text.trim_end_matches(['\n', '\r']));
         tracing::info!(target: "mcp_runtime::server_stderr", server = %server, "{text}");
-        tail.push(text.to_owned());
+        tail.push(text.into_owned());
     }
+    drop(credentials);
 }
 
 /// Reads one line into `line`, keeping at most [`STDERR_LINE_BYTES`] of it and
@@ -263,6 +292,8 @@ pub(crate) struct ServerProcess {
     reaped: bool,
     tail: StderrTail,
     stderr_task: JoinHandle<()>,
+    /// The credentials passed in its environment, masked while it lives.
+    _credentials: Vec<Registered>,
 }
 
 impl ServerProcess {
@@ -498,7 +529,7 @@ mod tests {
         }
         text.push_str("no newline at the end");
         let tail = StderrTail::default();
-        capture_stderr("s".into(), text.as_bytes(), tail.clone()).await;
+        capture_stderr("s".into(), text.as_bytes(), tail.clone(), Vec::new()).await;
         let lines = tail.last(usize::MAX);
         assert_eq!(lines.len(), STDERR_TAIL_LINES);
         assert_eq!(lines.last().unwrap(), "no newline at the end");
@@ -509,9 +540,27 @@ mod tests {
             "s".into(),
             format!("{long}\nafter\n").as_bytes(),
             tail.clone(),
+            Vec::new(),
         )
         .await;
         assert_eq!(tail.last(2)[0].len(), STDERR_LINE_BYTES);
         assert_eq!(tail.last(2)[1], "after");
+    }
+
+    #[tokio::test]
+    async fn a_credential_passed_in_the_environment_is_masked_in_stderr() {
+        let env = BTreeMap::from([
+            ("PATH".into(), "/usr/bin/stderr-path-value".into()),
+            ("GITHUB_TOKEN".into(), "ghp_stderr-test-0001".into()),
+            ("LOG_LEVEL".into(), "verbose-level".into()),
+        ]);
+        let credentials = credentials(&env);
+        let tail = StderrTail::default();
+        let text = "token ghp_stderr-test-0001 at verbose-level in /usr/bin/stderr-path-value\n";
+        capture_stderr("s".into(), text.as_bytes(), tail.clone(), credentials).await;
+        assert_eq!(
+            tail.last(1),
+            ["token ***** at verbose-level in /usr/bin/stderr-path-value"]
+        );
     }
 }

@@ -137,6 +137,7 @@ pub(crate) fn status_failure(
     challenge: Option<String>,
 ) -> HttpFailure {
     let server = server.to_owned();
+    let challenge = challenge.map(shown_challenge);
     match status.as_u16() {
         401 => HttpFailure::Unauthorized { server, challenge },
         403 => forbidden(server, challenge),
@@ -147,6 +148,15 @@ pub(crate) fn status_failure(
             status: code,
             body_excerpt: excerpt(body),
         },
+    }
+}
+
+/// A `WWW-Authenticate` challenge as it is kept: every credential masked (a server
+/// may quote the token it refused).
+fn shown_challenge(challenge: String) -> String {
+    match crate::redact::credentials(&challenge) {
+        std::borrow::Cow::Borrowed(_) => challenge,
+        std::borrow::Cow::Owned(masked) => masked,
     }
 }
 
@@ -175,10 +185,12 @@ fn forbidden(server: String, challenge: Option<String>) -> HttpFailure {
     }
 }
 
-/// The start of `body` as one line of text: at most [`HTTP_BODY_EXCERPT_CHARS`]
-/// characters, control characters and runs of white space as one space, `…` when cut.
+/// The start of `body` as one line of text: every credential masked, at most
+/// [`HTTP_BODY_EXCERPT_CHARS`] characters, control characters and runs of white space
+/// as one space, `…` when cut.
 pub(crate) fn excerpt(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
+    let text = crate::redact::credentials(&text);
     let mut words = text
         .split(|c: char| c.is_whitespace() || c.is_control())
         .filter(|word| !word.is_empty());
@@ -223,7 +235,9 @@ pub(super) fn from_rmcp(
         E::Sse(error) => E::Sse(error),
         E::Io(error) => E::Io(error),
         E::UnexpectedEndOfStream => E::UnexpectedEndOfStream,
-        E::UnexpectedServerResponse(text) => E::UnexpectedServerResponse(text),
+        E::UnexpectedServerResponse(text) => {
+            E::UnexpectedServerResponse(Cow::Owned(crate::redact::credentials(&text).into_owned()))
+        }
         E::ResponseBodyTooLarge { max_size } => E::ResponseBodyTooLarge { max_size },
         E::UnexpectedContentType(content_type) => E::UnexpectedContentType(content_type),
         E::ServerDoesNotSupportSse => E::ServerDoesNotSupportSse,
@@ -233,14 +247,16 @@ pub(super) fn from_rmcp(
         E::MissingSessionIdInResponse => E::MissingSessionIdInResponse,
         E::AuthRequired(error) => E::Client(HttpFailure::Unauthorized {
             server: server.to_owned(),
-            challenge: Some(error.www_authenticate_header),
+            challenge: Some(shown_challenge(error.www_authenticate_header)),
         }),
         E::InsufficientScope(error) => E::Client(forbidden(
             server.to_owned(),
-            Some(error.www_authenticate_header),
+            Some(shown_challenge(error.www_authenticate_header)),
         )),
         E::ReservedHeaderConflict(name) => E::ReservedHeaderConflict(name),
         E::SessionExpired => E::SessionExpired,
-        other => E::UnexpectedServerResponse(Cow::Owned(other.to_string())),
+        other => E::UnexpectedServerResponse(Cow::Owned(
+            crate::redact::credentials(&other.to_string()).into_owned(),
+        )),
     }
 }

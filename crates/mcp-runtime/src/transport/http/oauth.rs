@@ -41,6 +41,7 @@ use std::{
     },
 };
 
+use base64::Engine as _;
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, CredentialRefreshGuard, CredentialStore, OAuthClientConfig,
     StoredCredentials,
@@ -50,6 +51,7 @@ use tokio::sync::Mutex;
 use crate::{
     config::{GrantType, OAuthConfig, SigningAlgorithm},
     error::{HttpFailure, StartupError},
+    redact::Registered,
 };
 
 /// How long before its expiry a stored access token is renewed.
@@ -102,6 +104,10 @@ pub(crate) struct ClientAuth {
     pub(crate) scopes: Option<Vec<String>>,
     /// `oauth_resource`: the `resource` parameter, verbatim.
     pub(crate) resource: Option<String>,
+    /// The secret (also as `client_secret_basic` sends it) or the assertion's value,
+    /// masked in what servers send back while this lives
+    /// ([`crate::redact::credentials`]).
+    pub(crate) _registered: Vec<Registered>,
 }
 
 /// How a pre-registered client authenticates at the token endpoint.
@@ -184,6 +190,12 @@ pub(crate) fn resolve_oauth(
             ),
             (None, None) => return Ok(None),
         };
+        let registered = match &assertion {
+            workload::Assertion::Value(value) => {
+                crate::redact::register(value).into_iter().collect()
+            }
+            workload::Assertion::File(_) => Vec::new(),
+        };
         return Ok(Some(ClientAuth {
             client_id: client_id.clone(),
             credential: ClientCredential::Assertion(assertion),
@@ -191,6 +203,7 @@ pub(crate) fn resolve_oauth(
             machine: true,
             scopes: oauth.scopes.clone(),
             resource: oauth.resource.clone(),
+            _registered: registered,
         }));
     }
     let (credential, variable) = match (&oauth.client_secret_env_var, &oauth.private_key_env_var) {
@@ -212,6 +225,21 @@ pub(crate) fn resolve_oauth(
         ),
         (None, None) => return Ok(None),
     };
+    let registered = match &credential {
+        ClientCredential::Secret(secret) => {
+            // Also as `client_secret_basic` sends it (RFC 6749, 2.3.1).
+            let basic = base64::engine::general_purpose::STANDARD.encode(format!(
+                "{}:{}",
+                form_urlencoded(client_id),
+                form_urlencoded(secret)
+            ));
+            crate::redact::register(secret)
+                .into_iter()
+                .chain(crate::redact::register(&basic))
+                .collect()
+        }
+        ClientCredential::PrivateKey { .. } | ClientCredential::Assertion(_) => Vec::new(),
+    };
     Ok(Some(ClientAuth {
         client_id: client_id.clone(),
         credential,
@@ -219,7 +247,13 @@ pub(crate) fn resolve_oauth(
         machine: oauth.grant_type == GrantType::ClientCredentials,
         scopes: oauth.scopes.clone(),
         resource: oauth.resource.clone(),
+        _registered: registered,
     }))
+}
+
+/// `text` encoded as `application/x-www-form-urlencoded` encodes it.
+fn form_urlencoded(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 /// A server's OAuth credentials, shared by the requests of one connection.
@@ -230,6 +264,46 @@ pub(crate) struct OAuthLogin {
     kind: Arc<Mutex<Kind>>,
     /// Whether a request of this connection has carried a token ([`Self::has_token`]).
     sent_token: Arc<AtomicBool>,
+    /// The tokens of late, masked in what servers send back.
+    tokens: HeldTokens,
+}
+
+/// The access and refresh tokens a connection sent or read of late, registered for
+/// masking ([`crate::redact::credentials`]) until [`HeldTokens::KEPT`] newer ones
+/// replace them or the connection ends.
+#[derive(Clone, Default)]
+struct HeldTokens(Arc<std::sync::Mutex<std::collections::VecDeque<(String, Registered)>>>);
+
+impl HeldTokens {
+    /// How many tokens are held: the access and refresh tokens of the current login
+    /// and of the one before (a request in flight may carry that one still).
+    const KEPT: usize = 4;
+
+    fn hold(&self, token: &str) {
+        let mut held = crate::sync::lock(&self.0);
+        if held.iter().any(|(value, _)| value == token) {
+            return;
+        }
+        let Some(registered) = crate::redact::register(token) else {
+            return;
+        };
+        if held.len() == Self::KEPT {
+            held.pop_front();
+        }
+        held.push_back((token.to_owned(), registered));
+    }
+
+    /// Holds the tokens of `stored`.
+    fn hold_stored(&self, stored: Option<&StoredCredentials>) {
+        use oauth2::TokenResponse as _;
+        let Some(token) = stored.and_then(|stored| stored.token_response.as_ref()) else {
+            return;
+        };
+        self.hold(token.access_token().secret());
+        if let Some(refresh) = token.refresh_token() {
+            self.hold(refresh.secret());
+        }
+    }
 }
 
 /// Who renews the tokens.
@@ -237,7 +311,7 @@ enum Kind {
     /// A login a person made: rmcp's manager refreshes it.
     Login(Box<AuthorizationManager>),
     /// A machine client, which gets a new token with its own credentials.
-    Machine(machine::MachineClient),
+    Machine(Box<machine::MachineClient>),
 }
 
 impl std::fmt::Debug for OAuthLogin {
@@ -269,18 +343,20 @@ impl OAuthLogin {
             return Ok(Some(Self::with(
                 server,
                 oauth.store.clone(),
-                Kind::Machine(machine),
+                Kind::Machine(Box::new(machine)),
+                HeldTokens::default(),
             )));
         }
         Self::from_store(server, url, oauth).await
     }
 
-    fn with(server: &str, store: Arc<dyn CredentialStore>, kind: Kind) -> Self {
+    fn with(server: &str, store: Arc<dyn CredentialStore>, kind: Kind, tokens: HeldTokens) -> Self {
         Self {
             server: server.into(),
             store,
             kind: Arc::new(Mutex::new(kind)),
             sent_token: Arc::new(AtomicBool::new(false)),
+            tokens,
         }
     }
 
@@ -302,6 +378,8 @@ impl OAuthLogin {
         let Some(stored) = stored.filter(|stored| stored.token_response.is_some()) else {
             return Ok(None);
         };
+        let tokens = HeldTokens::default();
+        tokens.hold_stored(Some(&stored));
         let mut manager = AuthorizationManager::new_allowing_private_addresses(url)
             .await
             .map_err(failed)?;
@@ -310,7 +388,10 @@ impl OAuthLogin {
                 .await
                 .map_err(failed)?;
         }
-        manager.set_credential_store(Unguarded(store.clone()));
+        manager.set_credential_store(Unguarded {
+            store: store.clone(),
+            tokens: tokens.clone(),
+        });
         // Discovery is needed for a refresh (the token endpoint), and tells whether the
         // authorization server changed since the login (rmcp then drops the tokens).
         if !manager.initialize_from_store().await.map_err(failed)? {
@@ -341,6 +422,7 @@ impl OAuthLogin {
             server,
             store.clone(),
             Kind::Login(Box::new(manager)),
+            tokens,
         )))
     }
 
@@ -411,6 +493,7 @@ impl OAuthLogin {
                 None => machine.obtain(self.store.clone(), challenge).await?,
             },
         };
+        self.tokens.hold(&token);
         self.sent_token.store(true, Ordering::Relaxed);
         Ok(token)
     }
@@ -447,7 +530,8 @@ impl OAuthLogin {
     }
 
     fn sending(&self, token: Option<String>) -> Option<String> {
-        if token.is_some() {
+        if let Some(token) = &token {
+            self.tokens.hold(token);
             self.sent_token.store(true, Ordering::Relaxed);
         }
         token
@@ -501,27 +585,34 @@ fn now_epoch_secs() -> u64 {
 /// The store as rmcp's manager sees it: without the refresh guard, which
 /// [`OAuthLogin`] takes itself around every call into the manager that may refresh
 /// (invariant 1). Taking it in rmcp too would wait for a lock this process holds.
-struct Unguarded(Arc<dyn CredentialStore>);
+/// The tokens it loads and saves (a refresh's new ones) are held for masking.
+struct Unguarded {
+    store: Arc<dyn CredentialStore>,
+    tokens: HeldTokens,
+}
 
 #[async_trait::async_trait]
 impl CredentialStore for Unguarded {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        self.0.load().await
+        let stored = self.store.load().await?;
+        self.tokens.hold_stored(stored.as_ref());
+        Ok(stored)
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        self.0.save(credentials).await
+        self.tokens.hold_stored(Some(&credentials));
+        self.store.save(credentials).await
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
-        self.0.clear().await
+        self.store.clear().await
     }
 
     async fn on_refresh_token_rejected(
         &self,
         credentials: &StoredCredentials,
     ) -> Result<(), AuthError> {
-        self.0.on_refresh_token_rejected(credentials).await
+        self.store.on_refresh_token_rejected(credentials).await
     }
 
     async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {

@@ -409,6 +409,7 @@ async fn an_oversized_http_answer_fails_its_request_at_once() {
         max_message_bytes: LIMIT,
         network: Network::default(),
         oauth_store: None,
+        credentials: Vec::new(),
     };
     let client = crate::connection::client_config(&crate::host::HostHandlers::default())
         .serve(

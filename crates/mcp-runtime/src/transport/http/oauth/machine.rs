@@ -40,7 +40,7 @@ use rmcp::transport::auth::{
 };
 use url::Url;
 
-use super::{ClientAuth, ClientCredential, Unguarded};
+use super::{ClientAuth, ClientCredential, HeldTokens, Unguarded};
 use crate::error::{HttpFailure, StartupError};
 
 /// The most of a metadata document read.
@@ -111,7 +111,10 @@ impl MachineClient {
         let mut manager = AuthorizationManager::new_allowing_private_addresses(self.url.as_str())
             .await
             .map_err(failed)?;
-        manager.set_credential_store(Unguarded(store.clone()));
+        manager.set_credential_store(Unguarded {
+            store: store.clone(),
+            tokens: HeldTokens::default(),
+        });
         let resolution = manager
             .resolve_metadata_from_challenge(Some(challenge))
             .await
@@ -391,6 +394,7 @@ mod tests {
             machine: true,
             scopes: None,
             resource: None,
+            _registered: Vec::new(),
         };
         MachineClient {
             server: "web".into(),

@@ -175,6 +175,7 @@ async fn a_confidential_client_refreshes_with_its_secret() {
         machine: false,
         scopes: None,
         resource: None,
+        _registered: Vec::new(),
     };
     let oauth = OAuthStore {
         store: stale_login().await,
@@ -212,6 +213,7 @@ fn client_auth_debug_shows_no_secret() {
         machine: true,
         scopes: None,
         resource: None,
+        _registered: Vec::new(),
     };
     let key = ClientAuth {
         credential: ClientCredential::PrivateKey {
