@@ -80,6 +80,24 @@ async fn an_unknown_tool_is_an_error_naming_it() {
 }
 
 #[tokio::test]
+async fn a_disabled_servers_tool_is_an_error_saying_the_server_is_disabled() {
+    let mut off = fixture("off", &[]);
+    off.enabled = false;
+    let (runtime, _) = start(config([fixture("f", &[]), off])).await;
+    let error = runtime.call_tool("mcp__off__pid", None).await.unwrap_err();
+    assert!(
+        matches!(&error, CallError::ServerDisabled { server } if server == "off"),
+        "{error:?}"
+    );
+    let error = runtime
+        .call_tool("mcp__nosuch__pid", None)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, CallError::UnknownTool { .. }), "{error:?}");
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_call_past_its_timeout_fails_and_the_server_is_told_to_cancel() {
     let dir = temp_dir();
     let log = dir.path().join("log.jsonl");

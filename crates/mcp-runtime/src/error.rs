@@ -684,6 +684,15 @@ pub enum CallError {
         /// The server.
         server: String,
     },
+    /// The tool's server is disabled in the configuration (`enabled = false`), so it
+    /// was not started.
+    #[error(
+        "server `{server}` is disabled (`enabled = false` in its table), so its tools cannot be called"
+    )]
+    ServerDisabled {
+        /// The server.
+        server: String,
+    },
     /// The tool's server did not start: its startup failed, timed out or was
     /// cancelled. The server is not started again by calls.
     #[error("server `{server}` did not start")]

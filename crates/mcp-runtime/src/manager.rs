@@ -159,6 +159,9 @@ struct Shared {
     published: AtomicU64,
     /// Set once shutdown begins: refreshes that fail from then on are expected.
     closing: AtomicBool,
+    /// The servers of the configuration that are disabled (`enabled = false`): a call
+    /// to one of their tools says so.
+    disabled: Vec<String>,
 }
 
 struct Server {
@@ -261,6 +264,12 @@ impl Runtime {
         shared.eras = options.era_detection();
         shared.credentials = options.credentials();
         shared.host = options.host();
+        shared.disabled = config
+            .servers
+            .values()
+            .filter(|server| !server.enabled)
+            .map(|server| server.name.clone())
+            .collect();
         shared.startups_cancel = cancel.clone();
         shared.startups_done = startups_done;
         let shared = Arc::new(shared);
@@ -739,6 +748,7 @@ impl Shared {
             catalog: watch::Sender::new(Arc::new(Catalog::for_servers(declared))),
             published: AtomicU64::new(0),
             closing: AtomicBool::new(false),
+            disabled: Vec::new(),
         };
         // The listings a runtime begins with (in tests), at version 0.
         shared.catalog.send_modify(|current| {

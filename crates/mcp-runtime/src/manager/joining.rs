@@ -247,8 +247,17 @@ impl Shared {
                 self.catalog.borrow().resolve(qualified_name).is_none(),
                 "naming invariant 4: a name's server is told from its prefix"
             );
-            return Err(CallError::UnknownTool {
-                name: qualified_name.to_owned(),
+            let disabled = servers_for_qualified_name(
+                qualified_name,
+                self.disabled.iter().map(String::as_str),
+            );
+            return Err(match disabled[..] {
+                [server] => CallError::ServerDisabled {
+                    server: server.to_owned(),
+                },
+                _ => CallError::UnknownTool {
+                    name: qualified_name.to_owned(),
+                },
             });
         }
         let candidates: BTreeSet<&str> = named.iter().copied().collect();
