@@ -30,7 +30,7 @@ async fn the_bearer_token_and_headers_arrive_as_configured() {
     let (runtime, _) = start(config([server])).await;
     let status = &runtime.servers()[0];
     assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
-    assert_eq!(status.transport.as_str(), "streamable-http");
+    assert_eq!(status.transport.as_str(), "streamable_http");
 
     let result = runtime.call_tool("mcp__remote__pid", None).await.unwrap();
     assert!(result.structured_content.is_some());

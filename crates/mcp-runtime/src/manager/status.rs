@@ -63,11 +63,11 @@ pub enum TransportKind {
 }
 
 impl TransportKind {
-    /// `stdio`, `streamable-http` or `sse`.
+    /// `stdio`, `streamable_http` or `sse`, as the configuration spells a transport.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Stdio => "stdio",
-            Self::StreamableHttp => "streamable-http",
+            Self::StreamableHttp => "streamable_http",
             Self::Sse => "sse",
         }
     }
