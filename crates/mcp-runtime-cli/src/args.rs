@@ -33,6 +33,17 @@ pub struct Common {
     pub scope: String,
 }
 
+/// How a command that starts servers answers their questions (elicitation).
+#[derive(Debug, Args)]
+pub struct Asking {
+    /// How to answer a server that asks the person something: decline (elicitation
+    /// is not offered, and a server may then list fewer tools, as to a host without
+    /// it), cancel, or accept each form with its fields' defaults. Default: offered;
+    /// the person is asked on a terminal, else each question is declined.
+    #[arg(long, value_enum, value_name = "ANSWER")]
+    pub elicitation: Option<crate::elicit::Policy>,
+}
+
 /// The file `add` and `remove` edit.
 #[derive(Debug, Args)]
 pub struct FileArgs {
@@ -62,16 +73,22 @@ pub enum Command {
     /// Start every enabled server and show its state, transport, startup time and error.
     Servers {
         #[command(flatten)]
+        asking: Asking,
+        #[command(flatten)]
         common: Common,
     },
     /// Start every enabled server and list all tools by qualified name.
     Tools {
+        #[command(flatten)]
+        asking: Asking,
         #[command(flatten)]
         common: Common,
     },
     /// Start every enabled server and list the resources and resource templates of
     /// those that offer them.
     Resources {
+        #[command(flatten)]
+        asking: Asking,
         #[command(flatten)]
         common: Common,
     },
@@ -83,10 +100,14 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         server: Option<String>,
         #[command(flatten)]
+        asking: Asking,
+        #[command(flatten)]
         common: Common,
     },
     /// Start every enabled server and list the prompts of those that offer them.
     Prompts {
+        #[command(flatten)]
+        asking: Asking,
         #[command(flatten)]
         common: Common,
     },
@@ -101,6 +122,8 @@ pub enum Command {
         /// or `-` to read it from stdin.
         #[arg(long, value_name = "JSON|@FILE|-")]
         args: Option<String>,
+        #[command(flatten)]
+        asking: Asking,
         #[command(flatten)]
         common: Common,
     },
@@ -120,11 +143,8 @@ pub enum Command {
         /// it, once it passes the capability probe. Needs `--sandbox-state`.
         #[arg(long, value_name = "PATH", requires = "sandbox_state")]
         codex_executable: Option<std::path::PathBuf>,
-        /// How to answer a server that asks the person something during the call:
-        /// decline (elicitation is not offered), cancel, or accept each form with its
-        /// fields' defaults. Default: ask the person on a terminal, else decline.
-        #[arg(long, value_enum, value_name = "ANSWER")]
-        elicitation: Option<crate::elicit::Policy>,
+        #[command(flatten)]
+        asking: Asking,
         #[command(flatten)]
         common: Common,
     },

@@ -1,10 +1,14 @@
-//! How `call` answers a server that asks the person something (elicitation).
+//! How the commands that start servers answer a server that asks the person
+//! something (elicitation).
 //!
-//! Without `--elicitation`, on a terminal (stdin and stderr), the person is asked
-//! ([`ask`]); elsewhere elicitation is not offered (a server that asks anyway is
-//! declined by the runtime). `--elicitation decline|cancel|accept-defaults` decides
-//! instead, for scripts: `decline` offers nothing, the other two offer form
-//! elicitation and answer every question the same way:
+//! Elicitation is offered as a capable host offers it, forms and URLs, so that every
+//! command sees what such a host sees: a server may list some tools only to a client
+//! that can ask its person (`tools` lists them, `call` reaches them). Without
+//! `--elicitation`, on a terminal (stdin and stderr), the person is asked ([`ask`]);
+//! elsewhere each question is declined. `--elicitation decline|cancel|accept-defaults`
+//! decides instead, for scripts: `decline` offers nothing (the server sees a host
+//! without elicitation), the other two offer form elicitation and answer every
+//! question the same way:
 //! - `cancel`: the person dismissed the question;
 //! - `accept-defaults`: accept with each field's `default` from the request's schema;
 //!   a question with a required field that has no default cannot be answered so, and
@@ -23,13 +27,13 @@ use mcp_runtime::{
 };
 use serde_json::{Map, Value};
 
-/// The host handlers of a call: `--elicitation`'s, else the person's on a
-/// `terminal`, else none.
+/// The host handlers of a command: `--elicitation`'s, else the person's on a
+/// `terminal`, else ones that decline every question.
 pub fn handlers(policy: Option<Policy>, terminal: bool) -> HostHandlers {
     match policy {
         Some(policy) => policy.handlers(),
         None if terminal => HostHandlers::new().with_elicitation(Interactive),
-        None => HostHandlers::new(),
+        None => HostHandlers::new().with_elicitation(Unattended),
     }
 }
 
@@ -100,6 +104,30 @@ impl Elicitation for Interactive {
                 .await
                 .unwrap_or_else(|_| ElicitResult::new(ElicitationAction::Cancel))
         })
+    }
+}
+
+/// Offers what the person at a terminal is offered, and declines every question:
+/// nobody is there to answer.
+struct Unattended;
+
+impl Elicitation for Unattended {
+    fn modes(&self) -> ElicitationModes {
+        Interactive.modes()
+    }
+
+    fn elicit<'a>(
+        &'a self,
+        server: &'a str,
+        _request: ElicitRequestParams,
+    ) -> HandlerFuture<'a, ElicitResult> {
+        tracing::info!(
+            server,
+            "declined a question: no person at a terminal to answer it (see `--elicitation`)"
+        );
+        Box::pin(std::future::ready(ElicitResult::new(
+            ElicitationAction::Decline,
+        )))
     }
 }
 
@@ -195,5 +223,15 @@ mod tests {
         assert!(
             format!("{:?}", Policy::AcceptDefaults.handlers()).contains("form: true, url: false")
         );
+    }
+
+    #[test]
+    fn by_default_forms_and_urls_are_offered_with_or_without_a_terminal() {
+        for terminal in [true, false] {
+            assert!(
+                format!("{:?}", handlers(None, terminal)).contains("form: true, url: true"),
+                "terminal: {terminal}"
+            );
+        }
     }
 }

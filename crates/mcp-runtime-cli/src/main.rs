@@ -33,7 +33,7 @@ use std::{
 
 use anyhow::Context;
 use clap::Parser;
-use mcp_runtime::{CallError, CallOptions, Config, Runtime, StartOptions};
+use mcp_runtime::{CallError, CallOptions, Config, Runtime, ServerState, StartOptions};
 
 use crate::{
     login::Relogin,
@@ -268,12 +268,28 @@ async fn run_to_end(plan: Plan) -> u8 {
             Err(error) => report(&error),
         },
         Plan::Report {
-            config,
+            mut config,
             scope,
             json,
             view,
+            elicitation,
         } => {
-            let mut options = StartOptions::new().with_scope(scope).wait_for_all();
+            // `servers` is the diagnostic command: a required server that fails does
+            // not end it; every server's state is shown, then the exit code says so.
+            let required: Vec<String> = match view {
+                View::Servers => config
+                    .servers
+                    .values_mut()
+                    .filter_map(|server| {
+                        std::mem::take(&mut server.required).then(|| server.name.clone())
+                    })
+                    .collect(),
+                View::Tools => Vec::new(),
+            };
+            let mut options = StartOptions::new()
+                .with_scope(scope)
+                .wait_for_all()
+                .with_host(elicit::handlers(elicitation, elicit::person_at_terminal()));
             if let Some(source) = login::credentials(&config).await {
                 options = options.with_credentials(source);
             }
@@ -303,8 +319,22 @@ async fn run_to_end(plan: Plan) -> u8 {
             }
             let servers = runtime.servers();
             let catalog = runtime.catalog();
+            let failed_required: Vec<&str> = servers
+                .iter()
+                .filter(|status| {
+                    status.state != ServerState::Ready && required.contains(&status.name)
+                })
+                .map(|status| status.name.as_str())
+                .collect();
+            let code = if failed_required.is_empty() {
+                0
+            } else {
+                EXIT_FAILURE
+            };
             let code = if json {
-                print_with(0, |out| output::write_report_json(out, &servers, &catalog))
+                print_with(code, |out| {
+                    output::write_report_json(out, &servers, &catalog)
+                })
             } else {
                 let text = match view {
                     View::Servers => output::servers_table(&servers),
@@ -313,8 +343,23 @@ async fn run_to_end(plan: Plan) -> u8 {
                         output::tools_table(&catalog)
                     }
                 };
-                print(&text, 0)
+                print(&text, code)
             };
+            if !failed_required.is_empty() {
+                report(&anyhow::anyhow!(
+                    "required {} failed to start: {}",
+                    if failed_required.len() == 1 {
+                        "server"
+                    } else {
+                        "servers"
+                    },
+                    failed_required
+                        .iter()
+                        .map(|name| format!("`{name}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
             runtime.shutdown().await;
             code
         }
@@ -323,8 +368,12 @@ async fn run_to_end(plan: Plan) -> u8 {
             scope,
             json,
             ask,
+            elicitation,
         } => {
-            let mut options = StartOptions::new().with_scope(scope).wait_for_all();
+            let mut options = StartOptions::new()
+                .with_scope(scope)
+                .wait_for_all()
+                .with_host(elicit::handlers(elicitation, elicit::person_at_terminal()));
             if let Some(source) = login::credentials(&config).await {
                 options = options.with_credentials(source);
             }

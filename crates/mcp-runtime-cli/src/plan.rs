@@ -10,7 +10,7 @@ use mcp_runtime::{CallAuthority, Config, ServerConfig};
 use serde_json::value::RawValue;
 
 use crate::{
-    args::{Bench, Command, Common, RawArgs},
+    args::{Asking, Bench, Command, Common, RawArgs},
     config_file::{self, Loaded},
     demo::DemoServer,
     edit::{self, Transport},
@@ -26,6 +26,8 @@ pub enum Plan {
         scope: String,
         json: bool,
         view: View,
+        /// `--elicitation`, if given.
+        elicitation: Option<crate::elicit::Policy>,
     },
     /// Start the servers the tool may belong to and call it.
     Call {
@@ -50,6 +52,8 @@ pub enum Plan {
         scope: String,
         json: bool,
         ask: crate::features::Ask,
+        /// `--elicitation`, if given.
+        elicitation: Option<crate::elicit::Policy>,
     },
     /// Start many runtimes at once and measure it.
     BenchStartup {
@@ -100,19 +104,23 @@ pub enum View {
 impl Plan {
     pub fn resolve(args: RawArgs) -> anyhow::Result<Self> {
         Ok(match args.command {
-            Command::Servers { common } => Self::report(common, View::Servers)?,
-            Command::Tools { common } => Self::report(common, View::Tools)?,
-            Command::Resources { common } => Self::features(common, Ask::Resources)?,
-            Command::Prompts { common } => Self::features(common, Ask::Prompts)?,
+            Command::Servers { asking, common } => Self::report(common, asking, View::Servers)?,
+            Command::Tools { asking, common } => Self::report(common, asking, View::Tools)?,
+            Command::Resources { asking, common } => {
+                Self::features(common, asking, Ask::Resources)?
+            }
+            Command::Prompts { asking, common } => Self::features(common, asking, Ask::Prompts)?,
             Command::Read {
                 uri,
                 server,
+                asking,
                 common,
-            } => Self::features(common, Ask::Read { uri, server })?,
+            } => Self::features(common, asking, Ask::Read { uri, server })?,
             Command::Prompt {
                 name,
                 server,
                 args,
+                asking,
                 common,
             } => {
                 let arguments = args
@@ -122,6 +130,7 @@ impl Plan {
                     .transpose()?;
                 Self::features(
                     common,
+                    asking,
                     Ask::Prompt {
                         name,
                         server,
@@ -134,7 +143,7 @@ impl Plan {
                 args,
                 sandbox_state,
                 codex_executable,
-                elicitation,
+                asking,
                 common,
             } => {
                 let arguments = JsonFlag::new("--args", args);
@@ -153,8 +162,8 @@ impl Plan {
                     && !path.is_absolute()
                 {
                     bail!(
-                        "`--codex-executable` must be an absolute path (`PATH` is never searched); try `$(realpath {})`",
-                        path.display()
+                        "`--codex-executable` must be an absolute path (`PATH` is never searched); {}",
+                        absolute_path_hint(path)
                     );
                 }
                 let authority = sandbox_state
@@ -175,7 +184,7 @@ impl Plan {
                     name,
                     arguments,
                     authority,
-                    elicitation,
+                    elicitation: asking.elicitation,
                 }
             }
             Command::Bench {
@@ -265,21 +274,23 @@ impl Plan {
         })
     }
 
-    fn features(common: Common, ask: Ask) -> anyhow::Result<Self> {
+    fn features(common: Common, asking: Asking, ask: Ask) -> anyhow::Result<Self> {
         Ok(Self::Features {
             config: load(&common)?,
             scope: common.scope,
             json: common.json,
             ask,
+            elicitation: asking.elicitation,
         })
     }
 
-    fn report(common: Common, view: View) -> anyhow::Result<Self> {
+    fn report(common: Common, asking: Asking, view: View) -> anyhow::Result<Self> {
         Ok(Self::Report {
             config: load(&common)?,
             scope: common.scope,
             json: common.json,
             view,
+            elicitation: asking.elicitation,
         })
     }
 }
@@ -319,6 +330,22 @@ pub fn servers_to_call(name: &str, mut config: Config) -> (Config, Vec<String>) 
         .collect();
     let owners =
         mcp_runtime::naming::servers_for_qualified_name(name, enabled.iter().map(String::as_str));
+    if owners.is_empty() {
+        // A disabled server's tool: nothing need start for the runtime to say so.
+        let disabled = config
+            .servers
+            .values()
+            .filter(|server| !server.enabled)
+            .map(|server| server.name.as_str());
+        let owner = match mcp_runtime::naming::servers_for_qualified_name(name, disabled)[..] {
+            [server] => Some(server.to_owned()),
+            _ => None,
+        };
+        if let Some(owner) = owner {
+            config.servers.retain(|name, _| *name == owner);
+            return (config, Vec::new());
+        }
+    }
     let others = match owners[..] {
         [server] => {
             config.servers.retain(|name, _| name == server);
@@ -331,6 +358,18 @@ pub fn servers_to_call(name: &str, mut config: Config) -> (Config, Vec<String>) 
         _ => Vec::new(),
     };
     (config, others)
+}
+
+/// How to make `path` absolute in a shell: a bare name is the program the shell finds
+/// on `PATH` (`realpath NAME` would name a file of the current directory); a path with
+/// a directory is resolved from here.
+fn absolute_path_hint(path: &std::path::Path) -> String {
+    let shown = path.display();
+    if path.components().count() == 1 {
+        format!("for the `{shown}` on `PATH`, try `$(command -v {shown})`")
+    } else {
+        format!("try `$(realpath {shown})`")
+    }
 }
 
 /// The embedded demo configuration: servers built into this very binary.
@@ -352,6 +391,22 @@ pub fn demo_config() -> anyhow::Result<Config> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bare_program_name_is_made_absolute_from_path_and_a_relative_path_from_here() {
+        assert_eq!(
+            absolute_path_hint(std::path::Path::new("codex")),
+            "for the `codex` on `PATH`, try `$(command -v codex)`"
+        );
+        assert_eq!(
+            absolute_path_hint(std::path::Path::new("bin/codex")),
+            "try `$(realpath bin/codex)`"
+        );
+        assert_eq!(
+            absolute_path_hint(std::path::Path::new("./codex")),
+            "try `$(realpath ./codex)`"
+        );
+    }
 
     fn config(names: &[&str]) -> Config {
         let mut config = Config::default();

@@ -294,11 +294,32 @@ fn tools_and_call_work_against_server_everything_through_a_config_file() {
         ),
     );
     let config = path.to_str().unwrap();
+    // Elicitation is offered as a capable host offers it: server-everything lists its
+    // two tools that ask the person, which `call` reaches.
     let output = run(&["tools", "--config", config]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let listed = stdout(&output);
     assert!(listed.contains("mcp__everything__get_sum"), "{listed}");
+    assert!(
+        listed.contains("mcp__everything__trigger_elicitation_request"),
+        "{listed}"
+    );
+    assert_eq!(listed.lines().count(), 1 + 15, "{listed}");
+    let output = run(&["tools", "--config", config, "--elicitation", "decline"]);
+    let listed = stdout(&output);
+    assert!(
+        !listed.contains("mcp__everything__trigger_elicitation_request"),
+        "{listed}"
+    );
     assert_eq!(listed.lines().count(), 1 + 13, "{listed}");
+    let output = run(&[
+        "call",
+        "mcp__everything__trigger_elicitation_request",
+        "--config",
+        config,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("declined"), "{}", stdout(&output));
 
     let output = run(&[
         "call",

@@ -15,3 +15,4 @@ mod features;
 mod import;
 mod login;
 mod network;
+mod reports;
