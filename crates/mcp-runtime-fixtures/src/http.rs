@@ -23,6 +23,9 @@
 //! the first N `tools/call` POSTs that carry an `Mcp-Session-Id`, before rmcp
 //! sees them: rmcp then answers `404`, as for a session that expired.
 //!
+//! With `--future` every answer's body is rewritten frame by frame, its markers
+//! replaced ([`crate::future::rewrite_body`]).
+//!
 //! Closing a request's response stream is how a 2026-07-28 client cancels the
 //! request. When the client closes the answer to a POSTed request before its
 //! end, the fixture prints `closed-early ID` (the request's JSON-RPC id) on
@@ -74,6 +77,8 @@ struct Endpoint {
     status: Option<StatusCode>,
     /// How many more `tools/call` POSTs find their session forgotten.
     expire_on_call: AtomicUsize,
+    /// Whether answers are rewritten (`--future`).
+    future: bool,
 }
 
 /// How the HTTP server behaves, besides the fixture's own behaviour.
@@ -158,6 +163,7 @@ pub async fn serve(
         stdout.flush()?;
     }
 
+    let future = fixture.behaviour().future;
     let sessions = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(
         move || Ok(fixture.clone()),
@@ -178,6 +184,7 @@ pub async fn serve(
         }),
         status,
         expire_on_call: AtomicUsize::new(expire_sessions_on_call),
+        future,
     });
     // With `Fault::Silent`, accepted connections are kept open here, unread.
     let mut silent = Vec::new();
@@ -300,10 +307,17 @@ async fn handle(
         .map(ToString::to_string);
     // Until the answer's body ends, dropping the guard reports the request.
     let mut guard = request_id.map(|id| ClosedEarly { id: Some(id) });
-    let response = endpoint
+    let mut response = endpoint
         .mcp
         .handle(Request::from_parts(parts, Full::new(body)))
         .await;
+    if endpoint.future {
+        response.headers_mut().remove(header::CONTENT_LENGTH);
+        response = response.map(|body| {
+            body.map_frame(|frame| frame.map_data(crate::future::rewrite_body))
+                .boxed()
+        });
+    }
     Ok(match guard.take() {
         Some(guard) => response.map(|body| Watched { body, guard }.boxed()),
         None => response,

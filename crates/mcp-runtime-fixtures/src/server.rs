@@ -6,7 +6,8 @@
 //! fixed order: the fixed tools `echo`, `fail`, `env`, `pid`, `add_tool`; then
 //! the generated `tool_0` … `tool_{N-1}`; then the named ones; then `ask`, `roots`
 //! and `sample` (with [`Behaviour::asks`]); then `task_job` (with
-//! [`Behaviour::tasks`]); then `padding`
+//! [`Behaviour::tasks`]); then `bump` (with [`Behaviour::resources`]); then
+//! `future` (with [`Behaviour::future`]); then `padding`
 //! (with [`Behaviour::list_padding_bytes`]); then those added by calling
 //! `add_tool`, in the order they were added.
 //!
@@ -128,6 +129,10 @@ pub struct Behaviour {
     /// does not support are refused with "unsupported protocol version", and
     /// `initialize` offering one is answered with the newest it supports.
     pub supported_versions: Vec<String>,
+    /// List `future`, and answer it (and `task_job` called with `"future": true`)
+    /// with what a newer revision adds (see `future.rs`); the transport rewrites
+    /// what rmcp writes.
+    pub future: bool,
 }
 
 /// Which protocol revisions the fixture speaks.
@@ -586,7 +591,7 @@ impl ServerHandler for Fixture {
             return answer;
         }
         if self.behaviour.tasks && request.name == crate::tasks::TASK_JOB {
-            return crate::tasks::call(&self.tasks, &request, &context);
+            return crate::tasks::call(&self.tasks, &request, &context, self.behaviour.future);
         }
         if self.behaviour.resources && request.name == "bump" {
             return self
@@ -616,6 +621,7 @@ impl ServerHandler for Fixture {
                 std::process::id().to_string(),
                 json!({ "pid": std::process::id() }),
             ),
+            crate::future::FUTURE_TOOL if self.behaviour.future => crate::future::marker_result(),
             "add_tool" => {
                 self.add_tool_tool(&arguments, &context.peer, stateless)
                     .await?
@@ -742,6 +748,9 @@ fn tools(behaviour: &Behaviour) -> Vec<Tool> {
     }
     if behaviour.resources {
         tools.push(crate::resources::tool());
+    }
+    if behaviour.future {
+        tools.push(crate::future::marker_tool());
     }
     if behaviour.list_padding_bytes > 0 {
         tools.push(Tool::new(
