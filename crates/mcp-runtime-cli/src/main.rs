@@ -409,7 +409,7 @@ impl Call {
         }
         let code = match answer {
             Ok(result) => {
-                let code = if result.is_error == Some(true) {
+                let code = if result.is_error() {
                     EXIT_TOOL_ERROR
                 } else {
                     0

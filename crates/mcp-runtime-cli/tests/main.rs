@@ -14,3 +14,4 @@ mod features;
 mod import;
 mod login;
 mod network;
+mod results;

@@ -43,6 +43,7 @@ pub mod shared_listing;
 mod sync;
 #[cfg(test)]
 mod test_events;
+mod tool_result;
 
 /// What the criterion benchmarks (`benches/`) measure below the public API. Not part of
 /// the API: hidden, and changed whenever the runtime is.
@@ -100,3 +101,4 @@ pub use sandbox_metadata::{SandboxLauncher, SandboxState};
 pub use shared_listing::ListingRegistry;
 /// The token that cancels a start ([`StartOptions::with_cancellation`]).
 pub use tokio_util::sync::CancellationToken;
+pub use tool_result::{Content, InvalidToolResult, ToolResult};

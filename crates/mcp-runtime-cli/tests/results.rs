@@ -1,0 +1,77 @@
+//! What a newer revision or an extension adds reaches the user: `call` and `tools`
+//! against the fixture's `future` tool (`mcp-fixture --future`), whose definition
+//! and result carry a content type and fields no revision mcp-runtime knows has.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use mcp_runtime_fixtures::future;
+use serde_json::Value;
+
+use crate::support::{fixture_server, stderr, stdout};
+
+/// A configuration with the fixture, `--future` and `args`, as server `f`.
+fn config(dir: &Path, args: &[&str]) -> PathBuf {
+    let args: Vec<String> = ["--future"]
+        .iter()
+        .chain(args)
+        .map(|arg| format!("{arg:?}"))
+        .collect();
+    let path = dir.join("config.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[mcp_servers.f]\ncommand = {:?}\nargs = [{}]\n",
+            fixture_server().to_str().unwrap(),
+            args.join(", ")
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn run(config: &Path, args: &[&str]) -> Output {
+    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-empty-home");
+    std::fs::create_dir_all(&home).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .env("HOME", &home)
+        .env("CODEX_HOME", &home)
+        .env_remove("MCP_RUNTIME_LOG")
+        .output()
+        .expect("the binary runs")
+}
+
+#[test]
+fn call_json_prints_the_result_as_the_server_returned_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for era in ["handshake", "stateless"] {
+        let config = config(dir.path(), &["--era", era]);
+        let output = run(&config, &["call", "mcp__f__future", "--json"]);
+        assert_eq!(output.status.code(), Some(0), "{era}: {}", stderr(&output));
+        let mut printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+        // A 2026-07-28 server names the result's type.
+        printed.as_object_mut().unwrap().remove("resultType");
+        assert_eq!(printed, future::result(), "{era}");
+    }
+}
+
+#[test]
+fn tools_json_prints_the_definition_as_the_server_listed_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &[]);
+    let output = run(&config, &["tools", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let tool = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["tool"] == future::FUTURE_TOOL)
+        .expect("the tool is listed");
+    assert_eq!(tool["definition"], future::tool_definition());
+}
