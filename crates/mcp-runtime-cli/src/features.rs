@@ -13,7 +13,7 @@ use mcp_runtime::{
 };
 use serde_json::{Value, json};
 
-use crate::output::{one_line, printable, table};
+use crate::output::{one_line, output_text, printable, table};
 
 /// What to ask the servers.
 pub enum Ask {
@@ -30,8 +30,14 @@ pub enum Ask {
     },
 }
 
-/// Asks the servers of `runtime`; the text to print, or the failure.
-pub async fn ask(runtime: &Runtime, ask: Ask, json: bool) -> anyhow::Result<String> {
+/// Asks the servers of `runtime`; the text to print (the servers' text as
+/// [`output_text`] prints it on a `terminal` or a pipe), or the failure.
+pub async fn ask(
+    runtime: &Runtime,
+    ask: Ask,
+    json: bool,
+    terminal: bool,
+) -> anyhow::Result<String> {
     Ok(match ask {
         Ask::Resources => {
             let listed = runtime.resources().await;
@@ -56,7 +62,7 @@ pub async fn ask(runtime: &Runtime, ask: Ask, json: bool) -> anyhow::Result<Stri
             if json {
                 format!("{}\n", serde_json::to_string_pretty(&read)?)
             } else {
-                read_text(&read)
+                read_text(&read, terminal)
             }
         }
         Ask::Prompt {
@@ -70,7 +76,7 @@ pub async fn ask(runtime: &Runtime, ask: Ask, json: bool) -> anyhow::Result<Stri
             if json {
                 format!("{}\n", serde_json::to_string_pretty(&prompt)?)
             } else {
-                prompt_text(&prompt)
+                prompt_text(&prompt, terminal)
             }
         }
     })
@@ -194,11 +200,13 @@ fn prompts_table(listed: &Prompts) -> String {
 }
 
 /// A read resource for people: text as text, anything else as JSON.
-fn read_text(read: &ReadResourceResult) -> String {
+fn read_text(read: &ReadResourceResult, terminal: bool) -> String {
     let mut out = String::new();
     for contents in &read.contents {
         match contents {
-            ResourceContents::TextResourceContents { text, .. } => out.push_str(&printable(text)),
+            ResourceContents::TextResourceContents { text, .. } => {
+                out.push_str(&output_text(text, terminal))
+            }
             other => out.push_str(&serde_json::to_string(other).unwrap_or_default()),
         }
         if !out.ends_with('\n') {
@@ -209,7 +217,7 @@ fn read_text(read: &ReadResourceResult) -> String {
 }
 
 /// A prompt for people: each message as `ROLE: text` (other content as JSON).
-fn prompt_text(prompt: &GetPromptResult) -> String {
+fn prompt_text(prompt: &GetPromptResult, terminal: bool) -> String {
     let mut out = String::new();
     for message in &prompt.messages {
         let role = serde_json::to_value(&message.role)
@@ -217,7 +225,7 @@ fn prompt_text(prompt: &GetPromptResult) -> String {
             .and_then(|role| role.as_str().map(str::to_owned))
             .unwrap_or_default();
         let content = match message.content.as_text() {
-            Some(text) => printable(&text.text).into_owned(),
+            Some(text) => output_text(&text.text, terminal).into_owned(),
             None => serde_json::to_string(&message.content).unwrap_or_default(),
         };
         out.push_str(&format!("{role}: {content}"));

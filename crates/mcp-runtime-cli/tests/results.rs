@@ -61,6 +61,20 @@ fn call_json_prints_the_result_as_the_server_returned_it() {
 }
 
 #[test]
+fn the_table_shows_an_unknown_block_as_its_type_and_text_as_it_is_on_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &[]);
+    let output = run(&config, &["call", "mcp__f__future"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // On a pipe the text is the server's, `\r` included: a script reads what the
+    // tool wrote.
+    assert_eq!(
+        stdout(&output),
+        "first line\r\nsecond line\n[video]\nafter the video\n"
+    );
+}
+
+#[test]
 fn tools_json_prints_the_definition_as_the_server_listed_it() {
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path(), &[]);
