@@ -6,10 +6,10 @@
 //! that lists it; none, or more than one, exits 2 naming them.
 
 use mcp_runtime::{
-    Runtime,
+    Content, PromptResult, ReadResult, Runtime,
     error::chain,
     manager::{Prompts, Resources},
-    model::{GetPromptResult, JsonObject, ReadResourceResult, ResourceContents},
+    model::JsonObject,
 };
 use serde_json::{Value, json};
 
@@ -199,15 +199,18 @@ fn prompts_table(listed: &Prompts) -> String {
     table(&["SERVER", "PROMPT", "ARGUMENTS", "DESCRIPTION"], &rows)
 }
 
-/// A read resource for people: text as text, anything else as JSON.
-fn read_text(read: &ReadResourceResult, terminal: bool) -> String {
+/// A read resource for people: text as text (see [`output_text`]), anything else as
+/// its JSON.
+fn read_text(read: &ReadResult, terminal: bool) -> String {
+    let all = match read.as_object().get("contents") {
+        Some(Value::Array(all)) => all.as_slice(),
+        _ => &[],
+    };
     let mut out = String::new();
-    for contents in &read.contents {
-        match contents {
-            ResourceContents::TextResourceContents { text, .. } => {
-                out.push_str(&output_text(text, terminal))
-            }
-            other => out.push_str(&serde_json::to_string(other).unwrap_or_default()),
+    for (contents, json) in read.contents().zip(all) {
+        match contents.as_text() {
+            Some(text) => out.push_str(&output_text(text, terminal)),
+            None => out.push_str(&serde_json::to_string(json).unwrap_or_default()),
         }
         if !out.ends_with('\n') {
             out.push('\n');
@@ -216,17 +219,22 @@ fn read_text(read: &ReadResourceResult, terminal: bool) -> String {
     out
 }
 
-/// A prompt for people: each message as `ROLE: text` (other content as JSON).
-fn prompt_text(prompt: &GetPromptResult, terminal: bool) -> String {
+/// A prompt for people: each message as `ROLE: text` (content of a type mcp-runtime
+/// does not know as its type, `[video]`; any other as its JSON).
+fn prompt_text(prompt: &PromptResult, terminal: bool) -> String {
+    let all = match prompt.as_object().get("messages") {
+        Some(Value::Array(all)) => all.as_slice(),
+        _ => &[],
+    };
     let mut out = String::new();
-    for message in &prompt.messages {
-        let role = serde_json::to_value(&message.role)
-            .ok()
-            .and_then(|role| role.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        let content = match message.content.as_text() {
-            Some(text) => output_text(&text.text, terminal).into_owned(),
-            None => serde_json::to_string(&message.content).unwrap_or_default(),
+    for (message, json) in prompt.messages().zip(all) {
+        let role = output_text(message.role.unwrap_or_default(), terminal);
+        let content = match (&message.content, message.content.kind()) {
+            (Content::Known(_), _) if let Some(text) = message.content.as_text() => {
+                output_text(text, terminal).into_owned()
+            }
+            (Content::Unknown(_), Some(kind)) => format!("[{}]", output_text(kind, terminal)),
+            _ => serde_json::to_string(&json["content"]).unwrap_or_default(),
         };
         out.push_str(&format!("{role}: {content}"));
         if !out.ends_with('\n') {

@@ -89,3 +89,53 @@ fn tools_json_prints_the_definition_as_the_server_listed_it() {
         .expect("the tool is listed");
     assert_eq!(tool["definition"], future::tool_definition());
 }
+
+#[test]
+fn read_and_prompt_json_print_what_the_server_returned() {
+    let dir = tempfile::tempdir().unwrap();
+    for era in ["handshake", "stateless"] {
+        let config = config(dir.path(), &["--era", era]);
+        for (args, expected) in [
+            (
+                &["read", future::FUTURE_RESOURCE, "--json"][..],
+                future::read_result(),
+            ),
+            (
+                &["prompt", future::FUTURE_TOOL, "--json"],
+                future::prompt_result(),
+            ),
+        ] {
+            let output = run(&config, args);
+            assert_eq!(
+                output.status.code(),
+                Some(0),
+                "{era} {args:?}: {}",
+                stderr(&output)
+            );
+            let mut printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+            printed.as_object_mut().unwrap().remove("resultType");
+            assert_eq!(printed, expected, "{era} {args:?}");
+        }
+    }
+}
+
+#[test]
+fn read_and_prompt_show_what_they_do_not_know_without_failing() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &[]);
+    let output = run(&config, &["read", future::FUTURE_RESOURCE]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        format!(
+            "first line\r\nsecond line\n{}\n",
+            future::read_result()["contents"][1]
+        )
+    );
+    let output = run(&config, &["prompt", future::FUTURE_TOOL]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "user: first line\r\nsecond line\nassistant: [video]\n"
+    );
+}

@@ -8,26 +8,105 @@
 //! block, a text block with a field and an annotation of its own and a `\r\n` in
 //! its text, structured content, and a field of the result's own. So does
 //! `task_job` (with `--tasks`) called with `"future": true`, as its task's result.
+//! It also offers resources and prompts: it lists the resource [`FUTURE_RESOURCE`]
+//! ([`resource_definition`]), whose read ([`read_result`]) has contents of a kind
+//! no revision has, and the prompt [`FUTURE_TOOL`] ([`prompt_definition`]), whose
+//! messages ([`prompt_result`]) include a `video` block; each with fields of its own.
 //!
 //! rmcp's server writes only the types rmcp models, so the fixture writes markers
-//! in their place (a tool named [`FUTURE_TOOL`], a result whose only block is the
-//! text [`MARKER`]) and its transport rewrites each message it sends
-//! ([`rewrite_line`] over stdio, [`rewrite_body`] over HTTP): every marker is
-//! replaced by the JSON above, wherever the message carries it (a `tools/list`
-//! page, a `tools/call` result, a task's result inlined in `tasks/get`). Messages
-//! without a marker are sent as rmcp wrote them.
+//! in their place (a tool, a resource or a prompt named [`FUTURE_TOOL`]; a result,
+//! a read or a prompt whose only block is the text [`MARKER`]) and its transport
+//! rewrites each message it sends ([`rewrite_line`] over stdio, [`rewrite_body`] over
+//! HTTP): every marker is replaced by the JSON above, wherever the message carries
+//! it (a listing page, a `tools/call` result, a task's result inlined in
+//! `tasks/get`, a read, a prompt). Messages without a marker are sent as rmcp wrote
+//! them.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rmcp::model::{CallToolResult, ContentBlock, Tool};
+use rmcp::model::{
+    CallToolResult, ContentBlock, GetPromptResult, Prompt, PromptMessage, ReadResourceResult,
+    Resource, ResourceContents, Role, Tool,
+};
 use serde_json::{Value, json};
 
 /// The tool `--future` lists.
 pub const FUTURE_TOOL: &str = "future";
 
-/// The text of the one block of a result that is replaced by [`result`].
+/// The text of the one block of a result that is replaced by [`result`] (or of a
+/// read, or of a prompt).
 pub const MARKER: &str = "mcp-fixture/future-result";
+
+/// The resource `--future` lists.
+pub const FUTURE_RESOURCE: &str = "fixture://future";
+
+/// [`FUTURE_RESOURCE`] as the fixture lists it, whole.
+pub fn resource_definition() -> Value {
+    json!({
+        "uri": FUTURE_RESOURCE,
+        "name": FUTURE_TOOL,
+        "mimeType": "video/mp4",
+        "annotations": { "audience": ["user"], "futureHint": 1 },
+        "futureField": { "kept": true }
+    })
+}
+
+/// The read of [`FUTURE_RESOURCE`], whole.
+pub fn read_result() -> Value {
+    json!({
+        "contents": [
+            { "uri": FUTURE_RESOURCE, "text": "first line\r\nsecond line", "futureField": 1 },
+            { "uri": "fixture://future#clip", "mimeType": "video/mp4", "video": { "frames": 24 } }
+        ],
+        "futureField": { "kept": true }
+    })
+}
+
+/// The prompt [`FUTURE_TOOL`] as the fixture lists it, whole.
+pub fn prompt_definition() -> Value {
+    json!({
+        "name": FUTURE_TOOL,
+        "description": "Messages with what a newer revision adds",
+        "futureField": { "kept": true }
+    })
+}
+
+/// The prompt [`FUTURE_TOOL`], whole.
+pub fn prompt_result() -> Value {
+    json!({
+        "description": "what a newer revision adds",
+        "messages": [
+            { "role": "user", "content": { "type": "text", "text": "first line\r\nsecond line" } },
+            {
+                "role": "assistant",
+                "content": { "type": "video", "uri": "https://example.com/clip.mp4" },
+                "futureField": 1
+            }
+        ],
+        "futureField": { "kept": true }
+    })
+}
+
+/// The resource rmcp lists in [`FUTURE_RESOURCE`]'s place.
+pub(crate) fn marker_resource() -> Resource {
+    Resource::new(FUTURE_RESOURCE, FUTURE_TOOL)
+}
+
+/// The read rmcp answers in [`read_result`]'s place.
+pub(crate) fn marker_read() -> ReadResourceResult {
+    ReadResourceResult::new(vec![ResourceContents::text(MARKER, FUTURE_RESOURCE)])
+}
+
+/// The prompt rmcp lists in [`prompt_definition`]'s place.
+pub(crate) fn marker_prompt() -> Prompt {
+    Prompt::new(FUTURE_TOOL, Some("replaced by the whole definition"), None)
+}
+
+/// The prompt rmcp answers in [`prompt_result`]'s place.
+pub(crate) fn marker_prompt_result() -> GetPromptResult {
+    GetPromptResult::new(vec![PromptMessage::new_text(Role::User, MARKER)])
+}
 
 /// [`FUTURE_TOOL`] as the fixture lists it, whole.
 pub fn tool_definition() -> Value {
@@ -83,8 +162,16 @@ pub(crate) fn marker_result() -> CallToolResult {
 pub fn rewrite(message: &mut Value) -> bool {
     match message {
         Value::Object(object) => {
-            if is_marker_result(object) {
-                let mut whole = result();
+            let whole = if is_marker(object, "content") {
+                Some(result())
+            } else if is_marker(object, "contents") {
+                Some(read_result())
+            } else if is_marker(object, "messages") {
+                Some(prompt_result())
+            } else {
+                None
+            };
+            if let Some(mut whole) = whole {
                 // A 2026-07-28 result names its type; it stays.
                 if let (Some(kind), Value::Object(whole)) = (object.get("resultType"), &mut whole) {
                     whole.insert("resultType".to_owned(), kind.clone());
@@ -93,11 +180,17 @@ pub fn rewrite(message: &mut Value) -> bool {
                 return true;
             }
             let mut changed = false;
-            if let Some(Value::Array(tools)) = object.get_mut("tools") {
-                for tool in tools.iter_mut() {
-                    if tool.get("name").and_then(Value::as_str) == Some(FUTURE_TOOL) {
-                        *tool = tool_definition();
-                        changed = true;
+            for (list, definition) in [
+                ("tools", tool_definition as fn() -> Value),
+                ("resources", resource_definition),
+                ("prompts", prompt_definition),
+            ] {
+                if let Some(Value::Array(entries)) = object.get_mut(list) {
+                    for entry in entries.iter_mut() {
+                        if entry.get("name").and_then(Value::as_str) == Some(FUTURE_TOOL) {
+                            *entry = definition();
+                            changed = true;
+                        }
                     }
                 }
             }
@@ -113,10 +206,13 @@ pub fn rewrite(message: &mut Value) -> bool {
     }
 }
 
-fn is_marker_result(object: &serde_json::Map<String, Value>) -> bool {
-    match object.get("content") {
-        Some(Value::Array(blocks)) => {
-            blocks.len() == 1 && blocks[0].get("text").and_then(Value::as_str) == Some(MARKER)
+/// Whether `object`'s `list` is one marker: a block (or contents, or a message whose
+/// content is a block) with the text [`MARKER`].
+fn is_marker(object: &serde_json::Map<String, Value>, list: &str) -> bool {
+    match object.get(list) {
+        Some(Value::Array(entries)) if entries.len() == 1 => {
+            let entry = entries[0].get("content").unwrap_or(&entries[0]);
+            entry.get("text").and_then(Value::as_str) == Some(MARKER)
         }
         _ => false,
     }
@@ -218,6 +314,28 @@ mod tests {
         let inlined = data["result"]["result"].as_object_mut().unwrap();
         assert_eq!(inlined.remove("resultType"), Some(json!("complete")));
         assert_eq!(data["result"]["result"], result());
+    }
+
+    #[test]
+    fn reads_prompts_and_their_listings_become_whole() {
+        let answer = |result: Value| {
+            let mut message = json!({ "jsonrpc": "2.0", "id": 1, "result": result });
+            assert!(rewrite(&mut message));
+            if let Some(result) = message["result"].as_object_mut() {
+                result.remove("resultType");
+            }
+            message["result"].take()
+        };
+        let read = answer(serde_json::to_value(marker_read()).unwrap());
+        assert_eq!(read, read_result());
+        let prompt = answer(serde_json::to_value(marker_prompt_result()).unwrap());
+        assert_eq!(prompt, prompt_result());
+        let resources =
+            answer(json!({ "resources": [serde_json::to_value(marker_resource()).unwrap()] }));
+        assert_eq!(resources["resources"][0], resource_definition());
+        let prompts =
+            answer(json!({ "prompts": [serde_json::to_value(marker_prompt()).unwrap()] }));
+        assert_eq!(prompts["prompts"][0], prompt_definition());
     }
 
     #[test]

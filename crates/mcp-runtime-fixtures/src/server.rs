@@ -395,6 +395,17 @@ impl ServerHandler for Fixture {
                 .enable_resources_list_changed()
                 .build()
                 .resources;
+        } else if self.behaviour.future {
+            capabilities.resources = ServerCapabilities::builder()
+                .enable_resources()
+                .build()
+                .resources;
+        }
+        if self.behaviour.future {
+            capabilities.prompts = ServerCapabilities::builder()
+                .enable_prompts()
+                .build()
+                .prompts;
         }
         if self.behaviour.tasks {
             capabilities
@@ -490,7 +501,11 @@ impl ServerHandler for Fixture {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, McpError> {
-        Ok(self.resources.list())
+        let mut listed = self.resources.list(self.behaviour.resources);
+        if self.behaviour.future {
+            listed.resources.push(crate::future::marker_resource());
+        }
+        Ok(listed)
     }
 
     async fn read_resource(
@@ -498,9 +513,42 @@ impl ServerHandler for Fixture {
         request: rmcp::model::ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        if self.behaviour.future && request.uri == crate::future::FUTURE_RESOURCE {
+            return Ok(rmcp::model::ReadResourceResponse::Complete(
+                crate::future::marker_read(),
+            ));
+        }
         self.resources
             .read(&request.uri)
             .map(rmcp::model::ReadResourceResponse::Complete)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        let prompts = match self.behaviour.future {
+            true => vec![crate::future::marker_prompt()],
+            false => Vec::new(),
+        };
+        Ok(rmcp::model::ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        if self.behaviour.future && request.name == crate::future::FUTURE_TOOL {
+            return Ok(rmcp::model::GetPromptResponse::Complete(
+                crate::future::marker_prompt_result(),
+            ));
+        }
+        Err(McpError::invalid_params(
+            format!("no prompt `{}`", request.name),
+            None,
+        ))
     }
 
     #[allow(deprecated, reason = "handshake-era clients subscribe this way")]

@@ -669,3 +669,81 @@ async fn unknown_content_types_and_fields_pass_through_whole_as_a_task_result() 
     let arguments = json!({ "future": true, "poll_ms": 50 });
     passes_what_a_newer_revision_adds(beside_healthy(server), Some(arguments), 1).await;
 }
+
+/// The faulty server (`--future`, over `config`) lists its resource and prompt whole,
+/// and its read and prompt come back as the server wrote them: contents of a kind no
+/// revision has, a `video` message, fields of their own.
+async fn reads_and_prompts_pass_what_a_newer_revision_adds(config: Config, spawned: usize) {
+    let row = start_row(config).await;
+    let processes = row
+        .events
+        .iter()
+        .filter(|event| matches!(event, StartupEvent::Spawned { server, .. } if server == FAULTY))
+        .count();
+    assert_eq!(processes, spawned, "{:?}", row.events);
+    let began = Instant::now();
+    let resources = row.runtime.resources().await;
+    assert!(resources.failures.is_empty(), "{:?}", resources.failures);
+    let listed = resources
+        .resources
+        .iter()
+        .find(|entry| entry.resource.uri == future::FUTURE_RESOURCE)
+        .expect("the resource is listed");
+    assert_eq!(
+        serde_json::Value::Object(listed.definition.clone()),
+        future::resource_definition()
+    );
+    let read = row
+        .runtime
+        .read_resource(future::FUTURE_RESOURCE, Some(FAULTY))
+        .await
+        .unwrap_or_else(|error| panic!("{}", chain(&error)));
+    let mut whole = read.as_object().clone();
+    whole.remove("resultType");
+    assert_eq!(serde_json::Value::Object(whole), future::read_result());
+    assert_eq!(
+        read.contents().next().unwrap().as_text(),
+        Some("first line\r\nsecond line")
+    );
+
+    let prompts = row.runtime.prompts().await;
+    let listed = prompts
+        .prompts
+        .iter()
+        .find(|entry| entry.server == FAULTY)
+        .expect("the prompt is listed");
+    assert_eq!(
+        serde_json::Value::Object(listed.definition.clone()),
+        future::prompt_definition()
+    );
+    let prompt = row
+        .runtime
+        .get_prompt(future::FUTURE_TOOL, Some(FAULTY), None)
+        .await
+        .unwrap_or_else(|error| panic!("{}", chain(&error)));
+    let mut whole = prompt.as_object().clone();
+    whole.remove("resultType");
+    assert_eq!(serde_json::Value::Object(whole), future::prompt_result());
+    let kinds: Vec<Option<&str>> = prompt
+        .messages()
+        .map(|message| message.content.kind())
+        .collect();
+    assert_eq!(kinds, [Some("text"), Some("video")]);
+    let took = began.elapsed();
+    assert!(
+        took <= 4 * TOOL_TIMEOUT + MARGIN,
+        "the requests took {took:?}"
+    );
+    row.finish(&[]).await;
+}
+
+#[tokio::test]
+async fn unknown_contents_and_fields_pass_through_a_read_and_a_prompt_over_stdio() {
+    reads_and_prompts_pass_what_a_newer_revision_adds(faulty(&["--future"]), 1).await;
+}
+
+#[tokio::test]
+async fn unknown_contents_and_fields_pass_through_a_read_and_a_prompt_over_http_in_2026_07_28() {
+    let server = http_fixture(&["--future", "--era", "stateless"]).await;
+    reads_and_prompts_pass_what_a_newer_revision_adds(faulty_http(&server.url), 0).await;
+}

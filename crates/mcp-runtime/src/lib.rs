@@ -31,6 +31,7 @@ pub mod changes;
 pub mod config;
 mod connection;
 pub mod error;
+mod feature_result;
 pub mod host;
 pub mod manager;
 pub mod naming;
@@ -91,6 +92,7 @@ pub use error::{
     AuthorityError, CallError, ConfigError, FeatureError, ListToolsError, RestartError, StartError,
     StartupError,
 };
+pub use feature_result::{Message, PromptResult, ReadResult, ResourceContent};
 pub use manager::{
     AuthState, CallOptions, DEFAULT_OPTIONAL_GRACE, DEFAULT_SCOPE, Runtime, ServerState,
     ServerStatus, StartOptions, StartupEvent, StartupSummary, TransportKind,

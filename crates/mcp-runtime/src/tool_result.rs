@@ -195,7 +195,8 @@ pub enum Content<'a> {
 }
 
 impl<'a> Content<'a> {
-    fn read(block: &'a Value) -> Self {
+    /// `block` read as rmcp's type when it reads as one, else as its JSON.
+    pub(crate) fn read(block: &'a Value) -> Self {
         match ContentBlock::deserialize(block) {
             Ok(known) => Self::Known(known),
             Err(_) => Self::Unknown(block),
@@ -226,7 +227,7 @@ impl<'a> Content<'a> {
 }
 
 /// The kind of a JSON value, as a message names it.
-fn kind(value: &Value) -> &'static str {
+pub(crate) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -32,7 +32,8 @@ pub(super) enum Answer {
 /// in-process pipe in the tests: rmcp's types then have dropped what they do not
 /// model). The error says why it is not an answer to a tool call.
 pub(super) fn read(answer: ServerResult) -> Result<Answer, String> {
-    let mut object = object(answer)?;
+    let not_a_result = crate::tool_result::InvalidToolResult::NotAToolResult.to_string();
+    let mut object = object(answer, &not_a_result)?;
     match object.get("resultType").and_then(Value::as_str) {
         Some("input_required") => {
             return InputRequiredResult::deserialize(Value::Object(object))
@@ -72,9 +73,10 @@ pub(super) fn tool_result(answer: ServerResult) -> Result<ToolResult, String> {
     }
 }
 
-/// The answer's result as a JSON object.
-fn object(mut answer: ServerResult) -> Result<JsonObject, String> {
-    let not_a_result = || crate::tool_result::InvalidToolResult::NotAToolResult.to_string();
+/// The answer's result as a JSON object: raw, as the transports hand it over, or as
+/// rmcp decoded it. Any other JSON is an error: `not_an_object`.
+pub(super) fn object(mut answer: ServerResult, not_an_object: &str) -> Result<JsonObject, String> {
+    let not_a_result = || not_an_object.to_owned();
     let value = match raw_result(&mut answer) {
         Some(text) => serde_json::from_str(&text).map_err(|error| {
             format!(

@@ -4,8 +4,9 @@
 //! not model: a tool's `execution` (`tools/list`, 2025-11-25), a 2025-11-25 task's
 //! `pollInterval` and `ttl` (`tasks/get`), and whatever a newer revision or an
 //! extension adds to a tool result (`tools/call`, and a 2025-11-25 task's
-//! `tasks/result`), whose content blocks rmcp cannot even read when one is of a type
-//! it does not know. The runtime reads those answers itself, so each transport
+//! `tasks/result`), a resource's contents (`resources/read`) or a prompt
+//! (`prompts/get`), whose parts rmcp cannot even read when one is of a kind it does
+//! not know, and to the resources and prompts listed. The runtime reads those answers itself, so each transport
 //! rewrites the answer to a request of [`RAW_METHODS`] (in every revision), or of
 //! [`HANDSHAKE_RAW_METHODS`] in a handshake revision ([`raw_request`]; over stdio
 //! and legacy SSE, a 2026-07-28 `tools/list` too: [`raw_request_without_headers`])
@@ -48,9 +49,18 @@ use serde_json::{Value, value::RawValue};
 
 use crate::sync::lock;
 
-/// The requests whose answers are handed over raw in every revision: tool results,
-/// which the runtime hands to the host as the server returned them.
-pub(crate) const RAW_METHODS: [&str; 2] = ["tools/call", "tasks/result"];
+/// The requests whose answers are handed over raw in every revision: tool results, a
+/// resource's contents, a prompt and the lists of resources and prompts, which the
+/// runtime hands to the host as the server returned them.
+pub(crate) const RAW_METHODS: [&str; 7] = [
+    "tools/call",
+    "tasks/result",
+    "resources/read",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/list",
+];
 
 /// The requests whose answers are handed over raw in a handshake revision.
 pub(crate) const HANDSHAKE_RAW_METHODS: [&str; 2] = ["tools/list", "tasks/get"];
