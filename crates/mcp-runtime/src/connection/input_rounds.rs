@@ -13,9 +13,9 @@
 //!    request sent on its own: the host's handler's ([`super::answers`]). Sampling
 //!    without a handler fails the call naming what the server asked for; a handler's
 //!    refusal of a sampling request fails it with the handler's reason.
-//! 3. A call takes at most [`MAX_ROUNDS`] rounds, all within its one deadline. (An answer that asks for nothing and
-//!    carries no state is not a round: rmcp does not read it as one, and the runtime
-//!    reports it as an answer that is not a tool result.)
+//! 3. A call takes at most [`MAX_ROUNDS`] rounds, all within its one deadline. (An
+//!    answer that asks for nothing and carries no state is not a round: rmcp's type
+//!    does not read it as one, and the call fails saying so.)
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, InputRequest, InputRequests,

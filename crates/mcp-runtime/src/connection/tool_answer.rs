@@ -155,6 +155,12 @@ mod tests {
         for answer in [raw(task.clone()), typed(task)] {
             assert!(matches!(read(answer), Ok(Answer::Task(_))));
         }
+        // Asking for nothing and carrying no state is no round (rmcp's type refuses it).
+        let empty = read(raw(json!({"resultType": "input_required"})));
+        assert!(
+            matches!(&empty, Err(message) if message.starts_with("the server's request for input does not read as one")),
+            "{empty:?}"
+        );
         let handshake_task = raw(json!({"task": {"taskId": "t2", "status": "working"}}));
         assert!(
             matches!(read(handshake_task), Ok(Answer::HandshakeTask(task)) if task["taskId"] == "t2")
