@@ -6,14 +6,14 @@
 //! that lists it; none, or more than one, exits 2 naming them.
 
 use mcp_runtime::{
-    Runtime,
+    Content, PromptResult, ReadResult, Runtime,
     error::chain,
     manager::{Prompts, Resources},
-    model::{GetPromptResult, JsonObject, ReadResourceResult, ResourceContents},
+    model::JsonObject,
 };
 use serde_json::{Value, json};
 
-use crate::output::{one_line, printable, table};
+use crate::output::{one_line, output_text, printable, table};
 
 /// What to ask the servers.
 pub enum Ask {
@@ -30,8 +30,14 @@ pub enum Ask {
     },
 }
 
-/// Asks the servers of `runtime`; the text to print, or the failure.
-pub async fn ask(runtime: &Runtime, ask: Ask, json: bool) -> anyhow::Result<String> {
+/// Asks the servers of `runtime`; the text to print (the servers' text as
+/// [`output_text`] prints it on a `terminal` or a pipe), or the failure.
+pub async fn ask(
+    runtime: &Runtime,
+    ask: Ask,
+    json: bool,
+    terminal: bool,
+) -> anyhow::Result<String> {
     Ok(match ask {
         Ask::Resources => {
             let listed = runtime.resources().await;
@@ -56,7 +62,7 @@ pub async fn ask(runtime: &Runtime, ask: Ask, json: bool) -> anyhow::Result<Stri
             if json {
                 format!("{}\n", serde_json::to_string_pretty(&read)?)
             } else {
-                read_text(&read)
+                read_text(&read, terminal)
             }
         }
         Ask::Prompt {
@@ -70,7 +76,7 @@ pub async fn ask(runtime: &Runtime, ask: Ask, json: bool) -> anyhow::Result<Stri
             if json {
                 format!("{}\n", serde_json::to_string_pretty(&prompt)?)
             } else {
-                prompt_text(&prompt)
+                prompt_text(&prompt, terminal)
             }
         }
     })
@@ -193,13 +199,18 @@ fn prompts_table(listed: &Prompts) -> String {
     table(&["SERVER", "PROMPT", "ARGUMENTS", "DESCRIPTION"], &rows)
 }
 
-/// A read resource for people: text as text, anything else as JSON.
-fn read_text(read: &ReadResourceResult) -> String {
+/// A read resource for people: text as text (see [`output_text`]), anything else as
+/// its JSON.
+fn read_text(read: &ReadResult, terminal: bool) -> String {
+    let all = match read.as_object().get("contents") {
+        Some(Value::Array(all)) => all.as_slice(),
+        _ => &[],
+    };
     let mut out = String::new();
-    for contents in &read.contents {
-        match contents {
-            ResourceContents::TextResourceContents { text, .. } => out.push_str(&printable(text)),
-            other => out.push_str(&serde_json::to_string(other).unwrap_or_default()),
+    for (contents, json) in read.contents().zip(all) {
+        match contents.as_text() {
+            Some(text) => out.push_str(&output_text(text, terminal)),
+            None => out.push_str(&serde_json::to_string(json).unwrap_or_default()),
         }
         if !out.ends_with('\n') {
             out.push('\n');
@@ -208,17 +219,22 @@ fn read_text(read: &ReadResourceResult) -> String {
     out
 }
 
-/// A prompt for people: each message as `ROLE: text` (other content as JSON).
-fn prompt_text(prompt: &GetPromptResult) -> String {
+/// A prompt for people: each message as `ROLE: text` (content of a type mcp-runtime
+/// does not know as its type, `[video]`; any other as its JSON).
+fn prompt_text(prompt: &PromptResult, terminal: bool) -> String {
+    let all = match prompt.as_object().get("messages") {
+        Some(Value::Array(all)) => all.as_slice(),
+        _ => &[],
+    };
     let mut out = String::new();
-    for message in &prompt.messages {
-        let role = serde_json::to_value(&message.role)
-            .ok()
-            .and_then(|role| role.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        let content = match message.content.as_text() {
-            Some(text) => printable(&text.text).into_owned(),
-            None => serde_json::to_string(&message.content).unwrap_or_default(),
+    for (message, json) in prompt.messages().zip(all) {
+        let role = output_text(message.role.unwrap_or_default(), terminal);
+        let content = match (&message.content, message.content.kind()) {
+            (Content::Known(_), _) if let Some(text) = message.content.as_text() => {
+                output_text(text, terminal).into_owned()
+            }
+            (Content::Unknown(_), Some(kind)) => format!("[{}]", output_text(kind, terminal)),
+            _ => serde_json::to_string(&json["content"]).unwrap_or_default(),
         };
         out.push_str(&format!("{role}: {content}"));
         if !out.ends_with('\n') {

@@ -128,6 +128,12 @@ fn describe(error: &anyhow::Error) -> String {
 /// Writes `text` to stdout and returns `code`. A closed stdout (the reader of a pipe
 /// went away, as with `| head`) ends the output quietly with exit code 0: nobody
 /// wants the rest.
+/// Whether stdout is a terminal: the server's text printed there is escaped (see
+/// [`output::output_text`]).
+fn stdout_is_terminal() -> bool {
+    std::io::stdout().is_terminal()
+}
+
 fn print(text: &str, code: u8) -> u8 {
     print_with(code, |out| out.write_all(text.as_bytes()))
 }
@@ -381,7 +387,7 @@ async fn run_to_end(plan: Plan) -> u8 {
                 Ok(runtime) => runtime,
                 Err(error) => return report(&error),
             };
-            let code = match features::ask(&runtime, ask, json).await {
+            let code = match features::ask(&runtime, ask, json, stdout_is_terminal()).await {
                 Ok(text) => print(&text, 0),
                 Err(error) => report(&error),
             };
@@ -510,12 +516,12 @@ impl Call {
         }
         let code = match answer {
             Ok(result) => {
-                let code = if result.is_error == Some(true) {
+                let code = if result.is_error() {
                     EXIT_TOOL_ERROR
                 } else {
                     0
                 };
-                match output::call_json_or_text(&result, self.json) {
+                match output::call_json_or_text(&result, self.json, stdout_is_terminal()) {
                     Ok(text) => print(&text, code),
                     Err(error) => report(&error.into()),
                 }
@@ -524,7 +530,8 @@ impl Call {
             Err(error @ CallError::OutputMismatch { .. }) => {
                 let printed = match &error {
                     CallError::OutputMismatch { result, .. } => {
-                        output::call_json_or_text(result, self.json).map(|text| print(&text, 0))
+                        output::call_json_or_text(result, self.json, stdout_is_terminal())
+                            .map(|text| print(&text, 0))
                     }
                     _ => Ok(0),
                 };

@@ -2,12 +2,14 @@
 //!
 //! Text that servers control (descriptions, stderr quoted in errors, tool output) is
 //! passed through [`printable`] before it reaches a terminal, so a server cannot move
-//! the cursor, retitle the window or forge output with escape sequences.
+//! the cursor, retitle the window or forge output with escape sequences. What a call,
+//! a read or a prompt outputs is the server's text, and on a pipe a program reads it:
+//! there it is printed as it is, every character the server's ([`output_text`]).
 
 use std::{borrow::Cow, io::Write};
 
 use mcp_runtime::{
-    Catalog, QualifiedTool, ServerStatus, TaskSupport, error::chain, model::CallToolResult,
+    Catalog, Content, QualifiedTool, ServerStatus, TaskSupport, ToolResult, error::chain,
 };
 use serde::{Serialize, Serializer, ser::SerializeMap};
 use serde_json::Value;
@@ -91,8 +93,9 @@ impl Serialize for ServerJson<'_> {
 /// only when set: `approval_mode` (`auto`, `prompt`, `writes` or `approve`),
 /// `output_token_limit`, and `supports_parallel_tool_calls` (only when `true`);
 /// `task_support` (`optional` or `required`) only when the tool may run as a task.
-/// Last, `definition`: the tool as the server listed it (`title`, `annotations`,
-/// `outputSchema`, `execution`, `icons`, `_meta`…).
+/// Last, `definition`: the tool as the server listed it, every field (`title`,
+/// `annotations`, `outputSchema`, `execution`, `icons`, `_meta`, and what a newer
+/// revision or an extension adds).
 struct ToolJson<'a>(&'a QualifiedTool);
 
 impl Serialize for ToolJson<'_> {
@@ -116,25 +119,9 @@ impl Serialize for ToolJson<'_> {
         if tool.task_support != TaskSupport::Forbidden {
             map.serialize_entry("task_support", tool.task_support.as_str())?;
         }
-        map.serialize_entry(
-            "definition",
-            &Definition {
-                tool: &tool.tool,
-                execution: tool.execution.as_deref(),
-            },
-        )?;
+        map.serialize_entry("definition", &tool.definition())?;
         map.end()
     }
-}
-
-/// A tool as the server listed it: rmcp's [`Tool`](mcp_runtime::model::Tool), with the
-/// `execution` it does not keep.
-#[derive(Serialize)]
-struct Definition<'a> {
-    #[serde(flatten)]
-    tool: &'a mcp_runtime::model::Tool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    execution: Option<&'a serde_json::Map<String, Value>>,
 }
 
 /// The `servers` table.
@@ -183,20 +170,32 @@ pub fn tools_table(catalog: &Catalog) -> String {
     table(&["TOOL", "DESCRIPTION"], &rows)
 }
 
-/// A call result for people: text blocks as text, anything else as JSON.
-pub fn call_text(result: &CallToolResult) -> String {
+/// A call result for people: text blocks as text, a block of a type mcp-runtime does
+/// not know as its type in brackets (`[video]`), any other block as its JSON; without
+/// blocks, the structured content as JSON. The server's text goes through
+/// [`output_text`] for a `terminal` or a pipe.
+pub fn call_text(result: &ToolResult, terminal: bool) -> String {
+    let blocks = match result.as_object().get("content") {
+        Some(Value::Array(blocks)) => blocks.as_slice(),
+        _ => &[],
+    };
     let mut out = String::new();
-    for block in &result.content {
-        match block.as_text() {
-            Some(text) => out.push_str(&printable(&text.text)),
-            None => out.push_str(&serde_json::to_string(block).unwrap_or_default()),
+    for (block, json) in result.content().zip(blocks) {
+        match (&block, block.kind()) {
+            (Content::Known(_), _) if let Some(text) = block.as_text() => {
+                out.push_str(&output_text(text, terminal))
+            }
+            (Content::Unknown(_), Some(kind)) => {
+                out.push_str(&format!("[{}]", output_text(kind, terminal)));
+            }
+            _ => out.push_str(&serde_json::to_string(json).unwrap_or_default()),
         }
         if !out.ends_with('\n') {
             out.push('\n');
         }
     }
-    if result.content.is_empty()
-        && let Some(structured) = &result.structured_content
+    if blocks.is_empty()
+        && let Some(structured) = result.structured_content()
     {
         out.push_str(&serde_json::to_string_pretty(structured).unwrap_or_default());
         out.push('\n');
@@ -204,13 +203,33 @@ pub fn call_text(result: &CallToolResult) -> String {
     out
 }
 
-/// A call result as `--json` prints it (pretty, as the server returned it) or as text.
-pub fn call_json_or_text(result: &CallToolResult, json: bool) -> serde_json::Result<String> {
+/// A call result as `--json` prints it (pretty, as the server returned it: every
+/// field and block) or as text (see [`call_text`]).
+pub fn call_json_or_text(
+    result: &ToolResult,
+    json: bool,
+    terminal: bool,
+) -> serde_json::Result<String> {
     Ok(if json {
         serde_json::to_string_pretty(result)? + "\n"
     } else {
-        call_text(result)
+        call_text(result, terminal)
     })
+}
+
+/// Text a server wrote as the output of a call, a read or a prompt, for stdout: on a
+/// pipe, as it is (a program reads it, and a `\r` is the server's as any other
+/// character is); on a `terminal`, as [`printable`] shows it, but with each `\r\n`
+/// line break kept, which moves the cursor nowhere a `\n` does not.
+pub fn output_text(text: &str, terminal: bool) -> Cow<'_, str> {
+    if !terminal {
+        return Cow::Borrowed(text);
+    }
+    if !text.contains("\r\n") {
+        return printable(text);
+    }
+    let lines: Vec<Cow<'_, str>> = text.split("\r\n").map(printable).collect();
+    Cow::Owned(lines.join("\r\n"))
 }
 
 /// `text` with control characters other than newline and tab shown as `\u{..}`.
@@ -396,15 +415,14 @@ mod tests {
             "description": "Find things",
             "inputSchema": {"type": "object"},
             "outputSchema": {"type": "object", "properties": {"hits": {"type": "integer"}}},
-            "annotations": {"readOnlyHint": true, "openWorldHint": false},
+            "annotations": {"readOnlyHint": true, "openWorldHint": false, "futureHint": 1},
             "icons": [{"src": "https://example.com/i.png", "mimeType": "image/png"}],
+            "_meta": {"example.com/x": 1},
             "execution": {"taskSupport": "optional"},
-            "_meta": {"example.com/x": 1}
+            "futureField": {"kept": true}
         });
-        let tool: mcp_runtime::model::Tool = serde_json::from_value(listed.clone()).unwrap();
-        let execution = listed["execution"].as_object().cloned();
         let server = mcp_runtime::ServerConfig::stdio("s", "unused", vec![]);
-        let tools = [ListedTool::new(tool, execution)];
+        let tools = [ListedTool::from_definition(listed.as_object().unwrap().clone()).unwrap()];
         let catalog = Catalog::build(&Catalog::default(), [(&server, &tools[..])]);
         let report = report_json(&[], &catalog);
         let definition = &report["tools"][0]["definition"];
@@ -426,7 +444,8 @@ mod tests {
                 "annotations",
                 "icons",
                 "_meta",
-                "execution"
+                "execution",
+                "futureField"
             ],
             "rmcp's order, then what it does not keep"
         );
@@ -456,6 +475,45 @@ mod tests {
             "\\u{1b}]0;owned\\u{7}\\u{1b}[2Jok"
         );
         assert_eq!(one_line("a\u{1b}[31mred", 80), "a\\u{1b}[31mred");
+    }
+
+    #[test]
+    fn output_is_the_servers_text_on_a_pipe_and_escaped_on_a_terminal() {
+        let text = "a\r\nb\rc\u{1b}[2Jd\n";
+        assert_eq!(output_text(text, false), text, "every character, as it is");
+        assert_eq!(
+            output_text(text, true),
+            "a\r\nb\\u{d}c\\u{1b}[2Jd\n",
+            "a line break kept, a lone carriage return and an escape shown"
+        );
+        assert_eq!(output_text("plain\n", true), "plain\n");
+    }
+
+    #[test]
+    fn a_block_of_an_unknown_type_shows_as_its_type() {
+        let result: ToolResult = serde_json::from_value(serde_json::json!({
+            "content": [
+                {"type": "text", "text": "one\r\ntwo"},
+                {"type": "video", "uri": "u"},
+                {"type": "image", "data": "AA==", "mimeType": "image/png", "futureField": 1},
+                {"type": "\u{1b}[2J"}
+            ]
+        }))
+        .unwrap();
+        insta::assert_snapshot!(call_text(&result, true), @r#"
+        one
+        two
+        [video]
+        {"type":"image","data":"AA==","mimeType":"image/png","futureField":1}
+        [\u{1b}[2J]
+        "#);
+        // insta compares lines, not their ends: the `\r\n` is checked here.
+        assert!(call_text(&result, true).starts_with("one\r\ntwo\n[video]\n"));
+        assert!(call_text(&result, false).starts_with("one\r\ntwo\n[video]\n"));
+        assert!(
+            call_text(&result, false).ends_with("\n[\u{1b}[2J]\n"),
+            "as it is on a pipe"
+        );
     }
 
     #[test]

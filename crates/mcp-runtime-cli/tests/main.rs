@@ -16,3 +16,4 @@ mod import;
 mod login;
 mod network;
 mod reports;
+mod results;

@@ -23,6 +23,9 @@
 //! the first N `tools/call` POSTs that carry an `Mcp-Session-Id`, before rmcp
 //! sees them: rmcp then answers `404`, as for a session that expired.
 //!
+//! With `--future` every answer's body is rewritten frame by frame, its markers
+//! replaced ([`crate::future::rewrite_body`]).
+//!
 //! Closing a request's response stream is how a 2026-07-28 client cancels the
 //! request. When the client closes the answer to a POSTed request before its
 //! end, the fixture prints `closed-early ID` (the request's JSON-RPC id) on
@@ -76,6 +79,8 @@ struct Endpoint {
     expire_on_call: AtomicUsize,
     /// Quote each request's headers back ([`Options::echo_headers`]).
     echo_headers: bool,
+    /// Whether answers are rewritten (`--future`).
+    future: bool,
 }
 
 /// How the HTTP server behaves, besides the fixture's own behaviour.
@@ -166,6 +171,7 @@ pub async fn serve(
         stdout.flush()?;
     }
 
+    let future = fixture.behaviour().future;
     let sessions = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(
         move || Ok(fixture.clone()),
@@ -187,6 +193,7 @@ pub async fn serve(
         status,
         expire_on_call: AtomicUsize::new(expire_sessions_on_call),
         echo_headers,
+        future,
     });
     // With `Fault::Silent`, accepted connections are kept open here, unread.
     let mut silent = Vec::new();
@@ -341,10 +348,17 @@ async fn handle(
         .map(ToString::to_string);
     // Until the answer's body ends, dropping the guard reports the request.
     let mut guard = request_id.map(|id| ClosedEarly { id: Some(id) });
-    let response = endpoint
+    let mut response = endpoint
         .mcp
         .handle(Request::from_parts(parts, Full::new(body)))
         .await;
+    if endpoint.future {
+        response.headers_mut().remove(header::CONTENT_LENGTH);
+        response = response.map(|body| {
+            body.map_frame(|frame| frame.map_data(crate::future::rewrite_body))
+                .boxed()
+        });
+    }
     Ok(match guard.take() {
         Some(guard) => response.map(|body| Watched { body, guard }.boxed()),
         None => response,

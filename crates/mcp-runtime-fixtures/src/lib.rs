@@ -61,6 +61,9 @@
 //! an elicitation, its roots and a model's message, and answer with the client's
 //! answer (see `asks.rs`). With `--tasks` it lists `task_job`, which runs as a task
 //! of the 2026-07-28 tasks extension on rmcp's task manager (see `tasks.rs`).
+//! With `--future` it lists `future`, a tool and a result with what a newer
+//! revision adds: a content type and fields no revision rmcp knows has (see
+//! [`future`]), over stdio and HTTP, in every era.
 //!
 //! The faults marked raw select the [`raw`] server instead of rmcp's, over
 //! stdio only. A refused connection needs no process: see
@@ -70,6 +73,7 @@
 
 mod asks;
 pub mod fault;
+pub mod future;
 pub mod gate;
 pub mod http;
 pub mod message_log;

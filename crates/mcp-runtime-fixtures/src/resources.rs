@@ -73,8 +73,11 @@ impl Resources {
         }
     }
 
-    /// The resource, as listed.
-    pub(crate) fn list(&self) -> ListResourcesResult {
+    /// The resource, as listed; none when the fixture does not offer it (`offered`).
+    pub(crate) fn list(&self, offered: bool) -> ListResourcesResult {
+        if !offered {
+            return ListResourcesResult::with_all_items(Vec::new());
+        }
         let mut counter = Resource::new(COUNTER, "counter");
         counter.mime_type = Some("text/plain".into());
         counter.description = Some(format!("counted {}", self.count.load(Ordering::SeqCst)));

@@ -6,7 +6,8 @@
 //! fixed order: the fixed tools `echo`, `fail`, `env`, `pid`, `add_tool`; then
 //! the generated `tool_0` … `tool_{N-1}`; then the named ones; then `ask`, `roots`
 //! and `sample` (with [`Behaviour::asks`]); then `task_job` (with
-//! [`Behaviour::tasks`]); then `padding`
+//! [`Behaviour::tasks`]); then `bump` (with [`Behaviour::resources`]); then
+//! `future` (with [`Behaviour::future`]); then `padding`
 //! (with [`Behaviour::list_padding_bytes`]); then those added by calling
 //! `add_tool`, in the order they were added.
 //!
@@ -128,6 +129,10 @@ pub struct Behaviour {
     /// does not support are refused with "unsupported protocol version", and
     /// `initialize` offering one is answered with the newest it supports.
     pub supported_versions: Vec<String>,
+    /// List `future`, and answer it (and `task_job` called with `"future": true`)
+    /// with what a newer revision adds (see `future.rs`); the transport rewrites
+    /// what rmcp writes.
+    pub future: bool,
 }
 
 /// Which protocol revisions the fixture speaks.
@@ -390,6 +395,17 @@ impl ServerHandler for Fixture {
                 .enable_resources_list_changed()
                 .build()
                 .resources;
+        } else if self.behaviour.future {
+            capabilities.resources = ServerCapabilities::builder()
+                .enable_resources()
+                .build()
+                .resources;
+        }
+        if self.behaviour.future {
+            capabilities.prompts = ServerCapabilities::builder()
+                .enable_prompts()
+                .build()
+                .prompts;
         }
         if self.behaviour.tasks {
             capabilities
@@ -485,7 +501,11 @@ impl ServerHandler for Fixture {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, McpError> {
-        Ok(self.resources.list())
+        let mut listed = self.resources.list(self.behaviour.resources);
+        if self.behaviour.future {
+            listed.resources.push(crate::future::marker_resource());
+        }
+        Ok(listed)
     }
 
     async fn read_resource(
@@ -493,9 +513,42 @@ impl ServerHandler for Fixture {
         request: rmcp::model::ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        if self.behaviour.future && request.uri == crate::future::FUTURE_RESOURCE {
+            return Ok(rmcp::model::ReadResourceResponse::Complete(
+                crate::future::marker_read(),
+            ));
+        }
         self.resources
             .read(&request.uri)
             .map(rmcp::model::ReadResourceResponse::Complete)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        let prompts = match self.behaviour.future {
+            true => vec![crate::future::marker_prompt()],
+            false => Vec::new(),
+        };
+        Ok(rmcp::model::ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        if self.behaviour.future && request.name == crate::future::FUTURE_TOOL {
+            return Ok(rmcp::model::GetPromptResponse::Complete(
+                crate::future::marker_prompt_result(),
+            ));
+        }
+        Err(McpError::invalid_params(
+            format!("no prompt `{}`", request.name),
+            None,
+        ))
     }
 
     #[allow(deprecated, reason = "handshake-era clients subscribe this way")]
@@ -586,7 +639,7 @@ impl ServerHandler for Fixture {
             return answer;
         }
         if self.behaviour.tasks && request.name == crate::tasks::TASK_JOB {
-            return crate::tasks::call(&self.tasks, &request, &context);
+            return crate::tasks::call(&self.tasks, &request, &context, self.behaviour.future);
         }
         if self.behaviour.resources && request.name == "bump" {
             return self
@@ -616,6 +669,7 @@ impl ServerHandler for Fixture {
                 std::process::id().to_string(),
                 json!({ "pid": std::process::id() }),
             ),
+            crate::future::FUTURE_TOOL if self.behaviour.future => crate::future::marker_result(),
             "add_tool" => {
                 self.add_tool_tool(&arguments, &context.peer, stateless)
                     .await?
@@ -742,6 +796,9 @@ fn tools(behaviour: &Behaviour) -> Vec<Tool> {
     }
     if behaviour.resources {
         tools.push(crate::resources::tool());
+    }
+    if behaviour.future {
+        tools.push(crate::future::marker_tool());
     }
     if behaviour.list_padding_bytes > 0 {
         tools.push(Tool::new(

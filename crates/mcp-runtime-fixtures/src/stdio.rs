@@ -7,6 +7,10 @@
 //! its transport. The queue is unbounded so that stdin is drained (and logged)
 //! even while rmcp is not reading, e.g. while `initialize` hangs.
 //!
+//! With `--future` rmcp's output goes through a pipe too: a task reads it line by
+//! line and writes each line to stdout with its markers replaced
+//! ([`crate::future::rewrite_line`]).
+//!
 //! The fixture exits when stdin closes: rmcp sees end of input once the queue
 //! has drained and stops after answering what is in flight. In
 //! `--hang-initialize` mode rmcp never gets that far, so the fixture stops as
@@ -43,14 +47,105 @@ pub async fn serve(fixture: Fixture, log: Option<Arc<MessageLog>>) -> anyhow::Re
     let gates = fixture.gates().cloned();
     let (rmcp_input, pipe) = tokio::io::simplex(PIPE_CAPACITY);
     let (lines_tx, lines_rx) = mpsc::unbounded_channel();
-    let (stdin_closed_tx, mut stdin_closed) = oneshot::channel();
+    let (stdin_closed_tx, stdin_closed) = oneshot::channel();
     tokio::spawn(async move {
         read_stdin(log, lines_tx).await;
         let _ = stdin_closed_tx.send(());
     });
     tokio::spawn(forward(lines_rx, pipe));
 
-    let handshake = fixture.serve((rmcp_input, tokio::io::stdout()));
+    let (output, rewriter) = if fixture.behaviour().future {
+        // A duplex, not a simplex: its reader sees the end once rmcp drops its end.
+        let (lines, rmcp_output) = tokio::io::duplex(PIPE_CAPACITY);
+        let rewriter = tokio::spawn(rewrite_output(lines));
+        (Output::Rewritten(rmcp_output), Some(rewriter))
+    } else {
+        (Output::Stdout(tokio::io::stdout()), None)
+    };
+    let served = serve_with(
+        fixture,
+        rmcp_input,
+        output,
+        hang_initialize,
+        gates,
+        stdin_closed,
+    )
+    .await;
+    // Every line rmcp wrote reaches stdout before the process exits.
+    if let Some(rewriter) = rewriter {
+        let _ = rewriter.await;
+    }
+    served
+}
+
+/// Where rmcp writes: stdout, or the pipe to [`rewrite_output`].
+enum Output {
+    Stdout(tokio::io::Stdout),
+    Rewritten(tokio::io::DuplexStream),
+}
+
+impl tokio::io::AsyncWrite for Output {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Self::Stdout(out) => std::pin::Pin::new(out).poll_write(cx, buf),
+            Self::Rewritten(out) => std::pin::Pin::new(out).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Self::Stdout(out) => std::pin::Pin::new(out).poll_flush(cx),
+            Self::Rewritten(out) => std::pin::Pin::new(out).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Self::Stdout(out) => std::pin::Pin::new(out).poll_shutdown(cx),
+            Self::Rewritten(out) => std::pin::Pin::new(out).poll_shutdown(cx),
+        }
+    }
+}
+
+/// Copies rmcp's output to stdout line by line, markers replaced, until rmcp's end
+/// of the pipe is gone.
+async fn rewrite_output(lines: tokio::io::DuplexStream) {
+    let mut lines = BufReader::new(lines);
+    let mut stdout = tokio::io::stdout();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match lines.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let rewritten = crate::future::rewrite_line(&line);
+        if stdout.write_all(&rewritten).await.is_err() || stdout.flush().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Serves `fixture` on `input` and `output` (see [`serve`]).
+async fn serve_with(
+    fixture: Fixture,
+    rmcp_input: tokio::io::ReadHalf<tokio::io::SimplexStream>,
+    output: Output,
+    hang_initialize: bool,
+    gates: Option<crate::gate::Gates>,
+    mut stdin_closed: oneshot::Receiver<()>,
+) -> anyhow::Result<()> {
+    let handshake = fixture.serve((rmcp_input, output));
     tokio::pin!(handshake);
     // rmcp reads nothing while `initialize` waits, so it would not see stdin
     // close; watch for that here.

@@ -3,8 +3,10 @@
 //!
 //! Arguments: `ms` (how long the job works, default 0), `poll_ms` (the poll
 //! interval it asks for, default 100), `ask` (whether it first asks the client to
-//! confirm, as an input request of the task). It answers with what it did, as text
-//! and as structured content. Cancelled (`tasks/cancel`), it stops at once.
+//! confirm, as an input request of the task), `future` (with `--future`: whether
+//! its result is the one a newer revision writes, see `future.rs`). It answers
+//! with what it did, as structured content. Cancelled (`tasks/cancel`), it stops
+//! at once.
 //!
 //! A client that did not declare the extension is refused with rmcp's "missing
 //! required client capability" error, as the extension says a server whose tool
@@ -55,11 +57,13 @@ pub(crate) fn tool() -> Tool {
 }
 
 /// Starts `task_job` as a task of `tasks`, or refuses a client without the tasks
-/// extension.
+/// extension. With `future`, a call with `"future": true` ends with the result a
+/// newer revision writes.
 pub(crate) fn call(
     tasks: &Tasks,
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
+    future: bool,
 ) -> Result<CallToolResponse, McpError> {
     if !context
         .client_capabilities()
@@ -81,6 +85,7 @@ pub(crate) fn call(
     };
     let work = Duration::from_millis(number("ms", 0));
     let ask = arguments.get("ask").and_then(Value::as_bool) == Some(true);
+    let future = future && arguments.get("future").and_then(Value::as_bool) == Some(true);
     let options = TaskOptions::new().with_poll_interval_ms(number("poll_ms", 100));
     let task = tasks.0.spawn(options, move |context| {
         Box::pin(async move {
@@ -99,6 +104,9 @@ pub(crate) fn call(
             tokio::select! {
                 () = tokio::time::sleep(work) => {}
                 () = context.cancelled() => return Err(TaskExit::Cancelled),
+            }
+            if future {
+                return Ok(crate::future::marker_result());
             }
             let done = json!({ "worked_ms": work.as_millis() as u64, "answer": answer });
             Ok(CallToolResult::structured(done))

@@ -194,7 +194,7 @@ async fn a_call_to_a_starting_server_waits_for_it_and_succeeds() {
     };
     let (result, pid) = tokio::join!(call, open);
     let result = result.expect("the call succeeds once its server is ready");
-    assert_eq!(result.structured_content, Some(json!({"a": 1})));
+    assert_eq!(result.structured_content().cloned(), Some(json!({"a": 1})));
     assert_eq!(state(&runtime, "slow"), ServerState::Ready);
     runtime.shutdown().await;
     assert_all_gone(pid as i32, &[]);
@@ -323,8 +323,12 @@ async fn startups_after_the_start_returned_share_one_listing() {
         .into();
     assert_eq!(requests, [1, 0]);
     // Each keeps its own connection for calls.
-    let pid_of_call = |result: mcp_runtime::model::CallToolResult| {
-        result.structured_content.expect("`pid` answers structured")["pid"].clone()
+    let pid_of_call = |result: mcp_runtime::ToolResult| {
+        result
+            .structured_content()
+            .cloned()
+            .expect("`pid` answers structured")["pid"]
+            .clone()
     };
     let called = pid_of_call(waiter.call_tool("mcp__srv__pid", None).await.unwrap());
     assert_eq!(called, json!(waiter_pid));

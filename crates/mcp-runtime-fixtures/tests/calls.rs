@@ -32,7 +32,9 @@ async fn a_qualified_name_routes_to_its_own_server() {
             .call_tool(&format!("mcp__{server}__pid"), None)
             .await
             .unwrap();
-        let pid = result.structured_content.unwrap()["pid"].as_i64().unwrap();
+        let pid = result.structured_content().cloned().unwrap()["pid"]
+            .as_i64()
+            .unwrap();
         assert_eq!(pid as i32, spawned_pid(&events, server));
     }
     runtime.shutdown().await;
@@ -46,23 +48,19 @@ async fn results_come_back_unchanged() {
         .call_tool("mcp__f__echo", object(arguments.clone()))
         .await
         .unwrap();
-    assert_eq!(result.structured_content, Some(arguments.clone()));
     assert_eq!(
-        serde_json::from_str::<Value>(&result.content[0].as_text().unwrap().text).unwrap(),
+        result.structured_content().cloned(),
+        Some(arguments.clone())
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&text_of(&result)).unwrap(),
         arguments
     );
-    assert_ne!(result.is_error, Some(true));
+    assert!(!result.is_error());
 
     let failed = runtime.call_tool("mcp__f__fail", None).await.unwrap();
-    assert_eq!(
-        failed.is_error,
-        Some(true),
-        "isError is a result, not an error"
-    );
-    assert_eq!(
-        failed.content[0].as_text().unwrap().text,
-        "failed on purpose"
-    );
+    assert!(failed.is_error(), "isError is a result, not an error");
+    assert_eq!(text_of(&failed), "failed on purpose");
     runtime.shutdown().await;
 }
 
@@ -179,7 +177,7 @@ async fn a_secret_in_the_host_environment_reaches_only_servers_that_name_it() {
                 )
                 .await
                 .unwrap();
-            result.structured_content.unwrap()["value"].clone()
+            result.structured_content().cloned().unwrap()["value"].clone()
         }
     };
     assert_eq!(read("plain", SECRET).await, Value::Null);

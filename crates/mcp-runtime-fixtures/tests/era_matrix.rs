@@ -101,7 +101,11 @@ async fn a_burst_sends_one_tools_list_in_every_era_over_stdio_and_http() {
                     .call_tool("mcp__srv__echo", object(serde_json::json!({"text": "hi"})))
                     .await
                     .unwrap_or_else(|error| panic!("{case}: {error}"));
-                assert_eq!(echoed.structured_content.unwrap()["text"], "hi", "{case}");
+                assert_eq!(
+                    echoed.structured_content().cloned().unwrap()["text"],
+                    "hi",
+                    "{case}"
+                );
             }
             let requests: usize = runtimes
                 .iter()

@@ -92,7 +92,7 @@ async fn answer(runtime: &Runtime, tool: &str) -> serde_json::Value {
         .call_tool(&format!("mcp__asker__{tool}"), None)
         .await
         .unwrap_or_else(|error| panic!("`{tool}`: {}", mcp_runtime::error::chain(&error)));
-    result.structured_content.expect("the answer")
+    result.structured_content().cloned().expect("the answer")
 }
 
 const ERAS: [Protocol; 2] = [Protocol::V2025_11_25, Protocol::V2026_07_28];
@@ -212,7 +212,7 @@ async fn a_sampling_request_with_tools_reaches_a_handler_that_takes_them_in_both
             .call_tool("mcp__asker__sample", object(json!({"tools": true})))
             .await
             .unwrap_or_else(|error| panic!("{protocol:?}: {}", mcp_runtime::error::chain(&error)));
-        let sampled = result.structured_content.expect("the answer");
+        let sampled = result.structured_content().cloned().expect("the answer");
         assert_eq!(sampled["model"], "tool-model", "{protocol:?}: {sampled}");
         assert_eq!(
             *model.offered.lock().unwrap(),

@@ -33,7 +33,7 @@ async fn the_bearer_token_and_headers_arrive_as_configured() {
     assert_eq!(status.transport.as_str(), "streamable_http");
 
     let result = runtime.call_tool("mcp__remote__pid", None).await.unwrap();
-    assert!(result.structured_content.is_some());
+    assert!(result.structured_content().is_some());
 
     let log = read_log(&log);
     assert!(count_method(&log, "tools/call") == 1, "{log:?}");

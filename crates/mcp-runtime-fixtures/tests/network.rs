@@ -52,7 +52,7 @@ async fn ca_certificate_trusts_a_private_ca_for_that_server_only() {
     let trusting = status("trusting");
     assert_eq!(trusting.state, ServerState::Ready, "{:?}", trusting.error);
     let result = runtime.call_tool("mcp__trusting__pid", None).await.unwrap();
-    assert!(result.structured_content.is_some());
+    assert!(result.structured_content().is_some());
 
     let plain = status("plain");
     assert_eq!(plain.state, ServerState::Failed);

@@ -104,7 +104,7 @@ async fn a_login_is_used_by_every_later_runtime_and_never_leaks_its_token() {
             .call_tool("mcp__web__echo", object(serde_json::json!({"x": 1})))
             .await
             .unwrap();
-        assert_eq!(echoed.structured_content.unwrap()["x"], 1);
+        assert_eq!(echoed.structured_content().cloned().unwrap()["x"], 1);
         let debug = format!("{runtime:?} {:?}", runtime.servers());
         assert!(!debug.contains(&token), "the token in Debug output");
         runtime.shutdown().await;

@@ -123,7 +123,7 @@ async fn assert_ready_and_calls(runtime: &Runtime) {
         .call_tool("mcp__robot__echo", object(serde_json::json!({"x": 1})))
         .await
         .unwrap();
-    assert_eq!(echoed.structured_content.unwrap()["x"], 1);
+    assert_eq!(echoed.structured_content().cloned().unwrap()["x"], 1);
 }
 
 #[tokio::test]
@@ -542,7 +542,7 @@ async fn a_workload_presents_the_identity_token_its_file_holds_at_each_token_req
         .call_tool("mcp__robot__echo", object(serde_json::json!({"x": 2})))
         .await
         .unwrap();
-    assert_eq!(echoed.structured_content.unwrap()["x"], 2);
+    assert_eq!(echoed.structured_content().cloned().unwrap()["x"], 2);
     drop(capturing);
     let debug = format!("{runtime:?} {:?}", runtime.servers());
     runtime.shutdown().await;

@@ -53,7 +53,7 @@ async fn a_calls_progress_reaches_its_callback_in_order() {
             )
             .await
             .unwrap();
-        assert_eq!(result.structured_content.unwrap()["x"], 1);
+        assert_eq!(result.structured_content().cloned().unwrap()["x"], 1);
         let seen = seen.lock().unwrap().clone();
         let steps: Vec<(f64, Option<f64>, Option<&str>, &str)> = seen
             .iter()

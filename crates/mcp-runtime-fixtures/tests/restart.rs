@@ -128,9 +128,11 @@ async fn call_pid(runtime: &Runtime) -> Result<i32, CallError> {
     let result = runtime
         .call_tool(&format!("mcp__{SERVER}__pid"), None)
         .await?;
-    Ok(result.structured_content.expect("structured")["pid"]
-        .as_i64()
-        .expect("a pid") as i32)
+    Ok(
+        result.structured_content().cloned().expect("structured")["pid"]
+            .as_i64()
+            .expect("a pid") as i32,
+    )
 }
 
 /// Makes the server crash during a call, and checks what the call says.

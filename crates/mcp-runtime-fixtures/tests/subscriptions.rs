@@ -90,7 +90,11 @@ async fn each_era_subscribes_its_own_way_and_reports_updates() {
             .await
             .unwrap_or_else(|error| panic!("{era}: {}", mcp_runtime::error::chain(&error)));
         let bumped = runtime.call_tool("mcp__counter__bump", None).await.unwrap();
-        assert_eq!(bumped.structured_content.unwrap()["count"], 1, "{era}");
+        assert_eq!(
+            bumped.structured_content().cloned().unwrap()["count"],
+            1,
+            "{era}"
+        );
         // The update and the list change, in whichever order they are handled.
         let mut reported = vec![
             next_change(&mut changes).await,

@@ -108,12 +108,20 @@ pub async fn assert_adds(runtime: &Runtime, tool: &str) {
         .call_tool(tool, object(serde_json::json!({"a": 40, "b": 2})))
         .await
         .unwrap_or_else(|error| panic!("{tool}: {error}"));
-    assert_ne!(result.is_error, Some(true), "{tool}: {result:?}");
+    assert!(!result.is_error(), "{tool}: {result:?}");
     assert_eq!(
-        result.structured_content,
+        result.structured_content().cloned(),
         Some(serde_json::json!({"result": 42})),
         "{tool}"
     );
+}
+
+/// The text of a result's text blocks, one after the other.
+pub fn text_of(result: &mcp_runtime::ToolResult) -> String {
+    result
+        .content()
+        .filter_map(|block| block.as_text().map(str::to_owned))
+        .collect()
 }
 
 /// Every event already sent.

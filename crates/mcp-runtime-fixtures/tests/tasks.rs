@@ -25,13 +25,8 @@ fn everything() -> ServerConfig {
     )
 }
 
-fn text(result: &mcp_runtime::model::CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|content| content.as_text())
-        .map(|text| text.text.clone())
-        .collect()
+fn text(result: &mcp_runtime::ToolResult) -> String {
+    text_of(result)
 }
 
 #[tokio::test]
@@ -46,10 +41,7 @@ async fn server_everythings_task_required_tool_is_called_as_a_task() {
     assert_eq!(research.tool.name, "simulate-research-query");
     assert_eq!(research.task_support, TaskSupport::Required);
     assert_eq!(
-        research
-            .execution
-            .as_deref()
-            .map(|e| e["taskSupport"].clone()),
+        research.execution().map(|e| e["taskSupport"].clone()),
         Some(json!("required"))
     );
     let plain = catalog.resolve("mcp__everything__get_sum").unwrap();
@@ -59,7 +51,7 @@ async fn server_everythings_task_required_tool_is_called_as_a_task() {
         .call_tool(RESEARCH, object(json!({"topic": "rust"})))
         .await
         .unwrap_or_else(|error| panic!("{}", mcp_runtime::error::chain(&error)));
-    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert!(!result.is_error(), "{result:?}");
     assert!(
         text(&result).contains("# Research Report: rust"),
         "{}",
@@ -175,7 +167,10 @@ async fn a_2026_server_that_answers_with_a_task_is_polled_to_its_result() {
         )
         .await
         .unwrap_or_else(|error| panic!("{}", mcp_runtime::error::chain(&error)));
-    assert_eq!(result.structured_content.unwrap()["worked_ms"], 300);
+    assert_eq!(
+        result.structured_content().cloned().unwrap()["worked_ms"],
+        300
+    );
     runtime.shutdown().await;
 
     // The call declared the extension; the server made a task and was polled.
@@ -201,7 +196,10 @@ async fn over_streamable_http_a_tasks_requests_name_the_task() {
         )
         .await
         .unwrap_or_else(|error| panic!("{}", mcp_runtime::error::chain(&error)));
-    assert_eq!(result.structured_content.unwrap()["worked_ms"], 200);
+    assert_eq!(
+        result.structured_content().cloned().unwrap()["worked_ms"],
+        200
+    );
     runtime.shutdown().await;
     let polls = logged(&log, "tasks/get");
     assert!(!polls.is_empty());
@@ -258,7 +256,7 @@ async fn a_tasks_question_is_answered_by_the_host() {
         )
         .await
         .unwrap_or_else(|error| panic!("{}", mcp_runtime::error::chain(&error)));
-    let answer = &result.structured_content.unwrap()["answer"];
+    let answer = &result.structured_content().cloned().unwrap()["answer"];
     assert_eq!(answer["action"], "accept", "{answer}");
     assert_eq!(answer["content"]["interpretation"], "yes", "{answer}");
     assert_eq!(*asked.lock().unwrap(), ["go on?"]);

@@ -59,9 +59,11 @@ use crate::{
     sync::lock,
 };
 
-/// A tool as a server listed it: rmcp's [`Tool`], and the fields of the listing that
-/// [`Tool`] does not model (rmcp 3.11 has no `execution`, which says whether the tool
-/// runs as a task in the 2025-11-25 revision).
+/// A tool as a server listed it, every field: rmcp's [`Tool`], and the fields of the
+/// listing that [`Tool`] does not model (see [`Definition`]): the 2025-11-25
+/// `execution` (rmcp 3.11 has none; it says whether the tool runs as a task), and
+/// whatever a newer revision or an extension adds to the tool or to its annotations.
+/// [`ListedTool::definition`] is the tool as listed.
 ///
 /// Both are shared, never copied: a catalog built from a listing holds the listing's
 /// [`Tool`], or, for a tool listed unchanged, the one the previous catalog held (so
@@ -71,32 +73,59 @@ use crate::{
 pub struct ListedTool {
     /// The tool, as rmcp reads it.
     pub tool: Arc<Tool>,
-    /// The tool's `execution` object, as listed.
-    pub execution: Option<Arc<JsonObject>>,
+    /// The listed fields [`Tool`] does not model: the tool's own (its `execution`
+    /// among them) and, under `annotations`, its annotations' own; `None` when there
+    /// are none.
+    pub unmodelled: Option<Arc<JsonObject>>,
 }
 
 impl ListedTool {
-    /// `tool`, listed with `execution`.
-    pub fn new(tool: Tool, execution: Option<JsonObject>) -> Self {
+    /// `tool`, listed with the fields `unmodelled` beside it (see
+    /// [`ListedTool::unmodelled`]; an empty object is none).
+    pub fn new(tool: Tool, unmodelled: Option<JsonObject>) -> Self {
         Self {
             tool: Arc::new(tool),
-            execution: execution.map(Arc::new),
+            unmodelled: unmodelled
+                .filter(|unmodelled| !unmodelled.is_empty())
+                .map(Arc::new),
         }
+    }
+
+    /// The tool's `execution` object, as listed, when it is an object.
+    pub fn execution(&self) -> Option<&JsonObject> {
+        execution(self.unmodelled.as_deref())
     }
 
     /// Whether the tool runs as a task: its `execution.taskSupport`, `forbidden` when
     /// absent or not one of the three values (the schema's default).
     pub fn task_support(&self) -> TaskSupport {
-        match self
-            .execution
-            .as_deref()
-            .and_then(|execution| execution.get("taskSupport"))
-            .and_then(serde_json::Value::as_str)
-        {
-            Some("required") => TaskSupport::Required,
-            Some("optional") => TaskSupport::Optional,
-            _ => TaskSupport::Forbidden,
+        task_support(self.execution())
+    }
+
+    /// The tool as its server listed it, every field (it serializes as the listed
+    /// JSON object).
+    pub fn definition(&self) -> Definition<'_> {
+        Definition {
+            tool: &self.tool,
+            unmodelled: self.unmodelled.as_deref(),
         }
+    }
+}
+
+/// The `execution` object among a tool's `unmodelled` fields.
+fn execution(unmodelled: Option<&JsonObject>) -> Option<&JsonObject> {
+    unmodelled?.get("execution")?.as_object()
+}
+
+/// `execution.taskSupport`, `forbidden` when absent or not one of the three values.
+fn task_support(execution: Option<&JsonObject>) -> TaskSupport {
+    match execution
+        .and_then(|execution| execution.get("taskSupport"))
+        .and_then(serde_json::Value::as_str)
+    {
+        Some("required") => TaskSupport::Required,
+        Some("optional") => TaskSupport::Optional,
+        _ => TaskSupport::Forbidden,
     }
 }
 
@@ -142,11 +171,12 @@ pub struct QualifiedTool {
     /// The server that provides it: one allocation for the server's tools, the one
     /// the catalog indexes the server by.
     pub server: Arc<str>,
-    /// The tool as the server listed it (its raw name is `tool.name`); shared with the
+    /// The tool as rmcp reads it (its raw name is `tool.name`); shared with the
     /// catalogs built from this one while the server lists it unchanged.
     pub tool: Arc<Tool>,
-    /// The tool's `execution` object as listed, which rmcp's [`Tool`] does not keep.
-    pub execution: Option<Arc<JsonObject>>,
+    /// The listed fields rmcp's [`Tool`] does not keep (see
+    /// [`ListedTool::unmodelled`]); [`QualifiedTool::definition`] is the tool whole.
+    pub unmodelled: Option<Arc<JsonObject>>,
     /// Whether the tool is called as a task (from `execution`).
     pub task_support: TaskSupport,
     /// Whether the host asks before it runs: the tool's `approval_mode`, else the
@@ -382,7 +412,7 @@ fn qualify(
 ) -> Arc<QualifiedTool> {
     let tool = QualifiedTool {
         task_support: listed.task_support(),
-        execution: listed.execution.clone(),
+        unmodelled: listed.unmodelled.clone(),
         approval_mode: config.approval_mode(&listed.tool.name),
         output_token_limit: config
             .tools
@@ -400,14 +430,28 @@ fn qualify(
 }
 
 impl QualifiedTool {
+    /// The tool as its server listed it, every field (it serializes as the listed
+    /// JSON object).
+    pub fn definition(&self) -> Definition<'_> {
+        Definition {
+            tool: &self.tool,
+            unmodelled: self.unmodelled.as_deref(),
+        }
+    }
+
+    /// The tool's `execution` object, as listed, when it is an object.
+    pub fn execution(&self) -> Option<&JsonObject> {
+        execution(self.unmodelled.as_deref())
+    }
+
     /// Whether `other` is this tool, listed and configured alike.
     fn same_as(&self, other: &QualifiedTool) -> bool {
-        let same_execution = match (&self.execution, &other.execution) {
+        let same_unmodelled = match (&self.unmodelled, &other.unmodelled) {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
             (a, b) => a.is_none() && b.is_none(),
         };
         (Arc::ptr_eq(&self.tool, &other.tool) || self.tool == other.tool)
-            && same_execution
+            && same_unmodelled
             && self.qualified_name == other.qualified_name
             && self.server == other.server
             && self.task_support == other.task_support
@@ -416,6 +460,11 @@ impl QualifiedTool {
             && self.supports_parallel_tool_calls == other.supports_parallel_tool_calls
     }
 }
+
+mod definition;
+
+pub use definition::Definition;
+pub(crate) use definition::{unmodelled_in, unmodelled_in_text};
 
 #[cfg(test)]
 mod tests;

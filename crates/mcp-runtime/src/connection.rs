@@ -45,6 +45,8 @@ mod subscriptions;
 
 mod tasks;
 
+mod tool_answer;
+
 mod version_gate;
 
 use std::{
@@ -55,9 +57,9 @@ use std::{
 use rmcp::{
     ClientHandler, Peer, RoleClient,
     model::{
-        CallToolRequestParams, CallToolResult, ClientConfig, ElicitRequestParams, ElicitResult,
-        Implementation, JsonObject, MetaObject, NotificationMetaObject, ProgressNotificationParam,
-        ProtocolVersion, RequestMetaObject, ServerNotification, ServerResult,
+        CallToolRequestParams, ClientConfig, ElicitRequestParams, ElicitResult, Implementation,
+        JsonObject, MetaObject, NotificationMetaObject, ProgressNotificationParam, ProtocolVersion,
+        RequestMetaObject, ServerNotification,
     },
     service::{ClientCacheConfig, NotificationContext, RequestContext, RunningService},
 };
@@ -75,6 +77,7 @@ use crate::{
         self, CallSandbox, SANDBOX_LAUNCHER_KEY, SANDBOX_STATE_KEY, SANDBOX_STATE_META_KEY,
     },
     sync::lock,
+    tool_result::ToolResult,
     transport::{
         Endpoint,
         splice::{SlotGuard, Splicer},
@@ -728,7 +731,7 @@ impl Connection {
         sandbox: Option<CallSandbox>,
         progress: Option<crate::progress::OnProgress>,
         timeout: Duration,
-    ) -> Result<CallToolResult, CallError> {
+    ) -> Result<ToolResult, CallError> {
         let server = self.answers.server();
         let mut _slot = None;
         if let Some(sandbox) = sandbox {
@@ -836,24 +839,6 @@ async fn exit_report(
     }
 }
 
-/// The tool result in a `tools/call` answer. rmcp decodes an answer without `content`
-/// as another kind of result (`{}`, or only `_meta`); such an answer is read again as
-/// a tool result with no content. Any other kind of answer is an error.
-fn call_tool_result(answer: ServerResult) -> Result<CallToolResult, String> {
-    let answer = match answer {
-        ServerResult::CallToolResult(result) => return Ok(result),
-        other => other,
-    };
-    let not_a_result = || "the server's answer is not a tool result".to_owned();
-    let mut value = serde_json::to_value(&answer).map_err(|_| not_a_result())?;
-    let object = value.as_object_mut().ok_or_else(not_a_result)?;
-    if !object.keys().all(|key| key == "_meta") {
-        return Err(not_a_result());
-    }
-    object.insert("content".into(), serde_json::Value::Array(Vec::new()));
-    serde_json::from_value(value).map_err(|_| not_a_result())
-}
-
 #[cfg(test)]
 impl Connection {
     /// Calls `tool` without arguments, metadata or sandbox, bounded by `timeout`: the
@@ -862,7 +847,7 @@ impl Connection {
         &self,
         tool: &str,
         timeout: Duration,
-    ) -> Result<CallToolResult, CallError> {
+    ) -> Result<ToolResult, CallError> {
         self.call_tool(
             tool,
             TaskSupport::Forbidden,
@@ -899,8 +884,6 @@ pub(crate) fn sh_server(script: &str, args: &[&str]) -> Endpoint {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     /// A stdio server in `sh` that answers `initialize` with protocol version `$1`.
@@ -948,31 +931,5 @@ done
                 )
             );
         }
-    }
-
-    fn answer(value: serde_json::Value) -> ServerResult {
-        serde_json::from_value(value).expect("an answer rmcp decodes")
-    }
-
-    #[test]
-    fn a_tool_result_without_content_is_still_a_tool_result() {
-        let result = call_tool_result(answer(json!({}))).unwrap();
-        assert!(result.content.is_empty());
-        assert_eq!(result.is_error, None);
-
-        let result = call_tool_result(answer(json!({"_meta": {"k": 1}}))).unwrap();
-        assert!(result.content.is_empty());
-        assert_eq!(result.meta.unwrap().0["k"], 1);
-
-        let result = call_tool_result(answer(json!({"content": [], "isError": true}))).unwrap();
-        assert_eq!(result.is_error, Some(true));
-    }
-
-    #[test]
-    fn another_kind_of_answer_is_not_a_tool_result() {
-        let error = call_tool_result(answer(json!({"tools": []}))).unwrap_err();
-        assert_eq!(error, "the server's answer is not a tool result");
-        let error = call_tool_result(answer(json!({"resultType": "task", "task": {}})));
-        assert!(error.is_err());
     }
 }

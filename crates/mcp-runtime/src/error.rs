@@ -771,7 +771,7 @@ pub enum CallError {
         /// Where and how the result is wrong.
         message: String,
         /// The result as the server returned it.
-        result: Box<rmcp::model::CallToolResult>,
+        result: Box<crate::ToolResult>,
     },
     /// The tool's server had stopped and could not be started again.
     #[error(transparent)]

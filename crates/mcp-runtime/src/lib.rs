@@ -31,6 +31,7 @@ pub mod changes;
 pub mod config;
 mod connection;
 pub mod error;
+mod feature_result;
 pub mod host;
 pub mod manager;
 pub mod naming;
@@ -43,6 +44,7 @@ pub mod shared_listing;
 mod sync;
 #[cfg(test)]
 mod test_events;
+mod tool_result;
 
 /// What the criterion benchmarks (`benches/`) measure below the public API. Not part of
 /// the API: hidden, and changed whenever the runtime is.
@@ -90,6 +92,7 @@ pub use error::{
     AuthorityError, CallError, ConfigError, FeatureError, ListToolsError, RestartError, StartError,
     StartupError,
 };
+pub use feature_result::{Message, PromptResult, ReadResult, ResourceContent};
 pub use manager::{
     AuthState, CallOptions, DEFAULT_OPTIONAL_GRACE, DEFAULT_SCOPE, Runtime, ServerState,
     ServerStatus, StartOptions, StartupEvent, StartupSummary, TransportKind,
@@ -100,3 +103,4 @@ pub use sandbox_metadata::{SandboxLauncher, SandboxState};
 pub use shared_listing::ListingRegistry;
 /// The token that cancels a start ([`StartOptions::with_cancellation`]).
 pub use tokio_util::sync::CancellationToken;
+pub use tool_result::{Content, InvalidToolResult, ToolResult};

@@ -58,7 +58,7 @@ use std::{
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::model::JsonObject;
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc::UnboundedSender, watch};
 use tokio_util::task::AbortOnDropHandle;
@@ -76,6 +76,7 @@ use crate::{
     sandbox_metadata::{self, CallSandbox},
     shared_listing::SharedTools,
     sync::lock,
+    tool_result::ToolResult,
 };
 
 /// Per-call options of [`Runtime::call_tool_with`].
@@ -380,8 +381,10 @@ impl Runtime {
     }
 
     /// Calls the tool with this qualified name, bounded by its server's
-    /// `tool_timeout_sec`, under the runtime's default authority (if one is set). An
-    /// `isError` result is a successful call: it comes back as the server sent it.
+    /// `tool_timeout_sec`, under the runtime's default authority (if one is set). The
+    /// result comes back as the server returned it ([`ToolResult`]: every field and
+    /// content block, those of a later revision or an extension included); an
+    /// `isError` result is a successful call.
     ///
     /// A call to a server still [`ServerState::Starting`] (told from the name's
     /// `mcp__SERVER__` prefix) first waits for it to settle, which its
@@ -415,7 +418,7 @@ impl Runtime {
         &self,
         qualified_name: &str,
         arguments: Option<JsonObject>,
-    ) -> Result<CallToolResult, CallError> {
+    ) -> Result<ToolResult, CallError> {
         self.call_tool_with(qualified_name, arguments, CallOptions::new())
             .await
     }
@@ -443,7 +446,7 @@ impl Runtime {
         qualified_name: &str,
         arguments: Option<JsonObject>,
         options: CallOptions,
-    ) -> Result<CallToolResult, CallError> {
+    ) -> Result<ToolResult, CallError> {
         self.call(qualified_name, Arguments::Object(arguments), options)
             .await
     }
@@ -465,7 +468,7 @@ impl Runtime {
         qualified_name: &str,
         arguments: &RawValue,
         options: CallOptions,
-    ) -> Result<CallToolResult, CallError> {
+    ) -> Result<ToolResult, CallError> {
         self.call(qualified_name, Arguments::Exact(arguments), options)
             .await
     }
@@ -475,7 +478,7 @@ impl Runtime {
         qualified_name: &str,
         arguments: Arguments<'_>,
         options: CallOptions,
-    ) -> Result<CallToolResult, CallError> {
+    ) -> Result<ToolResult, CallError> {
         let (server_name, tool_name, task_support) = self.shared.route(qualified_name).await?;
         let server = &self.shared.servers[&*server_name];
         let (connection, generation) =
@@ -611,7 +614,7 @@ impl Runtime {
         &self,
         qualified_name: &str,
         server: &str,
-        result: &CallToolResult,
+        result: &ToolResult,
     ) -> Option<String> {
         let listed = self.catalog().resolve(qualified_name)?.tool.clone();
         self.shared

@@ -18,9 +18,9 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use rmcp::model::{CallToolResult, Tool};
+use rmcp::model::Tool;
 
-use crate::sync::lock;
+use crate::{sync::lock, tool_result::ToolResult};
 
 /// How many errors a mismatch names.
 const MAX_REPORTED: usize = 3;
@@ -56,15 +56,15 @@ impl Validators {
         server: &str,
         qualified_name: &str,
         tool: &Arc<Tool>,
-        result: &CallToolResult,
+        result: &ToolResult,
     ) -> Result<(), String> {
-        if result.is_error == Some(true) {
+        if result.is_error() {
             return Ok(());
         }
         let Compiled::Usable(validator) = self.compiled(server, qualified_name, tool) else {
             return Ok(());
         };
-        let Some(structured) = &result.structured_content else {
+        let Some(structured) = result.structured_content() else {
             return Err(
                 "it has no `structuredContent`, which the tool's `outputSchema` asks for"
                     .to_owned(),
@@ -121,7 +121,7 @@ impl Validators {
 
 #[cfg(test)]
 mod tests {
-    use rmcp::model::ContentBlock;
+    use rmcp::model::{CallToolResult, ContentBlock};
     use serde_json::json;
 
     use super::*;
@@ -147,14 +147,14 @@ mod tests {
     fn a_conforming_result_passes_and_a_wrong_one_is_named_where_it_is_wrong() {
         let validators = Validators::default();
         let tool = tool(Some(hits_schema()));
-        let ok = CallToolResult::structured(json!({"hits": 3}));
+        let ok = ToolResult::from(CallToolResult::structured(json!({"hits": 3})));
         assert_eq!(validators.check("s", "mcp__s__t", &tool, &ok), Ok(()));
-        let wrong = CallToolResult::structured(json!({"hits": "three"}));
+        let wrong = ToolResult::from(CallToolResult::structured(json!({"hits": "three"})));
         assert_eq!(
             validators.check("s", "mcp__s__t", &tool, &wrong),
             Err(r#"at `/hits`: "three" is not of type "integer""#.to_owned())
         );
-        let missing = CallToolResult::success(vec![ContentBlock::text("3")]);
+        let missing = ToolResult::from(CallToolResult::success(vec![ContentBlock::text("3")]));
         assert!(
             validators
                 .check("s", "mcp__s__t", &tool, &missing)
@@ -168,11 +168,12 @@ mod tests {
         let validators = Validators::default();
         let mut failed = CallToolResult::structured(json!({"hits": "x"}));
         failed.is_error = Some(true);
+        let failed = ToolResult::from(failed);
         assert_eq!(
             validators.check("s", "a", &tool(Some(hits_schema())), &failed),
             Ok(())
         );
-        let anything = CallToolResult::structured(json!([1, 2]));
+        let anything = ToolResult::from(CallToolResult::structured(json!([1, 2])));
         assert_eq!(validators.check("s", "b", &tool(None), &anything), Ok(()));
     }
 
@@ -180,7 +181,7 @@ mod tests {
     fn a_validator_is_compiled_once_per_listing_of_the_tool() {
         let validators = Validators::default();
         let first = tool(Some(hits_schema()));
-        let result = CallToolResult::structured(json!({"hits": 1}));
+        let result = ToolResult::from(CallToolResult::structured(json!({"hits": 1})));
         validators.check("s", "n", &first, &result).unwrap();
         let kept = |validators: &Validators| match &lock(&validators.compiled)["n"].1 {
             Compiled::Usable(validator) => Arc::as_ptr(validator),
@@ -204,7 +205,7 @@ mod tests {
     fn an_unusable_schema_checks_nothing() {
         let validators = Validators::default();
         let tool = tool(Some(json!({"type": "no-such-type"})));
-        let result = CallToolResult::structured(json!({"anything": true}));
+        let result = ToolResult::from(CallToolResult::structured(json!({"anything": true})));
         assert_eq!(validators.check("s", "u", &tool, &result), Ok(()));
     }
 
@@ -218,7 +219,9 @@ mod tests {
                 "c": {"type": "integer"}, "d": {"type": "integer"}
             }
         })));
-        let result = CallToolResult::structured(json!({"a": "", "b": "", "c": "", "d": ""}));
+        let result = ToolResult::from(CallToolResult::structured(
+            json!({"a": "", "b": "", "c": "", "d": ""}),
+        ));
         let error = validators.check("s", "m", &tool, &result).unwrap_err();
         assert!(error.ends_with("; and more"), "{error}");
         assert_eq!(error.matches("at `").count(), MAX_REPORTED, "{error}");

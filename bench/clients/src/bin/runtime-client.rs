@@ -71,7 +71,7 @@ async fn main() -> anyhow::Result<()> {
                         let result = runtime
                             .call_tool(&qualified, Some(call_arguments()))
                             .await?;
-                        anyhow::ensure!(result.is_error != Some(true), "the tool failed");
+                        anyhow::ensure!(!result.is_error(), "the tool failed");
                         Ok(())
                     }
                 }

@@ -94,6 +94,11 @@ struct Args {
     /// Offer logging, taking `logging/setLevel`
     #[arg(long)]
     logging: bool,
+    /// List `future`, a tool with fields of its own, which answers a `video` block
+    /// and fields no revision rmcp knows has (so does `task_job` with
+    /// `"future": true`)
+    #[arg(long)]
+    future: bool,
     /// Give `echo` this `outputSchema` (a JSON object)
     #[arg(long, value_name = "JSON", value_parser = parse_object)]
     echo_output_schema: Option<JsonObject>,
@@ -320,6 +325,7 @@ impl Args {
                 _ => CacheScope::Private,
             }),
             supported_versions: self.supported_versions.clone(),
+            future: self.future,
         }
     }
 

@@ -15,7 +15,7 @@ use std::{
     time::Duration,
 };
 
-use rmcp::model::{ClientRequest, ServerResult};
+use rmcp::model::{ClientRequest, JsonObject, ServerResult};
 use serde_json::{Value, json};
 
 use super::{CallFailure, Connection, Deadline, MAX_LIST_PAGES, MAX_LISTED_TOOLS, failure};
@@ -211,6 +211,29 @@ impl Connection {
         }
     }
 
+    /// As [`Connection::feature_request`], the answer's result as a JSON object, as
+    /// the server returned it (the transports hand these answers over raw, see
+    /// [`crate::transport::raw_answers`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Connection::feature_request`].
+    pub(crate) async fn feature_object(
+        &self,
+        method: &'static str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<JsonObject, FeatureError> {
+        let answer = self.feature_request(method, params, timeout).await?;
+        super::tool_answer::object(answer, "the server's answer is not a JSON object").map_err(
+            |message| FeatureError::Answer {
+                server: self.answers.server().to_owned(),
+                method,
+                message,
+            },
+        )
+    }
+
     /// Every entry of the list `method` answers under `key`, page by page, each page
     /// bounded by `timeout` (see the module's guards): held, when its changes reach
     /// the connection and none was announced since it was listed.
@@ -253,9 +276,9 @@ impl Connection {
                     Some(cursor) => json!({ "cursor": cursor }),
                     None => Value::Null,
                 };
-                let answer = self.feature_request(method, params, timeout).await?;
-                serde_json::to_value(answer)
-                    .map_err(|error| bad(format!("the answer is not JSON: {error}")))
+                self.feature_object(method, params, timeout)
+                    .await
+                    .map(Value::Object)
             },
             bad,
         )

@@ -13,22 +13,22 @@
 //!    request sent on its own: the host's handler's ([`super::answers`]). Sampling
 //!    without a handler fails the call naming what the server asked for; a handler's
 //!    refusal of a sampling request fails it with the handler's reason.
-//! 3. A call takes at most [`MAX_ROUNDS`] rounds, all within its one deadline. (An answer that asks for nothing and
-//!    carries no state is not a round: rmcp does not read it as one, and the runtime
-//!    reports it as an answer that is not a tool result.)
+//! 3. A call takes at most [`MAX_ROUNDS`] rounds, all within its one deadline. (An
+//!    answer that asks for nothing and carries no state is not a round: rmcp's type
+//!    does not read it as one, and the call fails saying so.)
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, InputRequest,
-    InputRequests, InputRequiredResult, InputResponses, ServerResult,
+    CallToolRequest, CallToolRequestParams, ClientRequest, InputRequest, InputRequests,
+    InputRequiredResult, InputResponses,
 };
 
 use super::{
     answers::Answers,
-    call_tool_result,
     calling::{CallFailure, Caller, Deadline, Paused},
     tasks,
+    tool_answer::{self, Answer},
 };
-use crate::progress::OnProgress;
+use crate::{progress::OnProgress, tool_result::ToolResult};
 
 /// How many rounds one call may take (rmcp's own cap, shared by the other SDKs).
 pub(super) const MAX_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
@@ -47,16 +47,21 @@ pub(super) async fn call(
     mut params: CallToolRequestParams,
     deadline: Deadline,
     progress: Option<&OnProgress>,
-) -> Result<CallToolResult, CallFailure> {
+) -> Result<ToolResult, CallFailure> {
     let mut state_only_rounds = 0;
     for _ in 0..MAX_ROUNDS {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
-        let input_required = match caller.request(request, deadline, progress).await? {
-            ServerResult::InputRequiredResult(input_required) => input_required,
-            ServerResult::CreateTaskResult(created) => {
-                return tasks::follow(caller, &created, deadline).await;
+        let answer = caller.request(request, deadline, progress).await?;
+        let input_required = match tool_answer::read(answer).map_err(CallFailure::Refused)? {
+            Answer::InputRequired(input_required) => input_required,
+            Answer::Task(created) => return tasks::follow(caller, &created, deadline).await,
+            Answer::Complete(result) => return Ok(result),
+            // A task where none was asked for (a 2025-11-25 tool called plainly).
+            Answer::HandshakeTask(_) => {
+                return Err(CallFailure::Refused(
+                    crate::tool_result::InvalidToolResult::NotAToolResult.to_string(),
+                ));
             }
-            answer => return call_tool_result(answer).map_err(CallFailure::Refused),
         };
         let retry = retry(input_required, caller.answers)
             .await

@@ -7,8 +7,9 @@
 //! "Unexpected response type". Here a page is sent as a custom request with the same
 //! method and params, and its result comes back as its JSON text (the transports
 //! hand it over raw, see [`crate::transport::raw_answers`]; a 2026-07-28 answer over
-//! Streamable HTTP still arrives typed and is turned back into JSON), so each tool is
-//! checked on its own.
+//! Streamable HTTP arrives typed for rmcp's transport, its text beside it), so each
+//! tool is checked on its own, and keeps the fields rmcp's [`Tool`] does not model
+//! ([`ListedTool::unmodelled`]).
 //!
 //! Invariants:
 //! 1. A listed entry that is not a usable tool (not a JSON object; `name` missing,
@@ -16,7 +17,10 @@
 //!    field of the wrong shape) is left out with a warning naming the server, the
 //!    tool and the reason; the rest of the listing stands.
 //! 2. Names are unique within a listing: the first tool listed under a name is kept,
-//!    every later one is left out with a warning.
+//!    every later one is left out with a warning. A tool rmcp's Streamable HTTP
+//!    transport left out of a 2026-07-28 page (it refuses the tool's `x-mcp-header`
+//!    annotations, so it could not send the tool's calls their headers) is left out
+//!    too.
 //! 3. A listing is bounded: at most [`MAX_LIST_PAGES`] pages and [`MAX_LISTED_TOOLS`]
 //!    entries (counted as the server sent them, usable or not), no cursor twice, and
 //!    each page answered within the page timeout. Past any bound the listing fails.
@@ -43,7 +47,9 @@ use tracing::{Instrument, instrument::WithSubscriber};
 use super::{MAX_LIST_PAGES, MAX_LISTED_TOOLS};
 use super::{cancellation::Cancellations, failure};
 use crate::{
-    catalog::ListedTool, error::ListToolsError, shared_listing::Grant,
+    catalog::{ListedTool, unmodelled_in, unmodelled_in_text},
+    error::ListToolsError,
+    shared_listing::Grant,
     transport::raw_answers::raw_result,
 };
 
@@ -96,15 +102,16 @@ pub(super) async fn list_tools(
                 crate::error::secs(page_timeout)
             ),
         })??;
+        let Answered { text: result, kept } = result;
         let read = if result.len() < READ_APART_BYTES {
-            read_page(&result, listed)
+            read_page(&result, listed, kept.as_ref())
         } else {
             // A large page is read on a task of its own, so that the listings of many
             // servers starting together are read on every worker thread rather than
             // on the one that drives the startups. Dropping this future aborts it.
             // Its warnings go where this future's would.
             let reading = AbortOnDropHandle::new(tokio::spawn(
-                async move { read_page(&result, listed) }
+                async move { read_page(&result, listed, kept.as_ref()) }
                     .in_current_span()
                     .with_current_subscriber(),
             ));
@@ -183,8 +190,13 @@ struct PageRead {
     left_out_count: usize,
 }
 
-/// Reads the page `text` (a `tools/list` result's JSON) into `listed`.
-fn read_page(text: &str, mut listed: ListedTools) -> Result<PageRead, ListToolsError> {
+/// Reads the page `text` (a `tools/list` result's JSON) into `listed`; when `kept`
+/// is given, a tool whose name it does not hold is left out (invariant 2).
+fn read_page(
+    text: &str,
+    mut listed: ListedTools,
+    kept: Option<&HashSet<String>>,
+) -> Result<PageRead, ListToolsError> {
     let page = Page::parse(text)?;
     if listed.entries + page.tools.len() > MAX_LISTED_TOOLS {
         return Err(ListToolsError::TooManyTools {
@@ -194,7 +206,7 @@ fn read_page(text: &str, mut listed: ListedTools) -> Result<PageRead, ListToolsE
     let mut left_out = Vec::new();
     let mut left_out_count = 0;
     for raw in page.tools {
-        if let Err(entry) = listed.push(raw) {
+        if let Err(entry) = listed.push(raw, kept) {
             left_out_count += 1;
             if left_out.len() < MAX_WARNINGS {
                 left_out.push(entry);
@@ -210,6 +222,15 @@ fn read_page(text: &str, mut listed: ListedTools) -> Result<PageRead, ListToolsE
     })
 }
 
+/// One page's answer.
+struct Answered {
+    /// The result's JSON text.
+    text: String,
+    /// The names of the tools rmcp's transport kept, when it read the page itself
+    /// (invariant 2).
+    kept: Option<HashSet<String>>,
+}
+
 /// Sends one `tools/list` request and returns its result's JSON text.
 ///
 /// # Cancel safety
@@ -219,7 +240,7 @@ async fn request_page(
     peer: &Peer<RoleClient>,
     cancellations: &Cancellations,
     cursor: Option<&str>,
-) -> Result<String, ListToolsError> {
+) -> Result<Answered, ListToolsError> {
     let failed = |error| ListToolsError::Failed(failure::from_service(error));
     // The same request the typed call sends (`_meta` with the progress token is added
     // by rmcp either way); only the decoding of the answer differs.
@@ -237,21 +258,33 @@ async fn request_page(
     let in_flight = cancellations.register(handle.id.clone());
     let result = handle.await_response().await;
     in_flight.answered();
-    // The transport hands the answer over raw (rmcp's `Tool` drops `execution`).
+    // The transport hands the answer over raw (rmcp's `Tool` drops what it does not
+    // model), or, when rmcp read it too, beside rmcp's reading.
     let mut answer = result.map_err(failed)?;
-    if let Some(raw) = raw_result(&mut answer) {
-        return Ok(raw);
+    if let Some(text) = raw_result(&mut answer) {
+        let kept = match &answer {
+            ServerResult::ListToolsResult(list) => Some(
+                list.tools
+                    .iter()
+                    .map(|tool| tool.name.to_string())
+                    .collect(),
+            ),
+            _ => None,
+        };
+        return Ok(Answered { text, kept });
     }
-    // A transport that did not rewrite the answer (a 2026-07-28 answer over
-    // Streamable HTTP, a test's in-process pipe): rmcp decoded it; an answer that rmcp reads as another result
-    // type is not a `tools/list` result and fails in `Page::parse`.
+    // A transport that did not rewrite the answer (a test's in-process pipe): rmcp
+    // decoded it; an answer that rmcp reads as another result type is not a
+    // `tools/list` result and fails in `Page::parse`.
     let decoded = match &answer {
         ServerResult::CustomResult(custom) => serde_json::to_string(&custom.0),
         typed => serde_json::to_string(typed),
     };
-    decoded.map_err(|error| ListToolsError::Request {
-        message: format!("the `tools/list` answer cannot be read: {error}"),
-    })
+    decoded
+        .map(|text| Answered { text, kept: None })
+        .map_err(|error| ListToolsError::Request {
+            message: format!("the `tools/list` answer cannot be read: {error}"),
+        })
 }
 
 /// One page of a `tools/list` answer, its tools still unchecked (as the server wrote
@@ -381,13 +414,6 @@ enum Entry<'a> {
     Parsed(Value),
 }
 
-/// The fields of a listed tool that rmcp's [`Tool`] does not read.
-#[derive(Deserialize)]
-struct Unmodelled {
-    #[serde(default)]
-    execution: Option<Value>,
-}
-
 impl Entry<'_> {
     /// The entry, the `position`th of the listing, as a usable tool, or why it is left
     /// out.
@@ -402,10 +428,10 @@ impl Entry<'_> {
                 if raw.get().trim_start().starts_with('{')
                     && let Ok(tool) = serde_json::from_str::<Tool>(raw.get())
                     && !tool.name.is_empty()
-                    && let Ok(unmodelled) = serde_json::from_str::<Unmodelled>(raw.get())
                 {
-                    let execution = execution(unmodelled.execution, &tool.name);
-                    return Ok(ListedTool::new(tool, execution));
+                    let unmodelled = unmodelled_in_text(raw.get());
+                    warn_unusable_execution(unmodelled.as_ref(), &tool.name);
+                    return Ok(ListedTool::new(tool, unmodelled));
                 }
                 serde_json::from_str(raw.get()).map_err(|_| LeftOut {
                     label: Label::Position(position),
@@ -431,11 +457,17 @@ struct ListedTools {
 }
 
 impl ListedTools {
-    /// Takes the next listed entry: keeps it if it is a usable tool whose name is new,
-    /// else says why it is left out.
-    fn push(&mut self, entry: Entry<'_>) -> Result<(), LeftOut> {
+    /// Takes the next listed entry: keeps it if it is a usable tool whose name is new
+    /// (and in `kept`, when given), else says why it is left out.
+    fn push(&mut self, entry: Entry<'_>, kept: Option<&HashSet<String>>) -> Result<(), LeftOut> {
         self.entries += 1;
         let listed = entry.read(self.entries)?;
+        if kept.is_some_and(|kept| !kept.contains(listed.tool.name.as_ref())) {
+            return Err(LeftOut {
+                label: Label::Name(shown(&listed.tool.name)),
+                reason: Reason::HeadersRefused,
+            });
+        }
         if !self.names.insert(listed.tool.name.to_string()) {
             return Err(LeftOut {
                 label: Label::Name(shown(&listed.tool.name)),
@@ -538,6 +570,8 @@ enum Reason {
     Malformed,
     /// An earlier tool in the listing has the same name.
     Duplicate,
+    /// rmcp's Streamable HTTP transport refused its `x-mcp-header` annotations.
+    HeadersRefused,
 }
 
 impl fmt::Display for Reason {
@@ -564,13 +598,17 @@ impl fmt::Display for Reason {
             }
             Self::Malformed => write!(f, "it does not have the shape the MCP schema gives a tool"),
             Self::Duplicate => write!(f, "an earlier tool has the same name; the first is kept"),
+            Self::HeadersRefused => write!(
+                f,
+                "its `x-mcp-header` annotations are not valid, so its calls could not carry their headers"
+            ),
         }
     }
 }
 
-/// `raw` as a tool, if it is one the runtime can expose, with its `execution` (which
-/// rmcp's [`Tool`] drops). An `execution` that is not an object is ignored with a
-/// warning, as rmcp ignores it: the tool is still usable.
+/// `raw` as a tool, if it is one the runtime can expose, with the fields rmcp's
+/// [`Tool`] drops (its `execution` among them). An `execution` that is not an object
+/// is ignored with a warning: the tool is still usable.
 fn usable_tool(raw: &Value) -> Result<ListedTool, Reason> {
     let Value::Object(fields) = raw else {
         return Err(Reason::NotAnObject(kind(raw)));
@@ -588,23 +626,23 @@ fn usable_tool(raw: &Value) -> Result<ListedTool, Reason> {
     }
     let tool = Tool::deserialize(raw)
         .map_err(|_| bad_field(fields).map_or(Reason::Malformed, Reason::BadField))?;
-    let execution = execution(fields.get("execution").cloned(), &tool.name);
-    Ok(ListedTool::new(tool, execution))
+    let unmodelled = unmodelled_in(fields);
+    warn_unusable_execution(unmodelled.as_ref(), &tool.name);
+    Ok(ListedTool::new(tool, unmodelled))
 }
 
-/// A listed tool's `execution`, when it is an object; any other is ignored with a
-/// warning, as rmcp ignores it: the tool is still usable.
-fn execution(execution: Option<Value>, tool: &str) -> Option<Map<String, Value>> {
-    match execution? {
-        Value::Object(execution) => Some(execution),
-        other => {
-            tracing::warn!(
-                tool = %shown(tool),
-                "the tool's `execution` is {}, not an object; ignored",
-                kind(&other)
-            );
-            None
-        }
+/// Warns when a listed tool's `execution` (among its `unmodelled` fields) is not an
+/// object: it then says nothing of how the tool runs (it is called plainly), and is
+/// kept as listed.
+fn warn_unusable_execution(unmodelled: Option<&Map<String, Value>>, tool: &str) {
+    if let Some(execution) = unmodelled.and_then(|unmodelled| unmodelled.get("execution"))
+        && !execution.is_object()
+    {
+        tracing::warn!(
+            tool = %shown(tool),
+            "the tool's `execution` is {}, not an object; ignored",
+            kind(execution)
+        );
     }
 }
 

@@ -200,8 +200,11 @@ done
             .await
             .expect("the answer arrives");
         assert_eq!(
-            result.content[0].as_text().map(|text| text.text.as_str()),
-            Some("last words")
+            result
+                .content()
+                .next()
+                .and_then(|block| block.as_text().map(str::to_owned)),
+            Some("last words".to_owned())
         );
         assert_eq!(connection.cancellations.in_flight(), 0);
         connection.ended().await;

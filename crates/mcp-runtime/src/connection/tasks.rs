@@ -35,20 +35,20 @@ use std::{collections::HashSet, time::Duration};
 use rmcp::{
     ServiceError,
     model::{
-        CallToolRequestParams, CallToolResult, CancelTaskParams, CancelTaskRequest, ClientRequest,
-        CreateTaskResult, CustomRequest, CustomResult, ErrorData, GetTaskParams, GetTaskRequest,
-        InputRequests, JsonObject, ServerResult, UpdateTaskParams, UpdateTaskRequest,
+        CallToolRequestParams, CancelTaskParams, CancelTaskRequest, ClientRequest,
+        CreateTaskResult, CustomRequest, ErrorData, GetTaskParams, GetTaskRequest, InputRequests,
+        JsonObject, ServerResult, UpdateTaskParams, UpdateTaskRequest,
     },
 };
 use serde_json::{Value, json};
 
 use super::{
-    call_tool_result,
     calling::{CallFailure, Caller, Deadline, Paused},
     cancellation::{InFlight, TIMED_OUT},
     input_rounds,
+    tool_answer::{self, Answer},
 };
-use crate::{progress::OnProgress, transport::raw_answers::raw_result};
+use crate::{progress::OnProgress, tool_result::ToolResult, transport::raw_answers::raw_result};
 
 /// How long the client waits between polls when the server gave no interval (rmcp's
 /// server default, and the TypeScript SDK's).
@@ -155,26 +155,20 @@ pub(super) async fn call_as_task(
     params: CallToolRequestParams,
     deadline: Deadline,
     progress: Option<&OnProgress>,
-) -> Result<CallToolResult, CallFailure> {
+) -> Result<ToolResult, CallFailure> {
     let mut params = serde_json::to_value(&params).expect("call parameters serialize");
     params["task"] = json!({});
     let request = ClientRequest::CustomRequest(CustomRequest::new("tools/call", Some(params)));
     let (answer, _progress) = caller.request_watched(request, deadline, progress).await?;
-    let task = match &answer {
-        ServerResult::CustomResult(CustomResult(Value::Object(fields))) => {
-            match fields.get("task") {
-                Some(Value::Object(task)) => Some(task),
-                _ => None,
-            }
-        }
-        _ => None,
-    };
-    match task {
-        Some(task) => {
-            let report = Report::read(task).map_err(CallFailure::Refused)?;
+    match tool_answer::read(answer).map_err(CallFailure::Refused)? {
+        Answer::HandshakeTask(task) => {
+            let report = Report::read(&task).map_err(CallFailure::Refused)?;
             drive(caller, Form::Handshake, report, deadline).await
         }
-        None => call_tool_result(answer).map_err(CallFailure::Refused),
+        Answer::Complete(result) => Ok(result),
+        Answer::InputRequired(_) | Answer::Task(_) => Err(CallFailure::Refused(
+            crate::tool_result::InvalidToolResult::NotAToolResult.to_string(),
+        )),
     }
 }
 
@@ -188,7 +182,7 @@ pub(super) async fn follow(
     caller: &Caller<'_>,
     created: &CreateTaskResult,
     deadline: Deadline,
-) -> Result<CallToolResult, CallFailure> {
+) -> Result<ToolResult, CallFailure> {
     let mut report = serde_json::to_value(&created.task)
         .ok()
         .and_then(|task| task.as_object().map(Report::read))
@@ -211,7 +205,7 @@ async fn drive(
     form: Form,
     first: Report,
     deadline: Deadline,
-) -> Result<CallToolResult, CallFailure> {
+) -> Result<ToolResult, CallFailure> {
     // Invariant 2: registered before the first await.
     let task = caller.cancellations.register_task(first.id.clone(), form);
     let id = first.id.clone();
@@ -265,11 +259,9 @@ async fn drive(
                 let result = report.result.ok_or_else(|| {
                     CallFailure::Refused("the server's completed task has no result".to_owned())
                 })?;
-                let answer: ServerResult =
-                    serde_json::from_value(Value::Object(result)).map_err(|_| {
-                        CallFailure::Refused("the server's answer is not a tool result".to_owned())
-                    })?;
-                return call_tool_result(answer).map_err(CallFailure::Refused);
+                // The result inlined as rmcp keeps it: a JSON object, whole.
+                return ToolResult::from_object(result)
+                    .map_err(|error| CallFailure::Refused(error.to_string()));
             }
             (Status::Failed, Form::Extension) => {
                 task.answered();
@@ -317,12 +309,12 @@ async fn task_result(
     task: InFlight<'_>,
     id: &str,
     deadline: Deadline,
-) -> Result<CallToolResult, CallFailure> {
+) -> Result<ToolResult, CallFailure> {
     let request = custom_request("tasks/result", id);
     match caller.request(request, deadline, None).await {
         Ok(answer) => {
             task.answered();
-            call_tool_result(answer).map_err(CallFailure::Refused)
+            tool_answer::tool_result(answer).map_err(CallFailure::Refused)
         }
         Err(CallFailure::Failed(error @ ServiceError::McpError(_))) => {
             task.answered();

@@ -11,15 +11,18 @@
 //! 1. Every request is bounded by the server's `tool_timeout_sec` (each page of a
 //!    list, each read), and one given up is followed by `notifications/cancelled`.
 //! 2. A listed entry that is not a valid resource, template or prompt is left out with
-//!    a warning naming the server; the rest of the list stands.
+//!    a warning naming the server; the rest of the list stands. An entry kept keeps
+//!    every field the server listed (its `definition`), and a read or a prompt is
+//!    the result as the server returned it ([`ReadResult`], [`PromptResult`]): what
+//!    a newer revision or an extension adds passes through.
 //! 3. An unrouted read or prompt never guesses: no server offering it, or more than
 //!    one, is an error naming them.
 
 use std::sync::Arc;
 
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, GetPromptResult, JsonObject, Prompt, ReadResourceResult,
-    Resource, ResourceTemplate, ServerResult,
+    CompleteRequestParams, CompleteResult, JsonObject, Prompt, Resource, ResourceTemplate,
+    ServerResult,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -29,6 +32,7 @@ use crate::{
     changes::ServerChange,
     connection::{Connection, features::Feature},
     error::{FeatureError, RestartError},
+    feature_result::{PromptResult, ReadResult},
     sync::lock,
 };
 
@@ -38,8 +42,10 @@ use crate::{
 pub struct ServerResource {
     /// The server.
     pub server: String,
-    /// The resource as the server listed it.
+    /// The resource, as rmcp reads it.
     pub resource: Resource,
+    /// The resource as the server listed it, every field.
+    pub definition: JsonObject,
 }
 
 /// A resource template and the server that lists it.
@@ -48,8 +54,10 @@ pub struct ServerResource {
 pub struct ServerResourceTemplate {
     /// The server.
     pub server: String,
-    /// The template as the server listed it.
+    /// The template, as rmcp reads it.
     pub template: ResourceTemplate,
+    /// The template as the server listed it, every field.
+    pub definition: JsonObject,
 }
 
 /// A prompt and the server that lists it.
@@ -58,8 +66,10 @@ pub struct ServerResourceTemplate {
 pub struct ServerPrompt {
     /// The server.
     pub server: String,
-    /// The prompt as the server listed it.
+    /// The prompt, as rmcp reads it.
     pub prompt: Prompt,
+    /// The prompt as the server listed it, every field.
+    pub definition: JsonObject,
 }
 
 /// The resources and templates of every running server that offers resources.
@@ -94,14 +104,14 @@ impl Runtime {
     pub async fn resources(&self) -> Resources {
         let listed = self
             .for_each_offering(Feature::Resources, async |name, connection, timeout| {
-                let resources: Vec<Resource> = entries(
+                let resources: Vec<(Resource, JsonObject)> = entries(
                     name,
                     connection
                         .list_all("resources/list", "resources", timeout)
                         .await?
                         .as_slice(),
                 );
-                let templates: Vec<ResourceTemplate> = entries(
+                let templates: Vec<(ResourceTemplate, JsonObject)> = entries(
                     name,
                     connection
                         .list_all("resources/templates/list", "resourceTemplates", timeout)
@@ -117,20 +127,22 @@ impl Runtime {
                 Ok((resources, templates)) => {
                     answer
                         .resources
-                        .extend(resources.into_iter().map(|resource| ServerResource {
-                            server: server.clone(),
-                            resource,
+                        .extend(resources.into_iter().map(|(resource, definition)| {
+                            ServerResource {
+                                server: server.clone(),
+                                resource,
+                                definition,
+                            }
                         }));
                     answer
                         .templates
-                        .extend(
-                            templates
-                                .into_iter()
-                                .map(|template| ServerResourceTemplate {
-                                    server: server.clone(),
-                                    template,
-                                }),
-                        );
+                        .extend(templates.into_iter().map(|(template, definition)| {
+                            ServerResourceTemplate {
+                                server: server.clone(),
+                                template,
+                                definition,
+                            }
+                        }));
                 }
                 Err(error) => answer.failures.push(error),
             }
@@ -161,10 +173,15 @@ impl Runtime {
                 Ok(prompts) => {
                     answer
                         .prompts
-                        .extend(prompts.into_iter().map(|prompt| ServerPrompt {
-                            server: server.clone(),
-                            prompt,
-                        }))
+                        .extend(
+                            prompts
+                                .into_iter()
+                                .map(|(prompt, definition)| ServerPrompt {
+                                    server: server.clone(),
+                                    prompt,
+                                    definition,
+                                }),
+                        )
                 }
                 Err(error) => answer.failures.push(error),
             }
@@ -173,7 +190,9 @@ impl Runtime {
     }
 
     /// Reads the resource at `uri` from `server`, or, when `None`, from the one
-    /// server that lists it (or lists a template it could come from).
+    /// server that lists it (or lists a template it could come from). The result is
+    /// as the server returned it, contents of a kind mcp-runtime does not know
+    /// included.
     ///
     /// # Cancel safety
     ///
@@ -182,13 +201,18 @@ impl Runtime {
         &self,
         uri: &str,
         server: Option<&str>,
-    ) -> Result<ReadResourceResult, FeatureError> {
+    ) -> Result<ReadResult, FeatureError> {
         let server = self.resource_server(uri, server).await?;
         let (connection, timeout) = self.offering(&server, Feature::Resources).await?;
+        let method = "resources/read";
         let answer = connection
-            .feature_request("resources/read", json!({ "uri": uri }), timeout)
+            .feature_object(method, json!({ "uri": uri }), timeout)
             .await?;
-        typed(&server, "resources/read", answer)
+        ReadResult::from_object(answer).map_err(|message| FeatureError::Answer {
+            server,
+            method,
+            message,
+        })
     }
 
     /// Subscribes to updates of the resource at `uri` on `server`, or, when `None`,
@@ -270,7 +294,8 @@ impl Runtime {
     }
 
     /// The prompt `name` of `server`, or, when `None`, of the one server that lists
-    /// it, with `arguments`.
+    /// it, with `arguments`. The result is as the server returned it, messages of a
+    /// kind mcp-runtime does not know included.
     ///
     /// # Cancel safety
     ///
@@ -280,7 +305,7 @@ impl Runtime {
         name: &str,
         server: Option<&str>,
         arguments: Option<JsonObject>,
-    ) -> Result<GetPromptResult, FeatureError> {
+    ) -> Result<PromptResult, FeatureError> {
         let server = match server {
             Some(server) => server.to_owned(),
             None => {
@@ -300,10 +325,13 @@ impl Runtime {
         if let Some(arguments) = arguments {
             params["arguments"] = Value::Object(arguments);
         }
-        let answer = connection
-            .feature_request("prompts/get", params, timeout)
-            .await?;
-        typed(&server, "prompts/get", answer)
+        let method = "prompts/get";
+        let answer = connection.feature_object(method, params, timeout).await?;
+        PromptResult::from_object(answer).map_err(|message| FeatureError::Answer {
+            server,
+            method,
+            message,
+        })
     }
 
     /// `completion/complete` on `server`: the values it suggests for an argument of
@@ -380,14 +408,15 @@ impl Runtime {
     }
 }
 
-/// The entries of a list that are valid `T`s; the others are left out with a warning
-/// (invariant 2).
-fn entries<T: DeserializeOwned>(server: &str, listed: &[Value]) -> Vec<T> {
+/// The entries of a list that are valid `T`s, each with its JSON as listed; the
+/// others are left out with a warning (invariant 2).
+fn entries<T: DeserializeOwned>(server: &str, listed: &[Value]) -> Vec<(T, JsonObject)> {
     listed
         .iter()
-        .filter_map(|entry| match T::deserialize(entry) {
-            Ok(entry) => Some(entry),
-            Err(error) => {
+        .filter_map(|entry| match (T::deserialize(entry), entry) {
+            (Ok(typed), Value::Object(definition)) => Some((typed, definition.clone())),
+            (Ok(_), _) => None,
+            (Err(error), _) => {
                 tracing::warn!(server, reason = %error, "left out an entry the server listed");
                 None
             }

@@ -455,7 +455,7 @@ impl StreamableHttpClient for SplicingHttpClient {
             limits,
             awaits_answer: request.is_some(),
             discover: discover.clone(),
-            raw: raw_answers::raw_request(&message).cloned(),
+            raw: raw_answers::RawRequest::over_http(&message),
         };
         let response = match (body, &self.oauth) {
             (Ok(body), Some(oauth)) if auth_header.is_none() => {
@@ -567,8 +567,8 @@ struct Post<'a> {
     /// The id of a `server/discover` sent without a session, whose rejection is an
     /// answer ([`discover_rejection`]).
     discover: Option<RequestId>,
-    /// The id of a request whose answer rmcp gets raw ([`raw_answers`]).
-    raw: Option<RequestId>,
+    /// A request whose answer rmcp gets raw ([`raw_answers`]).
+    raw: Option<raw_answers::RawRequest>,
 }
 
 impl Post<'_> {
@@ -665,7 +665,7 @@ impl Post<'_> {
                 let bytes = bounded_events(response.bytes_stream(), self.limits.max_sse_event_size);
                 let events = SseStream::from_bytes_stream(bytes);
                 let events = match self.raw {
-                    Some(id) => raw_events(events, id).boxed(),
+                    Some(raw) => raw_events(events, raw).boxed(),
                     None => events.boxed(),
                 };
                 Ok(StreamableHttpPostResponse::Sse(events, new_session))
@@ -673,8 +673,8 @@ impl Post<'_> {
             Some(JSON) => {
                 let mut body =
                     read_bounded(server, response, self.limits.max_json_response_size).await?;
-                if let Some(id) = &self.raw
-                    && let Some(rewritten) = raw_answers::rewrite(&body, |answered| answered == id)
+                if let Some(raw) = &self.raw
+                    && let Some(rewritten) = raw.rewrite(&body)
                 {
                     body = rewritten;
                 }
@@ -690,19 +690,18 @@ impl Post<'_> {
     }
 }
 
-/// `events`, the stream answering request `id`, with the answer rewritten for rmcp to
-/// hand it over raw ([`raw_answers`]).
+/// `events`, the stream answering request `raw`, with the answer rewritten for rmcp
+/// to hand it over raw ([`raw_answers`]).
 fn raw_events<E>(
     events: impl futures::Stream<Item = Result<Sse, E>> + Send + 'static,
-    id: RequestId,
+    raw: raw_answers::RawRequest,
 ) -> impl futures::Stream<Item = Result<Sse, E>> + Send + 'static {
-    let mut expected = Some(id);
+    let mut expected = Some(raw);
     events.map(move |event| {
         let mut event = event?;
-        if let Some(id) = &expected
+        if let Some(raw) = &expected
             && let Some(data) = &event.data
-            && let Some(rewritten) =
-                raw_answers::rewrite(data.as_bytes(), |answered| answered == id)
+            && let Some(rewritten) = raw.rewrite(data.as_bytes())
         {
             expected = None;
             event.data = Some(String::from_utf8(rewritten).expect("a rewrite of text is text"));

@@ -2,14 +2,26 @@
 //!
 //! rmcp decodes every answer into its typed results, which drop the fields they do
 //! not model: a tool's `execution` (`tools/list`, 2025-11-25), a 2025-11-25 task's
-//! `pollInterval` and `ttl` (`tasks/get`). The runtime reads those answers itself, so
-//! each transport rewrites the answer to a handshake-era request of [`RAW_METHODS`]
-//! ([`raw_request`]; over stdio and legacy SSE, a 2026-07-28 `tools/list` too:
-//! [`raw_request_without_headers`]) before rmcp decodes it: its result's JSON text
+//! `pollInterval` and `ttl` (`tasks/get`), and whatever a newer revision or an
+//! extension adds to a tool result (`tools/call`, and a 2025-11-25 task's
+//! `tasks/result`), a resource's contents (`resources/read`) or a prompt
+//! (`prompts/get`), whose parts rmcp cannot even read when one is of a kind it does
+//! not know, and to the resources and prompts listed. The runtime reads those answers itself, so each transport
+//! rewrites the answer to a request of [`RAW_METHODS`] (in every revision), or of
+//! [`HANDSHAKE_RAW_METHODS`] in a handshake revision ([`raw_request`]; over stdio
+//! and legacy SSE, a 2026-07-28 `tools/list` too: [`raw_request_without_headers`])
+//! before rmcp decodes it: its result's JSON text
 //! goes, as one string, under one key, [`RAW_KEY`], which no typed result of rmcp
 //! reads, so rmcp hands it over as a custom result, whole ([`raw_result`] takes the
 //! text out). Only the answer's envelope is
 //! rewritten; the result's bytes are kept as the server sent them.
+//!
+//! Over Streamable HTTP a 2026-07-28 `tools/list` answer is rmcp's to read too: its
+//! transport keeps each tool's input schema for the `Mcp-Param-*` headers of later
+//! calls, and leaves out the tools whose `x-mcp-header` annotations it refuses. So
+//! that answer keeps its result for rmcp, and the result's text rides beside it, in
+//! its `_meta` under [`RAW_KEY`] ([`RawRequest::over_http`], [`raw_result`]): rmcp's
+//! `ListToolsResult` keeps `_meta` whole.
 //!
 //! The result travels as a string, not as the JSON it is, so that rmcp decodes one
 //! string instead of a tree of the whole result (twice: its untagged message types
@@ -18,8 +30,9 @@
 //! thousands of tools is never held as a JSON tree.
 //!
 //! Invariants:
-//! 1. Only an answer to a request of [`RAW_METHODS`] the runtime sent on this
-//!    connection is rewritten, once; any other message passes untouched.
+//! 1. Only an answer to a request of [`RAW_METHODS`] or [`HANDSHAKE_RAW_METHODS`]
+//!    the runtime sent on this connection is rewritten, once; any other message
+//!    passes untouched.
 //! 2. A rewritten answer is the same answer: same id, and the result's text byte for
 //!    byte.
 
@@ -36,42 +49,82 @@ use serde_json::{Value, value::RawValue};
 
 use crate::sync::lock;
 
-/// The requests whose answers are handed over raw.
-pub(crate) const RAW_METHODS: [&str; 2] = ["tools/list", "tasks/get"];
+/// The requests whose answers are handed over raw in every revision: tool results, a
+/// resource's contents, a prompt and the lists of resources and prompts, which the
+/// runtime hands to the host as the server returned them.
+pub(crate) const RAW_METHODS: [&str; 7] = [
+    "tools/call",
+    "tasks/result",
+    "resources/read",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/list",
+];
+
+/// The requests whose answers are handed over raw in a handshake revision.
+pub(crate) const HANDSHAKE_RAW_METHODS: [&str; 2] = ["tools/list", "tasks/get"];
 
 /// The key a raw result is handed over under.
 pub(crate) const RAW_KEY: &str = "mcp-runtime/raw-result";
 
 /// Takes the raw result's JSON text out of `answer`, when the transport handed it
-/// over raw.
+/// over raw, or beside the result (a 2026-07-28 `tools/list` over Streamable HTTP,
+/// which rmcp decoded as its own type, or as a custom result when it could not).
 pub(crate) fn raw_result(answer: &mut ServerResult) -> Option<String> {
+    /// Takes the text under [`RAW_KEY`] out of `fields`.
+    fn take(fields: &mut serde_json::Map<String, Value>) -> Option<String> {
+        match fields.remove(RAW_KEY)? {
+            Value::String(text) => Some(text),
+            other => {
+                fields.insert(RAW_KEY.to_owned(), other);
+                None
+            }
+        }
+    }
     match answer {
         ServerResult::CustomResult(custom) => match &mut custom.0 {
-            Value::Object(fields) if fields.len() == 1 => match fields.remove(RAW_KEY)? {
-                Value::String(text) => Some(text),
-                other => {
-                    fields.insert(RAW_KEY.to_owned(), other);
-                    None
+            Value::Object(fields) if fields.len() == 1 && fields.contains_key(RAW_KEY) => {
+                take(fields)
+            }
+            Value::Object(fields) => {
+                let Some(Value::Object(meta)) = fields.get_mut("_meta") else {
+                    return None;
+                };
+                let text = take(meta)?;
+                if meta.is_empty() {
+                    fields.remove("_meta");
                 }
-            },
+                Some(text)
+            }
             _ => None,
         },
+        ServerResult::ListToolsResult(list) => {
+            let text = take(&mut list.meta.as_mut()?.0)?;
+            if list.meta.as_ref().is_some_and(|meta| meta.0.is_empty()) {
+                list.meta = None;
+            }
+            Some(text)
+        }
         _ => None,
     }
 }
 
 /// The id of `message` when it is a request whose answer is handed over raw: one of
-/// [`RAW_METHODS`] in a handshake revision. A 2026-07-28 request (it carries its
-/// protocol version in `_meta`) is left to rmcp: that revision's tools have no
-/// `execution` nor its tasks a `pollInterval`, and rmcp's Streamable HTTP transport
-/// reads its `tools/list` answers for the tools' `x-mcp-header` parameters.
+/// [`RAW_METHODS`], or of [`HANDSHAKE_RAW_METHODS`] in a handshake revision. A
+/// 2026-07-28 listing or task (the request carries its protocol version in `_meta`)
+/// is left to rmcp: that revision's tools have no `execution` nor its tasks a
+/// `pollInterval` (a task's result is a JSON object in rmcp's type, kept whole), and
+/// rmcp's Streamable HTTP transport reads its `tools/list` answers for the tools'
+/// `x-mcp-header` parameters. Nothing of rmcp reads a `tools/call` answer.
 pub(crate) fn raw_request(message: &ClientJsonRpcMessage) -> Option<&RequestId> {
     match message {
-        JsonRpcMessage::Request(request)
-            if RAW_METHODS.contains(&request.request.method())
-                && request.request.get_meta().protocol_version().is_none() =>
-        {
-            Some(&request.id)
+        JsonRpcMessage::Request(request) => {
+            let method = request.request.method();
+            let raw = RAW_METHODS.contains(&method)
+                || (HANDSHAKE_RAW_METHODS.contains(&method)
+                    && request.request.get_meta().protocol_version().is_none());
+            raw.then_some(&request.id)
         }
         _ => None,
     }
@@ -87,6 +140,46 @@ pub(crate) fn raw_request_without_headers(message: &ClientJsonRpcMessage) -> Opt
             Some(&request.id)
         }
         _ => raw_request(message),
+    }
+}
+
+/// A request, sent over Streamable HTTP, whose answer is handed over raw.
+#[derive(Debug, Clone)]
+pub(crate) struct RawRequest {
+    id: RequestId,
+    /// Whether the result stays for rmcp, its text beside it (see the module docs).
+    beside: bool,
+}
+
+impl RawRequest {
+    /// The request `message` is, when its answer is handed over raw: one of
+    /// [`raw_request`]'s, or a 2026-07-28 `tools/list`, whose result stays for rmcp.
+    pub(crate) fn over_http(message: &ClientJsonRpcMessage) -> Option<Self> {
+        if let Some(id) = raw_request(message) {
+            return Some(Self {
+                id: id.clone(),
+                beside: false,
+            });
+        }
+        match message {
+            JsonRpcMessage::Request(request) if request.request.method() == "tools/list" => {
+                Some(Self {
+                    id: request.id.clone(),
+                    beside: true,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// `message`, rewritten when it answers this request (see [`rewrite`] and
+    /// [`rewrite_beside`]).
+    pub(crate) fn rewrite(&self, message: &[u8]) -> Option<Vec<u8>> {
+        let expected = |answered: &RequestId| *answered == self.id;
+        match self.beside {
+            false => rewrite(message, expected),
+            true => rewrite_beside(message, expected),
+        }
     }
 }
 
@@ -131,6 +224,69 @@ pub(crate) fn rewrite(
     rewritten.push(b':');
     serde_json::to_writer(&mut rewritten, result.get()).expect("a string serializes");
     rewritten.extend_from_slice(b"}}");
+    Some(rewritten)
+}
+
+/// `message`, rewritten as [`rewrite`] does, but with its result kept for rmcp and
+/// the result's text beside it: in the result's `_meta`, under [`RAW_KEY`]. `None`
+/// when it does not answer the request, or its result is not an object whose
+/// `_meta`, if any, is one.
+pub(crate) fn rewrite_beside(
+    message: &[u8],
+    expected: impl FnOnce(&RequestId) -> bool,
+) -> Option<Vec<u8>> {
+    /// A result's `_meta`, the rest unread.
+    #[derive(Deserialize)]
+    struct Meta<'a> {
+        #[serde(rename = "_meta", borrow, default)]
+        meta: Option<&'a RawValue>,
+    }
+    let envelope: Envelope<'_> = serde_json::from_slice(message).ok()?;
+    if envelope.method.is_some() {
+        return None;
+    }
+    let id = envelope.id?;
+    if !expected(&id) {
+        return None;
+    }
+    let result = envelope.result?.get();
+    // A derived `Deserialize` also reads a struct from an array.
+    if !result.trim_start().starts_with('{') {
+        return None;
+    }
+    let meta = serde_json::from_str::<Meta<'_>>(result).ok()?.meta;
+    let id = serde_json::to_string(&id).expect("an id serializes");
+    let key = serde_json::to_string(RAW_KEY).expect("a key serializes");
+    let text = serde_json::to_string(result).expect("a string serializes");
+    let mut rewritten = Vec::with_capacity(message.len() + text.len() + 96);
+    rewritten.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    rewritten.extend_from_slice(id.as_bytes());
+    rewritten.extend_from_slice(br#","result":"#);
+    match meta {
+        // The result's members after a `_meta` of their own.
+        None => {
+            let members = result.trim_start()[1..].trim_start();
+            rewritten.extend_from_slice(br#"{"_meta":{"#);
+            rewritten.extend_from_slice(key.as_bytes());
+            rewritten.push(b':');
+            rewritten.extend_from_slice(text.as_bytes());
+            rewritten.push(b'}');
+            if !members.starts_with('}') {
+                rewritten.push(b',');
+            }
+            rewritten.extend_from_slice(members.as_bytes());
+        }
+        // Rare: the text goes into the server's own `_meta`, through a JSON tree.
+        Some(_) => {
+            let mut fields: serde_json::Map<String, Value> = serde_json::from_str(result).ok()?;
+            let Some(Value::Object(meta)) = fields.get_mut("_meta") else {
+                return None;
+            };
+            meta.insert(RAW_KEY.to_owned(), Value::String(result.to_owned()));
+            serde_json::to_writer(&mut rewritten, &fields).expect("a JSON object serializes");
+        }
+    }
+    rewritten.push(b'}');
     Some(rewritten)
 }
 
@@ -219,6 +375,97 @@ mod tests {
     }
 
     #[test]
+    fn a_listing_beside_its_result_is_rmcps_type_and_keeps_its_text() {
+        let results = [
+            r#"{"tools":[{"name":"t","inputSchema":{},"futureField":1.000}],"nextCursor":"c"}"#,
+            r#"{ "tools" : [] }"#,
+            r#"{"tools":[],"_meta":{"k":"v"}}"#,
+        ];
+        for result in results {
+            let message = format!(r#"{{"jsonrpc":"2.0","id":"l","result":{result}}}"#);
+            let rewritten = rewrite_beside(message.as_bytes(), |id| {
+                *id == RequestId::String("l".into())
+            })
+            .expect("an expected answer is rewritten");
+            let mut answer = decoded(&rewritten);
+            assert!(
+                matches!(answer, ServerResult::ListToolsResult(_)),
+                "rmcp reads its own type: {answer:?}"
+            );
+            assert_eq!(
+                raw_result(&mut answer).as_deref(),
+                Some(result),
+                "byte for byte"
+            );
+            if let ServerResult::ListToolsResult(list) = &answer {
+                let meta = list.meta.as_ref().map(|meta| meta.0.clone());
+                let expected = result.contains("_meta").then(|| json!({"k": "v"}));
+                assert_eq!(
+                    meta.map(Value::Object),
+                    expected,
+                    "the server's own `_meta` stays, the text is taken out"
+                );
+            }
+        }
+        // What rmcp cannot read as a listing keeps its text beside it too.
+        let message = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":7}]}}"#;
+        let mut answer = decoded(&rewrite_beside(message, |_| true).unwrap());
+        assert!(
+            matches!(answer, ServerResult::CustomResult(_)),
+            "{answer:?}"
+        );
+        assert_eq!(
+            raw_result(&mut answer).as_deref(),
+            Some(r#"{"tools":[{"name":7}]}"#)
+        );
+        for not_an_object in [
+            &br#"{"jsonrpc":"2.0","id":1,"result":[1]}"#[..],
+            br#"{"jsonrpc":"2.0","id":1,"result":{"_meta":5}}"#,
+        ] {
+            assert_eq!(rewrite_beside(not_an_object, |_| true), None);
+        }
+    }
+
+    #[test]
+    fn over_http_a_2026_07_28_listing_goes_beside_and_a_call_whole() {
+        let stateless = |request: rmcp::model::ClientRequest, id| {
+            let mut request = request;
+            request
+                .get_meta_mut()
+                .set_protocol_version(rmcp::model::ProtocolVersion::V_2026_07_28);
+            ClientJsonRpcMessage::request(request, RequestId::Number(id))
+        };
+        let list = stateless(
+            rmcp::model::ClientRequest::ListToolsRequest(Default::default()),
+            1,
+        );
+        let raw = RawRequest::over_http(&list).expect("a listing goes raw");
+        let answer = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#;
+        assert!(matches!(
+            decoded(&raw.rewrite(answer).unwrap()),
+            ServerResult::ListToolsResult(_)
+        ));
+        let call = stateless(
+            rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+                rmcp::model::CallToolRequestParams::new("t"),
+            )),
+            2,
+        );
+        let raw = RawRequest::over_http(&call).expect("a call goes raw");
+        let answer = br#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"video"}]}}"#;
+        let mut answer = decoded(&raw.rewrite(answer).unwrap());
+        assert_eq!(
+            raw_result(&mut answer).as_deref(),
+            Some(r#"{"content":[{"type":"video"}]}"#)
+        );
+        assert_eq!(
+            raw.rewrite(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#),
+            None,
+            "another request's answer"
+        );
+    }
+
+    #[test]
     fn only_expected_answers_are_rewritten_once() {
         let answers = RawAnswers::default();
         let answer = br#"{"jsonrpc":"2.0","id":3,"result":{"tools":[]}}"#;
@@ -265,10 +512,11 @@ mod tests {
             None,
             "a 2026-07-28 task is rmcp's to read"
         );
-        assert_eq!(
-            answers.rewrite(br#"{"jsonrpc":"2.0","id":4,"result":{"content":[]}}"#),
-            None,
-            "a tools/call answer is rmcp's to read"
+        assert!(
+            answers
+                .rewrite(br#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"video"}]}}"#)
+                .is_some(),
+            "a tools/call answer is the runtime's to read"
         );
         assert_eq!(
             answers.rewrite(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#),

@@ -168,7 +168,7 @@ fn a_tools_execution_is_kept_beside_what_rmcp_reads() {
     };
     let required = listed(json!({"taskSupport": "required"}));
     assert_eq!(
-        required.execution.as_deref(),
+        required.execution(),
         json!({"taskSupport": "required"}).as_object()
     );
     assert_eq!(required.task_support(), TaskSupport::Required);
@@ -181,31 +181,51 @@ fn a_tools_execution_is_kept_beside_what_rmcp_reads() {
         TaskSupport::Forbidden
     );
     assert_eq!(listed(json!({})).task_support(), TaskSupport::Forbidden);
-    // An `execution` that is not an object is ignored, as rmcp ignores it; the tool
-    // stays usable.
+    // An `execution` that is not an object says nothing of how the tool runs; the
+    // tool stays usable, and its definition keeps it as listed.
     let odd = listed(json!("required"));
     assert_eq!(odd.task_support(), TaskSupport::Forbidden);
-    assert_eq!(odd.execution, None);
+    assert_eq!(odd.execution(), None);
+    assert_eq!(odd.unmodelled.as_deref().unwrap()["execution"], "required");
     let plain = usable_tool(&json!({"name": "t", "inputSchema": {}})).unwrap();
-    assert_eq!(plain.execution, None);
+    assert_eq!(plain.unmodelled, None);
+}
+
+#[test]
+fn what_a_newer_revision_adds_to_a_tool_is_kept_whether_read_from_text_or_json() {
+    let listed = json!({
+        "name": "t", "inputSchema": {},
+        "annotations": {"readOnlyHint": true, "futureHint": 1},
+        "futureField": {"n": [1, 2]}
+    });
+    let from_json = usable_tool(&listed).unwrap();
+    let text = listed.to_string();
+    let from_text = Entry::Raw(serde_json::from_str(&text).unwrap())
+        .read(1)
+        .unwrap();
+    assert_eq!(from_json, from_text);
+    assert_eq!(
+        serde_json::to_value(from_text.definition()).unwrap(),
+        listed
+    );
 }
 
 fn left_out(raw: &str) -> String {
     let mut listed = ListedTools::default();
     let first = good("first");
     listed
-        .push(Entry::Raw(serde_json::from_str(&first).unwrap()))
+        .push(Entry::Raw(serde_json::from_str(&first).unwrap()), None)
         .unwrap();
     let from_text = listed
-        .push(Entry::Raw(serde_json::from_str(raw).unwrap()))
+        .push(Entry::Raw(serde_json::from_str(raw).unwrap()), None)
         .unwrap_err();
     // Read from its text or as a value, the entry is left out for the same reason.
     let mut from_value = ListedTools::default();
     from_value
-        .push(Entry::Parsed(serde_json::from_str(&first).unwrap()))
+        .push(Entry::Parsed(serde_json::from_str(&first).unwrap()), None)
         .unwrap();
     let from_value = from_value
-        .push(Entry::Parsed(serde_json::from_str(raw).unwrap()))
+        .push(Entry::Parsed(serde_json::from_str(raw).unwrap()), None)
         .unwrap_err();
     assert_eq!(from_text, from_value);
     from_text.to_string()
@@ -590,7 +610,7 @@ mod properties {
                     }
                     // As the server wrote it: read from its text.
                     let text = entry.to_string();
-                    let _ = listed.push(Entry::Raw(serde_json::from_str(&text).unwrap()));
+                    let _ = listed.push(Entry::Raw(serde_json::from_str(&text).unwrap()), None);
                 }
                 let tools = listed.into_tools();
                 // Every name once, and under it the first usable entry listed.
@@ -650,7 +670,7 @@ mod properties {
                 prop_assert_eq!(Some(&Value::Array(tools)), answer.get("tools"));
                 let mut listed = ListedTools::default();
                 for entry in page.tools {
-                    let _ = listed.push(entry);
+                    let _ = listed.push(entry, None);
                 }
             }
         }
@@ -714,4 +734,26 @@ async fn the_caching_hints_of_every_page_make_the_grant() {
     .await
     .unwrap();
     assert_eq!(listing.grant.map(|grant| grant.scope), Some(Scope::Private));
+}
+
+#[test]
+fn a_tool_rmcps_transport_refused_for_its_headers_is_left_out() {
+    let text = json!({"tools": [
+        {"name": "a", "inputSchema": {}},
+        {"name": "b", "inputSchema": {"properties": {"x": {"x-mcp-header": ""}}}}
+    ]})
+    .to_string();
+    let kept: HashSet<String> = ["a".to_owned()].into();
+    let read = read_page(&text, ListedTools::default(), Some(&kept)).unwrap();
+    let names: Vec<&str> = read
+        .listed
+        .tools
+        .iter()
+        .map(|tool| tool.tool.name.as_ref())
+        .collect();
+    assert_eq!(names, ["a"]);
+    assert_eq!(read.left_out[0].label, Label::Name("b".to_owned()));
+    assert_eq!(read.left_out[0].reason, Reason::HeadersRefused);
+    let all = read_page(&text, ListedTools::default(), None).unwrap();
+    assert_eq!(all.listed.tools.len(), 2, "read from the text alone: all");
 }

@@ -174,10 +174,11 @@ fn text_result(text: &str) -> Value {
     json!({"content": [{"type": "text", "text": text}]})
 }
 
-fn text_of(result: &CallToolResult) -> &str {
-    result.content[0]
-        .as_text()
-        .map(|text| text.text.as_str())
+fn text_of(result: &ToolResult) -> String {
+    result
+        .content()
+        .next()
+        .and_then(|block| block.as_text().map(str::to_owned))
         .unwrap_or_default()
 }
 
@@ -332,10 +333,7 @@ async fn a_tasks_failure_is_the_servers_error() {
 
 /// A 2026-07-28 call that the server answers with a task, followed through
 /// [`input_rounds::call`] (which routes a created task here).
-async fn extension_call(
-    scripted: &Scripted,
-    timeout: Duration,
-) -> Result<CallToolResult, CallFailure> {
+async fn extension_call(scripted: &Scripted, timeout: Duration) -> Result<ToolResult, CallFailure> {
     let caller = scripted.caller();
     input_rounds::call(&caller, call_params(), scripted.deadline(timeout), None).await
 }

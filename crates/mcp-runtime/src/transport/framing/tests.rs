@@ -128,7 +128,8 @@ async fn an_oversized_answer_fails_its_request_at_once() {
         }
         // The connection is still usable afterwards.
         let request = peer.next_request().await;
-        peer.answer(&request, json!({"resources": []})).await;
+        peer.answer(&request, json!({"completion": {"values": []}}))
+            .await;
         // Stay connected: nothing fails because the pipe closed.
         let _ = finished.await;
     });
@@ -148,10 +149,11 @@ async fn an_oversized_answer_fails_its_request_at_once() {
         error_message(call),
         size_error(&lines.recv().await.unwrap())
     );
-    let listed = tokio::time::timeout(CALL_TIMEOUT, peer.list_resources(None))
+    // A request whose answer rmcp reads itself (a listing's goes raw).
+    let completed = tokio::time::timeout(CALL_TIMEOUT, peer.complete_prompt_simple("p", "a", ""))
         .await
         .expect("no wait for the timeout");
-    assert!(listed.unwrap().resources.is_empty());
+    assert!(completed.unwrap().is_empty());
     drop(done);
     server.await.unwrap();
 }
@@ -197,18 +199,18 @@ async fn an_answer_to_an_unknown_id_is_ignored() {
         let request = peer.next_request().await;
         peer.send(r#"{"jsonrpc":"2.0","id":987654,"result":{}}"#)
             .await;
-        peer.answer(
-            &request,
-            json!({"resources": [{"uri": "file:///t", "name": "t"}]}),
-        )
-        .await;
+        peer.answer(&request, json!({"completion": {"values": ["t"]}}))
+            .await;
     });
     let client = client.await;
-    let listed = tokio::time::timeout(CALL_TIMEOUT, client.peer().list_resources(None))
-        .await
-        .expect("no wait for the timeout")
-        .unwrap();
-    assert_eq!(listed.resources[0].name, "t");
+    let completed = tokio::time::timeout(
+        CALL_TIMEOUT,
+        client.peer().complete_prompt_simple("p", "a", ""),
+    )
+    .await
+    .expect("no wait for the timeout")
+    .unwrap();
+    assert_eq!(completed, ["t"]);
     server.await.unwrap();
 }
 

@@ -1,0 +1,184 @@
+//! A server's answer to a tool call, read from its JSON as the server sent it.
+//!
+//! The transports hand the answers to `tools/call` and to a 2025-11-25
+//! `tasks/result` over raw ([`crate::transport::raw_answers`]), so that what a
+//! newer revision or an extension adds to a result reaches the host
+//! ([`crate::ToolResult`]). The answer is one of: the tool's result, a 2026-07-28
+//! request for input (`resultType: "input_required"`), a task the server created
+//! for the call (2026-07-28 `resultType: "task"`, or a 2025-11-25 `{"task": …}`).
+//! The two kinds of result rmcp models and the runtime only reads (input requests,
+//! tasks) are read as rmcp's types; a tool result is kept whole.
+
+use rmcp::model::{CreateTaskResult, InputRequiredResult, JsonObject, ServerResult};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::{tool_result::ToolResult, transport::raw_answers::raw_result};
+
+/// What a server answered to a tool call.
+#[derive(Debug)]
+pub(super) enum Answer {
+    /// The tool's result.
+    Complete(ToolResult),
+    /// 2026-07-28: the server asks for input before it answers.
+    InputRequired(InputRequiredResult),
+    /// 2026-07-28: the server runs the call as a task.
+    Task(CreateTaskResult),
+    /// 2025-11-25: the server runs the call as a task, this one (`{"task": …}`).
+    HandshakeTask(JsonObject),
+}
+
+/// Reads `answer`: raw, as the transports hand it over, or as rmcp decoded it (an
+/// in-process pipe in the tests: rmcp's types then have dropped what they do not
+/// model). The error says why it is not an answer to a tool call.
+pub(super) fn read(answer: ServerResult) -> Result<Answer, String> {
+    let not_a_result = crate::tool_result::InvalidToolResult::NotAToolResult.to_string();
+    let mut object = object(answer, &not_a_result)?;
+    match object.get("resultType").and_then(Value::as_str) {
+        Some("input_required") => {
+            return InputRequiredResult::deserialize(Value::Object(object))
+                .map(Answer::InputRequired)
+                .map_err(|_| {
+                    "the server's request for input does not read as one (the server does not follow the MCP schema; report it to its author)"
+                        .to_owned()
+                });
+        }
+        Some("task") => {
+            return CreateTaskResult::deserialize(Value::Object(object))
+                .map(Answer::Task)
+                .map_err(|_| {
+                    "the server's task does not read as one (the server does not follow the MCP schema; report it to its author)"
+                        .to_owned()
+                });
+        }
+        _ => {}
+    }
+    let handshake_task = matches!(object.get("task"), Some(Value::Object(_)))
+        && !["content", "structuredContent", "isError", "resultType"]
+            .iter()
+            .any(|field| object.contains_key(*field));
+    if handshake_task && let Some(Value::Object(task)) = object.remove("task") {
+        return Ok(Answer::HandshakeTask(task));
+    }
+    ToolResult::from_object(object)
+        .map(Answer::Complete)
+        .map_err(|error| error.to_string())
+}
+
+/// The tool result `answer` holds; any other answer is an error saying why.
+pub(super) fn tool_result(answer: ServerResult) -> Result<ToolResult, String> {
+    match read(answer)? {
+        Answer::Complete(result) => Ok(result),
+        _ => Err(crate::tool_result::InvalidToolResult::NotAToolResult.to_string()),
+    }
+}
+
+/// The answer's result as a JSON object: raw, as the transports hand it over, or as
+/// rmcp decoded it. Any other JSON is an error: `not_an_object`.
+pub(super) fn object(mut answer: ServerResult, not_an_object: &str) -> Result<JsonObject, String> {
+    let not_a_result = || not_an_object.to_owned();
+    let value = match raw_result(&mut answer) {
+        Some(text) => serde_json::from_str(&text).map_err(|error| {
+            format!(
+                "the server's answer cannot be read: {error} (the server does not follow the MCP schema; report it to its author)"
+            )
+        })?,
+        None => serde_json::to_value(&answer).map_err(|_| not_a_result())?,
+    };
+    match value {
+        Value::Object(object) => Ok(object),
+        _ => Err(not_a_result()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::transport::raw_answers;
+
+    /// `result` as rmcp hands it over once the transport rewrote its answer.
+    fn raw(result: Value) -> ServerResult {
+        let message = json!({"jsonrpc": "2.0", "id": 1, "result": result}).to_string();
+        let rewritten = raw_answers::rewrite(message.as_bytes(), |_| true).unwrap();
+        match serde_json::from_slice::<rmcp::model::ServerJsonRpcMessage>(&rewritten).unwrap() {
+            rmcp::model::JsonRpcMessage::Response(response) => response.result,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// `result` as rmcp decodes it.
+    fn typed(result: Value) -> ServerResult {
+        serde_json::from_value(result).expect("an answer rmcp decodes")
+    }
+
+    #[test]
+    fn a_raw_tool_result_is_kept_whole() {
+        let sent =
+            json!({"content": [{"type": "video"}], "futureField": 1, "resultType": "complete"});
+        let result = tool_result(raw(sent.clone())).unwrap();
+        assert_eq!(Value::Object(result.into_object()), sent);
+    }
+
+    #[test]
+    fn a_tool_result_without_content_is_still_a_tool_result() {
+        for answer in [
+            raw(json!({})),
+            typed(json!({})),
+            typed(json!({"_meta": {"k": 1}})),
+        ] {
+            let result = tool_result(answer).unwrap();
+            assert_eq!(result.content().len(), 0);
+            assert!(!result.is_error());
+        }
+        let result = tool_result(typed(json!({"content": [], "isError": true}))).unwrap();
+        assert!(result.is_error());
+    }
+
+    #[test]
+    fn input_requests_and_tasks_are_told_apart_from_results() {
+        let input = json!({
+            "resultType": "input_required",
+            "inputRequests": {"where": {"method": "roots/list"}},
+            "requestState": "s"
+        });
+        for answer in [raw(input.clone()), typed(input)] {
+            assert!(
+                matches!(read(answer), Ok(Answer::InputRequired(asked)) if asked.request_state.as_deref() == Some("s"))
+            );
+        }
+        let task = json!({
+            "resultType": "task", "taskId": "t1", "status": "working",
+            "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z"
+        });
+        for answer in [raw(task.clone()), typed(task)] {
+            assert!(matches!(read(answer), Ok(Answer::Task(_))));
+        }
+        // Asking for nothing and carrying no state is no round (rmcp's type refuses it).
+        let empty = read(raw(json!({"resultType": "input_required"})));
+        assert!(
+            matches!(&empty, Err(message) if message.starts_with("the server's request for input does not read as one")),
+            "{empty:?}"
+        );
+        let handshake_task = raw(json!({"task": {"taskId": "t2", "status": "working"}}));
+        assert!(
+            matches!(read(handshake_task), Ok(Answer::HandshakeTask(task)) if task["taskId"] == "t2")
+        );
+    }
+
+    #[test]
+    fn another_kind_of_answer_is_not_a_tool_result() {
+        let error = tool_result(typed(json!({"tools": []}))).unwrap_err();
+        assert_eq!(error, "the server's answer is not a tool result");
+        let error = tool_result(raw(json!([1]))).unwrap_err();
+        assert_eq!(error, "the server's answer is not a tool result");
+        let task = raw(json!({"task": {"taskId": "t2", "status": "working"}}));
+        assert_eq!(
+            tool_result(task).unwrap_err(),
+            "the server's answer is not a tool result",
+            "a task where none was asked for"
+        );
+        assert!(tool_result(raw(json!({"resultType": "task"}))).is_err());
+    }
+}
