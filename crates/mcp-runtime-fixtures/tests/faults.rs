@@ -572,3 +572,63 @@ async fn a_silent_http_server_times_out_naming_the_timeout() {
     )
     .await;
 }
+
+// HTTPS: a self-signed certificate that is its own CA (`CA:TRUE`), as
+// `openssl req -x509` makes it. The runtime starts one process (the healthy server);
+// the HTTPS server is the test's.
+
+/// A row whose faulty server is the fixture over HTTPS with a `CA:TRUE` self-signed
+/// certificate, trusted with `ca_certificate` when `named`; the fixture and its TLS
+/// front live as long as the row.
+async fn self_signed_row(
+    named: bool,
+) -> (Row, HttpFixture, mcp_runtime_fixtures::network::TlsFront) {
+    use mcp_runtime::config::TransportConfig;
+    use mcp_runtime_fixtures::network::{SelfSigned, TlsFront};
+    let certificate = SelfSigned::new();
+    let fixture = http_fixture(&[]).await;
+    let upstream = fixture
+        .url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|addr| addr.parse().ok())
+        .expect("the fixture's address");
+    let front = TlsFront::start(certificate.server_config(), upstream).await;
+    let dir = temp_dir();
+    let file = dir.path().join("server.pem");
+    std::fs::write(&file, &certificate.pem).unwrap();
+    let mut server = ServerConfig::http(FAULTY, front.url("/mcp"));
+    if let TransportConfig::StreamableHttp(http) = &mut server.transport
+        && named
+    {
+        http.ca_certificate = Some(file);
+    }
+    let row = start_row(beside_healthy(server)).await;
+    assert_eq!(
+        row.groups.len(),
+        1,
+        "the runtime started only the healthy server"
+    );
+    (row, fixture, front)
+}
+
+#[tokio::test]
+async fn a_self_signed_ca_certificate_named_by_ca_certificate_is_trusted() {
+    let (row, _fixture, _front) = self_signed_row(true).await;
+    row.faulty_is_callable().await;
+    row.finish(&[]).await;
+}
+
+#[tokio::test]
+async fn a_refused_certificate_says_the_verifiers_reason_and_the_fix() {
+    let (row, _fixture, _front) = self_signed_row(false).await;
+    let reason = row.startup_failure();
+    for part in [
+        "server `faulty` presented a TLS certificate that is not trusted",
+        "(`CaUsedAsEndEntity`)",
+        "name that very certificate as a PEM file with `ca_certificate`",
+    ] {
+        assert!(reason.contains(part), "expected `{part}` in: {reason}");
+    }
+    row.finish(&[]).await;
+}

@@ -1099,8 +1099,8 @@ pub enum HttpFailure {
     Certificate {
         /// The server.
         server: String,
-        /// Why, and what to do.
-        problem: &'static str,
+        /// Why (the verifier's reason), and what to do.
+        problem: String,
     },
     /// The server is reached through a proxy, and the proxy could not be reached or
     /// did not open a connection to the server.

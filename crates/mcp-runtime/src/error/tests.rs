@@ -54,7 +54,7 @@ fn request_errors() -> Vec<RequestError> {
         HttpFailure::Tls { server: server() },
         HttpFailure::Certificate {
             server: server(),
-            problem: "it has expired",
+            problem: "it has expired".into(),
         },
         HttpFailure::Proxy {
             server: server(),

@@ -14,6 +14,9 @@ use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 use crate::error::{HTTP_BODY_EXCERPT_CHARS, HttpFailure};
 
+#[cfg(feature = "tls")]
+mod certificate;
+
 /// The system's resolver, whose failures carry [`NotResolved`] so that
 /// [`classify`] can tell a host name that does not resolve from other connection
 /// failures without reading the HTTP client's messages.
@@ -67,7 +70,7 @@ pub(crate) fn classify(server: &str, error: &reqwest::Error) -> HttpFailure {
             if let Some(problem) = io
                 .get_ref()
                 .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-                .and_then(certificate_problem)
+                .and_then(certificate::problem)
             {
                 return HttpFailure::Certificate { server, problem };
             }
@@ -101,29 +104,6 @@ pub(crate) fn classify(server: &str, error: &reqwest::Error) -> HttpFailure {
         server,
         description: description.to_owned(),
     }
-}
-
-/// What is wrong with a server certificate the TLS stream refused, if `error` is that.
-#[cfg(feature = "tls")]
-fn certificate_problem(error: &rustls::Error) -> Option<&'static str> {
-    use rustls::CertificateError as E;
-    let rustls::Error::InvalidCertificate(error) = error else {
-        return None;
-    };
-    Some(match error {
-        E::UnknownIssuer => {
-            "it is issued by a CA that is not trusted (if a private CA issued it, name that CA's PEM file with `ca_certificate` or `SSL_CERT_FILE`)"
-        }
-        E::NotValidForName | E::NotValidForNameContext { .. } => {
-            "it does not name the host of `url` (check `url`)"
-        }
-        E::Expired | E::ExpiredContext { .. } => "it has expired",
-        E::NotValidYet | E::NotValidYetContext { .. } => {
-            "it is not valid yet (check this machine's clock)"
-        }
-        E::Revoked => "it has been revoked",
-        _ => "it cannot be verified",
-    })
 }
 
 /// The failure an answer with `status` (not a success) stands for, given the start of
