@@ -248,6 +248,16 @@ struct Args {
     #[arg(long = "oauth-auth-method", value_name = "METHOD", requires = "require_oauth",
           value_parser = oauth::AUTH_METHODS)]
     oauth_auth_methods: Vec<String>,
+    /// With --require-oauth: make one step of the authorization server fail
+    /// (repeatable): its metadata is missing, a registration is refused, the
+    /// authorization is denied, the code exchange is refused, a refresh fails
+    #[arg(
+        long = "oauth-fail",
+        value_name = "STEP",
+        requires = "require_oauth",
+        value_enum
+    )]
+    oauth_fail: Vec<oauth::Failing>,
     /// With --require-oauth: append one JSON line per authorization server
     /// request to FILE (endpoint, grant_type, client_id, auth_method, outcome)
     #[arg(long, value_name = "FILE", requires = "require_oauth")]
@@ -431,6 +441,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                             workloads: args.oauth_workloads.clone(),
                             scope: args.oauth_scope.clone(),
                             token_resource: args.oauth_token_resource.clone(),
+                            failing: args.oauth_fail.clone(),
                             auth_methods: if args.oauth_auth_methods.is_empty() {
                                 oauth::Config::default().auth_methods
                             } else {

@@ -198,7 +198,7 @@ async fn a_confidential_client_refreshes_with_its_secret() {
     let error = login.token().await.unwrap_err();
     assert_eq!(
         error.to_string(),
-        "server `web`'s OAuth login cannot be used: refreshing the access token failed"
+        "server `web`'s OAuth login cannot be used: refreshing its access token failed without the authorization server refusing it (try again later, or log in again with `mcp-runtime login web`)"
     );
     assert_eq!(seen.lock().unwrap()[1], None, "no client authentication");
 }
