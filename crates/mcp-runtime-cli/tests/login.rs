@@ -520,3 +520,33 @@ async fn a_failed_login_is_one_line_naming_the_server_the_step_and_what_to_do() 
         assert!(stdout(&login).is_empty(), "{step}");
     }
 }
+
+#[tokio::test]
+async fn login_and_logout_refuse_the_flags_that_mean_nothing_to_them() {
+    // No server is started and nothing is reported, and the demo has no login; the
+    // discovery scope `--scope` is easily taken for the OAuth `--scopes`.
+    let user = User::new("http://127.0.0.1:9/mcp");
+    for command in ["login", "logout"] {
+        for flag in [&["--demo"][..], &["--json"], &["--scope", "mcp:write"]] {
+            let mut args = vec![command, "web"];
+            args.extend_from_slice(flag);
+            let output = user.run(&args).await;
+            assert_eq!(output.status.code(), Some(2), "{args:?}");
+            let said = stderr(&output);
+            assert!(
+                said.starts_with(&format!("error: unexpected argument '{}' found", flag[0])),
+                "{args:?}: {said}"
+            );
+            assert!(
+                said.contains(&format!("Usage: mcp-runtime {command}")),
+                "{args:?}: {said}"
+            );
+            if flag[0] == "--scope" && command == "login" {
+                assert!(
+                    said.contains("a similar argument exists: '--scopes'"),
+                    "{said}"
+                );
+            }
+        }
+    }
+}
