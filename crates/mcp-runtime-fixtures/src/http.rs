@@ -15,8 +15,9 @@
 //! as its fingerprint ([`oauth::redact_authorization`]), not the token.
 //!
 //! Two faults replace the MCP endpoint altogether: [`Fault::Status`] answers
-//! every request with one status (401 with a `WWW-Authenticate` header, any
-//! status with a short text body), and [`Fault::Silent`] accepts TCP
+//! every request with one status (401 with a `WWW-Authenticate` header, a
+//! redirect with the `Location` of [`Options::location`], any status with a short
+//! text body), and [`Fault::Silent`] accepts TCP
 //! connections and never reads from or answers them.
 //!
 //! [`Options::expire_sessions_on_call`] makes the server forget the session of
@@ -72,6 +73,7 @@ struct Endpoint {
     bearer: Option<String>,
     oauth: Option<AuthServer>,
     status: Option<StatusCode>,
+    location: Option<String>,
     /// How many more `tools/call` POSTs find their session forgotten.
     expire_on_call: AtomicUsize,
 }
@@ -87,6 +89,8 @@ pub struct Options {
     pub expire_sessions_on_call: usize,
     /// Serve an authorization server and require its access tokens.
     pub oauth: Option<OAuthOptions>,
+    /// The `Location` header of every answer under [`Fault::Status`].
+    pub location: Option<String>,
 }
 
 /// The authorization server of `--require-oauth` and where it logs.
@@ -130,6 +134,7 @@ pub async fn serve(
         fault,
         expire_sessions_on_call,
         oauth,
+        location,
     } = options;
     // The OAuth log is opened before the URL is printed: a test that has the
     // URL has a server that can log.
@@ -177,6 +182,7 @@ pub async fn serve(
             AuthServer::new(config, &format!("http://{local}"), MCP_PATH, log)
         }),
         status,
+        location,
         expire_on_call: AtomicUsize::new(expire_sessions_on_call),
     });
     // With `Fault::Silent`, accepted connections are kept open here, unread.
@@ -254,6 +260,13 @@ async fn handle(
                 header::WWW_AUTHENTICATE,
                 http::HeaderValue::from_static("Bearer realm=\"mcp-fixture\""),
             );
+        }
+        if let Some(location) = endpoint
+            .location
+            .as_deref()
+            .and_then(|location| http::HeaderValue::from_str(location).ok())
+        {
+            response.headers_mut().insert(header::LOCATION, location);
         }
         return Ok(response);
     }

@@ -186,6 +186,9 @@ struct Args {
     /// with `WWW-Authenticate`)
     #[arg(long, value_name = "STATUS", requires = "http", value_parser = clap::value_parser!(u16).range(100..600))]
     http_status: Option<u16>,
+    /// With --http-status: the `Location` header of every answer (a redirect)
+    #[arg(long, value_name = "URL", requires = "http_status")]
+    http_location: Option<String>,
     /// Fault, with --http: accept connections and never answer
     #[arg(long, requires = "http", conflicts_with = "http_status")]
     http_silent: bool,
@@ -433,6 +436,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                     bearer: args.require_bearer.clone(),
                     fault: http_fault,
                     expire_sessions_on_call: args.expire_sessions_on_call,
+                    location: args.http_location.clone(),
                     oauth: args.require_oauth.then(|| http::OAuthOptions {
                         config: oauth::Config {
                             token_ttl: Duration::from_secs(args.oauth_token_ttl_secs),

@@ -130,6 +130,40 @@ pub(crate) fn status_failure(
     }
 }
 
+/// Why a redirect past the limit is not followed.
+const TOO_MANY_REDIRECTS: &str = "no more than 10 redirects are followed in a row";
+const _: () = assert!(super::MAX_REDIRECTS == 10, "`TOO_MANY_REDIRECTS` says 10");
+
+/// The failure of an answer with a redirect `status` that the HTTP client did not
+/// follow (see [`super::same_origin_redirects`]), from `url`, the URL that answered,
+/// to `location`, its `Location` header: which of the policy's rules stopped it.
+pub(crate) fn redirect_failure(
+    server: &str,
+    status: reqwest::StatusCode,
+    url: &url::Url,
+    location: Option<&str>,
+) -> HttpFailure {
+    let target = location.and_then(|location| url.join(location).ok());
+    let problem = match &target {
+        Some(target) if target.origin() != url.origin() => {
+            "a redirect to another origin is never followed, so that the session and the configured headers reach only the server `url` names"
+        }
+        Some(_) if !matches!(status.as_u16(), 307 | 308) => {
+            "only a 307 or 308 redirect is followed, as only those keep the request's method and body"
+        }
+        Some(_) => TOO_MANY_REDIRECTS,
+        None => "",
+    };
+    HttpFailure::Redirect {
+        server: server.to_owned(),
+        status: status.as_u16(),
+        location: target.map(|target| {
+            crate::redact::one_line(&crate::redact::url(target.as_str())).into_owned()
+        }),
+        problem,
+    }
+}
+
 /// A `403`: [`HttpFailure::InsufficientScope`] when its challenge says so (rmcp
 /// parses it), else [`HttpFailure::Forbidden`].
 fn forbidden(server: String, challenge: Option<String>) -> HttpFailure {
