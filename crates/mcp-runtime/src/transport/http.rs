@@ -65,7 +65,7 @@ mod network;
 use self::failure::{Resolver, from_rmcp};
 use self::network::ProxyInUse;
 pub(crate) use self::{
-    failure::{classify, excerpt, status_failure},
+    failure::{classify, excerpt, refused_certificate, status_failure},
     network::Network,
 };
 use super::{

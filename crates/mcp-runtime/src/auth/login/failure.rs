@@ -215,13 +215,26 @@ impl Known<'_> {
             LoginError::step_failed(self.server, LoginStep::Discovery, problem, fix)
         };
         match &error {
-            AuthError::DiscoveryRequestFailed { url, .. } => fail(
-                format!(
-                    "discovering its OAuth metadata failed: `{}` cannot be fetched",
-                    crate::redact::url(url.as_str())
-                ),
-                CHECK_REACHABLE,
-            ),
+            AuthError::DiscoveryRequestFailed { url, source } => {
+                match crate::transport::http::refused_certificate(source.as_ref()) {
+                    // rmcp's own HTTP client reaches the authorization server: it
+                    // trusts what the system and `SSL_CERT_FILE` trust.
+                    Some(reason) => fail(
+                        format!(
+                            "discovering its OAuth metadata failed: `{}` presented a TLS certificate that is not trusted (`{reason}`)",
+                            crate::redact::url(url.as_str())
+                        ),
+                        "a login trusts the system's CAs and those of `SSL_CERT_FILE`, not `ca_certificate`: name the CA that issued it with `SSL_CERT_FILE`",
+                    ),
+                    None => fail(
+                        format!(
+                            "discovering its OAuth metadata failed: `{}` cannot be fetched",
+                            crate::redact::url(url.as_str())
+                        ),
+                        CHECK_REACHABLE,
+                    ),
+                }
+            }
             AuthError::ProtectedResourceMetadataInvalid { url, reason } => fail(
                 format!(
                     "its protected resource metadata at `{}` cannot be used: {}",

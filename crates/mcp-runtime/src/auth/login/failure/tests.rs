@@ -244,3 +244,27 @@ fn no_redirect_from_an_assumed_endpoint_says_the_endpoint_may_not_exist() {
         "the login to server `web` was not completed within 5s (run the login again, and finish it in the browser)"
     );
 }
+
+#[cfg(feature = "tls")]
+#[test]
+fn a_refused_certificate_of_the_authorization_server_says_the_verifiers_reason() {
+    let metadata = metadata(None);
+    let known = known(
+        AuthorizationMetadataSource::ProtectedResourceMetadata,
+        &metadata,
+        Client::Registers,
+    );
+    // As the HTTP client reports it: the TLS error inside an I/O error.
+    let refused = std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
+    );
+    let error = known.discovery(AuthError::DiscoveryRequestFailed {
+        url: url::Url::parse("https://as.test/.well-known/oauth-authorization-server").unwrap(),
+        source: Box::new(std::io::Error::other(refused)),
+    });
+    assert_eq!(
+        assert_one_sentence(&error),
+        "cannot log in to server `web`: discovering its OAuth metadata failed: `https://as.test/.well-known/oauth-authorization-server` presented a TLS certificate that is not trusted (`UnknownIssuer`) (a login trusts the system's CAs and those of `SSL_CERT_FILE`, not `ca_certificate`: name the CA that issued it with `SSL_CERT_FILE`)"
+    );
+}

@@ -80,6 +80,18 @@ pub(super) fn problem(error: &rustls::Error) -> Option<String> {
     Some(problem)
 }
 
+/// The verifier's reason for refusing a certificate, if `error` is that refusal: its
+/// name, as the debug log gives it.
+pub(super) fn reason(error: &rustls::Error) -> Option<String> {
+    let rustls::Error::InvalidCertificate(error) = error else {
+        return None;
+    };
+    Some(match error {
+        E::Other(other) => crate::redact::one_line(&other.0.to_string()).into_owned(),
+        other => variant_name(other),
+    })
+}
+
 /// A reason carried as rustls's `Other`: webpki's own, or a check of a named
 /// certificate ([`NamedRefusal`]).
 fn other_problem(other: &rustls::OtherError) -> String {
