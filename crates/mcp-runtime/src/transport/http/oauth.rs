@@ -534,6 +534,14 @@ impl CredentialStore for Unguarded {
 /// (which may echo what was sent).
 fn describe(server: &str, error: &AuthError) -> String {
     let log_in = format!("log in again with `mcp-runtime login {server}`");
+    if let AuthError::DiscoveryRequestFailed { source, .. } = error
+        && let Some(reason) = super::refused_certificate(source.as_ref())
+    {
+        // rmcp's own HTTP client: it trusts the system's CAs and `SSL_CERT_FILE`.
+        return format!(
+            "its authorization server presented a TLS certificate that is not trusted (`{reason}`): name the CA that issued it with `SSL_CERT_FILE` (`ca_certificate` does not reach the authorization server)"
+        );
+    }
     match error {
         AuthError::MetadataError(_)
         | AuthError::NoAuthorizationSupport
