@@ -181,8 +181,13 @@ pub(crate) fn redirect_failure(
     HttpFailure::Redirect {
         server: server.to_owned(),
         status: status.as_u16(),
+        // Masked, then bounded as a body's excerpt is.
         location: target.map(|target| {
-            crate::redact::one_line(&crate::redact::url(target.as_str())).into_owned()
+            let shown = crate::redact::one_line(&crate::redact::url(target.as_str())).into_owned();
+            match shown.char_indices().nth(HTTP_BODY_EXCERPT_CHARS) {
+                Some((end, _)) => format!("{}…", &shown[..end]),
+                None => shown,
+            }
         }),
         problem,
     }
