@@ -53,6 +53,17 @@ pub struct FileArgs {
     pub config: Option<PathBuf>,
 }
 
+/// The configuration file of `login` and `logout`, their only common option: they
+/// start no server (so no `--scope`), print no report (so no `--json`), and the demo
+/// servers have no login (so no `--demo`).
+#[derive(Debug, Args)]
+pub struct AuthArgs {
+    /// Configuration file with `[mcp_servers.NAME]` tables (a Codex config.toml
+    /// works). Default: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
 /// Options of `list` and `get`.
 #[derive(Debug, Args)]
 pub struct ReadArgs {
@@ -191,14 +202,14 @@ pub enum Command {
         #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
         timeout_sec: u64,
         #[command(flatten)]
-        common: Common,
+        file: AuthArgs,
     },
     /// Forget the stored OAuth login of a server.
     Logout {
         /// The server's name.
         name: String,
         #[command(flatten)]
-        common: Common,
+        file: AuthArgs,
     },
     /// Remove a server from the configuration file.
     Remove {

@@ -10,7 +10,7 @@ use mcp_runtime::{CallAuthority, Config, ServerConfig};
 use serde_json::value::RawValue;
 
 use crate::{
-    args::{Asking, Bench, Command, Common, RawArgs},
+    args::{Asking, AuthArgs, Bench, Command, Common, RawArgs},
     config_file::{self, Loaded},
     demo::DemoServer,
     edit::{self, Transport},
@@ -254,9 +254,9 @@ impl Plan {
                 scopes,
                 no_browser,
                 timeout_sec,
-                common,
+                file,
             } => {
-                let config = load(&common)?;
+                let config = load_for_auth(&file)?;
                 let server = remote_server(&config, &name)?;
                 Self::Login {
                     config,
@@ -266,8 +266,8 @@ impl Plan {
                     wait: std::time::Duration::from_secs(timeout_sec),
                 }
             }
-            Command::Logout { name, common } => {
-                let config = load(&common)?;
+            Command::Logout { name, file } => {
+                let config = load_for_auth(&file)?;
                 let server = remote_server(&config, &name)?;
                 Self::Logout { config, server }
             }
@@ -313,6 +313,12 @@ fn remote_server(config: &Config, name: &str) -> anyhow::Result<ServerConfig> {
 /// default file when it exists, else the demo ([`config_file`]).
 fn load(common: &Common) -> anyhow::Result<Config> {
     Ok(config_file::read(common.config.as_deref(), common.demo, true)?.config)
+}
+
+/// The configuration `login` and `logout` read: `--config`, else the default file;
+/// never the demo, whose servers have no login.
+fn load_for_auth(file: &AuthArgs) -> anyhow::Result<Config> {
+    Ok(config_file::read(file.config.as_deref(), false, false)?.config)
 }
 
 /// `config` with only the enabled server that the qualified tool name `name` can

@@ -22,9 +22,17 @@ async fn protected_fixture_with(
     oauth_log: &Path,
     flags: &[&str],
 ) -> (tokio::process::Child, String) {
+    let log = oauth_log.to_str().unwrap();
+    let mut all = vec!["--require-oauth", "--oauth-log", log];
+    all.extend_from_slice(flags);
+    http_fixture(&all).await
+}
+
+/// The fixture serving Streamable HTTP on a free port with `flags`: the process and
+/// its MCP URL.
+async fn http_fixture(flags: &[&str]) -> (tokio::process::Child, String) {
     let mut child = tokio::process::Command::new(fixture_server())
-        .args(["--http", "127.0.0.1:0", "--require-oauth", "--oauth-log"])
-        .arg(oauth_log)
+        .args(["--http", "127.0.0.1:0"])
         .args(flags)
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
@@ -270,7 +278,7 @@ async fn a_login_nobody_finishes_times_out_with_one_line() {
     assert_eq!(
         lines,
         [
-            "mcp-runtime: the login was not completed within 1s (run the login again, and finish it in the browser)"
+            "mcp-runtime: the login to server `web` was not completed within 1s (run the login again, and finish it in the browser)"
         ]
     );
 }
@@ -451,4 +459,94 @@ async fn oauth_resource_is_the_resource_a_login_and_its_refreshes_ask_for() {
     let untold = User::new(&url);
     let login = untold.run(&["login", "web", "--timeout-sec", "5"]).await;
     assert_ne!(login.status.code(), Some(0), "{}", stdout(&login));
+}
+
+#[tokio::test]
+async fn a_failed_login_is_one_line_naming_the_server_the_step_and_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("oauth.jsonl");
+    let log = log.to_str().unwrap();
+    let oauth = |step| vec!["--require-oauth", "--oauth-log", log, "--oauth-fail", step];
+    let rows: [(&str, Vec<&str>, &str); 5] = [
+        (
+            "login without metadata",
+            // A server that wants a fixed token: a 401, and no OAuth anywhere.
+            vec!["--require-bearer", "fixed-token"],
+            "it publishes no OAuth metadata, and registering a client at its default endpoint `ORIGIN/register` failed (if the server takes a fixed token, name its variable with `bearer_token_env_var`; if it has a pre-registered OAuth client, set `oauth.client_id`)",
+        ),
+        (
+            "discovery",
+            oauth("metadata"),
+            "none of its authorization servers (`ORIGIN`) publishes usable metadata (check that they can be reached from here; if they can, their OAuth setup needs fixing by their operator)",
+        ),
+        (
+            "registration",
+            oauth("register"),
+            "registering a client at `ORIGIN/register` failed (register a client with its authorization server, then set `oauth.client_id`, and `oauth.client_secret_env_var` for a confidential one)",
+        ),
+        (
+            "authorization",
+            oauth("authorize"),
+            "the authorization server refused the authorization: `access_denied` (mcp-fixture denies authorizations on purpose) (run the login again, and approve it in the browser)",
+        ),
+        (
+            "token",
+            oauth("token"),
+            "exchanging the authorization code for tokens at `ORIGIN/token` failed (run the login again; if it fails again, ask the authorization server's operator)",
+        ),
+    ];
+    for (step, flags, expected) in rows {
+        let (_fixture, url) = http_fixture(&flags).await;
+        let origin = url.strip_suffix("/mcp").unwrap();
+        let user = User::new(&url);
+        let began = std::time::Instant::now();
+        let login = user.run(&["login", "web", "--timeout-sec", "60"]).await;
+        let took = began.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(30),
+            "{step}: {took:?}"
+        );
+        assert_eq!(login.status.code(), Some(2), "{step}");
+        let said = stderr(&login);
+        let lines: Vec<&str> = said
+            .lines()
+            .filter(|line| !line.starts_with("  ") && !line.contains("open this URL"))
+            .collect();
+        let expected = format!(
+            "mcp-runtime: cannot log in to server `web`: {}",
+            expected.replace("ORIGIN", origin)
+        );
+        assert_eq!(lines, [expected.as_str()], "{step}");
+        assert!(stdout(&login).is_empty(), "{step}");
+    }
+}
+
+#[tokio::test]
+async fn login_and_logout_refuse_the_flags_that_mean_nothing_to_them() {
+    // No server is started and nothing is reported, and the demo has no login; the
+    // discovery scope `--scope` is easily taken for the OAuth `--scopes`.
+    let user = User::new("http://127.0.0.1:9/mcp");
+    for command in ["login", "logout"] {
+        for flag in [&["--demo"][..], &["--json"], &["--scope", "mcp:write"]] {
+            let mut args = vec![command, "web"];
+            args.extend_from_slice(flag);
+            let output = user.run(&args).await;
+            assert_eq!(output.status.code(), Some(2), "{args:?}");
+            let said = stderr(&output);
+            assert!(
+                said.starts_with(&format!("error: unexpected argument '{}' found", flag[0])),
+                "{args:?}: {said}"
+            );
+            assert!(
+                said.contains(&format!("Usage: mcp-runtime {command}")),
+                "{args:?}: {said}"
+            );
+            if flag[0] == "--scope" && command == "login" {
+                assert!(
+                    said.contains("a similar argument exists: '--scopes'"),
+                    "{said}"
+                );
+            }
+        }
+    }
 }

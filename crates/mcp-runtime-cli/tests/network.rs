@@ -153,7 +153,7 @@ async fn https_proxy_tunnels_to_a_server_of_a_ca_named_by_ssl_cert_file() {
     let output = tools(&config, &[("https_proxy", &proxy_url)]).await;
     assert_eq!(
         stderr(&output),
-        "mcp-runtime: server `web` failed: handshake failed: server `web` presented a TLS certificate that is not trusted: it is issued by a CA that is not trusted (if a private CA issued it, name that CA's PEM file with `ca_certificate` or `SSL_CERT_FILE`)\n"
+        "mcp-runtime: server `web` failed: handshake failed: server `web` presented a TLS certificate that is not trusted: it is self-signed or issued by a CA that is not trusted (`UnknownIssuer`): name the certificate itself, or the CA that issued it, as a PEM file with `ca_certificate` (or `SSL_CERT_FILE`)\n"
     );
 }
 

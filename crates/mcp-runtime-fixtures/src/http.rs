@@ -15,8 +15,9 @@
 //! as its fingerprint ([`oauth::redact_authorization`]), not the token.
 //!
 //! Two faults replace the MCP endpoint altogether: [`Fault::Status`] answers
-//! every request with one status (401 with a `WWW-Authenticate` header, any
-//! status with a short text body), and [`Fault::Silent`] accepts TCP
+//! every request with one status (401 with a `WWW-Authenticate` header, a
+//! redirect with the `Location` of [`Options::location`], any status with a short
+//! text body), and [`Fault::Silent`] accepts TCP
 //! connections and never reads from or answers them.
 //!
 //! [`Options::expire_sessions_on_call`] makes the server forget the session of
@@ -75,6 +76,7 @@ struct Endpoint {
     bearer: Option<String>,
     oauth: Option<AuthServer>,
     status: Option<StatusCode>,
+    location: Option<String>,
     /// How many more `tools/call` POSTs find their session forgotten.
     expire_on_call: AtomicUsize,
     /// Quote each request's headers back ([`Options::echo_headers`]).
@@ -99,6 +101,8 @@ pub struct Options {
     pub echo_headers: bool,
     /// Serve an authorization server and require its access tokens.
     pub oauth: Option<OAuthOptions>,
+    /// The `Location` header of every answer under [`Fault::Status`].
+    pub location: Option<String>,
 }
 
 /// The authorization server of `--require-oauth` and where it logs.
@@ -143,6 +147,7 @@ pub async fn serve(
         expire_sessions_on_call,
         echo_headers,
         oauth,
+        location,
     } = options;
     // The OAuth log is opened before the URL is printed: a test that has the
     // URL has a server that can log.
@@ -191,6 +196,7 @@ pub async fn serve(
             AuthServer::new(config, &format!("http://{local}"), MCP_PATH, log)
         }),
         status,
+        location,
         expire_on_call: AtomicUsize::new(expire_sessions_on_call),
         echo_headers,
         future,
@@ -286,6 +292,13 @@ async fn handle(
                     .insert(header::WWW_AUTHENTICATE, challenge);
             }
         }
+        if let Some(location) = endpoint
+            .location
+            .as_deref()
+            .and_then(|location| http::HeaderValue::from_str(location).ok())
+        {
+            response.headers_mut().insert(header::LOCATION, location);
+        }
         return Ok(response);
     }
     if let Some(token) = &endpoint.bearer
@@ -365,13 +378,15 @@ async fn handle(
     })
 }
 
-/// The request's headers as `name=value` pairs, joined by spaces.
+/// The request's headers as `name=value` pairs in name order (a client's order
+/// varies), joined by spaces.
 fn echoed_headers(headers: &http::HeaderMap) -> String {
-    headers
+    let mut pairs: Vec<String> = headers
         .iter()
         .map(|(name, value)| format!("{name}={}", String::from_utf8_lossy(value.as_bytes())))
-        .collect::<Vec<_>>()
-        .join(" ")
+        .collect();
+    pairs.sort();
+    pairs.join(" ")
 }
 
 async fn answer_oauth(server: &AuthServer, request: Request<Incoming>) -> Response<Body> {

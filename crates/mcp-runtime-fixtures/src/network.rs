@@ -1,6 +1,7 @@
 //! A corporate network in miniature, for the tests of proxies and private CAs: a CA
-//! made at test time ([`TestCa`]), a TLS front that serves a plain HTTP server over
-//! HTTPS with a certificate of that CA ([`TlsFront`]), and an HTTP proxy that records
+//! made at test time ([`TestCa`]), a self-signed certificate that is its own CA as
+//! `openssl req -x509` makes one ([`SelfSigned`]), a TLS front that serves a plain
+//! HTTP server over HTTPS with either ([`TlsFront`]), and an HTTP proxy that records
 //! the request line of every connection it carries ([`TestProxy`]).
 //!
 //! The proxy answers `CONNECT host:port` by tunnelling bytes both ways, and a request
@@ -63,16 +64,75 @@ impl TestCa {
         let certificate = params
             .signed_by(&key, &self.issuer)
             .expect("the server certificate");
-        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("TLS versions")
-            .with_no_client_auth()
-            .with_single_cert(vec![certificate.der().clone()], key)
-            .expect("the server certificate and key");
-        Arc::new(config)
+        server_config(certificate.der().clone(), &key)
     }
+}
+
+/// A self-signed certificate that is its own CA (`CA:TRUE`), as `openssl req -x509`
+/// makes one, with its key: the certificate a server presents and a user names as
+/// the server's `ca_certificate`.
+pub struct SelfSigned {
+    /// The certificate, PEM.
+    pub pem: String,
+    der: rustls::pki_types::CertificateDer<'static>,
+    key: KeyPair,
+}
+
+impl SelfSigned {
+    /// A `CA:TRUE` certificate naming `127.0.0.1` and `localhost` in its
+    /// subjectAltName (and `localhost` as its common name), valid from 1975 to 4096
+    /// (rcgen's defaults).
+    pub fn new() -> Self {
+        Self::with(|_| {})
+    }
+
+    /// [`SelfSigned::new`], with its parameters changed by `change` before it is
+    /// signed (another name, no subjectAltName, an expiry in the past, a usage;
+    /// `rcgen::date_time_ymd` makes a date).
+    pub fn with(change: impl FnOnce(&mut CertificateParams)) -> Self {
+        let mut params =
+            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+                .expect("certificate parameters");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "localhost");
+        change(&mut params);
+        let key = KeyPair::generate().expect("a key");
+        let certificate = params.self_signed(&key).expect("the certificate");
+        Self {
+            pem: certificate.pem(),
+            der: certificate.der().clone(),
+            key,
+        }
+    }
+
+    /// A TLS server configuration presenting this certificate alone.
+    pub fn server_config(&self) -> Arc<rustls::ServerConfig> {
+        server_config(self.der.clone(), &self.key)
+    }
+}
+
+impl Default for SelfSigned {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A TLS server configuration presenting `certificate`, whose key is `key`.
+fn server_config(
+    certificate: rustls::pki_types::CertificateDer<'static>,
+    key: &KeyPair,
+) -> Arc<rustls::ServerConfig> {
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(vec![certificate], key)
+        .expect("the server certificate and key");
+    Arc::new(config)
 }
 
 /// Serves the plain HTTP server at `upstream` over HTTPS on a free loopback port, with

@@ -42,6 +42,7 @@
 //! | `--oauth-scope S` | `mcp` | the scopes `/mcp` requires and names in its challenge |
 //! | `--oauth-token-resource URL` | the MCP URL | the resource tokens are issued for and accepted at `/mcp` (its metadata still names the MCP URL) |
 //! | `--oauth-auth-method M` | all of [`AUTH_METHODS`] | the client authentication accepted and advertised |
+//! | `--oauth-fail STEP` | none | one step fails ([`Failing`]; repeatable): `metadata` (the authorization server's metadata is `404`), `register` (`400 invalid_client_metadata`), `authorize` (redirects with `access_denied`), `token` (the code exchange is `400 invalid_grant`), `refresh` (a refresh is `503`) |
 //! | `--oauth-log FILE` | none | the OAuth log |
 //!
 //! The token and revocation endpoints live in `oauth/token.rs`.
@@ -107,6 +108,25 @@ pub struct Config {
     /// The resource tokens are issued for and accepted at the MCP endpoint, when
     /// not its URL (which the resource metadata names all the same).
     pub token_resource: Option<String>,
+    /// The steps that fail.
+    pub failing: Vec<Failing>,
+}
+
+/// A step of the authorization server made to fail, for the tests of what a
+/// client says then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Failing {
+    /// Its metadata (`/.well-known/oauth-authorization-server`) is `404`; the
+    /// protected resource metadata still names it.
+    Metadata,
+    /// Every registration is refused: `400 invalid_client_metadata`.
+    Register,
+    /// Every authorization redirects back with `error=access_denied`.
+    Authorize,
+    /// Every authorization code exchange is refused: `400 invalid_grant`.
+    Token,
+    /// Every refresh fails: `503`, a failure that is not a refusal.
+    Refresh,
 }
 
 /// The client authentication methods the server knows: a public client's
@@ -123,6 +143,7 @@ impl Default for Config {
             scope: "mcp".into(),
             auth_methods: AUTH_METHODS.map(String::from).to_vec(),
             token_resource: None,
+            failing: Vec::new(),
         }
     }
 }
@@ -301,7 +322,31 @@ impl AuthServer {
     ) -> Response<String> {
         let mut entry = Entry::default();
         let form: BTreeMap<String, String>;
+        let failing = |step| self.config.failing.contains(&step);
         let answer = match (method, path) {
+            (&Method::GET, SERVER_METADATA_PATH) if failing(Failing::Metadata) => {
+                Ok(text(StatusCode::NOT_FOUND, "not found"))
+            }
+            (&Method::POST, REGISTER_PATH) if failing(Failing::Register) => Err(refuse(
+                "invalid_client_metadata",
+                "mcp-fixture refuses registrations on purpose",
+            )),
+            (&Method::POST, TOKEN_PATH) if failing(Failing::Token) || failing(Failing::Refresh) => {
+                form = parse_form(body);
+                entry.grant_type = form.get("grant_type").map(String::as_str);
+                match entry.grant_type {
+                    Some("authorization_code") if failing(Failing::Token) => Err(refuse(
+                        "invalid_grant",
+                        "mcp-fixture refuses code exchanges on purpose",
+                    )),
+                    Some("refresh_token") if failing(Failing::Refresh) => Err(Refusal {
+                        status: StatusCode::SERVICE_UNAVAILABLE,
+                        error: "temporarily_unavailable",
+                        description: "mcp-fixture fails refreshes on purpose".into(),
+                    }),
+                    _ => self.token(headers, &form, &mut entry, now),
+                }
+            }
             (&Method::GET, RESOURCE_METADATA_PATH) => Ok(self.resource_metadata()),
             (&Method::GET, SERVER_METADATA_PATH) => Ok(self.server_metadata()),
             (&Method::POST, REGISTER_PATH) => self.register(body, &mut entry),
@@ -521,7 +566,13 @@ impl AuthServer {
             ));
         };
         let mut redirect = url::Url::parse(redirect_uri).expect("registered uris are urls");
-        let checked = self.check_authorization(&param);
+        let checked = match self.config.failing.contains(&Failing::Authorize) {
+            true => Err(refuse(
+                "access_denied",
+                "mcp-fixture denies authorizations on purpose",
+            )),
+            false => self.check_authorization(&param),
+        };
         {
             let mut pairs = redirect.query_pairs_mut();
             match &checked {

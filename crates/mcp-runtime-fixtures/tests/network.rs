@@ -1,15 +1,22 @@
-//! HTTPS servers whose certificate a private CA issued: trusted for one server with
-//! its `ca_certificate` key. (The proxy variables and `SSL_CERT_FILE` are read from the
+//! HTTPS servers whose certificate a private CA issued, or that present a
+//! self-signed certificate: trusted for one server with its `ca_certificate` key. (The proxy variables and `SSL_CERT_FILE` are read from the
 //! runtime's own environment, so their end-to-end tests run the CLI as a child process
 //! with its environment set: `mcp-runtime-cli` tests `network`.)
 
 use mcp_runtime::{ServerConfig, ServerState, config::TransportConfig};
-use mcp_runtime_fixtures::network::{TestCa, TlsFront};
+use mcp_runtime_fixtures::network::{SelfSigned, TestCa, TlsFront};
 
 use crate::support::*;
 
 /// The fixture served over HTTPS with a certificate of `ca`.
 async fn https_fixture(ca: &TestCa) -> (HttpFixture, TlsFront) {
+    https_fixture_with(ca.server_config()).await
+}
+
+/// The fixture served over HTTPS with `tls`.
+async fn https_fixture_with(
+    tls: std::sync::Arc<tokio_rustls::rustls::ServerConfig>,
+) -> (HttpFixture, TlsFront) {
     let fixture = http_fixture(&[]).await;
     let upstream = fixture
         .url
@@ -17,7 +24,7 @@ async fn https_fixture(ca: &TestCa) -> (HttpFixture, TlsFront) {
         .and_then(|rest| rest.split('/').next())
         .and_then(|addr| addr.parse().ok())
         .expect("the fixture's address");
-    let front = TlsFront::start(ca.server_config(), upstream).await;
+    let front = TlsFront::start(tls, upstream).await;
     (fixture, front)
 }
 
@@ -59,7 +66,7 @@ async fn ca_certificate_trusts_a_private_ca_for_that_server_only() {
     let error = mcp_runtime::error::chain(plain.error.as_ref().unwrap());
     assert!(
         error.ends_with(
-            "server `plain` presented a TLS certificate that is not trusted: it is issued by a CA that is not trusted (if a private CA issued it, name that CA's PEM file with `ca_certificate` or `SSL_CERT_FILE`)"
+            "server `plain` presented a TLS certificate that is not trusted: it is self-signed or issued by a CA that is not trusted (`UnknownIssuer`): name the certificate itself, or the CA that issued it, as a PEM file with `ca_certificate` (or `SSL_CERT_FILE`)"
         ),
         "{error}"
     );
@@ -94,6 +101,59 @@ async fn a_missing_ca_certificate_file_fails_that_server_naming_the_file() {
                 );
             }
         }
+    }
+    runtime.shutdown().await;
+}
+
+/// The state and error of server `name` of `runtime`.
+fn outcome(runtime: &mcp_runtime::Runtime, name: &str) -> (ServerState, Option<String>) {
+    let status = runtime
+        .servers()
+        .into_iter()
+        .find(|status| status.name == name)
+        .unwrap();
+    let error = status
+        .error
+        .as_ref()
+        .map(|error| mcp_runtime::error::chain(error));
+    (status.state, error)
+}
+
+#[tokio::test]
+async fn a_self_signed_ca_certificate_named_by_ca_certificate_is_trusted_as_curl_trusts_it() {
+    // `openssl req -x509` makes a certificate that is its own CA (`CA:TRUE`), which
+    // webpki alone refuses in the server's place (`CaUsedAsEndEntity`).
+    let certificate = SelfSigned::new();
+    let (_fixture, front) = https_fixture_with(certificate.server_config()).await;
+    let dir = temp_dir();
+    let file = dir.path().join("server.pem");
+    std::fs::write(&file, &certificate.pem).unwrap();
+    let other = dir.path().join("other.pem");
+    std::fs::write(&other, SelfSigned::new().pem).unwrap();
+    let url = front.url("/mcp");
+    let (runtime, _) = start(config([
+        https_server("named", &url, Some(&file)),
+        https_server("another", &url, Some(&other)),
+        https_server("unnamed", &url, None),
+    ]))
+    .await;
+    let (state, error) = outcome(&runtime, "named");
+    assert_eq!(state, ServerState::Ready, "{error:?}");
+    let result = runtime.call_tool("mcp__named__pid", None).await.unwrap();
+    assert!(result.structured_content().is_some());
+
+    // Trusting one self-signed certificate trusts no other; the refusal says the
+    // verifier's reason and the fix.
+    for name in ["another", "unnamed"] {
+        let (state, error) = outcome(&runtime, name);
+        assert_eq!(state, ServerState::Failed, "{name}");
+        let error = error.unwrap();
+        assert!(
+            error.ends_with(&format!(
+                "server `{name}` presented a TLS certificate that is not trusted: it is a CA's certificate (`CA:TRUE`) in the server's place, as a self-signed one made by `openssl req -x509` is (`CaUsedAsEndEntity`): to trust the server's own self-signed certificate, name that very certificate as a PEM file with `ca_certificate`; else the server needs a certificate issued by a CA"
+            )),
+            "{error}"
+        );
     }
     runtime.shutdown().await;
 }

@@ -213,3 +213,53 @@ async fn a_server_that_asks_for_no_login_is_not_logged_in_to() {
     );
     assert!(store.load().await.unwrap().is_none());
 }
+
+#[tokio::test]
+async fn a_refresh_that_fails_names_the_server_and_what_to_do() {
+    let dir = temp_dir();
+    let log = dir.path().join("oauth.jsonl");
+    // Tokens expire at once, and every refresh fails without a refusal (`503`).
+    let fixture = protected(
+        &log,
+        &["--oauth-token-ttl-secs", "0", "--oauth-fail", "refresh"],
+    )
+    .await;
+    let store: Arc<dyn CredentialStore> = Arc::new(InMemoryCredentialStore::new());
+    log_in(&fixture.url, &store).await;
+
+    let runtime = start_web(&fixture.url, Some(&store)).await;
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Failed);
+    let error = chain(status.error.as_ref().unwrap());
+    assert!(
+        error.ends_with(
+            "server `web`'s OAuth login cannot be used: refreshing its access token failed without the authorization server refusing it (try again later, or log in again with `mcp-runtime login web`)"
+        ),
+        "{error}"
+    );
+    runtime.shutdown().await;
+    assert_eq!(grants(&log, "refresh_token"), 1, "{:?}", read_log(&log));
+}
+
+#[tokio::test]
+async fn a_login_to_a_server_without_metadata_says_what_would_help() {
+    // A server that wants a fixed token: a 401, and no OAuth anywhere.
+    let fixture = http_fixture(&["--require-bearer", "fixed-token"]).await;
+    let origin = fixture.url.strip_suffix("/mcp").unwrap();
+    let store: Arc<dyn CredentialStore> = Arc::new(InMemoryCredentialStore::new());
+    let error = Login::new(&ServerConfig::http("web", &fixture.url), store.clone())
+        .run(&FollowRedirects)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.step(),
+        Some(mcp_runtime::auth::login::LoginStep::Registration)
+    );
+    assert_eq!(
+        chain(&error),
+        format!(
+            "cannot log in to server `web`: it publishes no OAuth metadata, and registering a client at its default endpoint `{origin}/register` failed (if the server takes a fixed token, name its variable with `bearer_token_env_var`; if it has a pre-registered OAuth client, set `oauth.client_id`)"
+        )
+    );
+    assert!(store.load().await.unwrap().is_none());
+}

@@ -1079,6 +1079,24 @@ pub enum HttpFailure {
         /// characters.
         body_excerpt: String,
     },
+    /// A redirect the HTTP client does not follow: one to another origin, one whose
+    /// status would change the request (only `307` and `308` keep it), or one past
+    /// the limit of redirects.
+    #[error(
+        "server `{server}` answered HTTP {status}, {}",
+        redirect_explained(location.as_deref(), problem)
+    )]
+    Redirect {
+        /// The server.
+        server: String,
+        /// The status code.
+        status: u16,
+        /// Where it redirects (its `Location`, resolved), credentials and query
+        /// values masked; `None` when it names nowhere.
+        location: Option<String>,
+        /// Why it is not followed.
+        problem: &'static str,
+    },
     /// The connection was refused.
     #[error(
         "server `{server}` refused the connection (check that it is running and that `url` names its host and port)"
@@ -1108,8 +1126,8 @@ pub enum HttpFailure {
     Certificate {
         /// The server.
         server: String,
-        /// Why, and what to do.
-        problem: &'static str,
+        /// Why (the verifier's reason), and what to do.
+        problem: String,
     },
     /// The server is reached through a proxy, and the proxy could not be reached or
     /// did not open a connection to the server.
@@ -1140,6 +1158,17 @@ pub enum HttpFailure {
         /// What the HTTP client reported.
         description: String,
     },
+}
+
+/// The rest of an [`HttpFailure::Redirect`]'s message: where to, why it is not
+/// followed, and what to do.
+fn redirect_explained(location: Option<&str>, problem: &str) -> String {
+    match location {
+        Some(location) => format!(
+            "a redirect to `{location}`, which is not followed: {problem} (if that is the server, set `url` to it)"
+        ),
+        None => "a redirect that names no `Location` (check `url`)".to_owned(),
+    }
 }
 
 /// How many characters of an HTTP error body [`HttpFailure::Status`] keeps.

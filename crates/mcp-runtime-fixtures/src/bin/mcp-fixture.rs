@@ -195,6 +195,9 @@ struct Args {
     /// with `WWW-Authenticate`)
     #[arg(long, value_name = "STATUS", requires = "http", value_parser = clap::value_parser!(u16).range(100..600))]
     http_status: Option<u16>,
+    /// With --http-status: the `Location` header of every answer (a redirect)
+    #[arg(long, value_name = "URL", requires = "http_status")]
+    http_location: Option<String>,
     /// Fault, with --http: accept connections and never answer
     #[arg(long, requires = "http", conflicts_with = "http_status")]
     http_silent: bool,
@@ -262,6 +265,16 @@ struct Args {
     #[arg(long = "oauth-auth-method", value_name = "METHOD", requires = "require_oauth",
           value_parser = oauth::AUTH_METHODS)]
     oauth_auth_methods: Vec<String>,
+    /// With --require-oauth: make one step of the authorization server fail
+    /// (repeatable): its metadata is missing, a registration is refused, the
+    /// authorization is denied, the code exchange is refused, a refresh fails
+    #[arg(
+        long = "oauth-fail",
+        value_name = "STEP",
+        requires = "require_oauth",
+        value_enum
+    )]
+    oauth_fail: Vec<oauth::Failing>,
     /// With --require-oauth: append one JSON line per authorization server
     /// request to FILE (endpoint, grant_type, client_id, auth_method, outcome)
     #[arg(long, value_name = "FILE", requires = "require_oauth")]
@@ -443,6 +456,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                     fault: http_fault,
                     expire_sessions_on_call: args.expire_sessions_on_call,
                     echo_headers: args.echo_headers,
+                    location: args.http_location.clone(),
                     oauth: args.require_oauth.then(|| http::OAuthOptions {
                         config: oauth::Config {
                             token_ttl: Duration::from_secs(args.oauth_token_ttl_secs),
@@ -451,6 +465,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                             workloads: args.oauth_workloads.clone(),
                             scope: args.oauth_scope.clone(),
                             token_resource: args.oauth_token_resource.clone(),
+                            failing: args.oauth_fail.clone(),
                             auth_methods: if args.oauth_auth_methods.is_empty() {
                                 oauth::Config::default().auth_methods
                             } else {

@@ -23,7 +23,11 @@
 //! 6. step-up: a server that refuses the stored login for lack of a scope
 //!    ([`Login::more_scopes`]) is asked for the scopes held and the new ones (rmcp
 //!    keeps the scopes held in memory only, so they are read from the store), and
-//!    never asked again for scopes already held.
+//!    never asked again for scopes already held;
+//! 7. saying what failed: one sentence naming the server, the step (discovery,
+//!    registration, authorization, token) and what to do ([`LoginError`]), read
+//!    from rmcp's error variants and from what the login had found, never from
+//!    rmcp's text.
 //!
 //! Nothing here logs or returns a token: the summary holds the issuer, the client id,
 //! the scopes granted, the expiry and the account, never the token.
@@ -35,27 +39,24 @@ use std::{
 
 use oauth2::TokenResponse as _;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession, CredentialStore,
-};
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::{TcpListener, TcpStream},
+    AuthorizationManager, AuthorizationRequest, AuthorizationSession, CredentialStore,
 };
 use url::Url;
 
+mod callback;
+mod failure;
+
+pub use self::failure::{LoginError, LoginStep};
+use self::{
+    callback::{Callback, Redirect},
+    failure::{Client, Known},
+};
 use crate::{
     ListingRegistry, Runtime, StartOptions,
     auth::registration::{self, Registration},
-    config::{Config, OAuthConfig, ServerConfig, TransportConfig},
+    config::{Config, ServerConfig, TransportConfig},
     error::HttpFailure,
 };
-
-/// The path the loopback listener takes the redirect at, when `oauth.callback_url`
-/// names none.
-const DEFAULT_CALLBACK_PATH: &str = "/callback";
-
-/// The largest request line and headers the loopback listener reads.
-const MAX_CALLBACK_REQUEST: usize = 16 * 1024;
 
 /// The client name sent with Dynamic Client Registration.
 const CLIENT_NAME: &str = "mcp-runtime";
@@ -112,98 +113,6 @@ impl LoginSummary {
         self.account = account;
         self
     }
-}
-
-/// Why a login failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum LoginError {
-    /// The server's URL cannot be used.
-    #[error("the server's `url` cannot be used: {reason}")]
-    Url {
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The server started and listed its tools without asking for authorization.
-    #[error(
-        "server `{server}` does not ask for a login: it started and listed its tools without one"
-    )]
-    NotProtected {
-        /// The server.
-        server: String,
-    },
-    /// The server is not a remote one.
-    #[error("server `{server}` is not a remote server: only a server with `url` logs in")]
-    NotRemote {
-        /// The server.
-        server: String,
-    },
-    /// The server failed to start for another reason than a login.
-    #[error("server `{server}` did not ask for a login: {reason}")]
-    Unreachable {
-        /// The server.
-        server: String,
-        /// Why it failed.
-        reason: String,
-    },
-    /// The loopback listener for the redirect could not be set up.
-    #[error("cannot listen for the login's redirect on {address}: {source}")]
-    Callback {
-        /// The address it tried.
-        address: String,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// No redirect came back in time.
-    #[error("the login was not completed within {}s (run the login again, and finish it in the browser)", .after.as_secs())]
-    TimedOut {
-        /// The wait.
-        after: Duration,
-    },
-    /// The authorization server sent the person back with an error.
-    #[error("the authorization server refused the login: `{error}`{}", description.as_deref().map(|d| format!(": {d}")).unwrap_or_default())]
-    Refused {
-        /// The OAuth error code.
-        error: String,
-        /// Its description, when given.
-        description: Option<String>,
-    },
-    /// The server refuses a request for a scope the stored login holds already: a new
-    /// login would be granted nothing more.
-    #[error(
-        "server `{server}` refused a request for scopes its login holds already ({}): a new login would not change that (ask the server's administrator)",
-        .scopes.iter().map(|scope| format!("`{scope}`")).collect::<Vec<_>>().join(", ")
-    )]
-    ScopesHeld {
-        /// The server.
-        server: String,
-        /// The scopes it asked for.
-        scopes: Vec<String>,
-    },
-    /// The server is a machine client's (`grant_type = "client_credentials"`): it gets
-    /// its tokens without a person.
-    #[error(
-        "server `{server}` needs no login: its `oauth.grant_type` gets tokens without a person, when the server asks for one"
-    )]
-    MachineClient {
-        /// The server.
-        server: String,
-    },
-    /// The variable naming the pre-registered client's secret is not set.
-    #[error(
-        "environment variable `{variable}` named by `oauth.client_secret_env_var` is not set or is empty (set it to the client's secret)"
-    )]
-    MissingSecret {
-        /// The variable.
-        variable: String,
-    },
-    /// The token store cannot be read.
-    #[error("the OAuth token store cannot be read: {0}")]
-    Store(#[source] AuthError),
-    /// A step of the OAuth protocol failed (discovery, registration, the exchange).
-    #[error("the OAuth login failed: {0}")]
-    OAuth(#[source] AuthError),
 }
 
 /// One login: the server, its OAuth settings and where the result is stored.
@@ -267,7 +176,8 @@ impl<'a> Login<'a> {
             });
         }
         let url = Url::parse(&http.url).map_err(|error| LoginError::Url {
-            reason: error.to_string(),
+            server: name.clone(),
+            reason: format!("its `url` is not a URL: {error} (fix `url`)"),
         })?;
         let secret = oauth
             .client_secret_env_var
@@ -277,25 +187,34 @@ impl<'a> Login<'a> {
                     .ok()
                     .filter(|secret| !secret.is_empty())
                     .ok_or_else(|| LoginError::MissingSecret {
+                        server: name.clone(),
                         variable: variable.to_owned(),
                     })
             })
             .transpose()?;
         let mut scopes = self.scopes_to_ask().await?;
         let challenge = self.challenge(name).await?;
+        let mut known = Known {
+            server: name,
+            source: None,
+            metadata: None,
+            client: Client::Unknown,
+        };
         let mut manager = AuthorizationManager::new_allowing_private_addresses(url.as_str())
             .await
-            .map_err(LoginError::OAuth)?;
+            .map_err(|error| known.unexpected(LoginStep::Discovery, &error))?;
         manager.set_credential_store(super::SharedStore(self.store.clone()));
         let resolution = manager
             .resolve_metadata_from_challenge(Some(&challenge))
             .await
-            .map_err(LoginError::OAuth)?;
-        let issuer = resolution.metadata.issuer.clone();
-        let keepable = registration::keepable(&resolution.metadata);
+            .map_err(|error| known.discovery(error))?;
+        let metadata = resolution.metadata.clone();
+        known.source = Some(resolution.source);
+        known.metadata = Some(&metadata);
+        let issuer = metadata.issuer.clone();
+        let keepable = registration::keepable(&metadata);
         let metadata_document = oauth.client_metadata_url.is_some()
-            && resolution
-                .metadata
+            && metadata
                 .additional_fields
                 .get("client_id_metadata_document_supported")
                 .and_then(serde_json::Value::as_bool)
@@ -314,7 +233,11 @@ impl<'a> Login<'a> {
                 }
                 let mut manager = super::resource::manager_with(resolution.metadata, resource)
                     .await
-                    .map_err(LoginError::OAuth)?;
+                    .map_err(|_| LoginError::Url {
+                        server: name.clone(),
+                        reason: "its `oauth_resource` is not a URL (fix `oauth_resource`)"
+                            .to_owned(),
+                    })?;
                 manager.set_credential_store(super::SharedStore(self.store.clone()));
                 manager
             }
@@ -335,31 +258,47 @@ impl<'a> Login<'a> {
         // rmcp takes the identity in the specification's order: the pre-registered
         // client, else the metadata document where the server supports them, else a
         // registration.
-        if let Some(client_id) = &oauth.client_id {
+        known.client = if let Some(client_id) = &oauth.client_id {
             request = request.with_preregistered_client(client_id.clone());
+            let has_secret = secret.is_some();
             if let Some(secret) = secret {
                 request = request.with_client_secret(secret);
             }
+            Client::Configured { secret: has_secret }
         } else if let Some(registration) = &reused {
             request = request.with_preregistered_client(registration.client_id.clone());
-        }
+            Client::Reused
+        } else if metadata_document {
+            Client::MetadataDocument
+        } else {
+            Client::Registers
+        };
         if let Some(url) = &oauth.client_metadata_url {
             request = request.with_client_metadata_url(url.clone());
         }
         let session = AuthorizationSession::new(manager, request)
             .await
-            .map_err(|(_, error)| LoginError::OAuth(error))?;
+            .map_err(|(_, error)| known.session(error))?;
         if let Err(error) = opener.open(session.get_authorization_url()) {
             tracing::warn!(server = %name, %error, "cannot open the authorization URL");
         }
         let redirect = tokio::time::timeout(self.wait, listener.accept())
             .await
-            .map_err(|_| LoginError::TimedOut { after: self.wait })??;
+            .map_err(|_| known.timed_out(self.wait))??;
+        let redirect = match redirect {
+            Redirect::Code(redirect) => redirect,
+            Redirect::Refused { error, description } => {
+                return Err(known.refused(&error, description.as_deref()));
+            }
+        };
         let token = session
             .handle_callback_url(&redirect)
             .await
-            .map_err(LoginError::OAuth)?;
-        let (client_id, _) = session.get_credentials().await.map_err(LoginError::OAuth)?;
+            .map_err(|error| known.exchange(error))?;
+        let (client_id, _) = session
+            .get_credentials()
+            .await
+            .map_err(|error| LoginError::store(name, error))?;
         if registers && keepable {
             self.keep_registration(&Registration {
                 client_id: client_id.clone(),
@@ -391,42 +330,44 @@ impl<'a> Login<'a> {
         registers: bool,
         issuer: Option<&str>,
     ) -> Result<(Callback, Option<Registration>), LoginError> {
+        let name = &self.server.name;
         let oauth = &self.server.oauth;
         let stored = match registers {
             true => self
                 .store
                 .load()
                 .await
-                .map_err(LoginError::Store)?
+                .map_err(|error| LoginError::store(name, error))?
                 .and_then(|stored| registration::stored(&stored, issuer)),
             false => None,
         };
         let Some(registration) = stored else {
-            return Ok((Callback::bind(oauth).await?, None));
+            return Ok((Callback::bind(name, oauth).await?, None));
         };
         if oauth.callback_url.is_some() || oauth.callback_port.is_some() {
-            let listener = Callback::bind(oauth).await?;
-            let same = listener.redirect_uri == registration.redirect_uri;
+            let listener = Callback::bind(name, oauth).await?;
+            let same = listener.redirect_uri() == registration.redirect_uri;
             return Ok((listener, same.then_some(registration)));
         }
-        match Callback::bind_at(&registration.redirect_uri).await {
+        match Callback::bind_at(name, &registration.redirect_uri).await {
             Ok(listener) => Ok((listener, Some(registration))),
             Err(error) => {
-                tracing::debug!(server = %self.server.name, %error, "the registered redirect URI cannot be listened on: registering again");
-                Ok((Callback::bind(oauth).await?, None))
+                tracing::debug!(server = %name, %error, "the registered redirect URI cannot be listened on: registering again");
+                Ok((Callback::bind(name, oauth).await?, None))
             }
         }
     }
 
     /// Keeps `registration` with the login just saved, for the next login.
     async fn keep_registration(&self, registration: &Registration) -> Result<(), LoginError> {
-        let Some(stored) = self.store.load().await.map_err(LoginError::Store)? else {
+        let failed = |error| LoginError::store(&self.server.name, error);
+        let Some(stored) = self.store.load().await.map_err(failed)? else {
             return Ok(());
         };
         self.store
             .save(registration::keep(stored, registration))
             .await
-            .map_err(LoginError::Store)
+            .map_err(failed)
     }
 
     /// The scopes to ask for, when they are not left to discovery: those given, else
@@ -441,7 +382,7 @@ impl<'a> Login<'a> {
             .store
             .load()
             .await
-            .map_err(LoginError::Store)?
+            .map_err(|error| LoginError::store(&self.server.name, error))?
             .filter(|stored| stored.token_response.is_some())
             .map(|stored| stored.granted_scopes)
             .unwrap_or_default();
@@ -506,169 +447,9 @@ impl<'a> Login<'a> {
     }
 }
 
-/// The loopback listener the authorization server sends the person back to.
-struct Callback {
-    listener: TcpListener,
-    /// The redirect URI registered and sent: `callback_url` as configured, or
-    /// `http://127.0.0.1:PORT/callback`.
-    redirect_uri: String,
-    /// The path it answers.
-    path: String,
-}
-
-impl Callback {
-    /// Listens on `127.0.0.1`, at the port `oauth` names, else at one the system
-    /// picks.
-    async fn bind(oauth: &OAuthConfig) -> Result<Self, LoginError> {
-        let configured = oauth
-            .callback_url
-            .as_deref()
-            .map(Url::parse)
-            .transpose()
-            .map_err(|error| LoginError::Url {
-                reason: format!("`oauth.callback_url`: {error}"),
-            })?;
-        let port = oauth
-            .callback_port
-            .or_else(|| configured.as_ref().and_then(Url::port_or_known_default))
-            .unwrap_or(0);
-        Self::bind_port(configured, port).await
-    }
-
-    /// Listens on `127.0.0.1` at the port of `redirect_uri`, which is the redirect URI.
-    async fn bind_at(redirect_uri: &str) -> Result<Self, LoginError> {
-        let url = Url::parse(redirect_uri).map_err(|error| LoginError::Url {
-            reason: format!("the registered redirect URI: {error}"),
-        })?;
-        let port = url.port_or_known_default().unwrap_or(0);
-        Self::bind_port(Some(url), port).await
-    }
-
-    /// Listens on `127.0.0.1:port` (`0`: a port the system picks), for `configured`,
-    /// the redirect URI, else `http://127.0.0.1:PORT/callback`.
-    async fn bind_port(configured: Option<Url>, port: u16) -> Result<Self, LoginError> {
-        let address = format!("127.0.0.1:{port}");
-        let listener =
-            TcpListener::bind(&address)
-                .await
-                .map_err(|source| LoginError::Callback {
-                    address: address.clone(),
-                    source,
-                })?;
-        let bound = listener
-            .local_addr()
-            .map_err(|source| LoginError::Callback { address, source })?;
-        let (redirect_uri, path) = match configured {
-            Some(url) => (url.to_string(), url.path().to_owned()),
-            None => (
-                format!("http://127.0.0.1:{}{DEFAULT_CALLBACK_PATH}", bound.port()),
-                DEFAULT_CALLBACK_PATH.to_owned(),
-            ),
-        };
-        Ok(Self {
-            listener,
-            redirect_uri,
-            path,
-        })
-    }
-
-    fn redirect_uri(&self) -> String {
-        self.redirect_uri.clone()
-    }
-
-    /// The first redirect to this listener's path that carries `code` or `error`, as
-    /// a full URL; other requests are answered 404 and ignored.
-    async fn accept(self) -> Result<String, LoginError> {
-        loop {
-            let Ok((mut stream, _)) = self.listener.accept().await else {
-                continue;
-            };
-            let Some(target) = read_request_target(&mut stream).await else {
-                continue;
-            };
-            let Ok(url) = Url::parse(&format!("http://127.0.0.1{target}")) else {
-                respond(&mut stream, "400 Bad Request", "not a redirect").await;
-                continue;
-            };
-            let query = |name: &str| {
-                url.query_pairs()
-                    .find(|(key, _)| key == name)
-                    .map(|(_, value)| value.into_owned())
-            };
-            if url.path() != self.path || (query("code").is_none() && query("error").is_none()) {
-                respond(&mut stream, "404 Not Found", "not the login's redirect").await;
-                continue;
-            }
-            if let Some(error) = query("error") {
-                respond(
-                    &mut stream,
-                    "200 OK",
-                    "The login was refused. You can close this window.",
-                )
-                .await;
-                return Err(LoginError::Refused {
-                    error,
-                    description: query("error_description"),
-                });
-            }
-            respond(
-                &mut stream,
-                "200 OK",
-                "Logged in. You can close this window.",
-            )
-            .await;
-            let mut redirect = Url::parse(&self.redirect_uri).map_err(|error| LoginError::Url {
-                reason: error.to_string(),
-            })?;
-            redirect.set_query(url.query());
-            return Ok(redirect.to_string());
-        }
-    }
-}
-
-/// The request target of a `GET` read from `stream`, if it is one.
-async fn read_request_target(stream: &mut TcpStream) -> Option<String> {
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 1024];
-    while !buffer.windows(4).any(|window| window == b"\r\n\r\n") {
-        if buffer.len() > MAX_CALLBACK_REQUEST {
-            return None;
-        }
-        let read = stream.read(&mut chunk).await.ok()?;
-        if read == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..read]);
-    }
-    let head = String::from_utf8_lossy(&buffer);
-    let mut words = head.lines().next()?.split_whitespace();
-    (words.next()? == "GET").then(|| words.next().map(str::to_owned))?
-}
-
-async fn respond(stream: &mut TcpStream, status: &str, text: &str) {
-    let body = format!("<!doctype html><title>mcp-runtime</title><p>{text}</p>\n");
-    let response = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = stream.write_all(response.as_bytes()).await;
-    let _ = stream.shutdown().await;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    async fn get(address: &str, target: &str) -> String {
-        let mut stream = TcpStream::connect(address).await.unwrap();
-        stream
-            .write_all(format!("GET {target} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
-            .await
-            .unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).await.unwrap();
-        answer
-    }
 
     /// A store holding a login that was granted `scopes`.
     async fn logged_in_with(scopes: &[&str]) -> Arc<dyn CredentialStore> {
@@ -710,78 +491,6 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "server `web` refused a request for scopes its login holds already (`mcp:basic`): a new login would not change that (ask the server's administrator)"
-        );
-    }
-
-    #[tokio::test]
-    async fn the_callback_takes_the_first_redirect_to_its_path_and_ignores_others() {
-        let callback = Callback::bind(&OAuthConfig::default()).await.unwrap();
-        let redirect_uri = callback.redirect_uri();
-        let address = redirect_uri
-            .strip_prefix("http://")
-            .unwrap()
-            .strip_suffix(DEFAULT_CALLBACK_PATH)
-            .unwrap()
-            .to_owned();
-        let accepted = tokio::spawn(callback.accept());
-        assert!(
-            get(&address, "/favicon.ico")
-                .await
-                .starts_with("HTTP/1.1 404")
-        );
-        assert!(get(&address, "/callback").await.starts_with("HTTP/1.1 404"));
-        assert!(
-            get(
-                &address,
-                "/callback?code=c%201&state=s&iss=https%3A%2F%2Fas"
-            )
-            .await
-            .starts_with("HTTP/1.1 200")
-        );
-        assert_eq!(
-            accepted.await.unwrap().unwrap(),
-            format!("{redirect_uri}?code=c%201&state=s&iss=https%3A%2F%2Fas")
-        );
-    }
-
-    #[tokio::test]
-    async fn a_refusal_ends_the_login_with_the_servers_error() {
-        let callback = Callback::bind(&OAuthConfig::default()).await.unwrap();
-        let address = callback.listener.local_addr().unwrap().to_string();
-        let accepted = tokio::spawn(callback.accept());
-        get(
-            &address,
-            "/callback?error=access_denied&error_description=no%20thanks",
-        )
-        .await;
-        let error = accepted.await.unwrap().unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "the authorization server refused the login: `access_denied`: no thanks"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_configured_callback_url_is_the_redirect_uri_and_its_path_is_served() {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let oauth = OAuthConfig {
-            callback_url: Some(format!("http://127.0.0.1:{port}/oauth/done")),
-            ..OAuthConfig::default()
-        };
-        let callback = Callback::bind(&oauth).await.unwrap();
-        assert_eq!(
-            callback.redirect_uri(),
-            format!("http://127.0.0.1:{port}/oauth/done")
-        );
-        let accepted = tokio::spawn(callback.accept());
-        get(&format!("127.0.0.1:{port}"), "/oauth/done?code=x&state=y").await;
-        assert_eq!(
-            accepted.await.unwrap().unwrap(),
-            format!("http://127.0.0.1:{port}/oauth/done?code=x&state=y")
         );
     }
 }

@@ -46,6 +46,18 @@ fn request_errors() -> Vec<RequestError> {
             status: 500,
             body_excerpt: String::new(),
         },
+        HttpFailure::Redirect {
+            server: server(),
+            status: 302,
+            location: Some("https://*****@other.example/mcp".into()),
+            problem: "a redirect to another origin is never followed",
+        },
+        HttpFailure::Redirect {
+            server: server(),
+            status: 303,
+            location: None,
+            problem: "",
+        },
         HttpFailure::Refused { server: server() },
         HttpFailure::Dns {
             server: server(),
@@ -54,7 +66,7 @@ fn request_errors() -> Vec<RequestError> {
         HttpFailure::Tls { server: server() },
         HttpFailure::Certificate {
             server: server(),
-            problem: "it has expired",
+            problem: "it has expired".into(),
         },
         HttpFailure::Proxy {
             server: server(),
@@ -173,4 +185,22 @@ fn an_http_failure_names_the_server_and_what_to_do() {
     };
     assert!(unauthorized.to_string().contains("`bearer_token_env_var`"));
     assert!(unauthorized.to_string().contains("`env_http_headers`"));
+}
+
+#[test]
+fn a_redirect_says_where_it_leads_why_it_is_not_followed_and_what_to_do() {
+    let redirect = |location: Option<&str>| HttpFailure::Redirect {
+        server: "web".into(),
+        status: 302,
+        location: location.map(str::to_owned),
+        problem: "a redirect to another origin is never followed",
+    };
+    assert_eq!(
+        redirect(Some("https://other.example/mcp")).to_string(),
+        "server `web` answered HTTP 302, a redirect to `https://other.example/mcp`, which is not followed: a redirect to another origin is never followed (if that is the server, set `url` to it)"
+    );
+    assert_eq!(
+        redirect(None).to_string(),
+        "server `web` answered HTTP 302, a redirect that names no `Location` (check `url`)"
+    );
 }

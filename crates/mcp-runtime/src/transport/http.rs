@@ -65,7 +65,7 @@ mod network;
 use self::failure::{Resolver, from_rmcp};
 use self::network::ProxyInUse;
 pub(crate) use self::{
-    failure::{classify, excerpt, status_failure},
+    failure::{classify, excerpt, refused_certificate, status_failure},
     network::Network,
 };
 use super::{
@@ -287,8 +287,28 @@ pub(crate) fn http_client(network: &Network) -> reqwest::Result<reqwest::Client>
     network.apply(builder)?.build()
 }
 
+/// The failure of `response` when it is a redirect, which [`same_origin_redirects`]
+/// did not follow.
+pub(crate) fn redirect_of(server: &str, response: &reqwest::Response) -> Option<HttpFailure> {
+    let status = response.status();
+    if !status.is_redirection() || status == reqwest::StatusCode::NOT_MODIFIED {
+        return None;
+    }
+    let location = response
+        .headers()
+        .get(header::LOCATION)
+        .and_then(|value| value.to_str().ok());
+    Some(failure::redirect_failure(
+        server,
+        status,
+        response.url(),
+        location,
+    ))
+}
+
 /// Follows only 307 and 308 redirects to the same origin: they keep the method and
 /// body, and never carry the session id or the configured headers to another host.
+/// Any other redirect is a failure saying where it leads ([`redirect_of`]).
 fn same_origin_redirects() -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(|attempt| {
         let same_origin = attempt.previous().first().is_some_and(|first| {
@@ -628,6 +648,9 @@ impl Post<'_> {
                     .trim()
                     .to_ascii_lowercase()
             });
+        if let Some(failure) = redirect_of(server, &response) {
+            return Err(StreamableHttpError::Client(failure));
+        }
         if !status.is_success() {
             let credentials = matches!(status.as_u16(), 401 | 403);
             let challenge = response

@@ -155,6 +155,9 @@ pub(crate) async fn connect(
             server: server.to_owned(),
         }));
     }
+    if let Some(source) = streamable_http::redirect_of(server, &response) {
+        return Err(StartupError::SseStream { source });
+    }
     if !status.is_success() {
         let challenge = challenge(&response);
         let body = streamable_http::read_start(response, ERROR_BODY_READ_BYTES).await;
@@ -473,6 +476,9 @@ impl Poster {
         if status.is_success() {
             // Dropped unread (invariant 2): the answer comes on the event stream.
             return Ok(());
+        }
+        if let Some(failure) = streamable_http::redirect_of(server, &response) {
+            return Err(StreamableHttpError::Client(failure));
         }
         let challenge = challenge(&response);
         let body = streamable_http::read_start(response, ERROR_BODY_READ_BYTES).await;

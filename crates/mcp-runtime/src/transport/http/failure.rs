@@ -14,6 +14,9 @@ use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 use crate::error::{HTTP_BODY_EXCERPT_CHARS, HttpFailure};
 
+#[cfg(feature = "tls")]
+mod certificate;
+
 /// The system's resolver, whose failures carry [`NotResolved`] so that
 /// [`classify`] can tell a host name that does not resolve from other connection
 /// failures without reading the HTTP client's messages.
@@ -67,7 +70,7 @@ pub(crate) fn classify(server: &str, error: &reqwest::Error) -> HttpFailure {
             if let Some(problem) = io
                 .get_ref()
                 .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-                .and_then(certificate_problem)
+                .and_then(certificate::problem)
             {
                 return HttpFailure::Certificate { server, problem };
             }
@@ -103,27 +106,28 @@ pub(crate) fn classify(server: &str, error: &reqwest::Error) -> HttpFailure {
     }
 }
 
-/// What is wrong with a server certificate the TLS stream refused, if `error` is that.
-#[cfg(feature = "tls")]
-fn certificate_problem(error: &rustls::Error) -> Option<&'static str> {
-    use rustls::CertificateError as E;
-    let rustls::Error::InvalidCertificate(error) = error else {
-        return None;
-    };
-    Some(match error {
-        E::UnknownIssuer => {
-            "it is issued by a CA that is not trusted (if a private CA issued it, name that CA's PEM file with `ca_certificate` or `SSL_CERT_FILE`)"
+/// The verifier's reason (`UnknownIssuer`, `CaUsedAsEndEntity`…) when `error`, from
+/// any HTTP client, comes of a refused server certificate: read in its `source`
+/// chain, as [`classify`] reads it.
+pub(crate) fn refused_certificate(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        #[cfg(feature = "tls")]
+        if let Some(reason) = error
+            .downcast_ref::<rustls::Error>()
+            .and_then(certificate::reason)
+        {
+            return Some(reason);
         }
-        E::NotValidForName | E::NotValidForNameContext { .. } => {
-            "it does not name the host of `url` (check `url`)"
-        }
-        E::Expired | E::ExpiredContext { .. } => "it has expired",
-        E::NotValidYet | E::NotValidYetContext { .. } => {
-            "it is not valid yet (check this machine's clock)"
-        }
-        E::Revoked => "it has been revoked",
-        _ => "it cannot be verified",
-    })
+        cause = match error.downcast_ref::<std::io::Error>() {
+            // An I/O error's `source` skips the error it wraps.
+            Some(io) => io
+                .get_ref()
+                .map(|inner| inner as &(dyn std::error::Error + 'static)),
+            None => error.source(),
+        };
+    }
+    None
 }
 
 /// The failure an answer with `status` (not a success) stands for, given the start of
@@ -157,6 +161,45 @@ fn shown_challenge(challenge: String) -> String {
     match crate::redact::credentials(&challenge) {
         std::borrow::Cow::Borrowed(_) => challenge,
         std::borrow::Cow::Owned(masked) => masked,
+    }
+}
+
+/// Why a redirect past the limit is not followed.
+const TOO_MANY_REDIRECTS: &str = "no more than 10 redirects are followed in a row";
+const _: () = assert!(super::MAX_REDIRECTS == 10, "`TOO_MANY_REDIRECTS` says 10");
+
+/// The failure of an answer with a redirect `status` that the HTTP client did not
+/// follow (see [`super::same_origin_redirects`]), from `url`, the URL that answered,
+/// to `location`, its `Location` header: which of the policy's rules stopped it.
+pub(crate) fn redirect_failure(
+    server: &str,
+    status: reqwest::StatusCode,
+    url: &url::Url,
+    location: Option<&str>,
+) -> HttpFailure {
+    let target = location.and_then(|location| url.join(location).ok());
+    let problem = match &target {
+        Some(target) if target.origin() != url.origin() => {
+            "a redirect to another origin is never followed, so that the session and the configured headers reach only the server `url` names"
+        }
+        Some(_) if !matches!(status.as_u16(), 307 | 308) => {
+            "only a 307 or 308 redirect is followed, as only those keep the request's method and body"
+        }
+        Some(_) => TOO_MANY_REDIRECTS,
+        None => "",
+    };
+    HttpFailure::Redirect {
+        server: server.to_owned(),
+        status: status.as_u16(),
+        // Masked, then bounded as a body's excerpt is.
+        location: target.map(|target| {
+            let shown = crate::redact::one_line(&crate::redact::url(target.as_str())).into_owned();
+            match shown.char_indices().nth(HTTP_BODY_EXCERPT_CHARS) {
+                Some((end, _)) => format!("{}…", &shown[..end]),
+                None => shown,
+            }
+        }),
+        problem,
     }
 }
 

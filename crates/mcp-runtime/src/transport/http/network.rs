@@ -25,7 +25,9 @@
 //!    unreadable, or holds no valid certificate fails that server's startup with an
 //!    error naming the file and the setting that named it. On Linux, the system's
 //!    roots are themselves read as OpenSSL reads them, so there `SSL_CERT_FILE`
-//!    also replaces the system bundle, as it does for curl and OpenSSL.
+//!    also replaces the system bundle, as it does for curl and OpenSSL. A
+//!    certificate of these files that the server presents as its own is trusted as
+//!    OpenSSL trusts it, a self-signed one that is its own CA included ([`trust`]).
 //! 5. Without the `tls` feature `SSL_CERT_FILE` is ignored (no server is reached over
 //!    TLS), and a server with `ca_certificate` fails to start, saying so.
 //!
@@ -96,6 +98,9 @@ struct CaFile {
     path: PathBuf,
     #[cfg(feature = "tls")]
     certificates: Vec<reqwest::Certificate>,
+    /// The same certificates, DER, for the verifier of [`trust`].
+    #[cfg(feature = "tls")]
+    ders: Vec<rustls::pki_types::CertificateDer<'static>>,
 }
 
 impl std::fmt::Debug for CaFile {
@@ -176,14 +181,64 @@ impl Network {
                 builder.proxy(reqwest::Proxy::https(proxy.url.as_str())?.no_proxy(no_proxy()));
         }
         #[cfg(feature = "tls")]
-        {
-            let certificates = self
-                .ca_files
-                .iter()
-                .flat_map(|file| file.certificates.iter().cloned());
-            builder = builder.tls_certs_merge(certificates);
+        if !self.ca_files.is_empty() {
+            // The HTTP client's own configuration, with the same extra roots, where
+            // the verifier of `trust` cannot be built: building the client then fails
+            // as it would have anyway.
+            builder = match self.trusting_named_certificates() {
+                Some(tls) => builder.tls_backend_preconfigured(tls),
+                None => {
+                    let certificates = self
+                        .ca_files
+                        .iter()
+                        .flat_map(|file| file.certificates.iter().cloned());
+                    builder.tls_certs_merge(certificates)
+                }
+            };
         }
         Ok(builder)
+    }
+
+    /// The TLS configuration the HTTP client builds for extra roots (the platform's
+    /// verifier, every TLS version, HTTP/1.1), with the verifier of [`trust`] around
+    /// its verifier; `None` where the platform's verifier takes no extra roots or
+    /// cannot be built.
+    #[cfg(feature = "tls")]
+    fn trusting_named_certificates(&self) -> Option<rustls::ClientConfig> {
+        #[cfg(target_os = "android")]
+        {
+            None
+        }
+        #[cfg(not(target_os = "android"))]
+        {
+            use std::sync::Arc;
+            let named: Vec<_> = self
+                .ca_files
+                .iter()
+                .flat_map(|file| file.ders.iter().cloned())
+                .collect();
+            // The provider the HTTP client would choose.
+            let provider = rustls::crypto::CryptoProvider::get_default()
+                .cloned()
+                .unwrap_or_else(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()));
+            let platform = rustls_platform_verifier::Verifier::new_with_extra_roots(
+                named.clone(),
+                provider.clone(),
+            )
+            .inspect_err(|error| {
+                tracing::debug!(%error, "the platform's TLS verifier cannot be built");
+            })
+            .ok()?;
+            let verifier = trust::NamedCertificates::new(Arc::new(platform), named);
+            let mut config = rustls::ClientConfig::builder_with_provider(provider)
+                .with_protocol_versions(rustls::ALL_VERSIONS)
+                .ok()?
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(verifier))
+                .with_no_client_auth();
+            config.alpn_protocols = vec![b"http/1.1".to_vec()];
+            Some(config)
+        }
     }
 }
 
@@ -323,6 +378,12 @@ impl CaFile {
                 .ok()
                 .filter(|certificates| !certificates.is_empty())
                 .ok_or_else(not_pem)?;
+            let ders = {
+                use rustls::pki_types::{CertificateDer, pem::PemObject as _};
+                CertificateDer::pem_slice_iter(&pem)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|_| not_pem())?
+            };
             // The client accepts any bytes as a certificate until it is built; a client
             // trusting these alone is built now so that a bad one is found here, naming
             // its file, rather than as a client that cannot be set up.
@@ -332,10 +393,17 @@ impl CaFile {
                 .map_err(|_| {
                     invalid("a certificate in the file is not a valid X.509 certificate".into())
                 })?;
-            Ok(Self { path, certificates })
+            Ok(Self {
+                path,
+                certificates,
+                ders,
+            })
         }
     }
 }
+
+#[cfg(feature = "tls")]
+pub(crate) mod trust;
 
 #[cfg(test)]
 mod tests;

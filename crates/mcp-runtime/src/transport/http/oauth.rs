@@ -370,7 +370,7 @@ impl OAuthLogin {
         let failed = |error: AuthError| {
             StartupError::Login(HttpFailure::OAuth {
                 server: server.to_owned(),
-                description: describe(&error),
+                description: describe(server, &error),
             })
         };
         let store = &oauth.store;
@@ -546,7 +546,7 @@ impl OAuthLogin {
             }
             other => HttpFailure::OAuth {
                 server: self.server.to_string(),
-                description: describe(other),
+                description: describe(&self.server, other),
             },
         }
     }
@@ -620,17 +620,39 @@ impl CredentialStore for Unguarded {
     }
 }
 
-/// What went wrong, in words that carry no token: the kind of failure, never the
-/// authorization server's body (which may echo what was sent).
-fn describe(error: &AuthError) -> String {
+/// What went wrong using `server`'s login, and what to do, in words that carry no
+/// token: the kind of failure (rmcp's variant), never the authorization server's body
+/// (which may echo what was sent).
+fn describe(server: &str, error: &AuthError) -> String {
+    let log_in = format!("log in again with `mcp-runtime login {server}`");
+    if let AuthError::DiscoveryRequestFailed { source, .. } = error
+        && let Some(reason) = super::refused_certificate(source.as_ref())
+    {
+        // rmcp's own HTTP client: it trusts the system's CAs and `SSL_CERT_FILE`.
+        return format!(
+            "its authorization server presented a TLS certificate that is not trusted (`{reason}`): name the CA that issued it with `SSL_CERT_FILE` (`ca_certificate` does not reach the authorization server)"
+        );
+    }
     match error {
-        AuthError::MetadataError(_) | AuthError::NoAuthorizationSupport => {
-            "its authorization server's metadata cannot be found".to_owned()
+        AuthError::MetadataError(_)
+        | AuthError::NoAuthorizationSupport
+        | AuthError::DiscoveryRequestFailed { .. }
+        | AuthError::AuthorizationServersUnavailable { .. }
+        | AuthError::ProtectedResourceMetadataInvalid { .. } => format!(
+            "its authorization server's metadata cannot be found (check that it can be reached from here, or {log_in})"
+        ),
+        AuthError::TokenRefreshFailed(_) => format!(
+            "refreshing its access token failed without the authorization server refusing it (try again later, or {log_in})"
+        ),
+        AuthError::CredentialStoreError(_) => "the OAuth token store failed (check `mcp_oauth_credentials_store`, and that the keyring or the token file can be used)".to_owned(),
+        AuthError::HttpError(_) => {
+            "its authorization server cannot be reached (check the network, then try again)"
+                .to_owned()
         }
-        AuthError::TokenRefreshFailed(_) => "refreshing the access token failed".to_owned(),
-        AuthError::CredentialStoreError(_) => "the credential store failed".to_owned(),
-        AuthError::HttpError(_) => "the authorization server cannot be reached".to_owned(),
-        _ => "the OAuth exchange failed".to_owned(),
+        other => format!(
+            "the OAuth exchange failed (`{}`): {log_in}",
+            crate::auth::error_name(other)
+        ),
     }
 }
 

@@ -729,3 +729,39 @@ fn a_403_naming_insufficient_scope_asks_for_a_login_with_those_scopes() {
         ));
     }
 }
+
+#[tokio::test]
+async fn a_redirect_location_is_masked_and_bounded() {
+    let location = format!(
+        "https://user:s3cret@other.example/{}?token=abc123",
+        "a".repeat(500)
+    );
+    let response = format!(
+        "HTTP/1.1 302 Found\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    );
+    let address = answering(response).await;
+    let failure = post_failure(&format!("http://{address}/mcp")).await;
+    let HttpFailure::Redirect {
+        status,
+        location: Some(shown),
+        ..
+    } = &failure
+    else {
+        panic!("expected a redirect, got {failure:?}");
+    };
+    assert_eq!(*status, 302);
+    assert!(
+        shown.starts_with("https://*****@other.example/aaa"),
+        "{shown}"
+    );
+    assert!(shown.ends_with('…'), "{shown}");
+    assert_eq!(
+        shown.chars().count(),
+        crate::error::HTTP_BODY_EXCERPT_CHARS + 1
+    );
+    let message = failure.to_string();
+    assert!(
+        !message.contains("s3cret") && !message.contains("abc123"),
+        "{message}"
+    );
+}

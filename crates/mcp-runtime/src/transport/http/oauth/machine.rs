@@ -35,8 +35,8 @@
 use std::sync::Arc;
 
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, ClientCredentialsConfig, CredentialStore,
-    WWWAuthenticateParams,
+    AuthError, AuthorizationManager, AuthorizationMetadata, ClientCredentialsConfig,
+    CredentialStore, WWWAuthenticateParams,
 };
 use url::Url;
 
@@ -152,7 +152,7 @@ impl MachineClient {
         let config = self.config(scopes, resource)?;
         manager
             .validate_client_credentials_metadata(&config)
-            .map_err(failed)?;
+            .map_err(|error| self.unsupported(&metadata, &error))?;
         manager
             .configure_client_credentials(&config)
             .map_err(failed)?;
@@ -241,22 +241,6 @@ impl MachineClient {
         let client = &self.client.client_id;
         let variable = &self.client.variable;
         let description = match error {
-            AuthError::ClientCredentialsError(message)
-                if message.contains("does not support auth method") =>
-            {
-                format!(
-                    "its authorization server does not accept the {} authentication of client `{client}`",
-                    self.method()
-                )
-            }
-            AuthError::ClientCredentialsError(message)
-                if message.contains("does not support signing algorithm") =>
-            {
-                format!(
-                    "its authorization server does not accept `{}` assertions (set `oauth.signing_algorithm` to one it does)",
-                    self.algorithm().unwrap_or_default()
-                )
-            }
             AuthError::ClientCredentialsError(message) => {
                 let code = TOKEN_ERROR_CODES
                     .iter()
@@ -273,7 +257,44 @@ impl MachineClient {
                 "the private key in `{variable}` cannot sign a `{}` assertion (it must be a PEM key of that algorithm)",
                 self.algorithm().unwrap_or_default()
             ),
-            other => super::describe(other),
+            other => super::describe(&self.server, other),
+        };
+        HttpFailure::OAuth {
+            server: self.server.clone(),
+            description,
+        }
+    }
+
+    /// What rmcp's check of the authorization server's `metadata` refused: known
+    /// from the metadata itself (which rmcp's error only quotes), the client's
+    /// authentication method, else its signing algorithm.
+    fn unsupported(&self, metadata: &AuthorizationMetadata, error: &AuthError) -> HttpFailure {
+        let client = &self.client.client_id;
+        let methods = metadata
+            .additional_fields
+            .get("token_endpoint_auth_methods_supported")
+            .and_then(serde_json::Value::as_array);
+        let accepted = |names: &[&str]| {
+            methods.is_none_or(|methods| {
+                methods
+                    .iter()
+                    .any(|method| names.iter().any(|name| method == name))
+            })
+        };
+        let method_accepted = match self.client.credential {
+            ClientCredential::Secret(_) => accepted(&["client_secret_basic", "client_secret_post"]),
+            ClientCredential::PrivateKey { .. } => accepted(&["private_key_jwt"]),
+            ClientCredential::Assertion(_) => true,
+        };
+        let description = match (method_accepted, self.algorithm()) {
+            (false, _) => format!(
+                "its authorization server does not accept the {} authentication of client `{client}`",
+                self.method()
+            ),
+            (true, Some(algorithm)) => format!(
+                "its authorization server does not accept `{algorithm}` assertions (set `oauth.signing_algorithm` to one it does)"
+            ),
+            (true, None) => return self.failure(error),
         };
         HttpFailure::OAuth {
             server: self.server.clone(),
@@ -438,28 +459,37 @@ mod tests {
     }
 
     #[test]
-    fn an_unsupported_method_or_algorithm_says_which() {
+    fn an_unsupported_method_or_algorithm_is_told_from_the_metadata_not_rmcps_text() {
         let machine = client(ClientCredential::PrivateKey {
             pem: String::new(),
             algorithm: SigningAlgorithm::Es384,
         });
-        let method = AuthError::ClientCredentialsError(
-            "Authorization server does not support auth method 'private_key_jwt'. Supported: []"
-                .into(),
+        let metadata = |methods: serde_json::Value| {
+            let mut metadata = AuthorizationMetadata::default();
+            metadata
+                .additional_fields
+                .insert("token_endpoint_auth_methods_supported".into(), methods);
+            metadata
+        };
+        // rmcp's text is the same for both: only the metadata tells them apart.
+        let refused = AuthError::ClientCredentialsError("unsupported".into());
+        let method = machine.unsupported(
+            &metadata(serde_json::json!(["client_secret_basic"])),
+            &refused,
         );
         assert!(
-            machine.failure(&method).to_string().ends_with(
+            method.to_string().ends_with(
                 "does not accept the `private_key_jwt` authentication of client `robot`"
-            )
+            ),
+            "{method}"
         );
-        let algorithm = AuthError::ClientCredentialsError(
-            "Authorization server does not support signing algorithm 'ES384'. Supported: []".into(),
-        );
+        let algorithm =
+            machine.unsupported(&metadata(serde_json::json!(["private_key_jwt"])), &refused);
         assert!(
-            machine
-                .failure(&algorithm)
+            algorithm
                 .to_string()
-                .contains("does not accept `ES384` assertions")
+                .contains("does not accept `ES384` assertions"),
+            "{algorithm}"
         );
     }
 

@@ -199,7 +199,7 @@ async fn a_confidential_client_refreshes_with_its_secret() {
     let error = login.token().await.unwrap_err();
     assert_eq!(
         error.to_string(),
-        "server `web`'s OAuth login cannot be used: refreshing the access token failed"
+        "server `web`'s OAuth login cannot be used: refreshing its access token failed without the authorization server refusing it (try again later, or log in again with `mcp-runtime login web`)"
     );
     assert_eq!(seen.lock().unwrap()[1], None, "no client authentication");
 }
@@ -275,5 +275,22 @@ fn a_client_secret_or_key_is_read_from_its_variable_and_named_never_shown() {
     assert_eq!(
         error.to_string(),
         "environment variable `ROBOT_KEY` named by `oauth.private_key_env_var` is not set or is empty"
+    );
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn a_refused_certificate_of_the_authorization_server_says_the_verifiers_reason() {
+    let refused = std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        rustls::Error::InvalidCertificate(rustls::CertificateError::Expired),
+    );
+    let error = AuthError::DiscoveryRequestFailed {
+        url: url::Url::parse("https://as.test/.well-known/oauth-authorization-server").unwrap(),
+        source: Box::new(refused),
+    };
+    assert_eq!(
+        describe("web", &error),
+        "its authorization server presented a TLS certificate that is not trusted (`Expired`): name the CA that issued it with `SSL_CERT_FILE` (`ca_certificate` does not reach the authorization server)"
     );
 }
