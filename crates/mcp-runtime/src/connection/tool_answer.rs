@@ -74,7 +74,8 @@ pub(super) fn tool_result(answer: ServerResult) -> Result<ToolResult, String> {
 }
 
 /// The answer's result as a JSON object: raw, as the transports hand it over, or as
-/// rmcp decoded it. Any other JSON is an error: `not_an_object`.
+/// rmcp decoded it, every credential the runtime sends masked in it
+/// ([`crate::redact::credentials`]). Any other JSON is an error: `not_an_object`.
 pub(super) fn object(mut answer: ServerResult, not_an_object: &str) -> Result<JsonObject, String> {
     let not_a_result = || not_an_object.to_owned();
     let value = match raw_result(&mut answer) {
@@ -85,6 +86,13 @@ pub(super) fn object(mut answer: ServerResult, not_an_object: &str) -> Result<Js
         })?,
         None => serde_json::to_value(&answer).map_err(|_| not_a_result())?,
     };
+    // A credential the runtime sent is never data for the host, nor for the model
+    // behind it: masked wherever the answer quotes it.
+    let masked = match crate::redact::credentials_in_json(&value) {
+        std::borrow::Cow::Owned(masked) => Some(masked),
+        std::borrow::Cow::Borrowed(_) => None,
+    };
+    let value = masked.unwrap_or(value);
     match value {
         Value::Object(object) => Ok(object),
         _ => Err(not_a_result()),
@@ -119,6 +127,23 @@ mod tests {
             json!({"content": [{"type": "video"}], "futureField": 1, "resultType": "complete"});
         let result = tool_result(raw(sent.clone())).unwrap();
         assert_eq!(Value::Object(result.into_object()), sent);
+    }
+
+    #[test]
+    fn a_credential_the_result_quotes_is_masked_and_the_rest_kept() {
+        let _sent = crate::redact::register("ta-bearer-9c1d-token").unwrap();
+        let result = tool_result(raw(json!({
+            "content": [{"type": "text", "text": "you sent Bearer ta-bearer-9c1d-token"}],
+            "structuredContent": {"echo": "ta-bearer-9c1d-token", "n": 1},
+        })))
+        .unwrap();
+        assert_eq!(
+            Value::Object(result.into_object()),
+            json!({
+                "content": [{"type": "text", "text": "you sent Bearer *****"}],
+                "structuredContent": {"echo": "*****", "n": 1},
+            })
+        );
     }
 
     #[test]
