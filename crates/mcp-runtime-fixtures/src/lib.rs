@@ -51,6 +51,7 @@
 //! | a tool with an empty name (raw) | `--empty-tool-name` |
 //! | two tools with the same name (raw) | `--duplicate-tool` |
 //! | ignores `notifications/cancelled`, answers late (raw) | `--ignore-cancel` |
+//! | an answer not UTF-8, over several lines, in a batch, without `protocolVersion`, or `{}` (raw) | `--mangle-answer METHOD=KIND` |
 //! | HTTP: every request answered with one status | `--http-status STATUS` |
 //! | HTTP: accepts connections, never answers | `--http-silent` |
 //!
