@@ -9,6 +9,10 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use crate::config::checks::shown;
 
+mod refused;
+pub(crate) use self::refused::sent;
+pub use self::refused::{MessageRefused, SENT_CHARS};
+
 /// A configuration file could not be read or does not describe a valid set of servers.
 ///
 /// Every variant names the file, and where it applies the `[mcp_servers.NAME]` table
@@ -963,6 +967,10 @@ pub enum RequestError {
     /// An HTTP request failed.
     #[error(transparent)]
     Http(HttpFailure),
+    /// The runtime refused the server's answer: over the client's size limit, or not
+    /// one it can read.
+    #[error(transparent)]
+    Refused(MessageRefused),
     /// The server process exited.
     #[error("the server process exited ({status}){}", stderr_suffix(stderr_tail))]
     Exited {
@@ -1159,6 +1167,7 @@ pub fn is_ours(error: &(dyn std::error::Error + 'static)) -> bool {
         || is::<RestartError>(error)
         || is::<RequestError>(error)
         || is::<HttpFailure>(error)
+        || is::<MessageRefused>(error)
         || is::<AuthorityError>(error)
 }
 

@@ -7,7 +7,10 @@
 //! the transport classified (found by downcasting the transport's error, which rmcp
 //! boxes without a `source` link); the end of the connection is
 //! [`RequestError::Closed`], which the connection turns into the exit report of a
-//! local server. Anything else is described in words of this crate. rmcp's error
+//! local server; an answer the transport refused (over the client's size limit, or
+//! unreadable) comes as a JSON-RPC error that carries the refusal
+//! ([`crate::transport::refused`]) and is [`RequestError::Refused`], never the
+//! server's error. Anything else is described in words of this crate. rmcp's error
 //! stays the `source` of [`RequestError::Server`] and [`RequestError::Other`].
 
 use std::sync::Arc;
@@ -18,12 +21,18 @@ use rmcp::{
     transport::{DynamicTransportError, streamable_http_client::StreamableHttpError},
 };
 
-use crate::error::{HttpFailure, RequestError};
+use crate::{
+    error::{HttpFailure, RequestError},
+    transport::refused,
+};
 
 /// What a failed request means, from rmcp's error.
 pub(super) fn from_service(error: ServiceError) -> RequestError {
     let description = match &error {
         ServiceError::McpError(data) => {
+            if let Some(refused) = refused::refusal(data) {
+                return RequestError::Refused(refused);
+            }
             return RequestError::Server {
                 code: data.code.0,
                 message: data.message.to_string(),
@@ -59,6 +68,9 @@ pub(super) fn from_service(error: ServiceError) -> RequestError {
 pub(super) fn from_initialize(error: ClientInitializeError) -> RequestError {
     let description = match &error {
         ClientInitializeError::JsonRpcError(data) => {
+            if let Some(refused) = refused::refusal(data) {
+                return RequestError::Refused(refused);
+            }
             return RequestError::Server {
                 code: data.code.0,
                 message: data.message.to_string(),
@@ -193,6 +205,24 @@ mod tests {
             std::error::Error::source(&error).is_some(),
             "rmcp's error is kept"
         );
+    }
+
+    #[test]
+    fn a_refusal_of_the_transport_is_the_clients_not_the_servers() {
+        let refused = crate::error::MessageRefused::TooLarge {
+            server: "big".into(),
+            size: Some(10),
+            limit: 5,
+        };
+        let error = from_service(ServiceError::McpError(refused::error_data(&refused)));
+        assert_eq!(
+            error.to_string(),
+            "server `big` sent a message of 10 bytes, over the client's limit of 5 bytes (raise `max_message_bytes`)"
+        );
+        let error = from_initialize(ClientInitializeError::JsonRpcError(refused::error_data(
+            &refused,
+        )));
+        assert!(matches!(error, RequestError::Refused(_)), "{error:?}");
     }
 
     #[test]

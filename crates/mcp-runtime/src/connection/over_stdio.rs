@@ -330,7 +330,7 @@ impl Stdio<'_> {
             transport,
             ended,
         } = spawned;
-        let (transport, refusal) = Gate::new(transport, Accepted::from_pin(pinned));
+        let (transport, refusal) = Gate::new(transport, self.server, Accepted::from_pin(pinned));
         let service = match client.serve(transport).await {
             Ok(service) => service,
             Err(error) => {
@@ -338,9 +338,13 @@ impl Stdio<'_> {
                     // Dropping the process ends the server.
                     return Err(refused);
                 }
-                // A server that answered with an error is running: there is no exit
-                // to wait for.
-                let answered = matches!(error, ClientInitializeError::JsonRpcError(_));
+                // A server that answered (with an error, or a result of another
+                // kind) is running: there is no exit to wait for.
+                let answered = matches!(
+                    error,
+                    ClientInitializeError::JsonRpcError(_)
+                        | ClientInitializeError::ExpectedInitResult(Some(_))
+                );
                 let source = failure::from_initialize(error);
                 if answered {
                     return Err(StartupError::Handshake {
@@ -495,7 +499,8 @@ pub(super) enum Classified {
 ///    2026-07-28), else a startup error naming both lists;
 /// 4. a success that is not a discover result marks a handshake server too: it
 ///    answered a method it does not know as if it were another;
-/// 5. anything else (the connection closed, a malformed message) is a startup error.
+/// 5. anything else (the connection closed, an answer the transport refused as
+///    unusable, [`crate::transport::refused`]) is a startup error.
 ///
 /// Over Streamable HTTP the same reading applies to the answer of the discover `POST`
 /// ([`super::over_http`]).
@@ -506,7 +511,8 @@ pub(super) fn classify(error: ClientInitializeError) -> Classified {
         }
         ClientInitializeError::JsonRpcError(ref data)
             if data.code != ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
-                && data.code != ErrorCode::HEADER_MISMATCH =>
+                && data.code != ErrorCode::HEADER_MISMATCH
+                && crate::transport::refused::refusal(data).is_none() =>
         {
             Classified::Handshake(Box::new(error))
         }
@@ -543,71 +549,4 @@ pub(super) fn no_shared(supported: Vec<String>) -> StartupError {
 }
 
 #[cfg(test)]
-mod tests {
-    use rmcp::ErrorData;
-
-    use super::*;
-
-    fn rpc(code: i32) -> ClientInitializeError {
-        ClientInitializeError::JsonRpcError(ErrorData::new(ErrorCode(code), "no", None))
-    }
-
-    fn no_common(server: &[&str]) -> ClientInitializeError {
-        ClientInitializeError::NoCompatibleProtocolVersion {
-            client_supported: vec![ProtocolVersion::V_2026_07_28],
-            server_supported: server
-                .iter()
-                .map(|version| serde_json::from_value(serde_json::json!(version)).unwrap())
-                .collect(),
-        }
-    }
-
-    #[test]
-    fn a_success_that_is_not_a_discover_result_marks_a_handshake_server() {
-        let answer: rmcp::model::ServerResult = serde_json::from_str("{}").unwrap();
-        let error = ClientInitializeError::ExpectedInitResult(Some(answer));
-        assert!(matches!(classify(error), Classified::Handshake(_)));
-        let closed = ClientInitializeError::ExpectedInitResult(None);
-        assert!(matches!(classify(closed), Classified::Failed(_)));
-    }
-
-    #[test]
-    fn any_error_but_a_modern_rejection_marks_a_handshake_server() {
-        for code in [-32601, -32602, -32600, -32603, 1, -32000] {
-            assert!(
-                matches!(classify(rpc(code)), Classified::Handshake(_)),
-                "{code}"
-            );
-        }
-        for code in [-32021, -32020] {
-            assert!(
-                matches!(classify(rpc(code)), Classified::Failed(_)),
-                "{code}"
-            );
-        }
-    }
-
-    #[test]
-    fn no_shared_version_is_a_handshake_server_only_when_it_lists_a_handshake_revision() {
-        assert!(matches!(
-            classify(no_common(&["2025-06-18"])),
-            Classified::Handshake(_)
-        ));
-        match classify(no_common(&["2027-01-01", "2026-01-01"])) {
-            Classified::NoSharedVersion { supported } => {
-                assert_eq!(supported, ["2027-01-01", "2026-01-01"]);
-            }
-            _ => panic!("expected no shared version"),
-        }
-        assert!(matches!(
-            classify(no_common(&[])),
-            Classified::NoSharedVersion { .. }
-        ));
-    }
-
-    #[test]
-    fn a_closed_connection_is_a_startup_failure() {
-        let closed = ClientInitializeError::ConnectionClosed("eof".into());
-        assert!(matches!(classify(closed), Classified::Failed(_)));
-    }
-}
+mod tests;

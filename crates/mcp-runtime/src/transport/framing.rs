@@ -14,7 +14,9 @@
 //! Invariants:
 //! 1. Memory is bounded by `max_message_bytes`: a line is collected only while it
 //!    fits; past the limit it is discarded as it arrives, while an [`IdScanner`]
-//!    looks for its top-level `id` and `method` in a few bytes of state.
+//!    looks for its top-level `id` and `method` in a few bytes of state. A message
+//!    gathered over several lines (invariant 7) is bounded by the limit too, and past
+//!    it handled as an oversized line.
 //! 2. Every request the runtime sends is *pending* from the moment rmcp hands it to
 //!    the transport until an answer with its id arrives, its cancellation is sent or
 //!    writing it fails. Only an answer to a pending request reaches rmcp; any other
@@ -32,6 +34,17 @@
 //!    server's process group is gone, which shutdown guarantees.
 //! 5. Reading is cancel safe: rmcp polls `receive` beside other events and drops it
 //!    when one of them comes first; a line read in part stays in the transport.
+//! 6. A line rmcp cannot read is noise, a batch, or an answer the runtime cannot use
+//!    (see [`refused`]): noise (a banner, a log line, JSON that is no message) is
+//!    skipped; a batch is taken message by message, in order; an answer to a pending
+//!    request that is not UTF-8 or not a response fails that request at once, with
+//!    what came and why. A request from the server that cannot be read is answered
+//!    with an invalid-request error.
+//! 7. A line that begins a JSON object or array and does not end it starts a message
+//!    printed over several lines, which the transport forbids: the lines that follow
+//!    are gathered until the value ends, and an answer to a pending request fails it
+//!    with the lines it took and what came. A line that is a message of its own ends
+//!    the gathering as noise, and is read as usual.
 
 use std::{
     borrow::Cow,
@@ -44,16 +57,20 @@ use std::{
 use rmcp::{
     RoleClient,
     model::{
-        ClientJsonRpcMessage, ClientNotification, ErrorCode, ErrorData, JsonRpcMessage, RequestId,
+        ClientJsonRpcMessage, ClientNotification, ErrorData, JsonRpcMessage, RequestId,
         ServerJsonRpcMessage,
     },
     transport::Transport,
 };
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
-use super::raw_answers::RawAnswers;
 #[cfg(doc)]
 use super::splice::SplicingWriter;
+use super::{
+    raw_answers::RawAnswers,
+    refused::{self, Unread},
+};
+use crate::error::MessageRefused;
 
 /// How long the reader keeps draining stdout after the protocol has closed, in case
 /// something outside the server's process group holds the pipe open.
@@ -75,8 +92,11 @@ pub(crate) struct StdioTransport<W> {
     pending: Arc<Mutex<Pending>>,
     /// The requests whose answers rmcp gets raw ([`RawAnswers`]).
     raw: RawAnswers,
-    /// Errors made here for pending requests, delivered before the next line.
+    /// Errors made here for pending requests, and the messages of a batch after its
+    /// first, delivered before the next line.
     queued: VecDeque<ServerJsonRpcMessage>,
+    /// A message printed over several lines, being read (invariant 7).
+    gathering: Option<Gathered>,
     /// Bounds the error answers on their way to the server.
     replies: Arc<tokio::sync::Semaphore>,
 }
@@ -101,6 +121,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
             pending: Arc::default(),
             raw: RawAnswers::default(),
             queued: VecDeque::new(),
+            gathering: None,
             replies: Arc::new(tokio::sync::Semaphore::new(MAX_ERROR_REPLIES)),
         }
     }
@@ -140,63 +161,155 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
         });
     }
 
-    /// What `line` holds for rmcp, if anything (see invariant 2).
+    /// What `line` holds for rmcp, if anything (see invariants 2, 6 and 7).
     fn parse(&mut self, line: &[u8]) -> Option<ServerJsonRpcMessage> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+        // A line that is not part of a message being gathered is read on its own.
+        if let Some(gathered) = self.gathering.take()
+            && let Some(handled) = self.gather(gathered, line)
+        {
+            return handled;
+        }
         if line.iter().all(u8::is_ascii_whitespace) {
             return None;
         }
-        let rewritten = self.raw.rewrite(line);
-        let line = rewritten.as_deref().unwrap_or(line);
+        self.read(line, false)
+    }
+
+    /// What `text`, one message (a line, or an element of a batch when `in_batch`),
+    /// holds for rmcp.
+    fn read(&mut self, text: &[u8], in_batch: bool) -> Option<ServerJsonRpcMessage> {
+        let rewritten = self.raw.rewrite(text);
+        let text = rewritten.as_deref().unwrap_or(text);
         let server = &*self.server;
-        let error = match serde_json::from_slice::<ServerJsonRpcMessage>(line) {
-            Ok(message) => {
-                let id = match &message {
-                    JsonRpcMessage::Response(response) => Some(&response.id),
-                    JsonRpcMessage::Error(error) => error.id.as_ref(),
-                    JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
-                };
-                return match id {
-                    Some(id) if !lock(&self.pending).take(id) => {
-                        tracing::debug!(server, %id, "ignoring an answer to a request not in flight");
-                        None
-                    }
-                    _ => Some(message),
-                };
+        if let Ok(message) = serde_json::from_slice::<ServerJsonRpcMessage>(text) {
+            let id = match &message {
+                JsonRpcMessage::Response(response) => Some(&response.id),
+                JsonRpcMessage::Error(error) => error.id.as_ref(),
+                JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
+            };
+            return match id {
+                Some(id) if !lock(&self.pending).take(id) => {
+                    tracing::debug!(server, %id, "ignoring an answer to a request not in flight");
+                    None
+                }
+                _ => Some(message),
+            };
+        }
+        match refused::read(server, text) {
+            Unread::Noise => {
+                tracing::debug!(server, "ignoring a line that is not a JSON-RPC message");
+                None
             }
-            Err(error) => error,
-        };
-        let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) else {
-            tracing::debug!(server, "ignoring a line that is not JSON");
+            Unread::Incomplete if !in_batch => {
+                let mut scanner = IdScanner::default();
+                scanner.feed(text);
+                self.gathering = Some(Gathered {
+                    text: text.to_vec(),
+                    lines: 1,
+                    scanner,
+                });
+                None
+            }
+            Unread::Batch(elements) if !in_batch => {
+                let mut messages = elements
+                    .iter()
+                    .filter_map(|element| self.read(element.get().as_bytes(), true));
+                let first = messages.next();
+                let rest: Vec<_> = messages.collect();
+                self.queued.extend(rest);
+                first
+            }
+            Unread::Incomplete | Unread::Batch(_) => {
+                tracing::debug!(
+                    server,
+                    "ignoring an element of a batch that is not a message"
+                );
+                None
+            }
+            Unread::Request(id) => {
+                tracing::debug!(server, %id, "answering a request that cannot be read");
+                self.reply_error(id, ErrorData::invalid_request("Invalid request", None));
+                None
+            }
+            Unread::Answer { id, refused } => self.refuse(id, &refused),
+        }
+    }
+
+    /// Fails request `id` with `refused`, if it is pending (invariant 2).
+    fn refuse(&self, id: RequestId, refused: &MessageRefused) -> Option<ServerJsonRpcMessage> {
+        let server = &*self.server;
+        if !lock(&self.pending).take(&id) {
+            tracing::debug!(server, %id, "ignoring an unusable answer to a request not in flight");
             return None;
-        };
-        let id = value
-            .get("id")
-            .and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
-        match (id, value.get("method").is_some()) {
-            (Some(id), false) if lock(&self.pending).take(&id) => {
-                Some(ServerJsonRpcMessage::error(
-                    ErrorData::new(
-                        ErrorCode::INTERNAL_ERROR,
-                        format!(
-                            "server `{server}` answered with a message that is not a valid response ({error})"
-                        ),
-                        None,
-                    ),
-                    Some(id),
-                ))
+        }
+        tracing::debug!(server, %id, "{refused}");
+        Some(refused::answer(refused, id))
+    }
+
+    /// Adds `line` to `gathered`, a message printed over several lines (invariant 7):
+    /// `None` when `line` is a message of its own, which ends the gathering as noise;
+    /// else what the gathering gives once it is over, or `Some(None)` while it goes on.
+    fn gather(
+        &mut self,
+        mut gathered: Gathered,
+        line: &[u8],
+    ) -> Option<Option<ServerJsonRpcMessage>> {
+        let server = &*self.server;
+        if is_a_message(line) {
+            tracing::debug!(
+                server,
+                "ignoring lines that began a JSON value and did not end it"
+            );
+            return None;
+        }
+        let size = gathered.text.len() + 1 + line.len();
+        if size > self.limit {
+            gathered.scanner.feed(b"\n");
+            gathered.scanner.feed(line);
+            let (id, method) = gathered.scanner.finish();
+            // Its errors are queued, delivered before the next line.
+            self.oversized(Oversized {
+                size: size as u64,
+                id,
+                method,
+            });
+            return Some(None);
+        }
+        gathered.text.push(b'\n');
+        gathered.text.extend_from_slice(line);
+        gathered.lines += 1;
+        gathered.scanner.feed(b"\n");
+        gathered.scanner.feed(line);
+        if !gathered.scanner.closed() {
+            self.gathering = Some(gathered);
+            return Some(None);
+        }
+        let Gathered { text, lines, .. } = gathered;
+        Some(match refused::read(server, &text) {
+            Unread::Answer { id, .. } => {
+                let refused = MessageRefused::SeveralLines {
+                    server: server.to_owned(),
+                    lines,
+                    sent: crate::error::sent(&text),
+                };
+                self.refuse(id, &refused)
             }
-            (Some(id), true) => {
-                tracing::debug!(server, %error, "answering a request that cannot be read");
+            Unread::Request(id) => {
+                tracing::debug!(server, %id, "answering a request printed over several lines");
                 self.reply_error(id, ErrorData::invalid_request("Invalid request", None));
                 None
             }
             _ => {
-                tracing::debug!(server, %error, "ignoring a message that cannot be read");
+                tracing::debug!(
+                    server,
+                    lines,
+                    "ignoring a JSON value printed over several lines"
+                );
                 None
             }
-        }
+        })
     }
 
     /// Fails what an oversized line answered (see invariant 3).
@@ -322,17 +435,21 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Transport<RoleClient> for StdioTran
 }
 
 /// The error a request gets when its answer was over `limit` bytes: `size` bytes, when
-/// known (an HTTP body or event is abandoned at the limit, unmeasured).
+/// known (an HTTP body or event is abandoned at the limit, unmeasured). It is the
+/// client's refusal, not the server's error ([`refused`]).
 pub(crate) fn too_large(server: &str, size: Option<u64>, limit: usize) -> ErrorData {
-    let message = match size {
-        Some(size) => format!(
-            "server `{server}` sent a message of {size} bytes, over its limit of {limit} bytes (raise `max_message_bytes`)"
-        ),
-        None => format!(
-            "server `{server}` sent a message over its limit of {limit} bytes (raise `max_message_bytes`)"
-        ),
-    };
-    ErrorData::new(ErrorCode::INTERNAL_ERROR, message, None)
+    refused::error_data(&MessageRefused::TooLarge {
+        server: server.to_owned(),
+        size,
+        limit,
+    })
+}
+
+/// Whether `line` is a JSON-RPC message of its own: a JSON object with `jsonrpc`.
+fn is_a_message(line: &[u8]) -> bool {
+    line.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'{')
+        && serde_json::from_slice::<serde_json::Value>(line)
+            .is_ok_and(|value| value.get("jsonrpc").is_some())
 }
 
 /// `message` as a line of JSON.
@@ -343,6 +460,15 @@ fn encode(message: &impl serde::Serialize) -> io::Result<Vec<u8>> {
 }
 
 use crate::sync::lock;
+
+/// A message printed over several lines, read so far (invariant 7).
+struct Gathered {
+    /// Its lines, joined by `\n`; at most the limit.
+    text: Vec<u8>,
+    lines: usize,
+    /// Finds where it ends, and its `id` should it grow past the limit.
+    scanner: IdScanner,
+}
 
 /// The requests sent and not yet answered.
 #[derive(Default)]
@@ -513,6 +639,8 @@ impl<W> Drop for StdioTransport<W> {
 #[derive(Default)]
 pub(super) struct IdScanner {
     depth: usize,
+    /// Whether the top-level value has begun.
+    opened: bool,
     /// Whether the text is a JSON object (only then does it have keys).
     object: bool,
     in_string: bool,
@@ -578,6 +706,7 @@ impl IdScanner {
                 if self.depth == 0 {
                     self.object = byte == b'{';
                     self.expect_key = self.object;
+                    self.opened = true;
                 }
                 if self.reading_id {
                     // An object or array is not an id.
@@ -640,6 +769,11 @@ impl IdScanner {
             .id_text
             .take()
             .and_then(|text| serde_json::from_slice::<RequestId>(&text).ok());
+    }
+
+    /// Whether the top-level object or array, once begun, has ended.
+    fn closed(&self) -> bool {
+        self.opened && self.depth == 0
     }
 
     /// The top-level `id`, if readable, and whether there is a top-level `method`.

@@ -393,7 +393,7 @@ fn oversized(request: &serde_json::Value) -> (&'static str, String) {
 
 fn size_error() -> String {
     format!(
-        "server `web` sent a message over its limit of {LIMIT} bytes (raise `max_message_bytes`)"
+        "server `web` sent a message over the client's limit of {LIMIT} bytes (raise `max_message_bytes`)"
     )
 }
 
