@@ -321,6 +321,60 @@ async fn a_server_that_exits_after_answering_the_probe_is_started_again_for_init
     runtime.shutdown().await;
 }
 
+/// The ids of the `server/discover` and `initialize` requests in the log, in order.
+fn probe_and_initialize_ids(log: &Path) -> Vec<Value> {
+    read_log(log)
+        .into_iter()
+        .filter(|entry| entry["method"] == "server/discover" || entry["method"] == "initialize")
+        .map(|entry| entry["id"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_server_answering_discover_with_an_empty_result_is_initialized_on_the_same_process() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let server = fixture_auto(
+        "empty",
+        &[
+            "--mangle-answer",
+            "server/discover=empty-result",
+            "--log",
+            path_str(&log),
+        ],
+    );
+    let (runtime, events) = start_with(vec![server], fresh()).await;
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+    assert_eq!(status.protocol_version.as_deref(), Some("2025-11-25"));
+    assert_eq!(spawned(&events).len(), 1, "the probed process is kept");
+    assert_eq!(probe_and_initialize_ids(&log), [json!(0), json!(1)]);
+    runtime.call_tool("mcp__empty__echo", None).await.unwrap();
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_probe_and_initialize_on_one_process_have_distinct_ids() {
+    // The raw fixture refuses `server/discover` as a method it does not know.
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let server = fixture_auto("raw", &["--duplicate-tool", "--log", path_str(&log)]);
+    let (runtime, events) = start_with(vec![server], fresh()).await;
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+    assert_eq!(spawned(&events).len(), 1);
+    assert_eq!(probe_and_initialize_ids(&log), [json!(0), json!(1)]);
+    // Every later request is numbered after them, and answered.
+    let ids: Vec<Value> = read_log(&log)
+        .into_iter()
+        .filter_map(|entry| entry.get("id").cloned())
+        .collect();
+    let unique: BTreeSet<String> = ids.iter().map(Value::to_string).collect();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
+    runtime.call_tool("mcp__raw__pid", None).await.unwrap();
+    runtime.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_server_silent_to_discover_is_restarted_with_initialize_after_the_bound() {
     let dir = temp_dir();

@@ -41,6 +41,8 @@ mod over_stdio;
 
 mod reclaim;
 
+mod renumber;
+
 mod subscriptions;
 
 mod tasks;

@@ -7,9 +7,10 @@
 //! by the probe bound. A discover result keeps that connection. An answer that marks
 //! a handshake server falls back to `initialize` on the same process, as the rule
 //! says: the server is running and reading (rmcp hands the transport back, see
-//! [`super::reclaim`]); on a fresh one when the answer was a result of another kind
-//! (the server may have taken the probe for `initialize`) or the process ended
-//! before answering `initialize`. No answer within the bound ends that process (killed and
+//! [`super::reclaim`]), and `initialize` gets the next id, not the probe's (see
+//! [`super::renumber`]); on a fresh one when the answer was an initialize result (the
+//! server took the probe for `initialize`) or the process ended before answering
+//! `initialize`. A result of another kind, such as `{}`, keeps the process. No answer within the bound ends that process (killed and
 //! reaped) and starts a fresh one with `initialize`: a server that has not answered
 //! one request may not read the next.
 
@@ -17,7 +18,7 @@ use std::time::Duration;
 
 use rmcp::{
     ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt,
-    model::{ErrorCode, ProtocolVersion},
+    model::{ErrorCode, ProtocolVersion, ServerResult},
     service::{ClientInitializeError, RunningService},
 };
 use tokio::process::ChildStdin;
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     ACCEPTED_PROTOCOL_VERSIONS, Client, exit_report, failure, liveness, reclaim,
+    renumber::Renumbered,
     version_gate::{Accepted, Gate},
 };
 use crate::{
@@ -37,8 +39,9 @@ use crate::{
     },
 };
 
-/// A local server's stdio, wired to the protocol and watched.
-type Transport = liveness::Watched<StdioTransport<SplicingWriter<ChildStdin>>>;
+/// A local server's stdio, wired to the protocol and watched, its request ids
+/// going on past the probe's when `initialize` follows it ([`Renumbered`]).
+type Transport = Renumbered<liveness::Watched<StdioTransport<SplicingWriter<ChildStdin>>>>;
 
 /// A started local server: its protocol, its process, and the token cancelled when
 /// its connection ends.
@@ -129,9 +132,9 @@ enum Discovered {
     /// A discover result: the server speaks 2026-07-28; its connection.
     Modern(Box<Started>),
     /// The server answered as a handshake server (`why`); its process, running and
-    /// ready for `initialize`, unless it answered with a result (one that takes any
-    /// first request for `initialize` may have taken the probe for it): then it is
-    /// gone.
+    /// ready for `initialize`, unless it answered with an initialize result (it took
+    /// the probe for `initialize`): then it is gone. A result of another kind (`{}`)
+    /// keeps the process, as an error does.
     Handshake {
         why: Box<ClientInitializeError>,
         running: Option<Box<Spawned>>,
@@ -272,7 +275,7 @@ impl Stdio<'_> {
         // Each process has its own token: a probed process that is given up must not
         // end the connection of the next one.
         let ended = CancellationToken::new();
-        let transport = liveness::Watched::new(transport, ended.clone());
+        let transport = Renumbered::new(liveness::Watched::new(transport, ended.clone()));
         Ok(Spawned {
             process,
             transport,
@@ -425,15 +428,24 @@ impl Stdio<'_> {
         match classify(error) {
             Classified::Handshake(why) => {
                 // rmcp drops its transport before a failed start returns; a server that
-                // answered with a result gets a fresh process (see `Discovered`).
-                let answered_with_result =
-                    matches!(*why, ClientInitializeError::ExpectedInitResult(Some(_)));
+                // answered with an initialize result took the probe for `initialize`,
+                // and gets a fresh process (see `Discovered`).
+                let took_it_for_initialize = matches!(
+                    *why,
+                    ClientInitializeError::ExpectedInitResult(Some(
+                        ServerResult::InitializeResult(_)
+                    ))
+                );
                 let running = match transport {
-                    Some(transport) if !answered_with_result => Some(Box::new(Spawned {
-                        process,
-                        transport,
-                        ended,
-                    })),
+                    Some(mut transport) if !took_it_for_initialize => {
+                        // `initialize` comes from a new engine, numbering from 0 again.
+                        transport.go_on();
+                        Some(Box::new(Spawned {
+                            process,
+                            transport,
+                            ended,
+                        }))
+                    }
                     transport => {
                         drop(transport);
                         process.kill().await;
