@@ -679,6 +679,19 @@ impl Connection {
         }
     }
 
+    /// Why a call or a request of the server's features failed, from rmcp's `error`:
+    /// with the exit report of a local server that has exited, and, on a 2026-07-28
+    /// connection, naming a server that tried to ask the client the handshake way
+    /// ([`failure::asked_out_of_era`]).
+    async fn request_failure(&self, error: rmcp::ServiceError) -> RequestError {
+        let failure = self.with_exit_report(failure::from_service(error)).await;
+        if self.is_stateless() {
+            failure::asked_out_of_era(failure)
+        } else {
+            failure
+        }
+    }
+
     /// Whether a launcher path on this host may be offered to the server.
     pub(crate) fn may_offer_launcher(&self) -> bool {
         self.may_offer_launcher
@@ -761,7 +774,7 @@ impl Connection {
             Err(CallFailure::Failed(error)) => Err(CallError::Failed {
                 server: server.to_owned(),
                 tool: tool.to_owned(),
-                source: self.with_exit_report(failure::from_service(error)).await,
+                source: self.request_failure(error).await,
             }),
             Err(CallFailure::Refused(message)) => Err(CallError::Request {
                 server: server.to_owned(),

@@ -971,6 +971,20 @@ pub enum RequestError {
     /// one it can read.
     #[error(transparent)]
     Refused(MessageRefused),
+    /// Under protocol version 2026-07-28, the server failed the request because it
+    /// could not send a request of its own (`elicitation/create`,
+    /// `sampling/createMessage` or `roots/list`): that revision has no such requests,
+    /// its servers ask through an input-required result. The server's fault.
+    #[error(
+        "the server tried to send `{method}` as a request of its own, which protocol version `2026-07-28` does not have (a server of that revision asks through an input-required result): a fault of the server; until it is fixed, set `protocol = \"2025-11-25\"` for this server"
+    )]
+    AskedOutOfEra {
+        /// The request it tried to send.
+        method: &'static str,
+        /// The server's error.
+        #[source]
+        source: Arc<RequestError>,
+    },
     /// The server process exited.
     #[error("the server process exited ({status}){}", stderr_suffix(stderr_tail))]
     Exited {

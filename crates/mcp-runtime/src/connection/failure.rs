@@ -105,6 +105,34 @@ pub(super) fn from_initialize(error: ClientInitializeError) -> RequestError {
     }
 }
 
+/// The requests a server of the handshake revisions sends the client while it
+/// handles one, which 2026-07-28 replaced by input-required results.
+const ASKS: [&str; 3] = ["elicitation/create", "sampling/createMessage", "roots/list"];
+
+/// `error`, the failure of a request on a 2026-07-28 connection, read for a server
+/// that tried to ask the client the handshake way and failed the request for it:
+/// an invalid-request error naming one of [`ASKS`] (the official Python SDK's
+/// `Cannot send 'elicitation/create': this transport context has no back-channel
+/// for server-initiated requests.`). The server chose 2026-07-28 and broke its
+/// rule; pinning a handshake revision works around it.
+pub(super) fn asked_out_of_era(error: RequestError) -> RequestError {
+    let method = match &error {
+        RequestError::Server { code, message, .. }
+            if *code == rmcp::model::ErrorCode::INVALID_REQUEST.0 =>
+        {
+            ASKS.into_iter().find(|method| message.contains(method))
+        }
+        _ => None,
+    };
+    match method {
+        Some(method) => RequestError::AskedOutOfEra {
+            method,
+            source: Arc::new(error),
+        },
+        None => error,
+    }
+}
+
 /// The failure behind a transport's error: an [`HttpFailure`] or the end of the
 /// connection; otherwise a description of it.
 fn from_transport(error: &DynamicTransportError) -> Result<RequestError, String> {
@@ -223,6 +251,36 @@ mod tests {
             &refused,
         )));
         assert!(matches!(error, RequestError::Refused(_)), "{error:?}");
+    }
+
+    #[test]
+    fn a_server_asking_the_handshake_way_is_told_from_other_refusals() {
+        let refused = |code: i32, message: &str| RequestError::Server {
+            code,
+            message: message.to_owned(),
+            source: Arc::new(ServiceError::TransportClosed),
+        };
+        let error = asked_out_of_era(refused(
+            -32600,
+            "Cannot send 'sampling/createMessage': no back-channel",
+        ));
+        assert!(
+            matches!(&error, RequestError::AskedOutOfEra { method, .. } if *method == "sampling/createMessage"),
+            "{error:?}"
+        );
+        assert_eq!(
+            crate::error::chain(&error),
+            "the server tried to send `sampling/createMessage` as a request of its own, which protocol version `2026-07-28` does not have (a server of that revision asks through an input-required result): a fault of the server; until it is fixed, set `protocol = \"2025-11-25\"` for this server: server error -32600: Cannot send 'sampling/createMessage': no back-channel"
+        );
+        for other in [
+            refused(-32600, "bad arguments"),
+            refused(-32603, "Cannot send 'elicitation/create'"),
+        ] {
+            assert!(matches!(
+                asked_out_of_era(other),
+                RequestError::Server { .. }
+            ));
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::{
 use rmcp::model::{ClientRequest, ServerResult};
 use serde_json::{Value, json};
 
-use super::{CallFailure, Connection, Deadline, MAX_LIST_PAGES, MAX_LISTED_TOOLS, failure};
+use super::{CallFailure, Connection, Deadline, MAX_LIST_PAGES, MAX_LISTED_TOOLS};
 use crate::{error::FeatureError, sync::lock};
 
 /// A feature a server may offer, as its capabilities name it.
@@ -201,7 +201,7 @@ impl Connection {
             Err(CallFailure::Failed(error)) => Err(FeatureError::Failed {
                 server: server.to_owned(),
                 method,
-                source: self.with_exit_report(failure::from_service(error)).await,
+                source: self.request_failure(error).await,
             }),
             Err(CallFailure::Refused(message)) => Err(FeatureError::Answer {
                 server: server.to_owned(),
