@@ -35,6 +35,7 @@
 //! | exits (status, stderr lines) on `tools/list` | `--crash-list CODE` |
 //! | answers `tools/list` with an error | `--fail-list` |
 //! | a `tools/list` cursor that loops | `--repeat-cursor` |
+//! | an empty `nextCursor` on the last page | `--empty-last-cursor` |
 //! | many pages, many tools | `--page-size N`, `--tools N` |
 //! | an oversized `tools/list` line | `--list-padding-bytes N` |
 //! | an oversized call result | `--call-result-bytes N` |

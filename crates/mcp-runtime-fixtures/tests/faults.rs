@@ -406,6 +406,14 @@ async fn a_cursor_loop_fails_startup() {
 }
 
 #[tokio::test]
+async fn an_empty_last_cursor_ends_the_listing() {
+    let row = start_row(faulty(&["--page-size", "2", "--empty-last-cursor"])).await;
+    row.faulty_is_callable().await;
+    assert_eq!(status(&row.runtime, FAULTY).tools, 5);
+    row.finish(&[]).await;
+}
+
+#[tokio::test]
 async fn more_than_100_pages_fails_startup() {
     // 5 fixed tools + 96 generated, one a page: 101 pages.
     fails_to_start(

@@ -43,6 +43,9 @@ struct Args {
     /// Fault: every `tools/list` page names the next cursor `again`, forever
     #[arg(long)]
     repeat_cursor: bool,
+    /// Fault: end the last `tools/list` page with `nextCursor: ""`
+    #[arg(long, conflicts_with = "repeat_cursor")]
+    empty_last_cursor: bool,
     /// Wait this long before answering `initialize`
     #[arg(long, value_name = "MS", default_value_t = 0)]
     init_delay_ms: u64,
@@ -284,6 +287,7 @@ impl Args {
             named_tools: self.tool_names.clone(),
             page_size: self.page_size.map(|size| size as usize),
             repeat_cursor: self.repeat_cursor,
+            empty_last_cursor: self.empty_last_cursor,
             init_delay: Duration::from_millis(self.init_delay_ms),
             discover_delay: Duration::from_millis(self.discover_delay_ms),
             list_delay: Duration::from_millis(self.list_delay_ms),

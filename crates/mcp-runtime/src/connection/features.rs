@@ -287,7 +287,12 @@ async fn all_pages(
             )));
         }
         entries.extend(listed);
-        match answer.get("nextCursor").and_then(Value::as_str) {
+        // An empty cursor names no next page: the list ends, as without one.
+        match answer
+            .get("nextCursor")
+            .and_then(Value::as_str)
+            .filter(|next| !next.is_empty())
+        {
             None => return Ok(entries),
             Some(next) => {
                 if !seen.insert(next.to_owned()) {
@@ -347,6 +352,18 @@ mod tests {
         .await;
         assert_eq!(walked.unwrap(), [json!(1), json!(2), json!(3), json!(4)]);
         assert_eq!(asked, [None, Some("a".into()), Some("b".into())]);
+    }
+
+    #[tokio::test]
+    async fn an_empty_cursor_ends_the_list() {
+        let (walked, asked) = walk(vec![
+            json!({"resources": [1], "nextCursor": "a"}),
+            json!({"resources": [2], "nextCursor": ""}),
+            json!({"resources": [1], "nextCursor": "a"}),
+        ])
+        .await;
+        assert_eq!(walked.unwrap(), [json!(1), json!(2)]);
+        assert_eq!(asked, [None, Some("a".to_owned())]);
     }
 
     #[tokio::test]

@@ -20,6 +20,7 @@
 //! 3. A listing is bounded: at most [`MAX_LIST_PAGES`] pages and [`MAX_LISTED_TOOLS`]
 //!    entries (counted as the server sent them, usable or not), no cursor twice, and
 //!    each page answered within the page timeout. Past any bound the listing fails.
+//!    An empty `nextCursor` ends the listing, as a missing one does.
 //! 4. A page whose answer is no longer awaited (timeout, dropped future) is followed
 //!    by `notifications/cancelled` for its request.
 
@@ -134,7 +135,8 @@ pub(super) async fn list_tools(
             );
         }
         left_out_count += read.left_out_count;
-        match read.next_cursor {
+        // An empty cursor names no next page: the list ends, as without one.
+        match read.next_cursor.filter(|next| !next.is_empty()) {
             None => {
                 if left_out_count > MAX_WARNINGS {
                     tracing::warn!(

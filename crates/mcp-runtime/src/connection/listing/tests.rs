@@ -388,6 +388,35 @@ async fn pages_are_followed_by_their_cursors() {
 }
 
 #[tokio::test]
+async fn an_empty_cursor_ends_the_listing() {
+    let (client, mut received) = scripted_server(vec![
+        page(&good("a"), Some("c1")),
+        page(&good("b"), Some("")),
+        // Never asked for: a server asked with `""` may answer its first page again.
+        page(&good("a"), None),
+    ])
+    .await;
+    let sent = AtomicUsize::new(0);
+    let tools = list_tools(
+        client.peer(),
+        &Cancellations::new(client.peer().clone()),
+        "s",
+        Duration::from_secs(30),
+        &sent,
+    )
+    .await
+    .unwrap()
+    .tools;
+    assert_eq!(names(tools.iter().map(|listed| &*listed.tool)), ["a", "b"]);
+    assert_eq!(sent.load(Ordering::Relaxed), 2);
+    let mut cursors = Vec::new();
+    while let Ok(Received::List { cursor, .. }) = received.try_recv() {
+        cursors.push(cursor);
+    }
+    assert_eq!(cursors, [None, Some("c1".into())]);
+}
+
+#[tokio::test]
 async fn a_repeated_cursor_ends_the_listing_with_an_error() {
     let pages = vec![
         page(&good("a"), Some("again")),
