@@ -424,12 +424,37 @@ async fn more_than_100_pages_fails_startup() {
 }
 
 #[tokio::test]
-async fn more_than_10000_tools_fails_startup() {
+async fn more_than_10000_tools_fails_startup_naming_the_setting() {
     fails_to_start(
         faulty(&["--tools", "9996", "--page-size", "5000"]),
-        &["more than 10000 tools"],
+        &["more than 10000 tools (raise `max_tools`)"],
     )
     .await;
+}
+
+#[tokio::test]
+async fn max_tools_raises_the_tool_limit() {
+    let text = format!(
+        r#"
+[mcp_servers.{FAULTY}]
+command = {fixture:?}
+args = ["--tools", "9996", "--page-size", "5000"]
+protocol = "2025-11-25"
+startup_timeout_sec = {startup}
+max_tools = 10001
+
+[mcp_servers.{HEALTHY}]
+command = {fixture:?}
+"#,
+        fixture = fixture_path(),
+        startup = STARTUP_TIMEOUT.as_secs(),
+    );
+    let config = Config::parse(&text, Path::new("faults.toml"))
+        .unwrap_or_else(|error| panic!("the config loads: {}", chain(&error)));
+    let row = start_row(config).await;
+    row.faulty_is_callable().await;
+    assert_eq!(status(&row.runtime, FAULTY).tools, 10_001);
+    row.finish(&[]).await;
 }
 
 #[tokio::test]

@@ -100,8 +100,9 @@ pub const ACCEPTED_PROTOCOL_VERSIONS: [ProtocolVersion; 4] = [
 ];
 /// `tools/list` may not take more pages than this.
 pub const MAX_LIST_PAGES: usize = 100;
-/// `tools/list` may not list more tools than this.
-pub const MAX_LISTED_TOOLS: usize = 10_000;
+/// A list may not have more entries than this: `tools/list` by default (`max_tools`
+/// raises it), the other lists always.
+pub const MAX_LISTED_TOOLS: usize = crate::config::DEFAULT_MAX_TOOLS;
 /// How long an exited server's last stderr may take to arrive.
 const EXIT_REPORT_WAIT: Duration = Duration::from_secs(1);
 /// How long a call whose connection ended still waits for an answer the server wrote
@@ -622,8 +623,9 @@ impl Connection {
         cacheable != Some(&serde_json::Value::Bool(false))
     }
 
-    /// Lists every tool of `server` (see [`listing::list_tools`]), counting each
-    /// request in `sent`; each page is bounded by `page_timeout`. The server's grant to
+    /// Lists every tool of `server` (see [`listing::list_tools`]), at most `max_tools`
+    /// of them, counting each request in `sent`; each page is bounded by
+    /// `page_timeout`. The server's grant to
     /// reuse the listing counts only on a 2026-07-28 connection: the hints are that
     /// revision's, and an older server that sends them does not mean them.
     ///
@@ -634,11 +636,20 @@ impl Connection {
         &self,
         server: &str,
         page_timeout: Duration,
+        max_tools: usize,
         sent: &AtomicUsize,
     ) -> Result<Listing, ListToolsError> {
-        match listing::list_tools(self.peer(), &self.cancellations, server, page_timeout, sent)
-            .await
-        {
+        let listed = listing::list_tools(
+            self.peer(),
+            &self.cancellations,
+            server,
+            listing::Bounds {
+                page_timeout,
+                max_tools,
+            },
+            sent,
+        );
+        match listed.await {
             Ok(mut listing) => {
                 if !self.is_stateless() {
                     listing.grant = None;

@@ -638,10 +638,10 @@ pub enum ListToolsError {
         /// The page limit.
         limit: usize,
     },
-    /// More tools than the guard allows.
-    #[error("the server listed more than {limit} tools")]
+    /// More tools than `max_tools` allows.
+    #[error("the server listed more than {limit} tools (raise `max_tools`)")]
     TooManyTools {
-        /// The tool limit.
+        /// The tool limit, `max_tools`.
         limit: usize,
     },
     /// The server's answer is not a usable `tools/list` result, or no answer came in

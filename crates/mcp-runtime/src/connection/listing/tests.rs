@@ -108,10 +108,18 @@ async fn list_with_hints(pages: Vec<String>) -> Result<Listing, ListToolsError> 
         client.peer(),
         &Cancellations::new(client.peer().clone()),
         "scripted",
-        Duration::from_secs(30),
+        bounds(Duration::from_secs(30)),
         &sent,
     )
     .await
+}
+
+/// The default bounds, with `page_timeout`.
+fn bounds(page_timeout: Duration) -> Bounds {
+    Bounds {
+        page_timeout,
+        max_tools: crate::config::DEFAULT_MAX_TOOLS,
+    }
 }
 
 fn names<'a>(tools: impl IntoIterator<Item = &'a Tool>) -> Vec<&'a str> {
@@ -369,7 +377,7 @@ async fn pages_are_followed_by_their_cursors() {
         client.peer(),
         &Cancellations::new(client.peer().clone()),
         "s",
-        Duration::from_secs(30),
+        bounds(Duration::from_secs(30)),
         &sent,
     )
     .await
@@ -401,7 +409,7 @@ async fn an_empty_cursor_ends_the_listing() {
         client.peer(),
         &Cancellations::new(client.peer().clone()),
         "s",
-        Duration::from_secs(30),
+        bounds(Duration::from_secs(30)),
         &sent,
     )
     .await
@@ -447,18 +455,43 @@ async fn more_pages_than_the_limit_is_an_error() {
 }
 
 #[tokio::test]
-async fn more_tools_than_the_limit_is_an_error() {
-    let tools: Vec<String> = (0..=MAX_LISTED_TOOLS)
+async fn more_tools_than_the_limit_is_an_error_naming_the_setting() {
+    let tools: Vec<String> = (0..=crate::config::DEFAULT_MAX_TOOLS)
         .map(|n| good(&format!("t{n}")))
         .collect();
     let error = list(vec![page(&tools.join(","), None)]).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the server listed more than 10000 tools (raise `max_tools`)"
+    );
+}
+
+#[tokio::test]
+async fn max_tools_sets_the_limit_across_pages() {
+    let listed = |max_tools| async move {
+        let (client, _received) = scripted_server(vec![
+            page(&[good("a"), good("b")].join(","), Some("c1")),
+            page(&good("c"), None),
+        ])
+        .await;
+        let bounds = Bounds {
+            page_timeout: Duration::from_secs(30),
+            max_tools,
+        };
+        let cancellations = Cancellations::new(client.peer().clone());
+        list_tools(
+            client.peer(),
+            &cancellations,
+            "s",
+            bounds,
+            &AtomicUsize::new(0),
+        )
+        .await
+    };
+    assert_eq!(listed(3).await.unwrap().tools.len(), 3);
+    let error = listed(2).await.unwrap_err();
     assert!(
-        matches!(
-            error,
-            ListToolsError::TooManyTools {
-                limit: MAX_LISTED_TOOLS
-            }
-        ),
+        matches!(error, ListToolsError::TooManyTools { limit: 2 }),
         "{error:?}"
     );
 }
@@ -471,7 +504,7 @@ async fn a_page_without_an_answer_times_out_and_is_cancelled() {
         client.peer(),
         &Cancellations::new(client.peer().clone()),
         "s",
-        Duration::from_secs(7),
+        bounds(Duration::from_secs(7)),
         &sent,
     )
     .await
@@ -495,7 +528,7 @@ async fn a_dropped_listing_cancels_its_page() {
     let sent = AtomicUsize::new(0);
     let cancellations = Cancellations::new(client.peer().clone());
     let id = tokio::select! {
-        result = list_tools(client.peer(), &cancellations, "s", Duration::from_secs(30), &sent) => {
+        result = list_tools(client.peer(), &cancellations, "s", bounds(Duration::from_secs(30)), &sent) => {
             panic!("the listing cannot finish: {result:?}")
         }
         Some(Received::List { id, .. }) = received.recv() => id,
