@@ -36,7 +36,7 @@
 //!    when one of them comes first; a line read in part stays in the transport.
 //! 6. A line rmcp cannot read is noise, a batch, or an answer the runtime cannot use
 //!    (see [`refused`]): noise (a banner, a log line, JSON that is no message) is
-//!    skipped; a batch is taken message by message, in order; an answer to a pending
+//!    skipped, with one warning a connection naming the server (not the line); a batch is taken message by message, in order; an answer to a pending
 //!    request that is not UTF-8 or not a response fails that request at once, with
 //!    what came and why. A request from the server that cannot be read is answered
 //!    with an invalid-request error.
@@ -97,6 +97,8 @@ pub(crate) struct StdioTransport<W> {
     queued: VecDeque<ServerJsonRpcMessage>,
     /// A message printed over several lines, being read (invariant 7).
     gathering: Option<Gathered>,
+    /// Whether a line that is no message was seen (and warned of) yet.
+    noise_seen: bool,
     /// Bounds the error answers on their way to the server.
     replies: Arc<tokio::sync::Semaphore>,
 }
@@ -122,6 +124,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
             raw: RawAnswers::default(),
             queued: VecDeque::new(),
             gathering: None,
+            noise_seen: false,
             replies: Arc::new(tokio::sync::Semaphore::new(MAX_ERROR_REPLIES)),
         }
     }
@@ -199,7 +202,17 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
         }
         match refused::read(server, text) {
             Unread::Noise => {
-                tracing::debug!(server, "ignoring a line that is not a JSON-RPC message");
+                // Once a connection: a server that writes what it should not may be
+                // one whose answers never come, and its timeout should not be all
+                // the user sees. What it wrote is not quoted: it may hold anything.
+                if std::mem::replace(&mut self.noise_seen, true) {
+                    tracing::debug!(server, "ignoring a line that is not a JSON-RPC message");
+                } else {
+                    tracing::warn!(
+                        server,
+                        "skipped a line the server wrote on stdout that is not a JSON-RPC message (stdout is for its messages alone; later such lines are skipped silently)"
+                    );
+                }
                 None
             }
             Unread::Incomplete if !in_batch => {

@@ -304,6 +304,38 @@ async fn an_answer_over_several_lines_fails_its_request_at_once_showing_it() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn noise_on_stdout_is_skipped_with_one_warning_that_does_not_quote_it() {
+    let events = crate::test_events::Events::default();
+    let _default = tracing::subscriber::set_default(events.clone());
+    let (client, mut peer) = connect();
+    let server = tokio::spawn(async move {
+        peer.send("Server ready, token=abc123").await;
+        peer.handshake().await;
+        let request = peer.next_request().await;
+        peer.send("[INFO] listing resources").await;
+        peer.answer(&request, json!({"resources": []})).await;
+    });
+    let client = client.await;
+    let listed = tokio::time::timeout(CALL_TIMEOUT, client.peer().list_resources(None))
+        .await
+        .expect("no wait for the timeout");
+    assert!(listed.unwrap().resources.is_empty());
+    server.await.unwrap();
+    let warnings: Vec<String> = events
+        .with_targets()
+        .into_iter()
+        .filter(|line| line.contains(" WARN"))
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "mcp_runtime::transport::framing WARNskipped a line the server wrote on stdout that is not a JSON-RPC message (stdout is for its messages alone; later such lines are skipped silently) server=\"big\""
+        ]
+    );
+    assert!(!events.lines().concat().contains("abc123"));
+}
+
+#[tokio::test(start_paused = true)]
 async fn lines_that_begin_a_value_and_never_end_it_are_noise_before_a_message() {
     let (client, mut peer) = connect();
     let server = tokio::spawn(async move {
