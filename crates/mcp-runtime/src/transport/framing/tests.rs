@@ -12,7 +12,7 @@ use tokio::{
     sync::oneshot,
 };
 
-use super::*;
+use super::{id_scanner::MAX_ID_BYTES, *};
 
 /// Small, so the tests stay fast; every oversized line below is well past it.
 const LIMIT: usize = 1024;
