@@ -36,10 +36,11 @@
 //!    when one of them comes first; a line read in part stays in the transport.
 //! 6. A line rmcp cannot read is noise, a batch, or an answer the runtime cannot use
 //!    (see [`refused`]): noise (a banner, a log line, JSON that is no message) is
-//!    skipped, with one warning a connection naming the server (not the line); a batch is taken message by message, in order; an answer to a pending
-//!    request that is not UTF-8 or not a response fails that request at once, with
-//!    what came and why. A request from the server that cannot be read is answered
-//!    with an invalid-request error.
+//!    skipped, with one warning a connection naming the server (not the line); a
+//!    batch is taken message by message, in order; an answer to a pending request
+//!    that is not UTF-8 or not a response fails that request at once, with what came
+//!    and why. A request from the server that cannot be read is answered with an
+//!    invalid-request error.
 //! 7. A line that begins a JSON object or array and does not end it starts a message
 //!    printed over several lines, which the transport forbids: the lines that follow
 //!    are gathered until the value ends, and an answer to a pending request fails it
@@ -299,14 +300,25 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
             return Some(None);
         }
         let Gathered { text, lines, .. } = gathered;
+        let refused = MessageRefused::SeveralLines {
+            server: server.to_owned(),
+            lines,
+            sent: crate::error::sent(&text),
+        };
         Some(match refused::read(server, &text) {
-            Unread::Answer { id, .. } => {
-                let refused = MessageRefused::SeveralLines {
-                    server: server.to_owned(),
-                    lines,
-                    sent: crate::error::sent(&text),
-                };
-                self.refuse(id, &refused)
+            Unread::Answer { id, .. } => self.refuse(id, &refused),
+            // A batch printed over several lines fails every answer in it.
+            Unread::Batch(elements) => {
+                let mut failed = elements.iter().filter_map(|element| {
+                    match refused::read(server, element.get().as_bytes()) {
+                        Unread::Answer { id, .. } => self.refuse(id, &refused),
+                        _ => None,
+                    }
+                });
+                let first = failed.next();
+                let rest: Vec<_> = failed.collect();
+                self.queued.extend(rest);
+                first
             }
             Unread::Request(id) => {
                 tracing::debug!(server, %id, "answering a request printed over several lines");

@@ -336,6 +336,19 @@ async fn noise_on_stdout_is_skipped_with_one_warning_that_does_not_quote_it() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_batch_over_several_lines_fails_the_answers_in_it_at_once() {
+    let message = refused_answer(|id| {
+        let batch = json!([{"jsonrpc": "2.0", "id": id, "result": {"tools": []}}]);
+        vec![format!("{batch:#}\n").into_bytes()]
+    })
+    .await;
+    assert!(
+        message.starts_with("server `big` sent an answer over several lines (9)"),
+        "{message}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn lines_that_begin_a_value_and_never_end_it_are_noise_before_a_message() {
     let (client, mut peer) = connect();
     let server = tokio::spawn(async move {
