@@ -35,6 +35,7 @@
 //! | exits (status, stderr lines) on `tools/list` | `--crash-list CODE` |
 //! | answers `tools/list` with an error | `--fail-list` |
 //! | a `tools/list` cursor that loops | `--repeat-cursor` |
+//! | an empty `nextCursor` on the last page | `--empty-last-cursor` |
 //! | many pages, many tools | `--page-size N`, `--tools N` |
 //! | an oversized `tools/list` line | `--list-padding-bytes N` |
 //! | an oversized call result | `--call-result-bytes N` |
@@ -51,6 +52,7 @@
 //! | a tool with an empty name (raw) | `--empty-tool-name` |
 //! | two tools with the same name (raw) | `--duplicate-tool` |
 //! | ignores `notifications/cancelled`, answers late (raw) | `--ignore-cancel` |
+//! | an answer not UTF-8, over several lines, in a batch, without `protocolVersion`, or `{}` (raw) | `--mangle-answer METHOD=KIND` |
 //! | HTTP: every request answered with one status | `--http-status STATUS` |
 //! | HTTP: accepts connections, never answers | `--http-silent` |
 //! | HTTP: quotes the request's headers back in errors | `--echo-headers` |

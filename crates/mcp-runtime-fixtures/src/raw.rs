@@ -2,10 +2,13 @@
 //! stdout, for the faults rmcp's server cannot produce.
 //!
 //! rmcp's server only writes well-formed messages about valid models, so it cannot
-//! write a line that is not JSON, a response to a request nobody sent, or a tool
-//! whose `inputSchema` is not an object. This server answers `initialize`, `ping`,
-//! `tools/list` (one page, every tool) and `tools/call` itself, from the same tool
-//! list as the rmcp-based server plus the faulty tools asked for.
+//! write a line that is not JSON, a response to a request nobody sent, a tool whose
+//! `inputSchema` is not an object, or an answer it can read but a client cannot use
+//! (not UTF-8, over several lines, in a batch: see [`Mangle`]). This server answers
+//! `initialize`, `ping`, `tools/list` (one page, every tool) and `tools/call`
+//! itself, from the same tool list as the rmcp-based server plus the faulty tools
+//! asked for; any other request, `server/discover` among them, gets "method not
+//! found", as from a server of the handshake revisions.
 //!
 //! Invariants:
 //!
@@ -59,6 +62,46 @@ pub enum InitializeFault {
     UnsolicitedResponseBefore,
 }
 
+/// How the raw server spoils its answer to one method (`--mangle-answer`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mangle {
+    /// A byte that is not UTF-8 inside a string: a top-level `"note":"caf\xFF"`.
+    NotUtf8,
+    /// Pretty-printed, over several lines.
+    SeveralLines,
+    /// In a JSON-RPC batch of one: `[answer]`.
+    Batch,
+    /// Its result without `protocolVersion` (for `initialize`).
+    WithoutProtocolVersion,
+    /// The result `{}`, whatever the method (a success for `server/discover` too).
+    EmptyResult,
+}
+
+impl FromStr for Mangle {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "not-utf8" => Ok(Self::NotUtf8),
+            "several-lines" => Ok(Self::SeveralLines),
+            "batch" => Ok(Self::Batch),
+            "without-protocol-version" => Ok(Self::WithoutProtocolVersion),
+            "empty-result" => Ok(Self::EmptyResult),
+            other => Err(format!(
+                "`{other}` is not one of `not-utf8`, `several-lines`, `batch`, `without-protocol-version`, `empty-result`"
+            )),
+        }
+    }
+}
+
+/// `METHOD=KIND`: the answer to METHOD spoiled as KIND (see [`Mangle`]).
+pub fn parse_mangled(text: &str) -> Result<(String, Mangle), String> {
+    let (method, kind) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not METHOD=KIND"))?;
+    Ok((method.to_owned(), kind.parse()?))
+}
+
 /// The `inputSchema` of the [`BAD_SCHEMA_TOOL`]: never an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BadSchema {
@@ -102,6 +145,8 @@ pub struct RawBehaviour {
     /// Wait this long before answering a `tools/call` whose arguments do not
     /// name `delay_ms`.
     pub call_delay: Duration,
+    /// The methods whose answers are spoiled, and how.
+    pub mangled: Vec<(String, Mangle)>,
 }
 
 /// One answer: wait, then write these bytes (nothing when empty).
@@ -184,11 +229,32 @@ impl RawServer {
             return Reply::now(Vec::new());
         };
         let params = message.get("params").cloned().unwrap_or(Value::Null);
+        let mangle = self
+            .behaviour
+            .mangled
+            .iter()
+            .find(|(mangled, _)| mangled == method)
+            .map(|(_, mangle)| *mangle);
+        let reply = match (method, mangle) {
+            (_, Some(Mangle::EmptyResult)) => Reply::now(result(id, json!({}))),
+            _ => self.answer_method(id, method, &params),
+        };
+        match mangle {
+            Some(mangle) => Reply {
+                bytes: mangled(&reply.bytes, mangle),
+                ..reply
+            },
+            None => reply,
+        }
+    }
+
+    /// The answer to request `id` of `method`, unspoiled.
+    fn answer_method(&self, id: &Value, method: &str, params: &Value) -> Reply {
         match method {
-            "initialize" => self.initialize(id, &params),
+            "initialize" => self.initialize(id, params),
             "ping" => Reply::now(result(id, json!({}))),
             "tools/list" => Reply::now(result(id, json!({ "tools": self.tools }))),
-            "tools/call" => self.call(id, &params),
+            "tools/call" => self.call(id, params),
             other => Reply::now(error(
                 id,
                 -32601,
@@ -241,6 +307,38 @@ impl RawServer {
                 }),
             ),
         }
+    }
+}
+
+/// The answer `line` (one line of JSON, with its `\n`) spoiled as `mangle`.
+fn mangled(line: &[u8], mangle: Mangle) -> Vec<u8> {
+    let mut message: Value = serde_json::from_slice(line).expect("an answer is JSON");
+    match mangle {
+        Mangle::NotUtf8 => {
+            let text = serde_json::to_vec(&message).expect("a JSON value serializes");
+            let mut bytes = b"{\"note\":\"caf\xFF\",".to_vec();
+            bytes.extend_from_slice(&text[1..]);
+            bytes.push(b'\n');
+            bytes
+        }
+        Mangle::SeveralLines => {
+            let mut bytes = serde_json::to_vec_pretty(&message).expect("a JSON value serializes");
+            bytes.push(b'\n');
+            bytes
+        }
+        Mangle::Batch => {
+            let mut bytes = b"[".to_vec();
+            bytes.extend_from_slice(line.strip_suffix(b"\n").unwrap_or(line));
+            bytes.extend_from_slice(b"]\n");
+            bytes
+        }
+        Mangle::WithoutProtocolVersion => {
+            if let Some(result) = message.get_mut("result").and_then(Value::as_object_mut) {
+                result.remove("protocolVersion");
+            }
+            self::line(message)
+        }
+        Mangle::EmptyResult => line.to_vec(),
     }
 }
 
@@ -354,6 +452,48 @@ mod tests {
         assert_eq!(
             with(InitializeFault::UnsolicitedResponseBefore),
             [UNSOLICITED_RESPONSE.as_bytes(), &plain].concat()
+        );
+    }
+
+    #[test]
+    fn a_mangled_answer_is_spoiled_as_asked_and_only_for_its_method() {
+        let with = |method: &str, mangle| {
+            server(RawBehaviour {
+                mangled: vec![(method.to_owned(), mangle)],
+                ..RawBehaviour::default()
+            })
+        };
+        let plain = server(RawBehaviour::default()).answer(INITIALIZE).bytes;
+        let not_utf8 = with("initialize", Mangle::NotUtf8).answer(INITIALIZE).bytes;
+        assert!(std::str::from_utf8(&not_utf8).is_err());
+        assert!(not_utf8.starts_with(b"{\"note\":\"caf\xFF\",\""));
+        assert_eq!(not_utf8.iter().filter(|&&byte| byte == b'\n').count(), 1);
+
+        let pretty = with("initialize", Mangle::SeveralLines)
+            .answer(INITIALIZE)
+            .bytes;
+        assert!(pretty.iter().filter(|&&byte| byte == b'\n').count() > 3);
+        assert_eq!(
+            serde_json::from_slice::<Value>(&pretty).unwrap(),
+            serde_json::from_slice::<Value>(&plain).unwrap()
+        );
+
+        let batch = with("initialize", Mangle::Batch).answer(INITIALIZE).bytes;
+        assert_eq!(batch, [b"[", &plain[..plain.len() - 1], b"]\n"].concat());
+
+        let bare = with("initialize", Mangle::WithoutProtocolVersion).answer(INITIALIZE);
+        let bare = &json_lines(&bare.bytes)[0];
+        assert!(bare["result"].get("protocolVersion").is_none());
+        assert!(bare["result"].get("serverInfo").is_some());
+
+        let discover = r#"{"jsonrpc":"2.0","id":0,"method":"server/discover"}"#;
+        let empty = with("server/discover", Mangle::EmptyResult).answer(discover);
+        assert_eq!(json_lines(&empty.bytes)[0]["result"], json!({}));
+        let refused = with("tools/list", Mangle::EmptyResult).answer(discover);
+        assert_eq!(json_lines(&refused.bytes)[0]["error"]["code"], -32601);
+        assert_eq!(
+            with("tools/list", Mangle::Batch).answer(INITIALIZE).bytes,
+            plain
         );
     }
 

@@ -63,6 +63,9 @@ pub struct Behaviour {
     pub page_size: Option<usize>,
     /// Answer every page with the same next cursor, forever.
     pub repeat_cursor: bool,
+    /// End the last page with `nextCursor: ""` instead of none (a cursor of `""`
+    /// is refused as invalid, as any cursor the fixture did not hand out).
+    pub empty_last_cursor: bool,
     /// Wait before answering `initialize`.
     pub init_delay: Duration,
     /// Wait before answering `server/discover` (a server slow to start).
@@ -220,8 +223,10 @@ impl Fixture {
         let mut result = ListToolsResult::with_all_items(tools[offset..end].to_vec());
         result.next_cursor = if self.behaviour.repeat_cursor {
             Some(REPEATED_CURSOR.to_owned())
+        } else if end < tools.len() {
+            Some(end.to_string())
         } else {
-            (end < tools.len()).then(|| end.to_string())
+            self.behaviour.empty_last_cursor.then(String::new)
         };
         result.ttl_ms = self.behaviour.list_ttl_ms;
         result.cache_scope = self.behaviour.list_cache_scope;
@@ -948,6 +953,21 @@ mod tests {
         assert!(server.page(Some("x")).is_err());
         assert!(server.page(Some(REPEATED_CURSOR)).is_err());
         assert!(server.page(Some("5")).unwrap().tools.is_empty());
+    }
+
+    #[test]
+    fn empty_last_cursor_ends_the_last_page_with_an_empty_cursor() {
+        let server = fixture(Behaviour {
+            page_size: Some(3),
+            empty_last_cursor: true,
+            ..Behaviour::default()
+        });
+        assert_eq!(server.page(None).unwrap().next_cursor.as_deref(), Some("3"));
+        assert_eq!(
+            server.page(Some("3")).unwrap().next_cursor.as_deref(),
+            Some("")
+        );
+        assert!(server.page(Some("")).is_err());
     }
 
     #[test]

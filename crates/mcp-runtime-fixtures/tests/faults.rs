@@ -69,6 +69,24 @@ fn faulty(args: &[&str]) -> Config {
     beside_healthy(fixture(FAULTY, args))
 }
 
+/// `startup_timeout_sec` of the rows about answers the runtime cannot use: long, so
+/// that a start that waits for the timeout instead of failing at once is caught by
+/// [`REFUSED_BOUND`].
+const LONG_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a start may take when an answer the runtime cannot use must end it at
+/// once: well under [`LONG_STARTUP_TIMEOUT`], with room for a loaded machine.
+const REFUSED_BOUND: Duration = Duration::from_secs(10);
+
+/// A fixture server named `faulty` with `args` and [`LONG_STARTUP_TIMEOUT`].
+fn faulty_patient(args: &[&str]) -> Config {
+    config([
+        fixture(FAULTY, args)
+            .with_startup_timeout(LONG_STARTUP_TIMEOUT)
+            .with_tool_timeout(LONG_STARTUP_TIMEOUT),
+        fixture(HEALTHY, &[]),
+    ])
+}
+
 /// A Streamable HTTP server named `faulty` at `url`.
 fn faulty_http(url: &str) -> Config {
     beside_healthy(ServerConfig::http(FAULTY, url))
@@ -239,6 +257,33 @@ async fn fails_to_start(config: Config, expected: &[&str]) {
     row.finish(&[]).await;
 }
 
+/// The processes the runtime started for the faulty server.
+fn faulty_spawns(events: &[StartupEvent]) -> usize {
+    events
+        .iter()
+        .filter(|event| matches!(event, StartupEvent::Spawned { server, .. } if server == FAULTY))
+        .count()
+}
+
+/// A startup row for an answer the runtime cannot use: with [`LONG_STARTUP_TIMEOUT`],
+/// the start ends within [`REFUSED_BOUND`], one process was started, and the faulty
+/// server's reason contains every one of `expected` and blames no timeout.
+async fn refused_at_once(args: &[&str], expected: &[&str]) {
+    let began = Instant::now();
+    let row = start_row(faulty_patient(args)).await;
+    let took = began.elapsed();
+    assert!(took <= REFUSED_BOUND, "the start took {took:?}");
+    assert_eq!(faulty_spawns(&row.events), 1, "{:?}", row.events);
+    let reason = row.startup_failure();
+    for part in expected {
+        assert!(reason.contains(part), "expected `{part}` in: {reason}");
+    }
+    for misleading in ["did not finish starting", "exited", "server error"] {
+        assert!(!reason.contains(misleading), "`{misleading}` in: {reason}");
+    }
+    row.finish(&[]).await;
+}
+
 /// A row where the faulty server must still become ready and callable.
 async fn starts_anyway(config: Config) {
     let row = start_row(config).await;
@@ -284,6 +329,50 @@ async fn an_unsolicited_response_before_initialize_is_ignored() {
     starts_anyway(faulty(&["--unsolicited-response"])).await;
 }
 
+// Startup: an `initialize` answer the runtime cannot use fails at once, saying what
+// came and why; one it can use, though unusual, is taken.
+
+#[tokio::test]
+async fn an_initialize_answer_that_is_not_utf8_fails_at_once_showing_it() {
+    refused_at_once(
+        &["--mangle-answer", "initialize=not-utf8"],
+        &["not valid UTF-8", r#"{"note":"caf\xFF","#],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_initialize_answer_over_several_lines_fails_at_once_showing_it() {
+    refused_at_once(
+        &["--mangle-answer", "initialize=several-lines"],
+        &[
+            "over several lines",
+            "one message per line",
+            r#"`{\n  "jsonrpc": "2.0",\n  "id": 0,"#,
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_initialize_answer_without_protocol_version_fails_at_once_naming_the_field() {
+    refused_at_once(
+        &["--mangle-answer", "initialize=without-protocol-version"],
+        &["missing field `protocolVersion`", r#""serverInfo""#],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_initialize_answer_in_a_batch_is_taken_as_the_2025_03_26_revision_allows() {
+    let began = Instant::now();
+    let row = start_row(faulty_patient(&["--mangle-answer", "initialize=batch"])).await;
+    assert!(began.elapsed() <= REFUSED_BOUND, "{:?}", began.elapsed());
+    assert_eq!(faulty_spawns(&row.events), 1, "{:?}", row.events);
+    row.faulty_is_callable().await;
+    row.finish(&[]).await;
+}
+
 // Startup: tools/list.
 
 #[tokio::test]
@@ -317,6 +406,14 @@ async fn a_cursor_loop_fails_startup() {
 }
 
 #[tokio::test]
+async fn an_empty_last_cursor_ends_the_listing() {
+    let row = start_row(faulty(&["--page-size", "2", "--empty-last-cursor"])).await;
+    row.faulty_is_callable().await;
+    assert_eq!(status(&row.runtime, FAULTY).tools, 5);
+    row.finish(&[]).await;
+}
+
+#[tokio::test]
 async fn more_than_100_pages_fails_startup() {
     // 5 fixed tools + 96 generated, one a page: 101 pages.
     fails_to_start(
@@ -327,19 +424,66 @@ async fn more_than_100_pages_fails_startup() {
 }
 
 #[tokio::test]
-async fn more_than_10000_tools_fails_startup() {
+async fn more_than_10000_tools_fails_startup_naming_the_setting() {
     fails_to_start(
         faulty(&["--tools", "9996", "--page-size", "5000"]),
-        &["more than 10000 tools"],
+        &["more than 10000 tools (raise `max_tools`)"],
     )
     .await;
 }
 
 #[tokio::test]
+async fn max_tools_raises_the_tool_limit() {
+    let text = format!(
+        r#"
+[mcp_servers.{FAULTY}]
+command = {fixture:?}
+args = ["--tools", "9996", "--page-size", "5000"]
+protocol = "2025-11-25"
+startup_timeout_sec = {startup}
+max_tools = 10001
+
+[mcp_servers.{HEALTHY}]
+command = {fixture:?}
+"#,
+        fixture = fixture_path(),
+        startup = STARTUP_TIMEOUT.as_secs(),
+    );
+    let config = Config::parse(&text, Path::new("faults.toml"))
+        .unwrap_or_else(|error| panic!("the config loads: {}", chain(&error)));
+    let row = start_row(config).await;
+    row.faulty_is_callable().await;
+    assert_eq!(status(&row.runtime, FAULTY).tools, 10_001);
+    row.finish(&[]).await;
+}
+
+#[tokio::test]
 async fn an_oversized_tools_list_line_fails_naming_size_and_limit() {
-    fails_to_start(
-        faulty_with_message_limit(&["--list-padding-bytes", &OVERSIZED_BYTES.to_string()]),
-        &["max_message_bytes"],
+    let row = start_row(faulty_with_message_limit(&[
+        "--list-padding-bytes",
+        &OVERSIZED_BYTES.to_string(),
+    ]))
+    .await;
+    let reason = row.startup_failure();
+    assert!(
+        reason.contains(&format!(
+            "over the client's limit of {LIMIT_BYTES} bytes (raise `max_message_bytes`)"
+        )),
+        "{reason}"
+    );
+    assert!(!reason.contains("server error"), "{reason}");
+    row.finish(&[]).await;
+}
+
+#[tokio::test]
+async fn a_tools_list_answer_over_several_lines_fails_at_once_showing_it() {
+    refused_at_once(
+        &["--mangle-answer", "tools/list=several-lines"],
+        &[
+            "listing tools failed",
+            "over several lines",
+            r#"`{\n  "jsonrpc": "2.0",\n  "id": "#,
+        ],
     )
     .await;
 }
@@ -419,7 +563,35 @@ async fn an_oversized_call_result_fails_naming_size_and_limit() {
     ]))
     .await;
     let message = row.call_failure("pid", None).await;
-    assert!(message.contains("max_message_bytes"), "{message}");
+    assert!(
+        message.contains(&format!(
+            "over the client's limit of {LIMIT_BYTES} bytes (raise `max_message_bytes`)"
+        )),
+        "{message}"
+    );
+    assert!(!message.contains("server error"), "{message}");
+    row.finish(&[]).await;
+}
+
+#[tokio::test]
+async fn a_call_answer_that_is_not_utf8_fails_at_once_showing_it() {
+    let row = start_row(faulty_patient(&["--mangle-answer", "tools/call=not-utf8"])).await;
+    let began = Instant::now();
+    let message = row.call_failure("pid", None).await;
+    assert!(began.elapsed() <= REFUSED_BOUND, "{:?}", began.elapsed());
+    for part in ["not valid UTF-8", r#"{"note":"caf\xFF","#] {
+        assert!(message.contains(part), "expected `{part}` in: {message}");
+    }
+    assert!(!message.contains("server error"), "{message}");
+    // The connection stays up: the next answer may be fine.
+    assert_eq!(status(&row.runtime, FAULTY).state, ServerState::Ready);
+    row.finish(&[]).await;
+}
+
+#[tokio::test]
+async fn a_call_answer_in_a_batch_is_taken() {
+    let row = start_row(faulty_patient(&["--mangle-answer", "tools/call=batch"])).await;
+    row.faulty_is_callable().await;
     row.finish(&[]).await;
 }
 

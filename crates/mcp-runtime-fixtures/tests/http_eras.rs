@@ -379,3 +379,78 @@ async fn the_python_sdk_over_streamable_http_lists_and_calls_its_tool() {
         "the dual-era peer was spoken to in 2026-07-28"
     );
 }
+
+/// Accepts every form with `{"name": "Grace"}`.
+struct Grace;
+
+impl mcp_runtime::host::Elicitation for Grace {
+    fn elicit<'a>(
+        &'a self,
+        _server: &'a str,
+        _request: mcp_runtime::model::ElicitRequestParams,
+    ) -> mcp_runtime::host::HandlerFuture<'a, mcp_runtime::model::ElicitResult> {
+        Box::pin(async {
+            mcp_runtime::model::ElicitResult::new(mcp_runtime::model::ElicitationAction::Accept)
+                .with_content(json!({"name": "Grace"}))
+        })
+    }
+}
+
+/// The text a call of `tool` on `runtime`'s server `asks` answered, or its error.
+async fn asked(runtime: &Runtime, tool: &str) -> Result<String, String> {
+    match runtime.call_tool(&format!("mcp__asks__{tool}"), None).await {
+        Ok(result) => Ok(result
+            .content()
+            .next()
+            .unwrap()
+            .as_text()
+            .unwrap()
+            .to_owned()),
+        Err(error) => Err(mcp_runtime::error::chain(&error)),
+    }
+}
+
+/// `peers/python/asks.py` over Streamable HTTP: a tool that asks with a request of its
+/// own (`ctx.elicit`), which the SDK refuses to send under 2026-07-28, and one that
+/// asks through a resolver, which works in both eras.
+#[tokio::test]
+async fn a_python_sdk_tool_asking_the_handshake_way_under_2026_07_28_is_named_the_servers_fault() {
+    let python = peers_dir().join("venvs/mcp-2.3.0/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/install-peers (scripts/test does)",
+        python.display()
+    );
+    let port = free_port();
+    let mut command = tokio::process::Command::new(python);
+    command
+        .arg(peers_dir().join("python/asks.py"))
+        .args(["--http", &port.to_string()]);
+    let peer = peer_over_http(command, "Uvicorn running on").await;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let host = || mcp_runtime::host::HostHandlers::new().with_elicitation(Grace);
+
+    let auto = start_with(ServerConfig::http("asks", &url), host()).await;
+    assert_eq!(
+        auto.servers()[0].protocol_version.as_deref(),
+        Some("2026-07-28")
+    );
+    assert_eq!(asked(&auto, "ask_by_result").await.unwrap(), "accept Grace");
+    let error = asked(&auto, "ask_in_call").await.unwrap_err();
+    assert_eq!(
+        error,
+        "tool `ask_in_call` on server `asks` failed: the server tried to send `elicitation/create` as a request of its own, which protocol version `2026-07-28` does not have (a server of that revision asks through an input-required result): a fault of the server; until it is fixed, set `protocol = \"2025-11-25\"` for this server: server error -32600: Cannot send 'elicitation/create': this transport context has no back-channel for server-initiated requests."
+    );
+    auto.shutdown().await;
+
+    let pinned =
+        ServerConfig::http("asks", &url).with_protocol(mcp_runtime::config::Protocol::V2025_11_25);
+    let pinned = start_with(pinned, host()).await;
+    assert_eq!(asked(&pinned, "ask_in_call").await.unwrap(), "accept Grace");
+    assert_eq!(
+        asked(&pinned, "ask_by_result").await.unwrap(),
+        "accept Grace"
+    );
+    pinned.shutdown().await;
+    peer.stop().await;
+}

@@ -350,12 +350,9 @@ async fn an_oversized_event_fails_only_the_call_it_answers() {
         .call_tool("mcp__hand__fault", None)
         .await
         .unwrap_err();
-    assert!(
-        chain(&error).ends_with(
-            "server `hand` sent a message over its limit of 8192 bytes (raise `max_message_bytes`)"
-        ),
-        "{}",
-        chain(&error)
+    assert_eq!(
+        chain(&error),
+        "tool `fault` on server `hand` failed: server `hand` sent a message over the client's limit of 8192 bytes (raise `max_message_bytes`)"
     );
     let after = runtime.call_tool("mcp__hand__echo", None).await.unwrap();
     assert_eq!(text(&after), "ok", "the session goes on");
@@ -398,6 +395,34 @@ async fn a_post_answered_with_500_fails_that_call_with_the_servers_words() {
     );
     let after = runtime.call_tool("mcp__hand__echo", None).await.unwrap();
     assert_eq!(text(&after), "ok", "the session goes on");
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_answer_event_that_is_not_a_response_fails_that_call_at_once_showing_it() {
+    let (runtime, error) = faulty_call(Fault::NotAResponse).await;
+    assert!(
+        error.starts_with(
+            "tool `fault` on server `hand` failed: server `hand` sent an answer mcp-runtime cannot read (it has neither `result` nor `error`): `{\"jsonrpc\":\"2.0\",\"id\":"
+        ),
+        "{error}"
+    );
+    let after = runtime.call_tool("mcp__hand__echo", None).await.unwrap();
+    assert_eq!(text(&after), "ok", "the session goes on");
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_answer_event_in_a_batch_is_taken() {
+    let server = LegacyServer::start(Behavior {
+        fault: Fault::Batch,
+        ..Behavior::default()
+    })
+    .await;
+    let (runtime, _) = start(config([sse_server("hand", &server.url, |_| {})])).await;
+    assert_ready(&runtime);
+    let answer = runtime.call_tool("mcp__hand__fault", None).await.unwrap();
+    assert_eq!(text(&answer), "ok");
     runtime.shutdown().await;
 }
 

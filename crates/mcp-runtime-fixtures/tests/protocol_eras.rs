@@ -321,6 +321,60 @@ async fn a_server_that_exits_after_answering_the_probe_is_started_again_for_init
     runtime.shutdown().await;
 }
 
+/// The ids of the `server/discover` and `initialize` requests in the log, in order.
+fn probe_and_initialize_ids(log: &Path) -> Vec<Value> {
+    read_log(log)
+        .into_iter()
+        .filter(|entry| entry["method"] == "server/discover" || entry["method"] == "initialize")
+        .map(|entry| entry["id"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_server_answering_discover_with_an_empty_result_is_initialized_on_the_same_process() {
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let server = fixture_auto(
+        "empty",
+        &[
+            "--mangle-answer",
+            "server/discover=empty-result",
+            "--log",
+            path_str(&log),
+        ],
+    );
+    let (runtime, events) = start_with(vec![server], fresh()).await;
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+    assert_eq!(status.protocol_version.as_deref(), Some("2025-11-25"));
+    assert_eq!(spawned(&events).len(), 1, "the probed process is kept");
+    assert_eq!(probe_and_initialize_ids(&log), [json!(0), json!(1)]);
+    runtime.call_tool("mcp__empty__echo", None).await.unwrap();
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_probe_and_initialize_on_one_process_have_distinct_ids() {
+    // The raw fixture refuses `server/discover` as a method it does not know.
+    let dir = temp_dir();
+    let log = dir.path().join("log.jsonl");
+    let server = fixture_auto("raw", &["--duplicate-tool", "--log", path_str(&log)]);
+    let (runtime, events) = start_with(vec![server], fresh()).await;
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+    assert_eq!(spawned(&events).len(), 1);
+    assert_eq!(probe_and_initialize_ids(&log), [json!(0), json!(1)]);
+    // Every later request is numbered after them, and answered.
+    let ids: Vec<Value> = read_log(&log)
+        .into_iter()
+        .filter_map(|entry| entry.get("id").cloned())
+        .collect();
+    let unique: BTreeSet<String> = ids.iter().map(Value::to_string).collect();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
+    runtime.call_tool("mcp__raw__pid", None).await.unwrap();
+    runtime.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_server_silent_to_discover_is_restarted_with_initialize_after_the_bound() {
     let dir = temp_dir();
@@ -628,3 +682,71 @@ async fn server_everything_over_stdio_still_starts_in_auto() {
 
 /// What server-everything answers to `initialize` offering 2025-11-25.
 const EVERYTHING_VERSION: &str = "2025-11-25";
+
+/// `peers/python/asks.py` over stdio, spoken to in 2026-07-28 (the bound lets the
+/// interpreter answer the probe on a busy machine): its tool that asks through a
+/// resolver gets an input-required round; the one that asks with a request of its own
+/// is refused by the SDK, which the error names as the server's fault. The same
+/// peer over Streamable HTTP is in `http_eras`.
+#[tokio::test]
+async fn a_python_sdk_tool_asking_the_handshake_way_over_stdio_is_named_the_servers_fault() {
+    let python = peers_dir().join("venvs/mcp-2.3.0/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/install-peers",
+        python.display()
+    );
+    let script = peers_dir().join("python/asks.py");
+    let asks = ServerConfig::stdio(
+        "asks",
+        python.to_str().unwrap(),
+        vec![script.to_str().unwrap().into()],
+    );
+    let options = fresh()
+        .with_protocol_probe_bound(Duration::from_secs(60))
+        .with_host(mcp_runtime::host::HostHandlers::new().with_elicitation(Grace));
+    let (runtime, _) = start_with(vec![asks], options).await;
+    let status = &runtime.servers()[0];
+    assert_eq!(status.state, ServerState::Ready, "{:?}", status.error);
+    assert_eq!(status.protocol_version.as_deref(), Some("2026-07-28"));
+    let text = |result: mcp_runtime::ToolResult| {
+        result
+            .content()
+            .next()
+            .unwrap()
+            .as_text()
+            .unwrap()
+            .to_owned()
+    };
+    let answered = runtime.call_tool("mcp__asks__ask_by_result", None).await;
+    assert_eq!(text(answered.unwrap()), "accept Grace");
+    let error = runtime
+        .call_tool("mcp__asks__ask_in_call", None)
+        .await
+        .unwrap_err();
+    let error = mcp_runtime::error::chain(&error);
+    assert!(
+        error.starts_with(
+            "tool `ask_in_call` on server `asks` failed: the server tried to send `elicitation/create` as a request of its own, which protocol version `2026-07-28` does not have"
+        ),
+        "{error}"
+    );
+    assert!(error.contains("set `protocol = \"2025-11-25\"`"), "{error}");
+    runtime.shutdown().await;
+}
+
+/// Accepts every form with `{"name": "Grace"}`.
+struct Grace;
+
+impl mcp_runtime::host::Elicitation for Grace {
+    fn elicit<'a>(
+        &'a self,
+        _server: &'a str,
+        _request: mcp_runtime::model::ElicitRequestParams,
+    ) -> mcp_runtime::host::HandlerFuture<'a, mcp_runtime::model::ElicitResult> {
+        Box::pin(async {
+            mcp_runtime::model::ElicitResult::new(mcp_runtime::model::ElicitationAction::Accept)
+                .with_content(json!({"name": "Grace"}))
+        })
+    }
+}

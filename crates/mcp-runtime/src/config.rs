@@ -31,7 +31,7 @@
 //!    happen and what to use instead. A value that asks for what mcp-runtime does anyway
 //!    (`environment_id = "local"`) loads silently.
 //! 3. mcp-runtime's own: `environment`, `share_tool_listing`, `max_message_bytes`,
-//!    `protocol`, `transport`, and the `[environments.NAME]` tables.
+//!    `max_tools`, `protocol`, `transport`, and the `[environments.NAME]` tables.
 //!
 //! Where Codex decides something, mcp-runtime decides the same: with both
 //! `startup_timeout_sec` and `startup_timeout_ms` the seconds win; an `Authorization`
@@ -73,6 +73,8 @@ pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default `max_message_bytes`: 64 MiB.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+/// Default `max_tools`.
+pub const DEFAULT_MAX_TOOLS: usize = 10_000;
 
 /// The longest server name accepted, in bytes: a name is part of every qualified tool
 /// name and of every message about its server, so it is kept to a size a terminal shows.
@@ -306,6 +308,9 @@ pub struct ServerConfig {
     /// line, one SSE event or one JSON body); a larger one fails the request it
     /// answers at once.
     pub max_message_bytes: usize,
+    /// `max_tools`: the most tools the server may list (counted as it lists them,
+    /// usable or not); a listing with more fails the server's startup.
+    pub max_tools: usize,
     /// `supports_parallel_tool_calls`: the host may run several calls of this server's
     /// tools at once (the runtime always can; this tells the host the server's tools
     /// tolerate it).
@@ -363,6 +368,7 @@ impl ServerConfig {
             environment: Environment::Local,
             share_tool_listing: true,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_tools: DEFAULT_MAX_TOOLS,
             supports_parallel_tool_calls: false,
             default_tools_approval_mode: None,
             tools: BTreeMap::new(),
@@ -395,6 +401,12 @@ impl ServerConfig {
     /// Sets `max_message_bytes`.
     pub fn with_max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_message_bytes = bytes;
+        self
+    }
+
+    /// Sets `max_tools`.
+    pub fn with_max_tools(mut self, tools: usize) -> Self {
+        self.max_tools = tools;
         self
     }
 

@@ -41,6 +41,8 @@ mod over_stdio;
 
 mod reclaim;
 
+mod renumber;
+
 mod subscriptions;
 
 mod tasks;
@@ -101,8 +103,9 @@ pub const ACCEPTED_PROTOCOL_VERSIONS: [ProtocolVersion; 4] = [
 ];
 /// `tools/list` may not take more pages than this.
 pub const MAX_LIST_PAGES: usize = 100;
-/// `tools/list` may not list more tools than this.
-pub const MAX_LISTED_TOOLS: usize = 10_000;
+/// A list may not have more entries than this: `tools/list` by default (`max_tools`
+/// raises it), the other lists always.
+pub const MAX_LISTED_TOOLS: usize = crate::config::DEFAULT_MAX_TOOLS;
 /// How long an exited server's last stderr may take to arrive.
 const EXIT_REPORT_WAIT: Duration = Duration::from_secs(1);
 /// How long a call whose connection ended still waits for an answer the server wrote
@@ -627,8 +630,9 @@ impl Connection {
         cacheable != Some(&serde_json::Value::Bool(false))
     }
 
-    /// Lists every tool of `server` (see [`listing::list_tools`]), counting each
-    /// request in `sent`; each page is bounded by `page_timeout`. The server's grant to
+    /// Lists every tool of `server` (see [`listing::list_tools`]), at most `max_tools`
+    /// of them, counting each request in `sent`; each page is bounded by
+    /// `page_timeout`. The server's grant to
     /// reuse the listing counts only on a 2026-07-28 connection: the hints are that
     /// revision's, and an older server that sends them does not mean them.
     ///
@@ -639,11 +643,20 @@ impl Connection {
         &self,
         server: &str,
         page_timeout: Duration,
+        max_tools: usize,
         sent: &AtomicUsize,
     ) -> Result<Listing, ListToolsError> {
-        match listing::list_tools(self.peer(), &self.cancellations, server, page_timeout, sent)
-            .await
-        {
+        let listed = listing::list_tools(
+            self.peer(),
+            &self.cancellations,
+            server,
+            listing::Bounds {
+                page_timeout,
+                max_tools,
+            },
+            sent,
+        );
+        match listed.await {
             Ok(mut listing) => {
                 if !self.is_stateless() {
                     listing.grant = None;
@@ -681,6 +694,19 @@ impl Connection {
             },
             Some(StartupError::Closed { stderr_tail }) => RequestError::Closed { stderr_tail },
             _ => error,
+        }
+    }
+
+    /// Why a call or a request of the server's features failed, from rmcp's `error`:
+    /// with the exit report of a local server that has exited, and, on a 2026-07-28
+    /// connection, naming a server that tried to ask the client the handshake way
+    /// ([`failure::asked_out_of_era`]).
+    async fn request_failure(&self, error: rmcp::ServiceError) -> RequestError {
+        let failure = self.with_exit_report(failure::from_service(error)).await;
+        if self.is_stateless() {
+            failure::asked_out_of_era(failure)
+        } else {
+            failure
         }
     }
 
@@ -766,7 +792,7 @@ impl Connection {
             Err(CallFailure::Failed(error)) => Err(CallError::Failed {
                 server: server.to_owned(),
                 tool: tool.to_owned(),
-                source: self.with_exit_report(failure::from_service(error)).await,
+                source: self.request_failure(error).await,
             }),
             Err(CallFailure::Refused(message)) => Err(CallError::Request {
                 server: server.to_owned(),

@@ -9,6 +9,10 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use crate::config::checks::shown;
 
+mod refused;
+pub(crate) use self::refused::sent;
+pub use self::refused::{MessageRefused, SENT_CHARS};
+
 /// A configuration file could not be read or does not describe a valid set of servers.
 ///
 /// Every variant names the file, and where it applies the `[mcp_servers.NAME]` table
@@ -634,10 +638,10 @@ pub enum ListToolsError {
         /// The page limit.
         limit: usize,
     },
-    /// More tools than the guard allows.
-    #[error("the server listed more than {limit} tools")]
+    /// More tools than `max_tools` allows.
+    #[error("the server listed more than {limit} tools (raise `max_tools`)")]
     TooManyTools {
-        /// The tool limit.
+        /// The tool limit, `max_tools`.
         limit: usize,
     },
     /// The server's answer is not a usable `tools/list` result, or no answer came in
@@ -972,6 +976,24 @@ pub enum RequestError {
     /// An HTTP request failed.
     #[error(transparent)]
     Http(HttpFailure),
+    /// The runtime refused the server's answer: over the client's size limit, or not
+    /// one it can read.
+    #[error(transparent)]
+    Refused(MessageRefused),
+    /// Under protocol version 2026-07-28, the server failed the request because it
+    /// could not send a request of its own (`elicitation/create`,
+    /// `sampling/createMessage` or `roots/list`): that revision has no such requests,
+    /// its servers ask through an input-required result. The server's fault.
+    #[error(
+        "the server tried to send `{method}` as a request of its own, which protocol version `2026-07-28` does not have (a server of that revision asks through an input-required result): a fault of the server; until it is fixed, set `protocol = \"2025-11-25\"` for this server"
+    )]
+    AskedOutOfEra {
+        /// The request it tried to send.
+        method: &'static str,
+        /// The server's error.
+        #[source]
+        source: Arc<RequestError>,
+    },
     /// The server process exited.
     #[error("the server process exited ({status}){}", stderr_suffix(stderr_tail))]
     Exited {
@@ -1197,6 +1219,7 @@ pub fn is_ours(error: &(dyn std::error::Error + 'static)) -> bool {
         || is::<RestartError>(error)
         || is::<RequestError>(error)
         || is::<HttpFailure>(error)
+        || is::<MessageRefused>(error)
         || is::<AuthorityError>(error)
 }
 

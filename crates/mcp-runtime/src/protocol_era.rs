@@ -6,7 +6,8 @@
 //! A local server's era is found by a probe (the specification's stdio
 //! backward-compatibility rule): the server is spawned and sent `server/discover`; a
 //! discover result means modern, and the connection is kept; an error that is not a
-//! modern rejection means handshake, and the same process is sent `initialize`; no
+//! modern rejection, or a result of another kind (`{}`), means handshake, and the
+//! same process is sent `initialize`, with an id of its own; no
 //! answer within a short bound means handshake too, but that process is killed and a
 //! fresh one is sent `initialize` (a server that left one request unanswered may not
 //! read the next). So a probe of a handshake server costs one round trip, and one

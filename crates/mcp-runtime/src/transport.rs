@@ -10,6 +10,7 @@
 pub(crate) mod framing;
 pub(crate) mod http;
 pub(crate) mod raw_answers;
+pub(crate) mod refused;
 pub(crate) mod splice;
 pub(crate) mod sse;
 pub(crate) mod stdio;

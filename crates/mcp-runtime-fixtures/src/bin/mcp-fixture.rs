@@ -22,7 +22,7 @@ use anyhow::Context as _;
 use clap::Parser;
 use mcp_runtime_fixtures::{
     Behaviour, Era, Fixture, MessageLog, fault, http, oauth,
-    raw::{self, BadSchema, InitializeFault, RawBehaviour, RawServer},
+    raw::{self, BadSchema, InitializeFault, Mangle, RawBehaviour, RawServer},
     stdio,
 };
 use rmcp::model::{CacheScope, ExperimentalCapabilities, JsonObject};
@@ -43,6 +43,9 @@ struct Args {
     /// Fault: every `tools/list` page names the next cursor `again`, forever
     #[arg(long)]
     repeat_cursor: bool,
+    /// Fault: end the last `tools/list` page with `nextCursor: ""`
+    #[arg(long, conflicts_with = "repeat_cursor")]
+    empty_last_cursor: bool,
     /// Wait this long before answering `initialize`
     #[arg(long, value_name = "MS", default_value_t = 0)]
     init_delay_ms: u64,
@@ -145,6 +148,13 @@ struct Args {
     /// `delay_ms` argument, else --call-delay-ms), even when it was cancelled
     #[arg(long)]
     ignore_cancel: bool,
+    /// Fault (raw): spoil the answer to METHOD as KIND (repeatable): `not-utf8`
+    /// (a byte that is not UTF-8 in a string), `several-lines` (pretty-printed),
+    /// `batch` (in a JSON-RPC batch), `without-protocol-version` (its result
+    /// without `protocolVersion`), `empty-result` (the result `{}`, also for a
+    /// method it does not know, such as `server/discover`)
+    #[arg(long = "mangle-answer", value_name = "METHOD=KIND", value_parser = raw::parse_mangled)]
+    mangled_answers: Vec<(String, Mangle)>,
     /// Advertise `capabilities.experimental[NAME] = JSON` (repeatable; JSON is an object)
     #[arg(long, value_name = "NAME=JSON", value_parser = parse_experimental)]
     experimental: Vec<(String, JsonObject)>,
@@ -304,6 +314,7 @@ impl Args {
             named_tools: self.tool_names.clone(),
             page_size: self.page_size.map(|size| size as usize),
             repeat_cursor: self.repeat_cursor,
+            empty_last_cursor: self.empty_last_cursor,
             init_delay: Duration::from_millis(self.init_delay_ms),
             discover_delay: Duration::from_millis(self.discover_delay_ms),
             list_delay: Duration::from_millis(self.list_delay_ms),
@@ -357,13 +368,15 @@ impl Args {
             || self.bad_input_schema.is_some()
             || self.empty_tool_name
             || self.duplicate_tool
-            || self.ignore_cancel;
+            || self.ignore_cancel
+            || !self.mangled_answers.is_empty();
         raw.then(|| RawBehaviour {
             initialize,
             bad_schema: self.bad_input_schema,
             empty_tool_name: self.empty_tool_name,
             duplicate_tool: self.duplicate_tool,
             call_delay: Duration::from_millis(self.call_delay_ms),
+            mangled: self.mangled_answers.clone(),
         })
     }
 

@@ -48,6 +48,10 @@ pub enum Fault {
     EndStream,
     /// Answers the `POST` with `500` and a body, and the call never.
     Status500,
+    /// Answers with neither `result` nor `error`: not a response.
+    NotAResponse,
+    /// Answers `ok` in a JSON-RPC batch of one.
+    Batch,
 }
 
 /// How the server behaves.
@@ -274,6 +278,7 @@ impl Server {
         let Some(id) = message.get("id").cloned() else {
             return accepted;
         };
+        let mut batch = false;
         let result = match message["method"].as_str() {
             Some("initialize") => json!({
                 "protocolVersion": self.behavior.version,
@@ -293,11 +298,22 @@ impl Server {
                     return accepted;
                 }
                 Fault::Status500 => return ("500 Internal Server Error", "database on fire"),
+                Fault::NotAResponse => Value::Null,
+                Fault::Batch => {
+                    batch = true;
+                    text("ok")
+                }
             },
             Some("tools/call") => text("ok"),
             _ => json!({}),
         };
-        let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        let mut answer = json!({"jsonrpc": "2.0", "id": id, "result": &result});
+        if result.is_null() {
+            answer = json!({"jsonrpc": "2.0", "id": id});
+        }
+        if batch {
+            answer = json!([answer]);
+        }
         if let Some(events) = &self.state.lock().unwrap().events {
             let _ = events.send(format!("event: message\ndata: {answer}\n\n"));
         }

@@ -46,6 +46,7 @@ pub(crate) const COMMON_KEYS: &[&str] = &[
     "environment",
     "share_tool_listing",
     "max_message_bytes",
+    "max_tools",
     "protocol",
 ];
 /// Keys that would carry a secret in clear text: known, and refused.

@@ -312,6 +312,14 @@ impl File<'_> {
                 .ok_or_else(|| self.invalid(t, "max_message_bytes", "a positive number of bytes"));
             self.set(&mut server.max_message_bytes, bytes);
         }
+        if let Some(value) = table.get("max_tools") {
+            let tools = value
+                .as_integer()
+                .filter(|tools| *tools > 0)
+                .and_then(|tools| usize::try_from(tools).ok())
+                .ok_or_else(|| self.invalid(t, "max_tools", "a positive number of tools"));
+            self.set(&mut server.max_tools, tools);
+        }
         if let Some(value) = table.get("protocol") {
             let protocol = value
                 .as_str()

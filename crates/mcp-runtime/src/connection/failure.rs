@@ -7,7 +7,10 @@
 //! the transport classified (found by downcasting the transport's error, which rmcp
 //! boxes without a `source` link); the end of the connection is
 //! [`RequestError::Closed`], which the connection turns into the exit report of a
-//! local server. Anything else is described in words of this crate. rmcp's error
+//! local server; an answer the transport refused (over the client's size limit, or
+//! unreadable) comes as a JSON-RPC error that carries the refusal
+//! ([`crate::transport::refused`]) and is [`RequestError::Refused`], never the
+//! server's error. Anything else is described in words of this crate. rmcp's error
 //! stays the `source` of [`RequestError::Server`] and [`RequestError::Other`].
 
 use std::sync::Arc;
@@ -19,12 +22,20 @@ use rmcp::{
     transport::{DynamicTransportError, streamable_http_client::StreamableHttpError},
 };
 
-use crate::error::{HttpFailure, RequestError};
+use crate::{
+    error::{HttpFailure, RequestError},
+    transport::refused,
+};
 
 /// What a failed request means, from rmcp's error.
 pub(super) fn from_service(error: ServiceError) -> RequestError {
     let description = match &error {
-        ServiceError::McpError(data) => return server_error(data, ServiceError::McpError),
+        ServiceError::McpError(data) => {
+            if let Some(refused) = refused::refusal(data) {
+                return RequestError::Refused(refused);
+            }
+            return server_error(data, ServiceError::McpError);
+        }
         ServiceError::TransportSend(transport) => match from_transport(transport) {
             Ok(failure) => return failure,
             Err(description) => description,
@@ -54,6 +65,9 @@ pub(super) fn from_service(error: ServiceError) -> RequestError {
 pub(super) fn from_initialize(error: ClientInitializeError) -> RequestError {
     let description = match &error {
         ClientInitializeError::JsonRpcError(data) => {
+            if let Some(refused) = refused::refusal(data) {
+                return RequestError::Refused(refused);
+            }
             return server_error(data, ClientInitializeError::JsonRpcError);
         }
         ClientInitializeError::TransportError { error: transport, .. } => {
@@ -104,6 +118,34 @@ fn server_error<E: std::error::Error + Send + Sync + 'static>(
         code: data.code.0,
         message,
         source: Arc::new(error(masked)),
+    }
+}
+
+/// The requests a server of the handshake revisions sends the client while it
+/// handles one, which 2026-07-28 replaced by input-required results.
+const ASKS: [&str; 3] = ["elicitation/create", "sampling/createMessage", "roots/list"];
+
+/// `error`, the failure of a request on a 2026-07-28 connection, read for a server
+/// that tried to ask the client the handshake way and failed the request for it:
+/// an invalid-request error naming one of [`ASKS`] (the official Python SDK's
+/// `Cannot send 'elicitation/create': this transport context has no back-channel
+/// for server-initiated requests.`). The server chose 2026-07-28 and broke its
+/// rule; pinning a handshake revision works around it.
+pub(super) fn asked_out_of_era(error: RequestError) -> RequestError {
+    let method = match &error {
+        RequestError::Server { code, message, .. }
+            if *code == rmcp::model::ErrorCode::INVALID_REQUEST.0 =>
+        {
+            ASKS.into_iter().find(|method| message.contains(method))
+        }
+        _ => None,
+    };
+    match method {
+        Some(method) => RequestError::AskedOutOfEra {
+            method,
+            source: Arc::new(error),
+        },
+        None => error,
     }
 }
 
@@ -206,6 +248,54 @@ mod tests {
             std::error::Error::source(&error).is_some(),
             "rmcp's error is kept"
         );
+    }
+
+    #[test]
+    fn a_refusal_of_the_transport_is_the_clients_not_the_servers() {
+        let refused = crate::error::MessageRefused::TooLarge {
+            server: "big".into(),
+            size: Some(10),
+            limit: 5,
+        };
+        let error = from_service(ServiceError::McpError(refused::error_data(&refused)));
+        assert_eq!(
+            error.to_string(),
+            "server `big` sent a message of 10 bytes, over the client's limit of 5 bytes (raise `max_message_bytes`)"
+        );
+        let error = from_initialize(ClientInitializeError::JsonRpcError(refused::error_data(
+            &refused,
+        )));
+        assert!(matches!(error, RequestError::Refused(_)), "{error:?}");
+    }
+
+    #[test]
+    fn a_server_asking_the_handshake_way_is_told_from_other_refusals() {
+        let refused = |code: i32, message: &str| RequestError::Server {
+            code,
+            message: message.to_owned(),
+            source: Arc::new(ServiceError::TransportClosed),
+        };
+        let error = asked_out_of_era(refused(
+            -32600,
+            "Cannot send 'sampling/createMessage': no back-channel",
+        ));
+        assert!(
+            matches!(&error, RequestError::AskedOutOfEra { method, .. } if *method == "sampling/createMessage"),
+            "{error:?}"
+        );
+        assert_eq!(
+            crate::error::chain(&error),
+            "the server tried to send `sampling/createMessage` as a request of its own, which protocol version `2026-07-28` does not have (a server of that revision asks through an input-required result): a fault of the server; until it is fixed, set `protocol = \"2025-11-25\"` for this server: server error -32600: Cannot send 'sampling/createMessage': no back-channel"
+        );
+        for other in [
+            refused(-32600, "bad arguments"),
+            refused(-32603, "Cannot send 'elicitation/create'"),
+        ] {
+            assert!(matches!(
+                asked_out_of_era(other),
+                RequestError::Server { .. }
+            ));
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::{
 use rmcp::model::{ClientRequest, JsonObject, ServerResult};
 use serde_json::{Value, json};
 
-use super::{CallFailure, Connection, Deadline, MAX_LIST_PAGES, MAX_LISTED_TOOLS, failure};
+use super::{CallFailure, Connection, Deadline, MAX_LIST_PAGES, MAX_LISTED_TOOLS};
 use crate::{error::FeatureError, sync::lock};
 
 /// A feature a server may offer, as its capabilities name it.
@@ -201,7 +201,7 @@ impl Connection {
             Err(CallFailure::Failed(error)) => Err(FeatureError::Failed {
                 server: server.to_owned(),
                 method,
-                source: self.with_exit_report(failure::from_service(error)).await,
+                source: self.request_failure(error).await,
             }),
             Err(CallFailure::Refused(message)) => Err(FeatureError::Answer {
                 server: server.to_owned(),
@@ -310,7 +310,12 @@ async fn all_pages(
             )));
         }
         entries.extend(listed);
-        match answer.get("nextCursor").and_then(Value::as_str) {
+        // An empty cursor names no next page: the list ends, as without one.
+        match answer
+            .get("nextCursor")
+            .and_then(Value::as_str)
+            .filter(|next| !next.is_empty())
+        {
             None => return Ok(entries),
             Some(next) => {
                 if !seen.insert(next.to_owned()) {
@@ -370,6 +375,18 @@ mod tests {
         .await;
         assert_eq!(walked.unwrap(), [json!(1), json!(2), json!(3), json!(4)]);
         assert_eq!(asked, [None, Some("a".into()), Some("b".into())]);
+    }
+
+    #[tokio::test]
+    async fn an_empty_cursor_ends_the_list() {
+        let (walked, asked) = walk(vec![
+            json!({"resources": [1], "nextCursor": "a"}),
+            json!({"resources": [2], "nextCursor": ""}),
+            json!({"resources": [1], "nextCursor": "a"}),
+        ])
+        .await;
+        assert_eq!(walked.unwrap(), [json!(1), json!(2)]);
+        assert_eq!(asked, [None, Some("a".to_owned())]);
     }
 
     #[tokio::test]

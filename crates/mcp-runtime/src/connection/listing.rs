@@ -21,9 +21,10 @@
 //!    transport left out of a 2026-07-28 page (it refuses the tool's `x-mcp-header`
 //!    annotations, so it could not send the tool's calls their headers) is left out
 //!    too.
-//! 3. A listing is bounded: at most [`MAX_LIST_PAGES`] pages and [`MAX_LISTED_TOOLS`]
-//!    entries (counted as the server sent them, usable or not), no cursor twice, and
+//! 3. A listing is bounded: at most [`MAX_LIST_PAGES`] pages and `max_tools` entries
+//!    ([`Bounds`]; counted as the server sent them, usable or not), no cursor twice, and
 //!    each page answered within the page timeout. Past any bound the listing fails.
+//!    An empty `nextCursor` ends the listing, as a missing one does.
 //! 4. A page whose answer is no longer awaited (timeout, dropped future) is followed
 //!    by `notifications/cancelled` for its request.
 
@@ -44,7 +45,7 @@ use serde_json::{Map, Value, value::RawValue};
 use tokio_util::task::AbortOnDropHandle;
 use tracing::{Instrument, instrument::WithSubscriber};
 
-use super::{MAX_LIST_PAGES, MAX_LISTED_TOOLS};
+use super::MAX_LIST_PAGES;
 use super::{cancellation::Cancellations, failure};
 use crate::{
     catalog::{ListedTool, unmodelled_in, unmodelled_in_text},
@@ -67,11 +68,20 @@ pub(crate) struct Listing {
     pub(crate) grant: Option<Grant>,
 }
 
+/// The bounds of one listing.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Bounds {
+    /// How long each page may take.
+    pub(super) page_timeout: Duration,
+    /// `max_tools`: how many entries the server may list.
+    pub(super) max_tools: usize,
+}
+
 /// Lists every tool of `server` through `peer`, following `nextCursor` to the end and
-/// counting each request in `sent`. Each page is bounded by `page_timeout`. Unusable
-/// and duplicate tools are left out with a warning; a repeated cursor, more than
-/// [`MAX_LIST_PAGES`] pages, more than [`MAX_LISTED_TOOLS`] listed tools or a page
-/// that is not a `tools/list` result is an error.
+/// counting each request in `sent`, within `bounds`. Unusable and duplicate tools are
+/// left out with a warning; a repeated cursor, more than [`MAX_LIST_PAGES`] pages,
+/// more than `max_tools` listed tools or a page that is not a `tools/list` result is
+/// an error.
 ///
 /// # Cancel safety
 ///
@@ -81,9 +91,13 @@ pub(super) async fn list_tools(
     peer: &Peer<RoleClient>,
     cancellations: &Cancellations,
     server: &str,
-    page_timeout: Duration,
+    bounds: Bounds,
     sent: &AtomicUsize,
 ) -> Result<Listing, ListToolsError> {
+    let Bounds {
+        page_timeout,
+        max_tools,
+    } = bounds;
     let mut listed = ListedTools::default();
     let mut hints = Vec::new();
     let mut cursor: Option<String> = None;
@@ -104,14 +118,14 @@ pub(super) async fn list_tools(
         })??;
         let Answered { text: result, kept } = result;
         let read = if result.len() < READ_APART_BYTES {
-            read_page(&result, listed, kept.as_ref())
+            read_page(&result, listed, kept.as_ref(), max_tools)
         } else {
             // A large page is read on a task of its own, so that the listings of many
             // servers starting together are read on every worker thread rather than
             // on the one that drives the startups. Dropping this future aborts it.
             // Its warnings go where this future's would.
             let reading = AbortOnDropHandle::new(tokio::spawn(
-                async move { read_page(&result, listed, kept.as_ref()) }
+                async move { read_page(&result, listed, kept.as_ref(), max_tools) }
                     .in_current_span()
                     .with_current_subscriber(),
             ));
@@ -141,7 +155,8 @@ pub(super) async fn list_tools(
             );
         }
         left_out_count += read.left_out_count;
-        match read.next_cursor {
+        // An empty cursor names no next page: the list ends, as without one.
+        match read.next_cursor.filter(|next| !next.is_empty()) {
             None => {
                 if left_out_count > MAX_WARNINGS {
                     tracing::warn!(
@@ -190,18 +205,18 @@ struct PageRead {
     left_out_count: usize,
 }
 
-/// Reads the page `text` (a `tools/list` result's JSON) into `listed`; when `kept`
-/// is given, a tool whose name it does not hold is left out (invariant 2).
+/// Reads the page `text` (a `tools/list` result's JSON) into `listed`, which may hold
+/// `max_tools` entries; when `kept` is given, a tool whose name it does not hold is
+/// left out (invariant 2).
 fn read_page(
     text: &str,
     mut listed: ListedTools,
     kept: Option<&HashSet<String>>,
+    max_tools: usize,
 ) -> Result<PageRead, ListToolsError> {
     let page = Page::parse(text)?;
-    if listed.entries + page.tools.len() > MAX_LISTED_TOOLS {
-        return Err(ListToolsError::TooManyTools {
-            limit: MAX_LISTED_TOOLS,
-        });
+    if listed.entries + page.tools.len() > max_tools {
+        return Err(ListToolsError::TooManyTools { limit: max_tools });
     }
     let mut left_out = Vec::new();
     let mut left_out_count = 0;

@@ -294,6 +294,7 @@ async fn initialize(
     let attempt = CancellationToken::new();
     let (transport, refusal) = Gate::new(
         liveness::Watched::new(transport, attempt.clone()),
+        server,
         accepted.clone(),
     );
     match client

@@ -37,8 +37,11 @@ pub(super) async fn start(
 ) -> Result<RunningService<RoleClient, Client>, StartupError> {
     let Endpoint { http, oauth } = endpoint;
     let transport = sse::connect(server, resolved, http, splicer.clone(), oauth).await?;
-    let (transport, refusal) =
-        Gate::new(liveness::Watched::new(transport, ended.clone()), accepted);
+    let (transport, refusal) = Gate::new(
+        liveness::Watched::new(transport, ended.clone()),
+        server,
+        accepted,
+    );
     // Dropping the transport ends the connection.
     client.serve(transport).await.map_err(|error| {
         refusal.take().unwrap_or_else(|| StartupError::Handshake {

@@ -7,9 +7,10 @@
 //! by the probe bound. A discover result keeps that connection. An answer that marks
 //! a handshake server falls back to `initialize` on the same process, as the rule
 //! says: the server is running and reading (rmcp hands the transport back, see
-//! [`super::reclaim`]); on a fresh one when the answer was a result of another kind
-//! (the server may have taken the probe for `initialize`) or the process ended
-//! before answering `initialize`. No answer within the bound ends that process (killed and
+//! [`super::reclaim`]), and `initialize` gets the next id, not the probe's (see
+//! [`super::renumber`]); on a fresh one when the answer was an initialize result (the
+//! server took the probe for `initialize`) or the process ended before answering
+//! `initialize`. A result of another kind, such as `{}`, keeps the process. No answer within the bound ends that process (killed and
 //! reaped) and starts a fresh one with `initialize`: a server that has not answered
 //! one request may not read the next.
 
@@ -17,7 +18,7 @@ use std::time::Duration;
 
 use rmcp::{
     ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt,
-    model::{ErrorCode, ProtocolVersion},
+    model::{ErrorCode, ProtocolVersion, ServerResult},
     service::{ClientInitializeError, RunningService},
 };
 use tokio::process::ChildStdin;
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     ACCEPTED_PROTOCOL_VERSIONS, Client, exit_report, failure, liveness, reclaim,
+    renumber::Renumbered,
     version_gate::{Accepted, Gate},
 };
 use crate::{
@@ -37,8 +39,9 @@ use crate::{
     },
 };
 
-/// A local server's stdio, wired to the protocol and watched.
-type Transport = liveness::Watched<StdioTransport<SplicingWriter<ChildStdin>>>;
+/// A local server's stdio, wired to the protocol and watched, its request ids
+/// going on past the probe's when `initialize` follows it ([`Renumbered`]).
+type Transport = Renumbered<liveness::Watched<StdioTransport<SplicingWriter<ChildStdin>>>>;
 
 /// A started local server: its protocol, its process, and the token cancelled when
 /// its connection ends.
@@ -129,9 +132,9 @@ enum Discovered {
     /// A discover result: the server speaks 2026-07-28; its connection.
     Modern(Box<Started>),
     /// The server answered as a handshake server (`why`); its process, running and
-    /// ready for `initialize`, unless it answered with a result (one that takes any
-    /// first request for `initialize` may have taken the probe for it): then it is
-    /// gone.
+    /// ready for `initialize`, unless it answered with an initialize result (it took
+    /// the probe for `initialize`): then it is gone. A result of another kind (`{}`)
+    /// keeps the process, as an error does.
     Handshake {
         why: Box<ClientInitializeError>,
         running: Option<Box<Spawned>>,
@@ -272,7 +275,7 @@ impl Stdio<'_> {
         // Each process has its own token: a probed process that is given up must not
         // end the connection of the next one.
         let ended = CancellationToken::new();
-        let transport = liveness::Watched::new(transport, ended.clone());
+        let transport = Renumbered::new(liveness::Watched::new(transport, ended.clone()));
         Ok(Spawned {
             process,
             transport,
@@ -330,7 +333,7 @@ impl Stdio<'_> {
             transport,
             ended,
         } = spawned;
-        let (transport, refusal) = Gate::new(transport, Accepted::from_pin(pinned));
+        let (transport, refusal) = Gate::new(transport, self.server, Accepted::from_pin(pinned));
         let service = match client.serve(transport).await {
             Ok(service) => service,
             Err(error) => {
@@ -338,9 +341,13 @@ impl Stdio<'_> {
                     // Dropping the process ends the server.
                     return Err(refused);
                 }
-                // A server that answered with an error is running: there is no exit
-                // to wait for.
-                let answered = matches!(error, ClientInitializeError::JsonRpcError(_));
+                // A server that answered (with an error, or a result of another
+                // kind) is running: there is no exit to wait for.
+                let answered = matches!(
+                    error,
+                    ClientInitializeError::JsonRpcError(_)
+                        | ClientInitializeError::ExpectedInitResult(Some(_))
+                );
                 let source = failure::from_initialize(error);
                 if answered {
                     return Err(StartupError::Handshake {
@@ -421,15 +428,24 @@ impl Stdio<'_> {
         match classify(error) {
             Classified::Handshake(why) => {
                 // rmcp drops its transport before a failed start returns; a server that
-                // answered with a result gets a fresh process (see `Discovered`).
-                let answered_with_result =
-                    matches!(*why, ClientInitializeError::ExpectedInitResult(Some(_)));
+                // answered with an initialize result took the probe for `initialize`,
+                // and gets a fresh process (see `Discovered`).
+                let took_it_for_initialize = matches!(
+                    *why,
+                    ClientInitializeError::ExpectedInitResult(Some(
+                        ServerResult::InitializeResult(_)
+                    ))
+                );
                 let running = match transport {
-                    Some(transport) if !answered_with_result => Some(Box::new(Spawned {
-                        process,
-                        transport,
-                        ended,
-                    })),
+                    Some(mut transport) if !took_it_for_initialize => {
+                        // `initialize` comes from a new engine, numbering from 0 again.
+                        transport.go_on();
+                        Some(Box::new(Spawned {
+                            process,
+                            transport,
+                            ended,
+                        }))
+                    }
                     transport => {
                         drop(transport);
                         process.kill().await;
@@ -495,7 +511,8 @@ pub(super) enum Classified {
 ///    2026-07-28), else a startup error naming both lists;
 /// 4. a success that is not a discover result marks a handshake server too: it
 ///    answered a method it does not know as if it were another;
-/// 5. anything else (the connection closed, a malformed message) is a startup error.
+/// 5. anything else (the connection closed, an answer the transport refused as
+///    unusable, [`crate::transport::refused`]) is a startup error.
 ///
 /// Over Streamable HTTP the same reading applies to the answer of the discover `POST`
 /// ([`super::over_http`]).
@@ -506,7 +523,8 @@ pub(super) fn classify(error: ClientInitializeError) -> Classified {
         }
         ClientInitializeError::JsonRpcError(ref data)
             if data.code != ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
-                && data.code != ErrorCode::HEADER_MISMATCH =>
+                && data.code != ErrorCode::HEADER_MISMATCH
+                && crate::transport::refused::refusal(data).is_none() =>
         {
             Classified::Handshake(Box::new(error))
         }
@@ -543,71 +561,4 @@ pub(super) fn no_shared(supported: Vec<String>) -> StartupError {
 }
 
 #[cfg(test)]
-mod tests {
-    use rmcp::ErrorData;
-
-    use super::*;
-
-    fn rpc(code: i32) -> ClientInitializeError {
-        ClientInitializeError::JsonRpcError(ErrorData::new(ErrorCode(code), "no", None))
-    }
-
-    fn no_common(server: &[&str]) -> ClientInitializeError {
-        ClientInitializeError::NoCompatibleProtocolVersion {
-            client_supported: vec![ProtocolVersion::V_2026_07_28],
-            server_supported: server
-                .iter()
-                .map(|version| serde_json::from_value(serde_json::json!(version)).unwrap())
-                .collect(),
-        }
-    }
-
-    #[test]
-    fn a_success_that_is_not_a_discover_result_marks_a_handshake_server() {
-        let answer: rmcp::model::ServerResult = serde_json::from_str("{}").unwrap();
-        let error = ClientInitializeError::ExpectedInitResult(Some(answer));
-        assert!(matches!(classify(error), Classified::Handshake(_)));
-        let closed = ClientInitializeError::ExpectedInitResult(None);
-        assert!(matches!(classify(closed), Classified::Failed(_)));
-    }
-
-    #[test]
-    fn any_error_but_a_modern_rejection_marks_a_handshake_server() {
-        for code in [-32601, -32602, -32600, -32603, 1, -32000] {
-            assert!(
-                matches!(classify(rpc(code)), Classified::Handshake(_)),
-                "{code}"
-            );
-        }
-        for code in [-32021, -32020] {
-            assert!(
-                matches!(classify(rpc(code)), Classified::Failed(_)),
-                "{code}"
-            );
-        }
-    }
-
-    #[test]
-    fn no_shared_version_is_a_handshake_server_only_when_it_lists_a_handshake_revision() {
-        assert!(matches!(
-            classify(no_common(&["2025-06-18"])),
-            Classified::Handshake(_)
-        ));
-        match classify(no_common(&["2027-01-01", "2026-01-01"])) {
-            Classified::NoSharedVersion { supported } => {
-                assert_eq!(supported, ["2027-01-01", "2026-01-01"]);
-            }
-            _ => panic!("expected no shared version"),
-        }
-        assert!(matches!(
-            classify(no_common(&[])),
-            Classified::NoSharedVersion { .. }
-        ));
-    }
-
-    #[test]
-    fn a_closed_connection_is_a_startup_failure() {
-        let closed = ClientInitializeError::ConnectionClosed("eof".into());
-        assert!(matches!(classify(closed), Classified::Failed(_)));
-    }
-}
+mod tests;

@@ -8,11 +8,19 @@
 //! it may not know), so the start fails as a closed connection, not as the version
 //! mismatch it is. [`Gate`] wraps the transport and reads the answer as it arrives.
 //!
+//! The gate also reads an answer to `initialize` that is a result of another kind: rmcp
+//! takes it for a server that did not answer (it reports no more than that the result
+//! was of another kind, and the start then waited for the process to exit, which
+//! blamed the exit). What the server sent and what is missing from it (`missing field
+//! `protocolVersion``) is the reason the start reports.
+//!
 //! Invariants:
-//! 1. An `initialize` answer whose version is not accepted ([`Accepted`]) is never
-//!    handed to rmcp: the gate ends its input instead, so rmcp fails the handshake
-//!    without sending `notifications/initialized`, and the refusal (naming both
-//!    versions) is what the start reports ([`Refusal::take`]).
+//! 1. An `initialize` answer whose version is not accepted ([`Accepted`]), or that is
+//!    not an initialize result, is never handed to rmcp: the gate ends its input
+//!    instead, so rmcp fails the handshake without sending
+//!    `notifications/initialized`, and the refusal (naming both versions, or what
+//!    came and why it is not an initialize result) is what the start reports
+//!    ([`Refusal::take`]).
 //! 2. Only the first answer to `initialize` is read; every other message passes
 //!    through unchanged, in order.
 
@@ -23,12 +31,17 @@ use std::{
 
 use rmcp::{
     RoleClient,
-    model::{JsonRpcMessage, ProtocolVersion, ServerResult},
+    model::{
+        ClientRequest, InitializeResult, JsonRpcMessage, ProtocolVersion, RequestId, ServerResult,
+    },
     service::{RxJsonRpcMessage, TxJsonRpcMessage},
     transport::Transport,
 };
 
-use crate::{error::StartupError, sync::lock};
+use crate::{
+    error::{MessageRefused, RequestError, StartupError},
+    sync::lock,
+};
 
 /// Which answers to `initialize` a start accepts.
 #[derive(Clone, Debug)]
@@ -77,23 +90,58 @@ impl Refusal {
 /// A transport that refuses an `initialize` answer mcp-runtime will not speak.
 pub(super) struct Gate<T> {
     inner: T,
+    server: Arc<str>,
     accepted: Accepted,
     refusal: Refusal,
+    /// The id of the `initialize` request, once sent.
+    initialize: Arc<Mutex<Option<RequestId>>>,
     /// Whether the answer to `initialize` has been read.
     answered: Arc<Mutex<bool>>,
 }
 
 impl<T> Gate<T> {
-    /// `inner`, gated; the refusal, if any, is left in the returned [`Refusal`].
-    pub(super) fn new(inner: T, accepted: Accepted) -> (Self, Refusal) {
+    /// `inner`, the transport to `server`, gated; the refusal, if any, is left in the
+    /// returned [`Refusal`].
+    pub(super) fn new(inner: T, server: &str, accepted: Accepted) -> (Self, Refusal) {
         let refusal = Refusal::default();
         let gate = Self {
             inner,
+            server: server.into(),
             accepted,
             refusal: refusal.clone(),
+            initialize: Arc::default(),
             answered: Arc::default(),
         };
         (gate, refusal)
+    }
+}
+
+/// Whether `answered`, the id of an answer, answers request `sent`: as rmcp reads
+/// it, a numeric id may come back as a string of its digits.
+fn answers(sent: &RequestId, answered: &RequestId) -> bool {
+    match (sent, answered) {
+        (RequestId::Number(number), RequestId::String(digits)) => {
+            digits.parse::<i64>() == Ok(*number)
+        }
+        _ => sent == answered,
+    }
+}
+
+/// Why `answer`, the answer to `initialize` read as a result of another kind, is not
+/// an initialize result, with what it holds.
+fn not_an_initialize_result(server: &str, answer: &ServerResult) -> StartupError {
+    let value = serde_json::to_value(answer).unwrap_or_default();
+    let problem = match serde_json::from_value::<InitializeResult>(value.clone()) {
+        Err(error) => format!("not an `initialize` result: {error}"),
+        Ok(_) => "not an `initialize` result".to_owned(),
+    };
+    StartupError::Handshake {
+        source: RequestError::Refused(MessageRefused::Unreadable {
+            server: server.to_owned(),
+            problem,
+            sent: crate::error::sent(value.to_string().as_bytes()),
+        }),
+        stderr_tail: Vec::new(),
     }
 }
 
@@ -108,21 +156,43 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Gate<T> {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let JsonRpcMessage::Request(request) = &item
+            && let ClientRequest::InitializeRequest(_) = &request.request
+        {
+            *lock(&self.initialize) = Some(request.id.clone());
+        }
         self.inner.send(item)
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
         let received = self.inner.receive();
+        let server = self.server.clone();
         let accepted = self.accepted.clone();
         let refusal = self.refusal.clone();
+        let initialize = self.initialize.clone();
         let answered = self.answered.clone();
         async move {
             let message = received.await?;
-            if let JsonRpcMessage::Response(response) = &message
-                && let ServerResult::InitializeResult(result) = &response.result
-                && !std::mem::replace(&mut *lock(&answered), true)
-                && let Err(refused) = accepted.check(&result.protocol_version)
-            {
+            let JsonRpcMessage::Response(response) = &message else {
+                return Some(message);
+            };
+            let refused = match &response.result {
+                ServerResult::InitializeResult(result)
+                    if !std::mem::replace(&mut *lock(&answered), true) =>
+                {
+                    accepted.check(&result.protocol_version).err()
+                }
+                ServerResult::InitializeResult(_) => None,
+                other => {
+                    let answers_initialize = lock(&initialize)
+                        .as_ref()
+                        .is_some_and(|id| answers(id, &response.id));
+                    (answers_initialize && !std::mem::replace(&mut *lock(&answered), true))
+                        .then(|| not_an_initialize_result(&server, other))
+                }
+            };
+            if let Some(refused) = refused {
+                tracing::debug!(server = &*server, "{}", crate::error::chain(&refused));
                 *lock(&refusal.0) = Some(refused);
                 return None;
             }
@@ -154,6 +224,21 @@ mod tests {
                 "{refused}"
             );
         }
+    }
+
+    #[test]
+    fn an_answer_of_another_kind_says_what_is_missing_and_shows_it() {
+        let answer: ServerResult = serde_json::from_value(serde_json::json!({
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "s", "version": "0"},
+        }))
+        .unwrap();
+        assert!(!matches!(answer, ServerResult::InitializeResult(_)));
+        let refused = not_an_initialize_result("srv", &answer);
+        assert_eq!(
+            crate::error::chain(&refused),
+            r#"handshake failed: server `srv` sent an answer mcp-runtime cannot read (not an `initialize` result: missing field `protocolVersion`): `{"capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"0"}}` (the server does not follow the MCP specification; report it to its author)"#
+        );
     }
 
     #[test]

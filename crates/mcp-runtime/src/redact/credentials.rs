@@ -160,6 +160,33 @@ pub fn credentials(text: &str) -> Cow<'_, str> {
     masked
 }
 
+/// [`credentials`] for bytes that may not all be UTF-8 (a line a server wrote).
+pub(crate) fn credentials_in_bytes(bytes: &[u8]) -> Cow<'_, [u8]> {
+    if !credentials_in_use() {
+        return Cow::Borrowed(bytes);
+    }
+    let registry = REGISTRY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut masked = Cow::Borrowed(bytes);
+    for value in &registry.values {
+        let value = value.as_bytes();
+        if memchr::memmem::find(&masked, value).is_none() {
+            continue;
+        }
+        let mut out = Vec::with_capacity(masked.len());
+        let mut rest: &[u8] = &masked;
+        while let Some(at) = memchr::memmem::find(rest, value) {
+            out.extend_from_slice(&rest[..at]);
+            out.extend_from_slice(MASK.as_bytes());
+            rest = &rest[at + value.len()..];
+        }
+        out.extend_from_slice(rest);
+        masked = Cow::Owned(out);
+    }
+    masked
+}
+
 /// `value` with every registered credential masked in its strings, keys included;
 /// unchanged (and not copied) when it holds none.
 pub fn credentials_in_json(value: &serde_json::Value) -> Cow<'_, serde_json::Value> {
@@ -226,6 +253,15 @@ mod tests {
         assert_eq!(credentials(text), "refused token ***** from the client");
         drop(third);
         assert_eq!(credentials(text), text);
+    }
+
+    #[test]
+    fn bytes_that_are_not_all_utf8_are_masked_too() {
+        let _secret = register("rd-bytes-5-secret").unwrap();
+        assert_eq!(
+            &*credentials_in_bytes(b"\xff rd-bytes-5-secret and rd-bytes-5-secret"),
+            b"\xff ***** and *****"
+        );
     }
 
     #[test]

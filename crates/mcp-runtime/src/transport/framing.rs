@@ -14,7 +14,9 @@
 //! Invariants:
 //! 1. Memory is bounded by `max_message_bytes`: a line is collected only while it
 //!    fits; past the limit it is discarded as it arrives, while an [`IdScanner`]
-//!    looks for its top-level `id` and `method` in a few bytes of state.
+//!    looks for its top-level `id` and `method` in a few bytes of state. A message
+//!    gathered over several lines (invariant 7) is bounded by the limit too, and past
+//!    it handled as an oversized line.
 //! 2. Every request the runtime sends is *pending* from the moment rmcp hands it to
 //!    the transport until an answer with its id arrives, its cancellation is sent or
 //!    writing it fails. Only an answer to a pending request reaches rmcp; any other
@@ -32,6 +34,18 @@
 //!    server's process group is gone, which shutdown guarantees.
 //! 5. Reading is cancel safe: rmcp polls `receive` beside other events and drops it
 //!    when one of them comes first; a line read in part stays in the transport.
+//! 6. A line rmcp cannot read is noise, a batch, or an answer the runtime cannot use
+//!    (see [`refused`]): noise (a banner, a log line, JSON that is no message) is
+//!    skipped, with one warning a connection naming the server (not the line); a
+//!    batch is taken message by message, in order; an answer to a pending request
+//!    that is not UTF-8 or not a response fails that request at once, with what came
+//!    and why. A request from the server that cannot be read is answered with an
+//!    invalid-request error.
+//! 7. A line that begins a JSON object or array and does not end it starts a message
+//!    printed over several lines, which the transport forbids: the lines that follow
+//!    are gathered until the value ends, and an answer to a pending request fails it
+//!    with the lines it took and what came. A line that is a message of its own ends
+//!    the gathering as noise, and is read as usual.
 
 use std::{
     borrow::Cow,
@@ -44,26 +58,29 @@ use std::{
 use rmcp::{
     RoleClient,
     model::{
-        ClientJsonRpcMessage, ClientNotification, ErrorCode, ErrorData, JsonRpcMessage, RequestId,
+        ClientJsonRpcMessage, ClientNotification, ErrorData, JsonRpcMessage, RequestId,
         ServerJsonRpcMessage,
     },
     transport::Transport,
 };
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
-use super::raw_answers::RawAnswers;
 #[cfg(doc)]
 use super::splice::SplicingWriter;
+use super::{
+    raw_answers::RawAnswers,
+    refused::{self, Unread},
+};
+use crate::error::MessageRefused;
+
+mod id_scanner;
+pub(super) use self::id_scanner::IdScanner;
 
 /// How long the reader keeps draining stdout after the protocol has closed, in case
 /// something outside the server's process group holds the pipe open.
 const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 /// How many error answers to the server's unreadable requests may wait to be written.
 const MAX_ERROR_REPLIES: usize = 16;
-/// How long an `id` may be, in bytes of JSON, for an oversized line to be matched.
-const MAX_ID_BYTES: usize = 256;
-/// How long a key may be for the scanner to compare it with `id` and `method`.
-const MAX_KEY_BYTES: usize = 16;
 
 /// The transport for one local server; see the module docs.
 pub(crate) struct StdioTransport<W> {
@@ -75,8 +92,13 @@ pub(crate) struct StdioTransport<W> {
     pending: Arc<Mutex<Pending>>,
     /// The requests whose answers rmcp gets raw ([`RawAnswers`]).
     raw: RawAnswers,
-    /// Errors made here for pending requests, delivered before the next line.
+    /// Errors made here for pending requests, and the messages of a batch after its
+    /// first, delivered before the next line.
     queued: VecDeque<ServerJsonRpcMessage>,
+    /// A message printed over several lines, being read (invariant 7).
+    gathering: Option<Gathered>,
+    /// Whether a line that is no message was seen (and warned of) yet.
+    noise_seen: bool,
     /// Bounds the error answers on their way to the server.
     replies: Arc<tokio::sync::Semaphore>,
 }
@@ -101,6 +123,8 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
             pending: Arc::default(),
             raw: RawAnswers::default(),
             queued: VecDeque::new(),
+            gathering: None,
+            noise_seen: false,
             replies: Arc::new(tokio::sync::Semaphore::new(MAX_ERROR_REPLIES)),
         }
     }
@@ -140,63 +164,176 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
         });
     }
 
-    /// What `line` holds for rmcp, if anything (see invariant 2).
+    /// What `line` holds for rmcp, if anything (see invariants 2, 6 and 7).
     fn parse(&mut self, line: &[u8]) -> Option<ServerJsonRpcMessage> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+        // A line that is not part of a message being gathered is read on its own.
+        if let Some(gathered) = self.gathering.take()
+            && let Some(handled) = self.gather(gathered, line)
+        {
+            return handled;
+        }
         if line.iter().all(u8::is_ascii_whitespace) {
             return None;
         }
-        let rewritten = self.raw.rewrite(line);
-        let line = rewritten.as_deref().unwrap_or(line);
+        self.read(line, false)
+    }
+
+    /// What `text`, one message (a line, or an element of a batch when `in_batch`),
+    /// holds for rmcp.
+    fn read(&mut self, text: &[u8], in_batch: bool) -> Option<ServerJsonRpcMessage> {
+        let rewritten = self.raw.rewrite(text);
+        let text = rewritten.as_deref().unwrap_or(text);
         let server = &*self.server;
-        let error = match serde_json::from_slice::<ServerJsonRpcMessage>(line) {
-            Ok(message) => {
-                let id = match &message {
-                    JsonRpcMessage::Response(response) => Some(&response.id),
-                    JsonRpcMessage::Error(error) => error.id.as_ref(),
-                    JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
-                };
-                return match id {
-                    Some(id) if !lock(&self.pending).take(id) => {
-                        tracing::debug!(server, %id, "ignoring an answer to a request not in flight");
-                        None
-                    }
-                    _ => Some(message),
-                };
+        if let Ok(message) = serde_json::from_slice::<ServerJsonRpcMessage>(text) {
+            let id = match &message {
+                JsonRpcMessage::Response(response) => Some(&response.id),
+                JsonRpcMessage::Error(error) => error.id.as_ref(),
+                JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
+            };
+            return match id {
+                Some(id) if !lock(&self.pending).take(id) => {
+                    tracing::debug!(server, %id, "ignoring an answer to a request not in flight");
+                    None
+                }
+                _ => Some(message),
+            };
+        }
+        match refused::read(server, text) {
+            Unread::Noise => {
+                // Once a connection: a server that writes what it should not may be
+                // one whose answers never come, and its timeout should not be all
+                // the user sees. What it wrote is not quoted: it may hold anything.
+                if std::mem::replace(&mut self.noise_seen, true) {
+                    tracing::debug!(server, "ignoring a line that is not a JSON-RPC message");
+                } else {
+                    tracing::warn!(
+                        server,
+                        "skipped a line the server wrote on stdout that is not a JSON-RPC message (stdout is for its messages alone; later such lines are skipped silently)"
+                    );
+                }
+                None
             }
-            Err(error) => error,
-        };
-        let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) else {
-            tracing::debug!(server, "ignoring a line that is not JSON");
+            Unread::Incomplete if !in_batch => {
+                let mut scanner = IdScanner::default();
+                scanner.feed(text);
+                self.gathering = Some(Gathered {
+                    text: text.to_vec(),
+                    lines: 1,
+                    scanner,
+                });
+                None
+            }
+            Unread::Batch(elements) if !in_batch => {
+                let mut messages = elements
+                    .iter()
+                    .filter_map(|element| self.read(element.get().as_bytes(), true));
+                let first = messages.next();
+                let rest: Vec<_> = messages.collect();
+                self.queued.extend(rest);
+                first
+            }
+            Unread::Incomplete | Unread::Batch(_) => {
+                tracing::debug!(
+                    server,
+                    "ignoring an element of a batch that is not a message"
+                );
+                None
+            }
+            Unread::Request(id) => {
+                tracing::debug!(server, %id, "answering a request that cannot be read");
+                self.reply_error(id, ErrorData::invalid_request("Invalid request", None));
+                None
+            }
+            Unread::Answer { id, refused } => self.refuse(id, &refused),
+        }
+    }
+
+    /// Fails request `id` with `refused`, if it is pending (invariant 2).
+    fn refuse(&self, id: RequestId, refused: &MessageRefused) -> Option<ServerJsonRpcMessage> {
+        let server = &*self.server;
+        if !lock(&self.pending).take(&id) {
+            tracing::debug!(server, %id, "ignoring an unusable answer to a request not in flight");
             return None;
+        }
+        tracing::debug!(server, %id, "{refused}");
+        Some(refused::answer(refused, id))
+    }
+
+    /// Adds `line` to `gathered`, a message printed over several lines (invariant 7):
+    /// `None` when `line` is a message of its own, which ends the gathering as noise;
+    /// else what the gathering gives once it is over, or `Some(None)` while it goes on.
+    fn gather(
+        &mut self,
+        mut gathered: Gathered,
+        line: &[u8],
+    ) -> Option<Option<ServerJsonRpcMessage>> {
+        let server = &*self.server;
+        if is_a_message(line) {
+            tracing::debug!(
+                server,
+                "ignoring lines that began a JSON value and did not end it"
+            );
+            return None;
+        }
+        let size = gathered.text.len() + 1 + line.len();
+        if size > self.limit {
+            gathered.scanner.feed(b"\n");
+            gathered.scanner.feed(line);
+            let (id, method) = gathered.scanner.finish();
+            // Its errors are queued, delivered before the next line.
+            self.oversized(Oversized {
+                size: size as u64,
+                id,
+                method,
+            });
+            return Some(None);
+        }
+        gathered.text.push(b'\n');
+        gathered.text.extend_from_slice(line);
+        gathered.lines += 1;
+        gathered.scanner.feed(b"\n");
+        gathered.scanner.feed(line);
+        if !gathered.scanner.closed() {
+            self.gathering = Some(gathered);
+            return Some(None);
+        }
+        let Gathered { text, lines, .. } = gathered;
+        let refused = MessageRefused::SeveralLines {
+            server: server.to_owned(),
+            lines,
+            sent: crate::error::sent(&text),
         };
-        let id = value
-            .get("id")
-            .and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
-        match (id, value.get("method").is_some()) {
-            (Some(id), false) if lock(&self.pending).take(&id) => {
-                Some(ServerJsonRpcMessage::error(
-                    ErrorData::new(
-                        ErrorCode::INTERNAL_ERROR,
-                        format!(
-                            "server `{server}` answered with a message that is not a valid response ({error})"
-                        ),
-                        None,
-                    ),
-                    Some(id),
-                ))
+        Some(match refused::read(server, &text) {
+            Unread::Answer { id, .. } => self.refuse(id, &refused),
+            // A batch printed over several lines fails every answer in it.
+            Unread::Batch(elements) => {
+                let mut failed = elements.iter().filter_map(|element| {
+                    match refused::read(server, element.get().as_bytes()) {
+                        Unread::Answer { id, .. } => self.refuse(id, &refused),
+                        _ => None,
+                    }
+                });
+                let first = failed.next();
+                let rest: Vec<_> = failed.collect();
+                self.queued.extend(rest);
+                first
             }
-            (Some(id), true) => {
-                tracing::debug!(server, %error, "answering a request that cannot be read");
+            Unread::Request(id) => {
+                tracing::debug!(server, %id, "answering a request printed over several lines");
                 self.reply_error(id, ErrorData::invalid_request("Invalid request", None));
                 None
             }
             _ => {
-                tracing::debug!(server, %error, "ignoring a message that cannot be read");
+                tracing::debug!(
+                    server,
+                    lines,
+                    "ignoring a JSON value printed over several lines"
+                );
                 None
             }
-        }
+        })
     }
 
     /// Fails what an oversized line answered (see invariant 3).
@@ -322,17 +459,21 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Transport<RoleClient> for StdioTran
 }
 
 /// The error a request gets when its answer was over `limit` bytes: `size` bytes, when
-/// known (an HTTP body or event is abandoned at the limit, unmeasured).
+/// known (an HTTP body or event is abandoned at the limit, unmeasured). It is the
+/// client's refusal, not the server's error ([`refused`]).
 pub(crate) fn too_large(server: &str, size: Option<u64>, limit: usize) -> ErrorData {
-    let message = match size {
-        Some(size) => format!(
-            "server `{server}` sent a message of {size} bytes, over its limit of {limit} bytes (raise `max_message_bytes`)"
-        ),
-        None => format!(
-            "server `{server}` sent a message over its limit of {limit} bytes (raise `max_message_bytes`)"
-        ),
-    };
-    ErrorData::new(ErrorCode::INTERNAL_ERROR, message, None)
+    refused::error_data(&MessageRefused::TooLarge {
+        server: server.to_owned(),
+        size,
+        limit,
+    })
+}
+
+/// Whether `line` is a JSON-RPC message of its own: a JSON object with `jsonrpc`.
+fn is_a_message(line: &[u8]) -> bool {
+    line.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'{')
+        && serde_json::from_slice::<serde_json::Value>(line)
+            .is_ok_and(|value| value.get("jsonrpc").is_some())
 }
 
 /// `message` as a line of JSON.
@@ -343,6 +484,15 @@ fn encode(message: &impl serde::Serialize) -> io::Result<Vec<u8>> {
 }
 
 use crate::sync::lock;
+
+/// A message printed over several lines, read so far (invariant 7).
+struct Gathered {
+    /// Its lines, joined by `\n`; at most the limit.
+    text: Vec<u8>,
+    lines: usize,
+    /// Finds where it ends, and its `id` should it grow past the limit.
+    scanner: IdScanner,
+}
 
 /// The requests sent and not yet answered.
 #[derive(Default)]
@@ -504,156 +654,6 @@ impl<W> Drop for StdioTransport<W> {
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             runtime.spawn(lines.drain());
-        }
-    }
-}
-
-/// Finds the top-level `id` and `method` of a JSON object fed in pieces, keeping only
-/// a few bytes: nested keys and text inside strings are skipped.
-#[derive(Default)]
-pub(super) struct IdScanner {
-    depth: usize,
-    /// Whether the text is a JSON object (only then does it have keys).
-    object: bool,
-    in_string: bool,
-    escaped: bool,
-    /// At depth 1: whether the next string is a key.
-    expect_key: bool,
-    /// The raw text of the key being read, `None` once it is too long to matter.
-    key: Option<Vec<u8>>,
-    reading_key: bool,
-    /// The last key read at depth 1.
-    last_key: Key,
-    /// The raw text of the `id` value being read, `None` once it cannot be an id.
-    id_text: Option<Vec<u8>>,
-    reading_id: bool,
-    id: Option<RequestId>,
-    id_seen: bool,
-    method: bool,
-}
-
-#[derive(Default, Clone, Copy, PartialEq)]
-enum Key {
-    #[default]
-    Other,
-    Id,
-    Method,
-}
-
-impl IdScanner {
-    pub(super) fn feed(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.byte(byte);
-        }
-    }
-
-    fn byte(&mut self, byte: u8) {
-        if self.in_string {
-            let closes = !self.escaped && byte == b'"';
-            self.escaped = !self.escaped && byte == b'\\';
-            if self.reading_key {
-                if closes {
-                    self.end_key();
-                } else {
-                    push_bounded(&mut self.key, byte, MAX_KEY_BYTES);
-                }
-            }
-            if self.reading_id {
-                push_bounded(&mut self.id_text, byte, MAX_ID_BYTES);
-            }
-            self.in_string = !closes;
-            return;
-        }
-        match byte {
-            b'"' => {
-                self.in_string = true;
-                if self.depth == 1 && self.object && self.expect_key {
-                    self.reading_key = true;
-                    self.key = Some(Vec::new());
-                } else if self.reading_id {
-                    push_bounded(&mut self.id_text, byte, MAX_ID_BYTES);
-                }
-            }
-            b'{' | b'[' => {
-                if self.depth == 0 {
-                    self.object = byte == b'{';
-                    self.expect_key = self.object;
-                }
-                if self.reading_id {
-                    // An object or array is not an id.
-                    self.id_text = None;
-                }
-                self.depth += 1;
-            }
-            b'}' | b']' => {
-                if self.depth == 1 {
-                    self.end_value();
-                }
-                self.depth = self.depth.saturating_sub(1);
-            }
-            b',' if self.depth == 1 => {
-                self.end_value();
-                self.expect_key = self.object;
-            }
-            b':' if self.depth == 1 => {
-                self.expect_key = false;
-                match self.last_key {
-                    Key::Id if !self.id_seen => {
-                        self.reading_id = true;
-                        self.id_text = Some(Vec::new());
-                    }
-                    Key::Method => self.method = true,
-                    Key::Id | Key::Other => {}
-                }
-            }
-            _ => {
-                if self.reading_id {
-                    push_bounded(&mut self.id_text, byte, MAX_ID_BYTES);
-                }
-            }
-        }
-    }
-
-    fn end_key(&mut self) {
-        self.reading_key = false;
-        self.last_key = Key::Other;
-        if let Some(raw) = self.key.take() {
-            let mut quoted = Vec::with_capacity(raw.len() + 2);
-            quoted.push(b'"');
-            quoted.extend_from_slice(&raw);
-            quoted.push(b'"');
-            self.last_key = match serde_json::from_slice::<String>(&quoted).as_deref() {
-                Ok("id") => Key::Id,
-                Ok("method") => Key::Method,
-                _ => Key::Other,
-            };
-        }
-    }
-
-    fn end_value(&mut self) {
-        if !self.reading_id {
-            return;
-        }
-        self.reading_id = false;
-        self.id_seen = true;
-        self.id = self
-            .id_text
-            .take()
-            .and_then(|text| serde_json::from_slice::<RequestId>(&text).ok());
-    }
-
-    /// The top-level `id`, if readable, and whether there is a top-level `method`.
-    pub(super) fn finish(self) -> (Option<RequestId>, bool) {
-        (self.id, self.method)
-    }
-}
-
-fn push_bounded(text: &mut Option<Vec<u8>>, byte: u8, limit: usize) {
-    if let Some(bytes) = text {
-        if bytes.len() < limit {
-            bytes.push(byte);
-        } else {
-            *text = None;
         }
     }
 }

@@ -21,7 +21,11 @@
 //! Every JSON body and SSE event is bounded by the server's `max_message_bytes`. An
 //! answer over it fails its request at once with an error naming the server and the
 //! limit (not the size: the response is abandoned at the limit rather than read on),
-//! instead of rmcp's transport error or closed stream.
+//! instead of rmcp's transport error or closed stream. A JSON body or an event of a
+//! `POST`'s stream that rmcp cannot read is made readable first ([`refused`]): a
+//! batch is split into its messages, and an answer to the request posted that
+//! cannot be used fails it at once with what came and why (rmcp would fail a body
+//! without saying what it held, and skip an event, leaving the request to time out).
 //!
 //! Two rules of rmcp's own reqwest client are carried here because rmcp keeps them
 //! private to that client:
@@ -69,7 +73,7 @@ pub(crate) use self::{
     network::Network,
 };
 use super::{
-    raw_answers,
+    raw_answers, refused,
     splice::{Spliced, Splicer},
 };
 use crate::{
@@ -473,7 +477,7 @@ impl StreamableHttpClient for SplicingHttpClient {
             auth_header,
             custom_headers,
             limits,
-            awaits_answer: request.is_some(),
+            request: request.clone(),
             discover: discover.clone(),
             raw: raw_answers::RawRequest::over_http(&message),
         };
@@ -581,9 +585,9 @@ struct Post<'a> {
     auth_header: Option<String>,
     custom_headers: HashMap<HeaderName, HeaderValue>,
     limits: StreamableHttpResponseLimits,
-    /// Whether the message is a request, which needs an answer; a notification or a
-    /// response needs none, so a `2xx` with any body accepts it.
-    awaits_answer: bool,
+    /// The id of the message when it is a request, which needs an answer; a
+    /// notification or a response needs none, so a `2xx` with any body accepts it.
+    request: Option<RequestId>,
     /// The id of a `server/discover` sent without a session, whose rejection is an
     /// answer ([`discover_rejection`]).
     discover: Option<RequestId>,
@@ -687,6 +691,7 @@ impl Post<'_> {
             Some(EVENT_STREAM) => {
                 let bytes = bounded_events(response.bytes_stream(), self.limits.max_sse_event_size);
                 let events = SseStream::from_bytes_stream(bytes);
+                let events = refused::readable_events(events, server.into(), self.request);
                 let events = match self.raw {
                     Some(raw) => raw_events(events, raw).boxed(),
                     None => events.boxed(),
@@ -703,11 +708,22 @@ impl Post<'_> {
                 }
                 match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
                     Ok(message) => Ok(StreamableHttpPostResponse::Json(message, new_session)),
-                    Err(_) if !self.awaits_answer => Ok(StreamableHttpPostResponse::Accepted),
-                    Err(error) => Err(StreamableHttpError::Deserialize(error)),
+                    Err(_) if self.request.is_none() => Ok(StreamableHttpPostResponse::Accepted),
+                    // A batch, or an answer that cannot be used: as events of a stream.
+                    Err(error) => match refused::json_body(server, &body, self.request.as_ref()) {
+                        Some(events) => {
+                            let events = futures::stream::iter(events.into_iter().map(Ok));
+                            let events = match self.raw {
+                                Some(id) => raw_events(events, id).boxed(),
+                                None => events.boxed(),
+                            };
+                            Ok(StreamableHttpPostResponse::Sse(events, new_session))
+                        }
+                        None => Err(StreamableHttpError::Deserialize(error)),
+                    },
                 }
             }
-            _ if !self.awaits_answer => Ok(StreamableHttpPostResponse::Accepted),
+            _ if self.request.is_none() => Ok(StreamableHttpPostResponse::Accepted),
             _ => Err(StreamableHttpError::UnexpectedContentType(content_type)),
         }
     }

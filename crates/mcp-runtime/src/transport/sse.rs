@@ -17,7 +17,10 @@
 //!    and an answer to a `POST` is never read past a short excerpt of an error.
 //! 3. An event over the limit fails at once the request it answers (its top-level
 //!    `id`, or every request in flight when it has no readable `id`) with an error
-//!    naming the server and the limit; the stream, and so the session, goes on.
+//!    naming the server and the limit; the stream, and so the session, goes on. So
+//!    does an event that answers a request in flight and cannot be used (not UTF-8,
+//!    not a response): it fails that request with what came and why; a batch is
+//!    taken message by message (see [`refused`]).
 //! 4. A `tools/call` is posted with its placeholders spliced, as over stdio and
 //!    Streamable HTTP (see [`super::splice`]); one whose call is gone is not posted.
 //! 5. The end of the stream is the end of the connection: `receive` answers `None`,
@@ -42,8 +45,8 @@ use http::{HeaderMap, HeaderValue, header};
 use rmcp::{
     RoleClient,
     model::{
-        ClientJsonRpcMessage, ClientNotification, ClientRequest, ErrorCode, ErrorData,
-        JsonRpcMessage, RequestId, ServerJsonRpcMessage,
+        ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, RequestId,
+        ServerJsonRpcMessage,
     },
     transport::{Transport, streamable_http_client::StreamableHttpError},
 };
@@ -54,6 +57,7 @@ use super::{
     framing::too_large,
     http::{self as streamable_http, OAuthLogin, ResolvedHttp},
     raw_answers::RawAnswers,
+    refused::{self, Unread},
     splice::{Spliced, Splicer},
 };
 use crate::{
@@ -277,9 +281,7 @@ impl SseTransport {
         let server = &*self.post.server;
         match event {
             Event::Complete { kind, data } if kind == "message" => {
-                if let Some(message) = self.message(&data) {
-                    self.queued.push_back(message);
-                }
+                self.message(&data, false);
             }
             Event::Complete { kind, .. } => {
                 tracing::debug!(server, kind, "ignoring an event that is not a message");
@@ -310,41 +312,37 @@ impl SseTransport {
         }
     }
 
-    /// The message `data` holds. An answer that cannot be read fails its request, if
-    /// its `id` can be read; anything else unreadable is dropped.
-    fn message(&mut self, data: &[u8]) -> Option<ServerJsonRpcMessage> {
+    /// Queues what `data`, the data of a `message` event (or an element of a batch
+    /// when `in_batch`), holds for rmcp. An answer to a request in flight that cannot
+    /// be used fails it with what came and why; a batch is taken message by message;
+    /// anything else unreadable is dropped ([`refused`]).
+    fn message(&mut self, data: &[u8], in_batch: bool) {
         let rewritten = self.raw.rewrite(data);
         let data = rewritten.as_deref().unwrap_or(data);
         let server = &*self.post.server;
-        let error = match serde_json::from_slice::<ServerJsonRpcMessage>(data) {
-            Ok(message) => {
-                if let JsonRpcMessage::Response(response) = &message {
-                    lock(&self.pending).remove(&response.id);
-                } else if let JsonRpcMessage::Error(error) = &message
-                    && let Some(id) = &error.id
-                {
-                    lock(&self.pending).remove(id);
-                }
-                return Some(message);
+        if let Ok(message) = serde_json::from_slice::<ServerJsonRpcMessage>(data) {
+            if let JsonRpcMessage::Response(response) = &message {
+                lock(&self.pending).remove(&response.id);
+            } else if let JsonRpcMessage::Error(error) = &message
+                && let Some(id) = &error.id
+            {
+                lock(&self.pending).remove(id);
             }
-            Err(error) => error,
-        };
-        let id = serde_json::from_slice::<serde_json::Value>(data)
-            .ok()
-            .filter(|value| value.get("method").is_none())
-            .and_then(|value| serde_json::from_value::<RequestId>(value.get("id")?.clone()).ok())
-            .filter(|id| lock(&self.pending).remove(id));
-        let Some(id) = id else {
-            tracing::debug!(server, %error, "ignoring a message that cannot be read");
-            return None;
-        };
-        let message = format!(
-            "server `{server}` answered with a message that is not a valid response ({error})"
-        );
-        Some(ServerJsonRpcMessage::error(
-            ErrorData::new(ErrorCode::INTERNAL_ERROR, message, None),
-            Some(id),
-        ))
+            self.queued.push_back(message);
+            return;
+        }
+        match refused::read(server, data) {
+            Unread::Batch(elements) if !in_batch => {
+                for element in elements {
+                    self.message(element.get().as_bytes(), true);
+                }
+            }
+            Unread::Answer { id, refused } if lock(&self.pending).remove(&id) => {
+                tracing::debug!(server, %id, "{refused}");
+                self.queued.push_back(refused::answer(&refused, id));
+            }
+            _ => tracing::debug!(server, "ignoring a message that cannot be read"),
+        }
     }
 }
 

@@ -35,6 +35,7 @@ fn parses_every_stdio_key() {
         disabled_tools = ["list"]
         share_tool_listing = false
         max_message_bytes = 1048576
+        max_tools = 20000
         "#,
     );
     let server = &config.servers["files"];
@@ -49,6 +50,7 @@ fn parses_every_stdio_key() {
     assert!(server.required);
     assert!(!server.share_tool_listing);
     assert_eq!(server.max_message_bytes, 1024 * 1024);
+    assert_eq!(server.max_tools, 20_000);
     assert_eq!(server.startup_timeout, Duration::from_millis(2500));
     assert_eq!(server.tool_timeout, Duration::from_secs(60));
     assert!(server.exposes_tool("read"));
@@ -87,6 +89,7 @@ fn parses_every_http_key_and_defaults() {
     assert_eq!(server.startup_timeout, Duration::from_secs(30));
     assert_eq!(server.tool_timeout, Duration::from_secs(300));
     assert_eq!(server.max_message_bytes, 64 * 1024 * 1024);
+    assert_eq!(server.max_tools, 10_000);
     assert_eq!(server.environment, Environment::Local);
 }
 
@@ -442,6 +445,10 @@ fn wrong_types_name_the_key_and_what_it_must_be() {
         (
             "command = \"x\"\nmax_message_bytes = 1.5",
             "key `max_message_bytes` in `[mcp_servers.a]` must be a positive number of bytes",
+        ),
+        (
+            "command = \"x\"\nmax_tools = 0",
+            "key `max_tools` in `[mcp_servers.a]` must be a positive number of tools",
         ),
         (
             "url = \"ftp://x\"",

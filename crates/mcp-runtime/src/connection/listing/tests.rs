@@ -108,10 +108,18 @@ async fn list_with_hints(pages: Vec<String>) -> Result<Listing, ListToolsError> 
         client.peer(),
         &Cancellations::new(client.peer().clone()),
         "scripted",
-        Duration::from_secs(30),
+        bounds(Duration::from_secs(30)),
         &sent,
     )
     .await
+}
+
+/// The default bounds, with `page_timeout`.
+fn bounds(page_timeout: Duration) -> Bounds {
+    Bounds {
+        page_timeout,
+        max_tools: crate::config::DEFAULT_MAX_TOOLS,
+    }
 }
 
 fn names<'a>(tools: impl IntoIterator<Item = &'a Tool>) -> Vec<&'a str> {
@@ -389,7 +397,7 @@ async fn pages_are_followed_by_their_cursors() {
         client.peer(),
         &Cancellations::new(client.peer().clone()),
         "s",
-        Duration::from_secs(30),
+        bounds(Duration::from_secs(30)),
         &sent,
     )
     .await
@@ -405,6 +413,35 @@ async fn pages_are_followed_by_their_cursors() {
         cursors.push(cursor);
     }
     assert_eq!(cursors, [None, Some("c1".into()), Some("c2".into())]);
+}
+
+#[tokio::test]
+async fn an_empty_cursor_ends_the_listing() {
+    let (client, mut received) = scripted_server(vec![
+        page(&good("a"), Some("c1")),
+        page(&good("b"), Some("")),
+        // Never asked for: a server asked with `""` may answer its first page again.
+        page(&good("a"), None),
+    ])
+    .await;
+    let sent = AtomicUsize::new(0);
+    let tools = list_tools(
+        client.peer(),
+        &Cancellations::new(client.peer().clone()),
+        "s",
+        bounds(Duration::from_secs(30)),
+        &sent,
+    )
+    .await
+    .unwrap()
+    .tools;
+    assert_eq!(names(tools.iter().map(|listed| &*listed.tool)), ["a", "b"]);
+    assert_eq!(sent.load(Ordering::Relaxed), 2);
+    let mut cursors = Vec::new();
+    while let Ok(Received::List { cursor, .. }) = received.try_recv() {
+        cursors.push(cursor);
+    }
+    assert_eq!(cursors, [None, Some("c1".into())]);
 }
 
 #[tokio::test]
@@ -438,18 +475,43 @@ async fn more_pages_than_the_limit_is_an_error() {
 }
 
 #[tokio::test]
-async fn more_tools_than_the_limit_is_an_error() {
-    let tools: Vec<String> = (0..=MAX_LISTED_TOOLS)
+async fn more_tools_than_the_limit_is_an_error_naming_the_setting() {
+    let tools: Vec<String> = (0..=crate::config::DEFAULT_MAX_TOOLS)
         .map(|n| good(&format!("t{n}")))
         .collect();
     let error = list(vec![page(&tools.join(","), None)]).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the server listed more than 10000 tools (raise `max_tools`)"
+    );
+}
+
+#[tokio::test]
+async fn max_tools_sets_the_limit_across_pages() {
+    let listed = |max_tools| async move {
+        let (client, _received) = scripted_server(vec![
+            page(&[good("a"), good("b")].join(","), Some("c1")),
+            page(&good("c"), None),
+        ])
+        .await;
+        let bounds = Bounds {
+            page_timeout: Duration::from_secs(30),
+            max_tools,
+        };
+        let cancellations = Cancellations::new(client.peer().clone());
+        list_tools(
+            client.peer(),
+            &cancellations,
+            "s",
+            bounds,
+            &AtomicUsize::new(0),
+        )
+        .await
+    };
+    assert_eq!(listed(3).await.unwrap().tools.len(), 3);
+    let error = listed(2).await.unwrap_err();
     assert!(
-        matches!(
-            error,
-            ListToolsError::TooManyTools {
-                limit: MAX_LISTED_TOOLS
-            }
-        ),
+        matches!(error, ListToolsError::TooManyTools { limit: 2 }),
         "{error:?}"
     );
 }
@@ -462,7 +524,7 @@ async fn a_page_without_an_answer_times_out_and_is_cancelled() {
         client.peer(),
         &Cancellations::new(client.peer().clone()),
         "s",
-        Duration::from_secs(7),
+        bounds(Duration::from_secs(7)),
         &sent,
     )
     .await
@@ -486,7 +548,7 @@ async fn a_dropped_listing_cancels_its_page() {
     let sent = AtomicUsize::new(0);
     let cancellations = Cancellations::new(client.peer().clone());
     let id = tokio::select! {
-        result = list_tools(client.peer(), &cancellations, "s", Duration::from_secs(30), &sent) => {
+        result = list_tools(client.peer(), &cancellations, "s", bounds(Duration::from_secs(30)), &sent) => {
             panic!("the listing cannot finish: {result:?}")
         }
         Some(Received::List { id, .. }) = received.recv() => id,
@@ -744,7 +806,13 @@ fn a_tool_rmcps_transport_refused_for_its_headers_is_left_out() {
     ]})
     .to_string();
     let kept: HashSet<String> = ["a".to_owned()].into();
-    let read = read_page(&text, ListedTools::default(), Some(&kept)).unwrap();
+    let read = read_page(
+        &text,
+        ListedTools::default(),
+        Some(&kept),
+        crate::config::DEFAULT_MAX_TOOLS,
+    )
+    .unwrap();
     let names: Vec<&str> = read
         .listed
         .tools
@@ -754,6 +822,12 @@ fn a_tool_rmcps_transport_refused_for_its_headers_is_left_out() {
     assert_eq!(names, ["a"]);
     assert_eq!(read.left_out[0].label, Label::Name("b".to_owned()));
     assert_eq!(read.left_out[0].reason, Reason::HeadersRefused);
-    let all = read_page(&text, ListedTools::default(), None).unwrap();
+    let all = read_page(
+        &text,
+        ListedTools::default(),
+        None,
+        crate::config::DEFAULT_MAX_TOOLS,
+    )
+    .unwrap();
     assert_eq!(all.listed.tools.len(), 2, "read from the text alone: all");
 }

@@ -12,7 +12,7 @@ use tokio::{
     sync::oneshot,
 };
 
-use super::*;
+use super::{id_scanner::MAX_ID_BYTES, *};
 
 /// Small, so the tests stay fast; every oversized line below is well past it.
 const LIMIT: usize = 1024;
@@ -89,7 +89,7 @@ fn oversized(before: &str, after: &str) -> String {
 
 fn size_error(line: &str) -> String {
     format!(
-        "server `big` sent a message of {} bytes, over its limit of {LIMIT} bytes (raise `max_message_bytes`)",
+        "server `big` sent a message of {} bytes, over the client's limit of {LIMIT} bytes (raise `max_message_bytes`)",
         line.len()
     )
 }
@@ -232,10 +232,179 @@ async fn an_unreadable_answer_fails_its_request_at_once() {
         .expect("no wait for the timeout");
     let message = error_message(list);
     assert!(
-        message.starts_with("server `big` answered with a message that is not a valid response"),
+        message.starts_with(
+            "server `big` sent an answer mcp-runtime cannot read (it has neither `result` nor `error`): `{\"jsonrpc\":\"2.0\",\"id\":"
+        ),
         "{message}"
     );
     drop(done);
+    server.await.unwrap();
+}
+
+/// Sends `lines` (the answer to the first request after the handshake, made by
+/// `answer` from its id) and returns the error the request got, which must come
+/// without waiting for its timeout.
+async fn refused_answer(answer: fn(&Value) -> Vec<Vec<u8>>) -> String {
+    let (client, mut peer) = connect();
+    let (done, finished) = oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        peer.handshake().await;
+        let request = peer.next_request().await;
+        for line in answer(&request["id"]) {
+            peer.write.write_all(&line).await.unwrap();
+        }
+        peer.write.flush().await.unwrap();
+        // The connection stays usable.
+        let request = peer.next_request().await;
+        peer.answer(&request, json!({"resources": []})).await;
+        let _ = finished.await;
+    });
+    let client = client.await;
+    let list = tokio::time::timeout(CALL_TIMEOUT, client.peer().list_tools(None))
+        .await
+        .expect("no wait for the timeout");
+    let message = error_message(list);
+    let listed = tokio::time::timeout(CALL_TIMEOUT, client.peer().list_resources(None))
+        .await
+        .expect("no wait for the timeout");
+    assert!(listed.unwrap().resources.is_empty());
+    drop(done);
+    server.await.unwrap();
+    message
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_that_is_not_utf8_fails_its_request_at_once_showing_it() {
+    let message = refused_answer(|id| {
+        let mut line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[],"note":"caf"#)
+            .into_bytes();
+        line.extend_from_slice(b"\xFF\"}}\n");
+        vec![line]
+    })
+    .await;
+    assert_eq!(
+        message,
+        r#"server `big` sent an answer that is not valid UTF-8 (from byte 56), which JSON-RPC requires: `{"jsonrpc":"2.0","id":1,"result":{"tools":[],"note":"caf\xFF"}}` (the server does not follow the MCP specification; report it to its author)"#
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_over_several_lines_fails_its_request_at_once_showing_it() {
+    let message = refused_answer(|id| {
+        let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"tools": []}});
+        vec![
+            // Noise before it stays noise.
+            b"server ready\n".to_vec(),
+            format!("{answer:#}\n").into_bytes(),
+        ]
+    })
+    .await;
+    assert_eq!(
+        message,
+        "server `big` sent an answer over several lines (7), where the stdio transport takes one message per line: `{\\n  \"jsonrpc\": \"2.0\",\\n  \"id\": 1,\\n  \"result\": {\\n    \"tools\": []\\n  }\\n}` (the server must not pretty-print its messages; report it to its author)"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn noise_on_stdout_is_skipped_with_one_warning_that_does_not_quote_it() {
+    let events = crate::test_events::Events::default();
+    let _default = tracing::subscriber::set_default(events.clone());
+    let (client, mut peer) = connect();
+    let server = tokio::spawn(async move {
+        peer.send("Server ready, token=abc123").await;
+        peer.handshake().await;
+        let request = peer.next_request().await;
+        peer.send("[INFO] listing resources").await;
+        peer.answer(&request, json!({"resources": []})).await;
+    });
+    let client = client.await;
+    let listed = tokio::time::timeout(CALL_TIMEOUT, client.peer().list_resources(None))
+        .await
+        .expect("no wait for the timeout");
+    assert!(listed.unwrap().resources.is_empty());
+    server.await.unwrap();
+    let warnings: Vec<String> = events
+        .with_targets()
+        .into_iter()
+        .filter(|line| line.contains(" WARN"))
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "mcp_runtime::transport::framing WARNskipped a line the server wrote on stdout that is not a JSON-RPC message (stdout is for its messages alone; later such lines are skipped silently) server=\"big\""
+        ]
+    );
+    assert!(!events.lines().concat().contains("abc123"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_over_several_lines_fails_the_answers_in_it_at_once() {
+    let message = refused_answer(|id| {
+        let batch = json!([{"jsonrpc": "2.0", "id": id, "result": {"tools": []}}]);
+        vec![format!("{batch:#}\n").into_bytes()]
+    })
+    .await;
+    assert!(
+        message.starts_with("server `big` sent an answer over several lines (9)"),
+        "{message}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn lines_that_begin_a_value_and_never_end_it_are_noise_before_a_message() {
+    let (client, mut peer) = connect();
+    let server = tokio::spawn(async move {
+        peer.handshake().await;
+        let request = peer.next_request().await;
+        peer.send("{").await;
+        peer.send("  \"level\": \"info\",").await;
+        peer.answer(&request, json!({"resources": []})).await;
+    });
+    let client = client.await;
+    let listed = tokio::time::timeout(CALL_TIMEOUT, client.peer().list_resources(None))
+        .await
+        .expect("no wait for the timeout");
+    assert!(listed.unwrap().resources.is_empty());
+    server.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_is_taken_message_by_message() {
+    let (client, mut peer) = connect();
+    let server = tokio::spawn(async move {
+        let initialize = peer.next().await;
+        let result = json!({
+            "protocolVersion": "2025-03-26",
+            "capabilities": {"prompts": {}, "resources": {}},
+            "serverInfo": {"name": "raw", "version": "0"},
+        });
+        let answer = json!({"jsonrpc": "2.0", "id": initialize["id"], "result": result});
+        peer.send(&format!("[{answer}]")).await;
+        assert_eq!(peer.next().await["method"], "notifications/initialized");
+        let mut requests = [peer.next_request().await, peer.next_request().await];
+        requests.sort_by_key(|request| request["method"].to_string());
+        let [prompts, resources] = requests;
+        assert_eq!(prompts["method"], "prompts/list");
+        // Both answers in one batch, with a notification between them.
+        let batch = json!([
+            {"jsonrpc": "2.0", "id": resources["id"], "result": {"resources": [{"uri": "file:///r", "name": "r"}]}},
+            {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}},
+            {"jsonrpc": "2.0", "id": prompts["id"], "result": {"prompts": []}},
+        ]);
+        peer.send(&batch.to_string()).await;
+    });
+    let client = tokio::time::timeout(CALL_TIMEOUT, client)
+        .await
+        .expect("the handshake does not wait");
+    let peer = client.peer();
+    let (prompts, resources) = tokio::time::timeout(
+        CALL_TIMEOUT,
+        futures::future::join(peer.list_prompts(None), peer.list_resources(None)),
+    )
+    .await
+    .expect("no wait for the timeout");
+    assert!(prompts.unwrap().prompts.is_empty());
+    assert_eq!(resources.unwrap().resources[0].name, "r");
     server.await.unwrap();
 }
 

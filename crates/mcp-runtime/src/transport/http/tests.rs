@@ -393,8 +393,83 @@ fn oversized(request: &serde_json::Value) -> (&'static str, String) {
 
 fn size_error() -> String {
     format!(
-        "server `web` sent a message over its limit of {LIMIT} bytes (raise `max_message_bytes`)"
+        "server `web` sent a message over the client's limit of {LIMIT} bytes (raise `max_message_bytes`)"
     )
+}
+
+/// For the tool `event` or `json`, an answer with neither `result` nor `error`, as an
+/// SSE event or a JSON body; for `batch-event` or `batch-json`, a good answer in a
+/// batch of one, the same two ways.
+fn unusable(request: &serde_json::Value) -> (&'static str, String) {
+    let name = request["params"]["name"].as_str().unwrap_or_default();
+    let mut answer = serde_json::json!({"jsonrpc": "2.0", "id": request["id"]});
+    if name.starts_with("batch") {
+        answer["result"] = serde_json::json!({"content": [{"type": "text", "text": "ok"}]});
+        answer = serde_json::json!([answer]);
+    }
+    if name.ends_with("json") {
+        (JSON, answer.to_string())
+    } else {
+        (EVENT_STREAM, format!("data: {answer}\n\n"))
+    }
+}
+
+#[tokio::test]
+async fn an_unusable_http_answer_fails_its_request_at_once_and_a_batch_is_taken() {
+    use rmcp::{ServiceExt, model::CallToolRequestParams};
+
+    let url = raw_server(unusable).await;
+    let resolved = ResolvedHttp {
+        url,
+        bearer_token: None,
+        headers: HashMap::new(),
+        max_message_bytes: LIMIT,
+        network: Network::default(),
+        oauth_store: None,
+        credentials: Vec::new(),
+    };
+    let client = crate::connection::client_config(&crate::host::HostHandlers::default())
+        .serve(
+            transport(
+                "web",
+                &resolved,
+                client_for(&resolved).unwrap(),
+                Splicer::new(),
+                None,
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let call = |name: &'static str| {
+        let peer = client.peer().clone();
+        async move {
+            tokio::time::timeout(
+                std::time::Duration::from_secs(300),
+                peer.call_tool(CallToolRequestParams::new(name)),
+            )
+            .await
+            .expect("no wait for the timeout")
+        }
+    };
+    for name in ["event", "json"] {
+        match call(name).await {
+            Err(rmcp::ServiceError::McpError(error)) => assert!(
+                error.message.starts_with(
+                    "server `web` sent an answer mcp-runtime cannot read (it has neither `result` nor `error`): `{\"jsonrpc\":\"2.0\",\"id\":"
+                ),
+                "{name}: {}",
+                error.message
+            ),
+            other => panic!("{name}: expected the refusal, got {other:?}"),
+        }
+    }
+    for name in ["batch-event", "batch-json"] {
+        let result = call(name)
+            .await
+            .unwrap_or_else(|error| panic!("{name}: {error}"));
+        assert_eq!(result.content[0].as_text().unwrap().text, "ok", "{name}");
+    }
 }
 
 #[tokio::test]
