@@ -256,7 +256,8 @@ async fn refused_answer(answer: fn(&Value) -> Vec<Vec<u8>>) -> String {
         peer.write.flush().await.unwrap();
         // The connection stays usable.
         let request = peer.next_request().await;
-        peer.answer(&request, json!({"resources": []})).await;
+        peer.answer(&request, json!({"completion": {"values": []}}))
+            .await;
         let _ = finished.await;
     });
     let client = client.await;
@@ -264,10 +265,14 @@ async fn refused_answer(answer: fn(&Value) -> Vec<Vec<u8>>) -> String {
         .await
         .expect("no wait for the timeout");
     let message = error_message(list);
-    let listed = tokio::time::timeout(CALL_TIMEOUT, client.peer().list_resources(None))
-        .await
-        .expect("no wait for the timeout");
-    assert!(listed.unwrap().resources.is_empty());
+    // A request whose answer rmcp reads itself (a listing's goes raw).
+    let completed = tokio::time::timeout(
+        CALL_TIMEOUT,
+        client.peer().complete_prompt_simple("p", "a", ""),
+    )
+    .await
+    .expect("no wait for the timeout");
+    assert!(completed.unwrap().is_empty());
     drop(done);
     server.await.unwrap();
     message
@@ -314,14 +319,18 @@ async fn noise_on_stdout_is_skipped_with_one_warning_that_does_not_quote_it() {
         peer.send("Server ready, token=abc123").await;
         peer.handshake().await;
         let request = peer.next_request().await;
-        peer.send("[INFO] listing resources").await;
-        peer.answer(&request, json!({"resources": []})).await;
+        peer.send("[INFO] completing").await;
+        peer.answer(&request, json!({"completion": {"values": []}}))
+            .await;
     });
     let client = client.await;
-    let listed = tokio::time::timeout(CALL_TIMEOUT, client.peer().list_resources(None))
-        .await
-        .expect("no wait for the timeout");
-    assert!(listed.unwrap().resources.is_empty());
+    let completed = tokio::time::timeout(
+        CALL_TIMEOUT,
+        client.peer().complete_prompt_simple("p", "a", ""),
+    )
+    .await
+    .expect("no wait for the timeout");
+    assert!(completed.unwrap().is_empty());
     server.await.unwrap();
     let warnings: Vec<String> = events
         .with_targets()
@@ -358,13 +367,17 @@ async fn lines_that_begin_a_value_and_never_end_it_are_noise_before_a_message() 
         let request = peer.next_request().await;
         peer.send("{").await;
         peer.send("  \"level\": \"info\",").await;
-        peer.answer(&request, json!({"resources": []})).await;
+        peer.answer(&request, json!({"completion": {"values": []}}))
+            .await;
     });
     let client = client.await;
-    let listed = tokio::time::timeout(CALL_TIMEOUT, client.peer().list_resources(None))
-        .await
-        .expect("no wait for the timeout");
-    assert!(listed.unwrap().resources.is_empty());
+    let completed = tokio::time::timeout(
+        CALL_TIMEOUT,
+        client.peer().complete_prompt_simple("p", "a", ""),
+    )
+    .await
+    .expect("no wait for the timeout");
+    assert!(completed.unwrap().is_empty());
     server.await.unwrap();
 }
 
@@ -381,15 +394,14 @@ async fn a_batch_is_taken_message_by_message() {
         let answer = json!({"jsonrpc": "2.0", "id": initialize["id"], "result": result});
         peer.send(&format!("[{answer}]")).await;
         assert_eq!(peer.next().await["method"], "notifications/initialized");
-        let mut requests = [peer.next_request().await, peer.next_request().await];
-        requests.sort_by_key(|request| request["method"].to_string());
-        let [prompts, resources] = requests;
-        assert_eq!(prompts["method"], "prompts/list");
-        // Both answers in one batch, with a notification between them.
+        let [first, second] = [peer.next_request().await, peer.next_request().await];
+        // Each completion offers its prompt's name; both answers in one batch, with
+        // a notification between them.
+        let answer = |request: &Value| json!({"jsonrpc": "2.0", "id": request["id"], "result": {"completion": {"values": [request["params"]["ref"]["name"]]}}});
         let batch = json!([
-            {"jsonrpc": "2.0", "id": resources["id"], "result": {"resources": [{"uri": "file:///r", "name": "r"}]}},
+            answer(&first),
             {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}},
-            {"jsonrpc": "2.0", "id": prompts["id"], "result": {"prompts": []}},
+            answer(&second),
         ]);
         peer.send(&batch.to_string()).await;
     });
@@ -397,14 +409,17 @@ async fn a_batch_is_taken_message_by_message() {
         .await
         .expect("the handshake does not wait");
     let peer = client.peer();
-    let (prompts, resources) = tokio::time::timeout(
+    let (p, q) = tokio::time::timeout(
         CALL_TIMEOUT,
-        futures::future::join(peer.list_prompts(None), peer.list_resources(None)),
+        futures::future::join(
+            peer.complete_prompt_simple("p", "a", ""),
+            peer.complete_prompt_simple("q", "a", ""),
+        ),
     )
     .await
     .expect("no wait for the timeout");
-    assert!(prompts.unwrap().prompts.is_empty());
-    assert_eq!(resources.unwrap().resources[0].name, "r");
+    assert_eq!(p.unwrap(), ["p"]);
+    assert_eq!(q.unwrap(), ["q"]);
     server.await.unwrap();
 }
 
