@@ -183,7 +183,14 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
     /// What `text`, one message (a line, or an element of a batch when `in_batch`),
     /// holds for rmcp.
     fn read(&mut self, text: &[u8], in_batch: bool) -> Option<ServerJsonRpcMessage> {
-        let rewritten = self.raw.rewrite(text);
+        // Only a message that is UTF-8 throughout is handed over raw: the rewrite reads
+        // the envelope's other fields without looking into them, and would pass an
+        // answer whose bytes are not all text.
+        let rewritten = if std::str::from_utf8(text).is_ok() {
+            self.raw.rewrite(text)
+        } else {
+            None
+        };
         let text = rewritten.as_deref().unwrap_or(text);
         let server = &*self.server;
         if let Ok(message) = serde_json::from_slice::<ServerJsonRpcMessage>(text) {
