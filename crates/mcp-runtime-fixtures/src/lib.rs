@@ -53,6 +53,7 @@
 //! | ignores `notifications/cancelled`, answers late (raw) | `--ignore-cancel` |
 //! | HTTP: every request answered with one status | `--http-status STATUS` |
 //! | HTTP: accepts connections, never answers | `--http-silent` |
+//! | HTTP: exits during `tools/call`, before answering or mid-stream | `--http-die-during-call WHEN` |
 //!
 //! With `--progress-steps N` a call that asks for progress gets N reports first.
 //! With `--asks` it also lists `ask`, `roots` and `sample`, which ask the client for
