@@ -1078,6 +1078,22 @@ pub enum HttpFailure {
         /// The server.
         server: String,
     },
+    /// The server reset the connection: it stopped, or something on the way cut the
+    /// connection.
+    #[error("server `{server}` reset the connection (check that it is still running)")]
+    Reset {
+        /// The server.
+        server: String,
+    },
+    /// The server closed the connection before its answer was complete: it stopped,
+    /// or dropped the request.
+    #[error(
+        "server `{server}` closed the connection before its answer was complete (check that it is still running)"
+    )]
+    Closed {
+        /// The server.
+        server: String,
+    },
     /// The host name could not be resolved.
     #[error("the host `{host}` of server `{server}` cannot be resolved (check `url`)")]
     Dns {

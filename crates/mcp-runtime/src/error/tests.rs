@@ -47,6 +47,8 @@ fn request_errors() -> Vec<RequestError> {
             body_excerpt: String::new(),
         },
         HttpFailure::Refused { server: server() },
+        HttpFailure::Reset { server: server() },
+        HttpFailure::Closed { server: server() },
         HttpFailure::Dns {
             server: server(),
             host: "mcp.invalid".into(),

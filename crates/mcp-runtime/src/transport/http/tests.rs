@@ -358,6 +358,55 @@ async fn a_refused_connection_is_classified() {
     );
 }
 
+/// Reads each request whole (its head and its `content-length` body), then ends the
+/// connection without an answer: with a reset when `reset`, else a close. Returns
+/// the address.
+async fn ending_without_an_answer(reset: bool) -> std::net::SocketAddr {
+    use tokio::io::AsyncReadExt;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut received = Vec::new();
+            let whole = |received: &[u8]| {
+                let Some(end) = received.windows(4).position(|w| w == b"\r\n\r\n") else {
+                    return false;
+                };
+                let head = String::from_utf8_lossy(&received[..end]).to_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length:"))
+                    .map_or(0, |value| value.trim().parse().unwrap());
+                received.len() >= end + 4 + length
+            };
+            while !whole(&received) {
+                let mut chunk = [0; 4096];
+                match socket.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => received.extend_from_slice(&chunk[..n]),
+                }
+            }
+            if reset {
+                socket.set_zero_linger().unwrap();
+            }
+            drop(socket);
+        }
+    });
+    address
+}
+
+#[tokio::test]
+async fn a_connection_closed_or_reset_before_the_answer_is_classified() {
+    let address = ending_without_an_answer(false).await;
+    let failure = post_failure(&format!("http://{address}/mcp")).await;
+    assert!(matches!(failure, HttpFailure::Closed { .. }), "{failure:?}");
+    let address = ending_without_an_answer(true).await;
+    let failure = post_failure(&format!("http://{address}/mcp")).await;
+    assert!(matches!(failure, HttpFailure::Reset { .. }), "{failure:?}");
+}
+
 #[tokio::test]
 async fn a_host_name_that_does_not_resolve_is_classified() {
     // `.invalid` never resolves (RFC 6761): no lookup reaches a real host.
