@@ -355,6 +355,14 @@ pub enum StartupError {
     /// could not be read or refreshed.
     #[error(transparent)]
     Login(HttpFailure),
+    /// The connection to an HTTP server was lost: the server refused, reset or closed
+    /// a connection its transport opened, or its legacy HTTP+SSE event stream broke.
+    #[error("the connection was lost")]
+    Lost {
+        /// What the transport saw.
+        #[source]
+        source: HttpFailure,
+    },
     /// The `initialize` handshake failed.
     #[error("handshake failed{}", stderr_suffix(stderr_tail))]
     Handshake {
@@ -977,6 +985,16 @@ pub enum RequestError {
         /// The server's last lines of stderr, when it is a local process.
         stderr_tail: Vec<String>,
     },
+    /// The event stream that was to carry the answer (Streamable HTTP) ended before
+    /// the answer and was not resumed.
+    #[error("the server's event stream ended before the answer{}", resuming.suffix())]
+    StreamLost {
+        /// What became of resuming the stream.
+        resuming: Resuming,
+        /// Why resuming it failed, else why it ended; none when the server ended it.
+        #[source]
+        source: Option<Arc<HttpFailure>>,
+    },
     /// Anything else the protocol library reported.
     #[error("{description}")]
     Other {
@@ -986,6 +1004,34 @@ pub enum RequestError {
         #[source]
         source: Arc<dyn std::error::Error + Send + Sync>,
     },
+}
+
+/// What became of resuming an event stream that ended before the answer it was to
+/// carry ([`RequestError::StreamLost`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Resuming {
+    /// The stream cannot be resumed: the server gave its events no ids.
+    Impossible,
+    /// Resuming it failed, or the server is gone.
+    Failed,
+    /// It was not resumed before the call's deadline.
+    OutOfTime {
+        /// The call's timeout.
+        after: Duration,
+    },
+}
+
+impl Resuming {
+    fn suffix(self) -> String {
+        match self {
+            Self::Impossible => String::new(),
+            Self::Failed => ", and resuming it failed".to_owned(),
+            Self::OutOfTime { after } => {
+                format!(", and it was not resumed within {}", secs(after))
+            }
+        }
+    }
 }
 
 /// How an HTTP request to a Streamable HTTP server failed.

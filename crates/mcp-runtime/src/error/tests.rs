@@ -84,6 +84,20 @@ fn request_errors() -> Vec<RequestError> {
         RequestError::Closed {
             stderr_tail: Vec::new(),
         },
+        RequestError::StreamLost {
+            resuming: Resuming::Impossible,
+            source: None,
+        },
+        RequestError::StreamLost {
+            resuming: Resuming::Failed,
+            source: Some(Arc::new(HttpFailure::Refused { server: server() })),
+        },
+        RequestError::StreamLost {
+            resuming: Resuming::OutOfTime {
+                after: Duration::from_secs(60),
+            },
+            source: Some(Arc::new(HttpFailure::Closed { server: server() })),
+        },
         RequestError::Other {
             description: "the request failed".into(),
             source: Arc::new(rmcp::ServiceError::TransportClosed),
@@ -175,4 +189,46 @@ fn an_http_failure_names_the_server_and_what_to_do() {
     };
     assert!(unauthorized.to_string().contains("`bearer_token_env_var`"));
     assert!(unauthorized.to_string().contains("`env_http_headers`"));
+}
+
+#[test]
+fn a_lost_answer_stream_says_how_resuming_it_went_and_why() {
+    let lost = |resuming, source: Option<HttpFailure>| {
+        chain(&RequestError::StreamLost {
+            resuming,
+            source: source.map(Arc::new),
+        })
+    };
+    assert_eq!(
+        lost(Resuming::Impossible, None),
+        "the server's event stream ended before the answer"
+    );
+    assert_eq!(
+        lost(
+            Resuming::Failed,
+            Some(HttpFailure::Refused {
+                server: "web".into()
+            })
+        ),
+        "the server's event stream ended before the answer, and resuming it failed: server `web` refused the connection (check that it is running and that `url` names its host and port)"
+    );
+    assert_eq!(
+        lost(
+            Resuming::OutOfTime {
+                after: Duration::from_secs(60)
+            },
+            Some(HttpFailure::Reset {
+                server: "web".into()
+            })
+        ),
+        "the server's event stream ended before the answer, and it was not resumed within 60s: server `web` reset the connection (check that it is still running)"
+    );
+    assert_eq!(
+        chain(&StartupError::Lost {
+            source: HttpFailure::Closed {
+                server: "web".into()
+            }
+        }),
+        "the connection was lost: server `web` closed the connection before its answer was complete (check that it is still running)"
+    );
 }

@@ -206,6 +206,7 @@ async fn post_failure(url: &str) -> HttpFailure {
         server: "web".into(),
         proxy: None,
         oauth: None,
+        streams: Streams::new("web"),
     };
     let message = ClientJsonRpcMessage::request(
         ClientRequest::PingRequest(Default::default()),
@@ -290,6 +291,7 @@ async fn a_json_rpc_error_with_a_failing_status_answers_the_request() {
         server: "web".into(),
         proxy: None,
         oauth: None,
+        streams: Streams::new("web"),
     };
     let message = ClientJsonRpcMessage::request(
         ClientRequest::PingRequest(Default::default()),
@@ -325,6 +327,7 @@ async fn a_configured_header_may_not_replace_one_the_protocol_sets() {
         server: "web".into(),
         proxy: None,
         oauth: None,
+        streams: Streams::new("web"),
     };
     let message = ClientJsonRpcMessage::request(
         ClientRequest::PingRequest(Default::default()),
@@ -468,7 +471,8 @@ async fn an_oversized_http_answer_fails_its_request_at_once() {
                 Splicer::new(),
                 None,
             )
-            .unwrap(),
+            .unwrap()
+            .0,
         )
         .await
         .unwrap();
@@ -505,6 +509,7 @@ async fn an_oversized_answer_to_a_spliced_call_fails_it_at_once() {
         server: "web".into(),
         proxy: None,
         oauth: None,
+        streams: Streams::new("web"),
     };
     let mut limits = StreamableHttpResponseLimits::default();
     limits.max_sse_event_size = LIMIT;
@@ -554,6 +559,7 @@ fn client() -> SplicingHttpClient {
         server: "web".into(),
         proxy: None,
         oauth: None,
+        streams: Streams::new("web"),
     }
 }
 
