@@ -687,3 +687,96 @@ async fn an_http_server_dying_before_it_answers_fails_the_call_saying_closed() {
         );
     }
 }
+
+/// server-everything in `mode` (a real process), killed once its
+/// `trigger-long-running-operation` call has reported progress: the call fails
+/// within [`DEAD_SERVER_BOUND`], naming the server and saying what the connection
+/// did, and once the server is back on its port the next call reaches it. Returns
+/// the call's message.
+async fn everything_dies_during_a_call(mode: &str) -> String {
+    use mcp_runtime::{CallOptions, progress::OnProgress};
+
+    let mut server = crate::peers::everything_over(mode).await;
+    let mut faulty = ServerConfig::http(FAULTY, &server.url)
+        .with_startup_timeout(DEAD_SERVER_STARTUP_TIMEOUT)
+        .with_tool_timeout(LONG_TOOL_TIMEOUT);
+    if mode == "sse" {
+        let mcp_runtime::config::TransportConfig::StreamableHttp(http) = &mut faulty.transport
+        else {
+            unreachable!("an HTTP server")
+        };
+        http.transport = mcp_runtime::config::HttpTransport::Sse;
+    }
+    let row = start_row(config([faulty, fixture(HEALTHY, &[])])).await;
+    let started = status(&row.runtime, FAULTY);
+    assert_eq!(started.state, ServerState::Ready, "{:?}", started.error);
+
+    let (progressed, mut progress) = tokio::sync::mpsc::unbounded_channel();
+    let options = CallOptions::new().with_progress(OnProgress::new(move |_| {
+        let _ = progressed.send(());
+    }));
+    let name = format!("mcp__{FAULTY}__trigger_long_running_operation");
+    let (error, took) = {
+        let call = row.runtime.call_tool_with(
+            &name,
+            arguments(json!({ "duration": 30, "steps": 30 })),
+            options,
+        );
+        tokio::pin!(call);
+        tokio::select! {
+            Some(()) = progress.recv() => {}
+            result = &mut call => panic!("the call ended before it reported progress: {result:?}"),
+        }
+        server
+            .child
+            .kill()
+            .await
+            .expect("killing server-everything");
+        let began = Instant::now();
+        let error = call.await.expect_err("the server died during the call");
+        (error, began.elapsed())
+    };
+    let message = chain(&error);
+    assert!(
+        took <= DEAD_SERVER_BOUND,
+        "the call took {took:?}: {message}"
+    );
+    assert!(message.contains(&format!("`{FAULTY}`")), "{message}");
+    assert!(!message.contains("tool_timeout_sec"), "{message}");
+    assert_plain(&message);
+
+    let port = url::Url::parse(&server.url).unwrap().port().unwrap();
+    let _back = crate::peers::everything_over_at(mode, port).await;
+    let sum = call_ok(
+        &row.runtime,
+        &format!("mcp__{FAULTY}__get_sum"),
+        arguments(json!({ "a": 2, "b": 3 })),
+    )
+    .await;
+    assert_ne!(sum.is_error, Some(true), "{sum:?}");
+    row.finish(&[]).await;
+    message
+}
+
+#[tokio::test]
+async fn server_everything_dying_mid_call_over_streamable_http_fails_the_call_at_once() {
+    let message = everything_dies_during_a_call("streamableHttp").await;
+    // Its response stream and its session's own stream see the end together;
+    // whichever resumes first finds the port refusing, or the dying process
+    // resetting, the connection.
+    assert!(
+        message.contains("the connection was lost: server `faulty` refused the connection")
+            || message.contains("the connection was lost: server `faulty` reset the connection"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_legacy_sse_server_dying_mid_call_fails_the_call_at_once() {
+    let message = everything_dies_during_a_call("sse").await;
+    assert!(
+        message.contains("the connection was lost: server `faulty` closed the connection")
+            || message.contains("the connection was lost: server `faulty` reset the connection"),
+        "{message}"
+    );
+}
