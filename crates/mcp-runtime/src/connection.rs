@@ -681,7 +681,7 @@ impl Connection {
     }
 
     /// `error`, or, when it is the end of the connection of a local server that has
-    /// exited, how it exited and its last stderr.
+    /// exited, how it exited and its last stderr; of an HTTP server found gone, how.
     async fn with_exit_report(&self, error: RequestError) -> RequestError {
         if !matches!(error, RequestError::Closed { .. }) {
             return error;
@@ -695,6 +695,9 @@ impl Connection {
                 stderr_tail,
             },
             Some(StartupError::Closed { stderr_tail }) => RequestError::Closed { stderr_tail },
+            Some(StartupError::Lost { source }) => RequestError::Lost {
+                source: Arc::new(source),
+            },
             _ => error,
         }
     }

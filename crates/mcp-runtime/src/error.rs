@@ -985,6 +985,14 @@ pub enum RequestError {
         /// The server's last lines of stderr, when it is a local process.
         stderr_tail: Vec<String>,
     },
+    /// The connection to an HTTP server was lost: its transport found the server gone
+    /// (see [`StartupError::Lost`]).
+    #[error("the connection was lost")]
+    Lost {
+        /// What the transport saw.
+        #[source]
+        source: Arc<HttpFailure>,
+    },
     /// The event stream that was to carry the answer (Streamable HTTP) ended before
     /// the answer and was not resumed.
     #[error("the server's event stream ended before the answer{}", resuming.suffix())]

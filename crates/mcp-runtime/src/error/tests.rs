@@ -84,6 +84,9 @@ fn request_errors() -> Vec<RequestError> {
         RequestError::Closed {
             stderr_tail: Vec::new(),
         },
+        RequestError::Lost {
+            source: Arc::new(HttpFailure::Reset { server: server() }),
+        },
         RequestError::StreamLost {
             resuming: Resuming::Impossible,
             source: None,
