@@ -194,7 +194,7 @@ impl<'a> Caller<'a> {
         let resumption = streams.resumption_failure();
         let resuming = match timeout {
             Some(after) => Resuming::OutOfTime { after },
-            None if lost.resumable => Resuming::Failed,
+            None if lost.resumable() => Resuming::Failed,
             None => Resuming::Impossible,
         };
         let source = match resuming {

@@ -531,6 +531,8 @@ mod tests {
         Never,
         /// With `503`.
         Unavailable,
+        /// With an event stream that never sends anything.
+        Silent,
     }
 
     /// A server of the handshake era whose `tools/call` answer is an event stream
@@ -584,6 +586,12 @@ mod tests {
                                 let _ = socket
                                     .write_all(b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\ncontent-length: 4\r\nconnection: close\r\n\r\nbusy")
                                     .await;
+                            }
+                            Resumed::Silent => {
+                                let _ = socket
+                                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                                    .await;
+                                std::future::pending::<()>().await;
                             }
                         }
                         return;
@@ -658,6 +666,22 @@ mod tests {
         );
         assert_eq!(*resumptions.lock().unwrap(), 1, "it was being resumed");
         assert!(!connection.has_ended(), "the server answered the call");
+        connection.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_deadline_passing_after_a_stream_was_resumed_is_a_timeout() {
+        let (url, resumptions) = breaking_server(Resumed::Silent).await;
+        let connection = connect_to(&url).await;
+        let error = connection
+            .call_plain("t", Duration::from_secs(1))
+            .await
+            .expect_err("the answer never comes");
+        assert_eq!(
+            crate::error::chain(&error),
+            "tool `t` on server `web` did not answer within 1s (raise `tool_timeout_sec`)"
+        );
+        assert_eq!(*resumptions.lock().unwrap(), 1);
         connection.shutdown().await;
     }
 

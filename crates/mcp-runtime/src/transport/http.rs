@@ -520,11 +520,12 @@ impl StreamableHttpClient for SplicingHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
         let auth_header = self.oauth_header(auth_header).await?;
+        let resuming = last_event_id.clone();
         let result = self
             .client
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await;
-        self.opened(result)
+        self.opened(result, resuming.as_deref())
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -537,6 +538,7 @@ impl StreamableHttpClient for SplicingHttpClient {
         max_sse_event_size: usize,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
         let auth_header = self.oauth_header(auth_header).await?;
+        let resuming = last_event_id.clone();
         let result = self
             .client
             .get_stream_with_max_sse_event_size(
@@ -548,7 +550,7 @@ impl StreamableHttpClient for SplicingHttpClient {
                 max_sse_event_size,
             )
             .await;
-        self.opened(result)
+        self.opened(result, resuming.as_deref())
     }
 }
 

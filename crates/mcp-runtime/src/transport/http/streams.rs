@@ -28,8 +28,9 @@
 //!    waits at least as long as the server's `retry` field asks).
 //! 3. A request's response stream that broke or ended before its answer is
 //!    recorded, with why, until the request's caller takes the record
-//!    ([`Streams::take_lost`]); at most [`MAX_LOST`] are kept, so the record of a
-//!    request nobody asks about (a listen stream's) is dropped in time.
+//!    ([`Streams::take_lost`]) or the stream is resumed (a `GET` from its last event
+//!    id succeeded); at most [`MAX_LOST`] are kept, so the record of a request
+//!    nobody asks about (a listen stream's) is dropped in time.
 
 use std::{
     collections::VecDeque,
@@ -97,8 +98,15 @@ struct Failed {
 pub(crate) struct Lost {
     /// Why it broke; `None` when the server ended it.
     pub(crate) broke: Option<HttpFailure>,
+    /// The id of its last event with one, from which rmcp resumes the stream.
+    last_event_id: Option<String>,
+}
+
+impl Lost {
     /// Whether the server gave an event id, from which rmcp resumes the stream.
-    pub(crate) resumable: bool,
+    pub(crate) fn resumable(&self) -> bool {
+        self.last_event_id.is_some()
+    }
 }
 
 impl Streams {
@@ -171,13 +179,15 @@ impl Streams {
         lock(&self.state).resumption = failed;
     }
 
-    /// Whether another attempt to resume a stream may succeed (invariants 1, 2).
-    fn may_resume(&self) -> bool {
-        !self.ended.is_cancelled()
-            && lock(&self.state)
-                .resumption
-                .as_ref()
-                .is_none_or(|failed| failed.mendable)
+    /// Whether the last failed attempt to resume a stream, if any, may be mended by
+    /// another (invariant 2). The attempt is the last of any stream: rmcp asks the
+    /// policy right after an attempt fails, so it is almost always the asking
+    /// stream's own.
+    fn mendable(&self) -> bool {
+        lock(&self.state)
+            .resumption
+            .as_ref()
+            .is_none_or(|failed| failed.mendable)
     }
 
     /// Takes the record of request `id`'s response stream, if it was lost before
@@ -186,6 +196,16 @@ impl Streams {
         let mut state = lock(&self.state);
         let at = state.lost.iter().position(|(lost, _)| lost == id)?;
         state.lost.remove(at).map(|(_, lost)| lost)
+    }
+
+    /// A stream was resumed from `last_event_id`: the stream lost there is not lost
+    /// (invariant 3). Servers may give every stream the same ids; then each stream
+    /// lost there counts as resumed, and a call of one not resumed ends as a timeout
+    /// would, not saying that its stream was lost.
+    fn resumed_from(&self, last_event_id: &str) {
+        lock(&self.state)
+            .lost
+            .retain(|(_, lost)| lost.last_event_id.as_deref() != Some(last_event_id));
     }
 
     fn lose(&self, id: RequestId, lost: Lost) {
@@ -209,7 +229,7 @@ impl Streams {
     {
         let streams = self.clone();
         let mut pending = Some(id);
-        let mut resumable = false;
+        let mut last_event_id = None;
         events
             .map(Some)
             .chain(futures::stream::once(std::future::ready(None)))
@@ -217,7 +237,9 @@ impl Streams {
                 let passed = match (&event, pending.as_ref()) {
                     (_, None) => event,
                     (Some(Ok(sse)), Some(id)) => {
-                        resumable |= sse.id.is_some();
+                        if let Some(event_id) = &sse.id {
+                            last_event_id = Some(event_id.clone());
+                        }
                         if sse.data.as_deref().is_some_and(|data| answers(data, id)) {
                             pending = None;
                         }
@@ -228,17 +250,25 @@ impl Streams {
                         if let Some(broke) = broken(&streams.server, error) {
                             let id = pending.take().expect("checked above");
                             let broke = Some(broke);
-                            streams.lose(id, Lost { broke, resumable });
+                            let last_event_id = last_event_id.take();
+                            streams.lose(
+                                id,
+                                Lost {
+                                    broke,
+                                    last_event_id,
+                                },
+                            );
                         }
                         event
                     }
                     (None, Some(_)) => {
                         let id = pending.take().expect("checked above");
+                        let last_event_id = last_event_id.take();
                         streams.lose(
                             id,
                             Lost {
                                 broke: None,
-                                resumable,
+                                last_event_id,
                             },
                         );
                         None
@@ -251,16 +281,17 @@ impl Streams {
 
 impl SplicingHttpClient {
     /// `result`, of a `GET` that opens an event stream (a session's own, or one that
-    /// resumes a response stream), classified, and noted in [`Streams`]. A status
-    /// that is not a success is one of the server's answers: rmcp's client reports
-    /// `429` and `5xx` with an error of its own, any other as an error of the HTTP
-    /// client (it reads no body of either).
+    /// resumes a response stream from `last_event_id`), classified, and noted in
+    /// [`Streams`]. A status that is not a success is one of the server's answers:
+    /// rmcp's client reports `429` and `5xx` with an error of its own, any other as an
+    /// error of the HTTP client (it reads no body of either).
     pub(super) fn opened(
         &self,
         result: Result<
             BoxStream<'static, Result<Sse, SseError>>,
             StreamableHttpError<reqwest::Error>,
         >,
+        last_event_id: Option<&str>,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
         let result = result.map_err(|error| match error {
             StreamableHttpError::Client(error) if let Some(status) = error.status() => {
@@ -286,6 +317,11 @@ impl SplicingHttpClient {
         });
         let result = self.through_proxy(result);
         self.streams.resumed(&result);
+        if result.is_ok()
+            && let Some(last_event_id) = last_event_id
+        {
+            self.streams.resumed_from(last_event_id);
+        }
         result
     }
 }
@@ -342,9 +378,13 @@ pub(crate) struct Resumption(pub(crate) Arc<Streams>);
 
 impl SseRetryPolicy for Resumption {
     /// The pause before the next attempt, after `failed` attempts in a row failed
-    /// (`0` for a stream the server ended, which rmcp resumes unless this is `None`).
+    /// (`0` for a stream the server ended, which rmcp resumes unless this is `None`:
+    /// no attempt of that stream failed yet).
     fn retry(&self, failed: usize) -> Option<Duration> {
-        if !self.0.may_resume() || failed >= MAX_FAILED_RESUMPTIONS {
+        let stopped = self.0.ended.is_cancelled()
+            || failed >= MAX_FAILED_RESUMPTIONS
+            || (failed > 0 && !self.0.mendable());
+        if stopped {
             return None;
         }
         let doublings = u32::try_from(failed.saturating_sub(1)).unwrap_or(u32::MAX);
@@ -426,6 +466,11 @@ mod tests {
         }));
         assert_eq!(policy.retry(1), None);
         assert!(!streams.ended().is_cancelled(), "the server answered");
+        assert_eq!(
+            policy.retry(0),
+            Some(FIRST_PAUSE),
+            "another stream the server ended is resumed: none of its attempts failed"
+        );
         streams.resumed::<()>(&failed(HttpFailure::Status {
             server: "web".into(),
             status: 503,
@@ -463,7 +508,17 @@ mod tests {
         assert_eq!(read(vec![progress, answer(8)]), 2);
         let lost = streams.take_lost(&id).expect("recorded");
         assert!(lost.broke.is_none(), "the server ended it");
+        assert!(!lost.resumable());
         assert!(streams.take_lost(&id).is_none(), "taken once");
+        // Ended after an event with an id, then resumed from it: not lost.
+        let primed = Sse {
+            id: Some("e-1".into()),
+            ..Sse::default()
+        };
+        read(vec![primed]);
+        streams.resumed_from("e-2");
+        streams.resumed_from("e-1");
+        assert!(streams.take_lost(&id).is_none(), "resumed");
     }
 
     #[test]
@@ -472,7 +527,7 @@ mod tests {
         for n in 0..(MAX_LOST as i64 + 10) {
             let lost = Lost {
                 broke: None,
-                resumable: false,
+                last_event_id: None,
             };
             streams.lose(RequestId::Number(n), lost);
         }
