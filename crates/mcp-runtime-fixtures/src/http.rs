@@ -18,7 +18,9 @@
 //! every request with one status (401 with a `WWW-Authenticate` header, a
 //! redirect with the `Location` of [`Options::location`], any status with a short
 //! text body), and [`Fault::Silent`] accepts TCP
-//! connections and never reads from or answers them.
+//! connections and never reads from or answers them. A third,
+//! [`Fault::DieDuringCall`], serves as usual until a `tools/call` arrives, then
+//! exits the process while answering it ([`dying`]).
 //!
 //! [`Options::expire_sessions_on_call`] makes the server forget the session of
 //! the first N `tools/call` POSTs that carry an `Mcp-Session-Id`, before rmcp
@@ -58,6 +60,9 @@ use rmcp::transport::{
 };
 use tokio::net::TcpListener;
 
+mod dying;
+
+pub use self::dying::{Death, EVENT_ID as DYING_EVENT_ID, EXIT_STATUS as DYING_EXIT_STATUS};
 use crate::{
     message_log::{MessageLog, header_map},
     oauth::{self, AuthServer},
@@ -77,6 +82,8 @@ struct Endpoint {
     oauth: Option<AuthServer>,
     status: Option<StatusCode>,
     location: Option<String>,
+    /// How the process dies on a `tools/call`, if it does.
+    death: Option<Death>,
     /// How many more `tools/call` POSTs find their session forgotten.
     expire_on_call: AtomicUsize,
     /// Quote each request's headers back ([`Options::echo_headers`]).
@@ -121,6 +128,9 @@ pub enum Fault {
     Status(StatusCode),
     /// Accept connections and never answer (nor read) anything.
     Silent,
+    /// Serve as usual, but exit the process during the first `tools/call`, as
+    /// [`Death`] says.
+    DieDuringCall(Death),
 }
 
 /// The body of every answer under [`Fault::Status`].
@@ -170,6 +180,7 @@ pub async fn serve(
         .await
         .with_context(|| format!("cannot listen on `{addr}`"))?;
     let local = listener.local_addr()?;
+    dying::listening_on(&listener);
     {
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "listening http://{local}{MCP_PATH}")?;
@@ -187,6 +198,10 @@ pub async fn serve(
         Some(Fault::Status(status)) => Some(status),
         _ => None,
     };
+    let death = match fault {
+        Some(Fault::DieDuringCall(death)) => Some(death),
+        _ => None,
+    };
     let endpoint = Arc::new(Endpoint {
         mcp,
         sessions,
@@ -197,6 +212,7 @@ pub async fn serve(
         }),
         status,
         location,
+        death,
         expire_on_call: AtomicUsize::new(expire_sessions_on_call),
         echo_headers,
         future,
@@ -218,8 +234,9 @@ pub async fn serve(
         let endpoint = endpoint.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request| handle(endpoint.clone(), request));
+            // Every connection may be the one a dying answer is written to.
             if let Err(error) = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
+                .serve_connection(TokioIo::new(dying::Dying::new(stream)), service)
                 .await
             {
                 eprintln!("mcp-fixture: connection failed: {error}");
@@ -336,6 +353,15 @@ async fn handle(
             http::HeaderValue::from_static("application/json"),
         );
         return Ok(response);
+    }
+    if parts.method == Method::POST
+        && method == Some("tools/call")
+        && let Some(death) = endpoint.death
+    {
+        if death == Death::BeforeAnswering {
+            dying::exit_now();
+        }
+        return Ok(dying::last_answer(death));
     }
     if parts.method == Method::POST
         && method == Some("tools/call")

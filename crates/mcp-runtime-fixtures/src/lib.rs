@@ -57,6 +57,7 @@
 //! | HTTP: accepts connections, never answers | `--http-silent` |
 //! | HTTP: quotes the request's headers back in errors | `--echo-headers` |
 //! | writes environment variables' values to stderr | `--stderr-env NAME` |
+//! | HTTP: exits during `tools/call`, before answering or mid-stream | `--http-die-during-call WHEN` |
 //!
 //! With `--progress-steps N` a call that asks for progress gets N reports first.
 //! With `--asks` it also lists `ask`, `roots` and `sample`, which ask the client for

@@ -30,12 +30,18 @@ pub struct EverythingOverHttp {
 
 /// Starts server-everything in `mode` and waits until it says it is listening.
 pub async fn everything_over(mode: &str) -> EverythingOverHttp {
-    use tokio::io::AsyncBufReadExt;
-
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .expect("a free port")
         .port();
+    everything_over_at(mode, port).await
+}
+
+/// Starts server-everything in `mode` on `port` and waits until it says it is
+/// listening.
+pub async fn everything_over_at(mode: &str, port: u16) -> EverythingOverHttp {
+    use tokio::io::AsyncBufReadExt;
+
     let mut child = tokio::process::Command::new("node")
         .arg(server_everything())
         .arg(mode)

@@ -434,3 +434,59 @@ async fn list_changed_is_followed_on_the_new_connection() {
     assert!(listed);
     moody.runtime.shutdown().await;
 }
+
+/// The HTTP fixture in `era`, killed between calls: the runtime notices it from the
+/// event stream it keeps open, without a call, saying how; the next call, once a
+/// server is back on the port, reaches it.
+async fn an_http_server_killed_between_calls(era: &str) {
+    let mut server = http_fixture(&["--era", era, "--resources"]).await;
+    let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let config = config([ServerConfig::http(SERVER, &server.url)]);
+    let runtime = Runtime::start(
+        config,
+        StartOptions::new().wait_for_all().with_events(sender),
+    )
+    .await
+    .expect("start succeeds");
+    let first_pid = call_pid(&runtime).await.expect("the first call works");
+
+    server.kill().await;
+    let event = wait_for_event(&mut events, |event| {
+        matches!(event, StartupEvent::Unavailable { .. })
+    })
+    .await;
+    let StartupEvent::Unavailable {
+        server: name,
+        reason,
+    } = event
+    else {
+        unreachable!()
+    };
+    assert_eq!(name, SERVER);
+    assert!(
+        reason.starts_with("the connection was lost: server `crashy` "),
+        "{reason}"
+    );
+    assert_eq!(status(&runtime).state, ServerState::Unavailable);
+
+    let _back = http_fixture_at(server.addr(), &["--era", era, "--resources"]).await;
+    let pid = call_pid(&runtime)
+        .await
+        .unwrap_or_else(|error| panic!("the next call failed: {}", chain(&error)));
+    assert_ne!(pid, first_pid, "the new server answered");
+    assert_eq!(status(&runtime).state, ServerState::Ready);
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_handshake_http_server_killed_between_calls_is_marked_unavailable_without_a_call() {
+    // Its session's own `GET` stream breaks, and resuming it is refused.
+    an_http_server_killed_between_calls("handshake").await;
+}
+
+#[tokio::test]
+async fn a_2026_07_28_http_server_killed_between_calls_is_marked_unavailable_without_a_call() {
+    // Its listen stream (it offers resource subscriptions) breaks, and resuming it
+    // is refused.
+    an_http_server_killed_between_calls("stateless").await;
+}

@@ -202,6 +202,22 @@ impl HttpFixture {
     pub async fn kill(&mut self) {
         self.child.kill().await.expect("killing the HTTP fixture");
     }
+
+    /// Waits for the fixture process to exit (bounded), and returns its status.
+    pub async fn exited(&mut self) -> std::process::ExitStatus {
+        tokio::time::timeout(std::time::Duration::from_secs(10), self.child.wait())
+            .await
+            .expect("the HTTP fixture exits")
+            .expect("waiting for the HTTP fixture")
+    }
+
+    /// The address it listens on, `IP:PORT`, for another fixture to take over.
+    pub fn addr(&self) -> &str {
+        self.url
+            .strip_prefix("http://")
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .expect("http://ADDR/mcp")
+    }
 }
 
 /// Starts the fixture with `--http 127.0.0.1:0` and `args`, and waits for its URL.

@@ -81,7 +81,7 @@ use crate::{
     sync::lock,
     tool_result::ToolResult,
     transport::{
-        Endpoint,
+        Endpoint, http,
         splice::{SlotGuard, Splicer},
         stdio,
     },
@@ -306,9 +306,13 @@ pub(crate) struct Connection {
     answers: Arc<answers::Answers>,
     /// Tool calls in flight and the cancellations owed to the server.
     cancellations: cancellation::Cancellations,
-    /// Cancelled once the transport's input ended, rmcp dropped the transport, or a
-    /// local server's process exited ([`liveness`]).
+    /// Cancelled once the transport's input ended, rmcp dropped the transport, a
+    /// local server's process exited ([`liveness`]), or an HTTP server was found gone
+    /// ([`http::Streams`]).
     ended: CancellationToken,
+    /// An HTTP server's streams: whether the server was found gone and why, and how
+    /// the response streams of requests were lost.
+    streams: Option<Arc<http::Streams>>,
     /// Why the connection ended, once [`Connection::closed_error`] found out.
     closed: OnceCell<StartupError>,
     /// Whether the server is reached over the legacy HTTP+SSE transport, configured
@@ -370,6 +374,7 @@ impl Connection {
         let held = client.held.clone();
         let splicer = Splicer::new();
         let mut oauth = false;
+        let mut streams = None;
         let (service, process, ended, legacy_sse) = match endpoint {
             Endpoint::Stdio(launch) => {
                 let started =
@@ -389,6 +394,7 @@ impl Connection {
                 let reached =
                     over_http::start(server, resolved, client, &splicer, &ended, pinned).await?;
                 oauth = reached.oauth;
+                streams = Some(reached.streams);
                 (reached.service, None, ended, reached.legacy_sse)
             }
             Endpoint::Sse(resolved) => {
@@ -408,10 +414,11 @@ impl Connection {
                 };
                 let endpoint = over_http::Endpoint::reach(server, resolved).await?;
                 let login = endpoint.oauth.clone();
-                let service = over_sse::start(
+                let (service, sse_streams) = over_sse::start(
                     server, resolved, client, &splicer, &ended, accepted, endpoint,
                 )
                 .await?;
+                streams = Some(sse_streams);
                 // As over Streamable HTTP: logged in once a token was sent.
                 oauth = login.is_some_and(|login| login.has_token());
                 (service, None, ended, true)
@@ -436,6 +443,7 @@ impl Connection {
             tools_changed,
             answers,
             ended,
+            streams,
             closed: OnceCell::new(),
             legacy_sse,
             oauth,
@@ -511,9 +519,9 @@ impl Connection {
     }
 
     /// Why the connection is no longer usable, if it has closed: for a local server
-    /// that exited, how it exited and its last stderr. Once found, the same answer is
-    /// given to every caller; the process stays with the connection (for
-    /// [`Connection::shutdown`] to reap).
+    /// that exited, how it exited and its last stderr; for an HTTP server found gone,
+    /// how. Once found, the same answer is given to every caller; the process stays
+    /// with the connection (for [`Connection::shutdown`] to reap).
     ///
     /// # Cancel safety
     ///
@@ -525,12 +533,22 @@ impl Connection {
         let exited = lock(&self.process)
             .as_ref()
             .is_some_and(stdio::ServerProcess::has_exited);
-        if !exited && !self.peer.is_transport_closed() && !self.ended.is_cancelled() {
+        let gone = self.streams.as_ref().and_then(|streams| streams.cause());
+        if !exited
+            && gone.is_none()
+            && !self.peer.is_transport_closed()
+            && !self.ended.is_cancelled()
+        {
             return None;
         }
         let error = self
             .closed
             .get_or_init(|| async {
+                if let Some(cause) = gone {
+                    return StartupError::Lost {
+                        source: cause.clone(),
+                    };
+                }
                 let process = lock(&self.process).take();
                 let Some(mut process) = process else {
                     return StartupError::Closed {
@@ -551,6 +569,10 @@ impl Connection {
     /// Whether the connection has ended (see [`Connection::ended`]).
     pub(crate) fn has_ended(&self) -> bool {
         self.ended.is_cancelled()
+            || self
+                .streams
+                .as_ref()
+                .is_some_and(|streams| streams.ended().is_cancelled())
             || self.peer.is_transport_closed()
             || lock(&self.process)
                 .as_ref()
@@ -679,7 +701,7 @@ impl Connection {
     }
 
     /// `error`, or, when it is the end of the connection of a local server that has
-    /// exited, how it exited and its last stderr.
+    /// exited, how it exited and its last stderr; of an HTTP server found gone, how.
     async fn with_exit_report(&self, error: RequestError) -> RequestError {
         if !matches!(error, RequestError::Closed { .. }) {
             return error;
@@ -693,6 +715,9 @@ impl Connection {
                 stderr_tail,
             },
             Some(StartupError::Closed { stderr_tail }) => RequestError::Closed { stderr_tail },
+            Some(StartupError::Lost { source }) => RequestError::Lost {
+                source: Arc::new(source),
+            },
             _ => error,
         }
     }
@@ -799,6 +824,11 @@ impl Connection {
                 tool: tool.to_owned(),
                 message,
             }),
+            Err(CallFailure::Lost(source)) => Err(CallError::Failed {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+                source,
+            }),
         }
     }
 
@@ -817,6 +847,7 @@ impl Connection {
             cancellations: &self.cancellations,
             answers: &self.answers,
             ended: &self.ended,
+            streams: self.streams.as_deref(),
             stateless: self.is_stateless(),
         }
     }

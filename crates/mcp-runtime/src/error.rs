@@ -359,6 +359,14 @@ pub enum StartupError {
     /// could not be read or refreshed.
     #[error(transparent)]
     Login(HttpFailure),
+    /// The connection to an HTTP server was lost: the server refused, reset or closed
+    /// a connection its transport opened, or its legacy HTTP+SSE event stream broke.
+    #[error("the connection was lost")]
+    Lost {
+        /// What the transport saw.
+        #[source]
+        source: HttpFailure,
+    },
     /// The `initialize` handshake failed.
     #[error("handshake failed{}", stderr_suffix(stderr_tail))]
     Handshake {
@@ -1008,6 +1016,24 @@ pub enum RequestError {
         /// The server's last lines of stderr, when it is a local process.
         stderr_tail: Vec<String>,
     },
+    /// The connection to an HTTP server was lost: its transport found the server gone
+    /// (see [`StartupError::Lost`]).
+    #[error("the connection was lost")]
+    Lost {
+        /// What the transport saw.
+        #[source]
+        source: Arc<HttpFailure>,
+    },
+    /// The event stream that was to carry the answer (Streamable HTTP) ended before
+    /// the answer and was not resumed.
+    #[error("the server's event stream ended before the answer{}", resuming.suffix())]
+    StreamLost {
+        /// What became of resuming the stream.
+        resuming: Resuming,
+        /// Why resuming it failed, else why it ended; none when the server ended it.
+        #[source]
+        source: Option<Arc<HttpFailure>>,
+    },
     /// Anything else the protocol library reported.
     #[error("{description}")]
     Other {
@@ -1017,6 +1043,34 @@ pub enum RequestError {
         #[source]
         source: Arc<dyn std::error::Error + Send + Sync>,
     },
+}
+
+/// What became of resuming an event stream that ended before the answer it was to
+/// carry ([`RequestError::StreamLost`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Resuming {
+    /// The stream cannot be resumed: the server gave its events no ids.
+    Impossible,
+    /// Resuming it failed, or the server is gone.
+    Failed,
+    /// It was not resumed before the call's deadline.
+    OutOfTime {
+        /// The call's timeout.
+        after: Duration,
+    },
+}
+
+impl Resuming {
+    fn suffix(self) -> String {
+        match self {
+            Self::Impossible => String::new(),
+            Self::Failed => ", and resuming it failed".to_owned(),
+            Self::OutOfTime { after } => {
+                format!(", and it was not resumed within {}", secs(after))
+            }
+        }
+    }
 }
 
 /// How an HTTP request to a Streamable HTTP server failed.
@@ -1124,6 +1178,22 @@ pub enum HttpFailure {
         "server `{server}` refused the connection (check that it is running and that `url` names its host and port)"
     )]
     Refused {
+        /// The server.
+        server: String,
+    },
+    /// The server reset the connection: it stopped, or something on the way cut the
+    /// connection.
+    #[error("server `{server}` reset the connection (check that it is still running)")]
+    Reset {
+        /// The server.
+        server: String,
+    },
+    /// The server closed the connection before its answer was complete: it stopped,
+    /// or dropped the request.
+    #[error(
+        "server `{server}` closed the connection before its answer was complete (check that it is still running)"
+    )]
+    Closed {
         /// The server.
         server: String,
     },

@@ -553,7 +553,10 @@ impl Runtime {
             Err(CallError::Failed {
                 server,
                 tool,
-                source: RequestError::Exited { .. } | RequestError::Closed { .. },
+                source:
+                    RequestError::Exited { .. }
+                    | RequestError::Closed { .. }
+                    | RequestError::Lost { .. },
             }) if let Some(closed) = connection.closed_error().await => {
                 let reason = supervisor::lost_reason(&closed);
                 self.shared.lost(&server, generation, &reason);

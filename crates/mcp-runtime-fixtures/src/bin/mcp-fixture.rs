@@ -216,6 +216,12 @@ struct Args {
     /// in the JSON-RPC error (message and data) answering every `tools/call`
     #[arg(long, requires = "http", conflicts_with = "http_silent")]
     echo_headers: bool,
+    /// Fault, with --http: exit (status 7) on the first `tools/call`: at once
+    /// (`before-answering`), after one event of its answer's stream (`mid-stream`), or
+    /// after one event with an id, from which the stream could be resumed
+    /// (`mid-resumable-stream`)
+    #[arg(long, value_name = "WHEN", requires = "http", conflicts_with_all = ["http_status", "http_silent"], value_parser = parse_death)]
+    http_die_during_call: Option<http::Death>,
     /// Fault, with --http: forget the session of the first N `tools/call` POSTs
     /// that carry one (rmcp then answers 404, as for an expired session)
     #[arg(long, value_name = "N", requires = "http", default_value_t = 0)]
@@ -295,6 +301,15 @@ fn parse_object(text: &str) -> Result<JsonObject, String> {
     match serde_json::from_str(text) {
         Ok(serde_json::Value::Object(object)) => Ok(object),
         _ => Err("a JSON object".to_owned()),
+    }
+}
+
+fn parse_death(text: &str) -> Result<http::Death, String> {
+    match text {
+        "before-answering" => Ok(http::Death::BeforeAnswering),
+        "mid-stream" => Ok(http::Death::MidStream),
+        "mid-resumable-stream" => Ok(http::Death::MidResumableStream),
+        _ => Err("`before-answering`, `mid-stream` or `mid-resumable-stream`".to_owned()),
     }
 }
 
@@ -383,6 +398,9 @@ impl Args {
     fn http_fault(&self) -> anyhow::Result<Option<http::Fault>> {
         if self.http_silent {
             return Ok(Some(http::Fault::Silent));
+        }
+        if let Some(death) = self.http_die_during_call {
+            return Ok(Some(http::Fault::DieDuringCall(death)));
         }
         self.http_status
             .map(|status| {

@@ -4,12 +4,19 @@
 //! Every request sent here is in the connection's cancellation ledger while it is in
 //! flight ([`super::cancellation`]), so a request given up (deadline, drop) is
 //! followed by `notifications/cancelled`, written before the connection closes.
+//!
+//! Over Streamable HTTP a request's answer may come on an event stream of its own.
+//! When that stream ended before the answer and was not resumed (see
+//! [`http::Streams`]), the request fails saying so, and why, rather than as a closed
+//! connection, or, when its deadline passed while the stream was being resumed, as a
+//! timeout. When the server was found gone, the request fails as one whose
+//! connection ended, which the connection says how.
 
 use std::time::Duration;
 
 use rmcp::{
-    Peer, RoleClient,
-    model::{ClientRequest, ServerResult},
+    Peer, RoleClient, ServiceError,
+    model::{ClientRequest, RequestId, ServerResult},
     service::PeerRequestOptions,
 };
 use tokio_util::sync::CancellationToken;
@@ -19,7 +26,11 @@ use super::{
     answers::{Answers, ProgressWatch},
     cancellation::{self, Cancellations},
 };
-use crate::progress::OnProgress;
+use crate::{
+    error::{RequestError, Resuming},
+    progress::OnProgress,
+    transport::http,
+};
 
 /// When a call times out: at `at`, moved later by the time paused since the pauses'
 /// total was `mark` (a person answering the server's questions).
@@ -27,6 +38,8 @@ use crate::progress::OnProgress;
 pub(super) struct Deadline {
     at: tokio::time::Instant,
     mark: Duration,
+    /// The timeout it was set `after`.
+    timeout: Duration,
 }
 
 impl Deadline {
@@ -35,6 +48,7 @@ impl Deadline {
         Self {
             at: tokio::time::Instant::now() + timeout,
             mark: answers.pauses().total(),
+            timeout,
         }
     }
 }
@@ -49,6 +63,9 @@ pub(super) enum CallFailure {
     Failed(rmcp::ServiceError),
     /// The server's answers cannot go on (the message says why).
     Refused(String),
+    /// The request failed in a way already described: its answer's event stream was
+    /// lost.
+    Lost(RequestError),
 }
 
 /// How a pause between requests ended.
@@ -70,6 +87,9 @@ pub(super) struct Caller<'a> {
     pub(super) answers: &'a Answers,
     /// Cancelled once the connection has ended.
     pub(super) ended: &'a CancellationToken,
+    /// An HTTP connection's streams, which say how a request's answer stream was
+    /// lost.
+    pub(super) streams: Option<&'a http::Streams>,
     /// Whether the connection speaks 2026-07-28, whose requests carry the host's log
     /// level.
     pub(super) stateless: bool,
@@ -111,6 +131,7 @@ impl<'a> Caller<'a> {
             .await
             .map_err(CallFailure::Failed)?;
         // Queued: from here on, dropping this future owes the cancellation.
+        let handle_id = handle.id.clone();
         let in_flight = self.cancellations.register(handle.id.clone());
         let watch = progress.map(|on_progress| {
             self.answers
@@ -131,17 +152,58 @@ impl<'a> Caller<'a> {
                 .await
                 .unwrap_or(Err(rmcp::ServiceError::TransportClosed))),
         };
+        let lost = self.lost(&handle_id);
         match waited {
             Ok(answer) => {
                 in_flight.answered();
-                answer
-                    .map(|answer| (answer, watch))
-                    .map_err(CallFailure::Failed)
+                match (answer, lost) {
+                    (Ok(answer), _) => Ok((answer, watch)),
+                    (Err(ServiceError::TransportClosed), Some(lost)) => {
+                        Err(CallFailure::Lost(self.stream_lost(lost, None)))
+                    }
+                    (Err(error), _) => Err(CallFailure::Failed(error)),
+                }
             }
             Err(()) => {
                 in_flight.give_up(cancellation::TIMED_OUT);
-                Err(CallFailure::TimedOut)
+                match lost {
+                    Some(lost) => Err(CallFailure::Lost(
+                        self.stream_lost(lost, Some(deadline.timeout)),
+                    )),
+                    None => Err(CallFailure::TimedOut),
+                }
             }
+        }
+    }
+
+    /// How request `id`'s answer stream was lost, if it was (taking the record) and
+    /// the server is not known to be gone (the connection's end then says more).
+    fn lost(&self, id: &RequestId) -> Option<http::Lost> {
+        let lost = self.streams?.take_lost(id);
+        lost.filter(|_| {
+            self.streams
+                .is_some_and(|streams| streams.cause().is_none())
+        })
+    }
+
+    /// The failure of a request whose answer stream was `lost`, and, if it was being
+    /// resumed when the deadline of a call of `timeout` passed, that. The failure
+    /// named is the last attempt's to resume it, else the one that broke it.
+    fn stream_lost(&self, lost: http::Lost, timeout: Option<Duration>) -> RequestError {
+        let streams = self.streams.expect("only an HTTP stream is lost");
+        let resumption = streams.resumption_failure();
+        let resuming = match timeout {
+            Some(after) => Resuming::OutOfTime { after },
+            None if lost.resumable() => Resuming::Failed,
+            None => Resuming::Impossible,
+        };
+        let source = match resuming {
+            Resuming::Impossible => lost.broke,
+            _ => resumption.or(lost.broke),
+        };
+        RequestError::StreamLost {
+            resuming,
+            source: source.map(std::sync::Arc::new),
         }
     }
 

@@ -208,6 +208,11 @@ impl Connection {
                 method,
                 message,
             }),
+            Err(CallFailure::Lost(source)) => Err(FeatureError::Failed {
+                server: server.to_owned(),
+                method,
+                source,
+            }),
         }
     }
 

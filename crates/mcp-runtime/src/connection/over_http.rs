@@ -38,7 +38,7 @@
 //! `Auto` waits a fixed 10 s: a server that never answers the discover would never
 //! be sent the fallback `initialize`. Driving the two steps here keeps invariant 2.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use rmcp::{
     RoleClient,
@@ -120,13 +120,13 @@ impl Endpoint {
         Ok(Self { http, oauth })
     }
 
-    /// A new Streamable HTTP transport to the server at `resolved`.
+    /// A new Streamable HTTP transport to the server at `resolved`, and its streams.
     fn transport(
         &self,
         server: &str,
         resolved: &http::ResolvedHttp,
         splicer: &Splicer,
-    ) -> Result<http::Transport, StartupError> {
+    ) -> Result<(http::Transport, Arc<http::Streams>), StartupError> {
         http::transport(
             server,
             resolved,
@@ -170,7 +170,7 @@ async fn start_with(
             let transport = endpoint.transport(server, resolved, splicer)?;
             discover(client, transport, ended, version)
                 .await
-                .map(Reached::streamable)
+                .map(|(service, streams)| Reached::streamable(service, streams))
                 .map_err(handshake)
         }
         None => {
@@ -183,7 +183,7 @@ async fn start_with(
             )
             .await;
             let error = match probe {
-                Ok(Ok(service)) => return Ok(Reached::streamable(service)),
+                Ok(Ok((service, streams))) => return Ok(Reached::streamable(service, streams)),
                 Ok(Err(error)) => Some(error),
                 Err(_) => None,
             };
@@ -213,18 +213,24 @@ async fn start_with(
     }
 }
 
-/// A started connection, whether the URL turned out to be a legacy HTTP+SSE server's
-/// (invariant 3), and whether its requests carry an OAuth login's token.
+/// A started connection, what its transport learns of its streams, whether the URL
+/// turned out to be a legacy HTTP+SSE server's (invariant 3), and whether its
+/// requests carry an OAuth login's token.
 pub(super) struct Reached {
     pub(super) service: RunningService<RoleClient, Client>,
+    pub(super) streams: Arc<http::Streams>,
     pub(super) legacy_sse: bool,
     pub(super) oauth: bool,
 }
 
 impl Reached {
-    fn streamable(service: RunningService<RoleClient, Client>) -> Self {
+    fn streamable(
+        service: RunningService<RoleClient, Client>,
+        streams: Arc<http::Streams>,
+    ) -> Self {
         Self {
             service,
+            streams,
             legacy_sse: false,
             oauth: false,
         }
@@ -239,10 +245,10 @@ impl Reached {
 /// start succeeded.
 async fn discover(
     client: Client,
-    transport: http::Transport,
+    (transport, streams): (http::Transport, Arc<http::Streams>),
     ended: &CancellationToken,
     version: ProtocolVersion,
-) -> Result<RunningService<RoleClient, Client>, ClientInitializeError> {
+) -> Result<(RunningService<RoleClient, Client>, Arc<http::Streams>), ClientInitializeError> {
     // The probe's transport is dropped when the server is of the other era, which
     // must not end the connection: it is watched by a token of its own, linked to
     // `ended` once it is the connection's.
@@ -257,11 +263,13 @@ async fn discover(
         )
         .await?;
     link(probe_ended, ended);
-    Ok(service)
+    link(streams.ended().clone(), ended);
+    Ok((service, streams))
 }
 
-/// Cancels `ended` once `attempt`, the token of a transport that has become the
-/// connection's, is cancelled; ends as soon as either is.
+/// Cancels `ended` once `attempt`, a token of a transport that has become the
+/// connection's (its end, or the server found gone by its client, see
+/// [`http::Streams`]), is cancelled; ends as soon as either is.
 ///
 /// Through this task `ended` may follow a moment after rmcp failed the requests in
 /// flight (see [`liveness`], invariant 1); over HTTP nothing depends on the order,
@@ -288,7 +296,7 @@ async fn initialize(
     accepted: Accepted,
     endpoint: Endpoint,
 ) -> Result<Reached, StartupError> {
-    let transport = endpoint.transport(server, resolved, splicer)?;
+    let (transport, streams) = endpoint.transport(server, resolved, splicer)?;
     let fallback = client.clone();
     // The transport is dropped on failure; only a started one may end the connection.
     let attempt = CancellationToken::new();
@@ -303,7 +311,8 @@ async fn initialize(
     {
         Ok(service) => {
             link(attempt, ended);
-            Ok(Reached::streamable(service))
+            link(streams.ended().clone(), ended);
+            Ok(Reached::streamable(service, streams))
         }
         // Dropping the transport ends the session.
         Err(_) if let Some(refused) = refusal.take() => Err(refused),
@@ -312,12 +321,13 @@ async fn initialize(
                 server,
                 "the URL refuses a POST; trying the legacy HTTP+SSE transport"
             );
-            let service = super::over_sse::start(
+            let (service, streams) = super::over_sse::start(
                 server, resolved, fallback, splicer, ended, accepted, endpoint,
             )
             .await?;
             Ok(Reached {
                 service,
+                streams,
                 legacy_sse: true,
                 oauth: false,
             })
@@ -513,5 +523,188 @@ mod tests {
             error.to_string(),
             "the server answered `initialize` with protocol version `2026-07-28`, which mcp-runtime does not speak (it offered `2025-11-25`, and also speaks `2025-06-18`, `2025-03-26` and `2024-11-05`)"
         );
+    }
+
+    /// How the resumption server answers a `GET` that resumes a stream.
+    #[derive(Clone, Copy)]
+    enum Resumed {
+        /// Never: the connection stays open, unanswered.
+        Never,
+        /// With `503`.
+        Unavailable,
+        /// With an event stream that never sends anything.
+        Silent,
+    }
+
+    /// A server of the handshake era whose `tools/call` answer is an event stream
+    /// that sends one event with an id and then breaks (the connection is closed
+    /// midway); a `GET` that resumes it is answered as `resumed` says; the session's
+    /// own `GET` stream is refused (`405`). Returns the URL and a count of the
+    /// resuming `GET`s.
+    async fn breaking_server(resumed: Resumed) -> (String, Arc<Mutex<usize>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let resumptions = Arc::new(Mutex::new(0));
+        let counted = resumptions.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let counted = counted.clone();
+                tokio::spawn(async move {
+                    let mut bytes = Vec::new();
+                    let head_end = loop {
+                        let mut chunk = [0; 4096];
+                        let n = socket.read(&mut chunk).await.unwrap_or(0);
+                        if n == 0 {
+                            return;
+                        }
+                        bytes.extend_from_slice(&chunk[..n]);
+                        if let Some(at) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break at + 4;
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&bytes[..head_end]).to_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|line| line.strip_prefix("content-length:"))
+                        .map_or(0, |value| value.trim().parse().unwrap());
+                    while bytes.len() < head_end + length {
+                        let mut chunk = [0; 4096];
+                        let n = socket.read(&mut chunk).await.unwrap();
+                        bytes.extend_from_slice(&chunk[..n]);
+                    }
+                    if head.starts_with("get") {
+                        if !head.contains("last-event-id:") {
+                            let _ = socket
+                                .write_all(b"HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                                .await;
+                            return;
+                        }
+                        *counted.lock().unwrap() += 1;
+                        match resumed {
+                            Resumed::Never => std::future::pending::<()>().await,
+                            Resumed::Unavailable => {
+                                let _ = socket
+                                    .write_all(b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\ncontent-length: 4\r\nconnection: close\r\n\r\nbusy")
+                                    .await;
+                            }
+                            Resumed::Silent => {
+                                let _ = socket
+                                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                                    .await;
+                                std::future::pending::<()>().await;
+                            }
+                        }
+                        return;
+                    }
+                    let message: serde_json::Value =
+                        serde_json::from_slice(&bytes[head_end..]).unwrap();
+                    let id = &message["id"];
+                    let response = match message["method"].as_str().unwrap_or_default() {
+                        "initialize" => {
+                            let result = serde_json::json!({"jsonrpc": "2.0", "id": id,
+                                "result": {"protocolVersion": "2025-11-25",
+                                    "capabilities": {"tools": {}},
+                                    "serverInfo": {"name": "breaking", "version": "0"}}});
+                            let body = result.to_string();
+                            format!(
+                                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nmcp-session-id: s-1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                                body.len()
+                            )
+                        }
+                        "tools/call" => {
+                            // One chunk of an event stream, then the connection is
+                            // closed before the body's end.
+                            let event = "id: e-1\ndata: \n\n";
+                            format!(
+                                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n{:x}\r\n{event}\r\n",
+                                event.len()
+                            )
+                        }
+                        _ => "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_owned(),
+                    };
+                    let _ = socket.write_all(response.as_bytes()).await;
+                });
+            }
+        });
+        (url, resumptions)
+    }
+
+    async fn connect_to(url: &str) -> crate::connection::Connection {
+        let resolved = http::resolve(
+            &crate::config::HttpConfig {
+                url: url.to_owned(),
+                bearer_token_env_var: None,
+                http_headers: Default::default(),
+                env_http_headers: Default::default(),
+                transport: crate::config::HttpTransport::StreamableHttp,
+                ca_certificate: None,
+            },
+            |_| None,
+        )
+        .unwrap();
+        crate::connection::Connection::connect(
+            "web",
+            &crate::transport::Endpoint::Http(resolved),
+            &crate::binding::Binding::Http,
+            |_| {},
+        )
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_deadline_passing_while_a_stream_is_resumed_says_the_stream_was_lost() {
+        let (url, resumptions) = breaking_server(Resumed::Never).await;
+        let connection = connect_to(&url).await;
+        let error = connection
+            .call_plain("t", Duration::from_secs(1))
+            .await
+            .expect_err("the answer never comes");
+        assert_eq!(
+            crate::error::chain(&error),
+            "tool `t` on server `web` failed: the server's event stream ended before the answer, and it was not resumed within 1s: server `web` closed the connection before its answer was complete (check that it is still running)"
+        );
+        assert_eq!(*resumptions.lock().unwrap(), 1, "it was being resumed");
+        assert!(!connection.has_ended(), "the server answered the call");
+        connection.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_deadline_passing_after_a_stream_was_resumed_is_a_timeout() {
+        let (url, resumptions) = breaking_server(Resumed::Silent).await;
+        let connection = connect_to(&url).await;
+        let error = connection
+            .call_plain("t", Duration::from_secs(1))
+            .await
+            .expect_err("the answer never comes");
+        assert_eq!(
+            crate::error::chain(&error),
+            "tool `t` on server `web` did not answer within 1s (raise `tool_timeout_sec`)"
+        );
+        assert_eq!(*resumptions.lock().unwrap(), 1);
+        connection.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn resuming_a_stream_stops_after_a_bounded_count_of_failures() {
+        let (url, resumptions) = breaking_server(Resumed::Unavailable).await;
+        let connection = connect_to(&url).await;
+        // Far longer than the resumption's pauses: the count ends it, not this.
+        let error = connection
+            .call_plain("t", Duration::from_secs(300))
+            .await
+            .expect_err("the answer never comes");
+        assert_eq!(
+            crate::error::chain(&error),
+            "tool `t` on server `web` failed: the server's event stream ended before the answer, and resuming it failed: server `web` answered HTTP 503"
+        );
+        assert_eq!(
+            *resumptions.lock().unwrap(),
+            http::MAX_FAILED_RESUMPTIONS,
+            "each attempt was made, and no more"
+        );
+        assert!(!connection.has_ended(), "the server answered every request");
+        connection.shutdown().await;
     }
 }

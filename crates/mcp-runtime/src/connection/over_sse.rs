@@ -5,6 +5,8 @@
 //! `initialize` as over the other transports, and the version answered is checked
 //! here, whichever way the server was reached.
 
+use std::sync::Arc;
+
 use rmcp::{RoleClient, ServiceExt, service::RunningService};
 use tokio_util::sync::CancellationToken;
 
@@ -21,7 +23,7 @@ use crate::{
 /// Opens the event stream of the legacy HTTP+SSE server at `resolved`, waits for its
 /// message endpoint and runs the handshake through `endpoint`, whose OAuth login's
 /// token, if it has one, every request carries. `ended` is cancelled when the connection
-/// ends.
+/// ends; the [`http::Streams`] returned say why, when the event stream broke.
 ///
 /// # Cancel safety
 ///
@@ -34,19 +36,21 @@ pub(super) async fn start(
     ended: &CancellationToken,
     accepted: Accepted,
     endpoint: Endpoint,
-) -> Result<RunningService<RoleClient, Client>, StartupError> {
+) -> Result<(RunningService<RoleClient, Client>, Arc<http::Streams>), StartupError> {
     let Endpoint { http, oauth } = endpoint;
     let transport = sse::connect(server, resolved, http, splicer.clone(), oauth).await?;
+    let streams = transport.streams();
     let (transport, refusal) = Gate::new(
         liveness::Watched::new(transport, ended.clone()),
         server,
         accepted,
     );
     // Dropping the transport ends the connection.
-    client.serve(transport).await.map_err(|error| {
+    let service = client.serve(transport).await.map_err(|error| {
         refusal.take().unwrap_or_else(|| StartupError::Handshake {
             source: failure::from_initialize(error),
             stderr_tail: Vec::new(),
         })
-    })
+    })?;
+    Ok((service, streams))
 }

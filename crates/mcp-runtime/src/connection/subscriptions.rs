@@ -21,6 +21,10 @@
 //!    2026-07-28, the new stream's acknowledgment names the URI).
 //! 3. Subscriptions are changed one at a time per connection, so two changes never
 //!    open streams from the same old set.
+//! 4. Over HTTP, a listen stream whose connection broke (the server reset or closed
+//!    it) and that rmcp did not resume ends the connection: the server is most likely
+//!    gone, and a connection that no longer listens would miss every change. The
+//!    next call connects again, and listens again.
 
 use std::{
     collections::BTreeSet,
@@ -41,7 +45,7 @@ use super::{
     answers::Answers,
     features::{Feature, HeldLists},
 };
-use crate::{changes::ServerChange, error::FeatureError, sync::lock};
+use crate::{changes::ServerChange, error::FeatureError, sync::lock, transport::http};
 
 /// A connection's resource subscriptions and, under 2026-07-28, its listen stream.
 #[derive(Default)]
@@ -183,8 +187,12 @@ impl Connection {
             accepted.prompts_list_changed == Some(true),
         );
         let (stop, stopped) = oneshot::channel();
-        let task =
-            AbortOnDropHandle::new(tokio::spawn(pump(subscription, self.listeners(), stopped)));
+        let task = AbortOnDropHandle::new(tokio::spawn(pump(
+            subscription,
+            self.listeners(),
+            self.streams.clone(),
+            stopped,
+        )));
         let replaced = listening.pump.replace(Pump { task, stop }).is_some();
         drop(listening);
         if replaced {
@@ -287,10 +295,12 @@ impl Connection {
 /// Reads a listen stream until it ends or `stop` is signalled (or dropped), delivering
 /// its notifications; when `stop` is signalled it cancels the stream, returning once
 /// the cancellation is written. Then, unless a new stream replaced it, no list is held
-/// any longer, as no change would reach the connection.
+/// any longer, as no change would reach the connection. A stream that broke ends the
+/// connection, through `streams` (invariant 4).
 async fn pump(
     mut subscription: Subscription,
     listeners: Listeners,
+    streams: Option<Arc<http::Streams>>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let server = listeners.answers.server();
@@ -327,4 +337,11 @@ async fn pump(
         }
     }
     listeners.held.carry(false, false);
+    if let Some(streams) = streams
+        && let Some(http::Lost {
+            broke: Some(broke), ..
+        }) = streams.take_lost(subscription.id())
+    {
+        streams.end(broke);
+    }
 }

@@ -59,6 +59,8 @@ fn request_errors() -> Vec<RequestError> {
             problem: "",
         },
         HttpFailure::Refused { server: server() },
+        HttpFailure::Reset { server: server() },
+        HttpFailure::Closed { server: server() },
         HttpFailure::Dns {
             server: server(),
             host: "mcp.invalid".into(),
@@ -93,6 +95,23 @@ fn request_errors() -> Vec<RequestError> {
         },
         RequestError::Closed {
             stderr_tail: Vec::new(),
+        },
+        RequestError::Lost {
+            source: Arc::new(HttpFailure::Reset { server: server() }),
+        },
+        RequestError::StreamLost {
+            resuming: Resuming::Impossible,
+            source: None,
+        },
+        RequestError::StreamLost {
+            resuming: Resuming::Failed,
+            source: Some(Arc::new(HttpFailure::Refused { server: server() })),
+        },
+        RequestError::StreamLost {
+            resuming: Resuming::OutOfTime {
+                after: Duration::from_secs(60),
+            },
+            source: Some(Arc::new(HttpFailure::Closed { server: server() })),
         },
         RequestError::Other {
             description: "the request failed".into(),
@@ -202,5 +221,47 @@ fn a_redirect_says_where_it_leads_why_it_is_not_followed_and_what_to_do() {
     assert_eq!(
         redirect(None).to_string(),
         "server `web` answered HTTP 302, a redirect that names no `Location` (check `url`)"
+    );
+}
+
+#[test]
+fn a_lost_answer_stream_says_how_resuming_it_went_and_why() {
+    let lost = |resuming, source: Option<HttpFailure>| {
+        chain(&RequestError::StreamLost {
+            resuming,
+            source: source.map(Arc::new),
+        })
+    };
+    assert_eq!(
+        lost(Resuming::Impossible, None),
+        "the server's event stream ended before the answer"
+    );
+    assert_eq!(
+        lost(
+            Resuming::Failed,
+            Some(HttpFailure::Refused {
+                server: "web".into()
+            })
+        ),
+        "the server's event stream ended before the answer, and resuming it failed: server `web` refused the connection (check that it is running and that `url` names its host and port)"
+    );
+    assert_eq!(
+        lost(
+            Resuming::OutOfTime {
+                after: Duration::from_secs(60)
+            },
+            Some(HttpFailure::Reset {
+                server: "web".into()
+            })
+        ),
+        "the server's event stream ended before the answer, and it was not resumed within 60s: server `web` reset the connection (check that it is still running)"
+    );
+    assert_eq!(
+        chain(&StartupError::Lost {
+            source: HttpFailure::Closed {
+                server: "web".into()
+            }
+        }),
+        "the connection was lost: server `web` closed the connection before its answer was complete (check that it is still running)"
     );
 }

@@ -18,6 +18,10 @@
 //! a failed TLS handshake, a timeout. `GET` streams and `DELETE` stay rmcp's; only
 //! their network failures are classified the same way.
 //!
+//! How long rmcp resumes an event stream that broke is the client's to bound, and
+//! what the client learns from the server's answers (that it is gone, how a
+//! request's answer stream was lost) is kept for the connection: see [`streams`].
+//!
 //! Every JSON body and SSE event is bounded by the server's `max_message_bytes`. An
 //! answer over it fails its request at once with an error naming the server and the
 //! limit (not the size: the response is abandoned at the limit rather than read on),
@@ -65,6 +69,10 @@ mod failure;
 mod oauth;
 pub(crate) use self::oauth::{OAuthLogin, OAuthStore, resolve_oauth};
 mod network;
+mod streams;
+#[cfg(test)]
+pub(crate) use self::streams::MAX_FAILED_RESUMPTIONS;
+pub(crate) use self::streams::{Lost, Streams};
 
 use self::failure::{Resolver, from_rmcp};
 use self::network::ProxyInUse;
@@ -242,32 +250,40 @@ fn required_header_var(
 /// The rmcp client transport of a Streamable HTTP server.
 pub(crate) type Transport = StreamableHttpClientTransport<SplicingHttpClient>;
 
-/// The rmcp client transport for `server` at a resolved endpoint. Every SSE event and
-/// JSON body is bounded by [`ResolvedHttp::max_message_bytes`].
+/// The rmcp client transport for `server` at a resolved endpoint, and what its client
+/// learns of its streams ([`Streams`], which also bounds how long rmcp resumes a
+/// broken one). Every SSE event and JSON body is bounded by
+/// [`ResolvedHttp::max_message_bytes`].
 pub(crate) fn transport(
     server: &str,
     resolved: &ResolvedHttp,
     client: reqwest::Client,
     splicer: Splicer,
     oauth: Option<OAuthLogin>,
-) -> Result<Transport, StartupError> {
+) -> Result<(Transport, Arc<Streams>), StartupError> {
+    let streams = Streams::new(server);
     let mut config = StreamableHttpClientTransportConfig::with_uri(resolved.url.as_str())
         .custom_headers(resolved.headers.clone())
         .max_sse_event_size(resolved.max_message_bytes)
         .max_json_response_size(resolved.max_message_bytes);
+    // rmcp's default resumes a broken stream forever, also against a server that is
+    // gone.
+    config.retry_config = Arc::new(streams::Resumption(streams.clone()));
     if let Some(token) = &resolved.bearer_token {
         config = config.auth_header(token.clone());
     }
-    Ok(StreamableHttpClientTransport::with_client(
+    let transport = StreamableHttpClientTransport::with_client(
         SplicingHttpClient {
             client,
             splicer,
             server: server.into(),
             proxy: resolved.network.proxy_for(&resolved.url).map(Arc::new),
             oauth,
+            streams: streams.clone(),
         },
         config,
-    ))
+    );
+    Ok((transport, streams))
 }
 
 /// The HTTP client of the server at `resolved` ([`http_client`]), built once for all
@@ -346,6 +362,8 @@ pub(crate) struct SplicingHttpClient {
     proxy: Option<Arc<ProxyInUse>>,
     /// The server's OAuth login, whose access token every request carries ([`oauth`]).
     oauth: Option<OAuthLogin>,
+    /// What the client learns of the server and the response streams.
+    streams: Arc<Streams>,
 }
 
 impl SplicingHttpClient {
@@ -511,8 +529,15 @@ impl StreamableHttpClient for SplicingHttpClient {
             (Ok(body), _) => self.through_proxy(post(auth_header, custom_headers).send(body).await),
             (Err(error), _) => Err(error),
         };
+        self.streams.requested(&response);
         match request {
-            Some(id) => self.answer_too_large(response, id, limits),
+            Some(id) => match self.answer_too_large(response, id.clone(), limits) {
+                Ok(StreamableHttpPostResponse::Sse(events, session)) => {
+                    let events = self.streams.watch(id, events).boxed();
+                    Ok(StreamableHttpPostResponse::Sse(events, session))
+                }
+                other => other,
+            },
             None => response,
         }
     }
@@ -542,12 +567,12 @@ impl StreamableHttpClient for SplicingHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
         let auth_header = self.oauth_header(auth_header).await?;
+        let resuming = last_event_id.clone();
         let result = self
             .client
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-            .await
-            .map_err(|error| from_rmcp(&self.server, error));
-        self.through_proxy(result)
+            .await;
+        self.opened(result, resuming.as_deref())
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -560,6 +585,7 @@ impl StreamableHttpClient for SplicingHttpClient {
         max_sse_event_size: usize,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
         let auth_header = self.oauth_header(auth_header).await?;
+        let resuming = last_event_id.clone();
         let result = self
             .client
             .get_stream_with_max_sse_event_size(
@@ -570,9 +596,8 @@ impl StreamableHttpClient for SplicingHttpClient {
                 custom_headers,
                 max_sse_event_size,
             )
-            .await
-            .map_err(|error| from_rmcp(&self.server, error));
-        self.through_proxy(result)
+            .await;
+        self.opened(result, resuming.as_deref())
     }
 }
 

@@ -24,8 +24,9 @@
 //! 4. A `tools/call` is posted with its placeholders spliced, as over stdio and
 //!    Streamable HTTP (see [`super::splice`]); one whose call is gone is not posted.
 //! 5. The end of the stream is the end of the connection: `receive` answers `None`,
-//!    and rmcp fails the requests in flight. Closing drops the stream, which ends the
-//!    session on the server's side.
+//!    and rmcp fails the requests in flight. When the stream broke (the server reset
+//!    or closed the connection), why is kept in the transport's [`Streams`] before.
+//!    Closing drops the stream, which ends the session on the server's side.
 //! 6. A server with an OAuth login (and no `bearer_token_env_var`, which wins) is sent
 //!    its access token on the `GET` and on every `POST`, as over Streamable HTTP
 //!    ([`OAuthLogin`]): a request it refuses with `401` is sent once more with the
@@ -55,7 +56,7 @@ use url::Url;
 use self::events::{Event, EventReader};
 use super::{
     framing::too_large,
-    http::{self as streamable_http, OAuthLogin, ResolvedHttp},
+    http::{self as streamable_http, OAuthLogin, ResolvedHttp, Streams},
     raw_answers::RawAnswers,
     refused::{self, Unread},
     splice::{Spliced, Splicer},
@@ -88,6 +89,8 @@ pub(crate) struct SseTransport {
     pending: Arc<Mutex<HashSet<RequestId>>>,
     /// The requests whose answers rmcp gets raw ([`RawAnswers`]).
     raw: RawAnswers,
+    /// Why the stream broke, once it did (invariant 5).
+    streams: Arc<Streams>,
 }
 
 /// Posts the client's messages to the session's endpoint.
@@ -212,6 +215,7 @@ pub(crate) async fn connect(
         queued: VecDeque::new(),
         pending: Arc::default(),
         raw: RawAnswers::default(),
+        streams: Streams::new(server),
     };
     for event in later {
         transport.take(event);
@@ -275,6 +279,11 @@ fn message_endpoint(url: &Url, data: &[u8]) -> Result<Url, StartupError> {
 }
 
 impl SseTransport {
+    /// What the transport learns of its event stream: why it broke, once it did.
+    pub(crate) fn streams(&self) -> Arc<Streams> {
+        self.streams.clone()
+    }
+
     /// Handles one event of the stream: a message for rmcp or an oversized answer's
     /// error goes to the queue.
     fn take(&mut self, event: Event) {
@@ -403,6 +412,7 @@ impl Transport<RoleClient> for SseTransport {
                 Some(Err(error)) => {
                     let failure = streamable_http::classify(&self.post.server, &error);
                     tracing::debug!(server = &*self.post.server, %failure, "the event stream broke");
+                    self.streams.end(failure);
                     self.body = None;
                     return None;
                 }

@@ -71,6 +71,7 @@ impl Scripted {
             cancellations: &self.cancellations,
             answers: &self.answers,
             ended: &self.ended,
+            streams: None,
             stateless: false,
         }
     }

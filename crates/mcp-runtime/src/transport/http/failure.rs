@@ -2,8 +2,9 @@
 //! HTTP client or for an answer whose status is not a success.
 //!
 //! A network error is read by the types in its `source` chain, never by its text
-//! (which names the URL, and internals): a refused connection and a timeout are I/O
-//! error kinds, a failed TLS handshake is the invalid data the TLS stream reports
+//! (which names the URL, and internals): a refused, reset or closed connection and a
+//! timeout are I/O error kinds (a connection closed before any answer is the HTTP
+//! client's own error), a failed TLS handshake is the invalid data the TLS stream reports
 //! (a refused certificate is the TLS library's error inside it, read for the reason),
 //! and a host name that does not resolve is known by [`Resolver`], the resolver the
 //! client is built with, whose failure is a type of this module.
@@ -51,8 +52,8 @@ struct NotResolved {
 }
 
 /// What `error`, from the HTTP client talking to `server`, means for the user: a
-/// refused connection, an unresolved host, a failed TLS handshake, a timeout or
-/// another connection failure. The client's own message is not used: it names the
+/// refused, reset or closed connection, an unresolved host, a failed TLS handshake,
+/// a timeout or another connection failure. The client's own message is not used: it names the
 /// URL (which may carry a secret) and its sources name internals.
 pub(crate) fn classify(server: &str, error: &reqwest::Error) -> HttpFailure {
     let server = server.to_owned();
@@ -65,6 +66,14 @@ pub(crate) fn classify(server: &str, error: &reqwest::Error) -> HttpFailure {
             let host = host.clone();
             return HttpFailure::Dns { server, host };
         }
+        // The server closed the connection without an answer: the HTTP client's own
+        // error, with no I/O error inside.
+        if cause
+            .downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_incomplete_message)
+        {
+            return HttpFailure::Closed { server };
+        }
         if let Some(io) = cause.downcast_ref::<std::io::Error>() {
             #[cfg(feature = "tls")]
             if let Some(problem) = io
@@ -76,6 +85,14 @@ pub(crate) fn classify(server: &str, error: &reqwest::Error) -> HttpFailure {
             }
             match io.kind() {
                 std::io::ErrorKind::ConnectionRefused => return HttpFailure::Refused { server },
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+                    return HttpFailure::Reset { server };
+                }
+                // The end of the connection where the answer goes on (a body cut
+                // short), or a write to a connection the server closed.
+                std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::BrokenPipe => {
+                    return HttpFailure::Closed { server };
+                }
                 std::io::ErrorKind::TimedOut => return HttpFailure::Timeout { server },
                 // The TLS stream reports a failed handshake (a record that is not
                 // TLS, a certificate refused) as invalid data.

@@ -206,6 +206,7 @@ async fn post_failure(url: &str) -> HttpFailure {
         server: "web".into(),
         proxy: None,
         oauth: None,
+        streams: Streams::new("web"),
     };
     let message = ClientJsonRpcMessage::request(
         ClientRequest::PingRequest(Default::default()),
@@ -290,6 +291,7 @@ async fn a_json_rpc_error_with_a_failing_status_answers_the_request() {
         server: "web".into(),
         proxy: None,
         oauth: None,
+        streams: Streams::new("web"),
     };
     let message = ClientJsonRpcMessage::request(
         ClientRequest::PingRequest(Default::default()),
@@ -325,6 +327,7 @@ async fn a_configured_header_may_not_replace_one_the_protocol_sets() {
         server: "web".into(),
         proxy: None,
         oauth: None,
+        streams: Streams::new("web"),
     };
     let message = ClientJsonRpcMessage::request(
         ClientRequest::PingRequest(Default::default()),
@@ -356,6 +359,55 @@ async fn a_refused_connection_is_classified() {
         matches!(failure, HttpFailure::Refused { .. }),
         "{failure:?}"
     );
+}
+
+/// Reads each request whole (its head and its `content-length` body), then ends the
+/// connection without an answer: with a reset when `reset`, else a close. Returns
+/// the address.
+async fn ending_without_an_answer(reset: bool) -> std::net::SocketAddr {
+    use tokio::io::AsyncReadExt;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut received = Vec::new();
+            let whole = |received: &[u8]| {
+                let Some(end) = received.windows(4).position(|w| w == b"\r\n\r\n") else {
+                    return false;
+                };
+                let head = String::from_utf8_lossy(&received[..end]).to_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length:"))
+                    .map_or(0, |value| value.trim().parse().unwrap());
+                received.len() >= end + 4 + length
+            };
+            while !whole(&received) {
+                let mut chunk = [0; 4096];
+                match socket.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => received.extend_from_slice(&chunk[..n]),
+                }
+            }
+            if reset {
+                socket.set_zero_linger().unwrap();
+            }
+            drop(socket);
+        }
+    });
+    address
+}
+
+#[tokio::test]
+async fn a_connection_closed_or_reset_before_the_answer_is_classified() {
+    let address = ending_without_an_answer(false).await;
+    let failure = post_failure(&format!("http://{address}/mcp")).await;
+    assert!(matches!(failure, HttpFailure::Closed { .. }), "{failure:?}");
+    let address = ending_without_an_answer(true).await;
+    let failure = post_failure(&format!("http://{address}/mcp")).await;
+    assert!(matches!(failure, HttpFailure::Reset { .. }), "{failure:?}");
 }
 
 #[tokio::test]
@@ -440,7 +492,8 @@ async fn an_unusable_http_answer_fails_its_request_at_once_and_a_batch_is_taken(
                 Splicer::new(),
                 None,
             )
-            .unwrap(),
+            .unwrap()
+            .0,
         )
         .await
         .unwrap();
@@ -505,7 +558,8 @@ async fn an_oversized_http_answer_fails_its_request_at_once() {
                 Splicer::new(),
                 None,
             )
-            .unwrap(),
+            .unwrap()
+            .0,
         )
         .await
         .unwrap();
@@ -542,6 +596,7 @@ async fn an_oversized_answer_to_a_spliced_call_fails_it_at_once() {
         server: "web".into(),
         proxy: None,
         oauth: None,
+        streams: Streams::new("web"),
     };
     let mut limits = StreamableHttpResponseLimits::default();
     limits.max_sse_event_size = LIMIT;
@@ -591,6 +646,7 @@ fn client() -> SplicingHttpClient {
         server: "web".into(),
         proxy: None,
         oauth: None,
+        streams: Streams::new("web"),
     }
 }
 

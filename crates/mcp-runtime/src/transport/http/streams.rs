@@ -1,0 +1,542 @@
+//! The event streams of one HTTP transport: how long one that breaks is resumed,
+//! and what the runtime learns from them.
+//!
+//! rmcp resumes a response stream that ends before its answer once the server gave
+//! an event id (a `GET` with `Last-Event-ID`), and a handshake-era session's own
+//! `GET` stream whatever it carried. How often is the transport's `SseRetryPolicy`,
+//! whose default tries forever, doubling its pause from 1 s, also against a server
+//! that refuses every connection: a call in flight then waits for its whole
+//! timeout. When rmcp gives up, the requests the stream carried fail with a generic
+//! "closed" error, and why is only logged. So [`Streams`] is shared by the
+//! transport's client ([`super::SplicingHttpClient`]), which sees the outcome of
+//! every request and every response stream, and [`Resumption`], the policy rmcp
+//! consults after each failed attempt, which is given no more than the number of
+//! attempts and reads the rest here. The legacy HTTP+SSE transport, whose one event
+//! stream is its connection, reports that stream's break here too.
+//!
+//! Invariants:
+//! 1. A new request (a `POST`, or a `GET` that resumes a stream) that the server
+//!    refuses, resets or closes before its answer means the server is gone, as does
+//!    the break of a legacy HTTP+SSE event stream: the first such failure is kept as
+//!    the cause ([`Streams::cause`]), [`Streams::ended`] is cancelled, and no stream
+//!    is resumed any more. A response stream that breaks midway does not by itself:
+//!    something between may have cut it, and resuming it tells.
+//! 2. Resuming a stream stops after [`MAX_FAILED_RESUMPTIONS`] failed attempts in a
+//!    row, or at once after a failure that another attempt cannot mend (an answer
+//!    that is not a success, other than `429` and `5xx`; a host name that does not
+//!    resolve; TLS). The pauses double from [`FIRST_PAUSE`] up to [`MAX_PAUSE`] (rmcp
+//!    waits at least as long as the server's `retry` field asks).
+//! 3. A request's response stream that broke or ended before its answer is
+//!    recorded, with why, until the request's caller takes the record
+//!    ([`Streams::take_lost`]) or the stream is resumed (a `GET` from its last event
+//!    id succeeded); at most [`MAX_LOST`] are kept, so the record of a request
+//!    nobody asks about (a listen stream's) is dropped in time.
+
+use std::{
+    collections::VecDeque,
+    sync::{Arc, Mutex, OnceLock},
+    time::Duration,
+};
+
+use futures::{Stream, StreamExt, stream::BoxStream};
+use rmcp::{
+    model::RequestId,
+    transport::{
+        common::client_side_sse::SseRetryPolicy,
+        streamable_http_client::{SseError, StreamableHttpError},
+    },
+};
+use serde::Deserialize;
+use sse_stream::Sse;
+use tokio_util::sync::CancellationToken;
+
+use super::{HttpResult, SplicingHttpClient, classify, failure::from_rmcp, status_failure};
+use crate::{error::HttpFailure, sync::lock};
+
+/// How many attempts in a row to resume one stream may fail (invariant 2).
+pub(crate) const MAX_FAILED_RESUMPTIONS: usize = 3;
+/// The pause after the first failed attempt to resume a stream; it doubles after
+/// each further one.
+pub(crate) const FIRST_PAUSE: Duration = Duration::from_secs(1);
+/// The longest pause between two attempts to resume a stream.
+pub(crate) const MAX_PAUSE: Duration = Duration::from_secs(4);
+/// How many lost response streams are remembered (invariant 3).
+const MAX_LOST: usize = 64;
+
+/// What one transport's client has learned of its streams and of the server; see
+/// the module docs.
+#[derive(Debug)]
+pub(crate) struct Streams {
+    server: Arc<str>,
+    /// Cancelled once the server is gone (invariant 1).
+    ended: CancellationToken,
+    /// Why the server is taken for gone.
+    cause: OnceLock<HttpFailure>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Why the last attempt to resume a stream failed, until an attempt or another
+    /// request succeeds.
+    resumption: Option<Failed>,
+    /// Response streams that broke or ended before their answer (invariant 3).
+    lost: VecDeque<(RequestId, Lost)>,
+}
+
+/// A failed attempt to resume a stream.
+#[derive(Debug, Clone)]
+struct Failed {
+    /// The failure, when it is one the client classified.
+    failure: Option<HttpFailure>,
+    /// Whether another attempt may succeed (invariant 2).
+    mendable: bool,
+}
+
+/// How a request's response stream was lost before its answer.
+#[derive(Debug, Clone)]
+pub(crate) struct Lost {
+    /// Why it broke; `None` when the server ended it.
+    pub(crate) broke: Option<HttpFailure>,
+    /// The id of its last event with one, from which rmcp resumes the stream.
+    last_event_id: Option<String>,
+}
+
+impl Lost {
+    /// Whether the server gave an event id, from which rmcp resumes the stream.
+    pub(crate) fn resumable(&self) -> bool {
+        self.last_event_id.is_some()
+    }
+}
+
+impl Streams {
+    /// The streams of a transport to `server`.
+    pub(crate) fn new(server: &str) -> Arc<Self> {
+        Arc::new(Self {
+            server: server.into(),
+            ended: CancellationToken::new(),
+            cause: OnceLock::new(),
+            state: Mutex::default(),
+        })
+    }
+
+    /// Cancelled once the server is gone (invariant 1).
+    pub(crate) fn ended(&self) -> &CancellationToken {
+        &self.ended
+    }
+
+    /// Why the server is taken for gone, once it is.
+    pub(crate) fn cause(&self) -> Option<&HttpFailure> {
+        self.cause.get()
+    }
+
+    /// The server is gone: `failure` says how it was found (invariant 1).
+    pub(crate) fn end(&self, failure: HttpFailure) {
+        if self.cause.set(failure).is_ok() {
+            tracing::debug!(server = &*self.server, cause = %self.cause.get().expect("just set"), "the server is gone");
+        }
+        self.ended.cancel();
+    }
+
+    /// Why the last attempt to resume a stream failed, if it did and nothing
+    /// succeeded since.
+    pub(crate) fn resumption_failure(&self) -> Option<HttpFailure> {
+        lock(&self.state)
+            .resumption
+            .as_ref()
+            .and_then(|failed| failed.failure.clone())
+    }
+
+    /// Notes the outcome of a new request (invariant 1): a server found gone ends
+    /// the transport; a success clears the last failure to resume.
+    pub(crate) fn requested<T>(&self, result: &HttpResult<T>) {
+        match result {
+            Ok(_) => lock(&self.state).resumption = None,
+            Err(StreamableHttpError::Client(failure)) if gone(failure) => self.end(failure.clone()),
+            Err(_) => {}
+        }
+    }
+
+    /// Notes the outcome of an attempt to resume a stream (invariants 1 and 2).
+    pub(crate) fn resumed<T>(&self, result: &HttpResult<T>) {
+        use StreamableHttpError as E;
+        let failed = match result {
+            Ok(_) => None,
+            Err(E::Client(failure)) => Some(Failed {
+                failure: Some(failure.clone()),
+                mendable: mendable(failure),
+            }),
+            Err(E::HttpStatus(_) | E::Io(_) | E::Sse(_)) => Some(Failed {
+                failure: None,
+                mendable: true,
+            }),
+            Err(_) => Some(Failed {
+                failure: None,
+                mendable: false,
+            }),
+        };
+        self.requested(result);
+        lock(&self.state).resumption = failed;
+    }
+
+    /// Whether the last failed attempt to resume a stream, if any, may be mended by
+    /// another (invariant 2). The attempt is the last of any stream: rmcp asks the
+    /// policy right after an attempt fails, so it is almost always the asking
+    /// stream's own.
+    fn mendable(&self) -> bool {
+        lock(&self.state)
+            .resumption
+            .as_ref()
+            .is_none_or(|failed| failed.mendable)
+    }
+
+    /// Takes the record of request `id`'s response stream, if it was lost before
+    /// its answer (invariant 3).
+    pub(crate) fn take_lost(&self, id: &RequestId) -> Option<Lost> {
+        let mut state = lock(&self.state);
+        let at = state.lost.iter().position(|(lost, _)| lost == id)?;
+        state.lost.remove(at).map(|(_, lost)| lost)
+    }
+
+    /// A stream was resumed from `last_event_id`: the stream lost there is not lost
+    /// (invariant 3). Servers may give every stream the same ids; then each stream
+    /// lost there counts as resumed, and a call of one not resumed ends as a timeout
+    /// would, not saying that its stream was lost.
+    fn resumed_from(&self, last_event_id: &str) {
+        lock(&self.state)
+            .lost
+            .retain(|(_, lost)| lost.last_event_id.as_deref() != Some(last_event_id));
+    }
+
+    fn lose(&self, id: RequestId, lost: Lost) {
+        tracing::debug!(server = &*self.server, %id, broke = ?lost.broke.as_ref().map(ToString::to_string), "a response stream ended before its answer");
+        let mut state = lock(&self.state);
+        if state.lost.len() == MAX_LOST {
+            state.lost.pop_front();
+        }
+        state.lost.push_back((id, lost));
+    }
+
+    /// `events`, the response stream of request `id`, watched: if it breaks or ends
+    /// before the request's answer, that is recorded (invariant 3).
+    pub(crate) fn watch<S>(
+        self: &Arc<Self>,
+        id: RequestId,
+        events: S,
+    ) -> impl Stream<Item = Result<Sse, SseError>> + Send + 'static
+    where
+        S: Stream<Item = Result<Sse, SseError>> + Send + 'static,
+    {
+        let streams = self.clone();
+        let mut pending = Some(id);
+        let mut last_event_id = None;
+        events
+            .map(Some)
+            .chain(futures::stream::once(std::future::ready(None)))
+            .filter_map(move |event| {
+                let passed = match (&event, pending.as_ref()) {
+                    (_, None) => event,
+                    (Some(Ok(sse)), Some(id)) => {
+                        if let Some(event_id) = &sse.id {
+                            last_event_id = Some(event_id.clone());
+                        }
+                        if sse.data.as_deref().is_some_and(|data| answers(data, id)) {
+                            pending = None;
+                        }
+                        event
+                    }
+                    (Some(Err(error)), Some(_)) => {
+                        // An event over the limit is answered, not lost.
+                        if let Some(broke) = broken(&streams.server, error) {
+                            let id = pending.take().expect("checked above");
+                            let broke = Some(broke);
+                            let last_event_id = last_event_id.take();
+                            streams.lose(
+                                id,
+                                Lost {
+                                    broke,
+                                    last_event_id,
+                                },
+                            );
+                        }
+                        event
+                    }
+                    (None, Some(_)) => {
+                        let id = pending.take().expect("checked above");
+                        let last_event_id = last_event_id.take();
+                        streams.lose(
+                            id,
+                            Lost {
+                                broke: None,
+                                last_event_id,
+                            },
+                        );
+                        None
+                    }
+                };
+                std::future::ready(passed)
+            })
+    }
+}
+
+impl SplicingHttpClient {
+    /// `result`, of a `GET` that opens an event stream (a session's own, or one that
+    /// resumes a response stream from `last_event_id`), classified, and noted in
+    /// [`Streams`]. A status that is not a success is one of the server's answers:
+    /// rmcp's client reports `429` and `5xx` with an error of its own, any other as an
+    /// error of the HTTP client (it reads no body of either).
+    pub(super) fn opened(
+        &self,
+        result: Result<
+            BoxStream<'static, Result<Sse, SseError>>,
+            StreamableHttpError<reqwest::Error>,
+        >,
+        last_event_id: Option<&str>,
+    ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
+        let result = result.map_err(|error| match error {
+            StreamableHttpError::Client(error) if let Some(status) = error.status() => {
+                StreamableHttpError::Client(match status.as_u16() {
+                    // With a session, a `404` says that the session is gone, not that
+                    // there is no endpoint.
+                    404 => HttpFailure::Status {
+                        server: self.server.to_string(),
+                        status: 404,
+                        body_excerpt: String::new(),
+                    },
+                    _ => status_failure(&self.server, status, b"", false, None),
+                })
+            }
+            StreamableHttpError::HttpStatus(status) => {
+                StreamableHttpError::Client(HttpFailure::Status {
+                    server: self.server.to_string(),
+                    status: status.status,
+                    body_excerpt: String::new(),
+                })
+            }
+            error => from_rmcp(&self.server, error),
+        });
+        let result = self.through_proxy(result);
+        self.streams.resumed(&result);
+        if result.is_ok()
+            && let Some(last_event_id) = last_event_id
+        {
+            self.streams.resumed_from(last_event_id);
+        }
+        result
+    }
+}
+
+/// Whether `failure`, of a new request, means the server is gone (invariant 1).
+fn gone(failure: &HttpFailure) -> bool {
+    matches!(
+        failure,
+        HttpFailure::Refused { .. } | HttpFailure::Reset { .. } | HttpFailure::Closed { .. }
+    )
+}
+
+/// Whether another attempt may mend `failure`, of an attempt to resume a stream
+/// (invariant 2).
+fn mendable(failure: &HttpFailure) -> bool {
+    match failure {
+        HttpFailure::Status { status, .. } => *status == 429 || *status >= 500,
+        HttpFailure::Timeout { .. }
+        | HttpFailure::Connection { .. }
+        | HttpFailure::Proxy { .. } => true,
+        _ => false,
+    }
+}
+
+/// Why the client's read of a response stream failed with `error`; `None` when the
+/// stream did not break (an event over the limit, which the transport answers).
+fn broken(server: &str, error: &SseError) -> Option<HttpFailure> {
+    let SseError::Body(source) = error else {
+        return None;
+    };
+    source
+        .downcast_ref::<std::io::Error>()
+        .and_then(std::io::Error::get_ref)
+        .and_then(|inner| inner.downcast_ref::<reqwest::Error>())
+        .map(|error| classify(server, error))
+}
+
+/// Whether `data`, one event's, is the answer to request `id`.
+fn answers(data: &str, id: &RequestId) -> bool {
+    #[derive(Deserialize)]
+    struct Envelope {
+        #[serde(default)]
+        method: Option<serde::de::IgnoredAny>,
+        #[serde(default)]
+        id: Option<RequestId>,
+    }
+    serde_json::from_str::<Envelope>(data)
+        .is_ok_and(|envelope| envelope.method.is_none() && envelope.id.as_ref() == Some(id))
+}
+
+/// The policy rmcp resumes the transport's streams by (invariant 2).
+#[derive(Debug)]
+pub(crate) struct Resumption(pub(crate) Arc<Streams>);
+
+impl SseRetryPolicy for Resumption {
+    /// The pause before the next attempt, after `failed` attempts in a row failed
+    /// (`0` for a stream the server ended, which rmcp resumes unless this is `None`:
+    /// no attempt of that stream failed yet).
+    fn retry(&self, failed: usize) -> Option<Duration> {
+        let stopped = self.0.ended.is_cancelled()
+            || failed >= MAX_FAILED_RESUMPTIONS
+            || (failed > 0 && !self.0.mendable());
+        if stopped {
+            return None;
+        }
+        let doublings = u32::try_from(failed.saturating_sub(1)).unwrap_or(u32::MAX);
+        Some(
+            FIRST_PAUSE
+                .saturating_mul(2u32.saturating_pow(doublings))
+                .min(MAX_PAUSE),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused() -> HttpFailure {
+        HttpFailure::Refused {
+            server: "web".into(),
+        }
+    }
+
+    fn timeout() -> HttpFailure {
+        HttpFailure::Timeout {
+            server: "web".into(),
+        }
+    }
+
+    fn failed<T>(failure: HttpFailure) -> HttpResult<T> {
+        Err(StreamableHttpError::Client(failure))
+    }
+
+    #[test]
+    fn resuming_stops_after_a_bounded_count_of_failures_with_doubling_pauses() {
+        let streams = Streams::new("web");
+        let policy = Resumption(streams.clone());
+        assert_eq!(
+            policy.retry(0),
+            Some(FIRST_PAUSE),
+            "a stream the server ended"
+        );
+        let mut pauses = Vec::new();
+        for failed_so_far in 1.. {
+            streams.resumed::<()>(&failed(timeout()));
+            match policy.retry(failed_so_far) {
+                Some(pause) => pauses.push(pause),
+                None => break,
+            }
+        }
+        assert_eq!(pauses, [1, 2].map(Duration::from_secs));
+        assert_eq!(pauses.len() + 1, MAX_FAILED_RESUMPTIONS);
+        assert!(!streams.ended().is_cancelled(), "a timeout says nothing");
+        assert_eq!(policy.retry(40), None);
+    }
+
+    #[test]
+    fn a_refused_resumption_ends_the_transport_and_every_resumption() {
+        let streams = Streams::new("web");
+        let policy = Resumption(streams.clone());
+        streams.resumed::<()>(&failed(refused()));
+        assert_eq!(policy.retry(1), None);
+        assert_eq!(policy.retry(0), None, "no stream is resumed any more");
+        assert!(streams.ended().is_cancelled());
+        assert!(matches!(streams.cause(), Some(HttpFailure::Refused { .. })));
+        // The first cause stays.
+        streams.requested::<()>(&failed(HttpFailure::Reset {
+            server: "web".into(),
+        }));
+        assert!(matches!(streams.cause(), Some(HttpFailure::Refused { .. })));
+    }
+
+    #[test]
+    fn a_failure_another_attempt_cannot_mend_stops_resuming_at_once() {
+        let streams = Streams::new("web");
+        let policy = Resumption(streams.clone());
+        streams.resumed::<()>(&failed(HttpFailure::Status {
+            server: "web".into(),
+            status: 404,
+            body_excerpt: String::new(),
+        }));
+        assert_eq!(policy.retry(1), None);
+        assert!(!streams.ended().is_cancelled(), "the server answered");
+        assert_eq!(
+            policy.retry(0),
+            Some(FIRST_PAUSE),
+            "another stream the server ended is resumed: none of its attempts failed"
+        );
+        streams.resumed::<()>(&failed(HttpFailure::Status {
+            server: "web".into(),
+            status: 503,
+            body_excerpt: String::new(),
+        }));
+        assert_eq!(policy.retry(1), Some(FIRST_PAUSE));
+        streams.resumed::<()>(&Ok(()));
+        assert_eq!(streams.resumption_failure().map(|f| f.to_string()), None);
+    }
+
+    #[test]
+    fn a_stream_lost_before_its_answer_is_recorded_until_taken() {
+        use futures::StreamExt as _;
+        let streams = Streams::new("web");
+        let id = RequestId::Number(7);
+        let answer = |id: i64| Sse {
+            data: Some(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)),
+            ..Sse::default()
+        };
+        let progress = Sse {
+            data: Some(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}"#.into()),
+            ..Sse::default()
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let read = |events: Vec<Sse>| {
+            let events = futures::stream::iter(events.into_iter().map(Ok));
+            runtime.block_on(streams.watch(id.clone(), events).count())
+        };
+        // Answered (another request's answer does not count): nothing recorded.
+        assert_eq!(read(vec![progress.clone(), answer(8), answer(7)]), 3);
+        assert!(streams.take_lost(&id).is_none());
+        // Ended before the answer.
+        assert_eq!(read(vec![progress, answer(8)]), 2);
+        let lost = streams.take_lost(&id).expect("recorded");
+        assert!(lost.broke.is_none(), "the server ended it");
+        assert!(!lost.resumable());
+        assert!(streams.take_lost(&id).is_none(), "taken once");
+        // Ended after an event with an id, then resumed from it: not lost.
+        let primed = Sse {
+            id: Some("e-1".into()),
+            ..Sse::default()
+        };
+        read(vec![primed]);
+        streams.resumed_from("e-2");
+        streams.resumed_from("e-1");
+        assert!(streams.take_lost(&id).is_none(), "resumed");
+    }
+
+    #[test]
+    fn at_most_a_bounded_number_of_lost_streams_is_kept() {
+        let streams = Streams::new("web");
+        for n in 0..(MAX_LOST as i64 + 10) {
+            let lost = Lost {
+                broke: None,
+                last_event_id: None,
+            };
+            streams.lose(RequestId::Number(n), lost);
+        }
+        assert_eq!(lock(&streams.state).lost.len(), MAX_LOST);
+        assert!(streams.take_lost(&RequestId::Number(0)).is_none());
+        assert!(
+            streams
+                .take_lost(&RequestId::Number(MAX_LOST as i64 + 9))
+                .is_some()
+        );
+    }
+}
