@@ -758,9 +758,11 @@ pub enum CallError {
         message: String,
     },
     /// The server's connection ended during the call: a local server exited, or the
-    /// session ended. The server is unavailable until its next call starts it again.
+    /// session ended. The server is unavailable until its next call starts it again
+    /// (a local server) or connects to it again (a remote one).
     #[error(
-        "tool `{tool}` on server `{server}` failed: {reason} (the next call starts the server again)"
+        "tool `{tool}` on server `{server}` failed: {reason} (the next call {})",
+        if *local { "starts the server again" } else { "connects to the server again" }
     )]
     ServerLost {
         /// The server.
@@ -769,6 +771,8 @@ pub enum CallError {
         tool: String,
         /// How the connection ended: a local server's exit status and last stderr.
         reason: String,
+        /// Whether the server is a local process, which the runtime starts.
+        local: bool,
     },
     /// The result does not conform to the tool's `outputSchema` (a result with
     /// `isError: true` is never checked).

@@ -564,6 +564,7 @@ impl Runtime {
                     server,
                     tool,
                     reason,
+                    local: connection.pid().is_some(),
                 })
             }
             Err(error) => Err(error),

@@ -76,7 +76,9 @@ impl Validators {
             .map(|error| {
                 let at = error.instance_path().to_string();
                 let at = if at.is_empty() { "/".to_owned() } else { at };
-                format!("at `{at}`: {error}")
+                // The error quotes the server's value, which may be large or hold a
+                // credential sent to it.
+                crate::redact::server_text(&format!("at `{at}`: {error}"))
             })
             .collect();
         match errors.len() {
