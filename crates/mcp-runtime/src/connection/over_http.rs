@@ -367,6 +367,37 @@ mod tests {
 
     use super::*;
 
+    /// Reads one HTTP/1.1 request from `socket`: its head, lowercase, and its body;
+    /// `None` when the client closes first.
+    async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
+        let mut bytes = Vec::new();
+        let head_end = loop {
+            let mut chunk = [0; 4096];
+            let n = socket.read(&mut chunk).await.unwrap_or(0);
+            if n == 0 {
+                return None;
+            }
+            bytes.extend_from_slice(&chunk[..n]);
+            if let Some(at) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+                break at + 4;
+            }
+        };
+        let head = String::from_utf8_lossy(&bytes[..head_end]).to_lowercase();
+        let length: usize = head
+            .lines()
+            .find_map(|line| line.strip_prefix("content-length:"))
+            .map_or(0, |value| value.trim().parse().unwrap());
+        while bytes.len() < head_end + length {
+            let mut chunk = [0; 4096];
+            let n = socket.read(&mut chunk).await.unwrap_or(0);
+            if n == 0 {
+                return None;
+            }
+            bytes.extend_from_slice(&chunk[..n]);
+        }
+        Some((head, bytes.split_off(head_end)))
+    }
+
     /// A server of the handshake era: `server/discover` gets `404` with "method not
     /// found", `initialize` is answered with `answer`, or else the version it offers.
     /// Every method received is pushed to `received`, with `initialize`'s offered
@@ -382,33 +413,13 @@ mod tests {
                 let (mut socket, _) = listener.accept().await.unwrap();
                 let received = received.clone();
                 tokio::spawn(async move {
-                    let mut bytes = Vec::new();
-                    let head_end = loop {
-                        let mut chunk = [0; 4096];
-                        let n = socket.read(&mut chunk).await.unwrap();
-                        if n == 0 {
-                            return;
-                        }
-                        bytes.extend_from_slice(&chunk[..n]);
-                        if let Some(at) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break at + 4;
-                        }
+                    let Some((head, body)) = read_request(&mut socket).await else {
+                        return;
                     };
-                    let head = String::from_utf8_lossy(&bytes[..head_end]).to_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|line| line.strip_prefix("content-length:"))
-                        .map_or(0, |value| value.trim().parse().unwrap());
-                    while bytes.len() < head_end + length {
-                        let mut chunk = [0; 4096];
-                        let n = socket.read(&mut chunk).await.unwrap();
-                        bytes.extend_from_slice(&chunk[..n]);
-                    }
                     let (status, body) = if !head.starts_with("post") {
                         ("405 Method Not Allowed", String::new())
                     } else {
-                        let message: serde_json::Value =
-                            serde_json::from_slice(&bytes[head_end..]).unwrap();
+                        let message: serde_json::Value = serde_json::from_slice(&body).unwrap();
                         let method = message["method"].as_str().unwrap_or_default();
                         let id = &message["id"];
                         match method {
@@ -551,28 +562,9 @@ mod tests {
                 let (mut socket, _) = listener.accept().await.unwrap();
                 let counted = counted.clone();
                 tokio::spawn(async move {
-                    let mut bytes = Vec::new();
-                    let head_end = loop {
-                        let mut chunk = [0; 4096];
-                        let n = socket.read(&mut chunk).await.unwrap_or(0);
-                        if n == 0 {
-                            return;
-                        }
-                        bytes.extend_from_slice(&chunk[..n]);
-                        if let Some(at) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break at + 4;
-                        }
+                    let Some((head, body)) = read_request(&mut socket).await else {
+                        return;
                     };
-                    let head = String::from_utf8_lossy(&bytes[..head_end]).to_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|line| line.strip_prefix("content-length:"))
-                        .map_or(0, |value| value.trim().parse().unwrap());
-                    while bytes.len() < head_end + length {
-                        let mut chunk = [0; 4096];
-                        let n = socket.read(&mut chunk).await.unwrap();
-                        bytes.extend_from_slice(&chunk[..n]);
-                    }
                     if head.starts_with("get") {
                         if !head.contains("last-event-id:") {
                             let _ = socket
@@ -597,8 +589,7 @@ mod tests {
                         }
                         return;
                     }
-                    let message: serde_json::Value =
-                        serde_json::from_slice(&bytes[head_end..]).unwrap();
+                    let message: serde_json::Value = serde_json::from_slice(&body).unwrap();
                     let id = &message["id"];
                     let response = match message["method"].as_str().unwrap_or_default() {
                         "initialize" => {
