@@ -75,7 +75,7 @@ impl ToolResult {
     pub fn from_object(fields: JsonObject) -> Result<Self, InvalidToolResult> {
         let malformed = |field, value: &Value, expected| InvalidToolResult::Malformed {
             field,
-            found: kind(value),
+            found: crate::error::json_kind(value),
             expected,
         };
         match fields.get("content") {
@@ -223,18 +223,6 @@ impl<'a> Content<'a> {
             Self::Known(ContentBlock::Text(text)) => Some(&text.text),
             _ => None,
         }
-    }
-}
-
-/// The kind of a JSON value, as a message names it.
-pub(crate) fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -374,7 +374,7 @@ impl<'a> Page<'a> {
         let Value::Object(mut result) = result else {
             return Err(malformed(format!(
                 "is {}, not a JSON object",
-                kind(&result)
+                crate::error::json_kind(&result)
             )));
         };
         let tools = match result.remove("tools") {
@@ -382,7 +382,7 @@ impl<'a> Page<'a> {
             Some(other) => {
                 return Err(malformed(format!(
                     "has `tools` that is {}, not an array",
-                    kind(&other)
+                    crate::error::json_kind(&other)
                 )));
             }
             None => return Err(malformed("has no `tools` array".to_owned())),
@@ -393,7 +393,7 @@ impl<'a> Page<'a> {
             Some(other) => {
                 return Err(malformed(format!(
                     "has a `nextCursor` that is {}, not a string",
-                    kind(&other)
+                    crate::error::json_kind(&other)
                 )));
             }
         };
@@ -626,18 +626,22 @@ impl fmt::Display for Reason {
 /// is ignored with a warning: the tool is still usable.
 fn usable_tool(raw: &Value) -> Result<ListedTool, Reason> {
     let Value::Object(fields) = raw else {
-        return Err(Reason::NotAnObject(kind(raw)));
+        return Err(Reason::NotAnObject(crate::error::json_kind(raw)));
     };
     match fields.get("name") {
         None => return Err(Reason::NoName),
         Some(Value::String(name)) if name.is_empty() => return Err(Reason::EmptyName),
         Some(Value::String(_)) => {}
-        Some(other) => return Err(Reason::NameNotAString(kind(other))),
+        Some(other) => return Err(Reason::NameNotAString(crate::error::json_kind(other))),
     }
     match fields.get("inputSchema") {
         None => return Err(Reason::NoInputSchema),
         Some(Value::Object(_)) => {}
-        Some(other) => return Err(Reason::InputSchemaNotAnObject(kind(other))),
+        Some(other) => {
+            return Err(Reason::InputSchemaNotAnObject(crate::error::json_kind(
+                other,
+            )));
+        }
     }
     let tool = Tool::deserialize(raw)
         .map_err(|_| bad_field(fields).map_or(Reason::Malformed, Reason::BadField))?;
@@ -656,7 +660,7 @@ fn warn_unusable_execution(unmodelled: Option<&Map<String, Value>>, tool: &str) 
         tracing::warn!(
             tool = %shown(tool),
             "the tool's `execution` is {}, not an object; ignored",
-            kind(execution)
+            crate::error::json_kind(execution)
         );
     }
 }
@@ -676,18 +680,6 @@ fn bad_field(fields: &Map<String, Value>) -> Option<String> {
             Tool::deserialize(&Value::Object(alone)).is_err()
         })
         .map(|(key, _)| key.clone())
-}
-
-/// The kind of a JSON value, as a message names it.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

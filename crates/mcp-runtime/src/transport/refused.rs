@@ -277,14 +277,7 @@ fn opens_a_value(text: &[u8]) -> bool {
 /// What is wrong with `answer`, an object with an `id` and no `method` that rmcp's
 /// model does not read as a response.
 fn problem(answer: &Value) -> String {
-    let kind = |value: &Value| match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    };
+    let kind = crate::error::json_kind;
     if answer.get("jsonrpc") != Some(&Value::from("2.0")) {
         return "its `jsonrpc` is not `\"2.0\"`".to_owned();
     }
