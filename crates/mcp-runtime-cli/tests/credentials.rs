@@ -166,6 +166,11 @@ fn a_result_quoting_a_servers_credential_is_printed_masked() {
         let call = run(&args, None);
         assert_eq!(call.status.code(), Some(0), "{}", stderr(&call));
         assert_masked(&format!("`call` (json: {json})"), &stdout(&call));
+        if json {
+            let printed: serde_json::Value = serde_json::from_slice(&call.stdout)
+                .unwrap_or_else(|error| panic!("not JSON ({error}): {}", stdout(&call)));
+            assert_eq!(printed["structuredContent"]["value"], "*****");
+        }
     }
     // The server's stderr, in the log.
     let logged = run(&["servers", "--config", config], Some("mcp_runtime=info"));

@@ -169,7 +169,7 @@ pub fn read_pid(path: &Path) -> i32 {
 /// A variable the tests expect in the host's environment, holding a secret.
 pub const TEST_SECRET_VAR: &str = "MCP_RUNTIME_TEST_PARENT_SECRET";
 /// Its value.
-pub const TEST_SECRET: &str = "hunter2";
+pub const TEST_SECRET: &str = "hunter2-secret";
 /// A variable the tests use as an HTTP bearer token.
 pub const TEST_TOKEN_VAR: &str = "MCP_RUNTIME_TEST_HTTP_TOKEN";
 /// Its value.

@@ -33,7 +33,9 @@ mod credentials;
 pub use self::credentials::{
     MIN_CREDENTIAL_CHARS, credentials, credentials_in_json, credentials_in_use, names_a_credential,
 };
-pub(crate) use self::credentials::{Registered, credentials_in_bytes, register};
+pub(crate) use self::credentials::{
+    Registered, credentials_cut, credentials_in_bytes, masked_json, masked_text, register,
+};
 
 /// What stands for a hidden value.
 const MASK: &str = "*****";

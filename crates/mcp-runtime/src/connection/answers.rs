@@ -148,7 +148,7 @@ impl Answers {
     fn report(&self, on_progress: &OnProgress, report: ProgressNotificationParam) {
         let mut progress = Progress::new(self.server.clone(), report.progress);
         progress.total = report.total;
-        progress.message = report.message;
+        progress.message = report.message.map(crate::redact::masked_text);
         on_progress.report(progress);
     }
 
@@ -159,7 +159,7 @@ impl Answers {
         };
         let _paused = self.pauses.begin();
         tracing::debug!(server = %self.server, "the server asks the person a question");
-        handler.elicit(&self.server, request).await
+        handler.elicit(&self.server, masked(request)).await
     }
 
     /// The answer to a sampling request (invariant 2).
@@ -168,7 +168,7 @@ impl Answers {
         request: CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, rmcp::ErrorData> {
         match &self.handlers.sampling {
-            Some(handler) => handler.create_message(&self.server, request).await,
+            Some(handler) => handler.create_message(&self.server, masked(request)).await,
             None => Err(rmcp::ErrorData::method_not_found::<
                 rmcp::model::CreateMessageRequestMethod,
             >()),
@@ -199,6 +199,23 @@ impl Answers {
             })
             .collect();
         serde_json::json!({ "roots": roots })
+    }
+}
+
+/// `request`, a server's, with every credential the runtime sends masked in it: a
+/// question for the person or messages for a model never carry one
+/// ([`crate::redact::credentials`]). Kept as it is when it holds none (or could not
+/// be read back, which a request rmcp has read can always be).
+fn masked<T: serde::Serialize + serde::de::DeserializeOwned>(request: T) -> T {
+    if !crate::redact::credentials_in_use() {
+        return request;
+    }
+    let Ok(value) = serde_json::to_value(&request) else {
+        return request;
+    };
+    match crate::redact::credentials_in_json(&value) {
+        std::borrow::Cow::Borrowed(_) => request,
+        std::borrow::Cow::Owned(masked) => serde_json::from_value(masked).unwrap_or(request),
     }
 }
 
@@ -312,6 +329,19 @@ impl Pauses {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_credential_a_servers_question_quotes_is_masked_before_the_host_sees_it() {
+        let _sent = crate::redact::register("an-bearer-33d9-token").unwrap();
+        let request: ElicitRequestParams = serde_json::from_value(serde_json::json!({
+            "mode": "form",
+            "message": "is an-bearer-33d9-token yours?",
+            "requestedSchema": {"type": "object", "properties": {}},
+        }))
+        .unwrap();
+        let masked = serde_json::to_value(masked(request)).unwrap();
+        assert_eq!(masked["message"], "is ***** yours?");
+    }
 
     #[test]
     fn a_servers_log_message_is_an_event_of_its_own_target_naming_the_server() {

@@ -179,7 +179,8 @@ fn describe_http(error: &StreamableHttpError<HttpFailure>) -> String {
             format!("the server answered HTTP {}", status.status)
         }
         StreamableHttpError::UnexpectedContentType(Some(content_type)) => format!(
-            "the server answered with content type `{content_type}`, neither JSON nor an event stream"
+            "the server answered with content type `{}`, neither JSON nor an event stream",
+            crate::redact::one_line(&crate::redact::server_text(content_type))
         ),
         StreamableHttpError::UnexpectedContentType(None) => {
             "the server answered without a content type".to_owned()

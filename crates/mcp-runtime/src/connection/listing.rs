@@ -286,6 +286,10 @@ async fn request_page(
             ),
             _ => None,
         };
+        // A credential the runtime sent is never data for the host: masked wherever
+        // a tool (its description, its schema) quotes it. Inside the JSON text, a
+        // credential is found in the form a JSON string gives it.
+        let text = crate::redact::masked_text(text);
         return Ok(Answered { text, kept });
     }
     // A transport that did not rewrite the answer (a test's in-process pipe): rmcp
@@ -296,7 +300,10 @@ async fn request_page(
         typed => serde_json::to_string(typed),
     };
     decoded
-        .map(|text| Answered { text, kept: None })
+        .map(|text| Answered {
+            text: crate::redact::masked_text(text),
+            kept: None,
+        })
         .map_err(|error| ListToolsError::Request {
             message: format!("the `tools/list` answer cannot be read: {error}"),
         })

@@ -134,7 +134,9 @@ impl Report {
             Some(text) => serde_json::from_str(&text),
             None => serde_json::to_value(&answer),
         };
-        match task {
+        // A credential the runtime sent is never data for the host: masked wherever
+        // the task (its status message, its result) quotes it.
+        match task.map(crate::redact::masked_json) {
             Ok(Value::Object(task)) => Self::read(&task),
             _ => Err("the server's answer is not a task".to_owned()),
         }

@@ -88,12 +88,7 @@ pub(super) fn object(mut answer: ServerResult, not_an_object: &str) -> Result<Js
     };
     // A credential the runtime sent is never data for the host, nor for the model
     // behind it: masked wherever the answer quotes it.
-    let masked = match crate::redact::credentials_in_json(&value) {
-        std::borrow::Cow::Owned(masked) => Some(masked),
-        std::borrow::Cow::Borrowed(_) => None,
-    };
-    let value = masked.unwrap_or(value);
-    match value {
+    match crate::redact::masked_json(value) {
         Value::Object(object) => Ok(object),
         _ => Err(not_a_result()),
     }

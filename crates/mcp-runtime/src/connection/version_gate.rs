@@ -132,7 +132,10 @@ fn answers(sent: &RequestId, answered: &RequestId) -> bool {
 fn not_an_initialize_result(server: &str, answer: &ServerResult) -> StartupError {
     let value = serde_json::to_value(answer).unwrap_or_default();
     let problem = match serde_json::from_value::<InitializeResult>(value.clone()) {
-        Err(error) => format!("not an `initialize` result: {error}"),
+        Err(error) => format!(
+            "not an `initialize` result: {}",
+            crate::redact::server_text(&error.to_string())
+        ),
         Ok(_) => "not an `initialize` result".to_owned(),
     };
     StartupError::Handshake {

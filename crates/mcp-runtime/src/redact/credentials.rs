@@ -17,8 +17,9 @@
 //! 3. [`credentials`] replaces each occurrence of a registered value by `*****`, the
 //!    longest values first, so that a value holding another is masked whole. A value
 //!    is also masked in the form it takes inside a JSON string, when that differs.
-//! 4. A value shorter than [`MIN_CREDENTIAL_CHARS`] is not registered: masking it
-//!    would mask ordinary words, and it protects nothing.
+//! 4. A value shorter than [`MIN_CREDENTIAL_CHARS`], or made of digits alone, is not
+//!    registered: masking it would mask ordinary words and numbers (in JSON output,
+//!    a number masked is no longer JSON), and it protects little.
 
 use std::{
     borrow::Cow,
@@ -32,7 +33,7 @@ use std::{
 use super::MASK;
 
 /// The fewest characters a registered credential has (invariant 4).
-pub const MIN_CREDENTIAL_CHARS: usize = 4;
+pub const MIN_CREDENTIAL_CHARS: usize = 8;
 
 /// The registered values, each with the number of its guards alive.
 static REGISTRY: RwLock<Registry> = RwLock::new(Registry {
@@ -68,28 +69,32 @@ impl std::fmt::Debug for Registered {
     }
 }
 
-/// Whether a header or variable named `name` holds a credential, as its name says
-/// (`Authorization`, `Cookie`, `X-Api-Key`, `GITHUB_TOKEN`, `CLIENT_SECRET`,
-/// `DB_PASSWORD`, …), whatever the case.
+/// Whether a header or variable named `name` holds a credential, as its name says:
+/// one of its words (split at `_`, `-` and `.`, whatever the case) is `auth`,
+/// `authorization`, `cookie`, `credential(s)` or `passwd`, or ends with `token`,
+/// `key`, `secret` or `password` (`Authorization`, `X-Api-Key`, `GITHUB_TOKEN`,
+/// `CLIENT_SECRET`, `DB_PASSWORD`, `APIKEY`). `MAX_TOKENS`, `TOKENIZERS_PARALLELISM`
+/// and `OAUTH_ENABLED` do not.
 pub fn names_a_credential(name: &str) -> bool {
-    const WORDS: [&str; 8] = [
+    const WORDS: [&str; 6] = [
         "auth",
-        "token",
-        "key",
-        "secret",
+        "authorization",
         "cookie",
-        "password",
-        "passwd",
         "credential",
+        "credentials",
+        "passwd",
     ];
-    let name = name.to_ascii_lowercase();
-    WORDS.iter().any(|word| name.contains(word))
+    const ENDINGS: [&str; 4] = ["token", "key", "secret", "password"];
+    name.split(['_', '-', '.']).any(|word| {
+        let word = word.to_ascii_lowercase();
+        WORDS.contains(&word.as_str()) || ENDINGS.iter().any(|ending| word.ends_with(ending))
+    })
 }
 
 /// Registers `value` as a credential until the guard is dropped; `None` when it is
 /// too short to be one (invariant 4).
 pub(crate) fn register(value: &str) -> Option<Registered> {
-    if value.chars().count() < MIN_CREDENTIAL_CHARS {
+    if value.chars().count() < MIN_CREDENTIAL_CHARS || value.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     let mut forms: Vec<Arc<str>> = vec![Arc::from(value)];
@@ -160,6 +165,39 @@ pub fn credentials(text: &str) -> Cow<'_, str> {
     masked
 }
 
+/// [`credentials`] of a text cut at its end: a credential the cut went through leaves
+/// its start at the end, which is masked too when it is at least
+/// [`CUT_PREFIX_CHARS`] long.
+pub(crate) fn credentials_cut(text: &str) -> Cow<'_, str> {
+    let masked = credentials(text);
+    if !credentials_in_use() {
+        return masked;
+    }
+    let registry = REGISTRY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    // The longest start of a registered value that the text ends with.
+    let start = registry
+        .values
+        .iter()
+        .filter_map(|value| {
+            (CUT_PREFIX_CHARS..value.len())
+                .rev()
+                .filter(|&len| value.is_char_boundary(len))
+                .find(|&len| masked.ends_with(&value[..len]))
+        })
+        .max();
+    match start {
+        Some(len) => Cow::Owned(format!("{}{MASK}", &masked[..masked.len() - len])),
+        None => masked,
+    }
+}
+
+/// How long the start of a credential left at the end of a cut text must be to be
+/// masked ([`credentials_cut`]): shorter, it says nothing of the credential, and
+/// ends of ordinary text match one by chance.
+const CUT_PREFIX_CHARS: usize = 4;
+
 /// [`credentials`] for bytes that may not all be UTF-8 (a line a server wrote).
 pub(crate) fn credentials_in_bytes(bytes: &[u8]) -> Cow<'_, [u8]> {
     if !credentials_in_use() {
@@ -229,6 +267,22 @@ pub fn credentials_in_json(value: &serde_json::Value) -> Cow<'_, serde_json::Val
     }
 }
 
+/// [`credentials`] of an owned text: `text`, masked (not copied when it holds none).
+pub(crate) fn masked_text(text: String) -> String {
+    match credentials(&text) {
+        Cow::Owned(masked) => masked,
+        Cow::Borrowed(_) => text,
+    }
+}
+
+/// [`credentials_in_json`] of an owned value: `value`, masked.
+pub(crate) fn masked_json(value: serde_json::Value) -> serde_json::Value {
+    match credentials_in_json(&value) {
+        Cow::Owned(masked) => masked,
+        Cow::Borrowed(_) => value,
+    }
+}
+
 fn write() -> std::sync::RwLockWriteGuard<'static, Registry> {
     REGISTRY
         .write()
@@ -262,6 +316,18 @@ mod tests {
             &*credentials_in_bytes(b"\xff rd-bytes-5-secret and rd-bytes-5-secret"),
             b"\xff ***** and *****"
         );
+    }
+
+    #[test]
+    fn the_start_of_a_credential_a_cut_went_through_is_masked() {
+        let _secret = register("rd-cut-6-secret-value").unwrap();
+        assert_eq!(credentials_cut("line ends rd-cut-6-se"), "line ends *****");
+        assert_eq!(
+            credentials_cut("whole rd-cut-6-secret-value"),
+            "whole *****"
+        );
+        // Three characters say nothing of it.
+        assert_eq!(credentials_cut("ends rd-"), "ends rd-");
     }
 
     #[test]
@@ -301,9 +367,12 @@ mod tests {
     }
 
     #[test]
-    fn a_value_too_short_to_be_a_credential_is_not_registered() {
+    fn a_value_too_short_or_of_digits_alone_is_not_registered() {
         assert!(register("abc").is_none());
         assert!(register("").is_none());
+        assert!(register("seven77").is_none());
+        assert!(register("1234567890").is_none());
+        assert!(register("eight888").is_some());
     }
 
     #[test]

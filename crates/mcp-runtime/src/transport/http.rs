@@ -48,6 +48,7 @@
 
 use std::{borrow::Cow, collections::HashMap, ffi::OsString, sync::Arc};
 
+use base64::Engine as _;
 use futures::{StreamExt, stream::BoxStream};
 use http::{HeaderName, HeaderValue, header};
 use rmcp::{
@@ -182,7 +183,8 @@ pub(crate) fn resolve(
         .filter_map(|value| value.to_str().ok())
         .chain(bearer_token.as_deref())
         .flat_map(credential_forms)
-        .filter_map(crate::redact::register)
+        .chain(url_credentials(&http.url))
+        .filter_map(|form| crate::redact::register(&form))
         .collect();
     Ok(ResolvedHttp {
         url: http.url.clone(),
@@ -195,14 +197,61 @@ pub(crate) fn resolve(
     })
 }
 
-/// The forms in which a credential sent as `value` may come back: the value, and
-/// for `SCHEME CREDENTIAL` (`Bearer …`, `Basic …`) the credential alone.
-fn credential_forms(value: &str) -> impl Iterator<Item = &str> {
-    let alone = value
-        .split_once(' ')
-        .map(|(_, credential)| credential.trim_start())
-        .filter(|credential| !credential.is_empty());
-    std::iter::once(value).chain(alone)
+/// The forms in which a credential sent as `value` may come back: the value; for
+/// `SCHEME CREDENTIAL` (`Bearer …`, `Basic …`) the credential alone; for `Basic` also
+/// what it encodes, `USER:PASSWORD`, and the password.
+fn credential_forms(value: &str) -> Vec<String> {
+    let mut forms = vec![value.to_owned()];
+    let Some((scheme, credential)) = value.split_once(' ') else {
+        return forms;
+    };
+    let credential = credential.trim_start();
+    if credential.is_empty() {
+        return forms;
+    }
+    forms.push(credential.to_owned());
+    if scheme.eq_ignore_ascii_case("basic")
+        && let Some(pair) = base64::engine::general_purpose::STANDARD
+            .decode(credential)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+    {
+        if let Some((_, password)) = pair.split_once(':') {
+            forms.push(password.to_owned());
+        }
+        forms.push(pair);
+    }
+    forms
+}
+
+/// The credentials `url` itself carries: its user information (the user and the
+/// password) and its query values, which [`crate::redact::url`] masks where a URL is
+/// shown, here for a server that quotes its request back.
+fn url_credentials(url: &str) -> Vec<String> {
+    let Ok(url) = url::Url::parse(url) else {
+        return Vec::new();
+    };
+    let decoded = |text: &str| {
+        url::form_urlencoded::parse(format!("x={text}").as_bytes())
+            .next()
+            .map(|(_, value)| value.into_owned())
+    };
+    let mut found: Vec<String> = [url.username(), url.password().unwrap_or_default()]
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .flat_map(|part| [Some(part.to_owned()), decoded(part)])
+        .flatten()
+        .collect();
+    found.extend(url.query_pairs().map(|(_, value)| value.into_owned()));
+    found.extend(
+        url.query()
+            .into_iter()
+            .flat_map(|query| query.split('&'))
+            .filter_map(|pair| pair.split_once('=').map(|(_, value)| value.to_owned())),
+    );
+    found.sort();
+    found.dedup();
+    found
 }
 
 /// The value of `variable`, named by `key`: set, not empty, valid UTF-8; the error

@@ -289,7 +289,10 @@ fn problem(answer: &Value) -> String {
         }
         (None, Some(error)) => match serde_json::from_value::<ErrorData>(error.clone()) {
             Ok(_) => "it is not a JSON-RPC response".to_owned(),
-            Err(why) => format!("its `error` is not a JSON-RPC error: {why}"),
+            Err(why) => format!(
+                "its `error` is not a JSON-RPC error: {}",
+                crate::redact::server_text(&why.to_string())
+            ),
         },
         (Some(_), None) => "it is not a JSON-RPC response".to_owned(),
     }

@@ -243,7 +243,13 @@ async fn capture_stderr(
             Ok(_) => {}
         }
         let text = String::from_utf8_lossy(&line);
-        let text = crate::redact::credentials(text.trim_end_matches(['\n', '\r']));
+        let text = text.trim_end_matches(['\n', '\r']);
+        // A line cut at its limit may end in the start of a credential.
+        let text = if line.len() == STDERR_LINE_BYTES {
+            crate::redact::credentials_cut(text)
+        } else {
+            crate::redact::credentials(text)
+        };
         tracing::info!(target: "mcp_runtime::server_stderr", server = %server, "{text}");
         tail.push(text.into_owned());
     }

@@ -496,10 +496,12 @@ fn urls(servers: &[String]) -> String {
         .join(", ")
 }
 
-/// Text an authorization server sent, on one line and bounded.
+/// Text an authorization server sent, every credential masked, on one line and
+/// bounded.
 fn shown(text: &str) -> String {
     const MAX: usize = 200;
-    let line = crate::redact::one_line(text);
+    let masked = crate::redact::credentials(text);
+    let line = crate::redact::one_line(&masked);
     match line.char_indices().nth(MAX) {
         Some((end, _)) => format!("{}…", &line[..end]),
         None => line.into_owned(),

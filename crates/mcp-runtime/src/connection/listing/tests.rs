@@ -127,6 +127,18 @@ fn names<'a>(tools: impl IntoIterator<Item = &'a Tool>) -> Vec<&'a str> {
 }
 
 #[tokio::test]
+async fn a_credential_a_tool_quotes_is_masked_in_the_listing() {
+    let _sent = crate::redact::register("ls-bearer-4e2a-token").unwrap();
+    let tool = r#"{"name":"t","description":"send Bearer ls-bearer-4e2a-token","inputSchema":{"type":"object","properties":{"token":{"default":"ls-bearer-4e2a-token"}}}}"#;
+    let tools = list(vec![page(tool, None)]).await.unwrap();
+    assert_eq!(tools[0].description.as_deref(), Some("send Bearer *****"));
+    assert_eq!(
+        tools[0].input_schema["properties"]["token"]["default"],
+        "*****"
+    );
+}
+
+#[tokio::test]
 async fn a_tool_whose_input_schema_is_not_an_object_is_left_out_and_the_rest_listed() {
     let tools = [
         good("first"),

@@ -204,6 +204,21 @@ fn ms(ms: u64) -> Duration {
 const LONG: Duration = Duration::from_secs(60);
 
 #[test]
+fn a_credential_a_task_quotes_is_masked_in_its_message_and_result() {
+    let _sent = crate::redact::register("tk-bearer-71c0-token").unwrap();
+    let answer = serde_json::from_value::<ServerResult>(json!({
+        "taskId": "t-1",
+        "status": "completed",
+        "statusMessage": "sent tk-bearer-71c0-token",
+        "result": {"content": [{"type": "text", "text": "tk-bearer-71c0-token"}]},
+    }))
+    .unwrap();
+    let report = Report::of_answer(answer).unwrap();
+    assert_eq!(report.message.as_deref(), Some("sent *****"));
+    assert_eq!(report.result.unwrap()["content"][0]["text"], json!("*****"));
+}
+
+#[test]
 fn rmcp_reads_handshake_task_answers_as_this_module_expects() {
     // rmcp 3.11 has no 2025-11-25 task shapes: the answer that creates a task is
     // left raw; a working task reads as its own `GetTaskResult`, which drops

@@ -210,7 +210,8 @@ pub(crate) fn redirect_failure(
         status: status.as_u16(),
         // Masked, then bounded as a body's excerpt is.
         location: target.map(|target| {
-            let shown = crate::redact::one_line(&crate::redact::url(target.as_str())).into_owned();
+            let url = crate::redact::url(target.as_str());
+            let shown = crate::redact::one_line(&crate::redact::credentials(&url)).into_owned();
             match shown.char_indices().nth(HTTP_BODY_EXCERPT_CHARS) {
                 Some((end, _)) => format!("{}…", &shown[..end]),
                 None => shown,
