@@ -343,7 +343,16 @@ async fn an_http_server_that_forgot_the_session_gets_a_new_one_on_the_next_call(
         .and_then(|rest| rest.strip_suffix("/mcp"))
         .expect("http://ADDR/mcp")
         .to_owned();
-    let (runtime, _) = start(config([ServerConfig::http(SERVER, &url)])).await;
+    // The connection may notice the server gone before the next call (its event
+    // stream is refused), which then tries a restart, and fails: no pause after it,
+    // so that the call after the server is back is not held up.
+    let options = StartOptions::new()
+        .wait_for_all()
+        .with_first_restart_pause(Duration::ZERO)
+        .with_listing_registry(ListingRegistry::new());
+    let runtime = Runtime::start(config([ServerConfig::http(SERVER, &url)]), options)
+        .await
+        .expect("start succeeds");
     let first_pid = call_pid(&runtime).await.expect("the first call works");
 
     // The server goes away (a call then fails, naming the server) and comes back
