@@ -68,6 +68,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 #[cfg(doc)]
 use super::splice::SplicingWriter;
 use super::{
+    answer_id,
     raw_answers::RawAnswers,
     refused::{self, Unread},
 };
@@ -508,18 +509,9 @@ struct Pending {
 }
 
 impl Pending {
-    /// Removes the request `answer` answers, if pending. Like rmcp, a numeric id may be
-    /// answered as a string of its digits.
+    /// Removes the request `answer` answers, if pending ([`answer_id`]).
     fn take(&mut self, answer: &RequestId) -> bool {
-        if self.ids.remove(answer) {
-            return true;
-        }
-        match answer {
-            RequestId::String(digits) => digits
-                .parse::<i64>()
-                .is_ok_and(|number| self.ids.remove(&RequestId::Number(number))),
-            RequestId::Number(_) => false,
-        }
+        answer_id::take_answered(&mut self.ids, answer)
     }
 }
 
