@@ -261,6 +261,8 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
     /// Fails request `id` with `refused`, if it is pending (invariant 2).
     fn refuse(&self, id: RequestId, refused: &MessageRefused) -> Option<ServerJsonRpcMessage> {
         let server = &*self.server;
+        // Its answer has come: later messages are not read for it.
+        self.raw.answered(&id);
         if !lock(&self.pending).take(&id) {
             tracing::debug!(server, %id, "ignoring an unusable answer to a request not in flight");
             return None;
@@ -386,6 +388,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
             );
         }
         for id in failed {
+            self.raw.answered(&id);
             tracing::debug!(server, %id, "{}", error.message);
             self.queued
                 .push_back(ServerJsonRpcMessage::error(error.clone(), Some(id)));

@@ -35,6 +35,11 @@
 //!    passes untouched.
 //! 2. A rewritten answer is the same answer: same id, and the result's text byte for
 //!    byte.
+//! 3. A transport keeps its [`RawAnswers`] to the requests in flight: a request is
+//!    forgotten once its answer came (rewritten, or an error), the transport refused
+//!    that answer ([`RawAnswers::answered`]: too large, or one it cannot use), or
+//!    the request was cancelled or could not be sent. So the set does not grow, and
+//!    once it is empty messages pass without a look.
 
 use std::{
     collections::HashSet,
@@ -296,6 +301,12 @@ impl RawAnswers {
         lock(&self.0).remove(id);
     }
 
+    /// Forgets the request an answer with id `answered` answers: the transport failed
+    /// it without handing the answer over (too large, or one it cannot use).
+    pub(crate) fn answered(&self, answered: &RequestId) {
+        take_answered(&mut lock(&self.0), answered);
+    }
+
     /// Whether no answer is expected: every message then passes without a look.
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
@@ -479,6 +490,9 @@ mod tests {
         );
         assert!(answers.is_empty(), "the request is no longer expected");
 
+        answers.sent(&call(8));
+        answers.answered(&RequestId::String("8".into()));
+        assert!(answers.is_empty(), "an answer failed by the transport");
         let over_http = RawRequest::over_http(&call(9)).unwrap();
         assert!(
             over_http
