@@ -216,7 +216,7 @@ impl Known<'_> {
         };
         match &error {
             AuthError::DiscoveryRequestFailed { url, source } => {
-                match crate::transport::http::refused_certificate(source.as_ref()) {
+                match crate::tls_refusal::refused_certificate(source.as_ref()) {
                     // rmcp's own HTTP client reaches the authorization server: it
                     // trusts what the system and `SSL_CERT_FILE` trust.
                     Some(reason) => fail(
@@ -395,7 +395,7 @@ impl Known<'_> {
         // may echo one, so only the variant is logged.
         tracing::debug!(
             server = self.server,
-            error = crate::auth::error_name(&error),
+            error = crate::oauth_client::error_name(&error),
             "the OAuth token exchange failed"
         );
         let endpoint = self
@@ -450,7 +450,7 @@ impl Known<'_> {
     pub(super) fn unexpected(&self, step: LoginStep, error: &AuthError) -> LoginError {
         tracing::debug!(
             server = self.server,
-            error = crate::auth::error_name(error),
+            error = crate::oauth_client::error_name(error),
             "the OAuth login failed"
         );
         LoginError::step_failed(
@@ -458,7 +458,7 @@ impl Known<'_> {
             step,
             format!(
                 "the OAuth login failed (`{}`)",
-                crate::auth::error_name(error)
+                crate::oauth_client::error_name(error)
             ),
             "run the login again; the debug log says more",
         )
