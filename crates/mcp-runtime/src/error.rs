@@ -712,7 +712,7 @@ pub enum CallError {
     /// The tool's server is disabled in the configuration (`enabled = false`), so it
     /// was not started.
     #[error(
-        "server `{server}` is disabled (`enabled = false` in its table), so its tools cannot be called"
+        "server `{server}` is disabled, so its tools cannot be called (set `enabled = true` in its table, or remove its `enabled = false` line, to call them)"
     )]
     ServerDisabled {
         /// The server.
