@@ -1042,8 +1042,13 @@ pub enum RequestError {
         source: Arc<HttpFailure>,
     },
     /// The event stream that was to carry the answer (Streamable HTTP) ended before
-    /// the answer and was not resumed.
-    #[error("the server's event stream ended before the answer{}", resuming.suffix())]
+    /// the answer and was not resumed. The request reached the server: it may have
+    /// run.
+    #[error(
+        "the server's event stream ended before the answer{} ({})",
+        resuming.suffix(),
+        stream_lost_fix(source.as_deref())
+    )]
     StreamLost {
         /// What became of resuming the stream.
         resuming: Resuming,
@@ -1087,6 +1092,17 @@ impl Resuming {
                 format!(", and it was not resumed within {}", secs(after))
             }
         }
+    }
+}
+
+/// What to do about a call whose answer's stream was lost for `source`: know that it
+/// may have run, and check the server, unless `source` says so already.
+fn stream_lost_fix(source: Option<&HttpFailure>) -> &'static str {
+    match source {
+        Some(
+            HttpFailure::Refused { .. } | HttpFailure::Reset { .. } | HttpFailure::Closed { .. },
+        ) => "the call may have run",
+        _ => "the call may have run; check that the server is still running before calling again",
     }
 }
 

@@ -225,16 +225,18 @@ fn a_redirect_says_where_it_leads_why_it_is_not_followed_and_what_to_do() {
 }
 
 #[test]
-fn a_lost_answer_stream_says_how_resuming_it_went_and_why() {
+fn a_lost_answer_stream_says_how_resuming_it_went_why_and_what_to_do() {
     let lost = |resuming, source: Option<HttpFailure>| {
         chain(&RequestError::StreamLost {
             resuming,
             source: source.map(Arc::new),
         })
     };
+    // The call may have run; the server is to be checked, unless why the stream was
+    // lost says so already.
     assert_eq!(
         lost(Resuming::Impossible, None),
-        "the server's event stream ended before the answer"
+        "the server's event stream ended before the answer (the call may have run; check that the server is still running before calling again)"
     );
     assert_eq!(
         lost(
@@ -243,7 +245,18 @@ fn a_lost_answer_stream_says_how_resuming_it_went_and_why() {
                 server: "web".into()
             })
         ),
-        "the server's event stream ended before the answer, and resuming it failed: server `web` refused the connection (check that it is running and that `url` names its host and port)"
+        "the server's event stream ended before the answer, and resuming it failed (the call may have run): server `web` refused the connection (check that it is running and that `url` names its host and port)"
+    );
+    assert_eq!(
+        lost(
+            Resuming::Failed,
+            Some(HttpFailure::Status {
+                server: "web".into(),
+                status: 503,
+                body_excerpt: String::new(),
+            })
+        ),
+        "the server's event stream ended before the answer, and resuming it failed (the call may have run; check that the server is still running before calling again): server `web` answered HTTP 503"
     );
     assert_eq!(
         lost(
@@ -254,7 +267,7 @@ fn a_lost_answer_stream_says_how_resuming_it_went_and_why() {
                 server: "web".into()
             })
         ),
-        "the server's event stream ended before the answer, and it was not resumed within 60s: server `web` reset the connection (check that it is still running)"
+        "the server's event stream ended before the answer, and it was not resumed within 60s (the call may have run): server `web` reset the connection (check that it is still running)"
     );
     assert_eq!(
         chain(&StartupError::Lost {
