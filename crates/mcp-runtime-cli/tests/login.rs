@@ -522,6 +522,38 @@ async fn a_failed_login_is_one_line_naming_the_server_the_step_and_what_to_do() 
 }
 
 #[tokio::test]
+async fn a_token_store_that_cannot_be_read_is_said_in_the_runtime_s_words_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_fixture, url) = protected_fixture(&dir.path().join("oauth.jsonl")).await;
+    let user = User::new(&url);
+    let file = user
+        .home
+        .path()
+        .join(".config/mcp-runtime/oauth-credentials.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "{ damaged").unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let damaged = format!(
+        "the OAuth token file `{}` is damaged (line 1, column 3): delete it and log in again",
+        file.display()
+    );
+    let logout = user.run(&["logout", "web"]).await;
+    assert_eq!(logout.status.code(), Some(2));
+    assert_eq!(
+        stderr(&logout),
+        format!("mcp-runtime: cannot read the OAuth token store: {damaged}\n")
+    );
+    let login = user.run(&["login", "web", "--timeout-sec", "60"]).await;
+    assert_eq!(login.status.code(), Some(2));
+    assert_eq!(
+        stderr(&login),
+        format!(
+            "mcp-runtime: cannot log in to server `web`: its login cannot be read or kept (check `mcp_oauth_credentials_store`, and that the keyring or the token file can be used): {damaged}\n"
+        )
+    );
+}
+
+#[tokio::test]
 async fn login_and_logout_refuse_the_flags_that_mean_nothing_to_them() {
     // No server is started and nothing is reported, and the demo has no login; the
     // discovery scope `--scope` is easily taken for the OAuth `--scopes`.

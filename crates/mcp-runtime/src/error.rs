@@ -1309,6 +1309,9 @@ fn body_suffix(excerpt: &str) -> String {
 
 /// Whether `error` is one of this crate's errors, whose text is written for users
 /// (a program printing an error chain of its own stops where [`chain`] would).
+///
+/// Every public error type of the crate is one, those of other areas (a login, the
+/// token store, a tool result) too: the types are only compared here.
 pub fn is_ours(error: &(dyn std::error::Error + 'static)) -> bool {
     /// Whether `error` is a `T`, or a `T` shared in an `Arc` (as sources are).
     fn is<T: std::error::Error + 'static>(error: &(dyn std::error::Error + 'static)) -> bool {
@@ -1318,12 +1321,18 @@ pub fn is_ours(error: &(dyn std::error::Error + 'static)) -> bool {
         || is::<StartupError>(error)
         || is::<ListToolsError>(error)
         || is::<CallError>(error)
+        || is::<FeatureError>(error)
         || is::<StartError>(error)
         || is::<RestartError>(error)
         || is::<RequestError>(error)
         || is::<HttpFailure>(error)
         || is::<MessageRefused>(error)
         || is::<AuthorityError>(error)
+        || is::<crate::auth::login::LoginError>(error)
+        || is::<crate::auth::logout::LogoutError>(error)
+        || is::<crate::auth::store::StoreError>(error)
+        || is::<crate::InvalidToolResult>(error)
+        || is::<crate::sandbox_metadata::InvalidSandboxState>(error)
 }
 
 /// An error and its sources on one line, joined with `: `, every credential in use

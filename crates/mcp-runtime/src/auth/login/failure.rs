@@ -16,6 +16,8 @@ use rmcp::transport::auth::{
     ProtectedResourceMetadataInvalidReason,
 };
 
+use crate::auth::store::StoreError;
+
 /// Why a login failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -109,9 +111,9 @@ pub enum LoginError {
     Store {
         /// The server.
         server: String,
-        /// The store's error.
+        /// The store's error, in its own words.
         #[source]
-        source: Box<AuthError>,
+        source: StoreError,
     },
     /// A step of the OAuth protocol failed.
     #[error("cannot log in to server `{server}`: {problem} ({fix})")]
@@ -164,7 +166,7 @@ impl LoginError {
     pub(super) fn store(server: &str, error: AuthError) -> Self {
         Self::Store {
             server: server.to_owned(),
-            source: Box::new(error),
+            source: StoreError::reported(error),
         }
     }
 }
