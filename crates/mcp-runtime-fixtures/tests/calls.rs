@@ -87,6 +87,11 @@ async fn a_disabled_servers_tool_is_an_error_saying_the_server_is_disabled() {
         matches!(&error, CallError::ServerDisabled { server } if server == "off"),
         "{error:?}"
     );
+    assert_eq!(
+        error.to_string(),
+        "server `off` is disabled, so its tools cannot be called (set `enabled = true` in its table, or remove its `enabled = false` line, to call them)",
+        "it says how to call them"
+    );
     let error = runtime
         .call_tool("mcp__nosuch__pid", None)
         .await

@@ -15,7 +15,6 @@ pub(crate) mod account;
 pub mod login;
 pub mod logout;
 pub(crate) mod registration;
-pub(crate) mod resource;
 pub mod store;
 
 use std::sync::Arc;
@@ -85,37 +84,5 @@ impl CredentialSource for store::Store {
             )),
             Err(_) => Arc::new(InMemoryCredentialStore::new()),
         }
-    }
-}
-
-/// The name of `error`'s variant, as its `Debug` begins: what a message or a log line
-/// may say of an error whose text may quote what an authorization server answered.
-pub(crate) fn error_name(error: &AuthError) -> &'static str {
-    match error {
-        AuthError::AuthorizationRequired => "AuthorizationRequired",
-        AuthError::AuthorizationFailed(_) => "AuthorizationFailed",
-        AuthError::TokenExchangeFailed(_) => "TokenExchangeFailed",
-        AuthError::TokenRefreshFailed(_) => "TokenRefreshFailed",
-        AuthError::TokenRefreshRejected(_) => "TokenRefreshRejected",
-        AuthError::CredentialStoreError(_) => "CredentialStoreError",
-        AuthError::HttpError(_) => "HttpError",
-        AuthError::OAuthError(_) => "OAuthError",
-        AuthError::MetadataError(_) => "MetadataError",
-        AuthError::DiscoveryRequestFailed { .. } => "DiscoveryRequestFailed",
-        AuthError::ProtectedResourceMetadataInvalid { .. } => "ProtectedResourceMetadataInvalid",
-        AuthError::AuthorizationServersUnavailable { .. } => "AuthorizationServersUnavailable",
-        AuthError::PkceUnsupported => "PkceUnsupported",
-        AuthError::UrlError(_) => "UrlError",
-        AuthError::NoAuthorizationSupport => "NoAuthorizationSupport",
-        AuthError::InternalError(_) => "InternalError",
-        AuthError::InvalidTokenType(_) => "InvalidTokenType",
-        AuthError::TokenExpired => "TokenExpired",
-        AuthError::InvalidScope(_) => "InvalidScope",
-        AuthError::RegistrationFailed(_) => "RegistrationFailed",
-        AuthError::InsufficientScope { .. } => "InsufficientScope",
-        AuthError::AuthorizationServerMismatch { .. } => "AuthorizationServerMismatch",
-        AuthError::AuthorizationServerMissingIssuer { .. } => "AuthorizationServerMissingIssuer",
-        AuthError::ClientCredentialsError(_) => "ClientCredentialsError",
-        _ => "AuthError",
     }
 }

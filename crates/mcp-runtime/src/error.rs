@@ -712,7 +712,7 @@ pub enum CallError {
     /// The tool's server is disabled in the configuration (`enabled = false`), so it
     /// was not started.
     #[error(
-        "server `{server}` is disabled (`enabled = false` in its table), so its tools cannot be called"
+        "server `{server}` is disabled, so its tools cannot be called (set `enabled = true` in its table, or remove its `enabled = false` line, to call them)"
     )]
     ServerDisabled {
         /// The server.
@@ -1042,8 +1042,13 @@ pub enum RequestError {
         source: Arc<HttpFailure>,
     },
     /// The event stream that was to carry the answer (Streamable HTTP) ended before
-    /// the answer and was not resumed.
-    #[error("the server's event stream ended before the answer{}", resuming.suffix())]
+    /// the answer and was not resumed. The request reached the server: it may have
+    /// run.
+    #[error(
+        "the server's event stream ended before the answer{} ({})",
+        resuming.suffix(),
+        stream_lost_fix(source.as_deref())
+    )]
     StreamLost {
         /// What became of resuming the stream.
         resuming: Resuming,
@@ -1087,6 +1092,17 @@ impl Resuming {
                 format!(", and it was not resumed within {}", secs(after))
             }
         }
+    }
+}
+
+/// What to do about a call whose answer's stream was lost for `source`: know that it
+/// may have run, and check the server, unless `source` says so already.
+fn stream_lost_fix(source: Option<&HttpFailure>) -> &'static str {
+    match source {
+        Some(
+            HttpFailure::Refused { .. } | HttpFailure::Reset { .. } | HttpFailure::Closed { .. },
+        ) => "the call may have run",
+        _ => "the call may have run; check that the server is still running before calling again",
     }
 }
 
@@ -1293,6 +1309,9 @@ fn body_suffix(excerpt: &str) -> String {
 
 /// Whether `error` is one of this crate's errors, whose text is written for users
 /// (a program printing an error chain of its own stops where [`chain`] would).
+///
+/// Every public error type of the crate is one, those of other areas (a login, the
+/// token store, a tool result) too: the types are only compared here.
 pub fn is_ours(error: &(dyn std::error::Error + 'static)) -> bool {
     /// Whether `error` is a `T`, or a `T` shared in an `Arc` (as sources are).
     fn is<T: std::error::Error + 'static>(error: &(dyn std::error::Error + 'static)) -> bool {
@@ -1302,12 +1321,18 @@ pub fn is_ours(error: &(dyn std::error::Error + 'static)) -> bool {
         || is::<StartupError>(error)
         || is::<ListToolsError>(error)
         || is::<CallError>(error)
+        || is::<FeatureError>(error)
         || is::<StartError>(error)
         || is::<RestartError>(error)
         || is::<RequestError>(error)
         || is::<HttpFailure>(error)
         || is::<MessageRefused>(error)
         || is::<AuthorityError>(error)
+        || is::<crate::auth::login::LoginError>(error)
+        || is::<crate::auth::logout::LogoutError>(error)
+        || is::<crate::auth::store::StoreError>(error)
+        || is::<crate::InvalidToolResult>(error)
+        || is::<crate::sandbox_metadata::InvalidSandboxState>(error)
 }
 
 /// An error and its sources on one line, joined with `: `, every credential in use

@@ -35,6 +35,7 @@ mod feature_result;
 pub mod host;
 pub mod manager;
 pub mod naming;
+mod oauth_client;
 mod output_schema;
 pub mod progress;
 pub mod protocol_era;
@@ -44,6 +45,7 @@ pub mod shared_listing;
 mod sync;
 #[cfg(test)]
 mod test_events;
+mod tls_refusal;
 mod tool_result;
 
 /// What the criterion benchmarks (`benches/`) measure below the public API. Not part of

@@ -7,6 +7,7 @@
 //! every variable resolved), so the discovery key of a startup is computed from the
 //! same values the connection uses.
 
+pub(crate) mod answer_id;
 pub(crate) mod framing;
 pub(crate) mod http;
 pub(crate) mod raw_answers;

@@ -231,13 +231,14 @@ impl<'a> Login<'a> {
                     scopes = Some(manager.select_initial_scopes(&[]).await)
                         .filter(|chosen| !chosen.is_empty());
                 }
-                let mut manager = super::resource::manager_with(resolution.metadata, resource)
-                    .await
-                    .map_err(|_| LoginError::Url {
-                        server: name.clone(),
-                        reason: "its `oauth_resource` is not a URL (fix `oauth_resource`)"
-                            .to_owned(),
-                    })?;
+                let mut manager =
+                    crate::oauth_client::resource::manager_with(resolution.metadata, resource)
+                        .await
+                        .map_err(|_| LoginError::Url {
+                            server: name.clone(),
+                            reason: "its `oauth_resource` is not a URL (fix `oauth_resource`)"
+                                .to_owned(),
+                        })?;
                 manager.set_credential_store(super::SharedStore(self.store.clone()));
                 manager
             }

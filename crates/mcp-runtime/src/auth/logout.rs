@@ -19,9 +19,12 @@
 use std::{sync::Arc, time::Duration};
 
 use oauth2::TokenResponse as _;
-use rmcp::transport::auth::{AuthError, AuthorizationManager, CredentialStore};
+use rmcp::transport::auth::{AuthorizationManager, CredentialStore};
 
-use crate::config::{ServerConfig, TransportConfig};
+use crate::{
+    auth::store::StoreError,
+    config::{ServerConfig, TransportConfig},
+};
 
 /// How long one revocation request may take.
 const REVOKE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -63,9 +66,9 @@ pub enum LogoutError {
     Store {
         /// `read` or `change`.
         action: &'static str,
-        /// The store's error.
+        /// The store's error, in its own words.
         #[source]
-        source: AuthError,
+        source: StoreError,
     },
 }
 
@@ -80,9 +83,9 @@ pub async fn logout(
     server: &ServerConfig,
     store: Arc<dyn CredentialStore>,
 ) -> Result<Logout, LogoutError> {
-    let stored = store.load().await.map_err(|source| LogoutError::Store {
+    let stored = store.load().await.map_err(|error| LogoutError::Store {
         action: "read",
-        source,
+        source: StoreError::reported(error),
     })?;
     let Some(stored) = stored else {
         return Ok(Logout::NotLoggedIn);
@@ -98,9 +101,9 @@ pub async fn logout(
             revoke(server, stored.issuer.as_deref(), &stored.client_id, &tokens).await
         }
     };
-    store.clear().await.map_err(|source| LogoutError::Store {
+    store.clear().await.map_err(|error| LogoutError::Store {
         action: "change",
-        source,
+        source: StoreError::reported(error),
     })?;
     Ok(Logout::LoggedOut(revocation))
 }

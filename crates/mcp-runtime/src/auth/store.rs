@@ -301,6 +301,29 @@ pub enum StoreError {
         /// Why, in words that quote no stored value.
         reason: String,
     },
+    /// A store's failure as it came back through rmcp's [`CredentialStore`], which
+    /// carries a message alone: this crate's own store's error, its causes written
+    /// into it (see `From<StoreError> for AuthError`), or a host's store's.
+    #[error("{reason}")]
+    Reported {
+        /// What the store said.
+        reason: String,
+    },
+}
+
+impl StoreError {
+    /// The failure `error` reports, from a store's operation: its message, without
+    /// rmcp's words around it; an error of another kind than a store's is named.
+    pub(crate) fn reported(error: AuthError) -> Self {
+        let reason = match error {
+            AuthError::CredentialStoreError(reason) => reason,
+            other => format!(
+                "the token store failed (`{}`)",
+                crate::oauth_client::error_name(&other)
+            ),
+        };
+        Self::Reported { reason }
+    }
 }
 
 /// rmcp's error holds a message only: the causes are written into it, so that the

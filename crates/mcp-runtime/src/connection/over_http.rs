@@ -654,7 +654,7 @@ mod tests {
             .expect_err("the answer never comes");
         assert_eq!(
             crate::error::chain(&error),
-            "tool `t` on server `web` failed: the server's event stream ended before the answer, and it was not resumed within 1s: server `web` closed the connection before its answer was complete (check that it is still running)"
+            "tool `t` on server `web` failed: the server's event stream ended before the answer, and it was not resumed within 1s (the call may have run): server `web` closed the connection before its answer was complete (check that it is still running)"
         );
         assert_eq!(*resumptions.lock().unwrap(), 1, "it was being resumed");
         assert!(!connection.has_ended(), "the server answered the call");
@@ -688,7 +688,7 @@ mod tests {
             .expect_err("the answer never comes");
         assert_eq!(
             crate::error::chain(&error),
-            "tool `t` on server `web` failed: the server's event stream ended before the answer, and resuming it failed: server `web` answered HTTP 503"
+            "tool `t` on server `web` failed: the server's event stream ended before the answer, and resuming it failed (the call may have run; check that the server is still running before calling again): server `web` answered HTTP 503"
         );
         assert_eq!(
             *resumptions.lock().unwrap(),

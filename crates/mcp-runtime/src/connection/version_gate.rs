@@ -41,6 +41,7 @@ use rmcp::{
 use crate::{
     error::{MessageRefused, RequestError, StartupError},
     sync::lock,
+    transport::answer_id::answers,
 };
 
 /// Which answers to `initialize` a start accepts.
@@ -113,17 +114,6 @@ impl<T> Gate<T> {
             answered: Arc::default(),
         };
         (gate, refusal)
-    }
-}
-
-/// Whether `answered`, the id of an answer, answers request `sent`: as rmcp reads
-/// it, a numeric id may come back as a string of its digits.
-fn answers(sent: &RequestId, answered: &RequestId) -> bool {
-    match (sent, answered) {
-        (RequestId::Number(number), RequestId::String(digits)) => {
-            digits.parse::<i64>() == Ok(*number)
-        }
-        _ => sent == answered,
     }
 }
 

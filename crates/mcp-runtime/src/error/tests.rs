@@ -16,6 +16,73 @@ fn the_chain_goes_through_our_errors_shared_in_an_arc() {
     assert!(text.contains("cannot open the tool database"), "{text}");
 }
 
+#[test]
+fn every_public_error_type_of_the_crate_is_ours() {
+    // Each type deriving `thiserror::Error` and public, read from the sources: the
+    // derive, then the type's name within the next few lines.
+    fn walk(path: &std::path::Path, found: &mut Vec<String>) {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(path).unwrap() {
+                walk(&entry.unwrap().path(), found);
+            }
+            return;
+        }
+        if path.extension().is_none_or(|extension| extension != "rs") {
+            return;
+        }
+        let text = std::fs::read_to_string(path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (at, line) in lines.iter().enumerate() {
+            if !(line.trim_start().starts_with("#[derive(") && line.contains("thiserror::Error")) {
+                continue;
+            }
+            let declared = lines[at..].iter().take(8).find_map(|line| {
+                let line = line.trim_start();
+                ["pub enum ", "pub struct "]
+                    .iter()
+                    .find_map(|public| line.strip_prefix(public))
+            });
+            if let Some(rest) = declared {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                found.push(name);
+            }
+        }
+    }
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut public = Vec::new();
+    walk(&src, &mut public);
+    assert!(public.len() >= 10, "{public:?}");
+    let error_rs = std::fs::read_to_string(src.join("error.rs")).unwrap();
+    let is_ours = &error_rs[error_rs.find("pub fn is_ours").unwrap()..];
+    let is_ours = &is_ours[..is_ours.find("\n}\n").unwrap()];
+    for name in public {
+        assert!(
+            is_ours.contains(&format!("{name}>(error)")),
+            "`{name}` is a public error of the crate missing from `is_ours`"
+        );
+    }
+}
+
+#[test]
+fn the_errors_of_a_login_and_of_the_token_store_are_ours() {
+    use crate::auth::{logout::LogoutError, store::StoreError};
+    let store = StoreError::reported(rmcp::transport::auth::AuthError::CredentialStoreError(
+        "could not read `/home/u/.config/mcp-runtime/oauth-credentials.json`".into(),
+    ));
+    let logout = LogoutError::Store {
+        action: "read",
+        source: store.clone(),
+    };
+    assert!(is_ours(&logout) && is_ours(&store));
+    assert_eq!(
+        chain(&logout),
+        "cannot read the OAuth token store: could not read `/home/u/.config/mcp-runtime/oauth-credentials.json`"
+    );
+}
+
 /// The protocol library's error for a JSON-RPC error from the server.
 fn server_error() -> Arc<dyn std::error::Error + Send + Sync> {
     Arc::new(rmcp::ServiceError::McpError(
@@ -225,16 +292,18 @@ fn a_redirect_says_where_it_leads_why_it_is_not_followed_and_what_to_do() {
 }
 
 #[test]
-fn a_lost_answer_stream_says_how_resuming_it_went_and_why() {
+fn a_lost_answer_stream_says_how_resuming_it_went_why_and_what_to_do() {
     let lost = |resuming, source: Option<HttpFailure>| {
         chain(&RequestError::StreamLost {
             resuming,
             source: source.map(Arc::new),
         })
     };
+    // The call may have run; the server is to be checked, unless why the stream was
+    // lost says so already.
     assert_eq!(
         lost(Resuming::Impossible, None),
-        "the server's event stream ended before the answer"
+        "the server's event stream ended before the answer (the call may have run; check that the server is still running before calling again)"
     );
     assert_eq!(
         lost(
@@ -243,7 +312,18 @@ fn a_lost_answer_stream_says_how_resuming_it_went_and_why() {
                 server: "web".into()
             })
         ),
-        "the server's event stream ended before the answer, and resuming it failed: server `web` refused the connection (check that it is running and that `url` names its host and port)"
+        "the server's event stream ended before the answer, and resuming it failed (the call may have run): server `web` refused the connection (check that it is running and that `url` names its host and port)"
+    );
+    assert_eq!(
+        lost(
+            Resuming::Failed,
+            Some(HttpFailure::Status {
+                server: "web".into(),
+                status: 503,
+                body_excerpt: String::new(),
+            })
+        ),
+        "the server's event stream ended before the answer, and resuming it failed (the call may have run; check that the server is still running before calling again): server `web` answered HTTP 503"
     );
     assert_eq!(
         lost(
@@ -254,7 +334,7 @@ fn a_lost_answer_stream_says_how_resuming_it_went_and_why() {
                 server: "web".into()
             })
         ),
-        "the server's event stream ended before the answer, and it was not resumed within 60s: server `web` reset the connection (check that it is still running)"
+        "the server's event stream ended before the answer, and it was not resumed within 60s (the call may have run): server `web` reset the connection (check that it is still running)"
     );
     assert_eq!(
         chain(&StartupError::Lost {

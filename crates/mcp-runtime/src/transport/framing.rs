@@ -68,6 +68,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 #[cfg(doc)]
 use super::splice::SplicingWriter;
 use super::{
+    answer_id,
     raw_answers::RawAnswers,
     refused::{self, Unread},
 };
@@ -260,6 +261,8 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
     /// Fails request `id` with `refused`, if it is pending (invariant 2).
     fn refuse(&self, id: RequestId, refused: &MessageRefused) -> Option<ServerJsonRpcMessage> {
         let server = &*self.server;
+        // Its answer has come: later messages are not read for it.
+        self.raw.answered(&id);
         if !lock(&self.pending).take(&id) {
             tracing::debug!(server, %id, "ignoring an unusable answer to a request not in flight");
             return None;
@@ -385,6 +388,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
             );
         }
         for id in failed {
+            self.raw.answered(&id);
             tracing::debug!(server, %id, "{}", error.message);
             self.queued
                 .push_back(ServerJsonRpcMessage::error(error.clone(), Some(id)));
@@ -508,18 +512,9 @@ struct Pending {
 }
 
 impl Pending {
-    /// Removes the request `answer` answers, if pending. Like rmcp, a numeric id may be
-    /// answered as a string of its digits.
+    /// Removes the request `answer` answers, if pending ([`answer_id`]).
     fn take(&mut self, answer: &RequestId) -> bool {
-        if self.ids.remove(answer) {
-            return true;
-        }
-        match answer {
-            RequestId::String(digits) => digits
-                .parse::<i64>()
-                .is_ok_and(|number| self.ids.remove(&RequestId::Number(number))),
-            RequestId::Number(_) => false,
-        }
+        answer_id::take_answered(&mut self.ids, answer)
     }
 }
 

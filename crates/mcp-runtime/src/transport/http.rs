@@ -98,8 +98,9 @@ const MAX_REDIRECTS: usize = 10;
 /// Headers the protocol sets, which a configured header may not replace (header names
 /// are lowercase). `mcp-protocol-version` is set through the configured headers.
 const RESERVED_HEADERS: [&str; 3] = ["accept", SESSION_ID_HEADER, "last-event-id"];
-/// How much of an error answer's body is read for its excerpt.
-const ERROR_BODY_READ_BYTES: usize = 4096;
+/// How much of an error answer's body is read for its excerpt (by the legacy HTTP+SSE
+/// transport too).
+pub(super) const ERROR_BODY_READ_BYTES: usize = 4096;
 
 /// What is actually sent to an HTTP server: URL, bearer token and headers, with every
 /// environment reference resolved.

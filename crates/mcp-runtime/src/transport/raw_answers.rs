@@ -35,6 +35,11 @@
 //!    passes untouched.
 //! 2. A rewritten answer is the same answer: same id, and the result's text byte for
 //!    byte.
+//! 3. A transport keeps its [`RawAnswers`] to the requests in flight: a request is
+//!    forgotten once its answer came (rewritten, or an error), the transport refused
+//!    that answer ([`RawAnswers::answered`]: too large, or one it cannot use), or
+//!    the request was cancelled or could not be sent. So the set does not grow, and
+//!    once it is empty messages pass without a look.
 
 use std::{
     collections::HashSet,
@@ -47,6 +52,7 @@ use rmcp::model::{
 use serde::Deserialize;
 use serde_json::{Value, value::RawValue};
 
+use super::answer_id::{Envelope, answers, take_answered};
 use crate::sync::lock;
 
 /// The requests whose answers are handed over raw in every revision: tool results, a
@@ -175,24 +181,12 @@ impl RawRequest {
     /// `message`, rewritten when it answers this request (see [`rewrite`] and
     /// [`rewrite_beside`]).
     pub(crate) fn rewrite(&self, message: &[u8]) -> Option<Vec<u8>> {
-        let expected = |answered: &RequestId| *answered == self.id;
+        let expected = |answered: &RequestId| answers(&self.id, answered);
         match self.beside {
             false => rewrite(message, expected),
             true => rewrite_beside(message, expected),
         }
     }
-}
-
-/// The envelope of a message, its result unread.
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(default)]
-    id: Option<RequestId>,
-    /// Present on the server's own requests, whose ids are the server's.
-    #[serde(default)]
-    method: Option<serde::de::IgnoredAny>,
-    #[serde(borrow, default)]
-    result: Option<&'a RawValue>,
 }
 
 /// `message` (one JSON-RPC message as the server sent it), rewritten for rmcp to
@@ -203,15 +197,11 @@ pub(crate) fn rewrite(
     message: &[u8],
     expected: impl FnOnce(&RequestId) -> bool,
 ) -> Option<Vec<u8>> {
-    let envelope: Envelope<'_> = serde_json::from_slice(message).ok()?;
-    if envelope.method.is_some() {
+    let envelope = Envelope::read(message)?;
+    if !expected(envelope.answered()?) {
         return None;
     }
-    let id = envelope.id?;
-    if !expected(&id) {
-        return None;
-    }
-    let result = envelope.result?;
+    let (id, result) = envelope.result()?;
     let id = serde_json::to_string(&id).expect("an id serializes");
     let key = serde_json::to_string(RAW_KEY).expect("a key serializes");
     // Escaping the result as a string adds a byte per `"` and `\\`.
@@ -241,15 +231,12 @@ pub(crate) fn rewrite_beside(
         #[serde(rename = "_meta", borrow, default)]
         meta: Option<&'a RawValue>,
     }
-    let envelope: Envelope<'_> = serde_json::from_slice(message).ok()?;
-    if envelope.method.is_some() {
+    let envelope = Envelope::read(message)?;
+    if !expected(envelope.answered()?) {
         return None;
     }
-    let id = envelope.id?;
-    if !expected(&id) {
-        return None;
-    }
-    let result = envelope.result?.get();
+    let (id, result) = envelope.result()?;
+    let result = result.get();
     // A derived `Deserialize` also reads a struct from an array.
     if !result.trim_start().starts_with('{') {
         return None;
@@ -314,12 +301,24 @@ impl RawAnswers {
         lock(&self.0).remove(id);
     }
 
+    /// Forgets the request an answer with id `answered` answers: the transport failed
+    /// it without handing the answer over (too large, or one it cannot use).
+    pub(crate) fn answered(&self, answered: &RequestId) {
+        take_answered(&mut lock(&self.0), answered);
+    }
+
+    /// Whether no answer is expected: every message then passes without a look.
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        lock(&self.0).is_empty()
+    }
+
     /// `message`, rewritten when it answers an expected request (see [`rewrite`]).
     pub(crate) fn rewrite(&self, message: &[u8]) -> Option<Vec<u8>> {
         if lock(&self.0).is_empty() {
             return None;
         }
-        rewrite(message, |id| lock(&self.0).remove(id))
+        rewrite(message, |id| take_answered(&mut lock(&self.0), id))
     }
 }
 
@@ -462,6 +461,43 @@ mod tests {
             raw.rewrite(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#),
             None,
             "another request's answer"
+        );
+    }
+
+    #[test]
+    fn an_answer_rmcp_hands_to_the_request_goes_raw_and_an_array_answers_nothing() {
+        let answers = RawAnswers::default();
+        let call = |id| {
+            ClientJsonRpcMessage::request(
+                rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+                    rmcp::model::CallToolRequestParams::new("t"),
+                )),
+                RequestId::Number(id),
+            )
+        };
+        answers.sent(&call(7));
+        assert_eq!(
+            answers.rewrite(br#"[7,null,{"content":[]}]"#),
+            None,
+            "an array is no answer"
+        );
+        let rewritten = answers
+            .rewrite(br#"{"jsonrpc":"2.0","id":"7","result":{"content":[]}}"#)
+            .expect("rmcp hands an answer with the id's digits to request 7");
+        assert_eq!(
+            raw_result(&mut decoded(&rewritten)).as_deref(),
+            Some(r#"{"content":[]}"#)
+        );
+        assert!(answers.is_empty(), "the request is no longer expected");
+
+        answers.sent(&call(8));
+        answers.answered(&RequestId::String("8".into()));
+        assert!(answers.is_empty(), "an answer failed by the transport");
+        let over_http = RawRequest::over_http(&call(9)).unwrap();
+        assert!(
+            over_http
+                .rewrite(br#"{"jsonrpc":"2.0","id":"9","result":{}}"#)
+                .is_some()
         );
     }
 

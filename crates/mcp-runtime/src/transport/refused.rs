@@ -29,6 +29,7 @@ use rmcp::model::{ErrorCode, ErrorData, RequestId, ServerJsonRpcMessage};
 use serde_json::{Value, value::RawValue};
 use sse_stream::Sse;
 
+use super::answer_id::answers;
 use crate::error::{MessageRefused, sent};
 
 /// The key of the mark in a refusal's `data`.
@@ -146,7 +147,7 @@ pub(crate) fn json_body(
                 .map(|element| event(element.get()))
                 .collect(),
         ),
-        Unread::Answer { id, refused } if request.is_some_and(|sent| same_id(sent, &id)) => {
+        Unread::Answer { id, refused } if request.is_some_and(|sent| answers(sent, &id)) => {
             tracing::debug!(server, %id, "{refused}");
             Some(vec![event(&refusal_text(&refused, id))])
         }
@@ -201,7 +202,7 @@ fn readable_event(server: &str, request: Option<&RequestId>, event: Sse) -> Vec<
             }
             events
         }
-        Unread::Answer { id, refused } if request.is_some_and(|sent| same_id(sent, &id)) => {
+        Unread::Answer { id, refused } if request.is_some_and(|sent| answers(sent, &id)) => {
             tracing::debug!(server, %id, "{refused}");
             vec![Sse {
                 data: Some(refusal_text(&refused, id)),
@@ -225,17 +226,6 @@ fn event(data: &str) -> Sse {
 /// The JSON text of the error that fails request `id` with `refused`.
 fn refusal_text(refused: &MessageRefused, id: RequestId) -> String {
     serde_json::to_string(&answer(refused, id)).expect("a JSON-RPC error serializes")
-}
-
-/// Whether `answered` answers request `sent` (a numeric id may come back as a string
-/// of its digits, as rmcp reads it).
-fn same_id(sent: &RequestId, answered: &RequestId) -> bool {
-    match (sent, answered) {
-        (RequestId::Number(number), RequestId::String(digits)) => {
-            digits.parse::<i64>() == Ok(*number)
-        }
-        _ => sent == answered,
-    }
 }
 
 /// The parts of a JSON-RPC message a quick look reads, borrowed from its text.

@@ -56,7 +56,7 @@ use url::Url;
 use self::events::{Event, EventReader};
 use super::{
     framing::too_large,
-    http::{self as streamable_http, OAuthLogin, ResolvedHttp, Streams},
+    http::{self as streamable_http, ERROR_BODY_READ_BYTES, OAuthLogin, ResolvedHttp, Streams},
     raw_answers::RawAnswers,
     refused::{self, Unread},
     splice::{Spliced, Splicer},
@@ -68,8 +68,6 @@ use crate::{
 
 const EVENT_STREAM: &str = "text/event-stream";
 const JSON: &str = "application/json";
-/// How much of an error answer's body is read for its excerpt.
-const ERROR_BODY_READ_BYTES: usize = 4096;
 
 /// The error of a send. It is the Streamable HTTP transport's error type, so that
 /// [`crate::connection`] finds the [`HttpFailure`] behind it the same way.

@@ -16,6 +16,8 @@ use rmcp::transport::auth::{
     ProtectedResourceMetadataInvalidReason,
 };
 
+use crate::auth::store::StoreError;
+
 /// Why a login failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -109,9 +111,9 @@ pub enum LoginError {
     Store {
         /// The server.
         server: String,
-        /// The store's error.
+        /// The store's error, in its own words.
         #[source]
-        source: Box<AuthError>,
+        source: StoreError,
     },
     /// A step of the OAuth protocol failed.
     #[error("cannot log in to server `{server}`: {problem} ({fix})")]
@@ -164,7 +166,7 @@ impl LoginError {
     pub(super) fn store(server: &str, error: AuthError) -> Self {
         Self::Store {
             server: server.to_owned(),
-            source: Box::new(error),
+            source: StoreError::reported(error),
         }
     }
 }
@@ -216,7 +218,7 @@ impl Known<'_> {
         };
         match &error {
             AuthError::DiscoveryRequestFailed { url, source } => {
-                match crate::transport::http::refused_certificate(source.as_ref()) {
+                match crate::tls_refusal::refused_certificate(source.as_ref()) {
                     // rmcp's own HTTP client reaches the authorization server: it
                     // trusts what the system and `SSL_CERT_FILE` trust.
                     Some(reason) => fail(
@@ -395,7 +397,7 @@ impl Known<'_> {
         // may echo one, so only the variant is logged.
         tracing::debug!(
             server = self.server,
-            error = crate::auth::error_name(&error),
+            error = crate::oauth_client::error_name(&error),
             "the OAuth token exchange failed"
         );
         let endpoint = self
@@ -450,7 +452,7 @@ impl Known<'_> {
     pub(super) fn unexpected(&self, step: LoginStep, error: &AuthError) -> LoginError {
         tracing::debug!(
             server = self.server,
-            error = crate::auth::error_name(error),
+            error = crate::oauth_client::error_name(error),
             "the OAuth login failed"
         );
         LoginError::step_failed(
@@ -458,7 +460,7 @@ impl Known<'_> {
             step,
             format!(
                 "the OAuth login failed (`{}`)",
-                crate::auth::error_name(error)
+                crate::oauth_client::error_name(error)
             ),
             "run the login again; the debug log says more",
         )

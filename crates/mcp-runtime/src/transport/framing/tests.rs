@@ -573,3 +573,54 @@ async fn an_oversized_answer_to_an_unknown_id_is_ignored_too() {
     drop(client);
     server.await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_the_transport_fails_is_no_longer_expected_raw() {
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let (read, write) = tokio::io::split(ours);
+    let mut transport = StdioTransport::new("big", read, write, LIMIT);
+    let (_, mut server) = tokio::io::split(theirs);
+    let request = |id| ClientJsonRpcMessage::request(call("t"), RequestId::Number(id));
+    for id in 1..=3 {
+        transport.send(request(id)).await.unwrap();
+    }
+    // Over the limit, with its id as a string of its digits; not UTF-8; over several
+    // lines: each fails its call (a tool result, whose answer goes raw).
+    let mut lines = oversized(r#""id":"1","#, "").into_bytes();
+    lines
+        .extend_from_slice(b"\n{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"note\":\"caf\xFF\"}}\n");
+    lines.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":3,\n\"result\":{}}\n");
+    server.write_all(&lines).await.unwrap();
+    let mut failed = Vec::new();
+    for _ in 1..=3 {
+        match transport.receive().await {
+            Some(JsonRpcMessage::Error(error)) => failed.push(error.id.unwrap()),
+            other => panic!("not a refusal: {other:?}"),
+        }
+    }
+    let expected = [
+        RequestId::String("1".into()),
+        RequestId::Number(2),
+        RequestId::Number(3),
+    ];
+    assert_eq!(failed, expected);
+    assert!(
+        transport.raw.is_empty(),
+        "a refused answer was expected raw"
+    );
+
+    // An oversized line without an id fails every call in flight.
+    transport.send(request(4)).await.unwrap();
+    transport.send(request(5)).await.unwrap();
+    server
+        .write_all(format!("{}\n", oversized("", "")).as_bytes())
+        .await
+        .unwrap();
+    for _ in 4..=5 {
+        assert!(matches!(
+            transport.receive().await,
+            Some(JsonRpcMessage::Error(_))
+        ));
+    }
+    assert!(transport.raw.is_empty(), "a failed call was expected raw");
+}

@@ -123,29 +123,9 @@ pub(crate) fn classify(server: &str, error: &reqwest::Error) -> HttpFailure {
     }
 }
 
-/// The verifier's reason (`UnknownIssuer`, `CaUsedAsEndEntity`…) when `error`, from
-/// any HTTP client, comes of a refused server certificate: read in its `source`
-/// chain, as [`classify`] reads it.
-pub(crate) fn refused_certificate(error: &(dyn std::error::Error + 'static)) -> Option<String> {
-    let mut cause = Some(error);
-    while let Some(error) = cause {
-        #[cfg(feature = "tls")]
-        if let Some(reason) = error
-            .downcast_ref::<rustls::Error>()
-            .and_then(certificate::reason)
-        {
-            return Some(reason);
-        }
-        cause = match error.downcast_ref::<std::io::Error>() {
-            // An I/O error's `source` skips the error it wraps.
-            Some(io) => io
-                .get_ref()
-                .map(|inner| inner as &(dyn std::error::Error + 'static)),
-            None => error.source(),
-        };
-    }
-    None
-}
+/// The verifier's reason when an error of rmcp's own HTTP client (an authorization
+/// server's) comes of a refused certificate.
+pub(crate) use crate::tls_refusal::refused_certificate;
 
 /// The failure an answer with `status` (not a success) stands for, given the start of
 /// its body and its `WWW-Authenticate` challenge; `post` says whether the request was

@@ -384,7 +384,7 @@ impl OAuthLogin {
             .await
             .map_err(failed)?;
         if let Some(resource) = &oauth.resource {
-            manager = crate::auth::resource::manager_for(manager, resource)
+            manager = crate::oauth_client::resource::manager_for(manager, resource)
                 .await
                 .map_err(failed)?;
         }
@@ -651,7 +651,7 @@ fn describe(server: &str, error: &AuthError) -> String {
         }
         other => format!(
             "the OAuth exchange failed (`{}`): {log_in}",
-            crate::auth::error_name(other)
+            crate::oauth_client::error_name(other)
         ),
     }
 }

@@ -46,12 +46,15 @@ use rmcp::{
         streamable_http_client::{SseError, StreamableHttpError},
     },
 };
-use serde::Deserialize;
 use sse_stream::Sse;
 use tokio_util::sync::CancellationToken;
 
 use super::{HttpResult, SplicingHttpClient, classify, failure::from_rmcp, status_failure};
-use crate::{error::HttpFailure, sync::lock};
+use crate::{
+    error::HttpFailure,
+    sync::lock,
+    transport::answer_id::{self, Envelope},
+};
 
 /// How many attempts in a row to resume one stream may fail (invariant 2).
 pub(crate) const MAX_FAILED_RESUMPTIONS: usize = 3;
@@ -361,15 +364,13 @@ fn broken(server: &str, error: &SseError) -> Option<HttpFailure> {
 
 /// Whether `data`, one event's, is the answer to request `id`.
 fn answers(data: &str, id: &RequestId) -> bool {
-    #[derive(Deserialize)]
-    struct Envelope {
-        #[serde(default)]
-        method: Option<serde::de::IgnoredAny>,
-        #[serde(default)]
-        id: Option<RequestId>,
-    }
-    serde_json::from_str::<Envelope>(data)
-        .is_ok_and(|envelope| envelope.method.is_none() && envelope.id.as_ref() == Some(id))
+    Envelope::read(data.as_bytes())
+        .and_then(|envelope| {
+            envelope
+                .answered()
+                .map(|answered| answer_id::answers(id, answered))
+        })
+        .unwrap_or(false)
 }
 
 /// The policy rmcp resumes the transport's streams by (invariant 2).
@@ -504,6 +505,14 @@ mod tests {
         // Answered (another request's answer does not count): nothing recorded.
         assert_eq!(read(vec![progress.clone(), answer(8), answer(7)]), 3);
         assert!(streams.take_lost(&id).is_none());
+        // Answered with its id as a string of its digits, which rmcp hands to the
+        // request: nothing recorded either.
+        let as_digits = Sse {
+            data: Some(r#"{"jsonrpc":"2.0","id":"7","result":{}}"#.into()),
+            ..Sse::default()
+        };
+        assert_eq!(read(vec![as_digits]), 1);
+        assert!(streams.take_lost(&id).is_none(), "answered");
         // Ended before the answer.
         assert_eq!(read(vec![progress, answer(8)]), 2);
         let lost = streams.take_lost(&id).expect("recorded");

@@ -201,7 +201,7 @@ fn the_token_exchange_never_shows_what_the_authorization_server_answered() {
 }
 
 #[test]
-fn a_store_failure_names_the_server_and_keeps_its_cause_once() {
+fn a_store_failure_names_the_server_and_keeps_its_cause_once_in_the_store_s_words() {
     let error = LoginError::store(
         "web",
         AuthError::CredentialStoreError("the keyring is locked".into()),
@@ -211,9 +211,17 @@ fn a_store_failure_names_the_server_and_keeps_its_cause_once() {
         "cannot log in to server `web`: its login cannot be read or kept (check `mcp_oauth_credentials_store`, and that the keyring or the token file can be used)"
     );
     let cause = std::error::Error::source(&error).map(ToString::to_string);
+    assert_eq!(cause.as_deref(), Some("the keyring is locked"));
     assert_eq!(
-        cause.as_deref(),
-        Some("OAuth credential store failed: the keyring is locked")
+        crate::error::chain(&error),
+        "cannot log in to server `web`: its login cannot be read or kept (check `mcp_oauth_credentials_store`, and that the keyring or the token file can be used): the keyring is locked",
+        "a program printing the chain stops at the store's words"
+    );
+    // Another kind of error from a host's store is named, not quoted.
+    let other = LoginError::store("web", AuthError::InternalError("s3cr3t".into()));
+    assert_eq!(
+        std::error::Error::source(&other).map(ToString::to_string),
+        Some("the token store failed (`InternalError`)".to_owned())
     );
 }
 

@@ -3,14 +3,15 @@
 //!
 //! The reason is read from the types rustls and webpki report it with (webpki's own,
 //! such as `CaUsedAsEndEntity`, travel inside rustls's `Other`), and shown by the name
-//! the debug log gives it, so a message and the log can be matched. Every reason a
+//! the debug log gives it ([`crate::tls_refusal`]), so a message and the log can be
+//! matched. Every reason a
 //! user can mend by naming a certificate says so: `ca_certificate`.
 //!
 //! [`HttpFailure::Certificate`]: crate::error::HttpFailure::Certificate
 
 use rustls::{CertificateError as E, pki_types::UnixTime};
 
-use crate::transport::http::network::trust::NamedRefusal;
+use crate::{tls_refusal::variant_name, transport::http::network::trust::NamedRefusal};
 
 /// The fix of a certificate that is not trusted: naming it, or its CA.
 const NAME_IT: &str = "name the certificate itself, or the CA that issued it, as a PEM file with `ca_certificate` (or `SSL_CERT_FILE`)";
@@ -78,18 +79,6 @@ pub(super) fn problem(error: &rustls::Error) -> Option<String> {
         ),
     };
     Some(problem)
-}
-
-/// The verifier's reason for refusing a certificate, if `error` is that refusal: its
-/// name, as the debug log gives it.
-pub(super) fn reason(error: &rustls::Error) -> Option<String> {
-    let rustls::Error::InvalidCertificate(error) = error else {
-        return None;
-    };
-    Some(match error {
-        E::Other(other) => crate::redact::one_line(&other.0.to_string()).into_owned(),
-        other => variant_name(other),
-    })
 }
 
 /// A reason carried as rustls's `Other`: webpki's own, or a check of a named
@@ -170,13 +159,6 @@ fn date(time: UnixTime) -> String {
             || format!("{} seconds after 1970", time.as_secs()),
             |time| format!("`{time}`"),
         )
-}
-
-/// The name of `error`'s variant, as the debug log shows it.
-fn variant_name(error: &E) -> String {
-    let debug = format!("{error:?}");
-    let end = debug.find([' ', '(', '{']).unwrap_or(debug.len());
-    debug[..end].to_owned()
 }
 
 #[cfg(test)]
