@@ -26,10 +26,12 @@
 //! answer over it fails its request at once with an error naming the server and the
 //! limit (not the size: the response is abandoned at the limit rather than read on),
 //! instead of rmcp's transport error or closed stream. A JSON body or an event of a
-//! `POST`'s stream that rmcp cannot read is made readable first ([`refused`]): a
-//! batch is split into its messages, and an answer to the request posted that
-//! cannot be used fails it at once with what came and why (rmcp would fail a body
-//! without saying what it held, and skip an event, leaving the request to time out).
+//! `POST`'s stream that rmcp cannot read is made readable first ([`refused`],
+//! [`events`]): a batch is split into its messages, and an answer to the request
+//! posted that cannot be used (not UTF-8 throughout among them) fails it at once
+//! with what came and why (rmcp would fail a body without saying what it held, and
+//! skip an event, or end the stream at one that is not UTF-8, leaving the request
+//! to time out or fail as a closed stream).
 //!
 //! Two rules of rmcp's own reqwest client are carried here because rmcp keeps them
 //! private to that client:
@@ -65,6 +67,7 @@ use rmcp::{
 };
 use sse_stream::{Sse, SseStream};
 
+mod events;
 mod failure;
 mod oauth;
 pub(crate) use self::oauth::{OAuthLogin, OAuthStore, resolve_oauth};
@@ -74,6 +77,7 @@ mod streams;
 pub(crate) use self::streams::MAX_FAILED_RESUMPTIONS;
 pub(crate) use self::streams::{Lost, Streams};
 
+use self::events::{answer_oversized_event, bounded_events, raw_events, text_events};
 use self::failure::{Resolver, from_rmcp};
 use self::network::ProxyInUse;
 pub(crate) use self::{
@@ -715,6 +719,7 @@ impl Post<'_> {
         match content_type.as_deref() {
             Some(EVENT_STREAM) => {
                 let bytes = bounded_events(response.bytes_stream(), self.limits.max_sse_event_size);
+                let bytes = text_events(bytes, server.into(), self.request.clone());
                 let events = SseStream::from_bytes_stream(bytes);
                 let events = refused::readable_events(events, server.into(), self.request);
                 let events = match self.raw {
@@ -726,7 +731,11 @@ impl Post<'_> {
             Some(JSON) => {
                 let mut body =
                     read_bounded(server, response, self.limits.max_json_response_size).await?;
+                // Only a body that is UTF-8 throughout is handed over raw: the rewrite
+                // reads the envelope's other fields without looking into them, and
+                // would pass an answer whose bytes are not all text.
                 if let Some(raw) = &self.raw
+                    && std::str::from_utf8(&body).is_ok()
                     && let Some(rewritten) = raw.rewrite(&body)
                 {
                     body = rewritten;
@@ -752,26 +761,6 @@ impl Post<'_> {
             _ => Err(StreamableHttpError::UnexpectedContentType(content_type)),
         }
     }
-}
-
-/// `events`, the stream answering request `raw`, with the answer rewritten for rmcp
-/// to hand it over raw ([`raw_answers`]).
-fn raw_events<E>(
-    events: impl futures::Stream<Item = Result<Sse, E>> + Send + 'static,
-    raw: raw_answers::RawRequest,
-) -> impl futures::Stream<Item = Result<Sse, E>> + Send + 'static {
-    let mut expected = Some(raw);
-    events.map(move |event| {
-        let mut event = event?;
-        if let Some(raw) = &expected
-            && let Some(data) = &event.data
-            && let Some(rewritten) = raw.rewrite(data.as_bytes())
-        {
-            expected = None;
-            event.data = Some(String::from_utf8(rewritten).expect("a rewrite of text is text"));
-        }
-        Ok(event)
-    })
 }
 
 /// The answer to a session-less `server/discover` that the server rejected with
@@ -920,82 +909,6 @@ fn header_text(value: &serde_json::Value) -> Option<String> {
     } else {
         Some(text)
     }
-}
-
-/// `events`, except that an event over `limit` (rmcp's limit or [`bounded_events`])
-/// becomes `answer`, and the stream ends there.
-fn answer_oversized_event(
-    events: BoxStream<'static, Result<Sse, SseError>>,
-    limit: usize,
-    answer: ServerJsonRpcMessage,
-) -> BoxStream<'static, Result<Sse, SseError>> {
-    let mut answer = Some(answer);
-    events
-        .scan((), move |(), event| {
-            let event = match event {
-                _ if answer.is_none() => None,
-                Err(error) if event_too_large(&error, limit) => {
-                    tracing::debug!(limit, "an SSE event was over the limit");
-                    let answer = answer.take().expect("checked above");
-                    let data = serde_json::to_string(&answer).expect("a message serializes");
-                    Some(Ok(Sse {
-                        data: Some(data),
-                        ..Sse::default()
-                    }))
-                }
-                event => Some(event),
-            };
-            std::future::ready(event)
-        })
-        .boxed()
-}
-
-/// Whether `error` ends a stream because one event was over `limit`: this module's
-/// [`EventTooLarge`], or rmcp's own (a private type, known by its message).
-fn event_too_large(error: &SseError, limit: usize) -> bool {
-    let SseError::Body(source) = error else {
-        return false;
-    };
-    let ours = source
-        .downcast_ref::<std::io::Error>()
-        .and_then(|error| error.get_ref())
-        .is_some_and(|error| error.is::<EventTooLarge>());
-    ours || source.to_string() == format!("SSE event exceeded the maximum size of {limit} bytes")
-}
-
-/// An SSE event larger than this was sent.
-#[derive(Debug, thiserror::Error)]
-#[error("the server sent an event larger than {limit} bytes")]
-struct EventTooLarge {
-    limit: usize,
-}
-
-/// `bytes`, failing once one SSE event (the bytes between blank lines) grows past
-/// `limit`, so a server cannot grow this process's memory without bound.
-fn bounded_events(
-    bytes: impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send + 'static,
-    limit: usize,
-) -> impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> + Send + 'static {
-    let mut event_len = 0usize;
-    let mut previous = 0u8;
-    bytes.map(move |chunk| {
-        let chunk = chunk.map_err(std::io::Error::other)?;
-        for &byte in chunk.iter() {
-            // An event ends at an empty line: "\n\n" (a "\r" before either is ignored).
-            if byte == b'\n' && previous == b'\n' {
-                event_len = 0;
-            } else if byte != b'\r' {
-                event_len += 1;
-            }
-            if byte != b'\r' {
-                previous = byte;
-            }
-            if event_len > limit {
-                return Err(std::io::Error::other(EventTooLarge { limit }));
-            }
-        }
-        Ok(chunk)
-    })
 }
 
 fn unexpected(message: String) -> StreamableHttpError<HttpFailure> {
