@@ -82,6 +82,25 @@ struct State {
     resumption: Option<Failed>,
     /// Response streams that broke or ended before their answer (invariant 3).
     lost: VecDeque<(RequestId, Lost)>,
+    /// How long to pause between attempts to resume a stream (invariant 2).
+    pauses: Pauses,
+}
+
+/// The pauses between attempts to resume a stream: the first, doubled after each
+/// further failed attempt up to the longest.
+#[derive(Debug, Clone, Copy)]
+struct Pauses {
+    first: Duration,
+    longest: Duration,
+}
+
+impl Default for Pauses {
+    fn default() -> Self {
+        Self {
+            first: FIRST_PAUSE,
+            longest: MAX_PAUSE,
+        }
+    }
 }
 
 /// A failed attempt to resume a stream.
@@ -206,6 +225,13 @@ impl Streams {
         lock(&self.state)
             .lost
             .retain(|(_, lost)| lost.last_event_id.as_deref() != Some(last_event_id));
+    }
+
+    /// Pauses between attempts to resume a stream from `first` (doubling) up to
+    /// `longest`, rather than [`FIRST_PAUSE`] up to [`MAX_PAUSE`].
+    #[cfg(test)]
+    pub(crate) fn pause_resumptions(&self, first: Duration, longest: Duration) {
+        lock(&self.state).pauses = Pauses { first, longest };
     }
 
     fn lose(&self, id: RequestId, lost: Lost) {
@@ -388,10 +414,12 @@ impl SseRetryPolicy for Resumption {
             return None;
         }
         let doublings = u32::try_from(failed.saturating_sub(1)).unwrap_or(u32::MAX);
+        let pauses = lock(&self.0.state).pauses;
         Some(
-            FIRST_PAUSE
+            pauses
+                .first
                 .saturating_mul(2u32.saturating_pow(doublings))
-                .min(MAX_PAUSE),
+                .min(pauses.longest),
         )
     }
 }
