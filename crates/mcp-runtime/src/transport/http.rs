@@ -574,9 +574,15 @@ impl StreamableHttpClient for SplicingHttpClient {
         let resuming = last_event_id.clone();
         let result = self
             .client
-            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .get_stream(
+                uri,
+                session_id.clone(),
+                last_event_id,
+                auth_header,
+                custom_headers,
+            )
             .await;
-        self.opened(result, resuming.as_deref())
+        self.opened(result, session_id.as_ref(), resuming.as_deref())
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -594,14 +600,14 @@ impl StreamableHttpClient for SplicingHttpClient {
             .client
             .get_stream_with_max_sse_event_size(
                 uri,
-                session_id,
+                session_id.clone(),
                 last_event_id,
                 auth_header,
                 custom_headers,
                 max_sse_event_size,
             )
             .await;
-        self.opened(result, resuming.as_deref())
+        self.opened(result, session_id.as_ref(), resuming.as_deref())
     }
 }
 

@@ -20,7 +20,10 @@
 //!    the break of a legacy HTTP+SSE event stream: the first such failure is kept as
 //!    the cause ([`Streams::cause`]), [`Streams::ended`] is cancelled, and no stream
 //!    is resumed any more. A response stream that breaks midway does not by itself:
-//!    something between may have cut it, and resuming it tells.
+//!    something between may have cut it, and resuming it tells. Nor does the first
+//!    `GET` of a session's own stream, which resumes nothing: what its failure means
+//!    is rmcp's to say (it goes on without the stream); only a `GET` that opens that
+//!    stream again counts as a resumption.
 //! 2. Resuming a stream stops after [`MAX_FAILED_RESUMPTIONS`] failed attempts in a
 //!    row, or at once after a failure that another attempt cannot mend (an answer
 //!    that is not a success, other than `429` and `5xx`; a host name that does not
@@ -82,6 +85,9 @@ struct State {
     resumption: Option<Failed>,
     /// Response streams that broke or ended before their answer (invariant 3).
     lost: VecDeque<(RequestId, Lost)>,
+    /// The session whose own stream was opened: a `GET` of it without an event id
+    /// opens it again (invariant 1).
+    own_stream: Option<Arc<str>>,
     /// How long to pause between attempts to resume a stream (invariant 2).
     pauses: Pauses,
 }
@@ -227,6 +233,20 @@ impl Streams {
             .retain(|(_, lost)| lost.last_event_id.as_deref() != Some(last_event_id));
     }
 
+    /// Whether a `GET` of `session`'s own stream without an event id opens it
+    /// again, rather than for the first time (invariant 1).
+    fn reopens(&self, session: Option<&Arc<str>>) -> bool {
+        let Some(session) = session else {
+            return false;
+        };
+        let mut state = lock(&self.state);
+        if state.own_stream.as_ref() == Some(session) {
+            return true;
+        }
+        state.own_stream = Some(session.clone());
+        false
+    }
+
     /// Pauses between attempts to resume a stream from `first` (doubling) up to
     /// `longest`, rather than [`FIRST_PAUSE`] up to [`MAX_PAUSE`].
     #[cfg(test)]
@@ -306,17 +326,19 @@ impl Streams {
 }
 
 impl SplicingHttpClient {
-    /// `result`, of a `GET` that opens an event stream (a session's own, or one that
-    /// resumes a response stream from `last_event_id`), classified, and noted in
-    /// [`Streams`]. A status that is not a success is one of the server's answers:
-    /// rmcp's client reports `429` and `5xx` with an error of its own, any other as an
-    /// error of the HTTP client (it reads no body of either).
+    /// `result`, of a `GET` of `session` that opens an event stream (a session's own,
+    /// or one that resumes a response stream from `last_event_id`), classified, and
+    /// noted in [`Streams`] when it resumes a stream (invariant 1). A status that is
+    /// not a success is one of the server's answers: rmcp's client reports `429` and
+    /// `5xx` with an error of its own, any other as an error of the HTTP client (it
+    /// reads no body of either).
     pub(super) fn opened(
         &self,
         result: Result<
             BoxStream<'static, Result<Sse, SseError>>,
             StreamableHttpError<reqwest::Error>,
         >,
+        session: Option<&Arc<str>>,
         last_event_id: Option<&str>,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
         let result = result.map_err(|error| match error {
@@ -342,7 +364,9 @@ impl SplicingHttpClient {
             error => from_rmcp(&self.server, error),
         });
         let result = self.through_proxy(result);
-        self.streams.resumed(&result);
+        if last_event_id.is_some() || self.streams.reopens(session) {
+            self.streams.resumed(&result);
+        }
         if result.is_ok()
             && let Some(last_event_id) = last_event_id
         {
@@ -425,146 +449,4 @@ impl SseRetryPolicy for Resumption {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn refused() -> HttpFailure {
-        HttpFailure::Refused {
-            server: "web".into(),
-        }
-    }
-
-    fn timeout() -> HttpFailure {
-        HttpFailure::Timeout {
-            server: "web".into(),
-        }
-    }
-
-    fn failed<T>(failure: HttpFailure) -> HttpResult<T> {
-        Err(StreamableHttpError::Client(failure))
-    }
-
-    #[test]
-    fn resuming_stops_after_a_bounded_count_of_failures_with_doubling_pauses() {
-        let streams = Streams::new("web");
-        let policy = Resumption(streams.clone());
-        assert_eq!(
-            policy.retry(0),
-            Some(FIRST_PAUSE),
-            "a stream the server ended"
-        );
-        let mut pauses = Vec::new();
-        for failed_so_far in 1.. {
-            streams.resumed::<()>(&failed(timeout()));
-            match policy.retry(failed_so_far) {
-                Some(pause) => pauses.push(pause),
-                None => break,
-            }
-        }
-        assert_eq!(pauses, [1, 2].map(Duration::from_secs));
-        assert_eq!(pauses.len() + 1, MAX_FAILED_RESUMPTIONS);
-        assert!(!streams.ended().is_cancelled(), "a timeout says nothing");
-        assert_eq!(policy.retry(40), None);
-    }
-
-    #[test]
-    fn a_refused_resumption_ends_the_transport_and_every_resumption() {
-        let streams = Streams::new("web");
-        let policy = Resumption(streams.clone());
-        streams.resumed::<()>(&failed(refused()));
-        assert_eq!(policy.retry(1), None);
-        assert_eq!(policy.retry(0), None, "no stream is resumed any more");
-        assert!(streams.ended().is_cancelled());
-        assert!(matches!(streams.cause(), Some(HttpFailure::Refused { .. })));
-        // The first cause stays.
-        streams.requested::<()>(&failed(HttpFailure::Reset {
-            server: "web".into(),
-        }));
-        assert!(matches!(streams.cause(), Some(HttpFailure::Refused { .. })));
-    }
-
-    #[test]
-    fn a_failure_another_attempt_cannot_mend_stops_resuming_at_once() {
-        let streams = Streams::new("web");
-        let policy = Resumption(streams.clone());
-        streams.resumed::<()>(&failed(HttpFailure::Status {
-            server: "web".into(),
-            status: 404,
-            body_excerpt: String::new(),
-        }));
-        assert_eq!(policy.retry(1), None);
-        assert!(!streams.ended().is_cancelled(), "the server answered");
-        assert_eq!(
-            policy.retry(0),
-            Some(FIRST_PAUSE),
-            "another stream the server ended is resumed: none of its attempts failed"
-        );
-        streams.resumed::<()>(&failed(HttpFailure::Status {
-            server: "web".into(),
-            status: 503,
-            body_excerpt: String::new(),
-        }));
-        assert_eq!(policy.retry(1), Some(FIRST_PAUSE));
-        streams.resumed::<()>(&Ok(()));
-        assert_eq!(streams.resumption_failure().map(|f| f.to_string()), None);
-    }
-
-    #[test]
-    fn a_stream_lost_before_its_answer_is_recorded_until_taken() {
-        use futures::StreamExt as _;
-        let streams = Streams::new("web");
-        let id = RequestId::Number(7);
-        let answer = |id: i64| Sse {
-            data: Some(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)),
-            ..Sse::default()
-        };
-        let progress = Sse {
-            data: Some(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}"#.into()),
-            ..Sse::default()
-        };
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let read = |events: Vec<Sse>| {
-            let events = futures::stream::iter(events.into_iter().map(Ok));
-            runtime.block_on(streams.watch(id.clone(), events).count())
-        };
-        // Answered (another request's answer does not count): nothing recorded.
-        assert_eq!(read(vec![progress.clone(), answer(8), answer(7)]), 3);
-        assert!(streams.take_lost(&id).is_none());
-        // Ended before the answer.
-        assert_eq!(read(vec![progress, answer(8)]), 2);
-        let lost = streams.take_lost(&id).expect("recorded");
-        assert!(lost.broke.is_none(), "the server ended it");
-        assert!(!lost.resumable());
-        assert!(streams.take_lost(&id).is_none(), "taken once");
-        // Ended after an event with an id, then resumed from it: not lost.
-        let primed = Sse {
-            id: Some("e-1".into()),
-            ..Sse::default()
-        };
-        read(vec![primed]);
-        streams.resumed_from("e-2");
-        streams.resumed_from("e-1");
-        assert!(streams.take_lost(&id).is_none(), "resumed");
-    }
-
-    #[test]
-    fn at_most_a_bounded_number_of_lost_streams_is_kept() {
-        let streams = Streams::new("web");
-        for n in 0..(MAX_LOST as i64 + 10) {
-            let lost = Lost {
-                broke: None,
-                last_event_id: None,
-            };
-            streams.lose(RequestId::Number(n), lost);
-        }
-        assert_eq!(lock(&streams.state).lost.len(), MAX_LOST);
-        assert!(streams.take_lost(&RequestId::Number(0)).is_none());
-        assert!(
-            streams
-                .take_lost(&RequestId::Number(MAX_LOST as i64 + 9))
-                .is_some()
-        );
-    }
-}
+mod tests;
