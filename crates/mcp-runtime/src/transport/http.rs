@@ -16,7 +16,9 @@
 //! HTTP+SSE server), any other status with an excerpt of its body, a refused
 //! connection, a host name that does not resolve (known by this module's resolver),
 //! a failed TLS handshake, a timeout. `GET` streams and `DELETE` stay rmcp's; only
-//! their network failures are classified the same way.
+//! their network failures are classified the same way, and a `GET` that resumes a
+//! request's answer stream has its events go through the steps of the first
+//! stream's ([`events`]).
 //!
 //! How long rmcp resumes an event stream that broke is the client's to bound, and
 //! what the client learns from the server's answers (that it is gone, how a
@@ -26,12 +28,12 @@
 //! answer over it fails its request at once with an error naming the server and the
 //! limit (not the size: the response is abandoned at the limit rather than read on),
 //! instead of rmcp's transport error or closed stream. A JSON body or an event of a
-//! `POST`'s stream that rmcp cannot read is made readable first ([`refused`],
-//! [`events`]): a batch is split into its messages, and an answer to the request
-//! posted that cannot be used (not UTF-8 throughout among them) fails it at once
-//! with what came and why (rmcp would fail a body without saying what it held, and
-//! skip an event, or end the stream at one that is not UTF-8, leaving the request
-//! to time out or fail as a closed stream).
+//! request's answer stream that rmcp cannot read is made readable first
+//! ([`refused`], [`events`]): a batch is split into its messages, and an answer to
+//! the request that cannot be used (not UTF-8 throughout among them) fails it at
+//! once with what came and why (rmcp would fail a body without saying what it held,
+//! and skip an event, or end the stream at one that is not UTF-8, leaving the
+//! request to time out or fail as a closed stream).
 //!
 //! Two rules of rmcp's own reqwest client are carried here because rmcp keeps them
 //! private to that client:
@@ -77,7 +79,7 @@ mod streams;
 pub(crate) use self::streams::MAX_FAILED_RESUMPTIONS;
 pub(crate) use self::streams::{Lost, Streams};
 
-use self::events::{answer_oversized_event, bounded_events, raw_events, text_events};
+use self::events::{Answering, bounded_events, text_events};
 use self::failure::{Resolver, from_rmcp};
 use self::network::ProxyInUse;
 pub(crate) use self::{
@@ -407,26 +409,27 @@ impl SplicingHttpClient {
         }
     }
 
-    /// `response` to request `id`, where an answer over `limits` is an error for the
-    /// request naming the server and the limit.
-    fn answer_too_large(
+    /// `response` to `request`, where a JSON answer over the limit is an error for
+    /// the request naming the server and the limit, and an event stream goes through
+    /// the steps of a request's answer stream ([`Self::answering`], `limits` bounding
+    /// its events).
+    fn answered(
         &self,
         response: HttpResult<StreamableHttpPostResponse>,
-        id: RequestId,
+        request: Answering,
         limits: StreamableHttpResponseLimits,
     ) -> HttpResult<StreamableHttpPostResponse> {
-        let error = |limit| {
-            let error = super::framing::too_large(&self.server, None, limit);
-            ServerJsonRpcMessage::error(error, Some(id.clone()))
-        };
         match response {
             Err(StreamableHttpError::ResponseBodyTooLarge { max_size }) => {
+                let id = request.id;
                 tracing::debug!(server = %self.server, %id, max_size, "a JSON answer was over the limit");
-                Ok(StreamableHttpPostResponse::Json(error(max_size), None))
+                let error = super::framing::too_large(&self.server, None, max_size);
+                let error = ServerJsonRpcMessage::error(error, Some(id));
+                Ok(StreamableHttpPostResponse::Json(error, None))
             }
             Ok(StreamableHttpPostResponse::Sse(events, session)) => {
                 let limit = limits.max_sse_event_size;
-                let events = answer_oversized_event(events, limit, error(limit));
+                let events = self.answering(request, events, limit, None);
                 Ok(StreamableHttpPostResponse::Sse(events, session))
             }
             other => other,
@@ -491,6 +494,7 @@ impl StreamableHttpClient for SplicingHttpClient {
                 Ok(body)
             }
         };
+        let raw = raw_answers::RawRequest::over_http(&message);
         let post = |auth_header, custom_headers| Post {
             client: &self.client,
             server: &self.server,
@@ -501,7 +505,7 @@ impl StreamableHttpClient for SplicingHttpClient {
             limits,
             request: request.clone(),
             discover: discover.clone(),
-            raw: raw_answers::RawRequest::over_http(&message),
+            raw: raw.clone(),
         };
         let response = match (body, &self.oauth) {
             (Ok(body), Some(oauth)) if auth_header.is_none() => {
@@ -534,15 +538,13 @@ impl StreamableHttpClient for SplicingHttpClient {
             (Err(error), _) => Err(error),
         };
         self.streams.requested(&response);
-        match request {
-            Some(id) => match self.answer_too_large(response, id.clone(), limits) {
-                Ok(StreamableHttpPostResponse::Sse(events, session)) => {
-                    let events = self.streams.watch(id, events).boxed();
-                    Ok(StreamableHttpPostResponse::Sse(events, session))
-                }
-                other => other,
-            },
-            None => response,
+        match (request, response) {
+            (Some(id), response) => self.answered(response, Answering { id, raw }, limits),
+            (None, Ok(StreamableHttpPostResponse::Sse(events, session))) => {
+                let events = refused::readable_events(events, self.server.clone(), None);
+                Ok(StreamableHttpPostResponse::Sse(events.boxed(), session))
+            }
+            (None, response) => response,
         }
     }
 
@@ -570,19 +572,16 @@ impl StreamableHttpClient for SplicingHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
-        let auth_header = self.oauth_header(auth_header).await?;
-        let resuming = last_event_id.clone();
-        let result = self
-            .client
-            .get_stream(
-                uri,
-                session_id.clone(),
-                last_event_id,
-                auth_header,
-                custom_headers,
-            )
-            .await;
-        self.opened(result, session_id.as_ref(), resuming.as_deref())
+        // rmcp opens every stream with a limit; this one has the runtime's default.
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            DEFAULT_MAX_MESSAGE_BYTES,
+        )
+        .await
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -607,7 +606,12 @@ impl StreamableHttpClient for SplicingHttpClient {
                 max_sse_event_size,
             )
             .await;
-        self.opened(result, session_id.as_ref(), resuming.as_deref())
+        self.opened(
+            result,
+            session_id.as_ref(),
+            resuming.as_deref(),
+            max_sse_event_size,
+        )
     }
 }
 
@@ -723,16 +727,13 @@ impl Post<'_> {
             return Err(StreamableHttpError::Client(failure));
         }
         match content_type.as_deref() {
+            // The events become what rmcp reads in the steps of a request's answer
+            // stream ([`SplicingHttpClient::answering`]).
             Some(EVENT_STREAM) => {
                 let bytes = bounded_events(response.bytes_stream(), self.limits.max_sse_event_size);
-                let bytes = text_events(bytes, server.into(), self.request.clone());
+                let bytes = text_events(bytes, server.into(), self.request);
                 let events = SseStream::from_bytes_stream(bytes);
-                let events = refused::readable_events(events, server.into(), self.request);
-                let events = match self.raw {
-                    Some(raw) => raw_events(events, raw).boxed(),
-                    None => events.boxed(),
-                };
-                Ok(StreamableHttpPostResponse::Sse(events, new_session))
+                Ok(StreamableHttpPostResponse::Sse(events.boxed(), new_session))
             }
             Some(JSON) => {
                 let mut body =
@@ -753,11 +754,7 @@ impl Post<'_> {
                     Err(error) => match refused::json_body(server, &body, self.request.as_ref()) {
                         Some(events) => {
                             let events = futures::stream::iter(events.into_iter().map(Ok));
-                            let events = match self.raw {
-                                Some(id) => raw_events(events, id).boxed(),
-                                None => events.boxed(),
-                            };
-                            Ok(StreamableHttpPostResponse::Sse(events, new_session))
+                            Ok(StreamableHttpPostResponse::Sse(events.boxed(), new_session))
                         }
                         None => Err(StreamableHttpError::Deserialize(error)),
                     },

@@ -185,6 +185,12 @@ enum Resumed {
     Unavailable,
     /// With an event stream that sends a `ping` request (id `ping-1`), then nothing.
     Silent,
+    /// With an event stream whose one event (id `e-2`) holds this data, an answer
+    /// when it holds `ID` (the call's id), then ends.
+    Answers(&'static str),
+    /// The first time with an event stream whose one event has the id `e-2` and no
+    /// data, which then breaks as the first did; every later time with `503`.
+    BreaksAgain,
 }
 
 /// What the breaking server was sent, besides the start and the call.
@@ -204,6 +210,9 @@ fn event_stream(events: &str) -> String {
     )
 }
 
+/// The end of a chunked body.
+const BODY_END: &str = "0\r\n\r\n";
+
 /// A server of the handshake era whose `tools/call` answer is an event stream that
 /// sends one event with the id `e-1` and then breaks (the connection is closed
 /// midway); a `GET` that resumes it is answered as `resumed` says; the session's
@@ -213,10 +222,12 @@ async fn breaking_server(resumed: Resumed) -> (String, mpsc::UnboundedReceiver<S
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let (seen, seeing) = mpsc::unbounded_channel();
+    let call_id = Arc::new(Mutex::new(serde_json::Value::Null));
     tokio::spawn(async move {
         loop {
             let (mut socket, _) = listener.accept().await.unwrap();
             let seen = seen.clone();
+            let call_id = call_id.clone();
             tokio::spawn(async move {
                 let Some((head, body)) = read_request(&mut socket).await else {
                     return;
@@ -232,6 +243,7 @@ async fn breaking_server(resumed: Resumed) -> (String, mpsc::UnboundedReceiver<S
                             .await;
                         return;
                     };
+                    let again = from == "e-2";
                     let _ = seen.send(Seen::Resuming(from));
                     let unavailable = "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\ncontent-length: 4\r\nconnection: close\r\n\r\nbusy";
                     let response = match resumed {
@@ -244,6 +256,13 @@ async fn breaking_server(resumed: Resumed) -> (String, mpsc::UnboundedReceiver<S
                                 .await;
                             return std::future::pending().await;
                         }
+                        Resumed::Answers(data) => {
+                            let id = call_id.lock().unwrap().to_string();
+                            let data = data.replace("ID", &id);
+                            event_stream(&format!("id: e-2\ndata: {data}\n\n")) + BODY_END
+                        }
+                        Resumed::BreaksAgain if again => unavailable.to_owned(),
+                        Resumed::BreaksAgain => event_stream("id: e-2\ndata: \n\n"),
                     };
                     let _ = socket.write_all(response.as_bytes()).await;
                     return;
@@ -264,6 +283,7 @@ async fn breaking_server(resumed: Resumed) -> (String, mpsc::UnboundedReceiver<S
                         )
                     }
                     Some("tools/call") => {
+                        *call_id.lock().unwrap() = id.clone();
                         // One chunk of an event stream, then the connection is closed
                         // before the body's end.
                         event_stream("id: e-1\ndata: \n\n")
@@ -399,4 +419,91 @@ async fn resuming_a_stream_stops_after_a_bounded_count_of_failures() {
     assert_eq!(http::MAX_FAILED_RESUMPTIONS, 3);
     assert!(!connection.has_ended(), "the server answered every request");
     connection.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_stream_that_breaks_again_after_it_was_resumed_says_how() {
+    let (url, mut seeing) = breaking_server(Resumed::BreaksAgain).await;
+    let connection = impatient(&url).await;
+    let error = connection
+        .call_plain("t", CALL_TIMEOUT)
+        .await
+        .expect_err("the answer never comes");
+    assert_eq!(
+        crate::error::chain(&error),
+        "tool `t` on server `web` failed: the server's event stream ended before the answer, and resuming it failed: server `web` answered HTTP 503"
+    );
+    let resuming = |from: &str| Seen::Resuming(from.into());
+    assert_eq!(
+        all_seen(&mut seeing),
+        [
+            resuming("e-1"),
+            resuming("e-2"),
+            resuming("e-2"),
+            resuming("e-2")
+        ],
+        "resumed once, then from its new last event"
+    );
+    assert!(!connection.has_ended());
+    connection.shutdown().await;
+}
+
+/// Results with what no revision has: a content block of a type of its own (which
+/// rmcp cannot read as a tool result), or only fields of their own (which rmcp's
+/// tool result drops).
+const FUTURE_RESULTS: [&str; 2] = [
+    r#"{"content":[{"type":"video","uri":"v://1","frames":24},{"type":"text","text":"after"}],"futureField":{"n":1.50}}"#,
+    r#"{"content":[{"type":"text","text":"known","futureBlockField":true}],"futureField":{"n":1.50}}"#,
+];
+
+/// How long a call whose answer comes at once may take: only a call that waits for
+/// its timeout ([`CALL_TIMEOUT`]) reaches it.
+const AT_ONCE: Duration = Duration::from_secs(30);
+
+#[tokio::test]
+async fn an_answer_on_a_resumed_stream_passes_through_whole() {
+    for result in FUTURE_RESULTS {
+        let answer = format!(r#"{{"jsonrpc":"2.0","id":ID,"result":{result}}}"#);
+        let (url, _seeing) = breaking_server(Resumed::Answers(answer.leak())).await;
+        let connection = connect_to(&url).await;
+        let answered = tokio::time::timeout(AT_ONCE, connection.call_plain("t", CALL_TIMEOUT))
+            .await
+            .expect("the answer comes at once")
+            .unwrap_or_else(|error| panic!("{}", crate::error::chain(&error)));
+        assert_eq!(
+            serde_json::Value::Object(answered.as_object().clone()),
+            serde_json::from_str::<serde_json::Value>(result).unwrap(),
+            "the result as the server wrote it"
+        );
+        connection.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn a_batch_or_an_unusable_answer_on_a_resumed_stream_is_read_at_once() {
+    let batch = r#"[{"jsonrpc":"2.0","id":ID,"result":{"content":[{"type":"text","text":"ok"}]}}]"#;
+    let unusable = r#"{"jsonrpc":"2.0","id":ID}"#;
+    for data in [batch, unusable] {
+        let (url, _seeing) = breaking_server(Resumed::Answers(data)).await;
+        let connection = connect_to(&url).await;
+        let Ok(answered) =
+            tokio::time::timeout(AT_ONCE, connection.call_plain("t", CALL_TIMEOUT)).await
+        else {
+            panic!("no answer came of {data}");
+        };
+        match answered {
+            Ok(result) if data == batch => {
+                assert_eq!(result.content().next().unwrap().as_text(), Some("ok"));
+            }
+            Err(error) if data == unusable => {
+                let error = crate::error::chain(&error);
+                assert!(
+                    error.starts_with("tool `t` on server `web` failed: server `web` sent an answer mcp-runtime cannot read (it has neither `result` nor `error`)"),
+                    "{error}"
+                );
+            }
+            other => panic!("{data}: {other:?}"),
+        }
+        connection.shutdown().await;
+    }
 }

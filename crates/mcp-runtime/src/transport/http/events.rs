@@ -1,13 +1,21 @@
-//! The event streams that answer requests, and what is done to their bytes and
-//! events before rmcp reads them.
+//! The event streams that answer requests, and what is done to them before rmcp reads
+//! them.
 //!
-//! The bytes of a `POST`'s event stream are bounded, every event by
-//! `max_message_bytes` ([`bounded_events`]), and an event that is not UTF-8
-//! throughout, on which the SSE reader would fail the whole stream, is replaced by
-//! what the runtime makes of it ([`text_events`]). Its events then have the
-//! request's answer rewritten for rmcp to hand it over raw when it goes raw
-//! ([`raw_events`]), and an event over the limit answered with the error that says
-//! so ([`answer_oversized_event`]).
+//! A request's answer may come on an event stream: the one its `POST` was answered
+//! with, or one that a `GET` resumed from an event id after that one broke (see
+//! [`super::streams`]). Each goes through the same steps, so that an answer reads
+//! the same on a resumed stream as on the first:
+//! 1. the bytes of a `POST`'s stream: every event bounded by `max_message_bytes`
+//!    ([`bounded_events`]), and an event that is not UTF-8 throughout, on which the
+//!    SSE reader would fail the whole stream, replaced by what the runtime makes of
+//!    it ([`text_events`]). A `GET`'s stream is read by rmcp's client, which bounds
+//!    each event to the same limit;
+//! 2. the events of the stream of request `R` ([`SplicingHttpClient::answering`]):
+//!    made readable ([`refused::readable_events`]: a batch split, an answer to `R`
+//!    that cannot be used replaced by its refusal), `R`'s answer rewritten for rmcp
+//!    to hand it over raw when it goes raw ([`raw_events`]), an event over the limit
+//!    answered with the error that says so ([`answer_oversized_event`]), and the
+//!    stream watched for its loss before `R`'s answer ([`Streams::watch`]).
 //!
 //! Invariants:
 //! 1. An event that is UTF-8 throughout passes [`text_events`] byte for byte, and
@@ -26,7 +34,41 @@ use rmcp::{
 };
 use sse_stream::Sse;
 
-use crate::transport::{raw_answers::RawRequest, refused};
+use super::SplicingHttpClient;
+use crate::transport::{framing::too_large, raw_answers::RawRequest, refused};
+
+/// A request whose answer may come on an event stream: what the stream's steps need
+/// of it.
+#[derive(Debug, Clone)]
+pub(crate) struct Answering {
+    pub(crate) id: RequestId,
+    /// How its answer is handed to rmcp raw, when it is ([`crate::transport::raw_answers`]).
+    pub(crate) raw: Option<RawRequest>,
+}
+
+impl SplicingHttpClient {
+    /// `events`, a stream of `request`'s answer (its `POST`'s, or one resumed after
+    /// the event id `from`), through the steps of the module docs; `limit` is the
+    /// size of the largest event read.
+    pub(super) fn answering(
+        &self,
+        request: Answering,
+        events: BoxStream<'static, Result<Sse, SseError>>,
+        limit: usize,
+        from: Option<String>,
+    ) -> BoxStream<'static, Result<Sse, SseError>> {
+        let events =
+            refused::readable_events(events, self.server.clone(), Some(request.id.clone()));
+        let events = match &request.raw {
+            Some(raw) => raw_events(events, raw.clone()).boxed(),
+            None => events.boxed(),
+        };
+        let error = too_large(&self.server, None, limit);
+        let answer = ServerJsonRpcMessage::error(error, Some(request.id.clone()));
+        let events = answer_oversized_event(events, limit, answer);
+        self.streams.watch(request, from, events).boxed()
+    }
+}
 
 /// `events`, the stream answering request `raw`, with the answer rewritten for rmcp
 /// to hand it over raw ([`crate::transport::raw_answers`]). An event's data is text,

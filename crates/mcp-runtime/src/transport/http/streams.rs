@@ -30,10 +30,13 @@
 //!    resolve; TLS). The pauses double from [`FIRST_PAUSE`] up to [`MAX_PAUSE`] (rmcp
 //!    waits at least as long as the server's `retry` field asks).
 //! 3. A request's response stream that broke or ended before its answer is
-//!    recorded, with why, until the request's caller takes the record
-//!    ([`Streams::take_lost`]) or the stream is resumed (a `GET` from its last event
-//!    id succeeded); at most [`MAX_LOST`] are kept, so the record of a request
-//!    nobody asks about (a listen stream's) is dropped in time.
+//!    recorded, with why and the id of its last event, until the request's caller
+//!    takes the record ([`Streams::take_lost`]). A `GET` that resumes it from that
+//!    id and succeeds marks the record resumed, and the resumed stream goes through
+//!    the steps of the request's first one (see [`super::events`]), watched from
+//!    that id: if it too is lost before the answer, the record says so again. At
+//!    most [`MAX_LOST`] records are kept, so that of a request nobody asks about (a
+//!    listen stream's) is dropped in time.
 
 use std::{
     collections::VecDeque,
@@ -53,8 +56,13 @@ use serde::Deserialize;
 use sse_stream::Sse;
 use tokio_util::sync::CancellationToken;
 
-use super::{HttpResult, SplicingHttpClient, classify, failure::from_rmcp, status_failure};
-use crate::{error::HttpFailure, sync::lock};
+use super::{
+    HttpResult, SplicingHttpClient, classify,
+    events::Answering,
+    failure::{from_causes, from_rmcp},
+    status_failure,
+};
+use crate::{error::HttpFailure, sync::lock, transport::refused};
 
 /// How many attempts in a row to resume one stream may fail (invariant 2).
 pub(crate) const MAX_FAILED_RESUMPTIONS: usize = 3;
@@ -63,7 +71,7 @@ pub(crate) const MAX_FAILED_RESUMPTIONS: usize = 3;
 pub(crate) const FIRST_PAUSE: Duration = Duration::from_secs(1);
 /// The longest pause between two attempts to resume a stream.
 pub(crate) const MAX_PAUSE: Duration = Duration::from_secs(4);
-/// How many lost response streams are remembered (invariant 3).
+/// How many records of lost response streams are kept (invariant 3).
 const MAX_LOST: usize = 64;
 
 /// What one transport's client has learned of its streams and of the server; see
@@ -84,7 +92,7 @@ struct State {
     /// request succeeds.
     resumption: Option<Failed>,
     /// Response streams that broke or ended before their answer (invariant 3).
-    lost: VecDeque<(RequestId, Lost)>,
+    records: VecDeque<Record>,
     /// The session whose own stream was opened: a `GET` of it without an event id
     /// opens it again (invariant 1).
     own_stream: Option<Arc<str>>,
@@ -107,6 +115,16 @@ impl Default for Pauses {
             longest: MAX_PAUSE,
         }
     }
+}
+
+/// What is known of one request's response stream lost before its answer.
+#[derive(Debug)]
+struct Record {
+    request: Answering,
+    /// How it was lost; `None` once it was resumed.
+    lost: Option<Lost>,
+    /// The event id it was last lost, or resumed, after.
+    last_event_id: Option<String>,
 }
 
 /// A failed attempt to resume a stream.
@@ -215,22 +233,29 @@ impl Streams {
             .is_none_or(|failed| failed.mendable)
     }
 
-    /// Takes the record of request `id`'s response stream, if it was lost before
-    /// its answer (invariant 3).
+    /// Takes the record of request `id`'s response stream: how it was lost, if it
+    /// was lost before its answer and not resumed since (invariant 3).
     pub(crate) fn take_lost(&self, id: &RequestId) -> Option<Lost> {
         let mut state = lock(&self.state);
-        let at = state.lost.iter().position(|(lost, _)| lost == id)?;
-        state.lost.remove(at).map(|(_, lost)| lost)
+        let at = state
+            .records
+            .iter()
+            .position(|record| record.request.id == *id)?;
+        state.records.remove(at).and_then(|record| record.lost)
     }
 
-    /// A stream was resumed from `last_event_id`: the stream lost there is not lost
-    /// (invariant 3). Servers may give every stream the same ids; then each stream
-    /// lost there counts as resumed, and a call of one not resumed ends as a timeout
-    /// would, not saying that its stream was lost.
-    fn resumed_from(&self, last_event_id: &str) {
-        lock(&self.state)
-            .lost
-            .retain(|(_, lost)| lost.last_event_id.as_deref() != Some(last_event_id));
+    /// A `GET` resumed a stream from `last_event_id`: the request whose stream was
+    /// lost there, if one was, and its record is marked resumed (invariant 3).
+    /// Servers should give the events of every stream ids of their own; of streams
+    /// lost at the same id, the first lost is taken as resumed first.
+    fn resumed_from(&self, last_event_id: &str) -> Option<Answering> {
+        let mut state = lock(&self.state);
+        let record = state.records.iter_mut().find(|record| {
+            record.lost.is_some() && record.last_event_id.as_deref() == Some(last_event_id)
+        })?;
+        record.lost = None;
+        tracing::debug!(server = &*self.server, id = %record.request.id, last_event_id, "a response stream was resumed");
+        Some(record.request.clone())
     }
 
     /// Whether a `GET` of `session`'s own stream without an event id opens it
@@ -247,6 +272,22 @@ impl Streams {
         false
     }
 
+    fn lose(&self, request: Answering, lost: Lost) {
+        tracing::debug!(server = &*self.server, id = %request.id, broke = ?lost.broke.as_ref().map(ToString::to_string), "a response stream ended before its answer");
+        let mut state = lock(&self.state);
+        state
+            .records
+            .retain(|record| record.request.id != request.id);
+        if state.records.len() == MAX_LOST {
+            state.records.pop_front();
+        }
+        state.records.push_back(Record {
+            request,
+            last_event_id: lost.last_event_id.clone(),
+            lost: Some(lost),
+        });
+    }
+
     /// Pauses between attempts to resume a stream from `first` (doubling) up to
     /// `longest`, rather than [`FIRST_PAUSE`] up to [`MAX_PAUSE`].
     #[cfg(test)]
@@ -254,39 +295,36 @@ impl Streams {
         lock(&self.state).pauses = Pauses { first, longest };
     }
 
-    fn lose(&self, id: RequestId, lost: Lost) {
-        tracing::debug!(server = &*self.server, %id, broke = ?lost.broke.as_ref().map(ToString::to_string), "a response stream ended before its answer");
-        let mut state = lock(&self.state);
-        if state.lost.len() == MAX_LOST {
-            state.lost.pop_front();
-        }
-        state.lost.push_back((id, lost));
-    }
-
-    /// `events`, the response stream of request `id`, watched: if it breaks or ends
-    /// before the request's answer, that is recorded (invariant 3).
+    /// `events`, a response stream of `request` (resumed after the event id `from`,
+    /// if it was), watched: if it breaks or ends before the request's answer, that is
+    /// recorded (invariant 3).
     pub(crate) fn watch<S>(
         self: &Arc<Self>,
-        id: RequestId,
+        request: Answering,
+        from: Option<String>,
         events: S,
     ) -> impl Stream<Item = Result<Sse, SseError>> + Send + 'static
     where
         S: Stream<Item = Result<Sse, SseError>> + Send + 'static,
     {
         let streams = self.clone();
-        let mut pending = Some(id);
-        let mut last_event_id = None;
+        let mut pending = Some(request);
+        let mut last_event_id = from;
         events
             .map(Some)
             .chain(futures::stream::once(std::future::ready(None)))
             .filter_map(move |event| {
                 let passed = match (&event, pending.as_ref()) {
                     (_, None) => event,
-                    (Some(Ok(sse)), Some(id)) => {
+                    (Some(Ok(sse)), Some(request)) => {
                         if let Some(event_id) = &sse.id {
                             last_event_id = Some(event_id.clone());
                         }
-                        if sse.data.as_deref().is_some_and(|data| answers(data, id)) {
+                        if sse
+                            .data
+                            .as_deref()
+                            .is_some_and(|data| answers(data, &request.id))
+                        {
                             pending = None;
                         }
                         event
@@ -294,11 +332,11 @@ impl Streams {
                     (Some(Err(error)), Some(_)) => {
                         // An event over the limit is answered, not lost.
                         if let Some(broke) = broken(&streams.server, error) {
-                            let id = pending.take().expect("checked above");
+                            let request = pending.take().expect("checked above");
                             let broke = Some(broke);
                             let last_event_id = last_event_id.take();
                             streams.lose(
-                                id,
+                                request,
                                 Lost {
                                     broke,
                                     last_event_id,
@@ -308,10 +346,10 @@ impl Streams {
                         event
                     }
                     (None, Some(_)) => {
-                        let id = pending.take().expect("checked above");
+                        let request = pending.take().expect("checked above");
                         let last_event_id = last_event_id.take();
                         streams.lose(
-                            id,
+                            request,
                             Lost {
                                 broke: None,
                                 last_event_id,
@@ -328,7 +366,9 @@ impl Streams {
 impl SplicingHttpClient {
     /// `result`, of a `GET` of `session` that opens an event stream (a session's own,
     /// or one that resumes a response stream from `last_event_id`), classified, and
-    /// noted in [`Streams`] when it resumes a stream (invariant 1). A status that is
+    /// noted in [`Streams`] when it resumes a stream (invariant 1). The stream of a
+    /// request goes through the steps of its first ([`Self::answering`], `limit` the
+    /// size of the largest event read); any other is made readable. A status that is
     /// not a success is one of the server's answers: rmcp's client reports `429` and
     /// `5xx` with an error of its own, any other as an error of the HTTP client (it
     /// reads no body of either).
@@ -340,6 +380,7 @@ impl SplicingHttpClient {
         >,
         session: Option<&Arc<str>>,
         last_event_id: Option<&str>,
+        limit: usize,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
         let result = result.map_err(|error| match error {
             StreamableHttpError::Client(error) if let Some(status) = error.status() => {
@@ -367,12 +408,15 @@ impl SplicingHttpClient {
         if last_event_id.is_some() || self.streams.reopens(session) {
             self.streams.resumed(&result);
         }
-        if result.is_ok()
-            && let Some(last_event_id) = last_event_id
-        {
-            self.streams.resumed_from(last_event_id);
-        }
-        result
+        let events = result?;
+        let request = last_event_id.and_then(|from| self.streams.resumed_from(from));
+        Ok(match request {
+            Some(request) => {
+                let from = last_event_id.map(str::to_owned);
+                self.answering(request, events, limit, from)
+            }
+            None => refused::readable_events(events, self.server.clone(), None).boxed(),
+        })
     }
 }
 
@@ -397,16 +441,24 @@ fn mendable(failure: &HttpFailure) -> bool {
 }
 
 /// Why the client's read of a response stream failed with `error`; `None` when the
-/// stream did not break (an event over the limit, which the transport answers).
+/// stream did not break (an event over the limit, which the transport answers), or
+/// when nothing says how.
 fn broken(server: &str, error: &SseError) -> Option<HttpFailure> {
     let SseError::Body(source) = error else {
         return None;
     };
-    source
+    // A `POST`'s stream: the HTTP client's error in an I/O error (see
+    // `super::events::bounded_events`).
+    if let Some(error) = source
         .downcast_ref::<std::io::Error>()
         .and_then(std::io::Error::get_ref)
         .and_then(|inner| inner.downcast_ref::<reqwest::Error>())
-        .map(|error| classify(server, error))
+    {
+        return Some(classify(server, error));
+    }
+    // A `GET`'s stream, read by rmcp's client: its own error, whose `source` is the
+    // HTTP client's first cause.
+    from_causes(server, source.source(), false)
 }
 
 /// Whether `data`, one event's, is the answer to request `id`.

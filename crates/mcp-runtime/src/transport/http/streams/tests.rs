@@ -86,63 +86,109 @@ fn a_failure_another_attempt_cannot_mend_stops_resuming_at_once() {
     assert_eq!(streams.resumption_failure().map(|f| f.to_string()), None);
 }
 
-#[test]
-fn a_stream_lost_before_its_answer_is_recorded_until_taken() {
+fn request(id: i64) -> Answering {
+    Answering {
+        id: RequestId::Number(id),
+        raw: None,
+    }
+}
+
+/// The events `events` passes through the watch of `request`'s stream, resumed
+/// after `from` if it was.
+fn read(streams: &Arc<Streams>, request: i64, from: Option<&str>, events: Vec<Sse>) -> usize {
     use futures::StreamExt as _;
-    let streams = Streams::new("web");
-    let id = RequestId::Number(7);
-    let answer = |id: i64| Sse {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let events = futures::stream::iter(events.into_iter().map(Ok));
+    let watched = streams.watch(self::request(request), from.map(str::to_owned), events);
+    runtime.block_on(watched.count())
+}
+
+fn answer(id: i64) -> Sse {
+    Sse {
         data: Some(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)),
         ..Sse::default()
-    };
+    }
+}
+
+fn primed(id: &str) -> Sse {
+    Sse {
+        id: Some(id.into()),
+        ..Sse::default()
+    }
+}
+
+#[test]
+fn a_stream_lost_before_its_answer_is_recorded_until_taken() {
+    let streams = Streams::new("web");
+    let id = RequestId::Number(7);
     let progress = Sse {
         data: Some(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}"#.into()),
         ..Sse::default()
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    let read = |events: Vec<Sse>| {
-        let events = futures::stream::iter(events.into_iter().map(Ok));
-        runtime.block_on(streams.watch(id.clone(), events).count())
-    };
     // Answered (another request's answer does not count): nothing recorded.
-    assert_eq!(read(vec![progress.clone(), answer(8), answer(7)]), 3);
+    assert_eq!(
+        read(
+            &streams,
+            7,
+            None,
+            vec![progress.clone(), answer(8), answer(7)]
+        ),
+        3
+    );
     assert!(streams.take_lost(&id).is_none());
     // Ended before the answer.
-    assert_eq!(read(vec![progress, answer(8)]), 2);
+    assert_eq!(read(&streams, 7, None, vec![progress, answer(8)]), 2);
     let lost = streams.take_lost(&id).expect("recorded");
     assert!(lost.broke.is_none(), "the server ended it");
     assert!(!lost.resumable());
     assert!(streams.take_lost(&id).is_none(), "taken once");
-    // Ended after an event with an id, then resumed from it: not lost.
-    let primed = Sse {
-        id: Some("e-1".into()),
-        ..Sse::default()
-    };
-    read(vec![primed]);
-    streams.resumed_from("e-2");
-    streams.resumed_from("e-1");
-    assert!(streams.take_lost(&id).is_none(), "resumed");
 }
 
 #[test]
-fn at_most_a_bounded_number_of_lost_streams_is_kept() {
+fn a_resumed_stream_is_not_lost_until_it_is_lost_again() {
     let streams = Streams::new("web");
-    for n in 0..(MAX_LOST as i64 + 10) {
-        let lost = Lost {
-            broke: None,
-            last_event_id: None,
-        };
-        streams.lose(RequestId::Number(n), lost);
-    }
-    assert_eq!(lock(&streams.state).lost.len(), MAX_LOST);
-    assert!(streams.take_lost(&RequestId::Number(0)).is_none());
+    let id = RequestId::Number(7);
+    read(&streams, 7, None, vec![primed("e-1")]);
     assert!(
-        streams
-            .take_lost(&RequestId::Number(MAX_LOST as i64 + 9))
-            .is_some()
+        streams.resumed_from("e-2").is_none(),
+        "no stream was lost there"
     );
+    let resumed = streams.resumed_from("e-1").expect("the stream lost there");
+    assert_eq!(resumed.id, id);
+    assert!(streams.resumed_from("e-1").is_none(), "resumed once");
+
+    // Lost again, after no new event: from the id it was resumed after.
+    read(&streams, 7, Some("e-1"), vec![]);
+    assert!(streams.resumed_from("e-1").is_some(), "lost again at `e-1`");
+    // Lost again after a new event: from that one.
+    read(&streams, 7, Some("e-1"), vec![primed("e-2")]);
+    let lost = streams.take_lost(&id).expect("lost again");
+    assert_eq!(lost.last_event_id.as_deref(), Some("e-2"));
+    assert!(streams.take_lost(&id).is_none(), "one record a request");
+
+    // Resumed, then taken: not lost (the deadline passed after the resumption).
+    read(&streams, 7, None, vec![primed("e-3")]);
+    streams.resumed_from("e-3").unwrap();
+    assert!(streams.take_lost(&id).is_none(), "resumed, not lost");
+    assert!(streams.resumed_from("e-3").is_none(), "the record is gone");
+}
+
+#[test]
+fn of_streams_lost_at_the_same_event_id_the_first_lost_is_resumed_first() {
+    let streams = Streams::new("web");
+    read(&streams, 1, None, vec![primed("same")]);
+    read(&streams, 2, None, vec![primed("same")]);
+    assert_eq!(
+        streams.resumed_from("same").unwrap().id,
+        RequestId::Number(1)
+    );
+    assert_eq!(
+        streams.resumed_from("same").unwrap().id,
+        RequestId::Number(2)
+    );
+    assert!(streams.resumed_from("same").is_none());
 }
 
 #[test]
@@ -154,6 +200,25 @@ fn only_a_get_that_opens_a_sessions_stream_again_resumes_it() {
     assert!(streams.reopens(Some(&first)));
     assert!(!streams.reopens(Some(&second)), "a new session's first");
     assert!(streams.reopens(Some(&second)));
+}
+
+#[test]
+fn at_most_a_bounded_number_of_lost_streams_is_kept() {
+    let streams = Streams::new("web");
+    for n in 0..(MAX_LOST as i64 + 10) {
+        let lost = Lost {
+            broke: None,
+            last_event_id: None,
+        };
+        streams.lose(request(n), lost);
+    }
+    assert_eq!(lock(&streams.state).records.len(), MAX_LOST);
+    assert!(streams.take_lost(&RequestId::Number(0)).is_none());
+    assert!(
+        streams
+            .take_lost(&RequestId::Number(MAX_LOST as i64 + 9))
+            .is_some()
+    );
 }
 
 /// Whether a `GET` of `session`'s stream at `uri` (from the event id `from`) failed.
