@@ -15,10 +15,10 @@
 //! do: `401`/`403` (authorization), `404` (no endpoint), `405` to a `POST` (a legacy
 //! HTTP+SSE server), any other status with an excerpt of its body, a refused
 //! connection, a host name that does not resolve (known by this module's resolver),
-//! a failed TLS handshake, a timeout. `GET` streams and `DELETE` stay rmcp's; only
-//! their network failures are classified the same way, and a `GET` that resumes a
-//! request's answer stream has its events go through the steps of the first
-//! stream's ([`events`]).
+//! a failed TLS handshake, a timeout. A `GET` that opens an event stream is sent
+//! here too ([`get`]), so that its events go through the same steps as a `POST`'s
+//! ([`events`]); `DELETE` stays rmcp's, only its network failures classified the
+//! same way.
 //!
 //! How long rmcp resumes an event stream that broke is the client's to bound, and
 //! what the client learns from the server's answers (that it is gone, how a
@@ -71,13 +71,14 @@ use sse_stream::{Sse, SseStream};
 
 mod events;
 mod failure;
+mod get;
 mod oauth;
 pub(crate) use self::oauth::{OAuthLogin, OAuthStore, resolve_oauth};
 mod network;
 mod streams;
-#[cfg(test)]
-pub(crate) use self::streams::MAX_FAILED_RESUMPTIONS;
 pub(crate) use self::streams::{Lost, Streams};
+#[cfg(test)]
+pub(crate) use self::streams::{MAX_FAILED_RESUMPTIONS, MAX_FRUITLESS_RESUMPTIONS};
 
 use self::events::{Answering, bounded_events, text_events};
 use self::failure::{Resolver, from_rmcp};
@@ -594,24 +595,15 @@ impl StreamableHttpClient for SplicingHttpClient {
         max_sse_event_size: usize,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
         let auth_header = self.oauth_header(auth_header).await?;
-        let resuming = last_event_id.clone();
-        let result = self
-            .client
-            .get_stream_with_max_sse_event_size(
-                uri,
-                session_id.clone(),
-                last_event_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await;
-        self.opened(
-            result,
-            session_id.as_ref(),
-            resuming.as_deref(),
+        self.get(
+            &uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
             max_sse_event_size,
         )
+        .await
     }
 }
 
@@ -642,27 +634,17 @@ impl Post<'_> {
     /// a session-less `server/discover` ([`discover_rejection`]).
     async fn send(self, body: Vec<u8>) -> HttpResult<StreamableHttpPostResponse> {
         let server = self.server;
-        let mut request = self
+        let request = self
             .client
             .post(self.uri)
-            .header(header::ACCEPT, format!("{EVENT_STREAM}, {JSON}"))
             .header(header::CONTENT_TYPE, JSON)
             .body(body);
-        if let Some(token) = self.auth_header {
-            request = request.bearer_auth(token);
-        }
-        for (name, value) in self.custom_headers {
-            // As rmcp's client: the headers the protocol sets cannot be configured.
-            if RESERVED_HEADERS.contains(&name.as_str()) {
-                return Err(StreamableHttpError::ReservedHeaderConflict(
-                    name.to_string(),
-                ));
-            }
-            request = request.header(name, value);
-        }
-        if let Some(session_id) = &self.session_id {
-            request = request.header(SESSION_ID_HEADER, session_id.as_ref());
-        }
+        let request = with_headers(
+            request,
+            self.session_id.as_deref(),
+            self.auth_header,
+            self.custom_headers,
+        )?;
         let response = request
             .send()
             .await
@@ -777,6 +759,33 @@ impl Post<'_> {
 /// revision, cannot name it (the Python SDK writes `"server-error"`), and rmcp's
 /// startup takes an error that names another id for a broken server rather than for
 /// a server of another era.
+/// `request` with the headers every request to the server carries: what it
+/// accepts, the session's id, the bearer token and the configured headers. As in
+/// rmcp's client, the headers the protocol sets cannot be configured.
+fn with_headers(
+    request: reqwest::RequestBuilder,
+    session: Option<&str>,
+    auth_header: Option<String>,
+    custom_headers: HashMap<HeaderName, HeaderValue>,
+) -> HttpResult<reqwest::RequestBuilder> {
+    let mut request = request.header(header::ACCEPT, format!("{EVENT_STREAM}, {JSON}"));
+    if let Some(session) = session {
+        request = request.header(SESSION_ID_HEADER, session);
+    }
+    if let Some(token) = auth_header {
+        request = request.bearer_auth(token);
+    }
+    for (name, value) in custom_headers {
+        if RESERVED_HEADERS.contains(&name.as_str()) {
+            return Err(StreamableHttpError::ReservedHeaderConflict(
+                name.to_string(),
+            ));
+        }
+        request = request.header(name, value);
+    }
+    Ok(request)
+}
+
 fn discover_rejection(
     id: RequestId,
     status: reqwest::StatusCode,

@@ -191,6 +191,11 @@ enum Resumed {
     /// The first time with an event stream whose one event has the id `e-2` and no
     /// data, which then breaks as the first did; every later time with `503`.
     BreaksAgain,
+    /// With an event stream that breaks before any event, every time.
+    BreaksAtOnce,
+    /// With an event stream whose one event holds the call's answer with a byte that
+    /// is not UTF-8 outside its result, then stays open.
+    NotText,
 }
 
 /// What the breaking server was sent, besides the start and the call.
@@ -202,12 +207,12 @@ enum Seen {
     Answer(String),
 }
 
+/// The head of an answer that is an event stream.
+const EVENT_STREAM_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+
 /// An event stream's head, and `events` as one chunk of its body.
 fn event_stream(events: &str) -> String {
-    format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n{:x}\r\n{events}\r\n",
-        events.len()
-    )
+    format!("{EVENT_STREAM_HEAD}{:x}\r\n{events}\r\n", events.len())
 }
 
 /// The end of a chunked body.
@@ -263,6 +268,18 @@ async fn breaking_server(resumed: Resumed) -> (String, mpsc::UnboundedReceiver<S
                         }
                         Resumed::BreaksAgain if again => unavailable.to_owned(),
                         Resumed::BreaksAgain => event_stream("id: e-2\ndata: \n\n"),
+                        Resumed::BreaksAtOnce => EVENT_STREAM_HEAD.to_owned(),
+                        Resumed::NotText => {
+                            let id = call_id.lock().unwrap().to_string();
+                            let answer = format!(
+                                r#"data: {{"note":"caf?","jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#
+                            );
+                            let mut bytes = event_stream(&format!("{answer}\n\n")).into_bytes();
+                            let at = bytes.iter().position(|&byte| byte == b'?').unwrap();
+                            bytes[at] = 0xFF;
+                            let _ = socket.write_all(&bytes).await;
+                            return std::future::pending().await;
+                        }
                     };
                     let _ = socket.write_all(response.as_bytes()).await;
                     return;
@@ -506,4 +523,50 @@ async fn a_batch_or_an_unusable_answer_on_a_resumed_stream_is_read_at_once() {
         }
         connection.shutdown().await;
     }
+}
+
+#[tokio::test]
+async fn an_answer_not_utf8_on_a_resumed_stream_is_refused_at_once_showing_it() {
+    let (url, mut seeing) = breaking_server(Resumed::NotText).await;
+    let connection = connect_to(&url).await;
+    let Ok(answered) =
+        tokio::time::timeout(AT_ONCE, connection.call_plain("t", CALL_TIMEOUT)).await
+    else {
+        panic!("no answer came");
+    };
+    let error = crate::error::chain(&answered.expect_err("the answer cannot be used"));
+    assert!(
+        error.starts_with("tool `t` on server `web` failed: server `web` sent an answer that is not valid UTF-8 (from byte 12), which JSON-RPC requires: `{\"note\":\"caf\\xFF\",\"jsonrpc\":\"2.0\""),
+        "{error}"
+    );
+    assert_eq!(
+        all_seen(&mut seeing),
+        [Seen::Resuming("e-1".into())],
+        "one attempt"
+    );
+    connection.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_stream_lost_again_each_time_it_is_resumed_is_resumed_a_bounded_number_of_times() {
+    let (url, mut seeing) = breaking_server(Resumed::BreaksAtOnce).await;
+    let connection = impatient(&url).await;
+    let Ok(answered) =
+        tokio::time::timeout(AT_ONCE, connection.call_plain("t", CALL_TIMEOUT)).await
+    else {
+        panic!("no answer came");
+    };
+    assert_eq!(
+        crate::error::chain(&answered.expect_err("the answer never comes")),
+        "tool `t` on server `web` failed: the server's event stream ended before the answer, and resuming it failed: server `web` closed the connection before its answer was complete (check that it is still running)"
+    );
+    let resuming = || Seen::Resuming("e-1".into());
+    assert_eq!(
+        all_seen(&mut seeing),
+        [resuming(), resuming(), resuming()],
+        "no more attempts than the bound"
+    );
+    assert_eq!(http::MAX_FRUITLESS_RESUMPTIONS, 3);
+    assert!(!connection.has_ended(), "the server answered every request");
+    connection.shutdown().await;
 }

@@ -56,45 +56,15 @@ struct NotResolved {
 /// a timeout or another connection failure. The client's own message is not used: it names the
 /// URL (which may carry a secret) and its sources name internals.
 pub(crate) fn classify(server: &str, error: &reqwest::Error) -> HttpFailure {
+    let server = server.to_owned();
     if error.is_timeout() {
-        return HttpFailure::Timeout {
-            server: server.to_owned(),
-        };
+        return HttpFailure::Timeout { server };
     }
-    if let Some(failure) = from_causes(server, std::error::Error::source(error), error.is_connect())
-    {
-        return failure;
-    }
-    let server = server.to_owned();
-    let description = if error.is_connect() {
-        "the connection failed"
-    } else if error.is_body() || error.is_decode() {
-        "reading the answer failed"
-    } else {
-        "the request failed"
-    };
-    HttpFailure::Connection {
-        server,
-        description: description.to_owned(),
-    }
-}
-
-/// What the causes of an HTTP client's error, from `first` on, say of the
-/// connection to `server` (see [`classify`]), when they say what [`classify`] names;
-/// `connecting` when the error is of the connection's making. Also for an error
-/// that hides the client's own (rmcp's client wraps it so that its `source` is the
-/// client's first cause).
-pub(crate) fn from_causes(
-    server: &str,
-    first: Option<&(dyn std::error::Error + 'static)>,
-    connecting: bool,
-) -> Option<HttpFailure> {
-    let server = server.to_owned();
-    let mut source = first;
+    let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
         if let Some(NotResolved { host }) = cause.downcast_ref() {
             let host = host.clone();
-            return Some(HttpFailure::Dns { server, host });
+            return HttpFailure::Dns { server, host };
         }
         // The server closed the connection without an answer: the HTTP client's own
         // error, with no I/O error inside.
@@ -102,7 +72,7 @@ pub(crate) fn from_causes(
             .downcast_ref::<hyper::Error>()
             .is_some_and(hyper::Error::is_incomplete_message)
         {
-            return Some(HttpFailure::Closed { server });
+            return HttpFailure::Closed { server };
         }
         if let Some(io) = cause.downcast_ref::<std::io::Error>() {
             #[cfg(feature = "tls")]
@@ -111,25 +81,23 @@ pub(crate) fn from_causes(
                 .and_then(|inner| inner.downcast_ref::<rustls::Error>())
                 .and_then(certificate::problem)
             {
-                return Some(HttpFailure::Certificate { server, problem });
+                return HttpFailure::Certificate { server, problem };
             }
             match io.kind() {
-                std::io::ErrorKind::ConnectionRefused => {
-                    return Some(HttpFailure::Refused { server });
-                }
+                std::io::ErrorKind::ConnectionRefused => return HttpFailure::Refused { server },
                 std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
-                    return Some(HttpFailure::Reset { server });
+                    return HttpFailure::Reset { server };
                 }
                 // The end of the connection where the answer goes on (a body cut
                 // short), or a write to a connection the server closed.
                 std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::BrokenPipe => {
-                    return Some(HttpFailure::Closed { server });
+                    return HttpFailure::Closed { server };
                 }
-                std::io::ErrorKind::TimedOut => return Some(HttpFailure::Timeout { server }),
+                std::io::ErrorKind::TimedOut => return HttpFailure::Timeout { server },
                 // The TLS stream reports a failed handshake (a record that is not
                 // TLS, a certificate refused) as invalid data.
-                std::io::ErrorKind::InvalidData if connecting => {
-                    return Some(HttpFailure::Tls { server });
+                std::io::ErrorKind::InvalidData if error.is_connect() => {
+                    return HttpFailure::Tls { server };
                 }
                 _ => {}
             }
@@ -142,7 +110,17 @@ pub(crate) fn from_causes(
         }
         source = cause.source();
     }
-    None
+    let description = if error.is_connect() {
+        "the connection failed"
+    } else if error.is_body() || error.is_decode() {
+        "reading the answer failed"
+    } else {
+        "the request failed"
+    };
+    HttpFailure::Connection {
+        server,
+        description: description.to_owned(),
+    }
 }
 
 /// The verifier's reason (`UnknownIssuer`, `CaUsedAsEndEntity`…) when `error`, from

@@ -37,6 +37,10 @@
 //!    that id: if it too is lost before the answer, the record says so again. At
 //!    most [`MAX_LOST`] records are kept, so that of a request nobody asks about (a
 //!    listen stream's) is dropped in time.
+//! 4. A stream resumed and lost again before any event came, [`MAX_FRUITLESS_RESUMPTIONS`]
+//!    times in a row, is not resumed again ([`Streams::exhausted`]): rmcp opens a
+//!    stream that breaks again at once, and ends none that the server keeps ending,
+//!    whatever the attempts before; the count is what bounds those.
 
 use std::{
     collections::VecDeque,
@@ -44,7 +48,7 @@ use std::{
     time::Duration,
 };
 
-use futures::{Stream, StreamExt, stream::BoxStream};
+use futures::{Stream, StreamExt};
 use rmcp::{
     model::RequestId,
     transport::{
@@ -56,13 +60,8 @@ use serde::Deserialize;
 use sse_stream::Sse;
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    HttpResult, SplicingHttpClient, classify,
-    events::Answering,
-    failure::{from_causes, from_rmcp},
-    status_failure,
-};
-use crate::{error::HttpFailure, sync::lock, transport::refused};
+use super::{HttpResult, classify, events::Answering};
+use crate::{error::HttpFailure, sync::lock};
 
 /// How many attempts in a row to resume one stream may fail (invariant 2).
 pub(crate) const MAX_FAILED_RESUMPTIONS: usize = 3;
@@ -71,6 +70,9 @@ pub(crate) const MAX_FAILED_RESUMPTIONS: usize = 3;
 pub(crate) const FIRST_PAUSE: Duration = Duration::from_secs(1);
 /// The longest pause between two attempts to resume a stream.
 pub(crate) const MAX_PAUSE: Duration = Duration::from_secs(4);
+/// How many times in a row a request's stream may be resumed and lost again before
+/// any event came (invariant 4).
+pub(crate) const MAX_FRUITLESS_RESUMPTIONS: usize = MAX_FAILED_RESUMPTIONS;
 /// How many records of lost response streams are kept (invariant 3).
 const MAX_LOST: usize = 64;
 
@@ -125,6 +127,9 @@ struct Record {
     lost: Option<Lost>,
     /// The event id it was last lost, or resumed, after.
     last_event_id: Option<String>,
+    /// How many times in a row it was resumed and lost again before any event came
+    /// (invariant 4).
+    fruitless: usize,
 }
 
 /// A failed attempt to resume a stream.
@@ -248,7 +253,7 @@ impl Streams {
     /// lost there, if one was, and its record is marked resumed (invariant 3).
     /// Servers should give the events of every stream ids of their own; of streams
     /// lost at the same id, the first lost is taken as resumed first.
-    fn resumed_from(&self, last_event_id: &str) -> Option<Answering> {
+    pub(super) fn resumed_from(&self, last_event_id: &str) -> Option<Answering> {
         let mut state = lock(&self.state);
         let record = state.records.iter_mut().find(|record| {
             record.lost.is_some() && record.last_event_id.as_deref() == Some(last_event_id)
@@ -260,7 +265,7 @@ impl Streams {
 
     /// Whether a `GET` of `session`'s own stream without an event id opens it
     /// again, rather than for the first time (invariant 1).
-    fn reopens(&self, session: Option<&Arc<str>>) -> bool {
+    pub(super) fn reopens(&self, session: Option<&Arc<str>>) -> bool {
         let Some(session) = session else {
             return false;
         };
@@ -272,12 +277,46 @@ impl Streams {
         false
     }
 
-    fn lose(&self, request: Answering, lost: Lost) {
+    /// Why the stream lost at `last_event_id` may not be resumed again, when it was
+    /// resumed and lost again before any event too many times in a row (invariant
+    /// 4): the failure that ended the last one (a close, when the server ended it),
+    /// kept as an attempt's that another cannot mend.
+    pub(super) fn exhausted(&self, last_event_id: &str) -> Option<HttpFailure> {
+        let mut state = lock(&self.state);
+        let record = state.records.iter().find(|record| {
+            record.lost.is_some() && record.last_event_id.as_deref() == Some(last_event_id)
+        })?;
+        if record.fruitless < MAX_FRUITLESS_RESUMPTIONS {
+            return None;
+        }
+        let failure = record
+            .lost
+            .as_ref()
+            .and_then(|lost| lost.broke.clone())
+            .unwrap_or_else(|| HttpFailure::Closed {
+                server: self.server.to_string(),
+            });
+        tracing::debug!(server = &*self.server, id = %record.request.id, last_event_id, "a response stream lost again each time it was resumed is not resumed again");
+        state.resumption = Some(Failed {
+            failure: Some(failure.clone()),
+            mendable: false,
+        });
+        Some(failure)
+    }
+
+    /// Records that `request`'s stream was `lost`, after events came on it since it
+    /// was opened or resumed when `progressed` (invariant 3).
+    fn lose(&self, request: Answering, lost: Lost, progressed: bool) {
         tracing::debug!(server = &*self.server, id = %request.id, broke = ?lost.broke.as_ref().map(ToString::to_string), "a response stream ended before its answer");
         let mut state = lock(&self.state);
-        state
+        let at = state
             .records
-            .retain(|record| record.request.id != request.id);
+            .iter()
+            .position(|record| record.request.id == request.id);
+        let fruitless = match at.and_then(|at| state.records.remove(at)) {
+            Some(resumed) if resumed.lost.is_none() && !progressed => resumed.fruitless + 1,
+            _ => 0,
+        };
         if state.records.len() == MAX_LOST {
             state.records.pop_front();
         }
@@ -285,6 +324,7 @@ impl Streams {
             request,
             last_event_id: lost.last_event_id.clone(),
             lost: Some(lost),
+            fruitless,
         });
     }
 
@@ -310,6 +350,7 @@ impl Streams {
         let streams = self.clone();
         let mut pending = Some(request);
         let mut last_event_id = from;
+        let mut progressed = false;
         events
             .map(Some)
             .chain(futures::stream::once(std::future::ready(None)))
@@ -317,6 +358,7 @@ impl Streams {
                 let passed = match (&event, pending.as_ref()) {
                     (_, None) => event,
                     (Some(Ok(sse)), Some(request)) => {
+                        progressed = true;
                         if let Some(event_id) = &sse.id {
                             last_event_id = Some(event_id.clone());
                         }
@@ -341,6 +383,7 @@ impl Streams {
                                     broke,
                                     last_event_id,
                                 },
+                                progressed,
                             );
                         }
                         event
@@ -354,69 +397,13 @@ impl Streams {
                                 broke: None,
                                 last_event_id,
                             },
+                            progressed,
                         );
                         None
                     }
                 };
                 std::future::ready(passed)
             })
-    }
-}
-
-impl SplicingHttpClient {
-    /// `result`, of a `GET` of `session` that opens an event stream (a session's own,
-    /// or one that resumes a response stream from `last_event_id`), classified, and
-    /// noted in [`Streams`] when it resumes a stream (invariant 1). The stream of a
-    /// request goes through the steps of its first ([`Self::answering`], `limit` the
-    /// size of the largest event read); any other is made readable. A status that is
-    /// not a success is one of the server's answers: rmcp's client reports `429` and
-    /// `5xx` with an error of its own, any other as an error of the HTTP client (it
-    /// reads no body of either).
-    pub(super) fn opened(
-        &self,
-        result: Result<
-            BoxStream<'static, Result<Sse, SseError>>,
-            StreamableHttpError<reqwest::Error>,
-        >,
-        session: Option<&Arc<str>>,
-        last_event_id: Option<&str>,
-        limit: usize,
-    ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
-        let result = result.map_err(|error| match error {
-            StreamableHttpError::Client(error) if let Some(status) = error.status() => {
-                StreamableHttpError::Client(match status.as_u16() {
-                    // With a session, a `404` says that the session is gone, not that
-                    // there is no endpoint.
-                    404 => HttpFailure::Status {
-                        server: self.server.to_string(),
-                        status: 404,
-                        body_excerpt: String::new(),
-                    },
-                    _ => status_failure(&self.server, status, b"", false, None),
-                })
-            }
-            StreamableHttpError::HttpStatus(status) => {
-                StreamableHttpError::Client(HttpFailure::Status {
-                    server: self.server.to_string(),
-                    status: status.status,
-                    body_excerpt: String::new(),
-                })
-            }
-            error => from_rmcp(&self.server, error),
-        });
-        let result = self.through_proxy(result);
-        if last_event_id.is_some() || self.streams.reopens(session) {
-            self.streams.resumed(&result);
-        }
-        let events = result?;
-        let request = last_event_id.and_then(|from| self.streams.resumed_from(from));
-        Ok(match request {
-            Some(request) => {
-                let from = last_event_id.map(str::to_owned);
-                self.answering(request, events, limit, from)
-            }
-            None => refused::readable_events(events, self.server.clone(), None).boxed(),
-        })
     }
 }
 
@@ -441,24 +428,17 @@ fn mendable(failure: &HttpFailure) -> bool {
 }
 
 /// Why the client's read of a response stream failed with `error`; `None` when the
-/// stream did not break (an event over the limit, which the transport answers), or
-/// when nothing says how.
+/// stream did not break (an event over the limit, which the transport answers).
 fn broken(server: &str, error: &SseError) -> Option<HttpFailure> {
     let SseError::Body(source) = error else {
         return None;
     };
-    // A `POST`'s stream: the HTTP client's error in an I/O error (see
-    // `super::events::bounded_events`).
-    if let Some(error) = source
+    // The HTTP client's error in an I/O error (see `super::events::bounded_events`).
+    source
         .downcast_ref::<std::io::Error>()
         .and_then(std::io::Error::get_ref)
         .and_then(|inner| inner.downcast_ref::<reqwest::Error>())
-    {
-        return Some(classify(server, error));
-    }
-    // A `GET`'s stream, read by rmcp's client: its own error, whose `source` is the
-    // HTTP client's first cause.
-    from_causes(server, source.source(), false)
+        .map(|error| classify(server, error))
 }
 
 /// Whether `data`, one event's, is the answer to request `id`.

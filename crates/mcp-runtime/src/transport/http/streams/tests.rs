@@ -3,7 +3,10 @@ use std::collections::HashMap;
 use rmcp::transport::streamable_http_client::StreamableHttpClient as _;
 
 use super::*;
-use crate::transport::http::tests::{client, ending_without_an_answer};
+use crate::transport::http::{
+    SplicingHttpClient,
+    tests::{client, ending_without_an_answer},
+};
 
 fn refused() -> HttpFailure {
     HttpFailure::Refused {
@@ -210,7 +213,7 @@ fn at_most_a_bounded_number_of_lost_streams_is_kept() {
             broke: None,
             last_event_id: None,
         };
-        streams.lose(request(n), lost);
+        streams.lose(request(n), lost, false);
     }
     assert_eq!(lock(&streams.state).records.len(), MAX_LOST);
     assert!(streams.take_lost(&RequestId::Number(0)).is_none());
@@ -270,5 +273,38 @@ async fn only_a_get_that_resumes_a_stream_may_find_the_server_gone() {
             resuming.streams.ended().is_cancelled(),
             "a GET from an event id resumes a stream (reset: {reset})"
         );
+    }
+}
+
+#[test]
+fn a_stream_lost_again_before_any_event_each_time_it_is_resumed_is_not_resumed_again() {
+    let streams = Streams::new("web");
+    let id = RequestId::Number(7);
+    read(&streams, 7, None, vec![primed("e-1")]);
+    for _ in 0..MAX_FRUITLESS_RESUMPTIONS {
+        assert_eq!(streams.exhausted("e-1").map(|f| f.to_string()), None);
+        streams.resumed_from("e-1").expect("lost there");
+        read(&streams, 7, Some("e-1"), vec![]);
+    }
+    let failure = streams.exhausted("e-1").expect("resumed enough");
+    assert!(matches!(failure, HttpFailure::Closed { .. }), "{failure:?}");
+    assert_eq!(
+        streams.resumption_failure().map(|f| f.to_string()),
+        Some(failure.to_string()),
+        "kept as the last attempt's"
+    );
+    assert!(streams.take_lost(&id).is_some(), "still lost");
+
+    // An event on a resumed stream starts the count again.
+    read(&streams, 8, None, vec![primed("f-1")]);
+    for round in 0..(2 * MAX_FRUITLESS_RESUMPTIONS) {
+        streams.resumed_from("f-1").expect("lost there");
+        let events = if round % 2 == 0 {
+            vec![]
+        } else {
+            vec![answer(9)]
+        };
+        read(&streams, 8, Some("f-1"), events);
+        assert!(streams.exhausted("f-1").is_none(), "round {round}");
     }
 }
