@@ -27,7 +27,8 @@
 //! sees them: rmcp then answers `404`, as for a session that expired.
 //!
 //! With `--future` every answer's body is rewritten frame by frame, its markers
-//! replaced ([`crate::future::rewrite_body`]).
+//! replaced ([`crate::future::rewrite_body`]). With `--mangle-answer` the answer to
+//! a method named there is sent spoiled ([`mangled`]).
 //!
 //! Closing a request's response stream is how a 2026-07-28 client cancels the
 //! request. When the client closes the answer to a POSTed request before its
@@ -61,11 +62,16 @@ use rmcp::transport::{
 use tokio::net::TcpListener;
 
 mod dying;
+mod mangled;
 
-pub use self::dying::{Death, EVENT_ID as DYING_EVENT_ID, EXIT_STATUS as DYING_EXIT_STATUS};
+pub use self::{
+    dying::{Death, EVENT_ID as DYING_EVENT_ID, EXIT_STATUS as DYING_EXIT_STATUS},
+    mangled::over_http as mangles_over_http,
+};
 use crate::{
     message_log::{MessageLog, header_map},
     oauth::{self, AuthServer},
+    raw::Mangle,
     server::Fixture,
 };
 
@@ -90,6 +96,10 @@ struct Endpoint {
     echo_headers: bool,
     /// Whether answers are rewritten (`--future`).
     future: bool,
+    /// The methods whose answers are spoiled, and how.
+    mangled: Vec<(String, Mangle)>,
+    /// Whether a spoiled answer is a JSON body rather than an event stream.
+    json_answers: bool,
 }
 
 /// How the HTTP server behaves, besides the fixture's own behaviour.
@@ -110,6 +120,10 @@ pub struct Options {
     pub oauth: Option<OAuthOptions>,
     /// The `Location` header of every answer under [`Fault::Status`].
     pub location: Option<String>,
+    /// The methods whose answers are spoiled, and how (see [`mangled`]).
+    pub mangled: Vec<(String, Mangle)>,
+    /// Send a spoiled answer as a JSON body rather than an event stream.
+    pub json_answers: bool,
 }
 
 /// The authorization server of `--require-oauth` and where it logs.
@@ -158,6 +172,8 @@ pub async fn serve(
         echo_headers,
         oauth,
         location,
+        mangled,
+        json_answers,
     } = options;
     // The OAuth log is opened before the URL is printed: a test that has the
     // URL has a server that can log.
@@ -216,6 +232,8 @@ pub async fn serve(
         expire_on_call: AtomicUsize::new(expire_sessions_on_call),
         echo_headers,
         future,
+        mangled,
+        json_answers,
     });
     // With `Fault::Silent`, accepted connections are kept open here, unread.
     let mut silent = Vec::new();
@@ -391,6 +409,16 @@ async fn handle(
         .mcp
         .handle(Request::from_parts(parts, Full::new(body)))
         .await;
+    let mangle = endpoint
+        .mangled
+        .iter()
+        .find(|(mangled, _)| Some(mangled.as_str()) == method)
+        .map(|(_, mangle)| *mangle);
+    if let Some(mangle) = mangle
+        && let Some(id) = message.as_ref().and_then(|message| message.get("id"))
+    {
+        response = mangled::answer(response, id, mangle, endpoint.json_answers).await;
+    }
     if endpoint.future {
         response.headers_mut().remove(header::CONTENT_LENGTH);
         response = response.map(|body| {

@@ -53,6 +53,7 @@
 //! | two tools with the same name (raw) | `--duplicate-tool` |
 //! | ignores `notifications/cancelled`, answers late (raw) | `--ignore-cancel` |
 //! | an answer not UTF-8, over several lines, in a batch, without `protocolVersion`, or `{}` (raw) | `--mangle-answer METHOD=KIND` |
+//! | HTTP: an answer not UTF-8, over several lines or in a batch, as an event or a JSON body | `--mangle-answer METHOD=KIND`, `--http-json-answers` |
 //! | HTTP: every request answered with one status | `--http-status STATUS` |
 //! | HTTP: accepts connections, never answers | `--http-silent` |
 //! | HTTP: quotes the request's headers back in errors | `--echo-headers` |

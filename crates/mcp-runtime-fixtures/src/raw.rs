@@ -311,7 +311,7 @@ impl RawServer {
 }
 
 /// The answer `line` (one line of JSON, with its `\n`) spoiled as `mangle`.
-fn mangled(line: &[u8], mangle: Mangle) -> Vec<u8> {
+pub fn mangled(line: &[u8], mangle: Mangle) -> Vec<u8> {
     let mut message: Value = serde_json::from_slice(line).expect("an answer is JSON");
     match mangle {
         Mangle::NotUtf8 => {

@@ -588,6 +588,47 @@ async fn a_call_answer_that_is_not_utf8_fails_at_once_showing_it() {
     row.finish(&[]).await;
 }
 
+/// The HTTP fixture in `era` answering `tools/call` with a byte that is not UTF-8
+/// outside the result, as an event stream or a JSON body (`extra`): the call fails
+/// within [`REFUSED_BOUND`] (its timeout is [`LONG_STARTUP_TIMEOUT`]) showing what
+/// came, and the connection stays up. No process is started for it.
+async fn an_http_call_answer_not_utf8_is_refused_at_once(era: &str, extra: &[&str]) {
+    let args = [
+        &["--era", era, "--mangle-answer", "tools/call=not-utf8"],
+        extra,
+    ]
+    .concat();
+    let server = http_fixture(&args).await;
+    let faulty = ServerConfig::http(FAULTY, &server.url)
+        .with_startup_timeout(LONG_STARTUP_TIMEOUT)
+        .with_tool_timeout(LONG_STARTUP_TIMEOUT);
+    let row = start_row(config([faulty, fixture(HEALTHY, &[])])).await;
+    assert_eq!(faulty_spawns(&row.events), 0, "{:?}", row.events);
+    let began = Instant::now();
+    let message = row.call_failure("pid", None).await;
+    assert!(began.elapsed() <= REFUSED_BOUND, "{:?}", began.elapsed());
+    for part in ["not valid UTF-8", r#"{"note":"caf\xFF","#] {
+        assert!(message.contains(part), "expected `{part}` in: {message}");
+    }
+    assert!(!message.contains("server error"), "{message}");
+    assert_eq!(status(&row.runtime, FAULTY).state, ServerState::Ready);
+    row.finish(&[]).await;
+}
+
+#[tokio::test]
+async fn an_http_call_answer_that_is_not_utf8_fails_at_once_showing_it() {
+    for era in ["handshake", "stateless"] {
+        an_http_call_answer_not_utf8_is_refused_at_once(era, &["--http-json-answers"]).await;
+    }
+}
+
+#[tokio::test]
+async fn an_http_call_answer_event_that_is_not_utf8_fails_at_once_showing_it() {
+    for era in ["handshake", "stateless"] {
+        an_http_call_answer_not_utf8_is_refused_at_once(era, &[]).await;
+    }
+}
+
 #[tokio::test]
 async fn a_call_answer_in_a_batch_is_taken() {
     let row = start_row(faulty_patient(&["--mangle-answer", "tools/call=batch"])).await;

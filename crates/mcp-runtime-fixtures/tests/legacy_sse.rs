@@ -413,6 +413,24 @@ async fn an_answer_event_that_is_not_a_response_fails_that_call_at_once_showing_
 }
 
 #[tokio::test]
+async fn an_answer_event_that_is_not_utf8_fails_that_call_at_once_showing_it() {
+    let (runtime, error) = faulty_call(Fault::NotUtf8).await;
+    assert!(
+        error.starts_with(
+            "tool `fault` on server `hand` failed: server `hand` sent an answer that is not valid UTF-8"
+        ),
+        "{error}"
+    );
+    assert!(
+        error.contains(r#"`{"note":"caf\xFF","jsonrpc":"2.0","id":"#),
+        "{error}"
+    );
+    let after = runtime.call_tool("mcp__hand__echo", None).await.unwrap();
+    assert_eq!(text(&after), "ok", "the session goes on");
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
 async fn an_answer_event_in_a_batch_is_taken() {
     let server = LegacyServer::start(Behavior {
         fault: Fault::Batch,

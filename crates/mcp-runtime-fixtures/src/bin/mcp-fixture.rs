@@ -152,9 +152,13 @@ struct Args {
     /// (a byte that is not UTF-8 in a string), `several-lines` (pretty-printed),
     /// `batch` (in a JSON-RPC batch), `without-protocol-version` (its result
     /// without `protocolVersion`), `empty-result` (the result `{}`, also for a
-    /// method it does not know, such as `server/discover`)
+    /// method it does not know, such as `server/discover`). With --http (not raw):
+    /// the first three, rmcp's answer sent again spoiled, as an event stream
     #[arg(long = "mangle-answer", value_name = "METHOD=KIND", value_parser = raw::parse_mangled)]
     mangled_answers: Vec<(String, Mangle)>,
+    /// With --http and --mangle-answer: send a spoiled answer as a JSON body
+    #[arg(long, requires_all = ["http", "mangled_answers"])]
+    http_json_answers: bool,
     /// Advertise `capabilities.experimental[NAME] = JSON` (repeatable; JSON is an object)
     #[arg(long, value_name = "NAME=JSON", value_parser = parse_experimental)]
     experimental: Vec<(String, JsonObject)>,
@@ -384,7 +388,8 @@ impl Args {
             || self.empty_tool_name
             || self.duplicate_tool
             || self.ignore_cancel
-            || !self.mangled_answers.is_empty();
+            // Over HTTP, rmcp's answers are spoiled by the HTTP front.
+            || (!self.mangled_answers.is_empty() && self.http.is_none());
         raw.then(|| RawBehaviour {
             initialize,
             bad_schema: self.bad_input_schema,
@@ -474,6 +479,16 @@ fn run(args: Args) -> anyhow::Result<()> {
         );
         return raw::serve(&RawServer::new(behaviour, &fixture.tools()), log);
     }
+    if args.http.is_some()
+        && let Some((method, _)) = args
+            .mangled_answers
+            .iter()
+            .find(|(_, mangle)| !http::mangles_over_http(*mangle))
+    {
+        anyhow::bail!(
+            "the answer to `{method}` can be spoiled that way over stdio only (drop `--http`)"
+        );
+    }
     let http_fault = args.http_fault()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -488,6 +503,8 @@ fn run(args: Args) -> anyhow::Result<()> {
                     expire_sessions_on_call: args.expire_sessions_on_call,
                     echo_headers: args.echo_headers,
                     location: args.http_location.clone(),
+                    mangled: args.mangled_answers.clone(),
+                    json_answers: args.http_json_answers,
                     oauth: args.require_oauth.then(|| http::OAuthOptions {
                         config: oauth::Config {
                             token_ttl: Duration::from_secs(args.oauth_token_ttl_secs),

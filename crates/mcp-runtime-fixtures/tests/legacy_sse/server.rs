@@ -52,6 +52,9 @@ pub enum Fault {
     NotAResponse,
     /// Answers `ok` in a JSON-RPC batch of one.
     Batch,
+    /// Answers `ok` with a byte that is not UTF-8 outside the result: a top-level
+    /// `"note":"caf\xFF"`.
+    NotUtf8,
 }
 
 /// How the server behaves.
@@ -86,7 +89,7 @@ pub struct Received {
 #[derive(Default)]
 struct State {
     /// The open stream's events; dropping it ends the stream.
-    events: Option<mpsc::UnboundedSender<String>>,
+    events: Option<mpsc::UnboundedSender<Vec<u8>>>,
     gets: Vec<Received>,
     posts: Vec<Received>,
 }
@@ -252,7 +255,7 @@ impl Server {
             tokio::select! {
                 event = events.recv() => match event {
                     Some(event) => {
-                        if socket.write_all(event.as_bytes()).await.is_err() {
+                        if socket.write_all(&event).await.is_err() {
                             break;
                         }
                     }
@@ -279,6 +282,7 @@ impl Server {
             return accepted;
         };
         let mut batch = false;
+        let mut not_utf8 = false;
         let result = match message["method"].as_str() {
             Some("initialize") => json!({
                 "protocolVersion": self.behavior.version,
@@ -303,6 +307,10 @@ impl Server {
                     batch = true;
                     text("ok")
                 }
+                Fault::NotUtf8 => {
+                    not_utf8 = true;
+                    text("ok")
+                }
             },
             Some("tools/call") => text("ok"),
             _ => json!({}),
@@ -314,8 +322,13 @@ impl Server {
         if batch {
             answer = json!([answer]);
         }
+        let mut data = answer.to_string().into_bytes();
+        if not_utf8 {
+            data.splice(..1, b"{\"note\":\"caf\xFF\",".iter().copied());
+        }
         if let Some(events) = &self.state.lock().unwrap().events {
-            let _ = events.send(format!("event: message\ndata: {answer}\n\n"));
+            let event = [&b"event: message\ndata: "[..], &data, b"\n\n"].concat();
+            let _ = events.send(event);
         }
         accepted
     }

@@ -15,8 +15,10 @@
 //! do: `401`/`403` (authorization), `404` (no endpoint), `405` to a `POST` (a legacy
 //! HTTP+SSE server), any other status with an excerpt of its body, a refused
 //! connection, a host name that does not resolve (known by this module's resolver),
-//! a failed TLS handshake, a timeout. `GET` streams and `DELETE` stay rmcp's; only
-//! their network failures are classified the same way.
+//! a failed TLS handshake, a timeout. A `GET` that opens an event stream is sent
+//! here too ([`get`]), so that its events go through the same steps as a `POST`'s
+//! ([`events`]); `DELETE` stays rmcp's, only its network failures classified the
+//! same way.
 //!
 //! How long rmcp resumes an event stream that broke is the client's to bound, and
 //! what the client learns from the server's answers (that it is gone, how a
@@ -26,10 +28,12 @@
 //! answer over it fails its request at once with an error naming the server and the
 //! limit (not the size: the response is abandoned at the limit rather than read on),
 //! instead of rmcp's transport error or closed stream. A JSON body or an event of a
-//! `POST`'s stream that rmcp cannot read is made readable first ([`refused`]): a
-//! batch is split into its messages, and an answer to the request posted that
-//! cannot be used fails it at once with what came and why (rmcp would fail a body
-//! without saying what it held, and skip an event, leaving the request to time out).
+//! request's answer stream that rmcp cannot read is made readable first
+//! ([`refused`], [`events`]): a batch is split into its messages, and an answer to
+//! the request that cannot be used (not UTF-8 throughout among them) fails it at
+//! once with what came and why (rmcp would fail a body without saying what it held,
+//! and skip an event, or end the stream at one that is not UTF-8, leaving the
+//! request to time out or fail as a closed stream).
 //!
 //! Two rules of rmcp's own reqwest client are carried here because rmcp keeps them
 //! private to that client:
@@ -66,15 +70,18 @@ use rmcp::{
 };
 use sse_stream::{Sse, SseStream};
 
+mod events;
 mod failure;
+mod get;
 mod oauth;
 pub(crate) use self::oauth::{OAuthLogin, OAuthStore, resolve_oauth};
 mod network;
 mod streams;
-#[cfg(test)]
-pub(crate) use self::streams::MAX_FAILED_RESUMPTIONS;
 pub(crate) use self::streams::{Lost, Streams};
+#[cfg(test)]
+pub(crate) use self::streams::{MAX_FAILED_RESUMPTIONS, MAX_FRUITLESS_RESUMPTIONS};
 
+use self::events::{Answering, bounded_events, text_events};
 use self::failure::{Resolver, from_rmcp};
 use self::network::ProxyInUse;
 pub(crate) use self::{
@@ -453,26 +460,27 @@ impl SplicingHttpClient {
         }
     }
 
-    /// `response` to request `id`, where an answer over `limits` is an error for the
-    /// request naming the server and the limit.
-    fn answer_too_large(
+    /// `response` to `request`, where a JSON answer over the limit is an error for
+    /// the request naming the server and the limit, and an event stream goes through
+    /// the steps of a request's answer stream ([`Self::answering`], `limits` bounding
+    /// its events).
+    fn answered(
         &self,
         response: HttpResult<StreamableHttpPostResponse>,
-        id: RequestId,
+        request: Answering,
         limits: StreamableHttpResponseLimits,
     ) -> HttpResult<StreamableHttpPostResponse> {
-        let error = |limit| {
-            let error = super::framing::too_large(&self.server, None, limit);
-            ServerJsonRpcMessage::error(error, Some(id.clone()))
-        };
         match response {
             Err(StreamableHttpError::ResponseBodyTooLarge { max_size }) => {
+                let id = request.id;
                 tracing::debug!(server = %self.server, %id, max_size, "a JSON answer was over the limit");
-                Ok(StreamableHttpPostResponse::Json(error(max_size), None))
+                let error = super::framing::too_large(&self.server, None, max_size);
+                let error = ServerJsonRpcMessage::error(error, Some(id));
+                Ok(StreamableHttpPostResponse::Json(error, None))
             }
             Ok(StreamableHttpPostResponse::Sse(events, session)) => {
                 let limit = limits.max_sse_event_size;
-                let events = answer_oversized_event(events, limit, error(limit));
+                let events = self.answering(request, events, limit, None);
                 Ok(StreamableHttpPostResponse::Sse(events, session))
             }
             other => other,
@@ -537,6 +545,7 @@ impl StreamableHttpClient for SplicingHttpClient {
                 Ok(body)
             }
         };
+        let raw = raw_answers::RawRequest::over_http(&message);
         let post = |auth_header, custom_headers| Post {
             client: &self.client,
             server: &self.server,
@@ -547,7 +556,7 @@ impl StreamableHttpClient for SplicingHttpClient {
             limits,
             request: request.clone(),
             discover: discover.clone(),
-            raw: raw_answers::RawRequest::over_http(&message),
+            raw: raw.clone(),
         };
         let response = match (body, &self.oauth) {
             (Ok(body), Some(oauth)) if auth_header.is_none() => {
@@ -580,15 +589,13 @@ impl StreamableHttpClient for SplicingHttpClient {
             (Err(error), _) => Err(error),
         };
         self.streams.requested(&response);
-        match request {
-            Some(id) => match self.answer_too_large(response, id.clone(), limits) {
-                Ok(StreamableHttpPostResponse::Sse(events, session)) => {
-                    let events = self.streams.watch(id, events).boxed();
-                    Ok(StreamableHttpPostResponse::Sse(events, session))
-                }
-                other => other,
-            },
-            None => response,
+        match (request, response) {
+            (Some(id), response) => self.answered(response, Answering { id, raw }, limits),
+            (None, Ok(StreamableHttpPostResponse::Sse(events, session))) => {
+                let events = refused::readable_events(events, self.server.clone(), None);
+                Ok(StreamableHttpPostResponse::Sse(events.boxed(), session))
+            }
+            (None, response) => response,
         }
     }
 
@@ -616,13 +623,16 @@ impl StreamableHttpClient for SplicingHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
-        let auth_header = self.oauth_header(auth_header).await?;
-        let resuming = last_event_id.clone();
-        let result = self
-            .client
-            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-            .await;
-        self.opened(result, resuming.as_deref())
+        // rmcp opens every stream with a limit; this one has the runtime's default.
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            DEFAULT_MAX_MESSAGE_BYTES,
+        )
+        .await
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -635,19 +645,15 @@ impl StreamableHttpClient for SplicingHttpClient {
         max_sse_event_size: usize,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
         let auth_header = self.oauth_header(auth_header).await?;
-        let resuming = last_event_id.clone();
-        let result = self
-            .client
-            .get_stream_with_max_sse_event_size(
-                uri,
-                session_id,
-                last_event_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await;
-        self.opened(result, resuming.as_deref())
+        self.get(
+            &uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            max_sse_event_size,
+        )
+        .await
     }
 }
 
@@ -678,27 +684,17 @@ impl Post<'_> {
     /// a session-less `server/discover` ([`discover_rejection`]).
     async fn send(self, body: Vec<u8>) -> HttpResult<StreamableHttpPostResponse> {
         let server = self.server;
-        let mut request = self
+        let request = self
             .client
             .post(self.uri)
-            .header(header::ACCEPT, format!("{EVENT_STREAM}, {JSON}"))
             .header(header::CONTENT_TYPE, JSON)
             .body(body);
-        if let Some(token) = self.auth_header {
-            request = request.bearer_auth(token);
-        }
-        for (name, value) in self.custom_headers {
-            // As rmcp's client: the headers the protocol sets cannot be configured.
-            if RESERVED_HEADERS.contains(&name.as_str()) {
-                return Err(StreamableHttpError::ReservedHeaderConflict(
-                    name.to_string(),
-                ));
-            }
-            request = request.header(name, value);
-        }
-        if let Some(session_id) = &self.session_id {
-            request = request.header(SESSION_ID_HEADER, session_id.as_ref());
-        }
+        let request = with_headers(
+            request,
+            self.session_id.as_deref(),
+            self.auth_header,
+            self.custom_headers,
+        )?;
         let response = request
             .send()
             .await
@@ -763,20 +759,22 @@ impl Post<'_> {
             return Err(StreamableHttpError::Client(failure));
         }
         match content_type.as_deref() {
+            // The events become what rmcp reads in the steps of a request's answer
+            // stream ([`SplicingHttpClient::answering`]).
             Some(EVENT_STREAM) => {
                 let bytes = bounded_events(response.bytes_stream(), self.limits.max_sse_event_size);
+                let bytes = text_events(bytes, server.into(), self.request);
                 let events = SseStream::from_bytes_stream(bytes);
-                let events = refused::readable_events(events, server.into(), self.request);
-                let events = match self.raw {
-                    Some(raw) => raw_events(events, raw).boxed(),
-                    None => events.boxed(),
-                };
-                Ok(StreamableHttpPostResponse::Sse(events, new_session))
+                Ok(StreamableHttpPostResponse::Sse(events.boxed(), new_session))
             }
             Some(JSON) => {
                 let mut body =
                     read_bounded(server, response, self.limits.max_json_response_size).await?;
+                // Only a body that is UTF-8 throughout is handed over raw: the rewrite
+                // reads the envelope's other fields without looking into them, and
+                // would pass an answer whose bytes are not all text.
                 if let Some(raw) = &self.raw
+                    && std::str::from_utf8(&body).is_ok()
                     && let Some(rewritten) = raw.rewrite(&body)
                 {
                     body = rewritten;
@@ -788,11 +786,7 @@ impl Post<'_> {
                     Err(error) => match refused::json_body(server, &body, self.request.as_ref()) {
                         Some(events) => {
                             let events = futures::stream::iter(events.into_iter().map(Ok));
-                            let events = match self.raw {
-                                Some(id) => raw_events(events, id).boxed(),
-                                None => events.boxed(),
-                            };
-                            Ok(StreamableHttpPostResponse::Sse(events, new_session))
+                            Ok(StreamableHttpPostResponse::Sse(events.boxed(), new_session))
                         }
                         None => Err(StreamableHttpError::Deserialize(error)),
                     },
@@ -802,26 +796,6 @@ impl Post<'_> {
             _ => Err(StreamableHttpError::UnexpectedContentType(content_type)),
         }
     }
-}
-
-/// `events`, the stream answering request `raw`, with the answer rewritten for rmcp
-/// to hand it over raw ([`raw_answers`]).
-fn raw_events<E>(
-    events: impl futures::Stream<Item = Result<Sse, E>> + Send + 'static,
-    raw: raw_answers::RawRequest,
-) -> impl futures::Stream<Item = Result<Sse, E>> + Send + 'static {
-    let mut expected = Some(raw);
-    events.map(move |event| {
-        let mut event = event?;
-        if let Some(raw) = &expected
-            && let Some(data) = &event.data
-            && let Some(rewritten) = raw.rewrite(data.as_bytes())
-        {
-            expected = None;
-            event.data = Some(String::from_utf8(rewritten).expect("a rewrite of text is text"));
-        }
-        Ok(event)
-    })
 }
 
 /// The answer to a session-less `server/discover` that the server rejected with
@@ -835,6 +809,33 @@ fn raw_events<E>(
 /// revision, cannot name it (the Python SDK writes `"server-error"`), and rmcp's
 /// startup takes an error that names another id for a broken server rather than for
 /// a server of another era.
+/// `request` with the headers every request to the server carries: what it
+/// accepts, the session's id, the bearer token and the configured headers. As in
+/// rmcp's client, the headers the protocol sets cannot be configured.
+fn with_headers(
+    request: reqwest::RequestBuilder,
+    session: Option<&str>,
+    auth_header: Option<String>,
+    custom_headers: HashMap<HeaderName, HeaderValue>,
+) -> HttpResult<reqwest::RequestBuilder> {
+    let mut request = request.header(header::ACCEPT, format!("{EVENT_STREAM}, {JSON}"));
+    if let Some(session) = session {
+        request = request.header(SESSION_ID_HEADER, session);
+    }
+    if let Some(token) = auth_header {
+        request = request.bearer_auth(token);
+    }
+    for (name, value) in custom_headers {
+        if RESERVED_HEADERS.contains(&name.as_str()) {
+            return Err(StreamableHttpError::ReservedHeaderConflict(
+                name.to_string(),
+            ));
+        }
+        request = request.header(name, value);
+    }
+    Ok(request)
+}
+
 fn discover_rejection(
     id: RequestId,
     status: reqwest::StatusCode,
@@ -970,82 +971,6 @@ fn header_text(value: &serde_json::Value) -> Option<String> {
     } else {
         Some(text)
     }
-}
-
-/// `events`, except that an event over `limit` (rmcp's limit or [`bounded_events`])
-/// becomes `answer`, and the stream ends there.
-fn answer_oversized_event(
-    events: BoxStream<'static, Result<Sse, SseError>>,
-    limit: usize,
-    answer: ServerJsonRpcMessage,
-) -> BoxStream<'static, Result<Sse, SseError>> {
-    let mut answer = Some(answer);
-    events
-        .scan((), move |(), event| {
-            let event = match event {
-                _ if answer.is_none() => None,
-                Err(error) if event_too_large(&error, limit) => {
-                    tracing::debug!(limit, "an SSE event was over the limit");
-                    let answer = answer.take().expect("checked above");
-                    let data = serde_json::to_string(&answer).expect("a message serializes");
-                    Some(Ok(Sse {
-                        data: Some(data),
-                        ..Sse::default()
-                    }))
-                }
-                event => Some(event),
-            };
-            std::future::ready(event)
-        })
-        .boxed()
-}
-
-/// Whether `error` ends a stream because one event was over `limit`: this module's
-/// [`EventTooLarge`], or rmcp's own (a private type, known by its message).
-fn event_too_large(error: &SseError, limit: usize) -> bool {
-    let SseError::Body(source) = error else {
-        return false;
-    };
-    let ours = source
-        .downcast_ref::<std::io::Error>()
-        .and_then(|error| error.get_ref())
-        .is_some_and(|error| error.is::<EventTooLarge>());
-    ours || source.to_string() == format!("SSE event exceeded the maximum size of {limit} bytes")
-}
-
-/// An SSE event larger than this was sent.
-#[derive(Debug, thiserror::Error)]
-#[error("the server sent an event larger than {limit} bytes")]
-struct EventTooLarge {
-    limit: usize,
-}
-
-/// `bytes`, failing once one SSE event (the bytes between blank lines) grows past
-/// `limit`, so a server cannot grow this process's memory without bound.
-fn bounded_events(
-    bytes: impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send + 'static,
-    limit: usize,
-) -> impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> + Send + 'static {
-    let mut event_len = 0usize;
-    let mut previous = 0u8;
-    bytes.map(move |chunk| {
-        let chunk = chunk.map_err(std::io::Error::other)?;
-        for &byte in chunk.iter() {
-            // An event ends at an empty line: "\n\n" (a "\r" before either is ignored).
-            if byte == b'\n' && previous == b'\n' {
-                event_len = 0;
-            } else if byte != b'\r' {
-                event_len += 1;
-            }
-            if byte != b'\r' {
-                previous = byte;
-            }
-            if event_len > limit {
-                return Err(std::io::Error::other(EventTooLarge { limit }));
-            }
-        }
-        Ok(chunk)
-    })
 }
 
 fn unexpected(message: String) -> StreamableHttpError<HttpFailure> {

@@ -324,7 +324,14 @@ impl SseTransport {
     /// be used fails it with what came and why; a batch is taken message by message;
     /// anything else unreadable is dropped ([`refused`]).
     fn message(&mut self, data: &[u8], in_batch: bool) {
-        let rewritten = self.raw.rewrite(data);
+        // Only a message that is UTF-8 throughout is handed over raw: the rewrite reads
+        // the envelope's other fields without looking into them, and would pass an
+        // answer whose bytes are not all text.
+        let rewritten = if std::str::from_utf8(data).is_ok() {
+            self.raw.rewrite(data)
+        } else {
+            None
+        };
         let data = rewritten.as_deref().unwrap_or(data);
         let server = &*self.post.server;
         if let Ok(message) = serde_json::from_slice::<ServerJsonRpcMessage>(data) {

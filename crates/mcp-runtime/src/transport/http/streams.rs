@@ -20,17 +20,27 @@
 //!    the break of a legacy HTTP+SSE event stream: the first such failure is kept as
 //!    the cause ([`Streams::cause`]), [`Streams::ended`] is cancelled, and no stream
 //!    is resumed any more. A response stream that breaks midway does not by itself:
-//!    something between may have cut it, and resuming it tells.
+//!    something between may have cut it, and resuming it tells. Nor does the first
+//!    `GET` of a session's own stream, which resumes nothing: what its failure means
+//!    is rmcp's to say (it goes on without the stream); only a `GET` that opens that
+//!    stream again counts as a resumption.
 //! 2. Resuming a stream stops after [`MAX_FAILED_RESUMPTIONS`] failed attempts in a
 //!    row, or at once after a failure that another attempt cannot mend (an answer
 //!    that is not a success, other than `429` and `5xx`; a host name that does not
 //!    resolve; TLS). The pauses double from [`FIRST_PAUSE`] up to [`MAX_PAUSE`] (rmcp
 //!    waits at least as long as the server's `retry` field asks).
 //! 3. A request's response stream that broke or ended before its answer is
-//!    recorded, with why, until the request's caller takes the record
-//!    ([`Streams::take_lost`]) or the stream is resumed (a `GET` from its last event
-//!    id succeeded); at most [`MAX_LOST`] are kept, so the record of a request
-//!    nobody asks about (a listen stream's) is dropped in time.
+//!    recorded, with why and the id of its last event, until the request's caller
+//!    takes the record ([`Streams::take_lost`]). A `GET` that resumes it from that
+//!    id and succeeds marks the record resumed, and the resumed stream goes through
+//!    the steps of the request's first one (see [`super::events`]), watched from
+//!    that id: if it too is lost before the answer, the record says so again. At
+//!    most [`MAX_LOST`] records are kept, so that of a request nobody asks about (a
+//!    listen stream's) is dropped in time.
+//! 4. A stream resumed and lost again before any event came, [`MAX_FRUITLESS_RESUMPTIONS`]
+//!    times in a row, is not resumed again ([`Streams::exhausted`]): rmcp opens a
+//!    stream that breaks again at once, and ends none that the server keeps ending,
+//!    whatever the attempts before; the count is what bounds those.
 
 use std::{
     collections::VecDeque,
@@ -38,7 +48,7 @@ use std::{
     time::Duration,
 };
 
-use futures::{Stream, StreamExt, stream::BoxStream};
+use futures::{Stream, StreamExt};
 use rmcp::{
     model::RequestId,
     transport::{
@@ -49,7 +59,7 @@ use rmcp::{
 use sse_stream::Sse;
 use tokio_util::sync::CancellationToken;
 
-use super::{HttpResult, SplicingHttpClient, classify, failure::from_rmcp, status_failure};
+use super::{HttpResult, classify, events::Answering};
 use crate::{
     error::HttpFailure,
     sync::lock,
@@ -63,7 +73,10 @@ pub(crate) const MAX_FAILED_RESUMPTIONS: usize = 3;
 pub(crate) const FIRST_PAUSE: Duration = Duration::from_secs(1);
 /// The longest pause between two attempts to resume a stream.
 pub(crate) const MAX_PAUSE: Duration = Duration::from_secs(4);
-/// How many lost response streams are remembered (invariant 3).
+/// How many times in a row a request's stream may be resumed and lost again before
+/// any event came (invariant 4).
+pub(crate) const MAX_FRUITLESS_RESUMPTIONS: usize = MAX_FAILED_RESUMPTIONS;
+/// How many records of lost response streams are kept (invariant 3).
 const MAX_LOST: usize = 64;
 
 /// What one transport's client has learned of its streams and of the server; see
@@ -84,7 +97,42 @@ struct State {
     /// request succeeds.
     resumption: Option<Failed>,
     /// Response streams that broke or ended before their answer (invariant 3).
-    lost: VecDeque<(RequestId, Lost)>,
+    records: VecDeque<Record>,
+    /// The session whose own stream was opened: a `GET` of it without an event id
+    /// opens it again (invariant 1).
+    own_stream: Option<Arc<str>>,
+    /// How long to pause between attempts to resume a stream (invariant 2).
+    pauses: Pauses,
+}
+
+/// The pauses between attempts to resume a stream: the first, doubled after each
+/// further failed attempt up to the longest.
+#[derive(Debug, Clone, Copy)]
+struct Pauses {
+    first: Duration,
+    longest: Duration,
+}
+
+impl Default for Pauses {
+    fn default() -> Self {
+        Self {
+            first: FIRST_PAUSE,
+            longest: MAX_PAUSE,
+        }
+    }
+}
+
+/// What is known of one request's response stream lost before its answer.
+#[derive(Debug)]
+struct Record {
+    request: Answering,
+    /// How it was lost; `None` once it was resumed.
+    lost: Option<Lost>,
+    /// The event id it was last lost, or resumed, after.
+    last_event_id: Option<String>,
+    /// How many times in a row it was resumed and lost again before any event came
+    /// (invariant 4).
+    fruitless: usize,
 }
 
 /// A failed attempt to resume a stream.
@@ -193,57 +241,135 @@ impl Streams {
             .is_none_or(|failed| failed.mendable)
     }
 
-    /// Takes the record of request `id`'s response stream, if it was lost before
-    /// its answer (invariant 3).
+    /// Takes the record of request `id`'s response stream: how it was lost, if it
+    /// was lost before its answer and not resumed since (invariant 3).
     pub(crate) fn take_lost(&self, id: &RequestId) -> Option<Lost> {
         let mut state = lock(&self.state);
-        let at = state.lost.iter().position(|(lost, _)| lost == id)?;
-        state.lost.remove(at).map(|(_, lost)| lost)
+        let at = state
+            .records
+            .iter()
+            .position(|record| record.request.id == *id)?;
+        state.records.remove(at).and_then(|record| record.lost)
     }
 
-    /// A stream was resumed from `last_event_id`: the stream lost there is not lost
-    /// (invariant 3). Servers may give every stream the same ids; then each stream
-    /// lost there counts as resumed, and a call of one not resumed ends as a timeout
-    /// would, not saying that its stream was lost.
-    fn resumed_from(&self, last_event_id: &str) {
-        lock(&self.state)
-            .lost
-            .retain(|(_, lost)| lost.last_event_id.as_deref() != Some(last_event_id));
-    }
-
-    fn lose(&self, id: RequestId, lost: Lost) {
-        tracing::debug!(server = &*self.server, %id, broke = ?lost.broke.as_ref().map(ToString::to_string), "a response stream ended before its answer");
+    /// A `GET` resumed a stream from `last_event_id`: the request whose stream was
+    /// lost there, if one was, and its record is marked resumed (invariant 3).
+    /// Servers should give the events of every stream ids of their own; of streams
+    /// lost at the same id, the first lost is taken as resumed first.
+    pub(super) fn resumed_from(&self, last_event_id: &str) -> Option<Answering> {
         let mut state = lock(&self.state);
-        if state.lost.len() == MAX_LOST {
-            state.lost.pop_front();
-        }
-        state.lost.push_back((id, lost));
+        let record = state.records.iter_mut().find(|record| {
+            record.lost.is_some() && record.last_event_id.as_deref() == Some(last_event_id)
+        })?;
+        record.lost = None;
+        tracing::debug!(server = &*self.server, id = %record.request.id, last_event_id, "a response stream was resumed");
+        Some(record.request.clone())
     }
 
-    /// `events`, the response stream of request `id`, watched: if it breaks or ends
-    /// before the request's answer, that is recorded (invariant 3).
+    /// Whether a `GET` of `session`'s own stream without an event id opens it
+    /// again, rather than for the first time (invariant 1).
+    pub(super) fn reopens(&self, session: Option<&Arc<str>>) -> bool {
+        let Some(session) = session else {
+            return false;
+        };
+        let mut state = lock(&self.state);
+        if state.own_stream.as_ref() == Some(session) {
+            return true;
+        }
+        state.own_stream = Some(session.clone());
+        false
+    }
+
+    /// Why the stream lost at `last_event_id` may not be resumed again, when it was
+    /// resumed and lost again before any event too many times in a row (invariant
+    /// 4): the failure that ended the last one (a close, when the server ended it),
+    /// kept as an attempt's that another cannot mend.
+    pub(super) fn exhausted(&self, last_event_id: &str) -> Option<HttpFailure> {
+        let mut state = lock(&self.state);
+        let record = state.records.iter().find(|record| {
+            record.lost.is_some() && record.last_event_id.as_deref() == Some(last_event_id)
+        })?;
+        if record.fruitless < MAX_FRUITLESS_RESUMPTIONS {
+            return None;
+        }
+        let failure = record
+            .lost
+            .as_ref()
+            .and_then(|lost| lost.broke.clone())
+            .unwrap_or_else(|| HttpFailure::Closed {
+                server: self.server.to_string(),
+            });
+        tracing::debug!(server = &*self.server, id = %record.request.id, last_event_id, "a response stream lost again each time it was resumed is not resumed again");
+        state.resumption = Some(Failed {
+            failure: Some(failure.clone()),
+            mendable: false,
+        });
+        Some(failure)
+    }
+
+    /// Records that `request`'s stream was `lost`, after events came on it since it
+    /// was opened or resumed when `progressed` (invariant 3).
+    fn lose(&self, request: Answering, lost: Lost, progressed: bool) {
+        tracing::debug!(server = &*self.server, id = %request.id, broke = ?lost.broke.as_ref().map(ToString::to_string), "a response stream ended before its answer");
+        let mut state = lock(&self.state);
+        let at = state
+            .records
+            .iter()
+            .position(|record| record.request.id == request.id);
+        let fruitless = match at.and_then(|at| state.records.remove(at)) {
+            Some(resumed) if resumed.lost.is_none() && !progressed => resumed.fruitless + 1,
+            _ => 0,
+        };
+        if state.records.len() == MAX_LOST {
+            state.records.pop_front();
+        }
+        state.records.push_back(Record {
+            request,
+            last_event_id: lost.last_event_id.clone(),
+            lost: Some(lost),
+            fruitless,
+        });
+    }
+
+    /// Pauses between attempts to resume a stream from `first` (doubling) up to
+    /// `longest`, rather than [`FIRST_PAUSE`] up to [`MAX_PAUSE`].
+    #[cfg(test)]
+    pub(crate) fn pause_resumptions(&self, first: Duration, longest: Duration) {
+        lock(&self.state).pauses = Pauses { first, longest };
+    }
+
+    /// `events`, a response stream of `request` (resumed after the event id `from`,
+    /// if it was), watched: if it breaks or ends before the request's answer, that is
+    /// recorded (invariant 3).
     pub(crate) fn watch<S>(
         self: &Arc<Self>,
-        id: RequestId,
+        request: Answering,
+        from: Option<String>,
         events: S,
     ) -> impl Stream<Item = Result<Sse, SseError>> + Send + 'static
     where
         S: Stream<Item = Result<Sse, SseError>> + Send + 'static,
     {
         let streams = self.clone();
-        let mut pending = Some(id);
-        let mut last_event_id = None;
+        let mut pending = Some(request);
+        let mut last_event_id = from;
+        let mut progressed = false;
         events
             .map(Some)
             .chain(futures::stream::once(std::future::ready(None)))
             .filter_map(move |event| {
                 let passed = match (&event, pending.as_ref()) {
                     (_, None) => event,
-                    (Some(Ok(sse)), Some(id)) => {
+                    (Some(Ok(sse)), Some(request)) => {
+                        progressed = true;
                         if let Some(event_id) = &sse.id {
                             last_event_id = Some(event_id.clone());
                         }
-                        if sse.data.as_deref().is_some_and(|data| answers(data, id)) {
+                        if sse
+                            .data
+                            .as_deref()
+                            .is_some_and(|data| answers(data, &request.id))
+                        {
                             pending = None;
                         }
                         event
@@ -251,81 +377,36 @@ impl Streams {
                     (Some(Err(error)), Some(_)) => {
                         // An event over the limit is answered, not lost.
                         if let Some(broke) = broken(&streams.server, error) {
-                            let id = pending.take().expect("checked above");
+                            let request = pending.take().expect("checked above");
                             let broke = Some(broke);
                             let last_event_id = last_event_id.take();
                             streams.lose(
-                                id,
+                                request,
                                 Lost {
                                     broke,
                                     last_event_id,
                                 },
+                                progressed,
                             );
                         }
                         event
                     }
                     (None, Some(_)) => {
-                        let id = pending.take().expect("checked above");
+                        let request = pending.take().expect("checked above");
                         let last_event_id = last_event_id.take();
                         streams.lose(
-                            id,
+                            request,
                             Lost {
                                 broke: None,
                                 last_event_id,
                             },
+                            progressed,
                         );
                         None
                     }
                 };
                 std::future::ready(passed)
             })
-    }
-}
-
-impl SplicingHttpClient {
-    /// `result`, of a `GET` that opens an event stream (a session's own, or one that
-    /// resumes a response stream from `last_event_id`), classified, and noted in
-    /// [`Streams`]. A status that is not a success is one of the server's answers:
-    /// rmcp's client reports `429` and `5xx` with an error of its own, any other as an
-    /// error of the HTTP client (it reads no body of either).
-    pub(super) fn opened(
-        &self,
-        result: Result<
-            BoxStream<'static, Result<Sse, SseError>>,
-            StreamableHttpError<reqwest::Error>,
-        >,
-        last_event_id: Option<&str>,
-    ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
-        let result = result.map_err(|error| match error {
-            StreamableHttpError::Client(error) if let Some(status) = error.status() => {
-                StreamableHttpError::Client(match status.as_u16() {
-                    // With a session, a `404` says that the session is gone, not that
-                    // there is no endpoint.
-                    404 => HttpFailure::Status {
-                        server: self.server.to_string(),
-                        status: 404,
-                        body_excerpt: String::new(),
-                    },
-                    _ => status_failure(&self.server, status, b"", false, None),
-                })
-            }
-            StreamableHttpError::HttpStatus(status) => {
-                StreamableHttpError::Client(HttpFailure::Status {
-                    server: self.server.to_string(),
-                    status: status.status,
-                    body_excerpt: String::new(),
-                })
-            }
-            error => from_rmcp(&self.server, error),
-        });
-        let result = self.through_proxy(result);
-        self.streams.resumed(&result);
-        if result.is_ok()
-            && let Some(last_event_id) = last_event_id
-        {
-            self.streams.resumed_from(last_event_id);
-        }
-        result
     }
 }
 
@@ -355,6 +436,7 @@ fn broken(server: &str, error: &SseError) -> Option<HttpFailure> {
     let SseError::Body(source) = error else {
         return None;
     };
+    // The HTTP client's error in an I/O error (see `super::events::bounded_events`).
     source
         .downcast_ref::<std::io::Error>()
         .and_then(std::io::Error::get_ref)
@@ -389,163 +471,15 @@ impl SseRetryPolicy for Resumption {
             return None;
         }
         let doublings = u32::try_from(failed.saturating_sub(1)).unwrap_or(u32::MAX);
+        let pauses = lock(&self.0.state).pauses;
         Some(
-            FIRST_PAUSE
+            pauses
+                .first
                 .saturating_mul(2u32.saturating_pow(doublings))
-                .min(MAX_PAUSE),
+                .min(pauses.longest),
         )
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn refused() -> HttpFailure {
-        HttpFailure::Refused {
-            server: "web".into(),
-        }
-    }
-
-    fn timeout() -> HttpFailure {
-        HttpFailure::Timeout {
-            server: "web".into(),
-        }
-    }
-
-    fn failed<T>(failure: HttpFailure) -> HttpResult<T> {
-        Err(StreamableHttpError::Client(failure))
-    }
-
-    #[test]
-    fn resuming_stops_after_a_bounded_count_of_failures_with_doubling_pauses() {
-        let streams = Streams::new("web");
-        let policy = Resumption(streams.clone());
-        assert_eq!(
-            policy.retry(0),
-            Some(FIRST_PAUSE),
-            "a stream the server ended"
-        );
-        let mut pauses = Vec::new();
-        for failed_so_far in 1.. {
-            streams.resumed::<()>(&failed(timeout()));
-            match policy.retry(failed_so_far) {
-                Some(pause) => pauses.push(pause),
-                None => break,
-            }
-        }
-        assert_eq!(pauses, [1, 2].map(Duration::from_secs));
-        assert_eq!(pauses.len() + 1, MAX_FAILED_RESUMPTIONS);
-        assert!(!streams.ended().is_cancelled(), "a timeout says nothing");
-        assert_eq!(policy.retry(40), None);
-    }
-
-    #[test]
-    fn a_refused_resumption_ends_the_transport_and_every_resumption() {
-        let streams = Streams::new("web");
-        let policy = Resumption(streams.clone());
-        streams.resumed::<()>(&failed(refused()));
-        assert_eq!(policy.retry(1), None);
-        assert_eq!(policy.retry(0), None, "no stream is resumed any more");
-        assert!(streams.ended().is_cancelled());
-        assert!(matches!(streams.cause(), Some(HttpFailure::Refused { .. })));
-        // The first cause stays.
-        streams.requested::<()>(&failed(HttpFailure::Reset {
-            server: "web".into(),
-        }));
-        assert!(matches!(streams.cause(), Some(HttpFailure::Refused { .. })));
-    }
-
-    #[test]
-    fn a_failure_another_attempt_cannot_mend_stops_resuming_at_once() {
-        let streams = Streams::new("web");
-        let policy = Resumption(streams.clone());
-        streams.resumed::<()>(&failed(HttpFailure::Status {
-            server: "web".into(),
-            status: 404,
-            body_excerpt: String::new(),
-        }));
-        assert_eq!(policy.retry(1), None);
-        assert!(!streams.ended().is_cancelled(), "the server answered");
-        assert_eq!(
-            policy.retry(0),
-            Some(FIRST_PAUSE),
-            "another stream the server ended is resumed: none of its attempts failed"
-        );
-        streams.resumed::<()>(&failed(HttpFailure::Status {
-            server: "web".into(),
-            status: 503,
-            body_excerpt: String::new(),
-        }));
-        assert_eq!(policy.retry(1), Some(FIRST_PAUSE));
-        streams.resumed::<()>(&Ok(()));
-        assert_eq!(streams.resumption_failure().map(|f| f.to_string()), None);
-    }
-
-    #[test]
-    fn a_stream_lost_before_its_answer_is_recorded_until_taken() {
-        use futures::StreamExt as _;
-        let streams = Streams::new("web");
-        let id = RequestId::Number(7);
-        let answer = |id: i64| Sse {
-            data: Some(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)),
-            ..Sse::default()
-        };
-        let progress = Sse {
-            data: Some(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}"#.into()),
-            ..Sse::default()
-        };
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let read = |events: Vec<Sse>| {
-            let events = futures::stream::iter(events.into_iter().map(Ok));
-            runtime.block_on(streams.watch(id.clone(), events).count())
-        };
-        // Answered (another request's answer does not count): nothing recorded.
-        assert_eq!(read(vec![progress.clone(), answer(8), answer(7)]), 3);
-        assert!(streams.take_lost(&id).is_none());
-        // Answered with its id as a string of its digits, which rmcp hands to the
-        // request: nothing recorded either.
-        let as_digits = Sse {
-            data: Some(r#"{"jsonrpc":"2.0","id":"7","result":{}}"#.into()),
-            ..Sse::default()
-        };
-        assert_eq!(read(vec![as_digits]), 1);
-        assert!(streams.take_lost(&id).is_none(), "answered");
-        // Ended before the answer.
-        assert_eq!(read(vec![progress, answer(8)]), 2);
-        let lost = streams.take_lost(&id).expect("recorded");
-        assert!(lost.broke.is_none(), "the server ended it");
-        assert!(!lost.resumable());
-        assert!(streams.take_lost(&id).is_none(), "taken once");
-        // Ended after an event with an id, then resumed from it: not lost.
-        let primed = Sse {
-            id: Some("e-1".into()),
-            ..Sse::default()
-        };
-        read(vec![primed]);
-        streams.resumed_from("e-2");
-        streams.resumed_from("e-1");
-        assert!(streams.take_lost(&id).is_none(), "resumed");
-    }
-
-    #[test]
-    fn at_most_a_bounded_number_of_lost_streams_is_kept() {
-        let streams = Streams::new("web");
-        for n in 0..(MAX_LOST as i64 + 10) {
-            let lost = Lost {
-                broke: None,
-                last_event_id: None,
-            };
-            streams.lose(RequestId::Number(n), lost);
-        }
-        assert_eq!(lock(&streams.state).lost.len(), MAX_LOST);
-        assert!(streams.take_lost(&RequestId::Number(0)).is_none());
-        assert!(
-            streams
-                .take_lost(&RequestId::Number(MAX_LOST as i64 + 9))
-                .is_some()
-        );
-    }
-}
+mod tests;

@@ -364,7 +364,7 @@ async fn a_refused_connection_is_classified() {
 /// Reads each request whole (its head and its `content-length` body), then ends the
 /// connection without an answer: with a reset when `reset`, else a close. Returns
 /// the address.
-async fn ending_without_an_answer(reset: bool) -> std::net::SocketAddr {
+pub(super) async fn ending_without_an_answer(reset: bool) -> std::net::SocketAddr {
     use tokio::io::AsyncReadExt;
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -639,7 +639,7 @@ async fn an_oversized_answer_to_a_spliced_call_fails_it_at_once() {
     }
 }
 
-fn client() -> SplicingHttpClient {
+pub(super) fn client() -> SplicingHttpClient {
     SplicingHttpClient {
         client: http_client(&Network::default()).unwrap(),
         splicer: Splicer::new(),
