@@ -8,23 +8,7 @@ use std::{
 use mcp_runtime_fixtures::testing::{Probe, is_alive, recorded_argv, stub_launcher, wait_for_exit};
 use serde_json::{Value, json};
 
-use crate::support::{fixture_server, stderr, stdout};
-
-/// The binary, with `HOME` and `CODEX_HOME` in an empty directory, so that no
-/// `~/.codex/config.toml` on this machine changes what a test sees: without
-/// `--config`, the demo servers run.
-fn cli() -> Command {
-    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-empty-home");
-    std::fs::create_dir_all(&home).unwrap();
-    assert!(
-        !home.join(".codex").exists() && !home.join("config.toml").exists(),
-        "{} must stay empty",
-        home.display()
-    );
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"));
-    command.env("HOME", &home).env("CODEX_HOME", &home);
-    command
-}
+use crate::support::{cli, fixture_server, stderr, stdout};
 
 fn run(args: &[&str]) -> Output {
     cli()

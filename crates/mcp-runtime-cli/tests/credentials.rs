@@ -8,7 +8,7 @@ use std::{
     process::{Child, Command, Output, Stdio},
 };
 
-use crate::support::{fixture_server, stderr, stdout};
+use crate::support::{cli, fixture_server, stderr, stdout};
 
 /// The bearer token the HTTP server is sent, from the environment.
 const TOKEN: &str = "cli-bearer-4d1f-77aa";
@@ -42,11 +42,7 @@ fn http_fixture(args: &[&str]) -> HttpFixture {
     std::io::BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
+    let url = mcp_runtime_fixtures::testing::announced_url(&line);
     HttpFixture { child, url }
 }
 
@@ -75,16 +71,11 @@ env_vars = ["LOCAL_TOKEN"]
 /// `mcp-runtime ARGS` with the credentials in its environment and `log` as its log
 /// filter.
 fn run(args: &[&str], log: Option<&str>) -> Output {
-    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-empty-home");
-    std::fs::create_dir_all(&home).unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"));
+    let mut command = cli();
     command
         .args(args)
-        .env("HOME", &home)
-        .env("CODEX_HOME", &home)
         .env("CLI_TEST_TOKEN", TOKEN)
-        .env("LOCAL_TOKEN", SERVER_TOKEN)
-        .env_remove("MCP_RUNTIME_LOG");
+        .env("LOCAL_TOKEN", SERVER_TOKEN);
     if let Some(filter) = log {
         command.env("MCP_RUNTIME_LOG", filter);
     }

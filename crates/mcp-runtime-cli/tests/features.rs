@@ -3,12 +3,12 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::{Command, Output},
+    process::Output,
 };
 
 use serde_json::Value;
 
-use crate::support::{stderr, stdout};
+use crate::support::{cli, stderr, stdout};
 
 /// A configuration with server-everything under each of `names`.
 fn everything(dir: &Path, names: &[&str]) -> PathBuf {
@@ -31,15 +31,10 @@ fn everything(dir: &Path, names: &[&str]) -> PathBuf {
 }
 
 fn run(config: &Path, args: &[&str]) -> Output {
-    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-empty-home");
-    std::fs::create_dir_all(&home).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+    cli()
         .args(args)
         .arg("--config")
         .arg(config)
-        .env("HOME", &home)
-        .env("CODEX_HOME", &home)
-        .env_remove("MCP_RUNTIME_LOG")
         .output()
         .expect("the binary runs")
 }

@@ -43,11 +43,7 @@ async fn http_fixture(flags: &[&str]) -> (tokio::process::Child, String) {
         .read_line(&mut line)
         .await
         .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
+    let url = mcp_runtime_fixtures::testing::announced_url(&line);
     (child, url)
 }
 

@@ -11,7 +11,7 @@ use std::{
 use mcp_runtime_fixtures::network::{ProxiedRequest, TestCa, TestProxy, TlsFront};
 use tokio::io::AsyncBufReadExt;
 
-use crate::support::{fixture_server, stderr};
+use crate::support::{cli, fixture_server, stderr};
 
 /// Every variable the runtime reads for its network, removed from a child's
 /// environment unless a test sets it, so that this machine's settings never count.
@@ -59,14 +59,8 @@ fn config_file(dir: &Path, url: &str) -> PathBuf {
 
 /// `mcp-runtime tools --config CONFIG` with `vars` as its only network variables.
 async fn tools(config: &Path, vars: &[(&str, &str)]) -> Output {
-    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-empty-home");
-    std::fs::create_dir_all(&home).unwrap();
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-runtime"));
-    command
-        .args(["tools", "--config", config.to_str().unwrap()])
-        .env("HOME", &home)
-        .env("CODEX_HOME", &home)
-        .env_remove("MCP_RUNTIME_LOG");
+    let mut command = tokio::process::Command::from(cli());
+    command.args(["tools", "--config", config.to_str().unwrap()]);
     for name in NETWORK_VARS {
         command.env_remove(name);
     }

@@ -5,18 +5,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{fixture_server, stderr, stdout};
+use crate::support::{cli, fixture_server, stderr, stdout};
 
 fn run(args: &[&str]) -> std::process::Output {
-    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-empty-home");
-    std::fs::create_dir_all(&home).unwrap();
-    std::process::Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
-        .args(args)
-        .env("HOME", &home)
-        .env("CODEX_HOME", &home)
-        .env_remove("MCP_RUNTIME_LOG")
-        .output()
-        .expect("the binary runs")
+    cli().args(args).output().expect("the binary runs")
 }
 
 /// A config file in `dir`: a healthy fixture `up`, a required server `gone` that

@@ -4,13 +4,13 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::{Command, Output},
+    process::Output,
 };
 
 use mcp_runtime_fixtures::future;
 use serde_json::Value;
 
-use crate::support::{fixture_server, stderr, stdout};
+use crate::support::{cli, fixture_server, stderr, stdout};
 
 /// A configuration with the fixture, `--future` and `args`, as server `f`.
 fn config(dir: &Path, args: &[&str]) -> PathBuf {
@@ -33,15 +33,10 @@ fn config(dir: &Path, args: &[&str]) -> PathBuf {
 }
 
 fn run(config: &Path, args: &[&str]) -> Output {
-    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-empty-home");
-    std::fs::create_dir_all(&home).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_mcp-runtime"))
+    cli()
         .args(args)
         .arg("--config")
         .arg(config)
-        .env("HOME", &home)
-        .env("CODEX_HOME", &home)
-        .env_remove("MCP_RUNTIME_LOG")
         .output()
         .expect("the binary runs")
 }

@@ -1,9 +1,29 @@
-//! What several test modules need: the binary's output as text, the fixture server.
+//! What several test modules need: the binary, its output as text, the fixture
+//! server.
 
 use std::{
     path::{Path, PathBuf},
-    process::Output,
+    process::{Command, Output},
 };
+
+/// The binary, with `HOME` and `CODEX_HOME` in an empty directory, so that no
+/// `~/.codex/config.toml` on this machine changes what a test sees (without
+/// `--config`, the demo servers run), and no log filter of the caller's.
+pub fn cli() -> Command {
+    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-empty-home");
+    std::fs::create_dir_all(&home).unwrap();
+    assert!(
+        !home.join(".codex").exists() && !home.join("config.toml").exists(),
+        "{} must stay empty",
+        home.display()
+    );
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"));
+    command
+        .env("HOME", &home)
+        .env("CODEX_HOME", &home)
+        .env_remove("MCP_RUNTIME_LOG");
+    command
+}
 
 pub fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()

@@ -168,6 +168,16 @@ pub fn unused_local_url() -> String {
     format!("http://{addr}/mcp")
 }
 
+/// The URL an HTTP fixture (`mcp-fixture --http ADDR`) announced in `first_line`, its
+/// first line on stdout (`listening URL`).
+pub fn announced_url(first_line: &str) -> String {
+    first_line
+        .trim()
+        .strip_prefix("listening ")
+        .unwrap_or_else(|| panic!("unexpected first line {first_line:?}"))
+        .to_owned()
+}
+
 /// The fixture's message log: one JSON object per received message.
 pub fn read_log(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_default();

@@ -201,10 +201,7 @@ async fn announcing_fixture(args: &[&str]) -> Announcing {
         .expect("the fixture starts");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = lines.next_line().await.unwrap().unwrap();
-    let url = first
-        .strip_prefix("listening ")
-        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-        .to_owned();
+    let url = mcp_runtime_fixtures::testing::announced_url(&first);
     Announcing {
         url,
         lines,
@@ -338,12 +335,7 @@ async fn server_everything_over_streamable_http_is_initialized_and_adds() {
 
 #[tokio::test]
 async fn the_python_sdk_over_streamable_http_lists_and_calls_its_tool() {
-    let python = peers_dir().join("venvs/mcp-2.3.0/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/install-peers (scripts/test does)",
-        python.display()
-    );
+    let python = python_sdk("2.3.0");
     let port = free_port();
     let mut command = tokio::process::Command::new(python);
     command
@@ -380,22 +372,6 @@ async fn the_python_sdk_over_streamable_http_lists_and_calls_its_tool() {
     );
 }
 
-/// Accepts every form with `{"name": "Grace"}`.
-struct Grace;
-
-impl mcp_runtime::host::Elicitation for Grace {
-    fn elicit<'a>(
-        &'a self,
-        _server: &'a str,
-        _request: mcp_runtime::model::ElicitRequestParams,
-    ) -> mcp_runtime::host::HandlerFuture<'a, mcp_runtime::model::ElicitResult> {
-        Box::pin(async {
-            mcp_runtime::model::ElicitResult::new(mcp_runtime::model::ElicitationAction::Accept)
-                .with_content(json!({"name": "Grace"}))
-        })
-    }
-}
-
 /// The text a call of `tool` on `runtime`'s server `asks` answered, or its error.
 async fn asked(runtime: &Runtime, tool: &str) -> Result<String, String> {
     match runtime.call_tool(&format!("mcp__asks__{tool}"), None).await {
@@ -415,12 +391,7 @@ async fn asked(runtime: &Runtime, tool: &str) -> Result<String, String> {
 /// asks through a resolver, which works in both eras.
 #[tokio::test]
 async fn a_python_sdk_tool_asking_the_handshake_way_under_2026_07_28_is_named_the_servers_fault() {
-    let python = peers_dir().join("venvs/mcp-2.3.0/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/install-peers (scripts/test does)",
-        python.display()
-    );
+    let python = python_sdk("2.3.0");
     let port = free_port();
     let mut command = tokio::process::Command::new(python);
     command

@@ -629,12 +629,7 @@ async fn a_modern_call_carries_the_protocol_keys_and_the_exact_sandbox_state() {
 
 #[tokio::test]
 async fn the_python_sdk_2_3_0_speaks_2026_07_28_over_stdio() {
-    let python = peers_dir().join("venvs/mcp-2.3.0/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/install-peers",
-        python.display()
-    );
+    let python = python_sdk("2.3.0");
     let script = peers_dir().join("python/adder.py");
     let adder = ServerConfig::stdio(
         "adder",
@@ -690,12 +685,7 @@ const EVERYTHING_VERSION: &str = "2025-11-25";
 /// peer over Streamable HTTP is in `http_eras`.
 #[tokio::test]
 async fn a_python_sdk_tool_asking_the_handshake_way_over_stdio_is_named_the_servers_fault() {
-    let python = peers_dir().join("venvs/mcp-2.3.0/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/install-peers",
-        python.display()
-    );
+    let python = python_sdk("2.3.0");
     let script = peers_dir().join("python/asks.py");
     let asks = ServerConfig::stdio(
         "asks",
@@ -733,20 +723,4 @@ async fn a_python_sdk_tool_asking_the_handshake_way_over_stdio_is_named_the_serv
     );
     assert!(error.contains("set `protocol = \"2025-11-25\"`"), "{error}");
     runtime.shutdown().await;
-}
-
-/// Accepts every form with `{"name": "Grace"}`.
-struct Grace;
-
-impl mcp_runtime::host::Elicitation for Grace {
-    fn elicit<'a>(
-        &'a self,
-        _server: &'a str,
-        _request: mcp_runtime::model::ElicitRequestParams,
-    ) -> mcp_runtime::host::HandlerFuture<'a, mcp_runtime::model::ElicitResult> {
-        Box::pin(async {
-            mcp_runtime::model::ElicitResult::new(mcp_runtime::model::ElicitationAction::Accept)
-                .with_content(json!({"name": "Grace"}))
-        })
-    }
 }

@@ -157,6 +157,34 @@ pub fn peers_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers")
 }
 
+/// The Python of the venv with the Python SDK `version` (`2.3.0`, `1.30.0`), which
+/// `scripts/install-peers` makes.
+pub fn python_sdk(version: &str) -> PathBuf {
+    let python = peers_dir().join(format!("venvs/mcp-{version}/bin/python"));
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/install-peers (scripts/test does)",
+        python.display()
+    );
+    python
+}
+
+/// Accepts every form with `{"name": "Grace"}`.
+pub struct Grace;
+
+impl mcp_runtime::host::Elicitation for Grace {
+    fn elicit<'a>(
+        &'a self,
+        _server: &'a str,
+        _request: mcp_runtime::model::ElicitRequestParams,
+    ) -> mcp_runtime::host::HandlerFuture<'a, mcp_runtime::model::ElicitResult> {
+        Box::pin(async {
+            mcp_runtime::model::ElicitResult::new(mcp_runtime::model::ElicitationAction::Accept)
+                .with_content(serde_json::json!({"name": "Grace"}))
+        })
+    }
+}
+
 /// Reads the pid the fixture wrote for its own child (`--spawn-grandchild FILE`).
 pub fn read_pid(path: &Path) -> i32 {
     std::fs::read_to_string(path)
@@ -242,11 +270,7 @@ pub async fn http_fixture_at(addr: &str, args: &[&str]) -> HttpFixture {
         .read_line(&mut line)
         .await
         .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
+    let url = mcp_runtime_fixtures::testing::announced_url(&line);
     HttpFixture { url, child }
 }
 

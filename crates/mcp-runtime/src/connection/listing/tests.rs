@@ -396,14 +396,10 @@ async fn a_large_page_read_apart_counts_toward_the_same_warnings() {
     assert!(warnings[MAX_WARNINGS].ends_with("count=2"), "{warnings:#?}");
 }
 
-#[tokio::test]
-async fn pages_are_followed_by_their_cursors() {
-    let (client, mut received) = scripted_server(vec![
-        page(&good("a"), Some("c1")),
-        page(&good("b"), Some("c2")),
-        page(&good("c"), None),
-    ])
-    .await;
+/// The names of the tools listed from `pages`, how many requests were sent, and the
+/// cursor of each.
+async fn followed(pages: Vec<String>) -> (Vec<String>, usize, Vec<Option<String>>) {
+    let (client, mut received) = scripted_server(pages).await;
     let sent = AtomicUsize::new(0);
     let tools = list_tools(
         client.peer(),
@@ -415,44 +411,38 @@ async fn pages_are_followed_by_their_cursors() {
     .await
     .unwrap()
     .tools;
-    assert_eq!(
-        names(tools.iter().map(|listed| &*listed.tool)),
-        ["a", "b", "c"]
-    );
-    assert_eq!(sent.load(Ordering::Relaxed), 3);
+    let names = tools.iter().map(|listed| listed.tool.name.to_string());
     let mut cursors = Vec::new();
     while let Ok(Received::List { cursor, .. }) = received.try_recv() {
         cursors.push(cursor);
     }
+    (names.collect(), sent.load(Ordering::Relaxed), cursors)
+}
+
+#[tokio::test]
+async fn pages_are_followed_by_their_cursors() {
+    let (names, sent, cursors) = followed(vec![
+        page(&good("a"), Some("c1")),
+        page(&good("b"), Some("c2")),
+        page(&good("c"), None),
+    ])
+    .await;
+    assert_eq!(names, ["a", "b", "c"]);
+    assert_eq!(sent, 3);
     assert_eq!(cursors, [None, Some("c1".into()), Some("c2".into())]);
 }
 
 #[tokio::test]
 async fn an_empty_cursor_ends_the_listing() {
-    let (client, mut received) = scripted_server(vec![
+    let (names, sent, cursors) = followed(vec![
         page(&good("a"), Some("c1")),
         page(&good("b"), Some("")),
         // Never asked for: a server asked with `""` may answer its first page again.
         page(&good("a"), None),
     ])
     .await;
-    let sent = AtomicUsize::new(0);
-    let tools = list_tools(
-        client.peer(),
-        &Cancellations::new(client.peer().clone()),
-        "s",
-        bounds(Duration::from_secs(30)),
-        &sent,
-    )
-    .await
-    .unwrap()
-    .tools;
-    assert_eq!(names(tools.iter().map(|listed| &*listed.tool)), ["a", "b"]);
-    assert_eq!(sent.load(Ordering::Relaxed), 2);
-    let mut cursors = Vec::new();
-    while let Ok(Received::List { cursor, .. }) = received.try_recv() {
-        cursors.push(cursor);
-    }
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(sent, 2);
     assert_eq!(cursors, [None, Some("c1".into())]);
 }
 

@@ -96,22 +96,25 @@ async fn handshake_server(
     url
 }
 
+/// What is sent to the Streamable HTTP server at `url`, with every other setting at
+/// its default.
+fn resolved(url: &str) -> http::ResolvedHttp {
+    let config = crate::config::HttpConfig {
+        url: url.to_owned(),
+        bearer_token_env_var: None,
+        http_headers: Default::default(),
+        env_http_headers: Default::default(),
+        transport: crate::config::HttpTransport::StreamableHttp,
+        ca_certificate: None,
+    };
+    http::resolve(&config, |_| None).unwrap()
+}
+
 async fn start_pinned(
     url: &str,
     pinned: Option<ProtocolVersion>,
 ) -> Result<RunningService<RoleClient, Client>, StartupError> {
-    let resolved = http::resolve(
-        &crate::config::HttpConfig {
-            url: url.to_owned(),
-            bearer_token_env_var: None,
-            http_headers: Default::default(),
-            env_http_headers: Default::default(),
-            transport: crate::config::HttpTransport::StreamableHttp,
-            ca_certificate: None,
-        },
-        |_| None,
-    )
-    .unwrap();
+    let resolved = resolved(url);
     let client = Client::new("old", &crate::host::HostHandlers::default());
     start(
         "old",
@@ -325,18 +328,7 @@ async fn breaking_server(resumed: Resumed) -> (String, mpsc::UnboundedReceiver<S
 }
 
 async fn connect_to(url: &str) -> crate::connection::Connection {
-    let resolved = http::resolve(
-        &crate::config::HttpConfig {
-            url: url.to_owned(),
-            bearer_token_env_var: None,
-            http_headers: Default::default(),
-            env_http_headers: Default::default(),
-            transport: crate::config::HttpTransport::StreamableHttp,
-            ca_certificate: None,
-        },
-        |_| None,
-    )
-    .unwrap();
+    let resolved = resolved(url);
     crate::connection::Connection::connect(
         "web",
         &crate::transport::Endpoint::Http(resolved),
@@ -410,6 +402,21 @@ async fn impatient(url: &str) -> crate::connection::Connection {
     connection
 }
 
+/// The answer to a call of `t` on `connection`, which must come before [`AT_ONCE`].
+async fn at_once(
+    connection: &crate::connection::Connection,
+) -> Result<crate::ToolResult, crate::error::CallError> {
+    tokio::time::timeout(AT_ONCE, connection.call_plain("t", CALL_TIMEOUT))
+        .await
+        .expect("the answer comes at once")
+}
+
+/// The error of a call of `t` on `connection`, which must fail before [`AT_ONCE`].
+async fn failed_at_once(connection: &crate::connection::Connection) -> String {
+    let answered = at_once(connection).await;
+    crate::error::chain(&answered.expect_err("the call cannot succeed"))
+}
+
 /// What the server saw after the call, in order.
 fn all_seen(seeing: &mut mpsc::UnboundedReceiver<Seen>) -> Vec<Seen> {
     std::iter::from_fn(|| seeing.try_recv().ok()).collect()
@@ -419,12 +426,8 @@ fn all_seen(seeing: &mut mpsc::UnboundedReceiver<Seen>) -> Vec<Seen> {
 async fn resuming_a_stream_stops_after_a_bounded_count_of_failures() {
     let (url, mut seeing) = breaking_server(Resumed::Unavailable).await;
     let connection = impatient(&url).await;
-    let error = connection
-        .call_plain("t", CALL_TIMEOUT)
-        .await
-        .expect_err("the answer never comes");
     assert_eq!(
-        crate::error::chain(&error),
+        failed_at_once(&connection).await,
         "tool `t` on server `web` failed: the server's event stream ended before the answer, and resuming it failed (the call may have run; check that the server is still running before calling again): server `web` answered HTTP 503"
     );
     let resuming = || Seen::Resuming("e-1".into());
@@ -442,12 +445,8 @@ async fn resuming_a_stream_stops_after_a_bounded_count_of_failures() {
 async fn a_stream_that_breaks_again_after_it_was_resumed_says_how() {
     let (url, mut seeing) = breaking_server(Resumed::BreaksAgain).await;
     let connection = impatient(&url).await;
-    let error = connection
-        .call_plain("t", CALL_TIMEOUT)
-        .await
-        .expect_err("the answer never comes");
     assert_eq!(
-        crate::error::chain(&error),
+        failed_at_once(&connection).await,
         "tool `t` on server `web` failed: the server's event stream ended before the answer, and resuming it failed (the call may have run; check that the server is still running before calling again): server `web` answered HTTP 503"
     );
     let resuming = |from: &str| Seen::Resuming(from.into());
@@ -483,9 +482,8 @@ async fn an_answer_on_a_resumed_stream_passes_through_whole() {
         let answer = format!(r#"{{"jsonrpc":"2.0","id":ID,"result":{result}}}"#);
         let (url, _seeing) = breaking_server(Resumed::Answers(answer.leak())).await;
         let connection = connect_to(&url).await;
-        let answered = tokio::time::timeout(AT_ONCE, connection.call_plain("t", CALL_TIMEOUT))
+        let answered = at_once(&connection)
             .await
-            .expect("the answer comes at once")
             .unwrap_or_else(|error| panic!("{}", crate::error::chain(&error)));
         assert_eq!(
             serde_json::Value::Object(answered.as_object().clone()),
@@ -503,11 +501,7 @@ async fn a_batch_or_an_unusable_answer_on_a_resumed_stream_is_read_at_once() {
     for data in [batch, unusable] {
         let (url, _seeing) = breaking_server(Resumed::Answers(data)).await;
         let connection = connect_to(&url).await;
-        let Ok(answered) =
-            tokio::time::timeout(AT_ONCE, connection.call_plain("t", CALL_TIMEOUT)).await
-        else {
-            panic!("no answer came of {data}");
-        };
+        let answered = at_once(&connection).await;
         match answered {
             Ok(result) if data == batch => {
                 assert_eq!(result.content().next().unwrap().as_text(), Some("ok"));
@@ -529,12 +523,7 @@ async fn a_batch_or_an_unusable_answer_on_a_resumed_stream_is_read_at_once() {
 async fn an_answer_not_utf8_on_a_resumed_stream_is_refused_at_once_showing_it() {
     let (url, mut seeing) = breaking_server(Resumed::NotText).await;
     let connection = connect_to(&url).await;
-    let Ok(answered) =
-        tokio::time::timeout(AT_ONCE, connection.call_plain("t", CALL_TIMEOUT)).await
-    else {
-        panic!("no answer came");
-    };
-    let error = crate::error::chain(&answered.expect_err("the answer cannot be used"));
+    let error = failed_at_once(&connection).await;
     assert!(
         error.starts_with("tool `t` on server `web` failed: server `web` sent an answer that is not valid UTF-8 (from byte 12), which JSON-RPC requires: `{\"note\":\"caf\\xFF\",\"jsonrpc\":\"2.0\""),
         "{error}"
@@ -551,13 +540,8 @@ async fn an_answer_not_utf8_on_a_resumed_stream_is_refused_at_once_showing_it() 
 async fn a_stream_lost_again_each_time_it_is_resumed_is_resumed_a_bounded_number_of_times() {
     let (url, mut seeing) = breaking_server(Resumed::BreaksAtOnce).await;
     let connection = impatient(&url).await;
-    let Ok(answered) =
-        tokio::time::timeout(AT_ONCE, connection.call_plain("t", CALL_TIMEOUT)).await
-    else {
-        panic!("no answer came");
-    };
     assert_eq!(
-        crate::error::chain(&answered.expect_err("the answer never comes")),
+        failed_at_once(&connection).await,
         "tool `t` on server `web` failed: the server's event stream ended before the answer, and resuming it failed (the call may have run): server `web` closed the connection before its answer was complete (check that it is still running)"
     );
     let resuming = || Seen::Resuming("e-1".into());

@@ -100,6 +100,16 @@ fn call(name: &str) -> ClientRequest {
     ))
 }
 
+/// The values completing prompt `p`'s argument `a`, which must come before
+/// [`CALL_TIMEOUT`].
+async fn completion(
+    peer: &rmcp::Peer<rmcp::RoleClient>,
+) -> Result<Vec<String>, rmcp::ServiceError> {
+    tokio::time::timeout(CALL_TIMEOUT, peer.complete_prompt_simple("p", "a", ""))
+        .await
+        .expect("no wait for the timeout")
+}
+
 fn error_message(result: Result<impl std::fmt::Debug, rmcp::ServiceError>) -> String {
     match result {
         Err(rmcp::ServiceError::McpError(error)) => error.message.into_owned(),
@@ -203,13 +213,7 @@ async fn an_answer_to_an_unknown_id_is_ignored() {
             .await;
     });
     let client = client.await;
-    let completed = tokio::time::timeout(
-        CALL_TIMEOUT,
-        client.peer().complete_prompt_simple("p", "a", ""),
-    )
-    .await
-    .expect("no wait for the timeout")
-    .unwrap();
+    let completed = completion(client.peer()).await.unwrap();
     assert_eq!(completed, ["t"]);
     server.await.unwrap();
 }
@@ -266,12 +270,7 @@ async fn refused_answer(answer: fn(&Value) -> Vec<Vec<u8>>) -> String {
         .expect("no wait for the timeout");
     let message = error_message(list);
     // A request whose answer rmcp reads itself (a listing's goes raw).
-    let completed = tokio::time::timeout(
-        CALL_TIMEOUT,
-        client.peer().complete_prompt_simple("p", "a", ""),
-    )
-    .await
-    .expect("no wait for the timeout");
+    let completed = completion(client.peer()).await;
     assert!(completed.unwrap().is_empty());
     drop(done);
     server.await.unwrap();
@@ -324,12 +323,7 @@ async fn noise_on_stdout_is_skipped_with_one_warning_that_does_not_quote_it() {
             .await;
     });
     let client = client.await;
-    let completed = tokio::time::timeout(
-        CALL_TIMEOUT,
-        client.peer().complete_prompt_simple("p", "a", ""),
-    )
-    .await
-    .expect("no wait for the timeout");
+    let completed = completion(client.peer()).await;
     assert!(completed.unwrap().is_empty());
     server.await.unwrap();
     let warnings: Vec<String> = events
@@ -371,12 +365,7 @@ async fn lines_that_begin_a_value_and_never_end_it_are_noise_before_a_message() 
             .await;
     });
     let client = client.await;
-    let completed = tokio::time::timeout(
-        CALL_TIMEOUT,
-        client.peer().complete_prompt_simple("p", "a", ""),
-    )
-    .await
-    .expect("no wait for the timeout");
+    let completed = completion(client.peer()).await;
     assert!(completed.unwrap().is_empty());
     server.await.unwrap();
 }

@@ -466,14 +466,13 @@ fn unusable(request: &serde_json::Value) -> (&'static str, String) {
     }
 }
 
-#[tokio::test]
-async fn an_unusable_http_answer_fails_its_request_at_once_and_a_batch_is_taken() {
-    use rmcp::{
-        ServiceExt,
-        model::{CallToolRequest, CallToolRequestParams, ClientRequest},
-    };
+/// A client of the server at `url`, through the transport, with a limit of [`LIMIT`]
+/// bytes a message.
+async fn client_of(
+    url: String,
+) -> rmcp::service::RunningService<rmcp::RoleClient, rmcp::model::ClientConfig> {
+    use rmcp::ServiceExt;
 
-    let url = raw_server(unusable).await;
     let resolved = ResolvedHttp {
         url,
         bearer_token: None,
@@ -483,20 +482,27 @@ async fn an_unusable_http_answer_fails_its_request_at_once_and_a_batch_is_taken(
         oauth_store: None,
         credentials: Vec::new(),
     };
-    let client = crate::connection::client_config(&crate::host::HostHandlers::default())
-        .serve(
-            transport(
-                "web",
-                &resolved,
-                client_for(&resolved).unwrap(),
-                Splicer::new(),
-                None,
-            )
-            .unwrap()
-            .0,
-        )
+    let transport = transport(
+        "web",
+        &resolved,
+        client_for(&resolved).unwrap(),
+        Splicer::new(),
+        None,
+    )
+    .unwrap()
+    .0;
+    crate::connection::client_config(&crate::host::HostHandlers::default())
+        .serve(transport)
         .await
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_unusable_http_answer_fails_its_request_at_once_and_a_batch_is_taken() {
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+
+    let url = raw_server(unusable).await;
+    let client = client_of(url).await;
     let call = |name: &'static str| {
         let peer = client.peer().clone();
         async move {
@@ -537,32 +543,10 @@ async fn an_unusable_http_answer_fails_its_request_at_once_and_a_batch_is_taken(
 
 #[tokio::test]
 async fn an_oversized_http_answer_fails_its_request_at_once() {
-    use rmcp::{ServiceExt, model::CallToolRequestParams};
+    use rmcp::model::CallToolRequestParams;
 
     let url = raw_server(oversized).await;
-    let resolved = ResolvedHttp {
-        url,
-        bearer_token: None,
-        headers: HashMap::new(),
-        max_message_bytes: LIMIT,
-        network: Network::default(),
-        oauth_store: None,
-        credentials: Vec::new(),
-    };
-    let client = crate::connection::client_config(&crate::host::HostHandlers::default())
-        .serve(
-            transport(
-                "web",
-                &resolved,
-                client_for(&resolved).unwrap(),
-                Splicer::new(),
-                None,
-            )
-            .unwrap()
-            .0,
-        )
-        .await
-        .unwrap();
+    let client = client_of(url).await;
     let expected = size_error();
     let bound = std::time::Duration::from_secs(300);
     let list = tokio::time::timeout(bound, client.peer().list_tools(None))
