@@ -98,8 +98,10 @@ use crate::{
 };
 
 const SESSION_ID_HEADER: &str = "mcp-session-id";
-const EVENT_STREAM: &str = "text/event-stream";
-const JSON: &str = "application/json";
+/// The media type of an event stream.
+pub(crate) const EVENT_STREAM: &str = "text/event-stream";
+/// The media type of a JSON body.
+pub(crate) const JSON: &str = "application/json";
 /// Redirects followed, same origin only.
 const MAX_REDIRECTS: usize = 10;
 /// Headers the protocol sets, which a configured header may not replace (header names
@@ -711,18 +713,7 @@ impl Post<'_> {
             .get(SESSION_ID_HEADER)
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
-        let content_type = response
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .map(|value| {
-                value
-                    .split(';')
-                    .next()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_ascii_lowercase()
-            });
+        let content_type = media_type(response.headers());
         if let Some(failure) = redirect_of(server, &response) {
             return Err(StreamableHttpError::Client(failure));
         }
@@ -809,6 +800,13 @@ impl Post<'_> {
 /// revision, cannot name it (the Python SDK writes `"server-error"`), and rmcp's
 /// startup takes an error that names another id for a broken server rather than for
 /// a server of another era.
+/// The media type of a response, lowercase, without parameters.
+pub(crate) fn media_type(headers: &http::HeaderMap) -> Option<String> {
+    let value = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+    let media_type = value.split(';').next().unwrap_or_default().trim();
+    Some(media_type.to_ascii_lowercase())
+}
+
 /// `request` with the headers every request to the server carries: what it
 /// accepts, the session's id, the bearer token and the configured headers. As in
 /// rmcp's client, the headers the protocol sets cannot be configured.

@@ -56,7 +56,10 @@ use url::Url;
 use self::events::{Event, EventReader};
 use super::{
     framing::too_large,
-    http::{self as streamable_http, ERROR_BODY_READ_BYTES, OAuthLogin, ResolvedHttp, Streams},
+    http::{
+        self as streamable_http, ERROR_BODY_READ_BYTES, EVENT_STREAM, JSON, OAuthLogin,
+        ResolvedHttp, Streams, media_type,
+    },
     raw_answers::RawAnswers,
     refused::{self, Unread},
     splice::{Spliced, Splicer},
@@ -65,9 +68,6 @@ use crate::{
     error::{HttpFailure, RequestError, StartupError},
     sync::lock,
 };
-
-const EVENT_STREAM: &str = "text/event-stream";
-const JSON: &str = "application/json";
 
 /// The error of a send. It is the Streamable HTTP transport's error type, so that
 /// [`crate::connection`] finds the [`HttpFailure`] behind it the same way.
@@ -513,13 +513,6 @@ impl Poster {
         }
         Ok(self.splicer.splice(&serde_json::to_vec(message)?))
     }
-}
-
-/// The media type of a response, lowercase, without parameters.
-fn media_type(headers: &HeaderMap) -> Option<String> {
-    let value = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
-    let media_type = value.split(';').next().unwrap_or_default().trim();
-    Some(media_type.to_ascii_lowercase())
 }
 
 /// The failure an answer with `status` (not a success) stands for, given the start of

@@ -31,7 +31,7 @@ use super::streams::MAX_FRUITLESS_RESUMPTIONS;
 use super::{
     EVENT_STREAM, HttpResult, JSON, SplicingHttpClient, classify,
     events::{bounded_events, text_events},
-    redirect_of, status_failure, with_headers,
+    media_type, redirect_of, status_failure, with_headers,
 };
 use crate::{error::HttpFailure, transport::refused};
 
@@ -130,15 +130,7 @@ impl SplicingHttpClient {
             .headers()
             .get(header::CONTENT_TYPE)
             .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
-        let media_type = content_type.as_deref().map(|value| {
-            value
-                .split(';')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_ascii_lowercase()
-        });
-        match media_type.as_deref() {
+        match media_type(response.headers()).as_deref() {
             Some(EVENT_STREAM | JSON) => Ok(response),
             _ => Err(StreamableHttpError::UnexpectedContentType(content_type)),
         }
