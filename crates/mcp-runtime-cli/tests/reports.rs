@@ -90,6 +90,6 @@ fn a_call_to_a_disabled_servers_tool_says_the_server_is_disabled() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert_eq!(
         stderr(&output),
-        "mcp-runtime: server `off` is disabled, so its tools cannot be called (set `enabled = true` in its table, or remove its `enabled = false` line, to call them)\n"
+        "mcp-runtime: server `off` is disabled, so its tools cannot be called (to call them, remove its `enabled = false` line, or its `\"disabled\": true` in a JSON config file)\n"
     );
 }

@@ -89,7 +89,7 @@ async fn a_disabled_servers_tool_is_an_error_saying_the_server_is_disabled() {
     );
     assert_eq!(
         error.to_string(),
-        "server `off` is disabled, so its tools cannot be called (set `enabled = true` in its table, or remove its `enabled = false` line, to call them)",
+        "server `off` is disabled, so its tools cannot be called (to call them, remove its `enabled = false` line, or its `\"disabled\": true` in a JSON config file)",
         "it says how to call them"
     );
     let error = runtime

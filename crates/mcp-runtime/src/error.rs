@@ -709,10 +709,10 @@ pub enum CallError {
         /// The server.
         server: String,
     },
-    /// The tool's server is disabled in the configuration (`enabled = false`), so it
-    /// was not started.
+    /// The tool's server is disabled in the configuration (`enabled = false`, or
+    /// `"disabled": true` in a JSON host's file), so it was not started.
     #[error(
-        "server `{server}` is disabled, so its tools cannot be called (set `enabled = true` in its table, or remove its `enabled = false` line, to call them)"
+        "server `{server}` is disabled, so its tools cannot be called (to call them, remove its `enabled = false` line, or its `\"disabled\": true` in a JSON config file)"
     )]
     ServerDisabled {
         /// The server.
