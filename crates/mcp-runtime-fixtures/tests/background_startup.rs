@@ -444,6 +444,72 @@ async fn dropping_the_runtime_while_a_server_starts_ends_its_process() {
     assert!(registry.is_empty());
 }
 
+/// Waits until `pid` has received `count` `tools/list` requests, looking at its log
+/// each time its gates look for their files.
+async fn until_listed(gates: &Gates, pid: u32, count: usize) {
+    let listed = async {
+        while gates.tools_lists_to(pid) < count {
+            tokio::time::sleep(mcp_runtime_fixtures::gate::POLL_INTERVAL).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), listed)
+        .await
+        .expect("the request reaches the server");
+}
+
+#[tokio::test]
+async fn dropping_the_runtime_while_a_refresh_restarts_a_server_ends_the_new_process() {
+    let gates = Gates::new();
+    let registry = ListingRegistry::new();
+    // A long startup timeout: the restart below would wait for it, gated.
+    let server = gates
+        .server("srv")
+        .with_startup_timeout(Duration::from_secs(600));
+    let (runtime, mut events) = start_with(vec![server], StartOptions::new(), &registry).await;
+    let first = pid_of(&mut events, "srv").await;
+    gates.open_all(first);
+    until(
+        &mut events,
+        |e| matches!(e, StartupEvent::Ready { server, .. } if server == "srv"),
+    )
+    .await;
+    // The refresh of the first change waits at the first process's closed gate; the
+    // second change is noted meanwhile, so a second refresh follows the first.
+    std::fs::remove_file(gates.dir.path().join(format!("{first}.tools-list"))).unwrap();
+    let add = |name: &str| {
+        runtime.call_tool(
+            "mcp__srv__add_tool",
+            json!({ "name": name }).as_object().cloned(),
+        )
+    };
+    add("one").await.expect("add_tool works");
+    until_listed(&gates, first, 2).await;
+    add("two").await.expect("add_tool works");
+    // The first refresh fails with the server gone; the second restarts it.
+    // SAFETY: kill(2) with a pid this test's runtime spawned.
+    assert_eq!(unsafe { libc::kill(first as i32, libc::SIGKILL) }, 0);
+    let restarted = pid_of(&mut events, "srv").await;
+    assert_ne!(restarted, first);
+
+    // The restarted process waits at its `initialize` gate, which stays closed: the
+    // restart ends with the runtime, and with it the last of the runtime's state
+    // (which holds the events' sender), well before its startup timeout.
+    drop(runtime);
+    let ended = async {
+        while let Some(event) = events.recv().await {
+            assert!(
+                !matches!(event, StartupEvent::Restarted { .. }),
+                "a restart ended after the runtime was dropped: {event:?}"
+            );
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), ended)
+        .await
+        .expect("the restart ends with the runtime");
+    assert_all_gone(restarted as i32, &[first as i32]);
+    assert!(registry.is_empty());
+}
+
 /// The pids of `servers`, read from the events in whatever order they were spawned.
 async fn pids_of(
     events: &mut UnboundedReceiver<StartupEvent>,

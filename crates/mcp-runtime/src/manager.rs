@@ -50,7 +50,7 @@ use std::{
     collections::BTreeMap,
     sync::{
         Arc, Mutex, RwLock, Weak,
-        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
+        atomic::{AtomicU64, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -158,8 +158,10 @@ struct Shared {
     /// The listings' version the published catalog was built from. Changed only
     /// inside `catalog.send_if_modified`, whose lock orders every publication.
     published: AtomicU64,
-    /// Set once shutdown begins: refreshes that fail from then on are expected.
-    closing: AtomicBool,
+    /// Cancelled once the runtime ends, however it ends (`shutdown`, `abort`, drop):
+    /// refreshes that fail from then on are expected, and a restart in progress is
+    /// given up (supervisor invariant 5).
+    closing: CancellationToken,
     /// The servers of the configuration that are disabled (`enabled = false`): a call
     /// to one of their tools says so.
     disabled: Vec<String>,
@@ -679,7 +681,7 @@ impl Runtime {
     ///
     /// Dropping the future kills what is left at once.
     pub async fn abort(self) {
-        self.shared.closing.store(true, Ordering::Relaxed);
+        self.shared.closing.cancel();
         // Startups still in progress end their processes at once when cancelled.
         self.shared.stop_startups().await;
         let connections = self
@@ -714,6 +716,9 @@ impl Drop for Runtime {
     /// still holds the servers; the startups still in progress end with the startup
     /// task, which dropping the runtime aborts.
     fn drop(&mut self) {
+        // Before the connections are read: a restart that installs its connection
+        // after this sees it and ends that connection itself (supervisor invariant 5).
+        self.shared.closing.cancel();
         // The startup task is aborted with its handle; cancelling first ends its
         // startups even if it is being polled right now.
         self.shared.startups_cancel.cancel();
@@ -754,7 +759,7 @@ impl Shared {
             }),
             catalog: watch::Sender::new(Arc::new(Catalog::for_servers(declared))),
             published: AtomicU64::new(0),
-            closing: AtomicBool::new(false),
+            closing: CancellationToken::new(),
             disabled: Vec::new(),
         };
         // The listings a runtime begins with (in tests), at version 0.
@@ -883,7 +888,7 @@ impl Shared {
     }
 
     async fn shutdown(&self) {
-        self.closing.store(true, Ordering::Relaxed);
+        self.closing.cancel();
         // Before the connections: a server that joins meanwhile is shut down below.
         self.stop_startups().await;
         futures::future::join_all(self.servers.values().map(|server| async move {
@@ -944,7 +949,7 @@ async fn refresh_on_change(
         // Boxed: the task waits with a small future, not a refresh's (every server
         // has a refresher).
         if let Err(error) = Box::pin(shared.refresh(&name)).await
-            && !shared.closing.load(Ordering::Relaxed)
+            && !shared.closing.is_cancelled()
         {
             tracing::warn!(server = %name, error = %crate::error::chain(&error), "refreshing tools after list_changed failed");
         }

@@ -24,6 +24,12 @@
 //!    are counted; attempt `n + 1` waits `1 s × 2^(n - 1)` (at most 30 s) after attempt
 //!    `n` ended, and after [`MAX_ATTEMPTS`] the server stays stopped until
 //!    [`Runtime::restart`](super::Runtime::restart) resets the count.
+//! 5. No restart outlives the runtime. Every way the runtime ends (`shutdown`,
+//!    `abort`, drop) cancels `closing` before it reads the connections to end them; a
+//!    restart gives up when it sees `closing` cancelled, before it starts, while it
+//!    starts (the new process is ended), and when it would install the connection,
+//!    which it checks under the same lock as the install. So a restart a background
+//!    refresh began cannot leave a server running after the runtime is gone.
 
 use std::{
     sync::{Arc, atomic::Ordering},
@@ -191,10 +197,11 @@ impl Shared {
             server.restarting.try_lock().is_err(),
             "invariant 2: a restart runs under the server's restart lock"
         );
-        if self.closing.load(Ordering::Relaxed) {
-            return Err(RestartError::ShuttingDown {
-                server: name.to_owned(),
-            });
+        let shutting_down = || RestartError::ShuttingDown {
+            server: name.to_owned(),
+        };
+        if self.closing.is_cancelled() {
+            return Err(shutting_down());
         }
         let (old, generation) = {
             let live = lock(&server.live);
@@ -214,7 +221,7 @@ impl Shared {
         // Taken before the new connection's `tools/list` is sent (invariant 2).
         let listing = self.next_generation(name);
         let credentials = self.credentials.as_ref();
-        let result = startup::restart_one(
+        let restarted = startup::restart_one(
             &server.config,
             binding,
             &self.eras,
@@ -226,8 +233,13 @@ impl Shared {
                     pid,
                 });
             },
-        )
-        .await;
+        );
+        // Invariant 5: dropping the restart ends the process it started.
+        let result = tokio::select! {
+            biased;
+            () = self.closing.cancelled() => return Err(shutting_down()),
+            result = restarted => result,
+        };
         let retry_in = lock(&server.live)
             .backoff
             .attempted(Instant::now(), self.first_restart_pause);
@@ -252,6 +264,13 @@ impl Shared {
         let connection = Arc::new(started.connection);
         let generation = {
             let mut live = lock(&server.live);
+            // Invariant 5: checked under the lock the runtime's drop reads the
+            // connections under.
+            if self.closing.is_cancelled() {
+                drop(live);
+                connection.kill();
+                return Err(shutting_down());
+            }
             debug_assert_eq!(
                 live.generation, generation,
                 "supervisor invariant 1: only the restart lock's holder replaces the connection"
@@ -303,9 +322,7 @@ impl Shared {
                 let server = &shared.servers[&name];
                 // Shutdown and restarts end connections themselves, under this lock.
                 let _restarting = server.restarting.lock().await;
-                if shared.closing.load(Ordering::Relaxed)
-                    || lock(&server.live).generation != generation
-                {
+                if shared.closing.is_cancelled() || lock(&server.live).generation != generation {
                     return;
                 }
                 let reason = match connection.closed_error().await {
