@@ -5,8 +5,9 @@
 //! 1. the protocol is started in the server's era (see [`crate::protocol_era`]): a
 //!    2026-07-28 server gets `server/discover`, and every request then carries the
 //!    protocol keys in `_meta`; a handshake server gets `initialize` offering
-//!    [`PROTOCOL_VERSION`], not rmcp's newest version, and its answer must be one of
-//!    [`ACCEPTED_PROTOCOL_VERSIONS`] (rmcp takes any; see [`version_gate`]);
+//!    [`PROTOCOL_VERSION`](crate::protocol::PROTOCOL_VERSION), not rmcp's newest
+//!    version, and its answer must be one of [`ACCEPTED_PROTOCOL_VERSIONS`] (rmcp takes
+//!    any; see [`version_gate`]);
 //! 2. rmcp's per-peer response cache is off, so a failed `tools/list` is an error rather
 //!    than an older answer served again;
 //! 3. every request has a timeout, and a request whose future is dropped (timeout or
@@ -59,8 +60,8 @@ use std::{
 use rmcp::{
     ClientHandler, Peer, RoleClient,
     model::{
-        CallToolRequestParams, ClientConfig, ElicitRequestParams, ElicitResult, Implementation,
-        JsonObject, MetaObject, NotificationMetaObject, ProgressNotificationParam, ProtocolVersion,
+        CallToolRequestParams, ClientConfig, ElicitRequestParams, ElicitResult, JsonObject,
+        MetaObject, NotificationMetaObject, ProgressNotificationParam, ProtocolVersion,
         RequestMetaObject, ServerNotification,
     },
     service::{ClientCacheConfig, NotificationContext, RequestContext, RunningService},
@@ -74,6 +75,7 @@ use crate::{
     catalog::TaskSupport,
     error::{CallError, ListToolsError, RequestError, StartupError},
     host::HostHandlers,
+    protocol::{ACCEPTED_PROTOCOL_VERSIONS, client_config},
     protocol_era::Plan,
     sandbox_metadata::{
         self, CallSandbox, SANDBOX_LAUNCHER_KEY, SANDBOX_STATE_KEY, SANDBOX_STATE_META_KEY,
@@ -87,20 +89,6 @@ use crate::{
     },
 };
 
-/// The protocol version offered in `initialize`.
-pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
-
-/// The handshake revisions a server may answer `initialize` with, newest first:
-/// [`PROTOCOL_VERSION`], which is offered, and the older ones whose messages
-/// mcp-runtime reads. rmcp takes any answer (even a revision it does not know), so the
-/// answer is checked here, as the specification's version negotiation asks of a
-/// client that does not speak the revision a server answers with.
-pub const ACCEPTED_PROTOCOL_VERSIONS: [ProtocolVersion; 4] = [
-    ProtocolVersion::V_2025_11_25,
-    ProtocolVersion::V_2025_06_18,
-    ProtocolVersion::V_2025_03_26,
-    ProtocolVersion::V_2024_11_05,
-];
 /// `tools/list` may not take more pages than this.
 pub const MAX_LIST_PAGES: usize = 100;
 /// A list may not have more entries than this: `tools/list` by default (`max_tools`
@@ -270,26 +258,6 @@ impl ClientHandler for Client {
     }
 }
 
-/// The `initialize` parameters the runtime sends: the client capabilities of the
-/// host's `handlers` (see [`crate::host`]) and the tasks extension (2026-07-28: a
-/// server may answer a call with a task, which the runtime follows), the pinned
-/// protocol version.
-pub fn client_config(handlers: &HostHandlers) -> ClientConfig {
-    let mut capabilities = handlers.capabilities();
-    capabilities
-        .extensions
-        .get_or_insert_with(Default::default)
-        .insert(
-            rmcp::model::TASKS_EXTENSION_ID.to_owned(),
-            JsonObject::new(),
-        );
-    ClientConfig::new(
-        capabilities,
-        Implementation::new("mcp-runtime", env!("CARGO_PKG_VERSION")),
-    )
-    .with_protocol_version(PROTOCOL_VERSION)
-}
-
 /// A live connection to one server.
 pub(crate) struct Connection {
     peer: Peer<RoleClient>,
@@ -388,7 +356,7 @@ impl Connection {
                 let pinned = match plan {
                     Plan::Pinned(version) => Some(version.clone()),
                     #[cfg(test)]
-                    Plan::Handshake => Some(PROTOCOL_VERSION),
+                    Plan::Handshake => Some(crate::protocol::PROTOCOL_VERSION),
                     Plan::Auto { .. } => None,
                 };
                 let reached =

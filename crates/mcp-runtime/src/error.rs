@@ -7,7 +7,7 @@
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
-use crate::config::checks::shown;
+use crate::redact::shown;
 
 mod refused;
 pub(crate) use self::refused::sent;
@@ -380,7 +380,7 @@ pub enum StartupError {
     /// speak.
     #[error(
         "the server answered `initialize` with protocol version `{answered}`, which mcp-runtime does not speak (it offered `{}`, and also speaks {})",
-        crate::connection::PROTOCOL_VERSION,
+        crate::protocol::PROTOCOL_VERSION,
         older_protocol_versions()
     )]
     UnsupportedProtocolVersion {
@@ -526,9 +526,9 @@ fn content_type_phrase(content_type: Option<&str>) -> String {
 
 /// The accepted revisions other than the one offered, for a message: `` `a`, `b` and `c` ``.
 fn older_protocol_versions() -> String {
-    let older: Vec<String> = crate::connection::ACCEPTED_PROTOCOL_VERSIONS
+    let older: Vec<String> = crate::protocol::ACCEPTED_PROTOCOL_VERSIONS
         .iter()
-        .filter(|version| **version != crate::connection::PROTOCOL_VERSION)
+        .filter(|version| **version != crate::protocol::PROTOCOL_VERSION)
         .map(|version| format!("`{version}`"))
         .collect();
     match older.split_last() {

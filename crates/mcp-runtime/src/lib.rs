@@ -38,6 +38,7 @@ pub mod naming;
 mod oauth_client;
 mod output_schema;
 pub mod progress;
+mod protocol;
 pub mod protocol_era;
 pub mod redact;
 pub mod sandbox_metadata;
@@ -87,8 +88,7 @@ pub use catalog::{Catalog, ListedTool, QualifiedTool, TaskSupport};
 pub use changes::ServerChange;
 pub use config::{Config, ServerConfig};
 pub use connection::{
-    ACCEPTED_PROTOCOL_VERSIONS, MAX_LIST_PAGES, MAX_LISTED_TOOLS, PROTOCOL_VERSION,
-    SERVER_LOG_TARGET, TOOL_CATALOG_CACHE_CAPABILITY, client_config,
+    MAX_LIST_PAGES, MAX_LISTED_TOOLS, SERVER_LOG_TARGET, TOOL_CATALOG_CACHE_CAPABILITY,
 };
 pub use error::{
     AuthorityError, CallError, ConfigError, FeatureError, ListToolsError, RestartError, StartError,
@@ -99,6 +99,7 @@ pub use manager::{
     AuthState, CallOptions, DEFAULT_OPTIONAL_GRACE, DEFAULT_SCOPE, Runtime, ServerState,
     ServerStatus, StartOptions, StartupEvent, StartupSummary, TransportKind,
 };
+pub use protocol::{ACCEPTED_PROTOCOL_VERSIONS, PROTOCOL_VERSION, client_config};
 /// The protocol types of `rmcp` that appear in this crate's API.
 pub use rmcp::model;
 pub use sandbox_metadata::{SandboxLauncher, SandboxState};

@@ -249,7 +249,7 @@ impl Default for Detection {
             memory: EraMemory::default(),
             scope: crate::manager::DEFAULT_SCOPE.to_owned(),
             probe_bound: DEFAULT_PROBE_BOUND,
-            offered: crate::connection::client_config(&crate::host::HostHandlers::default()),
+            offered: crate::protocol::client_config(&crate::host::HostHandlers::default()),
         }
     }
 }

@@ -64,10 +64,23 @@ pub(crate) fn server_text(text: &str) -> String {
 /// `text` with its control characters escaped, to be quoted in a one-line message.
 pub fn one_line(text: &str) -> Cow<'_, str> {
     if text.chars().any(char::is_control) {
-        Cow::Owned(crate::config::checks::shown(text))
+        Cow::Owned(shown(text))
     } else {
         Cow::Borrowed(text)
     }
+}
+
+/// `name` for a message, with control characters (which made it invalid) escaped.
+pub(crate) fn shown(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// `url` with its user information, query values and fragment masked (the module's
@@ -175,6 +188,12 @@ mod tests {
         );
         let short = "é".repeat(SERVER_TEXT_CHARS);
         assert_eq!(server_text(&short), short);
+    }
+
+    #[test]
+    fn shown_names_escape_control_characters() {
+        assert_eq!(shown("A\0B\n"), "A\\u{0}B\\n");
+        assert_eq!(shown("X-Tëam"), "X-Tëam");
     }
 
     #[test]

@@ -58,19 +58,6 @@ pub(crate) fn url_problem(url: &str) -> Option<String> {
     }
 }
 
-/// `name` for a message, with control characters (which made it invalid) escaped.
-pub(crate) fn shown(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,11 +111,5 @@ mod tests {
             url_problem("").as_deref(),
             Some("an `http://` or `https://` URL")
         );
-    }
-
-    #[test]
-    fn shown_names_escape_control_characters() {
-        assert_eq!(shown("A\0B\n"), "A\\u{0}B\\n");
-        assert_eq!(shown("X-Tëam"), "X-Tëam");
     }
 }

@@ -70,8 +70,9 @@ use std::{
 
 use serde_json::Value;
 
-use super::{Config, ConfigWarning, ServerConfig, TransportConfig, checks::shown};
+use super::{Config, ConfigWarning, ServerConfig, TransportConfig};
 use crate::error::ConfigError;
+use crate::redact::shown;
 pub(crate) use jsonc::looks_like_json;
 use render::{Item, Table, render};
 use server::Converter;

@@ -29,12 +29,12 @@ use toml::{Table, Value};
 use super::{
     Config, ConfigWarning, CredentialsStore, Environment, EnvironmentConfig, MAX_SERVER_NAME_BYTES,
     Protocol, ServerConfig, TransportConfig,
-    checks::{os_string_problem, shown},
+    checks::os_string_problem,
     keys::{
         HTTP_KEYS, LITERAL_TOKEN_KEYS, STDIO_KEYS, URL_ONLY_KEYS, closest, server_keys, table_part,
     },
 };
-use crate::error::ConfigError;
+use crate::{error::ConfigError, redact::shown};
 
 pub(super) fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
     let root: Table = toml::from_str(text).map_err(|error| ConfigError::Syntax {

@@ -478,7 +478,7 @@ mod properties {
                 let required = matches!(key.as_str(), "command" | "url");
                 prop_assert!(has_key(table, key) || required, "{}", message);
                 prop_assert!(message.contains(&format!("`[{table}]`")), "{}", message);
-                let key = crate::config::checks::shown(key);
+                let key = crate::redact::shown(key);
                 prop_assert!(message.contains(&format!("key `{key}`")), "{}", message);
                 prop_assert!(!message.contains('\n'), "one line: {}", message);
             }

@@ -2,7 +2,7 @@ use super::*;
 
 /// What a runtime without host handlers offers.
 fn offered() -> ClientConfig {
-    crate::connection::client_config(&crate::host::HostHandlers::default())
+    crate::protocol::client_config(&crate::host::HostHandlers::default())
 }
 
 fn key(n: u8) -> StartupKeys {
@@ -542,7 +542,7 @@ fn startups_offering_other_capabilities_do_not_share() {
         }
     }
     let with_roots =
-        crate::connection::client_config(&crate::host::HostHandlers::new().with_roots(Lists));
+        crate::protocol::client_config(&crate::host::HostHandlers::new().with_roots(Lists));
     let local = Environment::Local;
     let endpoint = Endpoint::Stdio(crate::transport::stdio::Launch {
         argv: vec!["server".into()],

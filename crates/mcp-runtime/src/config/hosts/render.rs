@@ -7,7 +7,7 @@
 
 use std::{collections::BTreeMap, fmt::Write as _};
 
-use crate::config::checks::shown;
+use crate::redact::shown;
 
 /// One `[mcp_servers.NAME]` table to write.
 #[derive(Debug)]

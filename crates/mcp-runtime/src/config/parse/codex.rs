@@ -16,10 +16,11 @@ use crate::{
     config::{
         ApprovalMode, GrantType, OAuthConfig, ServerConfig, SigningAlgorithm, ToolConfig,
         TransportConfig,
-        checks::{env_name_problem, os_string_problem, shown, url_problem},
+        checks::{env_name_problem, os_string_problem, url_problem},
         keys::{OAUTH_KEYS, TOOL_KEYS, table_part},
     },
     error::ConfigError,
+    redact::shown,
 };
 
 /// The values of `default_tools_approval_mode` and `approval_mode`.

@@ -15,12 +15,13 @@ use crate::{
     config::{
         HttpConfig, HttpTransport, StdioConfig,
         checks::{
-            env_name_problem, header_name_problem, header_value_problem, os_string_problem, shown,
+            env_name_problem, header_name_problem, header_value_problem, os_string_problem,
             url_problem,
         },
         keys::{ENV_VAR_KEYS, closest},
     },
     error::ConfigError,
+    redact::shown,
 };
 
 impl File<'_> {

@@ -491,7 +491,7 @@ async fn client_of(
     )
     .unwrap()
     .0;
-    crate::connection::client_config(&crate::host::HostHandlers::default())
+    crate::protocol::client_config(&crate::host::HostHandlers::default())
         .serve(transport)
         .await
         .unwrap()
