@@ -25,7 +25,7 @@ use std::{
 use anyhow::Context;
 use mcp_runtime::Config;
 
-use crate::plan::demo_config;
+use crate::demo::demo_config;
 
 /// Where a configuration came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

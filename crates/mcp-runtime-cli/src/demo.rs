@@ -14,7 +14,10 @@
 
 use std::{process::Stdio, time::Duration};
 
-use mcp_runtime::{CapturedAuthority, Unsandboxed, sandbox_metadata::SANDBOX_STATE_CAPABILITY};
+use anyhow::Context;
+use mcp_runtime::{
+    CapturedAuthority, Config, Unsandboxed, sandbox_metadata::SANDBOX_STATE_CAPABILITY,
+};
 use rmcp::{
     RoleServer, ServerHandler, ServiceExt,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
@@ -28,6 +31,25 @@ use rmcp::{
 };
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncWrite};
+
+/// The embedded demo configuration: servers built into this very binary.
+pub fn demo_config() -> anyhow::Result<Config> {
+    let exe = std::env::current_exe().context("cannot find the path of this executable")?;
+    let exe = exe
+        .to_str()
+        .context("the path of this executable is not valid UTF-8")?
+        .to_owned();
+    let mut config = Config::default();
+    for (name, server) in [("text", "text"), ("math", "math"), ("sandbox", "sandbox")] {
+        let server = mcp_runtime::ServerConfig::stdio(
+            name,
+            exe.clone(),
+            vec!["serve-demo".into(), server.into()],
+        );
+        config.servers.insert(name.to_owned(), server);
+    }
+    Ok(config)
+}
 
 /// Which demo server to run.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]

@@ -5,7 +5,7 @@
 //! their files or stdin) and parsed, so a typo fails at once
 //! with exit code 2 rather than after every server has started.
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use mcp_runtime::{CallAuthority, Config, ServerConfig};
 use serde_json::value::RawValue;
 
@@ -376,22 +376,6 @@ fn absolute_path_hint(path: &std::path::Path) -> String {
     } else {
         format!("try `$(realpath {shown})`")
     }
-}
-
-/// The embedded demo configuration: servers built into this very binary.
-pub fn demo_config() -> anyhow::Result<Config> {
-    let exe = std::env::current_exe().context("cannot find the path of this executable")?;
-    let exe = exe
-        .to_str()
-        .context("the path of this executable is not valid UTF-8")?
-        .to_owned();
-    let mut config = Config::default();
-    for (name, server) in [("text", "text"), ("math", "math"), ("sandbox", "sandbox")] {
-        let server =
-            ServerConfig::stdio(name, exe.clone(), vec!["serve-demo".into(), server.into()]);
-        config.servers.insert(name.to_owned(), server);
-    }
-    Ok(config)
 }
 
 #[cfg(test)]

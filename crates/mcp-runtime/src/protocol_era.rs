@@ -247,7 +247,7 @@ impl Default for Detection {
     fn default() -> Self {
         Self {
             memory: EraMemory::default(),
-            scope: crate::manager::DEFAULT_SCOPE.to_owned(),
+            scope: crate::shared_listing::DEFAULT_SCOPE.to_owned(),
             probe_bound: DEFAULT_PROBE_BOUND,
             offered: crate::protocol::client_config(&crate::host::HostHandlers::default()),
         }

@@ -72,6 +72,8 @@ use crate::{
     transport::Endpoint,
 };
 
+/// The discovery scope used when the host names none.
+pub const DEFAULT_SCOPE: &str = "default";
 /// Tools as one `tools/list` answered them, shared between startups.
 pub(crate) type SharedTools = Arc<Vec<ListedTool>>;
 

@@ -35,8 +35,7 @@ use crate::{
     transport::Endpoint,
 };
 
-/// The discovery scope used when the host names none.
-pub const DEFAULT_SCOPE: &str = "default";
+pub use crate::shared_listing::DEFAULT_SCOPE;
 
 /// How long [`Runtime::start`](super::Runtime::start) waits, by default, for optional
 /// servers once the required ones are ready.
