@@ -30,6 +30,7 @@ pub mod catalog;
 pub mod changes;
 pub mod config;
 mod connection;
+mod discovery_key;
 pub mod error;
 mod feature_result;
 pub mod host;

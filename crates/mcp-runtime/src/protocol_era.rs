@@ -58,8 +58,7 @@ use tokio::sync::watch;
 
 use crate::{
     config::{Protocol, ServerConfig},
-    shared_listing::DiscoveryKey,
-    transport::Endpoint,
+    discovery_key::{DiscoveryKey, KeyInputs},
 };
 
 /// How long a probe waits for the answer to `server/discover` before it takes the
@@ -75,10 +74,7 @@ pub(crate) enum Era {
     Handshake,
 }
 
-/// The identity of a server configuration whose era is remembered, as a digest
-/// (invariant 1).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub(crate) struct EraKey(pub(crate) [u8; 32]);
+pub(crate) use crate::discovery_key::EraKey;
 
 /// Where the eras found are kept. Cheap to clone: clones share one memory.
 #[derive(Clone, Default)]
@@ -247,7 +243,7 @@ impl Default for Detection {
     fn default() -> Self {
         Self {
             memory: EraMemory::default(),
-            scope: crate::shared_listing::DEFAULT_SCOPE.to_owned(),
+            scope: crate::discovery_key::DEFAULT_SCOPE.to_owned(),
             probe_bound: DEFAULT_PROBE_BOUND,
             offered: crate::protocol::client_config(&crate::host::HostHandlers::default()),
         }
@@ -256,7 +252,7 @@ impl Default for Detection {
 
 impl Detection {
     /// How to start the protocol of `config`'s server, reached through `endpoint`.
-    pub(crate) fn plan(&self, config: &ServerConfig, endpoint: &Endpoint) -> Plan {
+    pub(crate) fn plan(&self, config: &ServerConfig, endpoint: &dyn KeyInputs) -> Plan {
         Plan::new(
             config.protocol,
             &self.memory,

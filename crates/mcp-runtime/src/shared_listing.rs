@@ -61,197 +61,21 @@ use std::{
 };
 
 use rmcp::model::{CacheScope, ClientConfig};
-use sha2::{Digest, Sha256};
 use tokio::{sync::watch, time::Instant};
 
+pub(crate) use crate::discovery_key::DiscoveryKey;
 use crate::{
-    auth::account::LoginIdentity,
     catalog::ListedTool,
     config::{Environment, Protocol},
-    protocol_era::{EraKey, EraMemory},
-    transport::Endpoint,
+    discovery_key::{KeyInputs, LoginIdentity},
+    protocol_era::EraMemory,
 };
 
-/// The discovery scope used when the host names none.
-pub const DEFAULT_SCOPE: &str = "default";
 /// Tools as one `tools/list` answered them, shared between startups.
 pub(crate) type SharedTools = Arc<Vec<ListedTool>>;
 
-/// The identity of a startup's discovery inputs, as a digest.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub(crate) struct DiscoveryKey([u8; 32]);
-
 /// The longest a server's grant is honoured, whatever `ttlMs` it names.
 pub(crate) const MAX_GRANT: Duration = Duration::from_secs(24 * 60 * 60);
-
-impl DiscoveryKey {
-    /// The key of a startup offering `offered` (the `initialize` parameters, the
-    /// host's capabilities in them) for `server` in `scope`, reached through
-    /// `endpoint`, run in `environment`, with the OAuth login `login` when it has one.
-    pub(crate) fn new(
-        offered: &ClientConfig,
-        scope: &str,
-        server: &str,
-        endpoint: &Endpoint,
-        environment: &Environment,
-        login: Option<&LoginIdentity>,
-    ) -> Self {
-        let offered = serde_json::to_vec(offered).expect("client config serializes");
-        Self(inputs_digest(
-            b"mcp-runtime discovery key v1",
-            scope,
-            server,
-            endpoint,
-            environment,
-            &offered,
-            Credentials::Included(login),
-        ))
-    }
-
-    /// The key under which a listing the server granted as `"public"` is found: the
-    /// same inputs as [`DiscoveryKey::new`] but the credentials (the bearer token and
-    /// the headers marked sensitive: `env_http_headers` and credential headers, and the
-    /// OAuth login).
-    /// A stdio server's inputs are all kept: its environment is its own configuration,
-    /// not the caller's identity.
-    pub(crate) fn public(
-        offered: &ClientConfig,
-        scope: &str,
-        server: &str,
-        endpoint: &Endpoint,
-        environment: &Environment,
-    ) -> Self {
-        let offered = serde_json::to_vec(offered).expect("client config serializes");
-        Self(inputs_digest(
-            b"mcp-runtime public discovery key v1",
-            scope,
-            server,
-            endpoint,
-            environment,
-            &offered,
-            Credentials::Left,
-        ))
-    }
-
-    /// The key under which the protocol era of the same startup is remembered: the
-    /// same inputs without the protocol version offered (see [`crate::protocol_era`]).
-    pub(crate) fn era(
-        offered: &ClientConfig,
-        scope: &str,
-        server: &str,
-        endpoint: &Endpoint,
-        environment: &Environment,
-    ) -> EraKey {
-        let mut offered = serde_json::to_value(offered).expect("client config serializes");
-        if let Some(offered) = offered.as_object_mut() {
-            offered.remove("protocolVersion");
-        }
-        debug_assert!(
-            offered.get("capabilities").is_some(),
-            "the era key keeps the client's capabilities and info"
-        );
-        let offered = serde_json::to_vec(&offered).expect("client config serializes");
-        EraKey(inputs_digest(
-            b"mcp-runtime era key v1",
-            scope,
-            server,
-            endpoint,
-            environment,
-            &offered,
-            Credentials::Included(None),
-        ))
-    }
-}
-
-/// Whether a key covers the credentials a startup sends: its bearer token, its
-/// sensitive headers and its OAuth login's identity.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Credentials<'a> {
-    Included(Option<&'a LoginIdentity>),
-    Left,
-}
-
-/// The digest of a startup's discovery inputs (invariant 1), under `tag`, with
-/// `offered`: what the client says of itself; with or without its `credentials`.
-fn inputs_digest(
-    tag: &[u8],
-    scope: &str,
-    server: &str,
-    endpoint: &Endpoint,
-    environment: &Environment,
-    offered: &[u8],
-    credentials: Credentials<'_>,
-) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    let mut field = |bytes: &[u8]| {
-        hasher.update((bytes.len() as u64).to_le_bytes());
-        hasher.update(bytes);
-    };
-    field(tag);
-    field(scope.as_bytes());
-    field(server.as_bytes());
-    match environment {
-        Environment::Local => field(b"local"),
-        Environment::Named(name) => {
-            field(b"named");
-            field(name.as_bytes());
-        }
-    }
-    match endpoint {
-        Endpoint::Stdio(launch) => {
-            field(b"stdio");
-            field(&(launch.argv.len() as u64).to_le_bytes());
-            for arg in &launch.argv {
-                field(arg.as_bytes());
-            }
-            // An inherited working directory is this process's, now: relative
-            // paths in argv resolve against it.
-            match launch.cwd.clone().or_else(|| std::env::current_dir().ok()) {
-                Some(cwd) => field(cwd.as_os_str().as_encoded_bytes()),
-                None => field(b"<unknown cwd>"),
-            }
-            field(&(launch.env.len() as u64).to_le_bytes());
-            for (name, value) in &launch.env {
-                field(name.as_encoded_bytes());
-                field(value.as_encoded_bytes());
-            }
-        }
-        // The transport is part of the key: the same URL may answer both.
-        Endpoint::Http(http) | Endpoint::Sse(http) => {
-            field(match endpoint {
-                Endpoint::Sse(_) => b"legacy-sse",
-                _ => b"streamable-http",
-            });
-            field(http.url.as_bytes());
-            let mut headers: Vec<_> = http
-                .headers
-                .iter()
-                .filter(|(_, value)| credentials != Credentials::Left || !value.is_sensitive())
-                .collect();
-            headers.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
-            field(&(headers.len() as u64).to_le_bytes());
-            for (name, value) in headers {
-                field(name.as_str().as_bytes());
-                field(value.as_bytes());
-            }
-            if let Credentials::Included(login) = credentials {
-                match &http.bearer_token {
-                    Some(token) => field(token.as_bytes()),
-                    None => field(b"<no token>"),
-                }
-                match login {
-                    Some(login) => {
-                        field(b"oauth login");
-                        field(&login.0);
-                    }
-                    None => field(b"<no login>"),
-                }
-            }
-        }
-    }
-    field(offered);
-    hasher.finalize().into()
-}
 
 /// A server's leave to reuse one listing for later startups: every page of a
 /// 2026-07-28 `tools/list` answer carried `ttlMs` > 0 (the shortest is kept) and,
@@ -462,7 +286,7 @@ impl StartupKeys {
         offered: &ClientConfig,
         scope: &str,
         server: &str,
-        endpoint: &Endpoint,
+        endpoint: &dyn KeyInputs,
         environment: &Environment,
         protocol: Protocol,
         login: Option<&LoginIdentity>,
@@ -473,21 +297,6 @@ impl StartupKeys {
             public: DiscoveryKey::public(offered, scope, server, endpoint, environment)
                 .with_protocol(protocol),
         }
-    }
-}
-
-impl DiscoveryKey {
-    /// This key for a startup whose `protocol` setting is as given: a pinned revision
-    /// changes what the server is offered, so it is part of the inputs; `auto` leaves
-    /// the key as it is.
-    fn with_protocol(self, protocol: Protocol) -> Self {
-        if protocol == Protocol::Auto {
-            return self;
-        }
-        let mut hasher = Sha256::new();
-        hasher.update(self.0);
-        hasher.update(protocol.as_str().as_bytes());
-        Self(hasher.finalize().into())
     }
 }
 

@@ -74,6 +74,59 @@ fn is_https(url: &str) -> bool {
         .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"))
 }
 
+/// What identifies a server's endpoint in the keys of shared listings and remembered
+/// eras: its command line, working directory and environment, or its transport, URL
+/// and headers (the transport is part of the key: the same URL may answer both).
+impl crate::discovery_key::KeyInputs for Endpoint {
+    fn key_fields(&self, credentials: bool, field: &mut dyn FnMut(&[u8])) {
+        match self {
+            Endpoint::Stdio(launch) => {
+                field(b"stdio");
+                field(&(launch.argv.len() as u64).to_le_bytes());
+                for arg in &launch.argv {
+                    field(arg.as_bytes());
+                }
+                // An inherited working directory is this process's, now: relative
+                // paths in argv resolve against it.
+                match launch.cwd.clone().or_else(|| std::env::current_dir().ok()) {
+                    Some(cwd) => field(cwd.as_os_str().as_encoded_bytes()),
+                    None => field(b"<unknown cwd>"),
+                }
+                field(&(launch.env.len() as u64).to_le_bytes());
+                for (name, value) in &launch.env {
+                    field(name.as_encoded_bytes());
+                    field(value.as_encoded_bytes());
+                }
+            }
+            // The transport is part of the key: the same URL may answer both.
+            Endpoint::Http(http) | Endpoint::Sse(http) => {
+                field(match self {
+                    Endpoint::Sse(_) => b"legacy-sse",
+                    _ => b"streamable-http",
+                });
+                field(http.url.as_bytes());
+                let mut headers: Vec<_> = http
+                    .headers
+                    .iter()
+                    .filter(|(_, value)| credentials || !value.is_sensitive())
+                    .collect();
+                headers.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+                field(&(headers.len() as u64).to_le_bytes());
+                for (name, value) in headers {
+                    field(name.as_str().as_bytes());
+                    field(value.as_bytes());
+                }
+                if credentials {
+                    match &http.bearer_token {
+                        Some(token) => field(token.as_bytes()),
+                        None => field(b"<no token>"),
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

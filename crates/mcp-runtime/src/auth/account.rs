@@ -45,16 +45,7 @@ const REGISTRATION_FIELD: &str = super::registration::FIELD;
 /// The OpenID Connect ID token field of a token response.
 const ID_TOKEN_FIELD: &str = "id_token";
 
-/// The account and the login a stored login stands for (invariant 3), as a digest.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct LoginIdentity(pub(crate) [u8; 32]);
-
-impl std::fmt::Debug for LoginIdentity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let start: String = self.0[..4].iter().map(|b| format!("{b:02x}")).collect();
-        write!(f, "LoginIdentity({start}…)")
-    }
-}
+pub(crate) use crate::discovery_key::LoginIdentity;
 
 /// What a runtime needs to know of a stored login, read once when a server starts:
 /// which account it is, and whether it has run out.

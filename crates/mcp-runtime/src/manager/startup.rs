@@ -35,7 +35,7 @@ use crate::{
     transport::Endpoint,
 };
 
-pub use crate::shared_listing::DEFAULT_SCOPE;
+pub use crate::discovery_key::DEFAULT_SCOPE;
 
 /// How long [`Runtime::start`](super::Runtime::start) waits, by default, for optional
 /// servers once the required ones are ready.

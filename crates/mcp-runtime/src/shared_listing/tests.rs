@@ -1,4 +1,5 @@
 use super::*;
+use crate::transport::Endpoint;
 
 /// What a runtime without host handlers offers.
 fn offered() -> ClientConfig {
