@@ -140,25 +140,22 @@ struct EventTooLarge {
     limit: usize,
 }
 
-/// `bytes`, failing once one SSE event (the bytes between blank lines) grows past
-/// `limit`, so a server cannot grow this process's memory without bound.
+/// `bytes`, failing once one SSE event (the bytes between blank lines, whichever line
+/// ending ends them: [`Lines`]) grows past `limit`, so a server cannot grow this
+/// process's memory without bound.
 pub(super) fn bounded_events(
     bytes: impl Stream<Item = reqwest::Result<Bytes>> + Send + 'static,
     limit: usize,
 ) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static {
     let mut event_len = 0usize;
-    let mut previous = 0u8;
+    let mut lines = Lines::default();
     bytes.map(move |chunk| {
         let chunk = chunk.map_err(std::io::Error::other)?;
         for &byte in chunk.iter() {
-            // An event ends at an empty line: "\n\n" (a "\r" before either is ignored).
-            if byte == b'\n' && previous == b'\n' {
+            if lines.ends_event(byte) {
                 event_len = 0;
-            } else if byte != b'\r' {
+            } else {
                 event_len += 1;
-            }
-            if byte != b'\r' {
-                previous = byte;
             }
             if event_len > limit {
                 return Err(std::io::Error::other(EventTooLarge { limit }));

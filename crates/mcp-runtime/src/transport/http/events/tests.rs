@@ -85,3 +85,44 @@ async fn an_answer_not_utf8_to_another_request_is_not_refused() {
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].data, None);
 }
+
+/// What [`bounded_events`] makes of `stream` under `limit`: the bytes, or whether it
+/// failed on an event too large.
+async fn bounded(stream: &str, limit: usize) -> Result<usize, bool> {
+    let chunks = stream
+        .as_bytes()
+        .chunks(7)
+        .map(|chunk| Ok::<_, reqwest::Error>(Bytes::copy_from_slice(chunk)))
+        .collect::<Vec<_>>();
+    let mut passed = 0;
+    let mut events = std::pin::pin!(bounded_events(futures::stream::iter(chunks), limit));
+    while let Some(chunk) = events.next().await {
+        match chunk {
+            Ok(chunk) => passed += chunk.len(),
+            Err(error) => {
+                return Err(error
+                    .get_ref()
+                    .is_some_and(|error| error.is::<EventTooLarge>()));
+            }
+        }
+    }
+    Ok(passed)
+}
+
+#[tokio::test]
+async fn events_are_bounded_one_by_one_whichever_line_ending_ends_them() {
+    for ending in ["\n", "\r\n", "\r"] {
+        let event = format!("data: {}{ending}{ending}", "x".repeat(40));
+        let limit = event.len();
+        // Many events, each within the limit, together far over it.
+        let stream = event.repeat(50);
+        assert_eq!(
+            bounded(&stream, limit).await,
+            Ok(stream.len()),
+            "{ending:?}"
+        );
+        // One event over the limit.
+        let large = format!("data: {}{ending}{ending}", "x".repeat(limit));
+        assert_eq!(bounded(&large, limit).await, Err(true), "{ending:?}");
+    }
+}
