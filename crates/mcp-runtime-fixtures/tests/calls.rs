@@ -78,6 +78,23 @@ async fn an_unknown_tool_is_an_error_naming_it() {
 }
 
 #[tokio::test]
+async fn an_unknown_tool_near_a_listed_one_names_it() {
+    let (runtime, _) = start(config([fixture("f", &[])])).await;
+    // Codex's names turn `-` into `_`; a case slip is near too.
+    for asked in ["mcp__f__add-tool", "mcp__f__Add_Tool", "mcp__f__add_tol"] {
+        let error = runtime.call_tool(asked, None).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("no tool is named `{asked}` (did you mean `mcp__f__add_tool`?)")
+        );
+    }
+    // Nothing near: no guess.
+    let error = runtime.call_tool("mcp__f__bake", None).await.unwrap_err();
+    assert_eq!(error.to_string(), "no tool is named `mcp__f__bake`");
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_disabled_servers_tool_is_an_error_saying_the_server_is_disabled() {
     let mut off = fixture("off", &[]);
     off.enabled = false;

@@ -693,15 +693,25 @@ pub enum ListToolsError {
     Restart(RestartError),
 }
 
+/// ` (did you mean `NEAREST`?)`, or nothing without a name near enough.
+fn did_you_mean(nearest: Option<&str>) -> String {
+    nearest
+        .map(|nearest| format!(" (did you mean `{nearest}`?)"))
+        .unwrap_or_default()
+}
+
 /// A `tools/call` through the runtime failed.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum CallError {
     /// No tool has this qualified name.
-    #[error("no tool is named `{name}`")]
+    #[error("no tool is named `{name}`{}", did_you_mean(nearest.as_deref()))]
     UnknownTool {
         /// The qualified name asked for.
         name: String,
+        /// The listed tool whose name is nearest to it, when one is near enough to be
+        /// what was meant (Codex's names turn `-` into `_`, for one).
+        nearest: Option<String>,
     },
     /// The tool's server is not running.
     #[error("server `{server}` is not running")]

@@ -255,9 +255,7 @@ impl Shared {
                 [server] => CallError::ServerDisabled {
                     server: server.to_owned(),
                 },
-                _ => CallError::UnknownTool {
-                    name: qualified_name.to_owned(),
-                },
+                _ => self.unknown_tool(qualified_name),
             });
         }
         let candidates: BTreeSet<&str> = named.iter().copied().collect();
@@ -289,9 +287,40 @@ impl Shared {
         });
         Err(match failed {
             Some((server, source)) => CallError::ServerNotStarted { server, source },
-            None => CallError::UnknownTool {
-                name: qualified_name.to_owned(),
-            },
+            None => self.unknown_tool(qualified_name),
         })
     }
+
+    /// The error of a call to `qualified_name`, which no listed tool has, with the
+    /// listed name nearest to it when one is near enough.
+    fn unknown_tool(&self, qualified_name: &str) -> CallError {
+        let catalog = self.catalog.borrow();
+        let names = catalog.tools().map(|tool| &*tool.qualified_name);
+        CallError::UnknownTool {
+            name: qualified_name.to_owned(),
+            nearest: nearest_name(qualified_name, names).map(str::to_owned),
+        }
+    }
+}
+
+/// Of `names`, the one nearest to `asked` when it is near enough to be what was
+/// meant: case ignored, at most one edit per three characters of what follows the
+/// prefix the two share (and at least one), so that the shared `mcp__server__` of a
+/// server's names does not make every short name near; the first of equals.
+fn nearest_name<'n>(asked: &str, names: impl Iterator<Item = &'n str>) -> Option<&'n str> {
+    let asked = asked.to_lowercase();
+    names
+        .filter_map(|name| {
+            let lowered = name.to_lowercase();
+            let shared = asked
+                .chars()
+                .zip(lowered.chars())
+                .take_while(|(a, b)| a == b)
+                .count();
+            let limit = ((asked.chars().count() - shared) / 3).max(1);
+            let distance = strsim::damerau_levenshtein(&asked, &lowered);
+            (distance <= limit).then_some((distance, name))
+        })
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, name)| name)
 }

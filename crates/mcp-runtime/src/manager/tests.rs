@@ -221,7 +221,7 @@ async fn a_name_no_server_can_own_is_unknown_without_waiting_for_servers_startin
     let routed = futures::FutureExt::now_or_never(shared.route("mcp__nosuch__x"))
         .expect("nothing to wait for");
     assert!(
-        matches!(&routed, Err(CallError::UnknownTool { name }) if name == "mcp__nosuch__x"),
+        matches!(&routed, Err(CallError::UnknownTool { name, .. }) if name == "mcp__nosuch__x"),
         "{routed:?}"
     );
     // A name that `a` may own still waits for it.
