@@ -251,26 +251,38 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     )
 }
 
-pub fn one_line(text: &str, max_chars: usize) -> String {
+/// The first line of `text`, printable, cut to at most `max_columns` terminal columns
+/// (with `…` when cut).
+pub fn one_line(text: &str, max_columns: usize) -> String {
+    use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr as _};
     let line = printable(text.lines().next().unwrap_or_default().trim()).into_owned();
-    let line = line.as_str();
-    if line.chars().count() <= max_chars {
-        line.to_owned()
-    } else {
-        let cut: String = line.chars().take(max_chars - 1).collect();
-        format!("{cut}…")
+    if line.width() <= max_columns {
+        return line;
     }
+    let mut columns = 0;
+    let cut: String = line
+        .chars()
+        .take_while(|c| {
+            columns += c.width().unwrap_or(0);
+            columns < max_columns
+        })
+        .collect();
+    format!("{cut}…")
 }
 
 /// Left-aligned columns separated by two spaces; the last column is not padded.
+/// Columns are as wide as a terminal shows their cells (a CJK character or an emoji
+/// takes two columns, a combining mark none).
 ///
-/// Cells are padded by hand, not with a formatting width: `{:width$}` panics once the
-/// width passes `u16::MAX`, and a server's name or error can be that long.
+/// Cells are padded by hand, not with a formatting width: `{:width$}` counts
+/// characters, and panics once the width passes `u16::MAX`, which a server's name or
+/// error can reach.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    use unicode_width::UnicodeWidthStr as _;
+    let mut widths: Vec<usize> = header.iter().map(|h| h.width()).collect();
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
+            *width = (*width).max(cell.width());
         }
     }
     let mut out = String::new();
@@ -278,11 +290,9 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     for row in std::iter::once(&header).chain(rows) {
         let mut line = String::new();
         for (index, (cell, width)) in row.iter().zip(&widths).enumerate() {
-            if index + 1 == row.len() {
-                line.push_str(cell);
-            } else {
-                line.push_str(cell);
-                let pad = width.saturating_sub(cell.chars().count()) + 2;
+            line.push_str(cell);
+            if index + 1 < row.len() {
+                let pad = width.saturating_sub(cell.width()) + 2;
                 line.extend(std::iter::repeat_n(' ', pad));
             }
         }
@@ -321,6 +331,27 @@ mod tests {
         a            ready
         longer-name  failed  why
         ");
+    }
+
+    #[test]
+    fn tables_pad_wide_and_zero_width_characters_by_the_columns_they_take() {
+        let rows = vec![
+            vec!["天气".to_owned(), "ready".to_owned()],
+            vec!["🚀x".to_owned(), "ready".to_owned()],
+            vec!["e\u{301}t\u{e9}".to_owned(), "ready".to_owned()],
+            vec!["abcde".to_owned(), "ready".to_owned()],
+        ];
+        let table = table(&["NAME", "STATE"], &rows);
+        // Where the second column begins, in terminal columns: after the widest name
+        // (5 columns) and two spaces, on every line.
+        let columns: Vec<usize> = table
+            .lines()
+            .map(|line| {
+                let second = line.rfind("  ").expect("two columns") + 2;
+                unicode_width::UnicodeWidthStr::width(&line[..second])
+            })
+            .collect();
+        assert_eq!(columns, [7, 7, 7, 7, 7], "{table}");
     }
 
     #[test]
@@ -520,5 +551,8 @@ mod tests {
     fn descriptions_are_cut_to_one_line() {
         assert_eq!(one_line("first\nsecond", 80), "first");
         assert_eq!(one_line(&"x".repeat(10), 5), "xxxx…");
+        // Cut by the columns a terminal gives them: two for each of these.
+        assert_eq!(one_line("天气很好", 5), "天气…");
+        assert_eq!(one_line("天气", 4), "天气");
     }
 }
