@@ -328,19 +328,19 @@ impl Startup {
         state.clock += 1;
         let attempt_stamp = state.clock;
         let entry = state.entries.entry(self.keys.private).or_default();
-        if let Some((&stamp, tools)) = entry.listings.range(self.stamp + 1..).next_back() {
-            debug_assert!(
-                stamp > self.stamp,
-                "a listing serves only startups that began before its request (invariant 2)"
-            );
+        debug_assert!(
+            entry.pending.contains(&self.stamp),
+            "a startup stays pending until it is dropped, so listings are kept for it (invariant 2)"
+        );
+        // Only what was asked after this startup began may serve it (invariant 2).
+        if let Some((_, tools)) = entry.listings.range(self.stamp + 1..).next_back() {
             return Next::Take(tools.clone());
         }
         if let Some(tools) = state.granted(&self.keys) {
             return Next::Granted(tools);
         }
         let entry = state.entries.entry(self.keys.private).or_default();
-        if let Some((&stamp, receiver)) = entry.attempts.range(self.stamp + 1..).next_back() {
-            debug_assert!(stamp > self.stamp, "invariant 2, for attempts in flight");
+        if let Some((_, receiver)) = entry.attempts.range(self.stamp + 1..).next_back() {
             return Next::Wait(receiver.clone());
         }
         let (sender, receiver) = watch::channel(None);
@@ -357,7 +357,15 @@ impl Startup {
 impl Drop for Startup {
     fn drop(&mut self) {
         let mut state = self.registry.lock();
-        if let Some(entry) = state.entries.get_mut(&self.keys.private) {
+        let entry = state.entries.get_mut(&self.keys.private);
+        // An entry is removed only once idle, and this startup keeps it pending.
+        debug_assert!(
+            entry
+                .as_ref()
+                .is_some_and(|entry| entry.pending.contains(&self.stamp)),
+            "a pending startup's entry exists until the startup is dropped"
+        );
+        if let Some(entry) = entry {
             entry.pending.remove(&self.stamp);
             entry.prune();
             if entry.is_idle() {
