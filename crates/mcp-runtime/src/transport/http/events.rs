@@ -92,8 +92,8 @@ pub(super) fn raw_events<E>(
     })
 }
 
-/// `events`, except that an event over `limit` (rmcp's limit or [`bounded_events`])
-/// becomes `answer`, and the stream ends there.
+/// `events`, except that an event over `limit` ([`bounded_events`]) becomes `answer`,
+/// and the stream ends there.
 pub(super) fn answer_oversized_event(
     events: BoxStream<'static, Result<Sse, SseError>>,
     limit: usize,
@@ -104,7 +104,7 @@ pub(super) fn answer_oversized_event(
         .scan((), move |(), event| {
             let event = match event {
                 _ if answer.is_none() => None,
-                Err(error) if event_too_large(&error, limit) => {
+                Err(error) if event_too_large(&error) => {
                     tracing::debug!(limit, "an SSE event was over the limit");
                     let answer = answer.take().expect("checked above");
                     let data = serde_json::to_string(&answer).expect("a message serializes");
@@ -120,17 +120,17 @@ pub(super) fn answer_oversized_event(
         .boxed()
 }
 
-/// Whether `error` ends a stream because one event was over `limit`: this module's
-/// [`EventTooLarge`], or rmcp's own (a private type, known by its message).
-fn event_too_large(error: &SseError, limit: usize) -> bool {
+/// Whether `error` ends a stream because one event was over the limit: this module's
+/// [`EventTooLarge`]. Every event stream, a `POST`'s or a `GET`'s, is read through
+/// [`bounded_events`], so rmcp's own bound (a private type) is never what ends one.
+fn event_too_large(error: &SseError) -> bool {
     let SseError::Body(source) = error else {
         return false;
     };
-    let ours = source
+    source
         .downcast_ref::<std::io::Error>()
         .and_then(|error| error.get_ref())
-        .is_some_and(|error| error.is::<EventTooLarge>());
-    ours || source.to_string() == format!("SSE event exceeded the maximum size of {limit} bytes")
+        .is_some_and(|error| error.is::<EventTooLarge>())
 }
 
 /// An SSE event larger than this was sent.
