@@ -242,6 +242,9 @@ impl MachineClient {
         let variable = &self.client.variable;
         let description = match error {
             AuthError::ClientCredentialsError(message) => {
+                // rmcp keeps the token endpoint's error only as text (its variant holds
+                // a `String`), so the code is looked for in it, from a fixed vocabulary;
+                // the tests pin rmcp's wording and the fixture's answer.
                 let code = TOKEN_ERROR_CODES
                     .iter()
                     .find(|code| message.contains(*code))
