@@ -40,7 +40,7 @@ mod oauth_client;
 mod output_schema;
 pub mod progress;
 mod protocol;
-pub mod protocol_era;
+mod protocol_era;
 pub mod redact;
 pub mod sandbox_metadata;
 pub mod shared_listing;

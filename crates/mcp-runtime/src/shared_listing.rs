@@ -19,8 +19,8 @@
 //!    without an identity shares nothing, and neither does a listing during which the
 //!    stored login changed (see `manager::startup`).
 //!    The key is a SHA-256 digest; no secret is kept in clear. The same inputs without
-//!    the protocol version are the key of the server's protocol era, which the
-//!    registry also holds ([`crate::protocol_era`]).
+//!    the protocol version are the key of the server's protocol era (whether it speaks
+//!    2026-07-28 or a handshake revision), which the registry also holds.
 //! 2. Every startup takes a stamp from the registry's counter when it begins, and every
 //!    listing attempt takes one just before its `tools/list` is sent. A listing may
 //!    serve a startup only if the listing's stamp is greater than the startup's: its
@@ -226,7 +226,7 @@ impl ListingRegistry {
 
     /// Whether the registry holds nothing: no pending startup, no attempt, no listing,
     /// no listing a server granted. The protocol eras it remembers do not count: they
-    /// are kept for its whole life (see [`crate::protocol_era`]).
+    /// are kept for its whole life.
     pub fn is_empty(&self) -> bool {
         let state = self.lock();
         state.entries.is_empty() && state.granted.is_empty()
