@@ -1293,6 +1293,17 @@ pub enum HttpFailure {
         /// What the HTTP client reported.
         description: String,
     },
+    /// An event of a stream that answers no request was over the client's size
+    /// limit, so the stream was not read further.
+    #[error(
+        "server `{server}` sent an event over the client's limit of {limit} bytes on its own event stream (raise `max_message_bytes`)"
+    )]
+    EventTooLarge {
+        /// The server.
+        server: String,
+        /// The limit, `max_message_bytes`.
+        limit: usize,
+    },
 }
 
 /// The rest of an [`HttpFailure::Redirect`]'s message: where to, why it is not

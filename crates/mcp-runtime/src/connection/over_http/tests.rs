@@ -199,11 +199,19 @@ enum Resumed {
     /// With an event stream whose one event holds the call's answer with a byte that
     /// is not UTF-8 outside its result, then stays open.
     NotText,
+    /// The session's own stream, and any `GET` that resumes a stream, with an event
+    /// stream whose one event (id `o-1`) is 2,000 bytes long, then stays open.
+    OwnOversized,
+    /// The session's own stream, and any `GET` that resumes a stream, with an event
+    /// stream that breaks before any event.
+    OwnBreaksAtOnce,
 }
 
 /// What the breaking server was sent, besides the start and the call.
 #[derive(Debug, PartialEq)]
 enum Seen {
+    /// A `GET` of the session's own stream, without a `Last-Event-ID`.
+    Own,
     /// A `GET` that resumes a stream from this `Last-Event-ID`.
     Resuming(String),
     /// An answer to the server's request of this id.
@@ -240,6 +248,24 @@ async fn breaking_server(resumed: Resumed) -> (String, mpsc::UnboundedReceiver<S
                 let Some((head, body)) = read_request(&mut socket).await else {
                     return;
                 };
+                if head.starts_with("get")
+                    && matches!(resumed, Resumed::OwnOversized | Resumed::OwnBreaksAtOnce)
+                {
+                    let from = head
+                        .lines()
+                        .find_map(|line| line.strip_prefix("last-event-id:"))
+                        .map(|value| value.trim().to_owned());
+                    let _ = seen.send(from.map_or(Seen::Own, Seen::Resuming));
+                    if let Resumed::OwnBreaksAtOnce = resumed {
+                        let _ = socket.write_all(EVENT_STREAM_HEAD.as_bytes()).await;
+                        return;
+                    }
+                    let data = "x".repeat(2000);
+                    let _ = socket
+                        .write_all(event_stream(&format!("id: o-1\ndata: {data}\n\n")).as_bytes())
+                        .await;
+                    return std::future::pending().await;
+                }
                 if head.starts_with("get") {
                     let Some(from) = head
                         .lines()
@@ -272,6 +298,9 @@ async fn breaking_server(resumed: Resumed) -> (String, mpsc::UnboundedReceiver<S
                         Resumed::BreaksAgain if again => unavailable.to_owned(),
                         Resumed::BreaksAgain => event_stream("id: e-2\ndata: \n\n"),
                         Resumed::BreaksAtOnce => EVENT_STREAM_HEAD.to_owned(),
+                        Resumed::OwnOversized | Resumed::OwnBreaksAtOnce => {
+                            unreachable!("answered above")
+                        }
                         Resumed::NotText => {
                             let id = call_id.lock().unwrap().to_string();
                             let answer = format!(
@@ -552,5 +581,75 @@ async fn a_stream_lost_again_each_time_it_is_resumed_is_resumed_a_bounded_number
     );
     assert_eq!(http::MAX_FRUITLESS_RESUMPTIONS, 3);
     assert!(!connection.has_ended(), "the server answered every request");
+    connection.shutdown().await;
+}
+
+/// Connects to `url` with `max_message_bytes` as the limit of one message, and
+/// waits until the session's own stream is no longer opened: its reopening was
+/// refused (what the transport keeps as the last failure to resume a stream).
+async fn own_stream_given_up(url: &str, max_message_bytes: usize) -> crate::connection::Connection {
+    let mut resolved = resolved(url);
+    resolved.max_message_bytes = max_message_bytes;
+    let connection = crate::connection::Connection::connect(
+        "web",
+        &crate::transport::Endpoint::Http(resolved),
+        &crate::binding::Binding::Http,
+        |_| {},
+    )
+    .await
+    .unwrap();
+    let streams = connection
+        .streams
+        .as_ref()
+        .expect("an HTTP connection")
+        .clone();
+    streams.pause_resumptions(Duration::from_millis(1), Duration::from_millis(2));
+    let given_up = async {
+        while streams.resumption_failure().is_none() {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), given_up)
+        .await
+        .expect("the own stream is given up");
+    connection
+}
+
+#[tokio::test]
+async fn an_event_over_the_limit_on_the_sessions_own_stream_is_not_read_again() {
+    let (url, mut seeing) = breaking_server(Resumed::OwnOversized).await;
+    let connection = own_stream_given_up(&url, 1024).await;
+    let streams = connection.streams.as_ref().unwrap();
+    assert_eq!(
+        streams
+            .resumption_failure()
+            .map(|failure| failure.to_string())
+            .as_deref(),
+        Some(
+            "server `web` sent an event over the client's limit of 1024 bytes on its own event stream (raise `max_message_bytes`)"
+        )
+    );
+    assert_eq!(all_seen(&mut seeing), [Seen::Own], "opened once, not again");
+    assert!(
+        !connection.has_ended(),
+        "the connection goes on without the stream"
+    );
+    connection.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_sessions_own_stream_ending_before_any_event_is_opened_a_bounded_number_of_times() {
+    let (url, mut seeing) = breaking_server(Resumed::OwnBreaksAtOnce).await;
+    let connection = own_stream_given_up(&url, 1024).await;
+    assert_eq!(
+        all_seen(&mut seeing),
+        [Seen::Own, Seen::Own, Seen::Own],
+        "opened, then opened again no more than the bound allows"
+    );
+    assert_eq!(http::MAX_FRUITLESS_RESUMPTIONS, 3);
+    assert!(
+        !connection.has_ended(),
+        "the connection goes on without the stream"
+    );
     connection.shutdown().await;
 }

@@ -123,7 +123,7 @@ pub(super) fn answer_oversized_event(
 /// Whether `error` ends a stream because one event was over the limit: this module's
 /// [`EventTooLarge`]. Every event stream, a `POST`'s or a `GET`'s, is read through
 /// [`bounded_events`], so rmcp's own bound (a private type) is never what ends one.
-fn event_too_large(error: &SseError) -> bool {
+pub(super) fn event_too_large(error: &SseError) -> bool {
     let SseError::Body(source) = error else {
         return false;
     };

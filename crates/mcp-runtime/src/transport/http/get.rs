@@ -59,6 +59,9 @@ impl SplicingHttpClient {
             return Err(StreamableHttpError::Client(failure));
         }
         let resumes = last_event_id.is_some() || self.streams.reopens(session.as_ref());
+        if resumes && let Some(failure) = self.streams.own_exhausted(last_event_id.as_deref()) {
+            return Err(StreamableHttpError::Client(failure));
+        }
         let mut request = with_headers(
             self.client.get(uri),
             session.as_deref(),
@@ -87,7 +90,10 @@ impl SplicingHttpClient {
         let events = SseStream::from_bytes_stream(bytes).boxed();
         Ok(match request {
             Some(request) => self.answering(request, events, limit, last_event_id),
-            None => refused::readable_events(events, self.server.clone(), None).boxed(),
+            None => {
+                let events = self.streams.own_events(events, limit);
+                refused::readable_events(events, self.server.clone(), None).boxed()
+            }
         })
     }
 

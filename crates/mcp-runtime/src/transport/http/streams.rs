@@ -40,7 +40,12 @@
 //! 4. A stream resumed and lost again before any event came, [`MAX_FRUITLESS_RESUMPTIONS`]
 //!    times in a row, is not resumed again ([`Streams::exhausted`]): rmcp opens a
 //!    stream that breaks again at once, and ends none that the server keeps ending,
-//!    whatever the attempts before; the count is what bounds those.
+//!    whatever the attempts before; the count is what bounds those. The same holds
+//!    for a stream that answers no request (a session's own, or one resumed after
+//!    its request's record was dropped): opened and ended before any event that many
+//!    times in a row, it is not opened again ([`Streams::own_exhausted`]), and one
+//!    that sent an event over the size limit is not opened again at all (rmcp would
+//!    reopen it at once, and the server would send that event again).
 
 use std::{
     collections::VecDeque,
@@ -48,7 +53,7 @@ use std::{
     time::Duration,
 };
 
-use futures::{Stream, StreamExt};
+use futures::{Stream, StreamExt, stream::BoxStream};
 use rmcp::{
     model::RequestId,
     transport::{
@@ -101,6 +106,10 @@ struct State {
     /// The session whose own stream was opened: a `GET` of it without an event id
     /// opens it again (invariant 1).
     own_stream: Option<Arc<str>>,
+    /// How many streams that answer no request ended in a row before any event
+    /// came, and how the last one ended (invariant 4).
+    own_fruitless: usize,
+    own_ended: Option<HttpFailure>,
     /// How long to pause between attempts to resume a stream (invariant 2).
     pauses: Pauses,
 }
@@ -305,6 +314,84 @@ impl Streams {
             mendable: false,
         });
         Some(failure)
+    }
+
+    /// Why a `GET` that opens a stream answering no request again, from
+    /// `last_event_id` if it has one, may not be sent: streams like it ended before
+    /// any event too many times in a row, or one sent an event over the limit
+    /// (invariant 4). The failure is kept as an attempt's that another cannot mend.
+    pub(super) fn own_exhausted(&self, last_event_id: Option<&str>) -> Option<HttpFailure> {
+        let mut state = lock(&self.state);
+        let of_a_request = last_event_id.is_some_and(|from| {
+            state.records.iter().any(|record| {
+                record.lost.is_some() && record.last_event_id.as_deref() == Some(from)
+            })
+        });
+        if of_a_request || state.own_fruitless < MAX_FRUITLESS_RESUMPTIONS {
+            return None;
+        }
+        let failure = state
+            .own_ended
+            .clone()
+            .unwrap_or_else(|| HttpFailure::Closed {
+                server: self.server.to_string(),
+            });
+        tracing::debug!(
+            server = &*self.server,
+            "an event stream that kept ending before any event is not opened again"
+        );
+        state.resumption = Some(Failed {
+            failure: Some(failure.clone()),
+            mendable: false,
+        });
+        Some(failure)
+    }
+
+    /// `events`, a stream that answers no request, noting how it ends (invariant 4):
+    /// after an event or before any, and an event over the size limit.
+    pub(super) fn own_events(
+        self: &Arc<Self>,
+        events: BoxStream<'static, Result<Sse, SseError>>,
+        limit: usize,
+    ) -> BoxStream<'static, Result<Sse, SseError>> {
+        let streams = self.clone();
+        let mut progressed = false;
+        let mut noted = false;
+        events
+            .map(Some)
+            .chain(futures::stream::once(std::future::ready(None)))
+            .filter_map(move |event| {
+                let ended = match &event {
+                    Some(Ok(_)) => {
+                        progressed = true;
+                        None
+                    }
+                    Some(Err(error)) if super::events::event_too_large(error) => Some((
+                        true,
+                        Some(HttpFailure::EventTooLarge {
+                            server: streams.server.to_string(),
+                            limit,
+                        }),
+                    )),
+                    Some(Err(error)) => Some((false, broken(&streams.server, error))),
+                    None => Some((false, None)),
+                };
+                if let Some((too_large, failure)) = ended
+                    && !std::mem::replace(&mut noted, true)
+                {
+                    let mut state = lock(&streams.state);
+                    state.own_fruitless = if too_large {
+                        MAX_FRUITLESS_RESUMPTIONS
+                    } else if progressed {
+                        0
+                    } else {
+                        state.own_fruitless + 1
+                    };
+                    state.own_ended = failure;
+                }
+                std::future::ready(event)
+            })
+            .boxed()
     }
 
     /// Records that `request`'s stream was `lost`, after events came on it since it
