@@ -578,19 +578,6 @@ fn stderr_suffix(tail: &[String]) -> String {
     }
 }
 
-/// The kind of a JSON value, as a message names it (`an object`, `null`).
-pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
-    use serde_json::Value;
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 pub(crate) fn secs(duration: Duration) -> String {
     let secs = duration.as_secs_f64();
     if secs.fract() == 0.0 {
@@ -706,6 +693,7 @@ fn did_you_mean(nearest: Option<&str>) -> String {
 pub enum CallError {
     /// No tool has this qualified name.
     #[error("no tool is named `{name}`{}", did_you_mean(nearest.as_deref()))]
+    #[non_exhaustive]
     UnknownTool {
         /// The qualified name asked for.
         name: String,

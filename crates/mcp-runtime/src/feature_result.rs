@@ -19,7 +19,7 @@ use rmcp::model::{JsonObject, ResourceContents};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{error::json_kind as kind, tool_result::Content};
+use crate::{json::kind, tool_result::Content};
 
 /// A `resources/read` result, as the server returned it (see the module docs).
 #[derive(Debug, Clone, PartialEq)]

@@ -34,6 +34,7 @@ mod discovery_key;
 pub mod error;
 mod feature_result;
 pub mod host;
+mod json;
 pub mod manager;
 pub mod naming;
 mod oauth_client;

@@ -358,11 +358,13 @@ impl Drop for Startup {
     fn drop(&mut self) {
         let mut state = self.registry.lock();
         let entry = state.entries.get_mut(&self.keys.private);
-        // An entry is removed only once idle, and this startup keeps it pending.
+        // An entry is removed only once idle, and this startup keeps it pending. Not
+        // checked while unwinding: a drop never panics then.
         debug_assert!(
-            entry
-                .as_ref()
-                .is_some_and(|entry| entry.pending.contains(&self.stamp)),
+            std::thread::panicking()
+                || entry
+                    .as_ref()
+                    .is_some_and(|entry| entry.pending.contains(&self.stamp)),
             "a pending startup's entry exists until the startup is dropped"
         );
         if let Some(entry) = entry {

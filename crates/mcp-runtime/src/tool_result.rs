@@ -75,7 +75,7 @@ impl ToolResult {
     pub fn from_object(fields: JsonObject) -> Result<Self, InvalidToolResult> {
         let malformed = |field, value: &Value, expected| InvalidToolResult::Malformed {
             field,
-            found: crate::error::json_kind(value),
+            found: crate::json::kind(value),
             expected,
         };
         match fields.get("content") {

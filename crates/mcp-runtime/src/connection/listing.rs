@@ -381,7 +381,7 @@ impl<'a> Page<'a> {
         let Value::Object(mut result) = result else {
             return Err(malformed(format!(
                 "is {}, not a JSON object",
-                crate::error::json_kind(&result)
+                crate::json::kind(&result)
             )));
         };
         let tools = match result.remove("tools") {
@@ -389,7 +389,7 @@ impl<'a> Page<'a> {
             Some(other) => {
                 return Err(malformed(format!(
                     "has `tools` that is {}, not an array",
-                    crate::error::json_kind(&other)
+                    crate::json::kind(&other)
                 )));
             }
             None => return Err(malformed("has no `tools` array".to_owned())),
@@ -400,7 +400,7 @@ impl<'a> Page<'a> {
             Some(other) => {
                 return Err(malformed(format!(
                     "has a `nextCursor` that is {}, not a string",
-                    crate::error::json_kind(&other)
+                    crate::json::kind(&other)
                 )));
             }
         };
@@ -633,21 +633,19 @@ impl fmt::Display for Reason {
 /// is ignored with a warning: the tool is still usable.
 fn usable_tool(raw: &Value) -> Result<ListedTool, Reason> {
     let Value::Object(fields) = raw else {
-        return Err(Reason::NotAnObject(crate::error::json_kind(raw)));
+        return Err(Reason::NotAnObject(crate::json::kind(raw)));
     };
     match fields.get("name") {
         None => return Err(Reason::NoName),
         Some(Value::String(name)) if name.is_empty() => return Err(Reason::EmptyName),
         Some(Value::String(_)) => {}
-        Some(other) => return Err(Reason::NameNotAString(crate::error::json_kind(other))),
+        Some(other) => return Err(Reason::NameNotAString(crate::json::kind(other))),
     }
     match fields.get("inputSchema") {
         None => return Err(Reason::NoInputSchema),
         Some(Value::Object(_)) => {}
         Some(other) => {
-            return Err(Reason::InputSchemaNotAnObject(crate::error::json_kind(
-                other,
-            )));
+            return Err(Reason::InputSchemaNotAnObject(crate::json::kind(other)));
         }
     }
     let tool = Tool::deserialize(raw)
@@ -667,7 +665,7 @@ fn warn_unusable_execution(unmodelled: Option<&Map<String, Value>>, tool: &str) 
         tracing::warn!(
             tool = %shown(tool),
             "the tool's `execution` is {}, not an object; ignored",
-            crate::error::json_kind(execution)
+            crate::json::kind(execution)
         );
     }
 }

@@ -267,7 +267,7 @@ fn opens_a_value(text: &[u8]) -> bool {
 /// What is wrong with `answer`, an object with an `id` and no `method` that rmcp's
 /// model does not read as a response.
 fn problem(answer: &Value) -> String {
-    let kind = crate::error::json_kind;
+    let kind = crate::json::kind;
     if answer.get("jsonrpc") != Some(&Value::from("2.0")) {
         return "its `jsonrpc` is not `\"2.0\"`".to_owned();
     }
