@@ -4,7 +4,7 @@
 //! and the descriptors that watch its exit), so a soft `RLIMIT_NOFILE` of a few
 //! hundred (macOS's default is 256) allows only some dozens of servers. The CLI
 //! raises its soft limit to the hard limit as it starts, as other tools that run
-//! many children do; a library host does the same itself (see the README).
+//! many children do; a library host does the same itself (see `docs/library.md`).
 
 /// Raises the soft limit on open files to the hard limit (on macOS, at most
 /// `OPEN_MAX`, which `setrlimit` refuses to exceed there). A failure is only logged:

@@ -5,7 +5,7 @@
 //! CLI driven as each scenario expects of a client), and passes only when the suite's
 //! verdict does: no failed check, no warning, the client exited cleanly. Whatever the
 //! suite said is printed when it does not pass. `scripts/conformance-table` runs every
-//! client scenario for the README.
+//! client scenario for the table in `docs/protocol.md`.
 //!
 //! Invariants:
 //! 1. Every scenario issue 9 requires runs here, each as its own test, at the
@@ -15,8 +15,8 @@
 //! 2. Nothing is ignored and no check is relaxed: a scenario passes with no failed
 //!    check and no warning, or the test fails.
 //! 3. Every `auth/*` scenario mcp-runtime passes runs here too (module `auth`), at
-//!    every revision it lists; the ones it does not pass yet are in the README's
-//!    table with the reason, and get their test when they pass.
+//!    every revision it lists; the ones it does not pass yet are in the table of
+//!    `docs/protocol.md` with the reason, and get their test when they pass.
 //! 4. The verdict is the suite's checks, not the client's exit status: a client that
 //!    exits cleanly without doing what the scenario asks fails.
 

@@ -14,9 +14,130 @@
 //! [`authority`], [`binding`]); server authors use [`CapturedAuthority`] to consume it.
 //!
 //! The protocol is spoken by the official Rust SDK, `rmcp`.
-#![doc = include_str!("../../../README.md")]
+//!
+//! # Example
+//!
+//! Start the servers of a configuration, list their tools, call one, and end them:
+//!
+//! ```rust,no_run
+//! use mcp_runtime::{Config, Runtime, StartOptions, StartupEvent};
+//!
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = Config::load("config.toml".as_ref())?;
+//!
+//! // Progress events are optional; the runtime never waits for the receiver.
+//! let (events, mut progress) = tokio::sync::mpsc::unbounded_channel();
+//! tokio::spawn(async move {
+//!     while let Some(event) = progress.recv().await {
+//!         if let StartupEvent::Failed { server, reason, .. } = event {
+//!             eprintln!("{server} failed: {reason}");
+//!         }
+//!     }
+//! });
+//!
+//! // Starts every enabled server concurrently and returns once the `required` ones are
+//! // ready plus a grace of 1 s for the others (the rest join later); fails only if a
+//! // `required` one fails.
+//! let runtime = Runtime::start(config, StartOptions::new().with_events(events)).await?;
+//! for tool in runtime.catalog().tools() {
+//!     println!("{} → {}/{}", tool.qualified_name, tool.server, tool.tool.name);
+//! }
+//!
+//! // Routed by qualified name, bounded by the server's `tool_timeout_sec`; dropping
+//! // the future sends the server `notifications/cancelled`.
+//! let arguments = serde_json::json!({"a": 2, "b": 3});
+//! let result = runtime
+//!     .call_tool("mcp__math__add", arguments.as_object().cloned())
+//!     .await?;
+//! // The result as the server returned it, every field, with typed views of the known
+//! // parts: content blocks, `structuredContent`, `isError`, `_meta`.
+//! for block in result.content() {
+//!     match block.as_text() {
+//!         Some(text) => println!("{text}"),
+//!         None => println!("[{}]", block.kind().unwrap_or("?")),
+//!     }
+//! }
+//! println!("{:?} {}", result.structured_content(), result.is_error());
+//!
+//! // Arguments as JSON text reach the server exactly as written (numbers beyond `f64`
+//! // keep every digit); only the whitespace between tokens may change.
+//! let exact = serde_json::value::RawValue::from_string(r#"{"a": 12345678901234567890123, "b": 1}"#.into())?;
+//! runtime
+//!     .call_tool_exact("mcp__math__add", &exact, mcp_runtime::CallOptions::new())
+//!     .await?;
+//!
+//! runtime.shutdown().await; // or drop it: every server process ends either way
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A server still starting when [`Runtime::start`] returns joins the catalog later
+//! ([`Runtime::subscribe_catalog`]); a server that stops is started again by the next
+//! call. The host answers servers' questions through [`host::HostHandlers`].
+//!
+//! # For MCP server authors
+//!
+//! A server that runs commands for the model runs them under the calling host's sandbox,
+//! captured from each request's `_meta` with [`CapturedAuthority`]:
+//!
+//! ```rust
+//! use mcp_runtime::{AuthorityBound, AuthorityError, CapturedAuthority, Unsandboxed};
+//!
+//! // The request's `_meta`, as the exact JSON text (keeps the state byte for byte).
+//! // Handlers built on rmcp receive `_meta` parsed: use `CapturedAuthority::from_meta`.
+//! let meta = r#"{
+//!   "codex/sandbox-state": {"sandbox_policy": {"type": "workspace-write"}},
+//!   "codex/sandbox-state-meta": {"sandbox_policy": {"type": "workspace-write"}},
+//!   "codex/sandbox-launcher": {"codexExecutable": "/opt/codex/bin/codex"}
+//! }"#;
+//! let authority = CapturedAuthority::from_meta_json(meta)?.expect("the host sent a state");
+//!
+//! // `<launcher> sandbox --sandbox-state-json <state> -- <program> <args…>`
+//! let argv = authority.argv("make", ["test"], Unsandboxed::Refuse)?;
+//! assert_eq!(argv[1..4], ["sandbox", "--sandbox-state-json", r#"{"sandbox_policy": {"type": "workspace-write"}}"#]);
+//! assert_eq!(argv[4..], ["--", "make", "test"]);
+//! let _command: std::process::Command = authority.command("make", ["test"], Unsandboxed::Refuse)?;
+//!
+//! // Without a launcher the command fails closed, unless the operator opted out in code.
+//! let no_launcher = CapturedAuthority::from_meta_json(
+//!     r#"{"codex/sandbox-state": {"sandbox_policy": {"type": "read-only"}}}"#,
+//! )?
+//! .unwrap();
+//! assert_eq!(
+//!     no_launcher.argv("make", ["test"], Unsandboxed::Refuse),
+//!     Err(AuthorityError::NoLauncher)
+//! );
+//!
+//! // A long-lived thing (a shell session, a cached result) is reused only under the
+//! // authority that created it.
+//! let session = AuthorityBound::new(authority.clone(), "shell session");
+//! assert!(session.get(&authority).is_ok());
+//! assert_eq!(session.get(&no_launcher), Err(AuthorityError::Changed));
+//! # Ok::<(), AuthorityError>(())
+//! ```
+//!
+//! # Guides
+//!
+//! The repository's `docs/` directory has a page per concern, each read top to bottom:
+//! `configuration.md` (every key), `other-hosts.md` (the JSON files of other hosts),
+//! `command-line.md`, `library.md` (this crate's guide, whose examples are compiled with
+//! these docs), `protocol.md` (protocol revisions and conformance), `oauth.md`,
+//! `shared-listings.md`, `sandbox-metadata.md`, `performance.md` and `testing.md`.
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, unreachable_pub)]
+
+/// The examples of the repository's README and of its `docs/` pages, compiled and run as
+/// doc tests so that the documentation cannot drift from the API. Exists only while
+/// doc tests are collected.
+#[cfg(doctest)]
+pub mod documentation {
+    #[doc = include_str!("../../../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../../../docs/library.md")]
+    pub struct LibraryGuide;
+    #[doc = include_str!("../../../docs/sandbox-metadata.md")]
+    pub struct SandboxMetadata;
+}
 
 #[cfg(not(unix))]
 compile_error!(

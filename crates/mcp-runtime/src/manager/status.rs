@@ -152,7 +152,7 @@ pub struct ServerStatus {
     /// listing: 0 when another startup's listing was shared with it.
     pub tools_list_requests: usize,
     /// Whether its startup listing was one the server granted to an earlier startup
-    /// for reuse (a 2026-07-28 `ttlMs`; see the README's "Shared listings").
+    /// for reuse (a 2026-07-28 `ttlMs`; see `docs/shared-listings.md`).
     pub served_from_cache: bool,
     /// Its `supports_parallel_tool_calls`: the host may run several calls of this
     /// server's tools at once.
