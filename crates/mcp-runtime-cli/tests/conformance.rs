@@ -8,10 +8,10 @@
 //! client scenario for the table in `docs/protocol.md`.
 //!
 //! Invariants:
-//! 1. Every scenario issue 9 requires runs here, each as its own test, at the
-//!    revision the suite picks for it (`2025-11-25` for the handshake scenarios,
-//!    `2026-07-28` for those introduced there); the dual-era ones also run at
-//!    `2026-07-28`.
+//! 1. Every scenario of the conformance suite that the runtime claims runs here,
+//!    each as its own test, at the revision the suite picks for it (`2025-11-25` for
+//!    the handshake scenarios, `2026-07-28` for those introduced there); the
+//!    dual-era ones also run at `2026-07-28`.
 //! 2. Nothing is ignored and no check is relaxed: a scenario passes with no failed
 //!    check and no warning, or the test fails.
 //! 3. Every `auth/*` scenario mcp-runtime passes runs here too (module `auth`), at

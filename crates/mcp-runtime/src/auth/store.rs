@@ -10,10 +10,10 @@
 //! rmcp's `AuthorizationManager` reads and writes tokens through its
 //! [`CredentialStore`] trait (`load`, `save`, `clear` of one identity's
 //! [`StoredCredentials`], plus an optional refresh guard). That is exactly what a host
-//! needs to supply (issue 10, item 8), so the stores here implement it and a host with
-//! its own storage implements it too: a second trait would only need an adapter. One
-//! [`CredentialStore`] value is one identity: [`Store::credentials`] binds a key to the
-//! chosen backend.
+//! that keeps logins its own way needs to supply, so the stores here implement it and
+//! a host with its own storage implements it too: a second trait would only need an
+//! adapter. One [`CredentialStore`] value is one identity: [`Store::credentials`]
+//! binds a key to the chosen backend.
 //!
 //! # Choosing the backend
 //!
