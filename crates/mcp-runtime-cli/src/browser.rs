@@ -14,7 +14,7 @@
 
 use std::process::{Command, Stdio};
 
-use mcp_runtime::auth::login::OpenUrl;
+use mcp_runtime::login::OpenUrl;
 
 /// The CLI's way of showing the authorization URL.
 #[derive(Debug, Clone, Default)]

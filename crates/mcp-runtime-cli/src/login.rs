@@ -26,12 +26,12 @@ use mcp_runtime::{
     Config, ServerConfig, ServerStatus,
     auth::{
         CredentialSource,
-        login::{Login, LoginSummary},
         logout::{Logout, Revocation},
         store::{Store, StoreOptions},
     },
     config::TransportConfig,
     error::HttpFailure,
+    login::{Login, LoginSummary},
 };
 
 use crate::browser::Browser;

@@ -650,7 +650,7 @@ async fn a_protected_server_is_logged_in_to_and_sent_the_token_on_its_stream_and
     );
     runtime.shutdown().await;
 
-    let login = mcp_runtime::auth::login::Login::new(&server, store.clone());
+    let login = mcp_runtime::login::Login::new(&server, store.clone());
     login.run(&FollowRedirects).await.expect("the login");
 
     let runtime = start().await.unwrap();

@@ -17,11 +17,11 @@ use mcp_runtime::{
     AuthState, ListingRegistry, Runtime, ServerConfig, ServerState, StartError, StartOptions,
     auth::{
         CredentialSource, CredentialStore,
-        login::{Login, LoginSummary, OpenUrl},
         logout::{Logout, Revocation, logout},
         store::{Store, StoreOptions},
     },
     config::{CredentialsStore, OAuthConfig},
+    login::{Login, LoginSummary, OpenUrl},
 };
 use tokio::task::JoinHandle;
 

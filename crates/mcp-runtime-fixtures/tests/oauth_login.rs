@@ -7,9 +7,10 @@ use std::{path::Path, sync::Arc};
 
 use mcp_runtime::{
     ListingRegistry, Runtime, ServerConfig, ServerState, StartOptions,
-    auth::{CredentialSource, CredentialStore, InMemoryCredentialStore, login::Login},
+    auth::{CredentialSource, CredentialStore, InMemoryCredentialStore},
     config::OAuthConfig,
     error::chain,
+    login::Login,
 };
 
 use crate::support::*;
@@ -30,10 +31,7 @@ async fn protected(log: &Path, args: &[&str]) -> HttpFixture {
     http_fixture(&all).await
 }
 
-async fn log_in(
-    url: &str,
-    store: &Arc<dyn CredentialStore>,
-) -> mcp_runtime::auth::login::LoginSummary {
+async fn log_in(url: &str, store: &Arc<dyn CredentialStore>) -> mcp_runtime::login::LoginSummary {
     Login::new(&ServerConfig::http("web", url), store.clone())
         .run(&FollowRedirects)
         .await
@@ -253,7 +251,7 @@ async fn a_login_to_a_server_without_metadata_says_what_would_help() {
         .unwrap_err();
     assert_eq!(
         error.step(),
-        Some(mcp_runtime::auth::login::LoginStep::Registration)
+        Some(mcp_runtime::login::LoginStep::Registration)
     );
     assert_eq!(
         chain(&error),

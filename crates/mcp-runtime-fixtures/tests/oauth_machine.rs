@@ -15,11 +15,11 @@ use mcp_runtime::{
     AuthState, ListingRegistry, Runtime, ServerConfig, ServerState, StartOptions,
     auth::{
         CredentialSource, CredentialStore, InMemoryCredentialStore, StoredCredentials,
-        login::Login,
         store::{Store, StoreKey, StoreOptions},
     },
     config::{CredentialsStore, GrantType, OAuthConfig},
     error::chain,
+    login::Login,
 };
 use mcp_runtime_fixtures::oauth::redact_authorization;
 

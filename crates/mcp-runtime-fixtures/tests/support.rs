@@ -279,7 +279,7 @@ pub async fn http_fixture_at(addr: &str, args: &[&str]) -> HttpFixture {
 /// once the URL is shown).
 pub struct FollowRedirects;
 
-impl mcp_runtime::auth::login::OpenUrl for FollowRedirects {
+impl mcp_runtime::login::OpenUrl for FollowRedirects {
     fn open(&self, url: &str) -> std::io::Result<()> {
         follow_redirects(url.to_owned());
         Ok(())

@@ -3,16 +3,16 @@
 //!
 //! The protocol is rmcp's `auth` module (discovery, client registration, PKCE, token
 //! exchange and refresh); this module adds what a runtime needs around it: the
-//! login a person completes in a browser ([`login`]), the logout that revokes it
-//! ([`logout`]), the token store ([`store`]: the OS keyring or a `0600` file), and where a runtime finds the credentials a
-//! login left ([`CredentialSource`], given with
-//! [`crate::StartOptions::with_credentials`]; [`store::Store`] is one). A remote
-//! server with credentials in its store is sent the access token on every request,
-//! refreshed before it expires and once more when the server refuses it; one without
-//! is reached as configured.
+//! logout that revokes a login ([`logout`]), the token store ([`store`]: the OS
+//! keyring or a `0600` file), and where a runtime finds the credentials a login left
+//! ([`CredentialSource`], given with [`crate::StartOptions::with_credentials`];
+//! [`store::Store`] is one). The login a person completes in a browser is
+//! [`crate::login`], a layer above the runtime, which it starts to find the server's
+//! challenge. A remote server with credentials in its store is sent the access token
+//! on every request, refreshed before it expires and once more when the server
+//! refuses it; one without is reached as configured.
 
 pub(crate) mod account;
-pub mod login;
 pub mod logout;
 pub(crate) mod registration;
 pub mod store;

@@ -1337,7 +1337,7 @@ pub fn is_ours(error: &(dyn std::error::Error + 'static)) -> bool {
         || is::<HttpFailure>(error)
         || is::<MessageRefused>(error)
         || is::<AuthorityError>(error)
-        || is::<crate::auth::login::LoginError>(error)
+        || is::<crate::login::LoginError>(error)
         || is::<crate::auth::logout::LogoutError>(error)
         || is::<crate::auth::store::StoreError>(error)
         || is::<crate::InvalidToolResult>(error)

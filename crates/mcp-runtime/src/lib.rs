@@ -156,6 +156,7 @@ pub mod error;
 mod feature_result;
 pub mod host;
 mod json;
+pub mod login;
 pub mod manager;
 pub mod naming;
 mod oauth_client;

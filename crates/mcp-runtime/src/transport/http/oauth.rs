@@ -1,5 +1,5 @@
 //! The OAuth credentials of a Streamable HTTP server, used on its requests: a login a
-//! person made (see [`crate::auth::login`]), or a machine client's ([`machine`]).
+//! person made (see [`crate::login`]), or a machine client's ([`machine`]).
 //!
 //! A server with OAuth has its credentials in a store; the transport of each of its
 //! connections holds one [`OAuthLogin`] over that store. rmcp's `AuthClient` does the

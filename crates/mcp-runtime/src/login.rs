@@ -203,7 +203,7 @@ impl<'a> Login<'a> {
         let mut manager = AuthorizationManager::new_allowing_private_addresses(url.as_str())
             .await
             .map_err(|error| known.unexpected(LoginStep::Discovery, &error))?;
-        manager.set_credential_store(super::SharedStore(self.store.clone()));
+        manager.set_credential_store(crate::auth::SharedStore(self.store.clone()));
         let resolution = manager
             .resolve_metadata_from_challenge(Some(&challenge))
             .await
@@ -224,7 +224,7 @@ impl<'a> Login<'a> {
                 manager.set_metadata(resolution.metadata);
                 manager
             }
-            // The override (see `super::resource`): the scopes are chosen from what
+            // The override (see `crate::auth::resource`): the scopes are chosen from what
             // the discovery at the server's URL found, as they would be without it.
             Some(resource) => {
                 if scopes.is_none() {
@@ -239,7 +239,7 @@ impl<'a> Login<'a> {
                             reason: "its `oauth_resource` is not a URL (fix `oauth_resource`)"
                                 .to_owned(),
                         })?;
-                manager.set_credential_store(super::SharedStore(self.store.clone()));
+                manager.set_credential_store(crate::auth::SharedStore(self.store.clone()));
                 manager
             }
         };
@@ -312,7 +312,7 @@ impl<'a> Login<'a> {
             Some(scopes) => scopes.iter().map(|scope| scope.to_string()).collect(),
             None => session.auth_manager.get_current_scopes().await,
         };
-        let account = super::account::id_token_subject(&token, issuer.as_deref(), &client_id);
+        let account = crate::auth::account::id_token_subject(&token, issuer.as_deref(), &client_id);
         Ok(LoginSummary {
             issuer,
             client_id,
