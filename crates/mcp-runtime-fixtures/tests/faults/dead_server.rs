@@ -4,6 +4,21 @@ use super::*;
 
 // HTTP: a server that dies during a call.
 
+/// The text of `error`, a call's to the faulty server that died during it, which
+/// must have failed within [`DEAD_SERVER_BOUND`] (it took `took`), naming the server,
+/// blaming no timeout and showing no internals.
+fn failed_at_once(error: &mcp_runtime::CallError, took: Duration) -> String {
+    let message = chain(error);
+    assert!(
+        took <= DEAD_SERVER_BOUND,
+        "the call took {took:?}: {message}"
+    );
+    assert!(message.contains(&format!("`{FAULTY}`")), "{message}");
+    assert!(!message.contains("tool_timeout_sec"), "{message}");
+    assert_plain(&message);
+    message
+}
+
 /// `tool_timeout_sec` of the rows where the server dies during a call: long, so
 /// that a call waiting for it is caught by [`DEAD_SERVER_BOUND`].
 const LONG_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -33,14 +48,7 @@ async fn dies_during_a_call(era: &str, death: &str) -> String {
         .await
         .expect_err("the server died during the call");
     let took = began.elapsed();
-    let message = chain(&error);
-    assert!(
-        took <= DEAD_SERVER_BOUND,
-        "the call took {took:?}: {message}"
-    );
-    assert!(message.contains(&format!("`{FAULTY}`")), "{message}");
-    assert!(!message.contains("tool_timeout_sec"), "{message}");
-    assert_plain(&message);
+    let message = failed_at_once(&error, took);
     assert_eq!(
         server.exited().await.code(),
         Some(mcp_runtime_fixtures::http::DYING_EXIT_STATUS),
@@ -165,14 +173,7 @@ async fn everything_dies_during_a_call(mode: &str) -> String {
         let error = call.await.expect_err("the server died during the call");
         (error, began.elapsed())
     };
-    let message = chain(&error);
-    assert!(
-        took <= DEAD_SERVER_BOUND,
-        "the call took {took:?}: {message}"
-    );
-    assert!(message.contains(&format!("`{FAULTY}`")), "{message}");
-    assert!(!message.contains("tool_timeout_sec"), "{message}");
-    assert_plain(&message);
+    let message = failed_at_once(&error, took);
 
     let port = url::Url::parse(&server.url).unwrap().port().unwrap();
     let _back = crate::peers::everything_over_at(mode, port).await;

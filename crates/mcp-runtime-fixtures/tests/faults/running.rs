@@ -106,8 +106,10 @@ fn cancellations(log: &Path) -> (Vec<serde_json::Value>, serde_json::Value) {
     (cancelled, first_call)
 }
 
-#[tokio::test]
-async fn cancellation_reaches_a_server_shut_down_right_after_a_timeout() {
+/// A row whose faulty server ignores cancellations and logs what it reads (in the
+/// directory and file returned), after a call of `pid` answered 2.5 s after it was
+/// sent timed out at 2 s.
+async fn timed_out_ignoring_cancellation() -> (tempfile::TempDir, std::path::PathBuf, Row) {
     let dir = temp_dir();
     let log = dir.path().join("log.jsonl");
     let row = start_row(faulty(&["--ignore-cancel", "--log", path_str(&log)])).await;
@@ -115,6 +117,12 @@ async fn cancellation_reaches_a_server_shut_down_right_after_a_timeout() {
         .call_failure("pid", arguments(json!({ "delay_ms": 2500 })))
         .await;
     assert!(message.contains("did not answer within 2s"), "{message}");
+    (dir, log, row)
+}
+
+#[tokio::test]
+async fn cancellation_reaches_a_server_shut_down_right_after_a_timeout() {
+    let (_dir, log, row) = timed_out_ignoring_cancellation().await;
     row.finish(&[]).await;
 
     // The fixture logs every line it reads until stdin closes, and has exited.
@@ -124,14 +132,7 @@ async fn cancellation_reaches_a_server_shut_down_right_after_a_timeout() {
 
 #[tokio::test]
 async fn a_server_that_ignores_cancellation_gets_it_and_stays_usable() {
-    let dir = temp_dir();
-    let log = dir.path().join("log.jsonl");
-    let row = start_row(faulty(&["--ignore-cancel", "--log", path_str(&log)])).await;
-    // Answered 2.5 s after it was sent, after its 2 s timeout.
-    let message = row
-        .call_failure("pid", arguments(json!({ "delay_ms": 2500 })))
-        .await;
-    assert!(message.contains("did not answer within 2s"), "{message}");
+    let (_dir, log, row) = timed_out_ignoring_cancellation().await;
     // The server answers in order: this call is answered after the late answer
     // to the cancelled one, which must not disturb the connection.
     call_ok(

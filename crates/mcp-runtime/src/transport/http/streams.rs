@@ -144,6 +144,13 @@ struct Record {
     fruitless: usize,
 }
 
+impl Record {
+    /// Whether the stream is lost, after the event with id `last_event_id`.
+    fn lost_at(&self, last_event_id: &str) -> bool {
+        self.lost.is_some() && self.last_event_id.as_deref() == Some(last_event_id)
+    }
+}
+
 /// A failed attempt to resume a stream.
 #[derive(Debug, Clone)]
 struct Failed {
@@ -267,9 +274,10 @@ impl Streams {
     /// lost at the same id, the first lost is taken as resumed first.
     pub(super) fn resumed_from(&self, last_event_id: &str) -> Option<Answering> {
         let mut state = lock(&self.state);
-        let record = state.records.iter_mut().find(|record| {
-            record.lost.is_some() && record.last_event_id.as_deref() == Some(last_event_id)
-        })?;
+        let record = state
+            .records
+            .iter_mut()
+            .find(|record| record.lost_at(last_event_id))?;
         record.lost = None;
         tracing::debug!(server = &*self.server, id = %record.request.id, last_event_id, "a response stream was resumed");
         Some(record.request.clone())
@@ -295,9 +303,10 @@ impl Streams {
     /// kept as an attempt's that another cannot mend.
     pub(super) fn exhausted(&self, last_event_id: &str) -> Option<HttpFailure> {
         let mut state = lock(&self.state);
-        let record = state.records.iter().find(|record| {
-            record.lost.is_some() && record.last_event_id.as_deref() == Some(last_event_id)
-        })?;
+        let record = state
+            .records
+            .iter()
+            .find(|record| record.lost_at(last_event_id))?;
         if record.fruitless < MAX_FRUITLESS_RESUMPTIONS {
             return None;
         }
@@ -322,11 +331,8 @@ impl Streams {
     /// (invariant 4). The failure is kept as an attempt's that another cannot mend.
     pub(super) fn own_exhausted(&self, last_event_id: Option<&str>) -> Option<HttpFailure> {
         let mut state = lock(&self.state);
-        let of_a_request = last_event_id.is_some_and(|from| {
-            state.records.iter().any(|record| {
-                record.lost.is_some() && record.last_event_id.as_deref() == Some(from)
-            })
-        });
+        let of_a_request = last_event_id
+            .is_some_and(|from| state.records.iter().any(|record| record.lost_at(from)));
         if of_a_request || state.own_fruitless < MAX_FRUITLESS_RESUMPTIONS {
             return None;
         }
