@@ -34,8 +34,10 @@ pub use answers::SERVER_LOG_TARGET;
 
 mod liveness;
 
+#[cfg(feature = "http")]
 mod over_http;
 
+#[cfg(feature = "http")]
 mod over_sse;
 
 mod over_stdio;
@@ -341,14 +343,23 @@ impl Connection {
         let answers = client.answers.clone();
         let held = client.held.clone();
         let splicer = Splicer::new();
-        let mut oauth = false;
-        let mut streams = None;
-        let (service, process, ended, legacy_sse) = match endpoint {
+        // What each transport brings: an HTTP server's streams, and whether it was
+        // sent an OAuth token.
+        let (service, process, ended, legacy_sse, streams, oauth) = match endpoint {
             Endpoint::Stdio(launch) => {
                 let started =
                     over_stdio::start(server, launch, client, &splicer, plan, on_spawn).await?;
-                (started.service, Some(started.process), started.ended, false)
+                let ended = started.ended;
+                (
+                    started.service,
+                    Some(started.process),
+                    ended,
+                    false,
+                    None,
+                    false,
+                )
             }
+            #[cfg(feature = "http")]
             Endpoint::Http(resolved) => {
                 let ended = CancellationToken::new();
                 // Over HTTP the era is found from each server's answers (one POST), so
@@ -361,10 +372,18 @@ impl Connection {
                 };
                 let reached =
                     over_http::start(server, resolved, client, &splicer, &ended, pinned).await?;
-                oauth = reached.oauth;
-                streams = Some(reached.streams);
-                (reached.service, None, ended, reached.legacy_sse)
+                let streams = Some(reached.streams);
+                let legacy_sse = reached.legacy_sse;
+                (
+                    reached.service,
+                    None,
+                    ended,
+                    legacy_sse,
+                    streams,
+                    reached.oauth,
+                )
             }
+            #[cfg(feature = "http")]
             Endpoint::Sse(resolved) => {
                 let ended = CancellationToken::new();
                 let mut client = client;
@@ -386,10 +405,9 @@ impl Connection {
                     server, resolved, client, &splicer, &ended, accepted, endpoint,
                 )
                 .await?;
-                streams = Some(sse_streams);
                 // As over Streamable HTTP: logged in once a token was sent.
-                oauth = login.is_some_and(|login| login.has_token());
-                (service, None, ended, true)
+                let oauth = login.is_some_and(|login| login.has_token());
+                (service, None, ended, true, Some(sse_streams), oauth)
             }
         };
         service

@@ -5,6 +5,8 @@
 //! [`KeyInputs`] writes: the transport's concern), where it runs, what the client
 //! offers, and, for the keys that cover them, the credentials it sends.
 
+use std::time::SystemTime;
+
 use rmcp::model::ClientConfig;
 use sha2::{Digest, Sha256};
 
@@ -28,6 +30,26 @@ impl std::fmt::Debug for LoginIdentity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let start: String = self.0[..4].iter().map(|b| format!("{b:02x}")).collect();
         write!(f, "LoginIdentity({start}…)")
+    }
+}
+
+/// What a runtime needs to know of a stored login, read once when a server starts:
+/// which account it is, and whether it has run out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StoredLogin {
+    /// Its identity, when it has one (invariant 3).
+    pub(crate) identity: Option<LoginIdentity>,
+    /// When its access token expires, when the token response said.
+    pub(crate) expires_at: Option<SystemTime>,
+    /// Whether a refresh token can renew it.
+    pub(crate) renewable: bool,
+}
+
+impl StoredLogin {
+    /// Whether the access token is past its expiry at `now` and nothing can renew
+    /// it: the server needs a new login at its next start.
+    pub(crate) fn is_expired_at(&self, now: SystemTime) -> bool {
+        !self.renewable && self.expires_at.is_some_and(|at| at <= now)
     }
 }
 

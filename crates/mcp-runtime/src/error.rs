@@ -463,6 +463,16 @@ pub enum StartupError {
         "the server's `url` is `https://`, and this build of mcp-runtime leaves out TLS (build it with its `tls` feature)"
     )]
     TlsUnavailable,
+    /// The server needs a part of mcp-runtime that this build leaves out.
+    #[error(
+        "{needed_by} needs the `{feature}` feature, which this build of mcp-runtime leaves out (build it with that feature)"
+    )]
+    FeatureLeftOut {
+        /// The library's cargo feature.
+        feature: &'static str,
+        /// What in the server's config needs it.
+        needed_by: &'static str,
+    },
     /// A proxy variable of the environment names no usable proxy.
     #[error("environment variable `{variable}` {problem}")]
     ProxyVariable {
@@ -1322,10 +1332,6 @@ fn body_suffix(excerpt: &str) -> String {
 /// Every public error type of the crate is one, those of other areas (a login, the
 /// token store, a tool result) too: the types are only compared here.
 pub fn is_ours(error: &(dyn std::error::Error + 'static)) -> bool {
-    /// Whether `error` is a `T`, or a `T` shared in an `Arc` (as sources are).
-    fn is<T: std::error::Error + 'static>(error: &(dyn std::error::Error + 'static)) -> bool {
-        error.is::<T>() || error.is::<Arc<T>>()
-    }
     is::<ConfigError>(error)
         || is::<StartupError>(error)
         || is::<ListToolsError>(error)
@@ -1337,11 +1343,27 @@ pub fn is_ours(error: &(dyn std::error::Error + 'static)) -> bool {
         || is::<HttpFailure>(error)
         || is::<MessageRefused>(error)
         || is::<AuthorityError>(error)
-        || is::<crate::login::LoginError>(error)
-        || is::<crate::auth::logout::LogoutError>(error)
-        || is::<crate::auth::store::StoreError>(error)
         || is::<crate::InvalidToolResult>(error)
         || is::<crate::sandbox_metadata::InvalidSandboxState>(error)
+        || is_ours_in_oauth(error)
+}
+
+/// Whether `error` is a `T`, or a `T` shared in an `Arc` (as sources are).
+fn is<T: std::error::Error + 'static>(error: &(dyn std::error::Error + 'static)) -> bool {
+    error.is::<T>() || error.is::<Arc<T>>()
+}
+
+/// [`is_ours`] for the errors of OAuth.
+#[cfg(feature = "oauth")]
+fn is_ours_in_oauth(error: &(dyn std::error::Error + 'static)) -> bool {
+    is::<crate::login::LoginError>(error)
+        || is::<crate::auth::logout::LogoutError>(error)
+        || is::<crate::auth::store::StoreError>(error)
+}
+
+#[cfg(not(feature = "oauth"))]
+fn is_ours_in_oauth(_error: &(dyn std::error::Error + 'static)) -> bool {
+    false
 }
 
 /// An error and its sources on one line, joined with `: `, every credential in use

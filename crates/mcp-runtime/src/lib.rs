@@ -116,6 +116,16 @@
 //! # Ok::<(), AuthorityError>(())
 //! ```
 //!
+//! # Features
+//!
+//! All on by default. `http`: Streamable HTTP and legacy SSE servers; `oauth` (with
+//! `http`): logins and the token store ([`auth`], [`login`]); `keyring` (with `oauth`):
+//! tokens in the OS keyring; `output-schema`: results checked against their
+//! `outputSchema`; `tls`: `https://` servers; `client-credentials-jwt`: `private_key_jwt`
+//! for machine clients. Without default features the runtime runs local stdio servers
+//! only; a server whose configuration needs a left-out feature fails to start, naming
+//! it ([`StartupError::FeatureLeftOut`]).
+//!
 //! # Guides
 //!
 //! The repository's `docs/` directory has a page per concern, each read top to bottom:
@@ -144,6 +154,7 @@ compile_error!(
     "mcp-runtime supports Unix only (Linux and macOS): it runs each server in a process group of its own"
 );
 
+#[cfg(feature = "oauth")]
 pub mod auth;
 pub mod authority;
 pub mod binding;
@@ -156,9 +167,11 @@ pub mod error;
 mod feature_result;
 pub mod host;
 mod json;
+#[cfg(feature = "oauth")]
 pub mod login;
 pub mod manager;
 pub mod naming;
+#[cfg(feature = "oauth")]
 mod oauth_client;
 mod output_schema;
 pub mod progress;
@@ -170,6 +183,7 @@ pub mod shared_listing;
 mod sync;
 #[cfg(test)]
 mod test_events;
+#[cfg(feature = "http")]
 mod tls_refusal;
 mod tool_result;
 

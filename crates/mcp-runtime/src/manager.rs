@@ -147,7 +147,7 @@ struct Shared {
     /// Where restarts find their servers' protocol eras.
     eras: crate::protocol_era::Detection,
     /// See [`StartOptions::with_credentials`].
-    credentials: Option<Arc<dyn crate::auth::CredentialSource>>,
+    credentials: Option<startup::TokenStore>,
     /// See [`StartOptions::with_host`].
     host: crate::host::HostHandlers,
     /// The tools' output schemas, compiled.
@@ -963,7 +963,7 @@ fn auth_state(
     config: &crate::config::ServerConfig,
     connection: Option<&Connection>,
     error: Option<&crate::error::StartupError>,
-    login: Option<crate::auth::account::StoredLogin>,
+    login: Option<crate::discovery_key::StoredLogin>,
     now: std::time::SystemTime,
 ) -> Option<AuthState> {
     use crate::{config::TransportConfig, error::HttpFailure};

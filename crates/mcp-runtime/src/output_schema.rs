@@ -12,6 +12,8 @@
 //!    `$ref` is fetched) checks nothing; it is named in a warning, once per listing.
 //! 4. What a mismatch error says is the validator's description of each of the first
 //!    [`MAX_REPORTED`] errors, with where in the result it is.
+//! 5. A build without the `output-schema` feature (no JSON Schema validator) checks
+//!    only that a tool with an output schema answers with `structuredContent`.
 
 use std::{
     collections::HashMap,
@@ -23,6 +25,7 @@ use rmcp::model::Tool;
 use crate::{sync::lock, tool_result::ToolResult};
 
 /// How many errors a mismatch names.
+#[cfg(feature = "output-schema")]
 const MAX_REPORTED: usize = 3;
 
 /// The validators of a runtime's tools, by qualified name.
@@ -43,8 +46,14 @@ impl std::fmt::Debug for Validators {
 enum Compiled {
     /// The tool declares no output schema.
     Nothing,
+    #[cfg(feature = "output-schema")]
     Usable(Arc<jsonschema::Validator>),
+    /// The tool declares an output schema, which this build cannot check
+    /// (invariant 5).
+    #[cfg(not(feature = "output-schema"))]
+    Declared,
     /// The schema cannot be used (invariant 3).
+    #[cfg(feature = "output-schema")]
     Unusable,
 }
 
@@ -61,32 +70,31 @@ impl Validators {
         if result.is_error() {
             return Ok(());
         }
-        let Compiled::Usable(validator) = self.compiled(server, qualified_name, tool) else {
+        let compiled = self.compiled(server, qualified_name, tool);
+        #[cfg(feature = "output-schema")]
+        if matches!(compiled, Compiled::Unusable) {
             return Ok(());
-        };
+        }
+        if matches!(compiled, Compiled::Nothing) {
+            return Ok(());
+        }
         let Some(structured) = result.structured_content() else {
             return Err(
                 "it has no `structuredContent`, which the tool's `outputSchema` asks for"
                     .to_owned(),
             );
         };
-        let errors: Vec<String> = validator
-            .iter_errors(structured)
-            .take(MAX_REPORTED + 1)
-            .map(|error| {
-                let at = error.instance_path().to_string();
-                let at = if at.is_empty() { "/".to_owned() } else { at };
-                // The error quotes the server's value, which may be large or hold a
-                // credential sent to it.
-                crate::redact::server_text(&format!("at `{at}`: {error}"))
-            })
-            .collect();
-        match errors.len() {
-            0 => Ok(()),
-            n if n > MAX_REPORTED => {
-                Err(format!("{}; and more", errors[..MAX_REPORTED].join("; ")))
-            }
-            _ => Err(errors.join("; ")),
+        #[cfg(not(feature = "output-schema"))]
+        {
+            let _ = structured;
+            Ok(())
+        }
+        #[cfg(feature = "output-schema")]
+        {
+            let Compiled::Usable(validator) = compiled else {
+                unreachable!("a tool without a usable schema was not checked");
+            };
+            conforms(&validator, structured)
         }
     }
 
@@ -100,25 +108,59 @@ impl Validators {
         // Compiled outside the lock: another tool's call does not wait for it.
         let compiled = match &tool.output_schema {
             None => Compiled::Nothing,
-            Some(schema) => {
-                let schema = serde_json::Value::Object(schema.as_ref().clone());
-                match jsonschema::validator_for(&schema) {
-                    Ok(validator) => Compiled::Usable(Arc::new(validator)),
-                    Err(error) => {
-                        tracing::warn!(
-                            server,
-                            tool = %tool.name,
-                            reason = %error,
-                            "the tool's outputSchema is not a usable JSON Schema: its results are not checked"
-                        );
-                        Compiled::Unusable
-                    }
-                }
-            }
+            Some(schema) => compile(server, tool, schema),
         };
         lock(&self.compiled).insert(qualified_name.to_owned(), (tool.clone(), compiled.clone()));
         compiled
     }
+}
+
+/// Whether `structured` conforms to the schema of `validator`; the errors when not.
+#[cfg(feature = "output-schema")]
+fn conforms(
+    validator: &jsonschema::Validator,
+    structured: &serde_json::Value,
+) -> Result<(), String> {
+    let errors: Vec<String> = validator
+        .iter_errors(structured)
+        .take(MAX_REPORTED + 1)
+        .map(|error| {
+            let at = error.instance_path().to_string();
+            let at = if at.is_empty() { "/".to_owned() } else { at };
+            // The error quotes the server's value, which may be large or hold a
+            // credential sent to it.
+            crate::redact::server_text(&format!("at `{at}`: {error}"))
+        })
+        .collect();
+    match errors.len() {
+        0 => Ok(()),
+        n if n > MAX_REPORTED => Err(format!("{}; and more", errors[..MAX_REPORTED].join("; "))),
+        _ => Err(errors.join("; ")),
+    }
+}
+
+/// The validator of `schema`, `tool`'s output schema (invariant 3).
+#[cfg(feature = "output-schema")]
+fn compile(server: &str, tool: &Tool, schema: &Arc<rmcp::model::JsonObject>) -> Compiled {
+    let schema = serde_json::Value::Object(schema.as_ref().clone());
+    match jsonschema::validator_for(&schema) {
+        Ok(validator) => Compiled::Usable(Arc::new(validator)),
+        Err(error) => {
+            tracing::warn!(
+                server,
+                tool = %tool.name,
+                reason = %error,
+                "the tool's outputSchema is not a usable JSON Schema: its results are not checked"
+            );
+            Compiled::Unusable
+        }
+    }
+}
+
+/// A declared schema, which this build cannot check (invariant 5).
+#[cfg(not(feature = "output-schema"))]
+fn compile(_server: &str, _tool: &Tool, _schema: &Arc<rmcp::model::JsonObject>) -> Compiled {
+    Compiled::Declared
 }
 
 #[cfg(test)]
@@ -146,6 +188,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "output-schema")]
     fn a_conforming_result_passes_and_a_wrong_one_is_named_where_it_is_wrong() {
         let validators = Validators::default();
         let tool = tool(Some(hits_schema()));
@@ -180,6 +223,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "output-schema")]
     fn a_validator_is_compiled_once_per_listing_of_the_tool() {
         let validators = Validators::default();
         let first = tool(Some(hits_schema()));
@@ -204,6 +248,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "output-schema")]
     fn an_unusable_schema_checks_nothing() {
         let validators = Validators::default();
         let tool = tool(Some(json!({"type": "no-such-type"})));
@@ -212,6 +257,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "output-schema")]
     fn only_the_first_errors_are_named() {
         let validators = Validators::default();
         let tool = tool(Some(json!({
@@ -227,5 +273,24 @@ mod tests {
         let error = validators.check("s", "m", &tool, &result).unwrap_err();
         assert!(error.ends_with("; and more"), "{error}");
         assert_eq!(error.matches("at `").count(), MAX_REPORTED, "{error}");
+    }
+
+    #[test]
+    #[cfg(not(feature = "output-schema"))]
+    fn without_a_validator_only_the_presence_of_structured_content_is_checked() {
+        let validators = Validators::default();
+        let tool = tool(Some(hits_schema()));
+        let unchecked = ToolResult::from(CallToolResult::structured(json!({"hits": "three"})));
+        assert_eq!(
+            validators.check("s", "mcp__s__t", &tool, &unchecked),
+            Ok(())
+        );
+        let missing = ToolResult::from(CallToolResult::success(vec![ContentBlock::text("3")]));
+        assert!(
+            validators
+                .check("s", "mcp__s__t", &tool, &missing)
+                .unwrap_err()
+                .contains("no `structuredContent`")
+        );
     }
 }

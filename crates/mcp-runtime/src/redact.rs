@@ -206,6 +206,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "http")]
     fn debug_output_of_a_configured_url_is_masked() {
         let written = "https://ghp_T0KEN@h.example/mcp?api_key=K3Y#FRAG";
         let server = crate::ServerConfig::http("s", written);

@@ -10,6 +10,7 @@
 /// The verifier's reason when `error`, from any HTTP client, comes of a refused
 /// server certificate: read in its `source` chain, as the HTTP transport reads its
 /// own client's failures.
+#[cfg(feature = "oauth")]
 pub(crate) fn refused_certificate(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     let mut cause = Some(error);
     while let Some(error) = cause {
@@ -31,7 +32,7 @@ pub(crate) fn refused_certificate(error: &(dyn std::error::Error + 'static)) -> 
 /// The verifier's reason for refusing a certificate, if `error` is that refusal: its
 /// name, as the debug log gives it (webpki's own reasons travel inside rustls's
 /// `Other`).
-#[cfg(feature = "tls")]
+#[cfg(all(feature = "tls", feature = "oauth"))]
 fn reason(error: &rustls::Error) -> Option<String> {
     let rustls::Error::InvalidCertificate(error) = error else {
         return None;

@@ -9,15 +9,26 @@
 
 pub(crate) mod answer_id;
 pub(crate) mod framing;
+#[cfg(feature = "http")]
 pub(crate) mod http;
+/// The streams of HTTP connections, which a build without HTTP never has.
+#[cfg(not(feature = "http"))]
+pub(crate) mod http {
+    pub(crate) use super::without_http::{Lost, Streams};
+}
 pub(crate) mod raw_answers;
 pub(crate) mod refused;
 pub(crate) mod splice;
+#[cfg(feature = "http")]
 pub(crate) mod sse;
 pub(crate) mod stdio;
+#[cfg(not(feature = "http"))]
+mod without_http;
 
+#[cfg(feature = "http")]
+use crate::config::HttpTransport;
 use crate::{
-    config::{HttpTransport, ServerConfig, TransportConfig},
+    config::{ServerConfig, TransportConfig},
     error::StartupError,
 };
 
@@ -27,8 +38,10 @@ pub(crate) enum Endpoint {
     /// A local child process (possibly through an environment's wrapper).
     Stdio(stdio::Launch),
     /// A Streamable HTTP endpoint.
+    #[cfg(feature = "http")]
     Http(http::ResolvedHttp),
     /// A legacy HTTP+SSE endpoint (`transport = "sse"`): no Streamable HTTP attempt.
+    #[cfg(feature = "http")]
     Sse(http::ResolvedHttp),
 }
 
@@ -43,6 +56,14 @@ impl Endpoint {
             TransportConfig::Stdio(stdio) => {
                 Self::Stdio(stdio::Launch::new(stdio, wrapper, config.max_message_bytes))
             }
+            #[cfg(not(feature = "http"))]
+            TransportConfig::StreamableHttp(_) => {
+                return Err(StartupError::FeatureLeftOut {
+                    feature: "http",
+                    needed_by: "a server with a `url`",
+                });
+            }
+            #[cfg(feature = "http")]
             TransportConfig::StreamableHttp(http) => {
                 if !cfg!(feature = "tls") && is_https(&http.url) {
                     return Err(StartupError::TlsUnavailable);
@@ -64,11 +85,13 @@ impl Endpoint {
     pub(crate) fn credentials(&self) -> &[crate::redact::Registered] {
         match self {
             Self::Stdio(_) => &[],
+            #[cfg(feature = "http")]
             Self::Http(http) | Self::Sse(http) => &http.credentials,
         }
     }
 }
 
+#[cfg(feature = "http")]
 fn is_https(url: &str) -> bool {
     url.get(..8)
         .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"))
@@ -78,6 +101,8 @@ fn is_https(url: &str) -> bool {
 /// eras: its command line, working directory and environment, or its transport, URL
 /// and headers (the transport is part of the key: the same URL may answer both).
 impl crate::discovery_key::KeyInputs for Endpoint {
+    // A local server's environment is part of its key whatever `credentials` says.
+    #[cfg_attr(not(feature = "http"), allow(unused_variables))]
     fn key_fields(&self, credentials: bool, field: &mut dyn FnMut(&[u8])) {
         match self {
             Endpoint::Stdio(launch) => {
@@ -99,6 +124,7 @@ impl crate::discovery_key::KeyInputs for Endpoint {
                 }
             }
             // The transport is part of the key: the same URL may answer both.
+            #[cfg(feature = "http")]
             Endpoint::Http(http) | Endpoint::Sse(http) => {
                 field(match self {
                     Endpoint::Sse(_) => b"legacy-sse",
@@ -132,6 +158,28 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(not(feature = "http"))]
+    fn a_server_with_a_url_needs_the_http_feature() {
+        let config = ServerConfig::http("web", "http://127.0.0.1:1/mcp");
+        let error = Endpoint::prepare(&config, None).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                StartupError::FeatureLeftOut {
+                    feature: "http",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "a server with a `url` needs the `http` feature, which this build of mcp-runtime leaves out (build it with that feature)"
+        );
+    }
+
+    #[test]
+    #[cfg(feature = "http")]
     fn an_https_server_needs_the_tls_feature() {
         let config = ServerConfig::http("web", "HTTPS://example.invalid/mcp");
         let prepared = Endpoint::prepare(&config, None);
@@ -146,6 +194,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "http")]
     fn transport_sse_forces_the_legacy_transport() {
         let mut config = ServerConfig::http("web", "http://127.0.0.1:1/sse");
         let TransportConfig::StreamableHttp(http) = &mut config.transport else {

@@ -45,19 +45,7 @@ const REGISTRATION_FIELD: &str = super::registration::FIELD;
 /// The OpenID Connect ID token field of a token response.
 const ID_TOKEN_FIELD: &str = "id_token";
 
-pub(crate) use crate::discovery_key::LoginIdentity;
-
-/// What a runtime needs to know of a stored login, read once when a server starts:
-/// which account it is, and whether it has run out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct StoredLogin {
-    /// Its identity, when it has one (invariant 3).
-    pub(crate) identity: Option<LoginIdentity>,
-    /// When its access token expires, when the token response said.
-    pub(crate) expires_at: Option<SystemTime>,
-    /// Whether a refresh token can renew it.
-    pub(crate) renewable: bool,
-}
+pub(crate) use crate::discovery_key::{LoginIdentity, StoredLogin};
 
 impl StoredLogin {
     /// The login stored in `credentials` for `resource`; `None` when no token is
@@ -75,12 +63,6 @@ impl StoredLogin {
             expires_at,
             renewable: token.refresh_token().is_some(),
         })
-    }
-
-    /// Whether the access token is past its expiry at `now` and nothing can renew
-    /// it: the server needs a new login at its next start.
-    pub(crate) fn is_expired_at(&self, now: SystemTime) -> bool {
-        !self.renewable && self.expires_at.is_some_and(|at| at <= now)
     }
 }
 

@@ -126,6 +126,7 @@ macro_rules! blocking_credential_store {
 }
 
 mod file;
+#[cfg(feature = "keyring")]
 mod os_keyring;
 
 use std::fmt;
@@ -138,8 +139,24 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub use self::file::{FileEntry, FileStore};
-pub use self::os_keyring::{KeyringEntry, KeyringProbe, KeyringStore};
+#[cfg(feature = "keyring")]
+pub use self::os_keyring::{KeyringEntry, KeyringStore};
 use crate::config::CredentialsStore;
+
+/// Tells whether the OS keyring can be used, for `mcp_oauth_credentials_store = "auto"`.
+///
+/// In a build without the `keyring` feature nothing probes: `auto` is the file.
+///
+/// Called on a blocking thread, and abandoned after the probe timeout
+/// ([`StoreOptions::with_probe_timeout`]).
+pub trait KeyringProbe: Send + Sync + fmt::Debug + 'static {
+    /// `Ok` when the keyring answers.
+    ///
+    /// # Errors
+    ///
+    /// Why the keyring cannot be used, quoting no stored value.
+    fn probe(&self) -> Result<(), StoreError>;
+}
 
 /// One server identity whose tokens are stored together: server URL, OAuth client,
 /// resource.
@@ -355,6 +372,7 @@ pub enum StoreKind {
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
     file: Option<PathBuf>,
+    #[cfg_attr(not(feature = "keyring"), allow(dead_code))]
     probe: Option<Arc<dyn KeyringProbe>>,
     probe_timeout: Duration,
 }
@@ -402,6 +420,7 @@ pub struct Store {
 
 #[derive(Debug, Clone)]
 enum Backend {
+    #[cfg(feature = "keyring")]
     Keyring(KeyringStore),
     File(FileStore),
 }
@@ -428,7 +447,18 @@ impl Store {
             None => FileStore::default_path()?,
         };
         let file = FileStore::at(path);
+        #[cfg(not(feature = "keyring"))]
+        let backend = match choice {
+            CredentialsStore::File | CredentialsStore::Auto => Backend::File(file),
+            CredentialsStore::Keyring => {
+                return Err(StoreError::KeyringUnavailable {
+                    reason: "this build of mcp-runtime leaves out the `keyring` feature".to_owned(),
+                });
+            }
+        };
+        #[cfg(feature = "keyring")]
         let keyring = || KeyringStore::new(file.lock_dir());
+        #[cfg(feature = "keyring")]
         let backend = match choice {
             CredentialsStore::File => Backend::File(file),
             CredentialsStore::Keyring => Backend::Keyring(keyring()?),
@@ -458,6 +488,7 @@ impl Store {
     /// Which backend this store uses.
     pub fn kind(&self) -> StoreKind {
         match self.backend {
+            #[cfg(feature = "keyring")]
             Backend::Keyring(_) => StoreKind::Keyring,
             Backend::File(_) => StoreKind::File,
         }
@@ -467,6 +498,7 @@ impl Store {
     /// (`set_credential_store`) or to read and clear directly.
     pub fn credentials(&self, key: StoreKey) -> Arc<dyn CredentialStore> {
         match &self.backend {
+            #[cfg(feature = "keyring")]
             Backend::Keyring(store) => Arc::new(store.entry(key)),
             Backend::File(store) => Arc::new(store.entry(key)),
         }
@@ -476,6 +508,7 @@ impl Store {
 /// Runs `probe` on a thread of its own, not `spawn_blocking`: a probe that never
 /// answers must not hold up the shutdown of the tokio runtime. `Err` says why the
 /// keyring is not usable.
+#[cfg(feature = "keyring")]
 async fn probe_within(probe: Arc<dyn KeyringProbe>, timeout: Duration) -> Result<(), String> {
     let (answer, answered) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()

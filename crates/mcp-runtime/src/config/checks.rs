@@ -49,12 +49,57 @@ pub(crate) fn header_value_problem(value: &str) -> Option<&'static str> {
 ///
 /// The URL is parsed by the same parser the HTTP client uses, so a URL accepted here
 /// is one the client can connect to (it still may not answer).
+#[cfg(feature = "http")]
 pub(crate) fn url_problem(url: &str) -> Option<String> {
     const EXPECTED: &str = "an `http://` or `https://` URL";
     match url::Url::parse(url) {
         Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => None,
         Ok(_) | Err(url::ParseError::RelativeUrlWithoutBase) => Some(EXPECTED.to_owned()),
         Err(error) => Some(format!("{EXPECTED} ({error})")),
+    }
+}
+
+/// What is wrong with `url` as a Streamable HTTP endpoint, in a build without the
+/// `http` feature (and its URL parser): read as an HTTP URI. Such a server cannot
+/// start in this build (its start fails, naming the feature), but the file is checked
+/// as any build checks it.
+#[cfg(not(feature = "http"))]
+pub(crate) fn url_problem(url: &str) -> Option<String> {
+    const EXPECTED: &str = "an `http://` or `https://` URL";
+    match url.parse::<http::Uri>() {
+        // The URI parser takes any digits for a port.
+        Ok(uri) if !port_fits(&uri) => Some(format!("{EXPECTED} (invalid port)")),
+        Ok(uri)
+            if matches!(uri.scheme_str(), Some("http" | "https"))
+                && uri.host().is_some_and(|host| !host.is_empty()) =>
+        {
+            None
+        }
+        // Not an absolute URL at all: said as the URL parser says it.
+        Ok(_) => Some(EXPECTED.to_owned()),
+        Err(_) if !url.contains("://") => Some(EXPECTED.to_owned()),
+        Err(error) => Some(format!("{EXPECTED} ({error})")),
+    }
+}
+
+/// Whether `uri`'s port, if it names one, is a port number.
+#[cfg(not(feature = "http"))]
+fn port_fits(uri: &http::Uri) -> bool {
+    let Some(authority) = uri.authority() else {
+        return true;
+    };
+    let host_port = authority
+        .as_str()
+        .rsplit_once('@')
+        .map_or(authority.as_str(), |(_, host_port)| host_port);
+    // An IPv6 address is in brackets, with colons of its own.
+    let after_host = match host_port.rfind(']') {
+        Some(end) => &host_port[end + 1..],
+        None => host_port.rfind(':').map_or("", |at| &host_port[at..]),
+    };
+    match after_host.strip_prefix(':') {
+        Some(port) => port.is_empty() || port.parse::<u16>().is_ok(),
+        None => true,
     }
 }
 
@@ -91,17 +136,32 @@ mod tests {
         );
     }
 
+    /// The parser's reason: the URL parser's with HTTP, else the HTTP URI parser's.
+    fn reason(with_http: &'static str, without: &'static str) -> &'static str {
+        if cfg!(feature = "http") {
+            with_http
+        } else {
+            without
+        }
+    }
+
     #[test]
     fn a_url_needs_an_http_scheme_and_a_host() {
         assert_eq!(url_problem("https://example.com/mcp"), None);
         assert_eq!(url_problem("http://127.0.0.1:8080"), None);
         assert_eq!(
-            url_problem("http://").as_deref(),
-            Some("an `http://` or `https://` URL (empty host)")
+            url_problem("http://"),
+            Some(format!(
+                "an `http://` or `https://` URL ({})",
+                reason("empty host", "empty string")
+            ))
         );
         assert_eq!(
-            url_problem("http://host:99999/").as_deref(),
-            Some("an `http://` or `https://` URL (invalid port number)")
+            url_problem("http://host:99999/"),
+            Some(format!(
+                "an `http://` or `https://` URL ({})",
+                reason("invalid port number", "invalid port")
+            ))
         );
         assert_eq!(
             url_problem("ftp://x").as_deref(),

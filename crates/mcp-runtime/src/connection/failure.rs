@@ -15,17 +15,17 @@
 
 use std::sync::Arc;
 
+#[cfg(feature = "http")]
+use rmcp::transport::streamable_http_client::StreamableHttpError;
+
+#[cfg(feature = "http")]
+use crate::error::HttpFailure;
 use rmcp::{
-    ServiceError,
-    model::ErrorData,
-    service::ClientInitializeError,
-    transport::{DynamicTransportError, streamable_http_client::StreamableHttpError},
+    ServiceError, model::ErrorData, service::ClientInitializeError,
+    transport::DynamicTransportError,
 };
 
-use crate::{
-    error::{HttpFailure, RequestError},
-    transport::refused,
-};
+use crate::{error::RequestError, transport::refused};
 
 /// What a failed request means, from rmcp's error.
 pub(super) fn from_service(error: ServiceError) -> RequestError {
@@ -152,6 +152,7 @@ pub(super) fn asked_out_of_era(error: RequestError) -> RequestError {
 /// The failure behind a transport's error: an [`HttpFailure`] or the end of the
 /// connection; otherwise a description of it.
 fn from_transport(error: &DynamicTransportError) -> Result<RequestError, String> {
+    #[cfg(feature = "http")]
     if let Some(http) = error
         .error
         .downcast_ref::<StreamableHttpError<HttpFailure>>()
@@ -173,6 +174,7 @@ fn from_transport(error: &DynamicTransportError) -> Result<RequestError, String>
 }
 
 /// A description of an HTTP transport failure that is not an [`HttpFailure`].
+#[cfg(feature = "http")]
 fn describe_http(error: &StreamableHttpError<HttpFailure>) -> String {
     match error {
         StreamableHttpError::HttpStatus(status) => {
@@ -215,6 +217,7 @@ fn describe_http(error: &StreamableHttpError<HttpFailure>) -> String {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "http")]
     fn sent(error: StreamableHttpError<HttpFailure>) -> ServiceError {
         ServiceError::TransportSend(DynamicTransportError::from_parts(
             "http",
@@ -223,6 +226,7 @@ mod tests {
         ))
     }
 
+    #[cfg(feature = "http")]
     #[test]
     fn an_http_failure_is_found_behind_the_transport_error() {
         let failure = HttpFailure::NotFound {
@@ -299,6 +303,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "http")]
     #[test]
     fn other_transport_failures_are_described_without_internals() {
         let error = from_service(sent(StreamableHttpError::UnexpectedContentType(Some(

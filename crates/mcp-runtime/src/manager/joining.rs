@@ -63,7 +63,7 @@ pub(super) struct Settled {
     /// Where it runs, for a server that started: what a restart uses.
     pub(super) binding: Option<Binding>,
     /// The OAuth login stored for it when it started, if any.
-    pub(super) login: Option<crate::auth::account::StoredLogin>,
+    pub(super) login: Option<crate::discovery_key::StoredLogin>,
 }
 
 impl Server {

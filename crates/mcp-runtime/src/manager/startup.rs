@@ -22,10 +22,10 @@ use tokio::{sync::mpsc::UnboundedSender, time::Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    auth::account::{LoginIdentity, StoredLogin},
     binding::Binding,
     config::{Config, ServerConfig},
     connection::Connection,
+    discovery_key::{LoginIdentity, StoredLogin},
     error::{StartupError, chain},
     host::HostHandlers,
     protocol::client_config,
@@ -65,7 +65,7 @@ pub struct StartOptions {
     other_servers: Vec<String>,
     probe_bound: Duration,
     /// The token store of the host, for the OAuth logins of remote servers.
-    credentials: Option<Arc<dyn crate::auth::CredentialSource>>,
+    credentials: Option<TokenStore>,
     /// How the host answers the servers' requests.
     pub(super) host: HostHandlers,
 }
@@ -200,6 +200,7 @@ impl StartOptions {
     /// The host's token store: a remote server whose store holds an OAuth login is
     /// sent its access token (see [`crate::auth`]). Without one, no server uses
     /// OAuth.
+    #[cfg(feature = "oauth")]
     pub fn with_credentials(mut self, source: Arc<dyn crate::auth::CredentialSource>) -> Self {
         self.credentials = Some(source);
         self
@@ -227,7 +228,7 @@ impl StartOptions {
     }
 
     /// The host's token store, if it gave one.
-    pub(super) fn credentials(&self) -> Option<Arc<dyn crate::auth::CredentialSource>> {
+    pub(super) fn credentials(&self) -> Option<TokenStore> {
         self.credentials.clone()
     }
 
@@ -553,7 +554,7 @@ pub(super) async fn restart_one(
     config: &ServerConfig,
     binding: &Binding,
     eras: &Detection,
-    credentials: Option<&Arc<dyn crate::auth::CredentialSource>>,
+    credentials: Option<&TokenStore>,
     host: &HostHandlers,
     on_spawn: impl FnMut(u32),
 ) -> Result<Started, StartupError> {
@@ -724,6 +725,16 @@ fn send(events: &Option<UnboundedSender<StartupEvent>>, event: StartupEvent) {
     }
 }
 
+/// The host's token store (see [`StartOptions::with_credentials`]), which a build
+/// without the `oauth` feature has no way to give.
+#[cfg(feature = "oauth")]
+pub(crate) type TokenStore = Arc<dyn crate::auth::CredentialSource>;
+/// The host's token store, which a build without the `oauth` feature has no way to
+/// give: a type with no value.
+#[cfg(not(feature = "oauth"))]
+#[derive(Clone)]
+pub(crate) enum TokenStore {}
+
 /// The OAuth login stored for `config`'s server reached through `endpoint`: read once,
 /// before anything is sent, for its identity (the discovery key) and its expiry (the
 /// server's auth state). A store that cannot be read counts as no login here; the
@@ -732,6 +743,7 @@ fn send(events: &Option<UnboundedSender<StartupEvent>>, event: StartupEvent) {
 /// # Cancel safety
 ///
 /// Dropping the future abandons the read.
+#[cfg(feature = "oauth")]
 async fn stored_login(config: &ServerConfig, endpoint: &Endpoint) -> Option<StoredLogin> {
     let (Endpoint::Http(resolved) | Endpoint::Sse(resolved)) = endpoint else {
         return None;
@@ -739,6 +751,12 @@ async fn stored_login(config: &ServerConfig, endpoint: &Endpoint) -> Option<Stor
     let stored = resolved.oauth_store.as_ref()?.store.load().await.ok()??;
     let resource = config.oauth.resource.as_deref().unwrap_or(&resolved.url);
     StoredLogin::of(&stored, resource)
+}
+
+/// No login is stored where a build has no OAuth.
+#[cfg(not(feature = "oauth"))]
+async fn stored_login(_config: &ServerConfig, _endpoint: &Endpoint) -> Option<StoredLogin> {
+    None
 }
 
 /// `config`'s endpoint, resolved against this process's environment; a remote
@@ -749,7 +767,32 @@ async fn stored_login(config: &ServerConfig, endpoint: &Endpoint) -> Option<Stor
 fn endpoint(
     config: &ServerConfig,
     binding: &Binding,
-    credentials: Option<&Arc<dyn crate::auth::CredentialSource>>,
+    credentials: Option<&TokenStore>,
+) -> Result<Endpoint, StartupError> {
+    #[cfg(not(feature = "oauth"))]
+    {
+        let _ = credentials;
+        let endpoint = Endpoint::prepare(config, binding.wrapper())?;
+        if config.oauth != crate::config::OAuthConfig::default() {
+            return Err(StartupError::FeatureLeftOut {
+                feature: "oauth",
+                needed_by: "a server with OAuth settings",
+            });
+        }
+        Ok(endpoint)
+    }
+    #[cfg(feature = "oauth")]
+    {
+        with_oauth(config, binding, credentials)
+    }
+}
+
+/// [`endpoint`], with OAuth.
+#[cfg(feature = "oauth")]
+fn with_oauth(
+    config: &ServerConfig,
+    binding: &Binding,
+    credentials: Option<&TokenStore>,
 ) -> Result<Endpoint, StartupError> {
     use crate::transport::http::{OAuthStore, resolve_oauth};
     let mut endpoint = Endpoint::prepare(config, binding.wrapper())?;

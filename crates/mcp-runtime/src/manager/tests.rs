@@ -236,8 +236,8 @@ fn a_stored_login_past_its_expiry_that_nothing_renews_is_expired_whatever_else_h
     use std::time::{SystemTime, UNIX_EPOCH};
 
     use crate::{
-        auth::account::StoredLogin,
         config::ServerConfig,
+        discovery_key::StoredLogin,
         error::{HttpFailure, StartupError},
     };
 
@@ -283,5 +283,33 @@ fn a_stored_login_past_its_expiry_that_nothing_renews_is_expired_whatever_else_h
         auth_state(&machine, None, None, Some(login(false)), at),
         None,
         "a machine client renews its token itself"
+    );
+}
+
+/// A server whose configuration needs a part of the runtime this build leaves out
+/// fails to start, naming the cargo feature: a `url` needs `http`, OAuth settings
+/// need `oauth`.
+#[cfg(not(all(feature = "http", feature = "oauth")))]
+#[tokio::test]
+async fn a_server_that_needs_a_left_out_feature_fails_to_start_naming_it() {
+    let mut server = ServerConfig::http("web", "http://127.0.0.1:1/mcp").with_required(true);
+    server.oauth.client_id = Some("a-client".to_owned());
+    let config = Config {
+        servers: [("web".to_owned(), server)].into(),
+        ..Config::default()
+    };
+    let expected = if cfg!(feature = "http") {
+        "oauth"
+    } else {
+        "http"
+    };
+    let Err(crate::StartError::RequiredServersFailed { failures }) =
+        Runtime::start(config, StartOptions::default()).await
+    else {
+        panic!("the server started");
+    };
+    assert!(
+        matches!(&failures[..], [(name, StartupError::FeatureLeftOut { feature, .. })] if name == "web" && *feature == expected),
+        "{failures:?}"
     );
 }

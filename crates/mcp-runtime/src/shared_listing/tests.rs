@@ -283,6 +283,7 @@ fn era_keys_cover_the_same_inputs_apart_from_the_discovery_key() {
 }
 
 #[test]
+#[cfg(feature = "http")]
 fn discovery_keys_cover_scope_and_inputs() {
     use std::collections::BTreeMap;
 
@@ -455,6 +456,7 @@ fn discovery_keys_cover_scope_and_inputs() {
 }
 
 #[test]
+#[cfg(feature = "oauth")]
 fn an_oauth_login_is_in_the_key_as_its_identity_never_its_token() {
     use rmcp::transport::auth::StoredCredentials;
 

@@ -73,8 +73,16 @@ use sse_stream::{Sse, SseStream};
 mod events;
 mod failure;
 mod get;
+#[cfg(feature = "oauth")]
 mod oauth;
+#[cfg(feature = "oauth")]
+use self::failure::refused_certificate;
+#[cfg(feature = "oauth")]
 pub(crate) use self::oauth::{OAuthLogin, OAuthStore, resolve_oauth};
+#[cfg(not(feature = "oauth"))]
+mod without_oauth;
+#[cfg(not(feature = "oauth"))]
+pub(crate) use self::without_oauth::{OAuthLogin, OAuthStore};
 mod network;
 mod streams;
 pub(crate) use self::streams::{Lost, Streams};
@@ -85,7 +93,7 @@ use self::events::{Answering, bounded_events, text_events};
 use self::failure::{Resolver, from_rmcp};
 use self::network::ProxyInUse;
 pub(crate) use self::{
-    failure::{classify, excerpt, refused_certificate, status_failure},
+    failure::{classify, excerpt, status_failure},
     network::Network,
 };
 use super::{

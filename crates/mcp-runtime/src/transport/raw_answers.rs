@@ -49,10 +49,15 @@ use std::{
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, GetMeta, JsonRpcMessage, RequestId, ServerResult,
 };
+#[cfg(feature = "http")]
 use serde::Deserialize;
-use serde_json::{Value, value::RawValue};
+use serde_json::Value;
+#[cfg(feature = "http")]
+use serde_json::value::RawValue;
 
-use super::answer_id::{Envelope, answers, take_answered};
+#[cfg(feature = "http")]
+use super::answer_id::answers;
+use super::answer_id::{Envelope, take_answered};
 use crate::sync::lock;
 
 /// The requests whose answers are handed over raw in every revision: tool results, a
@@ -150,6 +155,7 @@ pub(crate) fn raw_request_without_headers(message: &ClientJsonRpcMessage) -> Opt
 }
 
 /// A request, sent over Streamable HTTP, whose answer is handed over raw.
+#[cfg(feature = "http")]
 #[derive(Debug, Clone)]
 pub(crate) struct RawRequest {
     id: RequestId,
@@ -157,6 +163,7 @@ pub(crate) struct RawRequest {
     beside: bool,
 }
 
+#[cfg(feature = "http")]
 impl RawRequest {
     /// The request `message` is, when its answer is handed over raw: one of
     /// [`raw_request`]'s, or a 2026-07-28 `tools/list`, whose result stays for rmcp.
@@ -221,6 +228,7 @@ pub(crate) fn rewrite(
 /// the result's text beside it: in the result's `_meta`, under [`RAW_KEY`]. `None`
 /// when it does not answer the request, or its result is not an object whose
 /// `_meta`, if any, is one.
+#[cfg(feature = "http")]
 pub(crate) fn rewrite_beside(
     message: &[u8],
     expected: impl FnOnce(&RequestId) -> bool,
@@ -373,6 +381,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "http")]
     #[test]
     fn a_listing_beside_its_result_is_rmcps_type_and_keeps_its_text() {
         let results = [
@@ -425,6 +434,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "http")]
     #[test]
     fn over_http_a_2026_07_28_listing_goes_beside_and_a_call_whole() {
         let stateless = |request: rmcp::model::ClientRequest, id| {
@@ -464,6 +474,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "http")]
     #[test]
     fn an_answer_rmcp_hands_to_the_request_goes_raw_and_an_array_answers_nothing() {
         let answers = RawAnswers::default();

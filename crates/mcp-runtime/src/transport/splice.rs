@@ -89,6 +89,7 @@ impl Splicer {
     }
 
     /// Whether any call holds a slot now.
+    #[cfg(feature = "http")]
     pub(crate) fn has_slots(&self) -> bool {
         !self.slots().is_empty()
     }

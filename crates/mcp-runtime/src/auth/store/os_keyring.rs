@@ -11,29 +11,15 @@
 //! 2. A keyring error is reported by its kind; the crate's `BadEncoding`, which holds
 //!    the stored bytes, is never formatted.
 
-use std::fmt;
 use std::path::PathBuf;
 
 use rmcp::transport::auth::StoredCredentials;
 
 use super::file::refresh_lock_path;
-use super::{Record, StoreError, StoreKey};
+use super::{KeyringProbe, Record, StoreError, StoreKey};
 
 /// The keyring service name of every entry.
 const SERVICE: &str = "mcp-runtime";
-
-/// Tells whether the OS keyring can be used, for `mcp_oauth_credentials_store = "auto"`.
-///
-/// Called on a blocking thread, and abandoned after the probe timeout
-/// ([`super::StoreOptions::with_probe_timeout`]).
-pub trait KeyringProbe: Send + Sync + fmt::Debug + 'static {
-    /// `Ok` when the keyring answers.
-    ///
-    /// # Errors
-    ///
-    /// Why the keyring cannot be used, quoting no stored value.
-    fn probe(&self) -> Result<(), StoreError>;
-}
 
 /// The real probe: reads an entry nobody writes, and takes "no such entry" for a
 /// keyring that answers. It writes nothing: it runs in every process that starts a

@@ -1,5 +1,8 @@
+#[cfg(feature = "keyring")]
+use std::sync::Mutex;
+#[cfg(feature = "keyring")]
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+#[cfg(feature = "keyring")]
 use std::time::Duration;
 
 use rmcp::transport::auth::StoredCredentials;
@@ -127,9 +130,11 @@ fn rmcp_sees_the_system_reason_of_a_store_error() {
     );
 }
 
+#[cfg(feature = "keyring")]
 #[derive(Debug)]
 struct Answer(Result<(), &'static str>, Arc<AtomicUsize>);
 
+#[cfg(feature = "keyring")]
 impl KeyringProbe for Answer {
     fn probe(&self) -> Result<(), StoreError> {
         self.1.fetch_add(1, Ordering::SeqCst);
@@ -139,12 +144,14 @@ impl KeyringProbe for Answer {
     }
 }
 
+#[cfg(feature = "keyring")]
 fn options(dir: &tempfile::TempDir, probe: impl KeyringProbe) -> StoreOptions {
     StoreOptions::default()
         .with_file(dir.path().join("oauth-credentials.json"))
         .with_probe(Arc::new(probe))
 }
 
+#[cfg(feature = "keyring")]
 #[tokio::test]
 async fn auto_falls_back_to_the_file_when_the_probe_fails() {
     let dir = tempfile::tempdir().unwrap();
@@ -164,9 +171,11 @@ async fn auto_falls_back_to_the_file_when_the_probe_fails() {
 }
 
 /// A probe that blocks until the test lets it go.
+#[cfg(feature = "keyring")]
 #[derive(Debug)]
 struct Hangs(Mutex<std::sync::mpsc::Receiver<()>>);
 
+#[cfg(feature = "keyring")]
 impl KeyringProbe for Hangs {
     fn probe(&self) -> Result<(), StoreError> {
         let _ = self.0.lock().unwrap().recv();
@@ -174,6 +183,7 @@ impl KeyringProbe for Hangs {
     }
 }
 
+#[cfg(feature = "keyring")]
 #[tokio::test(start_paused = true)]
 async fn auto_falls_back_to_the_file_when_the_probe_does_not_answer_in_time() {
     let dir = tempfile::tempdir().unwrap();
@@ -188,15 +198,18 @@ async fn auto_falls_back_to_the_file_when_the_probe_does_not_answer_in_time() {
     drop(release);
 }
 
+#[cfg(feature = "keyring")]
 #[derive(Debug)]
 struct Panics;
 
+#[cfg(feature = "keyring")]
 impl KeyringProbe for Panics {
     fn probe(&self) -> Result<(), StoreError> {
         panic!("a keyring library bug");
     }
 }
 
+#[cfg(feature = "keyring")]
 #[tokio::test]
 async fn auto_falls_back_to_the_file_when_the_probe_panics() {
     let dir = tempfile::tempdir().unwrap();
@@ -206,6 +219,7 @@ async fn auto_falls_back_to_the_file_when_the_probe_panics() {
     assert_eq!(store.kind(), StoreKind::File);
 }
 
+#[cfg(feature = "keyring")]
 #[tokio::test]
 async fn auto_uses_the_keyring_when_the_probe_succeeds() {
     let dir = tempfile::tempdir().unwrap();
@@ -216,6 +230,7 @@ async fn auto_uses_the_keyring_when_the_probe_succeeds() {
     assert_eq!(store.kind(), StoreKind::Keyring);
 }
 
+#[cfg(feature = "keyring")]
 #[tokio::test]
 async fn file_and_keyring_choices_never_probe() {
     let dir = tempfile::tempdir().unwrap();
@@ -231,6 +246,7 @@ async fn file_and_keyring_choices_never_probe() {
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 }
 
+#[cfg(feature = "keyring")]
 #[test]
 fn this_build_has_a_persistent_keyring_backend() {
     // Invariant 1 of `os_keyring`: the crate's in-memory mock would pass every other
@@ -242,6 +258,7 @@ fn this_build_has_a_persistent_keyring_backend() {
 /// The real keyring, end to end: run by hand where a Secret Service (or the Keychain)
 /// answers, e.g. `dbus-run-session -- sh -c 'echo pw | gnome-keyring-daemon --unlock
 /// --components=secrets; cargo test -p mcp-runtime --lib auth::store -- --ignored'`.
+#[cfg(feature = "keyring")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a running OS keyring"]
 async fn the_os_keyring_round_trips_an_identity() {
@@ -272,6 +289,7 @@ async fn the_os_keyring_round_trips_an_identity() {
 
 /// Where no keyring answers (a headless machine, CI), `auto` probes for real and
 /// picks the file, quickly: run by hand, since a desktop session has a keyring.
+#[cfg(feature = "keyring")]
 #[tokio::test]
 #[ignore = "needs a machine without an OS keyring"]
 async fn auto_without_a_keyring_picks_the_file() {
@@ -281,4 +299,22 @@ async fn auto_without_a_keyring_picks_the_file() {
     let store = Store::open(CredentialsStore::Auto, options).await.unwrap();
     assert_eq!(store.kind(), StoreKind::File);
     assert!(started.elapsed() < StoreOptions::DEFAULT_PROBE_TIMEOUT);
+}
+
+#[tokio::test]
+#[cfg(not(feature = "keyring"))]
+async fn without_the_keyring_feature_auto_is_the_file_and_keyring_names_the_feature() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = || StoreOptions::default().with_file(dir.path().join("oauth-credentials.json"));
+    let store = Store::open(CredentialsStore::Auto, options())
+        .await
+        .unwrap();
+    assert_eq!(store.kind(), StoreKind::File);
+    let error = Store::open(CredentialsStore::Keyring, options())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "no usable OS keyring: this build of mcp-runtime leaves out the `keyring` feature (use `mcp_oauth_credentials_store = \"file\"`)"
+    );
 }

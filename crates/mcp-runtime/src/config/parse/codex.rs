@@ -382,7 +382,21 @@ impl File<'_> {
 /// path to the document (the URL is the client id, and the authorization server
 /// fetches it).
 fn cimd_url_problem(url: &str) -> Option<&'static str> {
-    let parsed = url::Url::parse(url).ok()?;
-    (parsed.scheme() != "https" || parsed.path() == "/" || parsed.path().is_empty())
-        .then_some("an `https` URL with a path to the client's metadata document")
+    const EXPECTED: &str = "an `https` URL with a path to the client's metadata document";
+    #[cfg(feature = "http")]
+    {
+        let parsed = url::Url::parse(url).ok()?;
+        (parsed.scheme() != "https" || parsed.path() == "/" || parsed.path().is_empty())
+            .then_some(EXPECTED)
+    }
+    // Without HTTP no login can use the document; its form is checked as text.
+    #[cfg(not(feature = "http"))]
+    {
+        let path = url
+            .get(..8)
+            .filter(|scheme| scheme.eq_ignore_ascii_case("https://"))
+            .and_then(|_| url[8..].split_once('/'))
+            .map(|(_, path)| path);
+        path.is_none_or(str::is_empty).then_some(EXPECTED)
+    }
 }

@@ -125,6 +125,7 @@ pub(crate) fn classify(server: &str, error: &reqwest::Error) -> HttpFailure {
 
 /// The verifier's reason when an error of rmcp's own HTTP client (an authorization
 /// server's) comes of a refused certificate.
+#[cfg(feature = "oauth")]
 pub(crate) use crate::tls_refusal::refused_certificate;
 
 /// The failure an answer with `status` (not a success) stands for, given the start of
@@ -206,12 +207,19 @@ pub(crate) fn redirect_failure(
 fn forbidden(server: String, challenge: Option<String>) -> HttpFailure {
     // Only `scope` and `error` are read: the base URL resolves a relative
     // `resource_metadata`, which is not.
+    #[cfg(not(feature = "oauth"))]
+    {
+        // Without OAuth (rmcp's challenge parser) a `403` is what it says.
+        HttpFailure::Forbidden { server, challenge }
+    }
+    #[cfg(feature = "oauth")]
     let params = challenge.as_deref().and_then(|challenge| {
         let base = url::Url::parse("http://localhost/").ok()?;
         Some(rmcp::transport::auth::WWWAuthenticateParams::parse(
             challenge, &base,
         ))
     });
+    #[cfg(feature = "oauth")]
     match params {
         Some(params) if params.is_insufficient_scope() => HttpFailure::InsufficientScope {
             server,
