@@ -179,6 +179,16 @@ mod tests {
         Arc::new(tool)
     }
 
+    fn a_result_without_structured_content_is_refused(validators: &Validators, tool: &Arc<Tool>) {
+        let missing = ToolResult::from(CallToolResult::success(vec![ContentBlock::text("3")]));
+        assert!(
+            validators
+                .check("s", "mcp__s__t", tool, &missing)
+                .unwrap_err()
+                .contains("no `structuredContent`")
+        );
+    }
+
     fn hits_schema() -> serde_json::Value {
         json!({
             "type": "object",
@@ -199,13 +209,7 @@ mod tests {
             validators.check("s", "mcp__s__t", &tool, &wrong),
             Err(r#"at `/hits`: "three" is not of type "integer""#.to_owned())
         );
-        let missing = ToolResult::from(CallToolResult::success(vec![ContentBlock::text("3")]));
-        assert!(
-            validators
-                .check("s", "mcp__s__t", &tool, &missing)
-                .unwrap_err()
-                .contains("no `structuredContent`")
-        );
+        a_result_without_structured_content_is_refused(&validators, &tool);
     }
 
     #[test]
@@ -285,12 +289,6 @@ mod tests {
             validators.check("s", "mcp__s__t", &tool, &unchecked),
             Ok(())
         );
-        let missing = ToolResult::from(CallToolResult::success(vec![ContentBlock::text("3")]));
-        assert!(
-            validators
-                .check("s", "mcp__s__t", &tool, &missing)
-                .unwrap_err()
-                .contains("no `structuredContent`")
-        );
+        a_result_without_structured_content_is_refused(&validators, &tool);
     }
 }
