@@ -48,11 +48,10 @@
 //! The `Mcp-Name` and `Mcp-Param-*` headers of the 2026-07-28 revision are computed
 //! by rmcp from its message, before the splice: a header computed from an exact
 //! argument would carry its placeholder. Such a header is computed again from the
-//! body actually sent (see [`headers_for_spliced`]).
+//! body actually sent (see [`param_headers`]).
 
-use std::{borrow::Cow, collections::HashMap, ffi::OsString, sync::Arc};
+use std::{borrow::Cow, collections::HashMap, sync::Arc};
 
-use base64::Engine as _;
 use futures::{StreamExt, stream::BoxStream};
 use http::{HeaderName, HeaderValue, header};
 use rmcp::{
@@ -84,6 +83,8 @@ mod without_oauth;
 #[cfg(not(feature = "oauth"))]
 pub(crate) use self::without_oauth::{OAuthLogin, OAuthStore};
 mod network;
+mod param_headers;
+mod resolve;
 mod streams;
 pub(crate) use self::streams::{Lost, Streams};
 #[cfg(test)]
@@ -92,6 +93,10 @@ pub(crate) use self::streams::{MAX_FAILED_RESUMPTIONS, MAX_FRUITLESS_RESUMPTIONS
 use self::events::{Answering, bounded_events, text_events};
 use self::failure::{Resolver, from_rmcp};
 use self::network::ProxyInUse;
+use self::param_headers::headers_for_spliced;
+pub(crate) use self::resolve::{ResolvedHttp, resolve};
+#[cfg(feature = "oauth")]
+use self::resolve::{required_header_var, required_var};
 pub(crate) use self::{
     failure::{classify, excerpt, status_failure},
     network::Network,
@@ -101,7 +106,7 @@ use super::{
     splice::{Spliced, Splicer},
 };
 use crate::{
-    config::{DEFAULT_MAX_MESSAGE_BYTES, HttpConfig, checks::header_value_problem},
+    config::DEFAULT_MAX_MESSAGE_BYTES,
     error::{HttpFailure, StartupError},
 };
 
@@ -118,201 +123,6 @@ const RESERVED_HEADERS: [&str; 3] = ["accept", SESSION_ID_HEADER, "last-event-id
 /// How much of an error answer's body is read for its excerpt (by the legacy HTTP+SSE
 /// transport too).
 pub(super) const ERROR_BODY_READ_BYTES: usize = 4096;
-
-/// What is actually sent to an HTTP server: URL, bearer token and headers, with every
-/// environment reference resolved.
-#[derive(Clone)]
-pub(crate) struct ResolvedHttp {
-    pub(crate) url: String,
-    pub(crate) bearer_token: Option<String>,
-    pub(crate) headers: HashMap<HeaderName, HeaderValue>,
-    /// The largest SSE event or JSON body accepted (`max_message_bytes`).
-    pub(crate) max_message_bytes: usize,
-    /// Proxies and extra CA certificates ([`network`]).
-    pub(crate) network: Network,
-    /// Where the server's OAuth tokens are stored, and the client it authenticates
-    /// as when the configuration names one ([`oauth`]); `None` without OAuth.
-    pub(crate) oauth_store: Option<OAuthStore>,
-    /// The bearer token and the sensitive headers' values, masked in what servers
-    /// send back while this lives ([`crate::redact::credentials`]).
-    pub(crate) credentials: Vec<crate::redact::Registered>,
-}
-
-impl std::fmt::Debug for ResolvedHttp {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResolvedHttp")
-            .field("url", &crate::redact::url(&self.url))
-            .field(
-                "bearer_token",
-                &self.bearer_token.as_ref().map(|_| "<redacted>"),
-            )
-            .field("headers", &self.headers.keys().collect::<Vec<_>>())
-            .field("max_message_bytes", &self.max_message_bytes)
-            .field("network", &self.network)
-            .field("oauth", &self.oauth_store)
-            .finish()
-    }
-}
-
-/// Resolves `http_headers`, `env_http_headers`, `bearer_token_env_var` and the
-/// [`network`] settings, reading variables through `env`. Responses are bounded by
-/// [`DEFAULT_MAX_MESSAGE_BYTES`] until [`ResolvedHttp::max_message_bytes`] is set.
-pub(crate) fn resolve(
-    http: &HttpConfig,
-    env: impl Fn(&str) -> Option<OsString>,
-) -> Result<ResolvedHttp, StartupError> {
-    let required = |key: &'static str, variable: &str| required_header_var(&env, key, variable);
-    let mut headers = HashMap::new();
-    let literal = http
-        .http_headers
-        .iter()
-        .map(|(name, value)| Ok(("http_headers", name, value.clone())));
-    let from_env = http.env_http_headers.iter().map(|(name, variable)| {
-        Ok((
-            "env_http_headers",
-            name,
-            required("env_http_headers", variable)?,
-        ))
-    });
-    for entry in literal.chain(from_env) {
-        let (key, name, value) = entry?;
-        let invalid = || StartupError::InvalidHeader {
-            key,
-            name: name.clone(),
-        };
-        let header_name = HeaderName::try_from(name.as_str()).map_err(|_| invalid())?;
-        let mut header_value = HeaderValue::try_from(value).map_err(|_| invalid())?;
-        // A value read from the environment may be a secret; a literal header whose
-        // name says it holds a credential (`Authorization`, `X-Api-Key`, which the file
-        // may hold, as Codex's does) is one.
-        header_value.set_sensitive(
-            key == "env_http_headers" || crate::redact::names_a_credential(header_name.as_str()),
-        );
-        headers.insert(header_name, header_value);
-    }
-    let bearer_token = http
-        .bearer_token_env_var
-        .as_deref()
-        .map(|variable| required("bearer_token_env_var", variable))
-        .transpose()?;
-    let credentials = headers
-        .values()
-        .filter(|value| value.is_sensitive())
-        .filter_map(|value| value.to_str().ok())
-        .chain(bearer_token.as_deref())
-        .flat_map(credential_forms)
-        .chain(url_credentials(&http.url))
-        .filter_map(|form| crate::redact::register(&form))
-        .collect();
-    Ok(ResolvedHttp {
-        url: http.url.clone(),
-        bearer_token,
-        headers,
-        credentials,
-        max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
-        network: Network::resolve(http, env)?,
-        oauth_store: None,
-    })
-}
-
-/// The forms in which a credential sent as `value` may come back: the value; for
-/// `SCHEME CREDENTIAL` (`Bearer …`, `Basic …`) the credential alone; for `Basic` also
-/// what it encodes, `USER:PASSWORD`, and the password.
-fn credential_forms(value: &str) -> Vec<String> {
-    let mut forms = vec![value.to_owned()];
-    let Some((scheme, credential)) = value.split_once(' ') else {
-        return forms;
-    };
-    let credential = credential.trim_start();
-    if credential.is_empty() {
-        return forms;
-    }
-    forms.push(credential.to_owned());
-    if scheme.eq_ignore_ascii_case("basic")
-        && let Some(pair) = base64::engine::general_purpose::STANDARD
-            .decode(credential)
-            .ok()
-            .and_then(|bytes| String::from_utf8(bytes).ok())
-    {
-        if let Some((_, password)) = pair.split_once(':') {
-            forms.push(password.to_owned());
-        }
-        forms.push(pair);
-    }
-    forms
-}
-
-/// The credentials `url` itself carries: its user information (the user and the
-/// password) and its query values, which [`crate::redact::url`] masks where a URL is
-/// shown, here for a server that quotes its request back.
-fn url_credentials(url: &str) -> Vec<String> {
-    let Ok(url) = url::Url::parse(url) else {
-        return Vec::new();
-    };
-    let decoded = |text: &str| {
-        url::form_urlencoded::parse(format!("x={text}").as_bytes())
-            .next()
-            .map(|(_, value)| value.into_owned())
-    };
-    let mut found: Vec<String> = [url.username(), url.password().unwrap_or_default()]
-        .into_iter()
-        .filter(|part| !part.is_empty())
-        .flat_map(|part| [Some(part.to_owned()), decoded(part)])
-        .flatten()
-        .collect();
-    found.extend(url.query_pairs().map(|(_, value)| value.into_owned()));
-    found.extend(
-        url.query()
-            .into_iter()
-            .flat_map(|query| query.split('&'))
-            .filter_map(|pair| pair.split_once('=').map(|(_, value)| value.to_owned())),
-    );
-    found.sort();
-    found.dedup();
-    found
-}
-
-/// The value of `variable`, named by `key`: set, not empty, valid UTF-8; the error
-/// names the key and the variable, never the value.
-fn required_var(
-    env: &impl Fn(&str) -> Option<OsString>,
-    key: &'static str,
-    variable: &str,
-) -> Result<String, StartupError> {
-    env(variable)
-        .filter(|value| !value.is_empty())
-        .ok_or_else(|| StartupError::MissingEnvVar {
-            key,
-            variable: variable.to_owned(),
-        })?
-        .into_string()
-        .map_err(|_| StartupError::InvalidEnvVar {
-            key,
-            variable: variable.to_owned(),
-            problem: "is not valid UTF-8 (set it to the value as text)",
-        })
-}
-
-/// [`required_var`], for a value sent in a header (or a form field): also one that a
-/// header can carry.
-fn required_header_var(
-    env: &impl Fn(&str) -> Option<OsString>,
-    key: &'static str,
-    variable: &str,
-) -> Result<String, StartupError> {
-    let value = required_var(env, key, variable)?;
-    // The same rule as for the headers of the file: the value is sent in a header
-    // (the token in `Authorization`), and the HTTP client would refuse it later with
-    // a message that names neither the variable nor the problem.
-    match header_value_problem(&value) {
-        Some(problem) => Err(StartupError::InvalidEnvVar {
-            key,
-            variable: variable.to_owned(),
-            problem,
-        }),
-        None => Ok(value),
-    }
-}
 
 /// The rmcp client transport of a Streamable HTTP server.
 pub(crate) type Transport = StreamableHttpClientTransport<SplicingHttpClient>;
@@ -857,126 +667,6 @@ fn discover_rejection(
         ErrorData::invalid_request(message, None)
     });
     ServerJsonRpcMessage::error(error, Some(id))
-}
-
-/// Sets the `Mcp-Name` and `Mcp-Param-*` headers of `message` from `spliced`, the
-/// body actually sent for it.
-///
-/// rmcp computes these headers from its message, where an exact argument is still a
-/// placeholder (a plain ASCII string, so the header holds it verbatim). Each header
-/// whose value is one of the message's placeholders gets the value the header
-/// stands for, computed from the leaf the placeholder became in `spliced`, the way the
-/// 2026-07-28 revision computes it from a body (a string as it is, a number or a
-/// boolean as JSON text; Base64-wrapped when a header cannot carry it). A leaf that no
-/// JSON reader can hold as a value (`1e400`) has no such form: its header is left out
-/// rather than sent with a placeholder, which a server must never see.
-fn headers_for_spliced(
-    message: &ClientJsonRpcMessage,
-    spliced: &[u8],
-    headers: &mut HashMap<HeaderName, HeaderValue>,
-) {
-    let derived =
-        |name: &HeaderName| name.as_str() == "mcp-name" || name.as_str().starts_with("mcp-param-");
-    if !headers.keys().any(derived) {
-        return;
-    }
-    let Ok(original) = serde_json::to_value(message) else {
-        return;
-    };
-    // The placeholders the splice replaced, each with the value it became.
-    let mut replaced = HashMap::new();
-    match serde_json::from_slice::<serde_json::Value>(spliced) {
-        Ok(sent) => replaced_leaves(&original, &sent, &mut replaced),
-        // A leaf no reader holds as a value: every placeholder counts as replaced by
-        // a value without a header form.
-        Err(_) => placeholder_strings(&original, &mut replaced),
-    }
-    headers.retain(|name, value| {
-        if !derived(name) {
-            return true;
-        }
-        let Some(leaf) = value.to_str().ok().and_then(|text| replaced.get(text)) else {
-            return true;
-        };
-        let Some(exact) = header_text(leaf) else {
-            return false;
-        };
-        match HeaderValue::from_str(&exact) {
-            Ok(exact) => {
-                *value = exact;
-                true
-            }
-            Err(_) => false,
-        }
-    });
-}
-
-/// Every string leaf of `original` whose place in `sent` holds another value, mapped
-/// to that value: the placeholders the splice replaced.
-fn replaced_leaves(
-    original: &serde_json::Value,
-    sent: &serde_json::Value,
-    out: &mut HashMap<String, serde_json::Value>,
-) {
-    use serde_json::Value;
-    match (original, sent) {
-        (Value::String(text), other) if other.as_str() != Some(text.as_str()) => {
-            out.insert(text.clone(), other.clone());
-        }
-        (Value::Object(original), Value::Object(sent)) => {
-            for (key, value) in original {
-                if let Some(other) = sent.get(key) {
-                    replaced_leaves(value, other, out);
-                }
-            }
-        }
-        (Value::Array(original), Value::Array(sent)) => {
-            for (value, other) in original.iter().zip(sent) {
-                replaced_leaves(value, other, out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Every string leaf of `value` that looks like a placeholder of the splice (see
-/// [`super::splice`], invariant 1), mapped to `null`.
-fn placeholder_strings(value: &serde_json::Value, out: &mut HashMap<String, serde_json::Value>) {
-    use serde_json::Value;
-    match value {
-        Value::String(text) if text.starts_with("mcp-runtime-raw-") => {
-            out.insert(text.clone(), Value::Null);
-        }
-        Value::Object(object) => object
-            .values()
-            .for_each(|value| placeholder_strings(value, out)),
-        Value::Array(array) => array
-            .iter()
-            .for_each(|value| placeholder_strings(value, out)),
-        _ => {}
-    }
-}
-
-/// The header form of a primitive JSON value (2026-07-28, "Value Encoding"): a
-/// string as it is, a number or a boolean as its JSON text, wrapped as
-/// `=?base64?…?=` when a header cannot carry it plainly. `None` for other values.
-fn header_text(value: &serde_json::Value) -> Option<String> {
-    use base64::Engine as _;
-    let text = match value {
-        serde_json::Value::String(text) => text.clone(),
-        serde_json::Value::Number(number) => number.to_string(),
-        serde_json::Value::Bool(flag) => flag.to_string(),
-        _ => return None,
-    };
-    let edge_space = text.starts_with([' ', '\t']) || text.ends_with([' ', '\t']);
-    let unprintable = text.chars().any(|c| !(' '..='~').contains(&c));
-    let looks_wrapped = text.starts_with("=?base64?") && text.ends_with("?=");
-    if edge_space || unprintable || looks_wrapped {
-        let encoded = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
-        Some(format!("=?base64?{encoded}?="))
-    } else {
-        Some(text)
-    }
 }
 
 fn unexpected(message: String) -> StreamableHttpError<HttpFailure> {

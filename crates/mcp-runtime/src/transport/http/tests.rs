@@ -1,6 +1,9 @@
 use std::collections::BTreeMap;
 
+use std::ffi::OsString;
+
 use super::*;
+use crate::config::HttpConfig;
 use crate::sandbox_metadata::SANDBOX_STATE_KEY;
 
 fn config() -> HttpConfig {
