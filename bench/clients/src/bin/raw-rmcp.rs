@@ -19,11 +19,13 @@ use clap::Parser;
 use mcp_bench_clients::{
     Args, Work, call_arguments, print_calls_report, print_list_report, run_calls,
 };
+#[cfg(feature = "full")]
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{
     ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt,
     model::{CallToolRequestParams, ProtocolVersion},
     service::RunningService,
-    transport::{StreamableHttpClientTransport, TokioChildProcess},
+    transport::TokioChildProcess,
 };
 use serde::Deserialize;
 
@@ -87,6 +89,7 @@ fn load(path: &Path) -> anyhow::Result<BTreeMap<String, Server>> {
 /// Spawns or connects to `server` and starts the connection as `lifecycle` says.
 async fn connect(name: &str, server: &Server, lifecycle: Lifecycle) -> anyhow::Result<Client> {
     let client = match (&server.url, &server.command) {
+        #[cfg(feature = "full")]
         (Some(url), _) => {
             let transport = StreamableHttpClientTransport::from_uri(url.as_str());
             match lifecycle {
@@ -94,6 +97,10 @@ async fn connect(name: &str, server: &Server, lifecycle: Lifecycle) -> anyhow::R
                 Lifecycle::Auto => ().serve_with_lifecycle(transport, lifecycle.mode()).await?,
             }
         }
+        #[cfg(not(feature = "full"))]
+        (Some(_), _) => anyhow::bail!(
+            "server `{name}` is reached over HTTP; build with the `full` feature (the default)"
+        ),
         (None, Some(program)) => {
             let mut command = tokio::process::Command::new(program);
             command.args(&server.args).envs(&server.env);
