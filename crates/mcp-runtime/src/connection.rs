@@ -24,6 +24,8 @@ mod failure;
 
 pub(crate) mod features;
 
+mod in_process;
+
 mod input_rounds;
 
 mod listing;

@@ -36,6 +36,8 @@
 
 mod features;
 
+mod in_process;
+
 pub use features::{Prompts, Resources, ServerPrompt, ServerResource, ServerResourceTemplate};
 
 mod joining;

@@ -108,7 +108,7 @@ pub(super) async fn drive(
 
 impl Shared {
     /// Makes a settled server part of the runtime (invariant 2).
-    fn install(self: &Arc<Self>, outcome: startup::Outcome) {
+    pub(super) fn install(self: &Arc<Self>, outcome: startup::Outcome) {
         let name = outcome.config.name.as_str();
         let server = &self.servers[name];
         debug_assert!(
