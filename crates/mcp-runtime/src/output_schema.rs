@@ -58,7 +58,7 @@ impl Validators {
         tool: &Arc<Tool>,
         result: &ToolResult,
     ) -> Result<(), String> {
-        if result.is_error() {
+        if result.is_error() || tool.output_schema.is_none() {
             return Ok(());
         }
         let Compiled::Usable(validator) = self.compiled(server, qualified_name, tool) else {
