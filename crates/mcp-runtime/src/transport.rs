@@ -9,6 +9,7 @@
 
 pub(crate) mod answer_id;
 pub(crate) mod framing;
+pub(crate) mod hand_back;
 pub(crate) mod http;
 pub(crate) mod raw_answers;
 pub(crate) mod refused;
