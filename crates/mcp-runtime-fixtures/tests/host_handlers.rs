@@ -280,3 +280,44 @@ async fn the_hosts_log_level_reaches_each_era_its_own_way_and_nothing_without_on
         }
     }
 }
+
+#[tokio::test]
+async fn a_2026_07_28_question_sends_the_call_again_with_the_same_arguments_over_every_transport() {
+    let dir = temp_dir();
+    let log = dir.path().join("log");
+    let logged = ["--asks", "--era", "dual", "--log", path_str(&log)];
+    let mut http = http_fixture(&logged).await;
+    let servers = [
+        fixture_auto("asker", &logged).with_protocol(Protocol::V2026_07_28),
+        ServerConfig::http("asker", &http.url).with_protocol(Protocol::V2026_07_28),
+    ];
+    let arguments = json!({"message": "Who is it?", "padding": "x".repeat(4096)});
+    for server in servers {
+        std::fs::write(&log, "").unwrap();
+        let runtime = start_with(
+            server,
+            HostHandlers::new().with_elicitation(Person::default()),
+        )
+        .await;
+        let result = runtime
+            .call_tool("mcp__asker__ask", object(arguments.clone()))
+            .await
+            .unwrap_or_else(|error| panic!("{}", mcp_runtime::error::chain(&error)));
+        assert_eq!(result.structured_content().unwrap()["action"], "accept");
+        let calls: Vec<serde_json::Value> = read_log(&log)
+            .into_iter()
+            .filter(|entry| entry["method"] == "tools/call")
+            .collect();
+        assert_eq!(calls.len(), 2, "the call and its second round: {calls:?}");
+        for call in &calls {
+            assert_eq!(call["params"]["arguments"], arguments);
+        }
+        assert!(calls[0]["params"].get("inputResponses").is_none());
+        assert_eq!(
+            calls[1]["params"]["inputResponses"]["asked"]["action"],
+            "accept"
+        );
+        runtime.shutdown().await;
+    }
+    http.kill().await;
+}

@@ -345,6 +345,11 @@ impl Catalog {
         self.tools.get(qualified_name).map(|tool| &**tool)
     }
 
+    /// [`Catalog::resolve`], shared: what a call keeps of its tool while it runs.
+    pub(crate) fn resolve_shared(&self, qualified_name: &str) -> Option<Arc<QualifiedTool>> {
+        self.tools.get(qualified_name).cloned()
+    }
+
     fn insert(&mut self, tool: Arc<QualifiedTool>) {
         let previous = self.tools.insert(tool.qualified_name.clone(), tool);
         debug_assert!(

@@ -24,6 +24,8 @@ mod failure;
 
 pub(crate) mod features;
 
+mod in_process;
+
 mod input_rounds;
 
 mod listing;
@@ -788,8 +790,15 @@ impl Connection {
         // person takes to answer the server does not count ([`answers::Pauses`]).
         let deadline = Deadline::after(timeout, &self.answers);
         let caller = self.caller();
+        // A task, like a failure, is off the short path: in a future of its own.
         let called = if task_support == TaskSupport::Required && self.speaks_tasks() {
-            tasks::call_as_task(&caller, params, deadline, progress.as_ref()).await
+            Box::pin(tasks::call_as_task(
+                &caller,
+                params,
+                deadline,
+                progress.as_ref(),
+            ))
+            .await
         } else {
             input_rounds::call(&caller, params, deadline, progress.as_ref()).await
         };
@@ -803,7 +812,7 @@ impl Connection {
             Err(CallFailure::Failed(error)) => Err(CallError::Failed {
                 server: server.to_owned(),
                 tool: tool.to_owned(),
-                source: self.request_failure(error).await,
+                source: Box::pin(self.request_failure(error)).await,
             }),
             Err(CallFailure::Refused(message)) => Err(CallError::Request {
                 server: server.to_owned(),

@@ -218,6 +218,20 @@ pub mod bench_support {
             other => panic!("the placeholder was not replaced: {other:?}"),
         }
     }
+
+    /// A runtime of the one 2026-07-28 server `server` at the other end of `stream`,
+    /// in this process: every part of a call but a process between the two (the
+    /// framing of a local server's connection included).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future drops the stream.
+    pub async fn in_process_runtime(
+        server: &str,
+        stream: tokio::io::DuplexStream,
+    ) -> Result<crate::Runtime, crate::StartupError> {
+        crate::Runtime::in_process(server, stream).await
+    }
 }
 mod transport;
 

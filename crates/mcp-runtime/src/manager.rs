@@ -36,6 +36,8 @@
 
 mod features;
 
+mod in_process;
+
 pub use features::{Prompts, Resources, ServerPrompt, ServerResource, ServerResourceTemplate};
 
 mod joining;
@@ -475,24 +477,34 @@ impl Runtime {
             .await
     }
 
+    /// The call of [`Self::call_tool`] and its siblings. The common case, a tool of
+    /// the catalog on a server whose connection is usable, takes one short path: one
+    /// look in the catalog (whose tool the result is checked against), one look for
+    /// the server, its connection taken at once, the arguments moved into the request.
+    /// Waiting for a server, starting it again, probing a launcher and reporting a lost
+    /// connection are off that path, each in a future of its own.
     async fn call(
         &self,
         qualified_name: &str,
         arguments: Arguments<'_>,
         options: CallOptions,
     ) -> Result<ToolResult, CallError> {
-        let (server_name, tool_name, task_support) = self.shared.route(qualified_name).await?;
-        let server = &self.shared.servers[&*server_name];
+        let tool = self.shared.route(qualified_name).await?;
+        let server_name = &tool.server;
+        let server = &self.shared.servers[&**server_name];
+        let usable = lock(&server.live).usable();
         let (connection, generation) =
-            self.shared
-                .available(&server_name)
-                .await
-                .map_err(|error| match error {
-                    RestartError::NeverStarted { server } => {
-                        CallError::ServerUnavailable { server }
-                    }
-                    error => CallError::Restart(error),
-                })?;
+            match usable {
+                Some(usable) => usable,
+                None => Box::pin(self.shared.available(server_name))
+                    .await
+                    .map_err(|error| match error {
+                        RestartError::NeverStarted { server } => {
+                            CallError::ServerUnavailable { server }
+                        }
+                        error => CallError::Restart(error),
+                    })?,
+            };
         // The slots of exact arguments live until the call has ended.
         let (arguments, _argument_slots) = match arguments {
             Arguments::Object(arguments) => (arguments, Vec::new()),
@@ -516,7 +528,7 @@ impl Runtime {
             Some(authority) if connection.wants_sandbox_metadata() => {
                 let launcher = match &authority.codex_executable {
                     Some(path) if connection.may_offer_launcher() => {
-                        LauncherProbe::global().verified(path).await
+                        Box::pin(LauncherProbe::global().verified(path)).await
                     }
                     _ => None,
                 };
@@ -529,8 +541,8 @@ impl Runtime {
         };
         let result = connection
             .call_tool(
-                &tool_name,
-                task_support,
+                &tool.tool.name,
+                tool.task_support,
                 arguments,
                 meta,
                 sandbox,
@@ -540,12 +552,12 @@ impl Runtime {
             .await;
         match result {
             Ok(result) => {
-                self.shared.usable(&server_name, generation);
-                match self.output_mismatch(qualified_name, &server_name, &result) {
+                server.succeeded(generation);
+                match self.output_mismatch(qualified_name, server_name, &tool.tool, &result) {
                     None => Ok(result),
                     Some(message) => Err(CallError::OutputMismatch {
                         server: server_name.to_string(),
-                        tool: tool_name,
+                        tool: tool.tool.name.to_string(),
                         message,
                         result: Box::new(result),
                     }),
@@ -559,7 +571,7 @@ impl Runtime {
                     RequestError::Exited { .. }
                     | RequestError::Closed { .. }
                     | RequestError::Lost { .. },
-            }) if let Some(closed) = connection.closed_error().await => {
+            }) if let Some(closed) = Box::pin(connection.closed_error()).await => {
                 let reason = supervisor::lost_reason(&closed);
                 self.shared.lost(&server, generation, &reason);
                 Err(CallError::ServerLost {
@@ -614,18 +626,18 @@ impl Runtime {
         self.shared.restart(server).await.map(drop)
     }
 
-    /// How `result` fails the tool's `outputSchema`, if it does (see
-    /// [`crate::output_schema`]).
+    /// How `result` fails the `outputSchema` of `tool`, the tool called, if it does
+    /// (see [`crate::output_schema`]).
     fn output_mismatch(
         &self,
         qualified_name: &str,
         server: &str,
+        tool: &Arc<rmcp::model::Tool>,
         result: &ToolResult,
     ) -> Option<String> {
-        let listed = self.catalog().resolve(qualified_name)?.tool.clone();
         self.shared
             .validators
-            .check(server, qualified_name, &listed, result)
+            .check(server, qualified_name, tool, result)
             .err()
     }
 

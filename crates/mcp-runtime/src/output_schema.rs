@@ -67,7 +67,7 @@ impl Validators {
         tool: &Arc<Tool>,
         result: &ToolResult,
     ) -> Result<(), String> {
-        if result.is_error() {
+        if result.is_error() || tool.output_schema.is_none() {
             return Ok(());
         }
         let compiled = self.compiled(server, qualified_name, tool);

@@ -9,6 +9,7 @@
 
 pub(crate) mod answer_id;
 pub(crate) mod framing;
+pub(crate) mod hand_back;
 #[cfg(feature = "http")]
 pub(crate) mod http;
 /// The streams of HTTP connections, which a build without HTTP never has.

@@ -14,6 +14,7 @@
 
 use std::time::Duration;
 
+use futures::FutureExt;
 use rmcp::{
     Peer, RoleClient, ServiceError,
     model::{ClientRequest, RequestId, ServerResult},
@@ -104,15 +105,15 @@ impl<'a> Caller<'a> {
     ///
     /// Dropping the future after the request was sent owes its
     /// `notifications/cancelled`.
-    pub(super) async fn request(
+    pub(super) fn request(
         &self,
         request: ClientRequest,
         deadline: Deadline,
         progress: Option<&OnProgress>,
-    ) -> Result<ServerResult, CallFailure> {
+    ) -> impl Future<Output = Result<ServerResult, CallFailure>> {
+        // Not an `async fn`: its future would hold the request a second time.
         self.request_watched(request, deadline, progress)
-            .await
-            .map(|(answer, _watch)| answer)
+            .map(|answered| answered.map(|(answer, _watch)| answer))
     }
 
     /// As [`Self::request`], and the request's progress watch, which goes on
@@ -137,10 +138,17 @@ impl<'a> Caller<'a> {
             self.answers
                 .watch_progress(handle.progress_token.clone(), on_progress.clone())
         });
-        let mut response = std::pin::pin!(handle.await_response());
+        // The answer itself, not rmcp's `RequestHandle::await_response`: that future
+        // carries rmcp's request timeouts, which the runtime does not give it (the
+        // deadline is its own), and was most of a call's future. Without them it is
+        // this receiver (a request sent here registers no subscription to undo).
+        let mut response = handle.rx;
+        let received = |received: Result<_, tokio::sync::oneshot::error::RecvError>| {
+            received.unwrap_or(Err(ServiceError::TransportClosed))
+        };
         let waited = tokio::select! {
             biased;
-            answer = response.as_mut() => Some(Ok(answer)),
+            answer = &mut response => Some(Ok(received(answer))),
             () = self.expiry(deadline) => Some(Err(())),
             () = self.ended.cancelled() => None,
         };
@@ -150,7 +158,7 @@ impl<'a> Caller<'a> {
             // still held open): an answer written before the end still counts.
             None => Ok(tokio::time::timeout(ANSWER_AFTER_END_WAIT, response)
                 .await
-                .unwrap_or(Err(rmcp::ServiceError::TransportClosed))),
+                .map_or(Err(ServiceError::TransportClosed), received)),
         };
         let lost = self.lost(&handle_id);
         match waited {

@@ -18,8 +18,8 @@
 //!    does not read it as one, and the call fails saying so.)
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientRequest, InputRequest, InputRequests,
-    InputRequiredResult, InputResponses,
+    CallToolRequestParams, CreateTaskResult, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses,
 };
 
 use super::{
@@ -28,7 +28,7 @@ use super::{
     tasks,
     tool_answer::{self, Answer},
 };
-use crate::{progress::OnProgress, tool_result::ToolResult};
+use crate::{progress::OnProgress, tool_result::ToolResult, transport::hand_back::HandBack};
 
 /// How many rounds one call may take (rmcp's own cap, shared by the other SDKs).
 pub(super) const MAX_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
@@ -38,32 +38,73 @@ pub(super) const MAX_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
 /// server that answers with a task (the tasks extension) is followed to its end
 /// ([`tasks`]).
 ///
+/// The first round is the call's short path: its request, its answer, the result.
+/// The rounds after it, and a task, are the rare ones, each in a future of its own
+/// (so a call's future stays small), and each round sends the parameters the
+/// transport handed back from the round before ([`HandBack`]): the arguments are
+/// never copied.
+///
 /// # Cancel safety
 ///
 /// Dropping the future owes the cancellation of the round in flight (and of the task,
 /// if one was created).
 pub(super) async fn call(
     caller: &Caller<'_>,
-    mut params: CallToolRequestParams,
+    params: CallToolRequestParams,
     deadline: Deadline,
     progress: Option<&OnProgress>,
 ) -> Result<ToolResult, CallFailure> {
+    let back = HandBack::default();
+    let answer = caller
+        .request(back.request(params), deadline, progress)
+        .await?;
+    match read(answer)? {
+        Read::Result(result) => Ok(result),
+        Read::Task(created) => Box::pin(tasks::follow(caller, &created, deadline)).await,
+        Read::InputRequired(asked) => {
+            Box::pin(go_on(caller, back, asked, deadline, progress)).await
+        }
+    }
+}
+
+/// A call's answer, read: its result, a task the server created for it, or a
+/// request for input.
+enum Read {
+    Result(ToolResult),
+    Task(Box<CreateTaskResult>),
+    InputRequired(InputRequiredResult),
+}
+
+fn read(answer: rmcp::model::ServerResult) -> Result<Read, CallFailure> {
+    match tool_answer::read(answer).map_err(CallFailure::Refused)? {
+        Answer::Complete(result) => Ok(Read::Result(result)),
+        Answer::Task(created) => Ok(Read::Task(Box::new(created))),
+        Answer::InputRequired(asked) => Ok(Read::InputRequired(asked)),
+        // A task where none was asked for (a 2025-11-25 tool called plainly).
+        Answer::HandshakeTask(_) => Err(CallFailure::Refused(
+            crate::tool_result::InvalidToolResult::NotAToolResult.to_string(),
+        )),
+    }
+}
+
+/// Answers `asked`, the server's request for input after the first round, and sends
+/// the call again with the answers (the parameters `back` holds), round after round
+/// (invariant 3).
+///
+/// # Cancel safety
+///
+/// As [`call`].
+async fn go_on(
+    caller: &Caller<'_>,
+    back: HandBack,
+    mut asked: InputRequiredResult,
+    deadline: Deadline,
+    progress: Option<&OnProgress>,
+) -> Result<ToolResult, CallFailure> {
+    let mut rounds = 1;
     let mut state_only_rounds = 0;
-    for _ in 0..MAX_ROUNDS {
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
-        let answer = caller.request(request, deadline, progress).await?;
-        let input_required = match tool_answer::read(answer).map_err(CallFailure::Refused)? {
-            Answer::InputRequired(input_required) => input_required,
-            Answer::Task(created) => return tasks::follow(caller, &created, deadline).await,
-            Answer::Complete(result) => return Ok(result),
-            // A task where none was asked for (a 2025-11-25 tool called plainly).
-            Answer::HandshakeTask(_) => {
-                return Err(CallFailure::Refused(
-                    crate::tool_result::InvalidToolResult::NotAToolResult.to_string(),
-                ));
-            }
-        };
-        let retry = retry(input_required, caller.answers)
+    loop {
+        let retry = retry(asked, caller.answers)
             .await
             .map_err(CallFailure::Refused)?;
         if retry.state_only {
@@ -75,12 +116,29 @@ pub(super) async fn call(
         } else {
             state_only_rounds = 0;
         }
+        if rounds == MAX_ROUNDS {
+            return Err(CallFailure::Refused(format!(
+                "the server asked for more input {MAX_ROUNDS} times in a row (mcp-runtime stops there)"
+            )));
+        }
+        let mut params = back.take().ok_or_else(|| {
+            CallFailure::Refused(
+                "mcp-runtime could not send the call again with the answers: the transport did not hand its parameters back (a fault of mcp-runtime; report it)"
+                    .to_owned(),
+            )
+        })?;
         params.input_responses = retry.input_responses;
         params.request_state = retry.request_state;
+        let answer = caller
+            .request(back.request(params), deadline, progress)
+            .await?;
+        rounds += 1;
+        asked = match read(answer)? {
+            Read::InputRequired(asked) => asked,
+            Read::Result(result) => return Ok(result),
+            Read::Task(created) => return tasks::follow(caller, &created, deadline).await,
+        };
     }
-    Err(CallFailure::Refused(format!(
-        "the server asked for more input {MAX_ROUNDS} times in a row (mcp-runtime stops there)"
-    )))
 }
 
 /// What the next round of a call sends.

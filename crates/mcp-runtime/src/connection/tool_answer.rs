@@ -32,8 +32,10 @@ pub(super) enum Answer {
 /// in-process pipe in the tests: rmcp's types then have dropped what they do not
 /// model). The error says why it is not an answer to a tool call.
 pub(super) fn read(answer: ServerResult) -> Result<Answer, String> {
-    let not_a_result = crate::tool_result::InvalidToolResult::NotAToolResult.to_string();
-    let mut object = object(answer, &not_a_result)?;
+    let mut object = object(
+        answer,
+        crate::tool_result::InvalidToolResult::NotAToolResult,
+    )?;
     match object.get("resultType").and_then(Value::as_str) {
         Some("input_required") => {
             return InputRequiredResult::deserialize(Value::Object(object))
@@ -75,9 +77,13 @@ pub(super) fn tool_result(answer: ServerResult) -> Result<ToolResult, String> {
 
 /// The answer's result as a JSON object: raw, as the transports hand it over, or as
 /// rmcp decoded it, every credential the runtime sends masked in it
-/// ([`crate::redact::credentials`]). Any other JSON is an error: `not_an_object`.
-pub(super) fn object(mut answer: ServerResult, not_an_object: &str) -> Result<JsonObject, String> {
-    let not_a_result = || not_an_object.to_owned();
+/// ([`crate::redact::credentials`]). Any other JSON is an error: `not_an_object`
+/// (written out only then).
+pub(super) fn object(
+    mut answer: ServerResult,
+    not_an_object: impl std::fmt::Display,
+) -> Result<JsonObject, String> {
+    let not_a_result = || not_an_object.to_string();
     let value = match raw_result(&mut answer) {
         Some(text) => serde_json::from_str(&text).map_err(|error| {
             format!(

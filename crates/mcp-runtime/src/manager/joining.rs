@@ -39,7 +39,7 @@ use tokio_util::task::AbortOnDropHandle;
 use super::{Listing, Server, Shared, refresh_on_change, startup};
 use crate::{
     binding::Binding,
-    catalog::TaskSupport,
+    catalog::QualifiedTool,
     config::Config,
     error::{CallError, StartError, StartupError},
     naming::servers_for_qualified_name,
@@ -108,7 +108,7 @@ pub(super) async fn drive(
 
 impl Shared {
     /// Makes a settled server part of the runtime (invariant 2).
-    fn install(self: &Arc<Self>, outcome: startup::Outcome) {
+    pub(super) fn install(self: &Arc<Self>, outcome: startup::Outcome) {
         let name = outcome.config.name.as_str();
         let server = &self.servers[name];
         debug_assert!(
@@ -225,16 +225,8 @@ impl Shared {
     pub(super) async fn route(
         &self,
         qualified_name: &str,
-    ) -> Result<(Arc<str>, String, TaskSupport), CallError> {
-        let resolve = || {
-            self.catalog.borrow().resolve(qualified_name).map(|tool| {
-                (
-                    tool.server.clone(),
-                    tool.tool.name.to_string(),
-                    tool.task_support,
-                )
-            })
-        };
+    ) -> Result<Arc<QualifiedTool>, CallError> {
+        let resolve = || self.catalog.borrow().resolve_shared(qualified_name);
         // A name in the catalog is its server's, ready: a call costs no look at the
         // other servers' namespaces (each one a hash).
         if let Some(routed) = resolve() {

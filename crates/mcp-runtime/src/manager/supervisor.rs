@@ -357,7 +357,15 @@ impl Shared {
     /// A call or refresh succeeded on `name`'s connection of `generation`: the next
     /// stop counts its restart attempts from zero.
     pub(super) fn usable(&self, name: &str, generation: u64) {
-        let mut live = lock(&self.servers[name].live);
+        self.servers[name].succeeded(generation);
+    }
+}
+
+impl Server {
+    /// A call or refresh succeeded on this server's connection of `generation`: the
+    /// next stop counts its restart attempts from zero.
+    pub(super) fn succeeded(&self, generation: u64) {
+        let mut live = lock(&self.live);
         if live.generation == generation {
             live.backoff.reset();
         }

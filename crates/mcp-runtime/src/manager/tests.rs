@@ -313,3 +313,18 @@ async fn a_server_that_needs_a_left_out_feature_fails_to_start_naming_it() {
         "{failures:?}"
     );
 }
+
+/// A call's future holds its short path (routing, the request, its answer) and not
+/// the rare ones (waiting for a server, starting it again, probing a launcher, a
+/// task, later rounds): those are futures of their own. Inline, a restart alone
+/// made a call's future over 23 KiB; every task that makes a call holds it.
+#[test]
+fn a_calls_future_holds_only_its_short_path() {
+    let runtime = Runtime {
+        shared: Arc::new(shared(&["a"])),
+        _startups: None,
+    };
+    let call = runtime.call_tool("mcp__a__old", None);
+    let size = std::mem::size_of_val(&call);
+    assert!(size <= 12 * 1024, "a call's future takes {size} bytes");
+}

@@ -425,6 +425,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Transport<RoleClient> for StdioTran
             JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
         }
         let write = self.write(encode(&item));
+        super::hand_back::give_back(item);
         let pending = self.pending.clone();
         let raw = self.raw.clone();
         async move {

@@ -366,6 +366,7 @@ impl StreamableHttpClient for SplicingHttpClient {
             }
         };
         let raw = raw_answers::RawRequest::over_http(&message);
+        super::hand_back::give_back(message);
         let post = |auth_header, custom_headers| Post {
             client: &self.client,
             server: &self.server,

@@ -392,7 +392,13 @@ impl Transport<RoleClient> for SseTransport {
         let pending = self.pending.clone();
         let raw = self.raw.clone();
         async move {
-            let result = post.send(&item).await;
+            let result = match post.body(&item) {
+                Ok(body) => {
+                    super::hand_back::give_back(item);
+                    post.send(body).await
+                }
+                Err(error) => Err(error),
+            };
             if result.is_err()
                 && let Some(id) = request
             {
@@ -441,17 +447,19 @@ impl Transport<RoleClient> for SseTransport {
 }
 
 impl Poster {
-    /// Posts `message`, spliced (invariant 4). Only whether the server took it counts.
-    async fn send(&self, message: &ClientJsonRpcMessage) -> Result<(), SendError> {
-        let body = match self.splice(message)? {
-            Spliced::Untouched => serde_json::to_vec(message)?,
-            Spliced::Replaced(body) => body,
-            Spliced::Orphaned => {
-                return Err(StreamableHttpError::UnexpectedServerResponse(
-                    "the call was abandoned before its request could be sent".into(),
-                ));
-            }
-        };
+    /// The body that posts `message`, spliced (invariant 4).
+    fn body(&self, message: &ClientJsonRpcMessage) -> Result<Vec<u8>, SendError> {
+        match self.splice(message)? {
+            Spliced::Untouched => Ok(serde_json::to_vec(message)?),
+            Spliced::Replaced(body) => Ok(body),
+            Spliced::Orphaned => Err(StreamableHttpError::UnexpectedServerResponse(
+                "the call was abandoned before its request could be sent".into(),
+            )),
+        }
+    }
+
+    /// Posts a message's `body`. Only whether the server took it counts.
+    async fn send(&self, body: Vec<u8>) -> Result<(), SendError> {
         let server = &*self.server;
         let post = |token: Option<String>| {
             let mut request = self
