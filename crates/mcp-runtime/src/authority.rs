@@ -12,6 +12,7 @@
 //!   which refuses to hand them out under a different authority.
 
 mod captured;
+pub(crate) mod error;
 pub(crate) mod probe;
 
 use std::path::PathBuf;

@@ -9,7 +9,7 @@
 
 use crate::{
     config::{Config, Environment, ServerConfig, TransportConfig},
-    error::StartupError,
+    transport::error::StartupError,
 };
 
 /// Where a server runs.

@@ -65,7 +65,9 @@ use std::{
     time::Duration,
 };
 
-use crate::error::ConfigError;
+pub(crate) mod error;
+
+use self::error::ConfigError;
 
 /// Default `startup_timeout_sec`.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);

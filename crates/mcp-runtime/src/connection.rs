@@ -20,6 +20,8 @@ mod calling;
 
 mod cancellation;
 
+pub(crate) mod error;
+
 mod failure;
 
 pub(crate) mod features;
@@ -73,11 +75,13 @@ use rmcp::{
 use tokio::sync::{Notify, OnceCell};
 use tokio_util::sync::CancellationToken;
 
-use self::calling::{CallFailure, Caller, Deadline};
+use self::{
+    calling::{CallFailure, Caller, Deadline},
+    error::CallError,
+};
 use crate::{
     binding::Binding,
     catalog::TaskSupport,
-    error::{CallError, ListToolsError, RequestError, StartupError},
     host::HostHandlers,
     protocol::{ACCEPTED_PROTOCOL_VERSIONS, client_config},
     protocol_era::Plan,
@@ -87,7 +91,9 @@ use crate::{
     sync::lock,
     tool_result::ToolResult,
     transport::{
-        Endpoint, http,
+        Endpoint,
+        error::{ListToolsError, RequestError, StartupError},
+        http,
         splice::{SlotGuard, Splicer},
         stdio,
     },
@@ -468,7 +474,7 @@ impl Connection {
             .feature_request("logging/setLevel", params, SET_LEVEL_WAIT)
             .await
         {
-            tracing::warn!(server = self.answers.server(), error = %crate::error::chain(&error), "the server did not take the log level");
+            tracing::warn!(server = self.answers.server(), error = %crate::transport::error::chain(&error), "the server did not take the log level");
         }
     }
 

@@ -55,7 +55,7 @@ use crate::{
     ListingRegistry, Runtime, StartOptions,
     auth::registration::{self, Registration},
     config::{Config, ServerConfig, TransportConfig},
-    error::HttpFailure,
+    transport::error::HttpFailure,
 };
 
 /// The client name sent with Dynamic Client Registration.
@@ -418,7 +418,7 @@ impl<'a> Login<'a> {
                 .await
                 .map_err(|error| LoginError::Unreachable {
                     server: name.to_owned(),
-                    reason: crate::error::chain(&error),
+                    reason: crate::transport::error::chain(&error),
                 })?;
         let status = runtime.servers().into_iter().next();
         runtime.shutdown().await;
@@ -442,7 +442,7 @@ impl<'a> Login<'a> {
             }
             Some((error, _)) => Err(LoginError::Unreachable {
                 server: name.to_owned(),
-                reason: crate::error::chain(error),
+                reason: crate::transport::error::chain(error),
             }),
         }
     }

@@ -34,6 +34,8 @@
 //!    servers.
 //!    A connection a restart replaces is shut down before the new one is installed.
 
+pub(crate) mod error;
+
 mod features;
 
 mod in_process;
@@ -65,6 +67,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc::UnboundedSender, watch};
 use tokio_util::task::AbortOnDropHandle;
 
+use self::error::StartError;
 pub use self::{
     startup::{DEFAULT_OPTIONAL_GRACE, DEFAULT_SCOPE, StartOptions, StartupEvent, StartupSummary},
     status::{AuthState, ServerState, ServerStatus, TransportKind},
@@ -73,12 +76,12 @@ use crate::{
     authority::{CallAuthority, probe::LauncherProbe},
     catalog::Catalog,
     config::{Config, ServerConfig},
-    connection::Connection,
-    error::{CallError, ListToolsError, RequestError, RestartError, StartError},
+    connection::{Connection, error::CallError},
     sandbox_metadata::{self, CallSandbox},
     shared_listing::SharedTools,
     sync::lock,
     tool_result::ToolResult,
+    transport::error::{ListToolsError, RequestError, RestartError},
 };
 
 /// Per-call options of [`Runtime::call_tool_with`].
@@ -963,7 +966,7 @@ async fn refresh_on_change(
         if let Err(error) = Box::pin(shared.refresh(&name)).await
             && !shared.closing.is_cancelled()
         {
-            tracing::warn!(server = %name, error = %crate::error::chain(&error), "refreshing tools after list_changed failed");
+            tracing::warn!(server = %name, error = %crate::transport::error::chain(&error), "refreshing tools after list_changed failed");
         }
     }
 }
@@ -974,11 +977,11 @@ async fn refresh_on_change(
 fn auth_state(
     config: &crate::config::ServerConfig,
     connection: Option<&Connection>,
-    error: Option<&crate::error::StartupError>,
+    error: Option<&crate::transport::error::StartupError>,
     login: Option<crate::discovery_key::StoredLogin>,
     now: std::time::SystemTime,
 ) -> Option<AuthState> {
-    use crate::{config::TransportConfig, error::HttpFailure};
+    use crate::{config::TransportConfig, transport::error::HttpFailure};
     let TransportConfig::StreamableHttp(http) = &config.transport else {
         return None;
     };
@@ -993,7 +996,7 @@ fn auth_state(
         return Some(AuthState::LoggedIn);
     }
     if let Some(HttpFailure::NeedsLogin { .. } | HttpFailure::Unauthorized { .. }) =
-        error.and_then(crate::error::StartupError::http_failure)
+        error.and_then(crate::transport::error::StartupError::http_failure)
     {
         return Some(AuthState::NeedsLogin);
     }

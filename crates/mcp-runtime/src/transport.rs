@@ -8,6 +8,7 @@
 //! same values the connection uses.
 
 pub(crate) mod answer_id;
+pub(crate) mod error;
 pub(crate) mod framing;
 pub(crate) mod hand_back;
 #[cfg(feature = "http")]
@@ -30,7 +31,7 @@ mod without_http;
 use crate::config::HttpTransport;
 use crate::{
     config::{ServerConfig, TransportConfig},
-    error::StartupError,
+    transport::error::StartupError,
 };
 
 /// Exactly how to reach one server.

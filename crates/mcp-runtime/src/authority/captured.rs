@@ -11,7 +11,7 @@ use std::{
 use serde_json::{Map, Value, value::RawValue};
 
 use crate::{
-    error::AuthorityError,
+    authority::error::AuthorityError,
     sandbox_metadata::{
         SANDBOX_LAUNCHER_KEY, SANDBOX_STATE_KEY, SANDBOX_STATE_META_KEY, SandboxLauncher,
         SandboxState,

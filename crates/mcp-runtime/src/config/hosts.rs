@@ -71,7 +71,7 @@ use std::{
 use serde_json::Value;
 
 use super::{Config, ConfigWarning, ServerConfig, TransportConfig};
-use crate::error::ConfigError;
+use crate::config::error::ConfigError;
 use crate::redact::shown;
 pub(crate) use jsonc::looks_like_json;
 use render::{Item, Table, render};

@@ -34,7 +34,7 @@ use super::{
         HTTP_KEYS, LITERAL_TOKEN_KEYS, STDIO_KEYS, URL_ONLY_KEYS, closest, server_keys, table_part,
     },
 };
-use crate::{error::ConfigError, redact::shown};
+use crate::{config::error::ConfigError, redact::shown};
 
 pub(super) fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
     let root: Table = toml::from_str(text).map_err(|error| ConfigError::Syntax {

@@ -209,10 +209,7 @@ mod properties {
     use toml::{Table, Value};
 
     use super::parse;
-    use crate::{
-        config::{Config, TransportConfig},
-        error::ConfigError,
-    };
+    use crate::config::{Config, TransportConfig, error::ConfigError};
 
     const ORIGIN: &str = "/srv/my config/mcp.toml";
     /// Every key a server table may hold, as the parser knows them.

@@ -28,9 +28,11 @@ use super::{
     cancellation::{self, Cancellations},
 };
 use crate::{
-    error::{RequestError, Resuming},
     progress::OnProgress,
-    transport::http,
+    transport::{
+        error::{RequestError, Resuming},
+        http,
+    },
 };
 
 /// When a call times out: at `at`, moved later by the time paused since the pauses'

@@ -40,8 +40,8 @@ use rmcp::{
 use tokio_util::task::TaskTracker;
 
 use super::tasks::{self, Form};
-use crate::error::chain;
 use crate::sync::lock;
+use crate::transport::error::chain;
 
 /// How long a server may take to answer `tasks/cancel`.
 const TASK_CANCEL_WAIT: Duration = Duration::from_secs(10);
@@ -325,7 +325,7 @@ done
 
         let error = call.await.unwrap().unwrap_err();
         assert_eq!(
-            crate::error::chain(&error),
+            crate::transport::error::chain(&error),
             "tool `t` on server `silent` failed: the connection closed"
         );
         assert_eq!(connection.cancellations.in_flight(), 0);

@@ -19,13 +19,13 @@ use std::sync::Arc;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 #[cfg(feature = "http")]
-use crate::error::HttpFailure;
+use crate::transport::error::HttpFailure;
 use rmcp::{
     ServiceError, model::ErrorData, service::ClientInitializeError,
     transport::DynamicTransportError,
 };
 
-use crate::{error::RequestError, transport::refused};
+use crate::transport::{error::RequestError, refused};
 
 /// What a failed request means, from rmcp's error.
 pub(super) fn from_service(error: ServiceError) -> RequestError {
@@ -51,7 +51,10 @@ pub(super) fn from_service(error: ServiceError) -> RequestError {
             "the server's answer is not of the kind the request asks for".to_owned()
         }
         ServiceError::Timeout { timeout } => {
-            format!("no answer within {}", crate::error::secs(*timeout))
+            format!(
+                "no answer within {}",
+                crate::transport::error::secs(*timeout)
+            )
         }
         _ => "the request failed".to_owned(),
     };
@@ -169,7 +172,7 @@ fn from_transport(error: &DynamicTransportError) -> Result<RequestError, String>
     // names no internals.
     Err(format!(
         "cannot send to the server: {}",
-        crate::error::chain(error.error.as_ref())
+        crate::transport::error::chain(error.error.as_ref())
     ))
 }
 
@@ -257,7 +260,7 @@ mod tests {
 
     #[test]
     fn a_refusal_of_the_transport_is_the_clients_not_the_servers() {
-        let refused = crate::error::MessageRefused::TooLarge {
+        let refused = crate::transport::error::MessageRefused::TooLarge {
             server: "big".into(),
             size: Some(10),
             limit: 5,
@@ -289,7 +292,7 @@ mod tests {
             "{error:?}"
         );
         assert_eq!(
-            crate::error::chain(&error),
+            crate::transport::error::chain(&error),
             "the server tried to send `sampling/createMessage` as a request of its own, which protocol version `2026-07-28` does not have (a server of that revision asks through an input-required result): a fault of the server; until it is fixed, set `protocol = \"2025-11-25\"` for this server: server error -32600: Cannot send 'sampling/createMessage': no back-channel"
         );
         for other in [

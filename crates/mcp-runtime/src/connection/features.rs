@@ -18,8 +18,10 @@ use std::{
 use rmcp::model::{ClientRequest, JsonObject, ServerResult};
 use serde_json::{Value, json};
 
-use super::{CallFailure, Connection, Deadline, MAX_LIST_PAGES, MAX_LISTED_TOOLS};
-use crate::{error::FeatureError, sync::lock};
+use super::{
+    CallFailure, Connection, Deadline, MAX_LIST_PAGES, MAX_LISTED_TOOLS, error::FeatureError,
+};
+use crate::sync::lock;
 
 /// A feature a server may offer, as its capabilities name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,9 +11,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Client, Connection, LISTEN_WAIT, liveness};
 use crate::{
-    error::StartupError,
     host::HostHandlers,
     transport::{
+        error::StartupError,
         framing::StdioTransport,
         splice::{Splicer, SplicingWriter},
     },

@@ -49,9 +49,8 @@ use super::MAX_LIST_PAGES;
 use super::{cancellation::Cancellations, failure};
 use crate::{
     catalog::{ListedTool, unmodelled_in, unmodelled_in_text},
-    error::ListToolsError,
     shared_listing::Grant,
-    transport::raw_answers::raw_result,
+    transport::{error::ListToolsError, raw_answers::raw_result},
 };
 
 /// How many characters of a tool's name a warning quotes.
@@ -113,7 +112,7 @@ pub(super) async fn list_tools(
         .map_err(|_| ListToolsError::Request {
             message: format!(
                 "no answer to `tools/list` within {} (raise `startup_timeout_sec`)",
-                crate::error::secs(page_timeout)
+                crate::transport::error::secs(page_timeout)
             ),
         })??;
         let Answered { text: result, kept } = result;

@@ -102,8 +102,8 @@ mod tests {
 
     use crate::{
         binding::Binding,
-        connection::{Connection, sh_server},
-        error::{CallError, RequestError, StartupError},
+        connection::{Connection, error::CallError, sh_server},
+        transport::error::{RequestError, StartupError},
     };
 
     /// A stdio server in `sh`: it answers `initialize`, and on `tools/call` starts a
@@ -166,7 +166,7 @@ done
             ),
             "{error:?}"
         );
-        let message = crate::error::chain(&error);
+        let message = crate::transport::error::chain(&error);
         assert!(
             message.starts_with("tool `t` on server `dying` failed: ")
                 && message.contains("exit status: 3")

@@ -53,9 +53,10 @@ use super::{
     over_stdio::{self, Classified},
     version_gate::{Accepted, Gate},
 };
-use crate::{
+use crate::transport::{
     error::{HttpFailure, StartupError},
-    transport::{http, splice::Splicer},
+    http,
+    splice::Splicer,
 };
 
 /// How long the era probe waits for the answer to `server/discover` before taking

@@ -15,10 +15,7 @@ use super::{
     over_http::Endpoint,
     version_gate::{Accepted, Gate},
 };
-use crate::{
-    error::StartupError,
-    transport::{http, splice::Splicer, sse},
-};
+use crate::transport::{error::StartupError, http, splice::Splicer, sse};
 
 /// Opens the event stream of the legacy HTTP+SSE server at `resolved`, waits for its
 /// message endpoint and runs the handshake through `endpoint`, whose OAuth login's

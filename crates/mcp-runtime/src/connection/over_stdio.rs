@@ -30,9 +30,9 @@ use super::{
     version_gate::{Accepted, Gate},
 };
 use crate::{
-    error::{RequestError, StartupError},
     protocol_era::{Era, EraKey, EraMemory, Plan, Resolved},
     transport::{
+        error::{RequestError, StartupError},
         framing::StdioTransport,
         splice::{Splicer, SplicingWriter},
         stdio,
@@ -493,7 +493,7 @@ pub(super) enum Classified {
     /// It speaks none of the versions mcp-runtime speaks; the versions it lists.
     NoSharedVersion { supported: Vec<String> },
     /// It failed to start another way.
-    Failed(crate::error::RequestError),
+    Failed(crate::transport::error::RequestError),
 }
 
 /// Reads a failed `server/discover` as the specification's stdio backward-compatibility

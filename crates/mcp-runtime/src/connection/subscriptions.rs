@@ -43,9 +43,10 @@ use tokio_util::task::AbortOnDropHandle;
 use super::{
     Connection,
     answers::Answers,
+    error::FeatureError,
     features::{Feature, HeldLists},
 };
-use crate::{changes::ServerChange, error::FeatureError, sync::lock, transport::http};
+use crate::{changes::ServerChange, sync::lock, transport::http};
 
 /// A connection's resource subscriptions and, under 2026-07-28, its listen stream.
 #[derive(Default)]
@@ -157,7 +158,7 @@ impl Connection {
         let subscription = match tokio::time::timeout(wait, self.peer().listen(filter)).await {
             Ok(Ok(subscription)) => subscription,
             Ok(Err(error)) => {
-                tracing::debug!(server, error = %crate::error::chain(&error), "the server opened no listen stream");
+                tracing::debug!(server, error = %crate::transport::error::chain(&error), "the server opened no listen stream");
                 return;
             }
             Err(_) => {
@@ -266,7 +267,7 @@ impl Connection {
                     method: "subscriptions/listen",
                     after: timeout,
                 })?
-                .map_err(|error| failed(crate::error::chain(&error)))?;
+                .map_err(|error| failed(crate::transport::error::chain(&error)))?;
             let accepted = subscription
                 .acknowledged()
                 .resource_subscriptions
@@ -318,7 +319,7 @@ async fn pump(
                     .cancel_with_reason(Some("the client is closing".to_owned()))
                     .await
                 {
-                    tracing::debug!(server, error = %crate::error::chain(&error), "the listen stream's cancellation was not sent");
+                    tracing::debug!(server, error = %crate::transport::error::chain(&error), "the listen stream's cancellation was not sent");
                 }
                 break;
             }
@@ -331,7 +332,7 @@ async fn pump(
                 break;
             }
             Err(error) => {
-                tracing::debug!(server, error = %crate::error::chain(&error), "the listen stream failed");
+                tracing::debug!(server, error = %crate::transport::error::chain(&error), "the listen stream failed");
                 break;
             }
         }

@@ -39,9 +39,11 @@ use rmcp::{
 };
 
 use crate::{
-    error::{MessageRefused, RequestError, StartupError},
     sync::lock,
-    transport::answer_id::answers,
+    transport::{
+        answer_id::answers,
+        error::{MessageRefused, RequestError, StartupError},
+    },
 };
 
 /// Which answers to `initialize` a start accepts.
@@ -132,7 +134,7 @@ fn not_an_initialize_result(server: &str, answer: &ServerResult) -> StartupError
         source: RequestError::Refused(MessageRefused::Unreadable {
             server: server.to_owned(),
             problem,
-            sent: crate::error::sent(value.to_string().as_bytes()),
+            sent: crate::transport::error::sent(value.to_string().as_bytes()),
         }),
         stderr_tail: Vec::new(),
     }
@@ -185,7 +187,11 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Gate<T> {
                 }
             };
             if let Some(refused) = refused {
-                tracing::debug!(server = &*server, "{}", crate::error::chain(&refused));
+                tracing::debug!(
+                    server = &*server,
+                    "{}",
+                    crate::transport::error::chain(&refused)
+                );
                 *lock(&refusal.0) = Some(refused);
                 return None;
             }
@@ -229,7 +235,7 @@ mod tests {
         assert!(!matches!(answer, ServerResult::InitializeResult(_)));
         let refused = not_an_initialize_result("srv", &answer);
         assert_eq!(
-            crate::error::chain(&refused),
+            crate::transport::error::chain(&refused),
             r#"handshake failed: server `srv` sent an answer mcp-runtime cannot read (not an `initialize` result: missing field `protocolVersion`): `{"capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"0"}}` (the server does not follow the MCP specification; report it to its author)"#
         );
     }

@@ -30,10 +30,10 @@ use serde_json::{Value, json};
 use super::Runtime;
 use crate::{
     changes::ServerChange,
-    connection::{Connection, features::Feature},
-    error::{FeatureError, RestartError},
+    connection::{Connection, error::FeatureError, features::Feature},
     feature_result::{PromptResult, ReadResult},
     sync::lock,
+    transport::error::RestartError,
 };
 
 /// A resource and the server that lists it.

@@ -10,7 +10,9 @@ use std::{
 };
 
 use super::{Runtime, Server, Shared, startup};
-use crate::{binding::Binding, config::ServerConfig, connection::Connection, error::StartupError};
+use crate::{
+    binding::Binding, config::ServerConfig, connection::Connection, transport::error::StartupError,
+};
 
 impl Runtime {
     /// A runtime of the one 2026-07-28 server `server` at the other end of `stream`,

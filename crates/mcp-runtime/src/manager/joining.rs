@@ -36,15 +36,16 @@ use futures::{StreamExt, stream::FuturesUnordered};
 use tokio::sync::watch;
 use tokio_util::task::AbortOnDropHandle;
 
-use super::{Listing, Server, Shared, refresh_on_change, startup};
+use super::{Listing, Server, Shared, error::StartError, refresh_on_change, startup};
 use crate::{
     binding::Binding,
     catalog::QualifiedTool,
     config::Config,
-    error::{CallError, StartError, StartupError},
+    connection::error::CallError,
     naming::servers_for_qualified_name,
     shared_listing::{ListingRegistry, StartupKeys},
     sync::lock,
+    transport::error::StartupError,
 };
 
 /// How a server's first startup ended.

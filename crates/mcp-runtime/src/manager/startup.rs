@@ -26,13 +26,15 @@ use crate::{
     config::{Config, ServerConfig},
     connection::Connection,
     discovery_key::{LoginIdentity, StoredLogin},
-    error::{StartupError, chain},
     host::HostHandlers,
     protocol::client_config,
     protocol_era::{DEFAULT_PROBE_BOUND, Detection},
     shared_listing::{self, LeaderGuard, ListingRegistry, Next, SharedTools, Startup, StartupKeys},
     sync::lock,
-    transport::Endpoint,
+    transport::{
+        Endpoint,
+        error::{StartupError, chain},
+    },
 };
 
 pub use crate::discovery_key::DEFAULT_SCOPE;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::{
     config::{ApprovalMode, HttpTransport, ServerConfig, TransportConfig},
-    error::StartupError,
+    transport::error::StartupError,
 };
 
 /// The state of a server.

@@ -43,8 +43,8 @@ use super::{Server, Shared, StartupEvent, startup};
 use crate::{
     binding::Binding,
     connection::Connection,
-    error::{RestartError, StartupError, chain},
     sync::lock,
+    transport::error::{RestartError, StartupError, chain},
 };
 
 /// The pause after the first attempt; it doubles after each further one.
@@ -389,7 +389,7 @@ pub(super) fn lost_reason(error: &StartupError) -> String {
         StartupError::Closed { stderr_tail } => {
             format!("the server closed the connection{}", tail(stderr_tail))
         }
-        other => crate::error::chain(other),
+        other => crate::transport::error::chain(other),
     }
 }
 

@@ -1,6 +1,6 @@
 use super::*;
 use crate::ListedTool;
-use crate::error::StartupError;
+use crate::transport::error::StartupError;
 
 fn tool(name: &str) -> ListedTool {
     rmcp::model::Tool::new(name.to_owned(), "", Arc::new(Default::default())).into()
@@ -238,7 +238,7 @@ fn a_stored_login_past_its_expiry_that_nothing_renews_is_expired_whatever_else_h
     use crate::{
         config::ServerConfig,
         discovery_key::StoredLogin,
-        error::{HttpFailure, StartupError},
+        transport::error::{HttpFailure, StartupError},
     };
 
     let server = ServerConfig::http("web", "http://127.0.0.1:1/mcp");

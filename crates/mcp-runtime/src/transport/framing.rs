@@ -72,7 +72,7 @@ use super::{
     raw_answers::RawAnswers,
     refused::{self, Unread},
 };
-use crate::error::MessageRefused;
+use crate::transport::error::MessageRefused;
 
 mod id_scanner;
 pub(super) use self::id_scanner::IdScanner;
@@ -313,7 +313,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> StdioTransport<W> {
         let refused = MessageRefused::SeveralLines {
             server: server.to_owned(),
             lines,
-            sent: crate::error::sent(&text),
+            sent: crate::transport::error::sent(&text),
         };
         Some(match refused::read(server, &text) {
             Unread::Answer { id, .. } => self.refuse(id, &refused),

@@ -107,7 +107,7 @@ use super::{
 };
 use crate::{
     config::DEFAULT_MAX_MESSAGE_BYTES,
-    error::{HttpFailure, StartupError},
+    transport::error::{HttpFailure, StartupError},
 };
 
 const SESSION_ID_HEADER: &str = "mcp-session-id";

@@ -27,7 +27,7 @@ use std::sync::LazyLock;
 use rmcp::model::{ErrorCode, ErrorData, RequestId, ServerJsonRpcMessage};
 use serde_json::{Value, value::RawValue};
 
-use crate::error::{MessageRefused, sent};
+use crate::transport::error::{MessageRefused, sent};
 
 /// The key of the mark in a refusal's `data`.
 const MARK: &str = "mcp-runtime/refused";

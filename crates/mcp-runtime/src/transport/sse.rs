@@ -65,8 +65,8 @@ use super::{
     splice::{Spliced, Splicer},
 };
 use crate::{
-    error::{HttpFailure, RequestError, StartupError},
     sync::lock,
+    transport::error::{HttpFailure, RequestError, StartupError},
 };
 
 /// The error of a send. It is the Streamable HTTP transport's error type, so that

@@ -39,8 +39,8 @@ use tokio::{
 
 use crate::{
     config::{INHERITED_ENV_VARS, StdioConfig},
-    error::StartupError,
     redact::Registered,
+    transport::error::StartupError,
 };
 
 /// How many of a server's last stderr lines are kept for error messages.

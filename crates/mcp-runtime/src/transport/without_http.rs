@@ -6,7 +6,7 @@
 use rmcp::model::RequestId;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::HttpFailure;
+use crate::transport::error::HttpFailure;
 
 /// An HTTP connection's streams: none in this build.
 #[derive(Debug)]

@@ -16,10 +16,7 @@ use super::{
     render::{Item, Table},
     template::{self, Part, Predefined, Ref, input_variable},
 };
-use crate::{
-    config::{ConfigWarning, MAX_SERVER_NAME_BYTES},
-    error::ConfigError,
-};
+use crate::config::{ConfigWarning, MAX_SERVER_NAME_BYTES, error::ConfigError};
 
 /// The keys a server of either shape may have.
 const KEYS: &[&str] = &[

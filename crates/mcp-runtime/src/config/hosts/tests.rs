@@ -8,10 +8,7 @@ use std::{
 };
 
 use super::{Mode, convert, import_with, load, parse_as_written};
-use crate::{
-    config::{Config, HttpTransport, ServerConfig, TransportConfig},
-    error::ConfigError,
-};
+use crate::config::{Config, HttpTransport, ServerConfig, TransportConfig, error::ConfigError};
 
 fn testdata(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

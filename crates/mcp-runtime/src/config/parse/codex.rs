@@ -17,9 +17,9 @@ use crate::{
         ApprovalMode, GrantType, OAuthConfig, ServerConfig, SigningAlgorithm, ToolConfig,
         TransportConfig,
         checks::{env_name_problem, os_string_problem, url_problem},
+        error::ConfigError,
         keys::{OAUTH_KEYS, TOOL_KEYS, table_part},
     },
-    error::ConfigError,
     redact::shown,
 };
 

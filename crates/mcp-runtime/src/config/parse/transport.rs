@@ -18,9 +18,9 @@ use crate::{
             env_name_problem, header_name_problem, header_value_problem, os_string_problem,
             url_problem,
         },
+        error::ConfigError,
         keys::{ENV_VAR_KEYS, closest},
     },
-    error::ConfigError,
     redact::shown,
 };
 

@@ -434,7 +434,7 @@ async fn impatient(url: &str) -> crate::connection::Connection {
 /// The answer to a call of `t` on `connection`, which must come before [`AT_ONCE`].
 async fn at_once(
     connection: &crate::connection::Connection,
-) -> Result<crate::ToolResult, crate::error::CallError> {
+) -> Result<crate::ToolResult, crate::connection::error::CallError> {
     tokio::time::timeout(AT_ONCE, connection.call_plain("t", CALL_TIMEOUT))
         .await
         .expect("the answer comes at once")

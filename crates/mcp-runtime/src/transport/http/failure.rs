@@ -13,7 +13,7 @@ use std::borrow::Cow;
 
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
-use crate::error::{HTTP_BODY_EXCERPT_CHARS, HttpFailure};
+use crate::transport::error::{HTTP_BODY_EXCERPT_CHARS, HttpFailure};
 
 #[cfg(feature = "tls")]
 mod certificate;

@@ -33,7 +33,7 @@ use super::{
     events::{bounded_events, text_events},
     media_type, redirect_of, status_failure, with_headers,
 };
-use crate::{error::HttpFailure, transport::refused};
+use crate::transport::{error::HttpFailure, refused};
 
 impl SplicingHttpClient {
     /// Opens the event stream of `session` at `uri` with a `GET`, from the event id

@@ -38,7 +38,7 @@ use std::{ffi::OsString, path::PathBuf};
 
 use crate::{
     config::HttpConfig,
-    error::{HttpFailure, StartupError},
+    transport::error::{HttpFailure, StartupError},
 };
 
 /// The proxy variables of rule 1, lowercase first, for `http://` servers.

@@ -50,8 +50,8 @@ use tokio::sync::Mutex;
 
 use crate::{
     config::{GrantType, OAuthConfig, SigningAlgorithm},
-    error::{HttpFailure, StartupError},
     redact::Registered,
+    transport::error::{HttpFailure, StartupError},
 };
 
 /// How long before its expiry a stored access token is renewed.

@@ -11,7 +11,7 @@ use http::{HeaderName, HeaderValue};
 use super::{Network, OAuthStore};
 use crate::{
     config::{DEFAULT_MAX_MESSAGE_BYTES, HttpConfig, checks::header_value_problem},
-    error::StartupError,
+    transport::error::StartupError,
 };
 
 /// What is actually sent to an HTTP server: URL, bearer token and headers, with every

@@ -66,9 +66,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::{HttpResult, classify, events::Answering};
 use crate::{
-    error::HttpFailure,
     sync::lock,
-    transport::answer_id::{self, Envelope},
+    transport::{
+        answer_id::{self, Envelope},
+        error::HttpFailure,
+    },
 };
 
 /// How many attempts in a row to resume one stream may fail (invariant 2).

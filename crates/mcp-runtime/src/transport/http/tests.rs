@@ -280,7 +280,7 @@ async fn a_server_error_keeps_an_excerpt_of_its_body() {
     assert!(body_excerpt.ends_with('…'), "{body_excerpt}");
     assert_eq!(
         body_excerpt.chars().count(),
-        crate::error::HTTP_BODY_EXCERPT_CHARS + 1
+        crate::transport::error::HTTP_BODY_EXCERPT_CHARS + 1
     );
 }
 
@@ -885,7 +885,7 @@ async fn a_redirect_location_is_masked_and_bounded() {
     assert!(shown.ends_with('…'), "{shown}");
     assert_eq!(
         shown.chars().count(),
-        crate::error::HTTP_BODY_EXCERPT_CHARS + 1
+        crate::transport::error::HTTP_BODY_EXCERPT_CHARS + 1
     );
     let message = failure.to_string();
     assert!(

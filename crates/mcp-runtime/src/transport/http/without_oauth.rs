@@ -4,7 +4,7 @@
 //! use a login proved unreachable by the compiler. A server whose configuration asks
 //! for OAuth fails to start before it is reached, naming the feature.
 
-use crate::error::{HttpFailure, StartupError};
+use crate::transport::error::{HttpFailure, StartupError};
 
 /// A server's OAuth settings: none in this build.
 #[derive(Debug, Clone)]

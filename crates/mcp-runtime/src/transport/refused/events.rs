@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use sse_stream::Sse;
 
 use super::{Unread, answer, read};
-use crate::{error::MessageRefused, transport::answer_id::answers};
+use crate::transport::{answer_id::answers, error::MessageRefused};
 
 /// The events a Streamable HTTP `POST` answered with a JSON `body` that rmcp cannot
 /// read stand for, when it stands for any: the elements of a batch, or the refusal of

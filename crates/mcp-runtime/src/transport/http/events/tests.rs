@@ -1,7 +1,7 @@
 use futures::StreamExt as _;
 
 use super::*;
-use crate::error::MessageRefused;
+use crate::transport::error::MessageRefused;
 
 /// What [`text_events`] passes on of `stream` sent in chunks of `size` bytes, for a
 /// stream answering request 7, and the events the SSE reader reads of it.
@@ -70,7 +70,7 @@ async fn an_answer_that_is_not_utf8_becomes_its_refusal_and_other_such_events_go
             Some(MessageRefused::NotUtf8 {
                 server: "web".into(),
                 offset: 12,
-                sent: crate::error::sent(answer),
+                sent: crate::transport::error::sent(answer),
             }),
             "in chunks of {size}"
         );

@@ -41,7 +41,7 @@ use rmcp::transport::auth::{
 use url::Url;
 
 use super::{ClientAuth, ClientCredential, HeldTokens, Unguarded};
-use crate::error::{HttpFailure, StartupError};
+use crate::transport::error::{HttpFailure, StartupError};
 
 /// The most of a metadata document read.
 const METADATA_READ_BYTES: usize = 64 * 1024;

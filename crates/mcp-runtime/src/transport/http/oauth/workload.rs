@@ -25,7 +25,7 @@ use rmcp::transport::auth::{
     AuthorizationMetadata, CredentialStore, OAuthTokenResponse, StoredCredentials,
 };
 
-use crate::error::HttpFailure;
+use crate::transport::error::HttpFailure;
 
 /// The grant type of RFC 7523 §2.1.
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";

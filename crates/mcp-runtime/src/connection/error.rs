@@ -1,0 +1,235 @@
+//! The errors of the requests a host makes through the runtime: [`CallError`] for a
+//! `tools/call`, [`FeatureError`] for resources, prompts and completions.
+
+use std::time::Duration;
+
+use crate::transport::error::{HttpFailure, RequestError, RestartError, StartupError, secs};
+
+/// ` (did you mean `NEAREST`?)`, or nothing without a name near enough.
+fn did_you_mean(nearest: Option<&str>) -> String {
+    nearest
+        .map(|nearest| format!(" (did you mean `{nearest}`?)"))
+        .unwrap_or_default()
+}
+
+/// A `tools/call` through the runtime failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// No tool has this qualified name.
+    #[error("no tool is named `{name}`{}", did_you_mean(nearest.as_deref()))]
+    #[non_exhaustive]
+    UnknownTool {
+        /// The qualified name asked for.
+        name: String,
+        /// The listed tool whose name is nearest to it, when one is near enough to be
+        /// what was meant (Codex's names turn `-` into `_`, for one).
+        nearest: Option<String>,
+    },
+    /// The tool's server is not running.
+    #[error("server `{server}` is not running")]
+    ServerUnavailable {
+        /// The server.
+        server: String,
+    },
+    /// The tool's server is disabled in the configuration (`enabled = false`, or
+    /// `"disabled": true` in a JSON host's file), so it was not started.
+    #[error(
+        "server `{server}` is disabled, so its tools cannot be called (to call them, remove its `enabled = false` line, or its `\"disabled\": true` in a JSON config file)"
+    )]
+    ServerDisabled {
+        /// The server.
+        server: String,
+    },
+    /// The tool's server did not start: its startup failed, timed out or was
+    /// cancelled. The server is not started again by calls.
+    #[error("server `{server}` did not start")]
+    ServerNotStarted {
+        /// The server.
+        server: String,
+        /// Why its startup failed.
+        #[source]
+        source: StartupError,
+    },
+    /// The arguments given as JSON text are not a JSON object.
+    #[error("the arguments of tool `{name}` must be a JSON object")]
+    ArgumentsNotAnObject {
+        /// The qualified name of the tool.
+        name: String,
+    },
+    /// The call did not finish within `tool_timeout_sec`; the server was sent
+    /// `notifications/cancelled`.
+    #[error(
+        "tool `{tool}` on server `{server}` did not answer within {} (raise `tool_timeout_sec`)",
+        secs(*after)
+    )]
+    Timeout {
+        /// The server.
+        server: String,
+        /// The raw tool name.
+        tool: String,
+        /// The configured tool timeout.
+        after: Duration,
+    },
+    /// The request failed: the server's JSON-RPC error, an HTTP failure or the end of
+    /// the connection.
+    #[error("tool `{tool}` on server `{server}` failed")]
+    Failed {
+        /// The server.
+        server: String,
+        /// The raw tool name.
+        tool: String,
+        /// Why.
+        #[source]
+        source: RequestError,
+    },
+    /// The server's answer is not a tool result.
+    #[error("tool `{tool}` on server `{server}` failed: {message}")]
+    Request {
+        /// The server.
+        server: String,
+        /// The raw tool name.
+        tool: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The server's connection ended during the call: a local server exited, or the
+    /// session ended. The server is unavailable until its next call starts it again
+    /// (a local server) or connects to it again (a remote one).
+    #[error(
+        "tool `{tool}` on server `{server}` failed: {reason} (the next call {})",
+        if *local { "starts the server again" } else { "connects to the server again" }
+    )]
+    ServerLost {
+        /// The server.
+        server: String,
+        /// The raw tool name.
+        tool: String,
+        /// How the connection ended: a local server's exit status and last stderr.
+        reason: String,
+        /// Whether the server is a local process, which the runtime starts.
+        local: bool,
+    },
+    /// The result does not conform to the tool's `outputSchema` (a result with
+    /// `isError: true` is never checked).
+    #[error(
+        "tool `{tool}` on server `{server}` answered a result its `outputSchema` refuses: {message}"
+    )]
+    OutputMismatch {
+        /// The server.
+        server: String,
+        /// The raw tool name.
+        tool: String,
+        /// Where and how the result is wrong.
+        message: String,
+        /// The result as the server returned it.
+        result: Box<crate::ToolResult>,
+    },
+    /// The tool's server had stopped and could not be started again.
+    #[error(transparent)]
+    Restart(RestartError),
+}
+
+/// A request for a server's resources, prompts or completions failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum FeatureError {
+    /// No server has this name.
+    #[error("no server is named `{server}`")]
+    UnknownServer {
+        /// The name asked for.
+        server: String,
+    },
+    /// The server does not offer the feature in its capabilities.
+    #[error("server `{server}` offers no {feature}")]
+    NotOffered {
+        /// The server.
+        server: String,
+        /// `resources`, `resource subscriptions`, `prompts` or `completions`.
+        feature: &'static str,
+    },
+    /// No server offers the resource or prompt asked for.
+    #[error("no server offers {kind} `{name}`")]
+    NotFound {
+        /// `resource` or `prompt`.
+        kind: &'static str,
+        /// Its URI or name.
+        name: String,
+    },
+    /// More than one server offers the resource or prompt asked for.
+    #[error(
+        "{kind} `{name}` is offered by more than one server ({}): name the server",
+        quoted(servers)
+    )]
+    Ambiguous {
+        /// `resource` or `prompt`.
+        kind: &'static str,
+        /// Its URI or name.
+        name: String,
+        /// The servers that offer it, in name order.
+        servers: Vec<String>,
+    },
+    /// No answer within the server's `tool_timeout_sec`; the server was sent
+    /// `notifications/cancelled`.
+    #[error(
+        "server `{server}` did not answer `{method}` within {} (raise `tool_timeout_sec`)",
+        secs(*after)
+    )]
+    Timeout {
+        /// The server.
+        server: String,
+        /// The request's method.
+        method: &'static str,
+        /// The bound.
+        after: Duration,
+    },
+    /// The request failed: the server's JSON-RPC error, an HTTP failure or the end of
+    /// the connection.
+    #[error("server `{server}` failed `{method}`")]
+    Failed {
+        /// The server.
+        server: String,
+        /// The request's method.
+        method: &'static str,
+        /// Why.
+        #[source]
+        source: RequestError,
+    },
+    /// The server's answer is not what the method answers, or its list broke a guard.
+    #[error("server `{server}` answered `{method}` wrongly: {message}")]
+    Answer {
+        /// The server.
+        server: String,
+        /// The request's method.
+        method: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The server is not running and could not be started again.
+    #[error(transparent)]
+    Restart(RestartError),
+}
+
+/// `a`, `b` as a message lists names.
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|name| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl CallError {
+    /// The HTTP failure that ended the call, if it was one: of the call's request,
+    /// or of its server's startup.
+    pub fn http_failure(&self) -> Option<&HttpFailure> {
+        match self {
+            Self::Failed {
+                source: RequestError::Http(failure),
+                ..
+            } => Some(failure),
+            Self::ServerNotStarted { source, .. } => source.http_failure(),
+            _ => None,
+        }
+    }
+}
