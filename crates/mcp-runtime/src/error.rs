@@ -66,8 +66,8 @@ fn is_ours_in_oauth(_error: &(dyn std::error::Error + 'static)) -> bool {
 
 /// An error and its sources on one line, joined with `: `, every credential in use
 /// masked ([`crate::redact::credentials`]). The chain stops at the first source that
-/// is not one of this crate's errors (an I/O error is kept, its text names no
-/// internals): the protocol library's errors stay available through `source` but
+/// is not one of this crate's errors (an I/O error or a JSON parser's is kept, its
+/// text names no internals): the protocol library's errors stay available through `source` but
 /// their text (type names, debug dumps) is not for users.
 pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     crate::transport::error::chain_with(error, is_ours)

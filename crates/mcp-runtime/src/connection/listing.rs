@@ -31,7 +31,10 @@
 use std::{
     collections::HashSet,
     fmt,
-    sync::atomic::{AtomicUsize, Ordering},
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::Duration,
 };
 
@@ -109,11 +112,8 @@ pub(super) async fn list_tools(
             request_page(peer, cancellations, cursor.as_deref()),
         )
         .await
-        .map_err(|_| ListToolsError::Request {
-            message: format!(
-                "no answer to `tools/list` within {} (raise `startup_timeout_sec`)",
-                crate::transport::error::secs(page_timeout)
-            ),
+        .map_err(|_| ListToolsError::Timeout {
+            after: page_timeout,
         })??;
         let Answered { text: result, kept } = result;
         let read = if result.len() < READ_APART_BYTES {
@@ -131,10 +131,9 @@ pub(super) async fn list_tools(
             match reading.await {
                 Ok(read) => read,
                 Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-                Err(_) => {
-                    return Err(ListToolsError::Request {
-                        message: "the tokio runtime shut down while the listing was read"
-                            .to_owned(),
+                Err(error) => {
+                    return Err(ListToolsError::RuntimeShutDown {
+                        source: Arc::new(error),
                     });
                 }
             }
@@ -303,8 +302,8 @@ async fn request_page(
             text: crate::redact::masked_text(text),
             kept: None,
         })
-        .map_err(|error| ListToolsError::Request {
-            message: format!("the `tools/list` answer cannot be read: {error}"),
+        .map_err(|error| ListToolsError::Unreadable {
+            source: Arc::new(error),
         })
 }
 
@@ -357,13 +356,10 @@ impl<'a> Page<'a> {
                     .and_then(|scope| serde_json::from_value(scope).ok()),
             }),
             None => {
-                let result = serde_json::from_str(text).map_err(|error| {
-                    ListToolsError::Request {
-                        message: format!(
-                            "the `tools/list` answer cannot be read: {error} (the server does not follow the MCP schema; report it to its author)"
-                        ),
-                    }
-                })?;
+                let result =
+                    serde_json::from_str(text).map_err(|error| ListToolsError::Unreadable {
+                        source: Arc::new(error),
+                    })?;
                 Self::parse_value(result)
             }
         }
@@ -372,11 +368,7 @@ impl<'a> Page<'a> {
     /// Reads a page from a `tools/list` result: `tools` must be an array and
     /// `nextCursor`, if present and not null, a string.
     fn parse_value(result: Value) -> Result<Self, ListToolsError> {
-        let malformed = |what: String| ListToolsError::Request {
-            message: format!(
-                "the `tools/list` answer {what} (the server does not follow the MCP schema; report it to its author)"
-            ),
-        };
+        let malformed = |problem: String| ListToolsError::Malformed { problem };
         let Value::Object(mut result) = result else {
             return Err(malformed(format!(
                 "is {}, not a JSON object",

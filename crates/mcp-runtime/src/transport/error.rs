@@ -52,13 +52,15 @@ pub(crate) fn secs(duration: Duration) -> String {
     }
 }
 
+/// Whether `error` is a `T`, or a `T` shared in an `Arc` (as sources are).
+fn is<T: std::error::Error + 'static>(error: &(dyn std::error::Error + 'static)) -> bool {
+    error.is::<T>() || error.is::<Arc<T>>()
+}
+
 /// Whether `error` is one of the errors a source of the runtime's own errors can be.
 /// The crate's whole list, with the errors of the layers above (a login, the token
 /// store), is [`crate::error::is_ours`].
 fn is_below(error: &(dyn std::error::Error + 'static)) -> bool {
-    fn is<T: std::error::Error + 'static>(error: &(dyn std::error::Error + 'static)) -> bool {
-        error.is::<T>() || error.is::<Arc<T>>()
-    }
     is::<StartupError>(error)
         || is::<ListToolsError>(error)
         || is::<RestartError>(error)
@@ -74,9 +76,15 @@ pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     chain_with(error, is_below)
 }
 
+/// Whether `error` is another library's error whose text names no internals and is
+/// worth showing: an I/O error, or a JSON parser's error (where the text breaks).
+fn is_plain(error: &(dyn std::error::Error + 'static)) -> bool {
+    is::<std::io::Error>(error) || is::<serde_json::Error>(error)
+}
+
 /// An error and its sources on one line, joined with `: `, every credential in use
 /// masked ([`crate::redact::credentials`]), stopping at the first source that is
-/// neither `ours` nor an I/O error (see [`crate::error::chain`]).
+/// neither `ours` nor an I/O or JSON parser's error (see [`crate::error::chain`]).
 pub(crate) fn chain_with(
     error: &(dyn std::error::Error + 'static),
     ours: fn(&(dyn std::error::Error + 'static)) -> bool,
@@ -84,8 +92,7 @@ pub(crate) fn chain_with(
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
-        let io = cause.is::<std::io::Error>() || cause.is::<Arc<std::io::Error>>();
-        if !ours(cause) && !io {
+        if !ours(cause) && !is_plain(cause) {
             break;
         }
         text.push_str(": ");

@@ -325,14 +325,34 @@ async fn an_answer_that_is_not_a_tools_list_result_fails_the_listing() {
         ),
     ];
     for (answer, expected) in cases {
-        let error = list(vec![answer.to_owned()]).await.unwrap_err().to_string();
+        let error = list(vec![answer.to_owned()]).await.unwrap_err();
+        assert!(
+            matches!(&error, ListToolsError::Malformed { problem } if problem == expected),
+            "{error:?}"
+        );
         assert_eq!(
-            error,
+            error.to_string(),
             format!(
                 "the `tools/list` answer {expected} (the server does not follow the MCP schema; report it to its author)"
             )
         );
     }
+}
+
+#[test]
+fn an_answer_that_is_not_json_keeps_the_parsers_error_as_its_source() {
+    let error = Page::parse(r#"{"tools": [1,"#).unwrap_err();
+    let ListToolsError::Unreadable { source } = &error else {
+        panic!("not unreadable: {error:?}");
+    };
+    assert!(source.is_eof(), "{source}");
+    let cause = std::error::Error::source(&error).expect("a source");
+    assert!(cause.is::<Arc<serde_json::Error>>(), "{cause:?}");
+    // Where the text breaks is said once, after what is wrong and what to do.
+    assert_eq!(
+        crate::error::chain(&error),
+        "the `tools/list` answer cannot be read (the server does not follow the MCP schema; report it to its author): EOF while parsing a value at line 1 column 13"
+    );
 }
 
 /// The warnings about left-out tools among `events`, in order.
@@ -531,6 +551,10 @@ async fn a_page_without_an_answer_times_out_and_is_cancelled() {
     )
     .await
     .unwrap_err();
+    assert!(
+        matches!(error, ListToolsError::Timeout { after } if after == Duration::from_secs(7)),
+        "{error:?}"
+    );
     assert_eq!(
         error.to_string(),
         "no answer to `tools/list` within 7s (raise `startup_timeout_sec`)"

@@ -1,6 +1,8 @@
 //! [`ListToolsError`]: why `tools/list` could not be followed to its end.
 
-use super::{RequestError, RestartError};
+use std::{sync::Arc, time::Duration};
+
+use super::{RequestError, RestartError, secs};
 
 /// `tools/list` could not be followed to its end.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -24,12 +26,41 @@ pub enum ListToolsError {
         /// The tool limit, `max_tools`.
         limit: usize,
     },
-    /// The server's answer is not a usable `tools/list` result, or no answer came in
-    /// time.
-    #[error("{message}")]
-    Request {
-        /// What went wrong.
-        message: String,
+    /// No answer to a page's `tools/list` came within the bound; the request was
+    /// cancelled.
+    #[error(
+        "no answer to `tools/list` within {} (raise `startup_timeout_sec`)",
+        secs(*after)
+    )]
+    Timeout {
+        /// The bound on each page: the server's startup timeout.
+        after: Duration,
+    },
+    /// The answer is not JSON that can be read (its source says where it breaks).
+    #[error(
+        "the `tools/list` answer cannot be read (the server does not follow the MCP schema; report it to its author)"
+    )]
+    Unreadable {
+        /// The JSON parser's error, with line and column.
+        #[source]
+        source: Arc<serde_json::Error>,
+    },
+    /// The answer is JSON, and not a `tools/list` result: no `tools` array, or a
+    /// `nextCursor` that is not a string.
+    #[error(
+        "the `tools/list` answer {problem} (the server does not follow the MCP schema; report it to its author)"
+    )]
+    Malformed {
+        /// What is wrong with it, finishing a sentence about the answer, for example
+        /// ``has no `tools` array``.
+        problem: String,
+    },
+    /// The tokio runtime shut down while a page was read on a task of its own.
+    #[error("the tokio runtime shut down while the listing was read")]
+    RuntimeShutDown {
+        /// The reading task's end.
+        #[source]
+        source: Arc<tokio::task::JoinError>,
     },
     /// The request failed: the server's JSON-RPC error, an HTTP failure or the end of
     /// the connection.
