@@ -19,8 +19,8 @@ pub use crate::{
     connection::error::{CallError, FeatureError},
     manager::error::StartError,
     transport::error::{
-        HTTP_BODY_EXCERPT_CHARS, HttpFailure, ListToolsError, MessageRefused, RequestError,
-        RestartError, Resuming, SENT_CHARS, StartupError,
+        HTTP_BODY_EXCERPT_CHARS, HttpFailure, ListToolsError, MessageRefused, ProcessExit,
+        RequestError, RestartError, Resuming, SENT_CHARS, StartupError,
     },
 };
 

@@ -103,7 +103,7 @@ mod tests {
     use crate::{
         binding::Binding,
         connection::{Connection, error::CallError, sh_server},
-        transport::error::{RequestError, StartupError},
+        transport::error::{ProcessExit, RequestError, StartupError},
     };
 
     /// A stdio server in `sh`: it answers `initialize`, and on `tools/call` starts a
@@ -180,7 +180,7 @@ done
                 status,
                 stderr_tail,
             }) => {
-                assert_eq!(status, "exit status: 3");
+                assert_eq!(status, ProcessExit::Code(3));
                 assert_eq!(stderr_tail, ["dying"]);
             }
             other => panic!("not an exit: {other:?}"),

@@ -9,7 +9,7 @@ fn the_chain_goes_through_our_errors_shared_in_an_arc() {
         attempt: 1,
         limit: 5,
         source: Arc::new(StartupError::Exited {
-            status: "exit status: 7".into(),
+            status: ProcessExit::Code(7),
             stderr_tail: vec!["cannot open the tool database".into()],
         }),
     });
@@ -161,7 +161,7 @@ fn request_errors() -> Vec<RequestError> {
             source: server_error(),
         },
         RequestError::Exited {
-            status: "exit status: 4".into(),
+            status: ProcessExit::Code(4),
             stderr_tail: vec!["fatal".into()],
         },
         RequestError::Closed {

@@ -14,6 +14,7 @@
 //! the runtime, its events and its summary) are cheap to clone: their sources sit in an
 //! [`Arc`].
 
+mod exit;
 mod http;
 mod listing;
 mod refused;
@@ -25,6 +26,7 @@ use std::{sync::Arc, time::Duration};
 
 pub(crate) use self::refused::sent;
 pub use self::{
+    exit::ProcessExit,
     http::{HTTP_BODY_EXCERPT_CHARS, HttpFailure},
     listing::ListToolsError,
     refused::{MessageRefused, SENT_CHARS},

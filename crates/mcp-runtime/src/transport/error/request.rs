@@ -3,7 +3,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use super::{HttpFailure, MessageRefused, secs, stderr_suffix};
+use super::{HttpFailure, MessageRefused, ProcessExit, secs, stderr_suffix};
 
 /// A request to a server failed below the level of what was asked: the server
 /// answered with a JSON-RPC error, the HTTP exchange failed, or the connection ended.
@@ -49,8 +49,8 @@ pub enum RequestError {
     /// The server process exited.
     #[error("the server process exited ({status}){}", stderr_suffix(stderr_tail))]
     Exited {
-        /// How it exited, for example `exit status: 3`.
-        status: String,
+        /// How it exited: its exit code, or the signal that ended it.
+        status: ProcessExit,
         /// Its last lines of stderr.
         stderr_tail: Vec<String>,
     },

@@ -4,7 +4,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use super::{HttpFailure, ListToolsError, RequestError, secs, stderr_suffix};
+use super::{HttpFailure, ListToolsError, ProcessExit, RequestError, secs, stderr_suffix};
 
 /// One server could not be started.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -53,8 +53,8 @@ pub enum StartupError {
         stderr_suffix(stderr_tail)
     )]
     Exited {
-        /// How it exited, for example `exit status: 3`.
-        status: String,
+        /// How it exited: its exit code, or the signal that ended it.
+        status: ProcessExit,
         /// Its last lines of stderr.
         stderr_tail: Vec<String>,
     },
