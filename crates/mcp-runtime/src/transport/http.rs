@@ -168,8 +168,8 @@ pub(crate) fn transport(
 /// OAuth login): building one loads the platform's CA certificates, several
 /// milliseconds each time.
 pub(crate) fn client_for(resolved: &ResolvedHttp) -> Result<reqwest::Client, StartupError> {
-    http_client(&resolved.network).map_err(|_| StartupError::HttpClient {
-        message: "the TLS backend cannot be initialized".to_owned(),
+    http_client(&resolved.network).map_err(|error| StartupError::HttpClient {
+        source: Arc::new(error),
     })
 }
 

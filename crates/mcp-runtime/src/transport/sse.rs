@@ -116,8 +116,8 @@ pub(crate) async fn connect(
     splicer: Splicer,
     oauth: Option<OAuthLogin>,
 ) -> Result<SseTransport, StartupError> {
-    let url = Url::parse(&resolved.url).map_err(|_| StartupError::HttpClient {
-        message: "`url` is not a valid URL (check `url`)".to_owned(),
+    let url = Url::parse(&resolved.url).map_err(|error| StartupError::InvalidUrl {
+        source: Arc::new(error),
     })?;
     let headers = headers(resolved);
     // The configured token wins over a login (invariant 6).

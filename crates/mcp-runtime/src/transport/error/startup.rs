@@ -136,10 +136,18 @@ pub enum StartupError {
         pinned: bool,
     },
     /// The HTTP client could not be set up.
-    #[error("cannot set up the HTTP client: {message}")]
+    #[error("cannot set up the HTTP client (its TLS backend cannot be initialized)")]
     HttpClient {
-        /// What went wrong.
-        message: String,
+        /// The HTTP client's error.
+        #[source]
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
+    /// The server's `url` cannot be parsed as a URL.
+    #[error("`url` is not a valid URL (check `url`)")]
+    InvalidUrl {
+        /// The URL parser's error.
+        #[source]
+        source: Arc<dyn std::error::Error + Send + Sync>,
     },
     /// Listing the server's tools failed.
     #[error("listing tools failed")]

@@ -893,3 +893,22 @@ async fn a_redirect_location_is_masked_and_bounded() {
         "{message}"
     );
 }
+
+#[test]
+fn the_http_clients_error_stays_the_source_of_its_startup_failure() {
+    let refused = reqwest::Proxy::http("not a proxy url").unwrap_err();
+    let error = StartupError::HttpClient {
+        source: std::sync::Arc::new(refused),
+    };
+    let source = std::error::Error::source(&error)
+        .and_then(|source| {
+            source.downcast_ref::<std::sync::Arc<dyn std::error::Error + Send + Sync>>()
+        })
+        .expect("a shared source");
+    assert!(source.is::<reqwest::Error>(), "{source:?}");
+    // The client's own text names its internals: the message says what failed.
+    assert_eq!(
+        crate::error::chain(&error),
+        "cannot set up the HTTP client (its TLS backend cannot be initialized)"
+    );
+}
