@@ -83,14 +83,14 @@ fn settled(event: &StartupEvent) -> Option<(&str, String)> {
         )),
         StartupEvent::Failed {
             server,
-            reason,
+            error,
             elapsed,
         } => Some((
             server,
             format!(
                 "✗ {server}  {}  failed: {}",
                 seconds(*elapsed),
-                crate::output::printable(reason).replace('\n', " ")
+                crate::output::printable(&mcp_runtime::error::chain(&**error)).replace('\n', " ")
             ),
         )),
         StartupEvent::Cancelled { server } => Some((server, format!("- {server}  cancelled"))),
@@ -182,7 +182,9 @@ mod tests {
         };
         let failed = StartupEvent::Failed {
             server: "b".into(),
-            reason: "did not finish\nstarting within 1s".into(),
+            error: std::sync::Arc::new(mcp_runtime::StartupError::Closed {
+                stderr_tail: vec!["cannot read\nthe database".into()],
+            }),
             elapsed: Duration::from_secs(1),
         };
         let cancelled = StartupEvent::Cancelled { server: "c".into() };
@@ -195,7 +197,7 @@ mod tests {
             lines,
             [
                 "a: ✓ a  1.2s  ready, 3 tools",
-                "b: ✗ b  1.0s  failed: did not finish starting within 1s",
+                "b: ✗ b  1.0s  failed: the connection closed during startup; last stderr: cannot read the database",
                 "c: - c  cancelled",
             ]
         );

@@ -189,8 +189,8 @@ impl Row {
             .events
             .iter()
             .find_map(|event| match event {
-                StartupEvent::Failed { server, reason, .. } if server == FAULTY => {
-                    Some(reason.clone())
+                StartupEvent::Failed { server, error, .. } if server == FAULTY => {
+                    Some(chain(&**error))
                 }
                 _ => None,
             })

@@ -381,7 +381,7 @@ async fn the_stream_ending_mid_call_fails_the_call_as_a_closed_connection() {
     let (runtime, error) = faulty_call(Fault::EndStream).await;
     assert_eq!(
         error,
-        "tool `fault` on server `hand` failed: the server closed the connection (the next call connects to the server again)"
+        "tool `fault` on server `hand` failed (the next call connects to the server again): the connection closed"
     );
     runtime.shutdown().await;
 }

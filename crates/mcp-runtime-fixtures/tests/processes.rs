@@ -106,9 +106,9 @@ async fn a_cancelled_startup_ends_the_server() {
     assert_eq!(runtime.servers()[0].state, ServerState::Cancelled);
     let events = drain(receiver);
     assert!(
-        events.contains(&StartupEvent::Cancelled {
-            server: "parent".into()
-        }),
+        events
+            .iter()
+            .any(|event| matches!(event, StartupEvent::Cancelled { server } if server == "parent")),
         "{events:?}"
     );
     assert_all_gone(pid, &[]);
@@ -137,11 +137,9 @@ async fn dropping_the_start_future_ends_the_server_and_reports_cancelled() {
     };
     drop(start);
     let events = drain(receiver);
-    assert_eq!(
-        events,
-        [StartupEvent::Cancelled {
-            server: "parent".into()
-        }]
+    assert!(
+        matches!(&events[..], [StartupEvent::Cancelled { server }] if server == "parent"),
+        "{events:?}"
     );
     assert_all_gone(pid, &[]);
 }

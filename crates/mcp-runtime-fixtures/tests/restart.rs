@@ -13,7 +13,8 @@ use std::{
 
 use mcp_runtime::{
     CallError, ListingRegistry, RestartError, Runtime, ServerConfig, ServerState, StartOptions,
-    StartupEvent, error::chain,
+    StartupEvent,
+    error::{RequestError, chain},
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -112,8 +113,8 @@ fn assert_reported_exit_5(events: &mut UnboundedReceiver<StartupEvent>) {
     assert!(
         events.iter().any(|event| matches!(
             event,
-            StartupEvent::Unavailable { server, reason }
-                if server == SERVER && reason.contains("exit status: 5")
+            StartupEvent::Unavailable { server, error }
+                if server == SERVER && chain(&**error).contains("exit status: 5")
         )),
         "{events:?}"
     );
@@ -140,8 +141,15 @@ async fn crash(moody: &Moody) {
     let error = call_pid(&moody.runtime).await.expect_err("the call fails");
     let message = chain(&error);
     assert!(
-        matches!(error, CallError::ServerLost { .. }),
-        "not a lost server: {message}"
+        matches!(
+            &error,
+            CallError::ServerLost {
+                source: RequestError::Exited { status, .. },
+                local: true,
+                ..
+            } if status.code() == Some(5)
+        ),
+        "not a lost server that exited with 5: {message}"
     );
     for part in [
         "`crashy`",
@@ -159,7 +167,7 @@ async fn a_server_that_exits_mid_call_is_reported_then_started_again_by_the_next
 
     let stopped = status(&moody.runtime);
     assert_eq!(stopped.state, ServerState::Unavailable);
-    let reason = stopped.unavailable.expect("a reason");
+    let reason = chain(&stopped.unavailable.expect("a reason"));
     assert!(reason.contains("exit status: 5"), "{reason}");
     assert!(
         moody
@@ -197,7 +205,7 @@ async fn a_server_that_exits_mid_call_is_reported_then_started_again_by_the_next
     assert_eq!(ready.state, ServerState::Ready);
     assert_eq!(ready.pid, Some(pid as u32));
     assert_eq!(ready.restarts, 1);
-    assert_eq!(ready.unavailable, None);
+    assert!(ready.unavailable.is_none(), "{ready:?}");
 
     moody.runtime.shutdown().await;
     assert_all_gone(pid, &[]);
@@ -218,8 +226,8 @@ async fn a_server_that_exits_mid_call_while_a_child_holds_its_stdout_is_lost_at_
     assert!(
         stopped
             .unavailable
-            .as_deref()
-            .is_some_and(|reason| reason.contains("exit status: 5")),
+            .as_ref()
+            .is_some_and(|error| chain(error).contains("exit status: 5")),
         "{stopped:?}"
     );
     assert_reported_exit_5(&mut moody.events);
@@ -401,11 +409,15 @@ async fn a_server_killed_between_calls_is_marked_unavailable_without_a_call() {
         matches!(event, StartupEvent::Unavailable { .. })
     })
     .await;
-    let StartupEvent::Unavailable { server, reason } = event else {
+    let StartupEvent::Unavailable { server, error } = event else {
         unreachable!()
     };
     assert_eq!(server, SERVER);
-    assert!(reason.contains("signal: 9"), "{reason}");
+    assert!(
+        matches!(&*error, RequestError::Exited { status, .. } if status.signal() == Some(9)),
+        "{error:?}"
+    );
+    assert!(chain(&*error).contains("signal: 9 (SIGKILL)"), "{error}");
     let stopped = status(&moody.runtime);
     assert_eq!(stopped.state, ServerState::Unavailable);
 
@@ -466,12 +478,13 @@ async fn an_http_server_killed_between_calls(era: &str) {
     .await;
     let StartupEvent::Unavailable {
         server: name,
-        reason,
+        error,
     } = event
     else {
         unreachable!()
     };
     assert_eq!(name, SERVER);
+    let reason = chain(&*error);
     assert!(
         reason.starts_with("the connection was lost: server `crashy` "),
         "{reason}"

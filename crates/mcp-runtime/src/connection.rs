@@ -700,19 +700,30 @@ impl Connection {
         if !matches!(error, RequestError::Closed { .. }) {
             return error;
         }
-        match self.closed_error().await {
-            Some(StartupError::Exited {
+        self.lost_error().await.unwrap_or(error)
+    }
+
+    /// How the connection ended ([`Connection::closed_error`]), as the failure of the
+    /// requests it ended: a local server's exit and last stderr, the end of the
+    /// connection, or what an HTTP server's transport saw. `None` while it is open.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Connection::closed_error`].
+    pub(crate) async fn lost_error(&self) -> Option<RequestError> {
+        match self.closed_error().await? {
+            StartupError::Exited {
                 status,
                 stderr_tail,
-            }) => RequestError::Exited {
+            } => Some(RequestError::Exited {
                 status,
                 stderr_tail,
-            },
-            Some(StartupError::Closed { stderr_tail }) => RequestError::Closed { stderr_tail },
-            Some(StartupError::Lost { source }) => RequestError::Lost {
+            }),
+            StartupError::Closed { stderr_tail } => Some(RequestError::Closed { stderr_tail }),
+            StartupError::Lost { source } => Some(RequestError::Lost {
                 source: Arc::new(source),
-            },
-            _ => error,
+            }),
+            _ => None,
         }
     }
 

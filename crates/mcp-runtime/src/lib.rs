@@ -29,8 +29,8 @@
 //! let (events, mut progress) = tokio::sync::mpsc::unbounded_channel();
 //! tokio::spawn(async move {
 //!     while let Some(event) = progress.recv().await {
-//!         if let StartupEvent::Failed { server, reason, .. } = event {
-//!             eprintln!("{server} failed: {reason}");
+//!         if let StartupEvent::Failed { server, error, .. } = event {
+//!             eprintln!("{server} failed: {}", mcp_runtime::error::chain(&*error));
 //!         }
 //!     }
 //! });

@@ -333,9 +333,9 @@ impl Runtime {
                     ServerState::Unavailable
                 };
                 let unavailable = (!usable && started).then(|| {
-                    live.lost
-                        .clone()
-                        .unwrap_or_else(|| "the connection closed".to_owned())
+                    live.lost.clone().unwrap_or_else(|| RequestError::Closed {
+                        stderr_tail: Vec::new(),
+                    })
                 });
                 let error = live
                     .last_error
@@ -574,13 +574,12 @@ impl Runtime {
                     RequestError::Exited { .. }
                     | RequestError::Closed { .. }
                     | RequestError::Lost { .. },
-            }) if let Some(closed) = Box::pin(connection.closed_error()).await => {
-                let reason = supervisor::lost_reason(&closed);
-                self.shared.lost(&server, generation, &reason);
+            }) if let Some(lost) = Box::pin(connection.lost_error()).await => {
+                self.shared.lost(&server, generation, &lost);
                 Err(CallError::ServerLost {
                     server,
                     tool,
-                    reason,
+                    source: lost,
                     local: connection.pid().is_some(),
                 })
             }

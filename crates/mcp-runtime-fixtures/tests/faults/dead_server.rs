@@ -65,13 +65,13 @@ async fn dies_during_a_call(era: &str, death: &str) -> String {
 
 /// The end of a call whose server refused to let its answer's stream be resumed:
 /// the server is gone.
-const REFUSED_RESUMPTION: &str = "failed: the connection was lost: server `faulty` refused the connection (check that it is running and that `url` names its host and port) (the next call connects to the server again)";
+const REFUSED_RESUMPTION: &str = "failed (the next call connects to the server again): the connection was lost: server `faulty` refused the connection (check that it is running and that `url` names its host and port)";
 /// The end of a call whose answer's stream the server closed, unresumable.
 const CLOSED_STREAM: &str = "failed: the server's event stream ended before the answer (the call may have run): server `faulty` closed the connection before its answer was complete (check that it is still running)";
 /// The end of a call whose server closed a connection before its answer, one that
 /// cannot be resumed (a request's, or a 2026-07-28 listen stream): the server is
 /// gone.
-const LOST_CLOSED: &str = "failed: the connection was lost: server `faulty` closed the connection before its answer was complete (check that it is still running) (the next call connects to the server again)";
+const LOST_CLOSED: &str = "failed (the next call connects to the server again): the connection was lost: server `faulty` closed the connection before its answer was complete (check that it is still running)";
 
 #[tokio::test]
 async fn a_handshake_http_server_dying_mid_stream_fails_the_call_at_once() {

@@ -97,7 +97,7 @@ pub enum CallError {
     /// session ended. The server is unavailable until its next call starts it again
     /// (a local server) or connects to it again (a remote one).
     #[error(
-        "tool `{tool}` on server `{server}` failed: {reason} (the next call {})",
+        "tool `{tool}` on server `{server}` failed (the next call {})",
         if *local { "starts the server again" } else { "connects to the server again" }
     )]
     ServerLost {
@@ -105,8 +105,12 @@ pub enum CallError {
         server: String,
         /// The raw tool name.
         tool: String,
-        /// How the connection ended: a local server's exit status and last stderr.
-        reason: String,
+        /// How the connection ended: a local server's exit ([`RequestError::Exited`],
+        /// with its last stderr), the end of the connection
+        /// ([`RequestError::Closed`]), or what an HTTP server's transport saw
+        /// ([`RequestError::Lost`]).
+        #[source]
+        source: RequestError,
         /// Whether the server is a local process, which the runtime starts.
         local: bool,
     },

@@ -33,7 +33,7 @@ use crate::{
     sync::lock,
     transport::{
         Endpoint,
-        error::{StartupError, chain},
+        error::{RequestError, StartupError},
     },
 };
 
@@ -253,7 +253,7 @@ impl StartOptions {
 }
 
 /// Progress of a start, one event per step of each server, then a summary.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum StartupEvent {
     /// The server's startup began.
@@ -296,8 +296,8 @@ pub enum StartupEvent {
     Failed {
         /// The server.
         server: String,
-        /// Why, in one line.
-        reason: String,
+        /// Why ([`crate::error::chain`] writes it on one line).
+        error: Arc<StartupError>,
         /// How long it took to fail.
         elapsed: Duration,
     },
@@ -316,8 +316,11 @@ pub enum StartupEvent {
     Unavailable {
         /// The server.
         server: String,
-        /// How it stopped, in one line: a local server's exit status and last stderr.
-        reason: String,
+        /// How it stopped: a local server's exit status and last stderr
+        /// ([`RequestError::Exited`]), the end of its connection
+        /// ([`RequestError::Closed`]), or what an HTTP server's transport saw
+        /// ([`RequestError::Lost`]).
+        error: Arc<RequestError>,
     },
     /// An attempt to start a stopped server again began. Its `Spawned` event follows
     /// for a local server.
@@ -345,8 +348,8 @@ pub enum StartupEvent {
         server: String,
         /// Which attempt failed.
         attempt: u32,
-        /// Why, in one line.
-        reason: String,
+        /// Why.
+        error: Arc<StartupError>,
         /// How long until the next attempt is allowed; `None` when no attempt is left
         /// (the server stays stopped until it is restarted explicitly).
         retry_in: Option<Duration>,
@@ -409,7 +412,7 @@ impl Outcome {
             Err(StartupError::Cancelled) => StartupEvent::Cancelled { server },
             Err(error) => StartupEvent::Failed {
                 server,
-                reason: chain(error),
+                error: Arc::new(error.clone()),
                 elapsed,
             },
         }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::{
     config::{ApprovalMode, HttpTransport, ServerConfig, TransportConfig},
-    transport::error::StartupError,
+    transport::error::{RequestError, StartupError},
 };
 
 /// The state of a server.
@@ -130,7 +130,7 @@ pub struct ServerStatus {
     pub error: Option<StartupError>,
     /// Why it stopped, while it is [`ServerState::Unavailable`] (or
     /// [`ServerState::Failed`] after it stopped and could not be started again).
-    pub unavailable: Option<String>,
+    pub unavailable: Option<RequestError>,
     /// How many times it was started again since the runtime started.
     pub restarts: u32,
     /// Its process id, for a ready local server.

@@ -44,7 +44,7 @@ use crate::{
     binding::Binding,
     connection::Connection,
     sync::lock,
-    transport::error::{RestartError, StartupError, chain},
+    transport::error::{RequestError, RestartError, StartupError},
 };
 
 /// The pause after the first attempt; it doubles after each further one.
@@ -63,7 +63,7 @@ pub(super) struct Live {
     /// Bumped by each connection a restart installs.
     pub(super) generation: u64,
     /// Why the current connection is unusable, once that is known.
-    pub(super) lost: Option<String>,
+    pub(super) lost: Option<RequestError>,
     /// Why the last restart attempt failed, if it did.
     pub(super) last_error: Option<StartupError>,
     pub(super) backoff: Backoff,
@@ -208,8 +208,8 @@ impl Shared {
             (live.connection.clone(), live.generation)
         };
         if let Some(old) = old {
-            if let Some(closed) = old.closed_error().await {
-                self.lost(name, generation, &lost_reason(&closed));
+            if let Some(lost) = old.lost_error().await {
+                self.lost(name, generation, &lost);
             }
             old.shutdown().await;
         }
@@ -246,18 +246,19 @@ impl Shared {
         let started = match result {
             Ok(started) => started,
             Err(error) => {
+                lock(&server.live).last_error = Some(error.clone());
+                let error = Arc::new(error);
                 self.send(StartupEvent::RestartFailed {
                     server: name.to_owned(),
                     attempt,
-                    reason: chain(&error),
+                    error: error.clone(),
                     retry_in,
                 });
-                lock(&server.live).last_error = Some(error.clone());
                 return Err(RestartError::Failed {
                     server: name.to_owned(),
                     attempt,
                     limit: MAX_ATTEMPTS,
-                    source: Arc::new(error),
+                    source: error,
                 });
             }
         };
@@ -325,11 +326,13 @@ impl Shared {
                 if shared.closing.is_cancelled() || lock(&server.live).generation != generation {
                     return;
                 }
-                let reason = match connection.closed_error().await {
-                    Some(closed) => lost_reason(&closed),
-                    None => "the connection closed".to_owned(),
-                };
-                shared.lost(&name, generation, &reason);
+                let lost = connection
+                    .lost_error()
+                    .await
+                    .unwrap_or_else(|| RequestError::Closed {
+                        stderr_tail: Vec::new(),
+                    });
+                shared.lost(&name, generation, &lost);
                 // End the process group now rather than at the next call.
                 connection.shutdown().await;
             })
@@ -339,18 +342,18 @@ impl Shared {
 
     /// Marks `name` unavailable because its connection of `generation` ended, and
     /// reports it once; nothing if a newer connection replaced it.
-    pub(super) fn lost(&self, name: &str, generation: u64, reason: &str) {
+    pub(super) fn lost(&self, name: &str, generation: u64, lost: &RequestError) {
         let server = &self.servers[name];
         {
             let mut live = lock(&server.live);
             if live.generation != generation || live.lost.is_some() {
                 return;
             }
-            live.lost = Some(reason.to_owned());
+            live.lost = Some(lost.clone());
         }
         self.send(StartupEvent::Unavailable {
             server: name.to_owned(),
-            reason: reason.to_owned(),
+            error: Arc::new(lost.clone()),
         });
     }
 
@@ -369,27 +372,6 @@ impl Server {
         if live.generation == generation {
             live.backoff.reset();
         }
-    }
-}
-
-/// How a connection ended, in one line, from what [`Connection::closed_error`] found.
-pub(super) fn lost_reason(error: &StartupError) -> String {
-    let tail = |tail: &[String]| {
-        if tail.is_empty() {
-            String::new()
-        } else {
-            format!("; last stderr: {}", tail.join(" | "))
-        }
-    };
-    match error {
-        StartupError::Exited {
-            status,
-            stderr_tail,
-        } => format!("the server process exited ({status}){}", tail(stderr_tail)),
-        StartupError::Closed { stderr_tail } => {
-            format!("the server closed the connection{}", tail(stderr_tail))
-        }
-        other => crate::transport::error::chain(other),
     }
 }
 
