@@ -836,6 +836,11 @@ impl Connection {
                 tool: tool.to_owned(),
                 message,
             }),
+            Err(CallFailure::Invalid(source)) => Err(CallError::InvalidResult {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+                source,
+            }),
             Err(CallFailure::Lost(source)) => Err(CallError::Failed {
                 server: server.to_owned(),
                 tool: tool.to_owned(),
@@ -1000,6 +1005,51 @@ done
                 )
             );
         }
+    }
+
+    /// A stdio server in `sh` that answers `initialize`, and `tools/call` with a
+    /// result whose `content` is a string.
+    const MALFORMED_RESULT_SERVER: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
+  case "$line" in
+    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"0"}}}\n' "$id" ;;
+    *'"method":"tools/call"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"content":"oops"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+    #[tokio::test]
+    async fn a_result_that_is_not_a_tool_result_keeps_why_as_its_source() {
+        let endpoint = sh_server(MALFORMED_RESULT_SERVER, &[]);
+        let connection =
+            Connection::connect("odd", &endpoint, &crate::binding::Binding::Local, |_| {})
+                .await
+                .unwrap();
+        let error = connection
+            .call_plain("t", Duration::from_secs(120))
+            .await
+            .expect_err("the result cannot be read");
+        assert!(
+            matches!(
+                &error,
+                CallError::InvalidResult {
+                    source: crate::InvalidToolResult::Malformed {
+                        field: "content",
+                        ..
+                    },
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert_eq!(
+            crate::error::chain(&error),
+            "tool `t` on server `odd` failed: the tool result's `content` is a string, not an array (the server does not follow the MCP schema; report it to its author)"
+        );
+        connection.shutdown().await;
     }
 
     #[tokio::test]

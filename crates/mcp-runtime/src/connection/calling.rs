@@ -66,6 +66,8 @@ pub(super) enum CallFailure {
     Failed(rmcp::ServiceError),
     /// The server's answers cannot go on (the message says why).
     Refused(String),
+    /// The server answered something that is not a tool result the runtime can read.
+    Invalid(crate::tool_result::InvalidToolResult),
     /// The request failed in a way already described: its answer's event stream was
     /// lost.
     Lost(RequestError),

@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use crate::transport::error::{HttpFailure, RequestError, RestartError, StartupError, secs};
+use crate::{
+    tool_result::InvalidToolResult,
+    transport::error::{HttpFailure, RequestError, RestartError, StartupError, secs},
+};
 
 /// ` (did you mean `NEAREST`?)`, or nothing without a name near enough.
 fn did_you_mean(nearest: Option<&str>) -> String {
@@ -83,7 +86,20 @@ pub enum CallError {
         #[source]
         source: RequestError,
     },
-    /// The server's answer is not a tool result.
+    /// The server's answer is not a tool result the runtime can read.
+    #[error("tool `{tool}` on server `{server}` failed")]
+    InvalidResult {
+        /// The server.
+        server: String,
+        /// The raw tool name.
+        tool: String,
+        /// What is wrong with the answer.
+        #[source]
+        source: InvalidToolResult,
+    },
+    /// The server's answers cannot be followed to a result: an answer that is not
+    /// JSON, a request for input or a task that does not read as one, a question the
+    /// host cannot answer, a task the server failed or cancelled.
     #[error("tool `{tool}` on server `{server}` failed: {message}")]
     Request {
         /// The server.

@@ -210,6 +210,12 @@ impl Connection {
                 method,
                 message,
             }),
+            // A request reads no tool result: this is not seen here.
+            Err(CallFailure::Invalid(invalid)) => Err(FeatureError::Answer {
+                server: server.to_owned(),
+                method,
+                message: invalid.to_string(),
+            }),
             Err(CallFailure::Lost(source)) => Err(FeatureError::Failed {
                 server: server.to_owned(),
                 method,

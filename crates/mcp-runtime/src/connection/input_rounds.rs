@@ -76,13 +76,13 @@ enum Read {
 }
 
 fn read(answer: rmcp::model::ServerResult) -> Result<Read, CallFailure> {
-    match tool_answer::read(answer).map_err(CallFailure::Refused)? {
+    match tool_answer::read(answer)? {
         Answer::Complete(result) => Ok(Read::Result(result)),
         Answer::Task(created) => Ok(Read::Task(Box::new(created))),
         Answer::InputRequired(asked) => Ok(Read::InputRequired(asked)),
         // A task where none was asked for (a 2025-11-25 tool called plainly).
-        Answer::HandshakeTask(_) => Err(CallFailure::Refused(
-            crate::tool_result::InvalidToolResult::NotAToolResult.to_string(),
+        Answer::HandshakeTask(_) => Err(CallFailure::Invalid(
+            crate::tool_result::InvalidToolResult::NotAToolResult,
         )),
     }
 }

@@ -162,14 +162,14 @@ pub(super) async fn call_as_task(
     params["task"] = json!({});
     let request = ClientRequest::CustomRequest(CustomRequest::new("tools/call", Some(params)));
     let (answer, _progress) = caller.request_watched(request, deadline, progress).await?;
-    match tool_answer::read(answer).map_err(CallFailure::Refused)? {
+    match tool_answer::read(answer)? {
         Answer::HandshakeTask(task) => {
             let report = Report::read(&task).map_err(CallFailure::Refused)?;
             drive(caller, Form::Handshake, report, deadline).await
         }
         Answer::Complete(result) => Ok(result),
-        Answer::InputRequired(_) | Answer::Task(_) => Err(CallFailure::Refused(
-            crate::tool_result::InvalidToolResult::NotAToolResult.to_string(),
+        Answer::InputRequired(_) | Answer::Task(_) => Err(CallFailure::Invalid(
+            crate::tool_result::InvalidToolResult::NotAToolResult,
         )),
     }
 }
@@ -262,8 +262,7 @@ async fn drive(
                     CallFailure::Refused("the server's completed task has no result".to_owned())
                 })?;
                 // The result inlined as rmcp keeps it: a JSON object, whole.
-                return ToolResult::from_object(result)
-                    .map_err(|error| CallFailure::Refused(error.to_string()));
+                return ToolResult::from_object(result).map_err(CallFailure::Invalid);
             }
             (Status::Failed, Form::Extension) => {
                 task.answered();
@@ -316,7 +315,7 @@ async fn task_result(
     match caller.request(request, deadline, None).await {
         Ok(answer) => {
             task.answered();
-            tool_answer::tool_result(answer).map_err(CallFailure::Refused)
+            tool_answer::tool_result(answer)
         }
         Err(CallFailure::Failed(error @ ServiceError::McpError(_))) => {
             task.answered();

@@ -13,7 +13,11 @@ use rmcp::model::{CreateTaskResult, InputRequiredResult, JsonObject, ServerResul
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{tool_result::ToolResult, transport::raw_answers::raw_result};
+use super::calling::CallFailure;
+use crate::{
+    tool_result::{InvalidToolResult, ToolResult},
+    transport::raw_answers::raw_result,
+};
 
 /// What a server answered to a tool call.
 #[derive(Debug)]
@@ -30,27 +34,30 @@ pub(super) enum Answer {
 
 /// Reads `answer`: raw, as the transports hand it over, or as rmcp decoded it (an
 /// in-process pipe in the tests: rmcp's types then have dropped what they do not
-/// model). The error says why it is not an answer to a tool call.
-pub(super) fn read(answer: ServerResult) -> Result<Answer, String> {
-    let mut object = object(
-        answer,
-        crate::tool_result::InvalidToolResult::NotAToolResult,
-    )?;
+/// model). The error says why it is not an answer to a tool call:
+/// [`CallFailure::Invalid`] for an answer that is not a tool result the runtime can
+/// read, [`CallFailure::Refused`] for one that is not JSON or not a request for input
+/// or a task it can read.
+pub(super) fn read(answer: ServerResult) -> Result<Answer, CallFailure> {
+    let mut object = match json(answer).map_err(CallFailure::Refused)? {
+        Value::Object(object) => object,
+        _ => return Err(CallFailure::Invalid(InvalidToolResult::NotAToolResult)),
+    };
     match object.get("resultType").and_then(Value::as_str) {
         Some("input_required") => {
             return InputRequiredResult::deserialize(Value::Object(object))
                 .map(Answer::InputRequired)
                 .map_err(|_| {
-                    "the server's request for input does not read as one (the server does not follow the MCP schema; report it to its author)"
-                        .to_owned()
+                    CallFailure::Refused("the server's request for input does not read as one (the server does not follow the MCP schema; report it to its author)"
+                        .to_owned())
                 });
         }
         Some("task") => {
             return CreateTaskResult::deserialize(Value::Object(object))
                 .map(Answer::Task)
                 .map_err(|_| {
-                    "the server's task does not read as one (the server does not follow the MCP schema; report it to its author)"
-                        .to_owned()
+                    CallFailure::Refused("the server's task does not read as one (the server does not follow the MCP schema; report it to its author)"
+                        .to_owned())
                 });
         }
         _ => {}
@@ -64,40 +71,45 @@ pub(super) fn read(answer: ServerResult) -> Result<Answer, String> {
     }
     ToolResult::from_object(object)
         .map(Answer::Complete)
-        .map_err(|error| error.to_string())
+        .map_err(CallFailure::Invalid)
 }
 
 /// The tool result `answer` holds; any other answer is an error saying why.
-pub(super) fn tool_result(answer: ServerResult) -> Result<ToolResult, String> {
+pub(super) fn tool_result(answer: ServerResult) -> Result<ToolResult, CallFailure> {
     match read(answer)? {
         Answer::Complete(result) => Ok(result),
-        _ => Err(crate::tool_result::InvalidToolResult::NotAToolResult.to_string()),
+        _ => Err(CallFailure::Invalid(InvalidToolResult::NotAToolResult)),
     }
 }
 
-/// The answer's result as a JSON object: raw, as the transports hand it over, or as
-/// rmcp decoded it, every credential the runtime sends masked in it
-/// ([`crate::redact::credentials`]). Any other JSON is an error: `not_an_object`
-/// (written out only then).
+/// The answer's result as a JSON object (see [`json`]). Any other JSON is an error:
+/// `not_an_object` (written out only then).
 pub(super) fn object(
-    mut answer: ServerResult,
+    answer: ServerResult,
     not_an_object: impl std::fmt::Display,
 ) -> Result<JsonObject, String> {
-    let not_a_result = || not_an_object.to_string();
+    match json(answer)? {
+        Value::Object(object) => Ok(object),
+        _ => Err(not_an_object.to_string()),
+    }
+}
+
+/// The answer's result as JSON: raw, as the transports hand it over, or as rmcp
+/// decoded it, every credential the runtime sends masked in it
+/// ([`crate::redact::credentials`]). The error says why the raw text cannot be read.
+fn json(mut answer: ServerResult) -> Result<Value, String> {
     let value = match raw_result(&mut answer) {
         Some(text) => serde_json::from_str(&text).map_err(|error| {
             format!(
                 "the server's answer cannot be read: {error} (the server does not follow the MCP schema; report it to its author)"
             )
         })?,
-        None => serde_json::to_value(&answer).map_err(|_| not_a_result())?,
+        // rmcp's own types always serialize; `null` reads as no object.
+        None => serde_json::to_value(&answer).unwrap_or_default(),
     };
     // A credential the runtime sent is never data for the host, nor for the model
     // behind it: masked wherever the answer quotes it.
-    match crate::redact::masked_json(value) {
-        Value::Object(object) => Ok(object),
-        _ => Err(not_a_result()),
-    }
+    Ok(crate::redact::masked_json(value))
 }
 
 #[cfg(test)]
@@ -184,7 +196,7 @@ mod tests {
         // Asking for nothing and carrying no state is no round (rmcp's type refuses it).
         let empty = read(raw(json!({"resultType": "input_required"})));
         assert!(
-            matches!(&empty, Err(message) if message.starts_with("the server's request for input does not read as one")),
+            matches!(&empty, Err(CallFailure::Refused(message)) if message.starts_with("the server's request for input does not read as one")),
             "{empty:?}"
         );
         let handshake_task = raw(json!({"task": {"taskId": "t2", "status": "working"}}));
@@ -195,16 +207,16 @@ mod tests {
 
     #[test]
     fn another_kind_of_answer_is_not_a_tool_result() {
-        let error = tool_result(typed(json!({"tools": []}))).unwrap_err();
-        assert_eq!(error, "the server's answer is not a tool result");
-        let error = tool_result(raw(json!([1]))).unwrap_err();
-        assert_eq!(error, "the server's answer is not a tool result");
+        let not_a_result = |answer| {
+            matches!(
+                tool_result(answer),
+                Err(CallFailure::Invalid(InvalidToolResult::NotAToolResult))
+            )
+        };
+        assert!(not_a_result(typed(json!({"tools": []}))));
+        assert!(not_a_result(raw(json!([1]))));
         let task = raw(json!({"task": {"taskId": "t2", "status": "working"}}));
-        assert_eq!(
-            tool_result(task).unwrap_err(),
-            "the server's answer is not a tool result",
-            "a task where none was asked for"
-        );
+        assert!(not_a_result(task), "a task where none was asked for");
         assert!(tool_result(raw(json!({"resultType": "task"}))).is_err());
     }
 }
