@@ -55,7 +55,8 @@ use crate::{
     ListingRegistry, Runtime, StartOptions,
     auth::registration::{self, Registration},
     config::{Config, ServerConfig, TransportConfig},
-    transport::error::HttpFailure,
+    manager::error::StartError,
+    transport::error::{HttpFailure, StartupError},
 };
 
 /// The client name sent with Dynamic Client Registration.
@@ -413,13 +414,16 @@ impl<'a> Login<'a> {
         let options = StartOptions::new()
             .wait_for_all()
             .with_listing_registry(ListingRegistry::new());
-        let runtime =
-            Runtime::start(config, options)
-                .await
-                .map_err(|error| LoginError::Unreachable {
-                    server: name.to_owned(),
-                    reason: crate::transport::error::chain(&error),
-                })?;
+        // The server is not `required`: its startup's failure is in its status, and a
+        // start that fails names it (never no server).
+        let runtime = Runtime::start(config, options).await.map_err(|error| {
+            let StartError::RequiredServersFailed { failures } = error;
+            let failure = failures.into_iter().next().map(|(_, error)| error);
+            LoginError::Unreachable {
+                server: name.to_owned(),
+                source: Arc::new(failure.unwrap_or(StartupError::Cancelled)),
+            }
+        })?;
         let status = runtime.servers().into_iter().next();
         runtime.shutdown().await;
         let Some(status) = status else {
@@ -442,7 +446,7 @@ impl<'a> Login<'a> {
             }
             Some((error, _)) => Err(LoginError::Unreachable {
                 server: name.to_owned(),
-                reason: crate::transport::error::chain(error),
+                source: Arc::new(error.clone()),
             }),
         }
     }
@@ -492,6 +496,34 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "server `web` refused a request for scopes its login holds already (`mcp:basic`): a new login would not change that (ask the server's administrator)"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_server_that_cannot_be_reached_keeps_its_startup_failure_as_the_source() {
+        // A port nothing listens on: the connection is refused.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let server = ServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp"));
+        let login = Login::new(&server, logged_in_with(&[]).await);
+        let error = login.challenge("web").await.unwrap_err();
+        let LoginError::Unreachable { source, .. } = &error else {
+            panic!("not unreachable: {error:?}");
+        };
+        assert!(
+            matches!(source.http_failure(), Some(HttpFailure::Refused { .. })),
+            "{source:?}"
+        );
+        // Said once: the login's sentence, then the startup's.
+        let message = crate::error::chain(&error);
+        assert!(
+            message.starts_with("server `web` did not ask for a login: ")
+                && message.ends_with("server `web` refused the connection (check that it is running and that `url` names its host and port)")
+                && message.matches("refused").count() == 1,
+            "{message}"
         );
     }
 }

@@ -11,12 +11,14 @@
 //! steps that send no credential (discovery, registration), and only its variant for
 //! the others, whose answers may echo one.
 
+use std::sync::Arc;
+
 use rmcp::transport::auth::{
     AuthError, AuthorizationMetadata, AuthorizationMetadataSource,
     ProtectedResourceMetadataInvalidReason,
 };
 
-use crate::auth::store::StoreError;
+use crate::{auth::store::StoreError, transport::error::StartupError};
 
 /// Why a login failed.
 #[derive(Debug, thiserror::Error)]
@@ -45,12 +47,13 @@ pub enum LoginError {
         server: String,
     },
     /// The server failed to start for another reason than a login.
-    #[error("server `{server}` did not ask for a login: {reason}")]
+    #[error("server `{server}` did not ask for a login")]
     Unreachable {
         /// The server.
         server: String,
-        /// Why it failed.
-        reason: String,
+        /// Why its startup failed.
+        #[source]
+        source: Arc<StartupError>,
     },
     /// The loopback listener for the redirect could not be set up.
     #[error(
