@@ -96,7 +96,7 @@ pub async fn startup(mut config: Config, scope: &str, sessions: u32, share: bool
                     bench.failed += 1;
                     let reason = status.error.as_ref().map_or_else(
                         || state.as_str().to_owned(),
-                        |error| mcp_runtime::error::chain(error),
+                        |error| crate::output::error_text(error),
                     );
                     *bench.failures.entry(reason).or_default() += 1;
                 }

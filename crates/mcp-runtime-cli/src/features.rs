@@ -7,13 +7,12 @@
 
 use mcp_runtime::{
     Content, PromptResult, ReadResult, Runtime,
-    error::chain,
     manager::{Prompts, Resources},
     model::JsonObject,
 };
 use serde_json::{Value, json};
 
-use crate::output::{one_line, output_text, printable, table};
+use crate::output::{error_text, one_line, output_text, printable, table};
 
 /// What to ask the servers.
 pub enum Ask {
@@ -84,7 +83,7 @@ pub async fn ask(
 
 fn warn_failures(failures: &[mcp_runtime::FeatureError]) {
     for failure in failures {
-        eprintln!("mcp-runtime: {}", printable(&chain(failure)));
+        eprintln!("mcp-runtime: {}", printable(&error_text(failure)));
     }
 }
 

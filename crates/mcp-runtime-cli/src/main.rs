@@ -117,7 +117,7 @@ fn describe(error: &anyhow::Error) -> String {
     let mut parts = Vec::new();
     for cause in error.chain() {
         if mcp_runtime::error::is_ours(cause) {
-            parts.push(mcp_runtime::error::chain(cause));
+            parts.push(output::error_text(cause));
             break;
         }
         parts.push(cause.to_string());
@@ -601,7 +601,7 @@ fn warn_failed(servers: &[mcp_runtime::ServerStatus]) {
                 "mcp-runtime: server `{}` {}: {}",
                 server.name,
                 server.state.as_str(),
-                output::printable(&mcp_runtime::error::chain(error))
+                output::printable(&output::error_text(error))
             );
         }
     }

@@ -6,10 +6,13 @@
 //! a read or a prompt outputs is the server's text, and on a pipe a program reads it:
 //! there it is printed as it is, every character the server's ([`output_text`]).
 
-use std::{borrow::Cow, io::Write};
+use std::{borrow::Cow, error::Error, io::Write, sync::Arc};
 
 use mcp_runtime::{
-    Catalog, Content, QualifiedTool, ServerStatus, TaskSupport, ToolResult, error::chain,
+    Catalog, Content, QualifiedTool, ServerStatus, TaskSupport, ToolResult,
+    error::{
+        CallError, HttpFailure, ListToolsError, RequestError, StartError, StartupError, chain,
+    },
 };
 use serde::{Serialize, Serializer, ser::SerializeMap};
 use serde_json::Value;
@@ -76,7 +79,10 @@ impl Serialize for ServerJson<'_> {
             "startup_ms",
             &u64::try_from(server.startup_time.as_millis()).unwrap_or(u64::MAX),
         )?;
-        map.serialize_entry("error", &server.error.as_ref().map(|error| chain(error)))?;
+        map.serialize_entry(
+            "error",
+            &server.error.as_ref().map(|error| error_text(error)),
+        )?;
         map.serialize_entry(
             "supports_parallel_tool_calls",
             &server.supports_parallel_tool_calls,
@@ -139,7 +145,7 @@ pub fn servers_table(servers: &[ServerStatus]) -> String {
                 server
                     .error
                     .as_ref()
-                    .map(|error| printable(&chain(error)).replace('\n', " "))
+                    .map(|error| printable(&error_text(error)).replace('\n', " "))
                     .unwrap_or_default(),
             ]
         })
@@ -230,6 +236,73 @@ pub fn output_text(text: &str, terminal: bool) -> Cow<'_, str> {
     }
     let lines: Vec<Cow<'_, str>> = text.split("\r\n").map(printable).collect();
     Cow::Owned(lines.join("\r\n"))
+}
+
+/// `error` and its causes on one line ([`chain`]), with the command of this program
+/// that fixes it where the error calls for an OAuth login. The library's messages say
+/// what is wrong; the commands are the command line's. A start that failed for
+/// several required servers is one line per server, then one per server to log in to.
+pub fn error_text(error: &(dyn Error + 'static)) -> String {
+    let text = chain(error);
+    if let Some(StartError::RequiredServersFailed { failures }) = error.downcast_ref() {
+        let hints: String = failures
+            .iter()
+            .filter_map(|(name, failure)| {
+                login_hint(failure.http_failure()?).map(|hint| format!("\n`{name}`: {hint}"))
+            })
+            .collect();
+        return text + &hints;
+    }
+    match http_failure(error).and_then(login_hint) {
+        Some(hint) => format!("{text}: {hint}"),
+        None => text,
+    }
+}
+
+/// The HTTP failure at the end of `error`'s chain, if there is one: the last one its
+/// causes hold (the errors that wrap one transparently, too).
+fn http_failure<'a>(error: &'a (dyn Error + 'static)) -> Option<&'a HttpFailure> {
+    fn held<'a>(error: &'a (dyn Error + 'static)) -> Option<&'a HttpFailure> {
+        fn shared<'a, T: Error + 'static>(error: &'a (dyn Error + 'static)) -> Option<&'a T> {
+            error
+                .downcast_ref::<T>()
+                .or_else(|| error.downcast_ref::<Arc<T>>().map(|shared| &**shared))
+        }
+        if let Some(failure) = shared::<HttpFailure>(error) {
+            return Some(failure);
+        }
+        if let Some(RequestError::Http(failure)) = shared::<RequestError>(error) {
+            return Some(failure);
+        }
+        if let Some(ListToolsError::Failed(RequestError::Http(failure))) =
+            shared::<ListToolsError>(error)
+        {
+            return Some(failure);
+        }
+        shared::<StartupError>(error)
+            .and_then(StartupError::http_failure)
+            .or_else(|| shared::<CallError>(error).and_then(CallError::http_failure))
+    }
+    let mut found = None;
+    let mut cause = Some(error);
+    while let Some(current) = cause {
+        found = held(current).or(found);
+        cause = current.source();
+    }
+    found
+}
+
+/// What to run for `failure`, when a login is what it calls for.
+fn login_hint(failure: &HttpFailure) -> Option<String> {
+    match failure {
+        HttpFailure::NeedsLogin { server } | HttpFailure::InsufficientScope { server, .. } => {
+            Some(format!("run `mcp-runtime login {server}`"))
+        }
+        HttpFailure::Unauthorized { server, .. } => Some(format!(
+            "if it uses OAuth, run `mcp-runtime login {server}`"
+        )),
+        _ => None,
+    }
 }
 
 /// `text` with control characters other than newline and tab shown as `\u{..}`.
@@ -554,5 +627,68 @@ mod tests {
         // Cut by the columns a terminal gives them: two for each of these.
         assert_eq!(one_line("天气很好", 5), "天气…");
         assert_eq!(one_line("天气", 4), "天气");
+    }
+
+    #[test]
+    fn an_error_calling_for_a_login_ends_with_the_command_that_logs_in() {
+        let needs_login = || HttpFailure::NeedsLogin {
+            server: "web".into(),
+        };
+        let call = CallError::ServerNotStarted {
+            server: "web".into(),
+            source: StartupError::Login(needs_login()),
+        };
+        assert_eq!(
+            error_text(&call),
+            "server `web` did not start: server `web` needs a new login: run `mcp-runtime login web`"
+        );
+        let scopes = StartupError::Handshake {
+            source: RequestError::Http(HttpFailure::InsufficientScope {
+                server: "web".into(),
+                scopes: vec!["files".into()],
+            }),
+            stderr_tail: Vec::new(),
+        };
+        assert_eq!(
+            error_text(&scopes),
+            "handshake failed: server `web` needs a login with more scopes (`files`): run `mcp-runtime login web`"
+        );
+        let unauthorized = StartupError::Lost {
+            source: HttpFailure::Unauthorized {
+                server: "api".into(),
+                challenge: None,
+            },
+        };
+        assert!(
+            error_text(&unauthorized).ends_with(": if it uses OAuth, run `mcp-runtime login api`"),
+            "{}",
+            error_text(&unauthorized)
+        );
+        // Other failures have no command to run.
+        let refused = StartupError::Lost {
+            source: HttpFailure::Refused {
+                server: "api".into(),
+            },
+        };
+        assert_eq!(error_text(&refused), chain(&refused));
+    }
+
+    #[test]
+    fn a_start_failed_by_several_servers_names_the_login_of_each_that_needs_one() {
+        let start = StartError::RequiredServersFailed {
+            failures: vec![
+                (
+                    "web".into(),
+                    StartupError::Login(HttpFailure::NeedsLogin {
+                        server: "web".into(),
+                    }),
+                ),
+                ("local".into(), StartupError::Cancelled),
+            ],
+        };
+        assert_eq!(
+            error_text(&start),
+            "required servers failed to start: `web`: server `web` needs a new login\n`local`: startup was cancelled\n`web`: run `mcp-runtime login web`"
+        );
     }
 }

@@ -90,7 +90,7 @@ fn settled(event: &StartupEvent) -> Option<(&str, String)> {
             format!(
                 "✗ {server}  {}  failed: {}",
                 seconds(*elapsed),
-                crate::output::printable(&mcp_runtime::error::chain(&**error)).replace('\n', " ")
+                crate::output::printable(&crate::output::error_text(&**error)).replace('\n', " ")
             ),
         )),
         StartupEvent::Cancelled { server } => Some((server, format!("- {server}  cancelled"))),

@@ -349,3 +349,46 @@ fn a_lost_answer_stream_says_how_resuming_it_went_why_and_what_to_do() {
         "the connection was lost: server `web` closed the connection before its answer was complete (check that it is still running)"
     );
 }
+
+#[test]
+fn no_message_of_the_library_names_a_command_of_its_command_line() {
+    // A host embedding the library has no `mcp-runtime` command: its messages say
+    // what is wrong, and the command line adds its own commands when it prints them.
+    for message in messages() {
+        assert!(!message.contains("mcp-runtime "), "{message}");
+    }
+    for failure in [
+        HttpFailure::NeedsLogin {
+            server: "web".into(),
+        },
+        HttpFailure::InsufficientScope {
+            server: "web".into(),
+            scopes: vec!["mcp".into()],
+        },
+    ] {
+        assert!(!failure.to_string().contains("mcp-runtime "), "{failure}");
+    }
+    // Every message a `#[error(…)]` of the sources writes.
+    fn walk(path: &std::path::Path, found: &mut Vec<(String, String)>) {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(path).unwrap() {
+                walk(&entry.unwrap().path(), found);
+            }
+        } else if path.extension().is_some_and(|extension| extension == "rs") {
+            let text = std::fs::read_to_string(path).unwrap();
+            for (at, _) in text.match_indices("#[error(") {
+                let end = text[at..].find(")]").map_or(text.len(), |end| at + end);
+                found.push((path.display().to_string(), text[at..end].to_owned()));
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut found,
+    );
+    assert!(found.len() > 100, "{}", found.len());
+    for (file, message) in found {
+        assert!(!message.contains("`mcp-runtime "), "{file}: {message}");
+    }
+}

@@ -13,7 +13,7 @@ use crate::redact::shown;
 pub enum HttpFailure {
     /// `401`: the server wants credentials.
     #[error(
-        "server `{server}` answered HTTP 401: authorization is needed (log in with `mcp-runtime login {server}` if it uses OAuth, or name a token's variable with `bearer_token_env_var`, or send a header with `env_http_headers`)"
+        "server `{server}` answered HTTP 401: authorization is needed (name a token's variable with `bearer_token_env_var`, send a header with `env_http_headers`, or log in to it if it uses OAuth)"
     )]
     Unauthorized {
         /// The server.
@@ -22,7 +22,7 @@ pub enum HttpFailure {
         challenge: Option<String>,
     },
     /// The server's OAuth login is missing, expired beyond refresh, or refused.
-    #[error("server `{server}` needs a new login: run `mcp-runtime login {server}`")]
+    #[error("server `{server}` needs a new login")]
     NeedsLogin {
         /// The server.
         server: String,
@@ -48,9 +48,9 @@ pub enum HttpFailure {
     },
     /// `403` with an `insufficient_scope` challenge: the OAuth login lacks a scope
     /// the request needs. A new login asking for the scopes held and these ones
-    /// (`mcp-runtime login` does) may be granted them.
+    /// (the command line's `login` does) may be granted them.
     #[error(
-        "server `{server}` needs a login with more scopes ({}): run `mcp-runtime login {server}`",
+        "server `{server}` needs a login with more scopes ({})",
         scopes_named(scopes)
     )]
     InsufficientScope {

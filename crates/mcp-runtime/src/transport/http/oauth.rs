@@ -370,7 +370,7 @@ impl OAuthLogin {
         let failed = |error: AuthError| {
             StartupError::Login(HttpFailure::OAuth {
                 server: server.to_owned(),
-                description: describe(server, &error),
+                description: describe(&error),
             })
         };
         let store = &oauth.store;
@@ -546,7 +546,7 @@ impl OAuthLogin {
             }
             other => HttpFailure::OAuth {
                 server: self.server.to_string(),
-                description: describe(&self.server, other),
+                description: describe(other),
             },
         }
     }
@@ -620,11 +620,11 @@ impl CredentialStore for Unguarded {
     }
 }
 
-/// What went wrong using `server`'s login, and what to do, in words that carry no
+/// What went wrong using a server's login, and what to do, in words that carry no
 /// token: the kind of failure (rmcp's variant), never the authorization server's body
 /// (which may echo what was sent).
-fn describe(server: &str, error: &AuthError) -> String {
-    let log_in = format!("log in again with `mcp-runtime login {server}`");
+fn describe(error: &AuthError) -> String {
+    let log_in = "log in again";
     if let AuthError::DiscoveryRequestFailed { source, .. } = error
         && let Some(reason) = super::refused_certificate(source.as_ref())
     {

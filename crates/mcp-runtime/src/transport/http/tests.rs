@@ -843,7 +843,7 @@ fn a_403_naming_insufficient_scope_asks_for_a_login_with_those_scopes() {
     );
     assert_eq!(
         failure.to_string(),
-        "server `web` needs a login with more scopes (`mcp:write`, `files:read`): run `mcp-runtime login web`"
+        "server `web` needs a login with more scopes (`mcp:write`, `files:read`)"
     );
     let HttpFailure::InsufficientScope { scopes, .. } = failure else {
         panic!("an insufficient_scope 403");

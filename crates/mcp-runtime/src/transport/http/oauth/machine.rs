@@ -260,7 +260,7 @@ impl MachineClient {
                 "the private key in `{variable}` cannot sign a `{}` assertion (it must be a PEM key of that algorithm)",
                 self.algorithm().unwrap_or_default()
             ),
-            other => super::describe(&self.server, other),
+            other => super::describe(other),
         };
         HttpFailure::OAuth {
             server: self.server.clone(),

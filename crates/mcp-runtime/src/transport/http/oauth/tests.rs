@@ -18,13 +18,13 @@ async fn a_server_with_nothing_stored_is_reached_without_oauth() {
 }
 
 #[test]
-fn a_refused_login_says_how_to_log_in_again() {
+fn a_refused_login_says_a_new_login_is_needed_naming_no_command() {
     assert_eq!(
         HttpFailure::NeedsLogin {
             server: "github".into()
         }
         .to_string(),
-        "server `github` needs a new login: run `mcp-runtime login github`"
+        "server `github` needs a new login"
     );
 }
 
@@ -199,7 +199,7 @@ async fn a_confidential_client_refreshes_with_its_secret() {
     let error = login.token().await.unwrap_err();
     assert_eq!(
         error.to_string(),
-        "server `web`'s OAuth login cannot be used: refreshing its access token failed without the authorization server refusing it (try again later, or log in again with `mcp-runtime login web`)"
+        "server `web`'s OAuth login cannot be used: refreshing its access token failed without the authorization server refusing it (try again later, or log in again)"
     );
     assert_eq!(seen.lock().unwrap()[1], None, "no client authentication");
 }
@@ -290,7 +290,7 @@ fn a_refused_certificate_of_the_authorization_server_says_the_verifiers_reason()
         source: Box::new(refused),
     };
     assert_eq!(
-        describe("web", &error),
+        describe(&error),
         "its authorization server presented a TLS certificate that is not trusted (`Expired`): name the CA that issued it with `SSL_CERT_FILE` (`ca_certificate` does not reach the authorization server)"
     );
 }
