@@ -242,9 +242,14 @@ impl MachineClient {
         let variable = &self.client.variable;
         let description = match error {
             AuthError::ClientCredentialsError(message) => {
-                // rmcp keeps the token endpoint's error only as text (its variant holds
-                // a `String`), so the code is looked for in it, from a fixed vocabulary;
-                // the tests pin rmcp's wording and the fixture's answer.
+                // rmcp keeps the token endpoint's error only as text: its variant holds
+                // a `String` (`exchange_client_credentials` writes `Token exchange
+                // failed: {e}` with oauth2's error, which names the code), and no typed
+                // error of the answer reaches the caller. So the code is looked for in
+                // it, from a fixed vocabulary. The integration test
+                // `oauth_machine::a_wrong_secret_fails_the_start_in_one_line_naming_the_server_never_the_secret`
+                // runs rmcp's exchange against the fixture's refusal and fails if
+                // rmcp's text stops naming the code.
                 let code = TOKEN_ERROR_CODES
                     .iter()
                     .find(|code| message.contains(*code))
