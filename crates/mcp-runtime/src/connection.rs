@@ -1051,26 +1051,4 @@ done
         );
         connection.shutdown().await;
     }
-
-    #[tokio::test]
-    async fn a_server_killed_by_a_signal_during_startup_reports_the_signal() {
-        let killed = sh_server("echo doomed >&2; kill -9 $$", &[]);
-        let error = Connection::connect("killed", &killed, &crate::binding::Binding::Local, |_| {})
-            .await
-            .err()
-            .expect("the server cannot start");
-        let StartupError::Exited {
-            status,
-            stderr_tail,
-        } = &error
-        else {
-            panic!("not an exit: {error:?}");
-        };
-        assert_eq!(*status, crate::transport::error::ProcessExit::Signal(9));
-        assert_eq!(stderr_tail, &["doomed"]);
-        assert_eq!(
-            error.to_string(),
-            "server process exited during startup (signal: 9 (SIGKILL)); last stderr: doomed"
-        );
-    }
 }

@@ -1,5 +1,6 @@
-//! Tests of starting a local server: how a failed `server/discover` is read, and the
-//! answers to `initialize` the runtime cannot use, from hand-written servers in `sh`.
+//! Tests of starting a local server: how a failed `server/discover` is read, the
+//! answers to `initialize` the runtime cannot use, and an exit during the start, from
+//! hand-written servers in `sh`.
 
 use std::time::Duration;
 
@@ -148,4 +149,31 @@ async fn an_initialize_answer_without_protocol_version_is_refused_at_once_naming
 async fn an_initialize_answer_in_a_batch_is_taken() {
     let connection = start_answering("batch").await.expect("the batch is taken");
     connection.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_killed_by_a_signal_during_startup_reports_the_signal() {
+    let killed = crate::connection::sh_server("echo doomed >&2; kill -9 $$", &[]);
+    let error = crate::connection::Connection::connect(
+        "killed",
+        &killed,
+        &crate::binding::Binding::Local,
+        |_| {},
+    )
+    .await
+    .err()
+    .expect("the server cannot start");
+    let StartupError::Exited {
+        status,
+        stderr_tail,
+    } = &error
+    else {
+        panic!("not an exit: {error:?}");
+    };
+    assert_eq!(*status, crate::transport::error::ProcessExit::Signal(9));
+    assert_eq!(stderr_tail, &["doomed"]);
+    assert_eq!(
+        error.to_string(),
+        "server process exited during startup (signal: 9 (SIGKILL)); last stderr: doomed"
+    );
 }
