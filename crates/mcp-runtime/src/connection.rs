@@ -646,9 +646,9 @@ impl Connection {
         cacheable != Some(&serde_json::Value::Bool(false))
     }
 
-    /// Lists every tool of `server` (see [`listing::list_tools`]), at most `max_tools`
-    /// of them, counting each request in `sent`; each page is bounded by
-    /// `page_timeout`. The server's grant to
+    /// Lists every tool of `config`'s server (see [`listing::list_tools`]), at most
+    /// its `max_tools`, counting each request in `sent`; each page is bounded by its
+    /// startup timeout. The server's grant to
     /// reuse the listing counts only on a 2026-07-28 connection: the hints are that
     /// revision's, and an older server that sends them does not mean them.
     ///
@@ -657,11 +657,11 @@ impl Connection {
     /// Dropping the future sends `notifications/cancelled` for the page in flight.
     pub(crate) async fn list_tools(
         &self,
-        server: &str,
-        page_timeout: Duration,
-        max_tools: usize,
+        config: &crate::config::ServerConfig,
         sent: &AtomicUsize,
     ) -> Result<Listing, ListToolsError> {
+        let (server, page_timeout, max_tools) =
+            (&*config.name, config.startup_timeout, config.max_tools);
         let listed = listing::list_tools(
             self.peer(),
             &self.cancellations,

@@ -797,12 +797,7 @@ impl Shared {
         })?;
         let generation = self.next_generation(name);
         let tools = connection
-            .list_tools(
-                name,
-                server.config.startup_timeout,
-                server.config.max_tools,
-                &AtomicUsize::new(0),
-            )
+            .list_tools(&server.config, &AtomicUsize::new(0))
             .await?
             .tools;
         self.usable(name, live);

@@ -33,12 +33,7 @@ impl Runtime {
         );
         let connection = Connection::in_process(server, stream, &shared.host).await?;
         let listing = connection
-            .list_tools(
-                server,
-                config.startup_timeout,
-                config.max_tools,
-                &AtomicUsize::new(0),
-            )
+            .list_tools(&config, &AtomicUsize::new(0))
             .await
             .map_err(StartupError::ListTools)?;
         let shared = Arc::new(shared);

@@ -571,12 +571,7 @@ pub(super) async fn restart_one(
         let connection =
             Connection::connect_with(server, &endpoint, binding, &plan, host, on_spawn).await?;
         let listing = connection
-            .list_tools(
-                server,
-                config.startup_timeout,
-                config.max_tools,
-                &AtomicUsize::new(0),
-            )
+            .list_tools(config, &AtomicUsize::new(0))
             .await
             .map_err(StartupError::ListTools)?;
         Ok(Started {
@@ -610,12 +605,7 @@ async fn list(
             shared: false,
         });
         let listing = connection
-            .list_tools(
-                &config.name,
-                config.startup_timeout,
-                config.max_tools,
-                &progress.requests,
-            )
+            .list_tools(config, &progress.requests)
             .await
             .map_err(StartupError::ListTools)?;
         let tools = Arc::new(listing.tools);
