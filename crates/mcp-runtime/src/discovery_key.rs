@@ -16,9 +16,24 @@ use crate::config::{Environment, Protocol};
 pub const DEFAULT_SCOPE: &str = "default";
 
 /// How a server is reached, as the inputs of a key: each input written with `field`,
-/// the credentials sent (bearer token, sensitive headers) only when `credentials`.
+/// as much of them as `detail` says.
 pub(crate) trait KeyInputs {
-    fn key_fields(&self, credentials: bool, field: &mut dyn FnMut(&[u8]));
+    fn key_fields(&self, detail: Detail, field: &mut dyn FnMut(&[u8]));
+}
+
+/// How much of a startup's inputs a key covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Detail {
+    /// All of them, the credentials an HTTP server is sent included (its bearer token
+    /// and sensitive headers).
+    WithCredentials,
+    /// All but the credentials an HTTP server is sent. A local server's environment is
+    /// kept: it is the server's own configuration, not the caller's identity.
+    WithoutCredentials,
+    /// Only what may be written to disk, even as a digest: nothing that may be a
+    /// credential. A local server's environment counts by its variables' names alone,
+    /// an HTTP server's headers by theirs.
+    OnDisk,
 }
 
 /// The account and the login a stored login stands for, as a digest (see
@@ -120,15 +135,7 @@ impl DiscoveryKey {
         endpoint: &dyn KeyInputs,
         environment: &Environment,
     ) -> EraKey {
-        let mut offered = serde_json::to_value(offered).expect("client config serializes");
-        if let Some(offered) = offered.as_object_mut() {
-            offered.remove("protocolVersion");
-        }
-        debug_assert!(
-            offered.get("capabilities").is_some(),
-            "the era key keeps the client's capabilities and info"
-        );
-        let offered = serde_json::to_vec(&offered).expect("client config serializes");
+        let offered = era_offer(offered);
         EraKey(inputs_digest(
             b"mcp-runtime era key v1",
             scope,
@@ -141,12 +148,50 @@ impl DiscoveryKey {
     }
 }
 
+/// The name under which the era of the same startup is kept on disk, across
+/// processes (see [`crate::protocol_era::EraCache`]): the inputs of
+/// [`DiscoveryKey::era`] without any that may be a credential ([`Detail::OnDisk`]).
+pub(crate) fn era_on_disk(
+    offered: &ClientConfig,
+    scope: &str,
+    server: &str,
+    endpoint: &dyn KeyInputs,
+    environment: &Environment,
+) -> EraKey {
+    let offered = era_offer(offered);
+    EraKey(inputs_digest(
+        b"mcp-runtime era cache key v1",
+        scope,
+        server,
+        endpoint,
+        environment,
+        &offered,
+        Credentials::OnDisk,
+    ))
+}
+
+/// What the client offers, as the era keys cover it: without the protocol version
+/// offered, which is what the probe finds out.
+fn era_offer(offered: &ClientConfig) -> Vec<u8> {
+    let mut offered = serde_json::to_value(offered).expect("client config serializes");
+    if let Some(offered) = offered.as_object_mut() {
+        offered.remove("protocolVersion");
+    }
+    debug_assert!(
+        offered.get("capabilities").is_some(),
+        "the era key keeps the client's capabilities and info"
+    );
+    serde_json::to_vec(&offered).expect("client config serializes")
+}
+
 /// Whether a key covers the credentials a startup sends: its bearer token, its
-/// sensitive headers and its OAuth login's identity.
+/// sensitive headers and its OAuth login's identity; or covers only what may be
+/// written to disk.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Credentials<'a> {
     Included(Option<&'a LoginIdentity>),
     Left,
+    OnDisk,
 }
 
 /// The digest of a startup's discovery inputs (invariant 1), under `tag`, with
@@ -175,7 +220,14 @@ fn inputs_digest(
             field(name.as_bytes());
         }
     }
-    endpoint.key_fields(credentials != Credentials::Left, &mut field);
+    endpoint.key_fields(
+        match credentials {
+            Credentials::Included(_) => Detail::WithCredentials,
+            Credentials::Left => Detail::WithoutCredentials,
+            Credentials::OnDisk => Detail::OnDisk,
+        },
+        &mut field,
+    );
     if let Credentials::Included(login) = credentials {
         match login {
             Some(login) => {

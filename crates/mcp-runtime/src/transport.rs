@@ -31,6 +31,7 @@ mod without_http;
 use crate::config::HttpTransport;
 use crate::{
     config::{ServerConfig, TransportConfig},
+    discovery_key::Detail,
     transport::error::StartupError,
 };
 
@@ -103,9 +104,7 @@ fn is_https(url: &str) -> bool {
 /// eras: its command line, working directory and environment, or its transport, URL
 /// and headers (the transport is part of the key: the same URL may answer both).
 impl crate::discovery_key::KeyInputs for Endpoint {
-    // A local server's environment is part of its key whatever `credentials` says.
-    #[cfg_attr(not(feature = "http"), allow(unused_variables))]
-    fn key_fields(&self, credentials: bool, field: &mut dyn FnMut(&[u8])) {
+    fn key_fields(&self, detail: Detail, field: &mut dyn FnMut(&[u8])) {
         match self {
             Endpoint::Stdio(launch) => {
                 field(b"stdio");
@@ -119,10 +118,14 @@ impl crate::discovery_key::KeyInputs for Endpoint {
                     Some(cwd) => field(cwd.as_os_str().as_encoded_bytes()),
                     None => field(b"<unknown cwd>"),
                 }
+                // The environment is part of the key whatever `detail` says; on disk,
+                // by its names alone (a value may be a credential).
                 field(&(launch.env.len() as u64).to_le_bytes());
                 for (name, value) in &launch.env {
                     field(name.as_encoded_bytes());
-                    field(value.as_encoded_bytes());
+                    if detail != Detail::OnDisk {
+                        field(value.as_encoded_bytes());
+                    }
                 }
             }
             // The transport is part of the key: the same URL may answer both.
@@ -136,15 +139,17 @@ impl crate::discovery_key::KeyInputs for Endpoint {
                 let mut headers: Vec<_> = http
                     .headers
                     .iter()
-                    .filter(|(_, value)| credentials || !value.is_sensitive())
+                    .filter(|(_, value)| detail == Detail::WithCredentials || !value.is_sensitive())
                     .collect();
                 headers.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
                 field(&(headers.len() as u64).to_le_bytes());
                 for (name, value) in headers {
                     field(name.as_str().as_bytes());
-                    field(value.as_bytes());
+                    if detail != Detail::OnDisk {
+                        field(value.as_bytes());
+                    }
                 }
-                if credentials {
+                if detail == Detail::WithCredentials {
                     match &http.bearer_token {
                         Some(token) => field(token.as_bytes()),
                         None => field(b"<no token>"),
