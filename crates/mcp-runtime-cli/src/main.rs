@@ -33,7 +33,7 @@ use std::{
 
 use anyhow::Context;
 use clap::Parser;
-use mcp_runtime::{CallError, CallOptions, Config, Runtime, ServerState, StartOptions};
+use mcp_runtime::{CallError, CallOptions, Config, EraCache, Runtime, ServerState, StartOptions};
 
 use crate::{
     login::Relogin,
@@ -227,13 +227,9 @@ async fn run(plan: Plan, mut interrupt: Interrupt) -> u8 {
                 arguments,
                 authority,
             };
-            let mut options = StartOptions::new()
-                .with_scope(scope)
-                .with_other_configured_servers(others)
-                .with_host(elicit::handlers(elicitation, elicit::person_at_terminal()));
-            if let Some(source) = login::credentials(&config).await {
-                options = options.with_credentials(source);
-            }
+            let options = start_options(&config, scope, elicitation)
+                .await
+                .with_other_configured_servers(others);
             let (relogin, error) = match call
                 .run(config.clone(), options.clone(), &mut interrupt, true)
                 .await
@@ -292,13 +288,9 @@ async fn run_to_end(plan: Plan) -> u8 {
                     .collect(),
                 View::Tools => Vec::new(),
             };
-            let mut options = StartOptions::new()
-                .with_scope(scope)
-                .wait_for_all()
-                .with_host(elicit::handlers(elicitation, elicit::person_at_terminal()));
-            if let Some(source) = login::credentials(&config).await {
-                options = options.with_credentials(source);
-            }
+            let options = start_options(&config, scope, elicitation)
+                .await
+                .wait_for_all();
             let mut runtime = match start(config.clone(), options.clone(), Wait::All).await {
                 Ok(runtime) => runtime,
                 Err(error) => return report(&error),
@@ -376,13 +368,9 @@ async fn run_to_end(plan: Plan) -> u8 {
             ask,
             elicitation,
         } => {
-            let mut options = StartOptions::new()
-                .with_scope(scope)
-                .wait_for_all()
-                .with_host(elicit::handlers(elicitation, elicit::person_at_terminal()));
-            if let Some(source) = login::credentials(&config).await {
-                options = options.with_credentials(source);
-            }
+            let options = start_options(&config, scope, elicitation)
+                .await
+                .wait_for_all();
             let runtime = match start(config, options, Wait::All).await {
                 Ok(runtime) => runtime,
                 Err(error) => return report(&error),
@@ -570,6 +558,27 @@ enum Wait {
 /// display ends when the start returns: with [`Wait::Usable`] the servers still
 /// starting then are left shown as starting, so that it does not hold up the
 /// command nor draw over its output.
+/// How a command starts the runtime of `config` in `scope`: questions answered as
+/// `elicitation` says, the stored OAuth logins, and the protocol eras kept in the
+/// user's cache directory (a repeated run starts each local server in its era without
+/// probing it).
+async fn start_options(
+    config: &Config,
+    scope: String,
+    elicitation: Option<elicit::Policy>,
+) -> StartOptions {
+    let mut options = StartOptions::new()
+        .with_scope(scope)
+        .with_host(elicit::handlers(elicitation, elicit::person_at_terminal()));
+    if let Some(source) = login::credentials(config).await {
+        options = options.with_credentials(source);
+    }
+    if let Some(cache) = EraCache::in_user_cache() {
+        options = options.with_era_cache(cache);
+    }
+    options
+}
+
 async fn start(config: Config, mut options: StartOptions, wait: Wait) -> anyhow::Result<Runtime> {
     let stop = mcp_runtime::CancellationToken::new();
     let display = if std::io::stderr().is_terminal() {

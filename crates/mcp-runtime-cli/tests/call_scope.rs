@@ -21,6 +21,7 @@ fn run(home: &Path, args: &[&str]) -> Output {
         .args(args)
         .env_remove("MCP_RUNTIME_LOG")
         .env("HOME", home)
+        .env_remove("XDG_CACHE_HOME")
         .env("CODEX_HOME", home)
         .output()
         .expect("the binary runs")

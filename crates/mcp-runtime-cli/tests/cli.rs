@@ -1194,6 +1194,7 @@ fn many_servers_start_under_a_low_soft_limit_on_open_files() {
         .arg(env!("CARGO_BIN_EXE_mcp-runtime"))
         .args(["servers", "--config", path.to_str().unwrap()])
         .env("HOME", dir.path())
+        .env_remove("XDG_CACHE_HOME")
         .env("CODEX_HOME", dir.path())
         .env_remove("MCP_RUNTIME_LOG")
         .output()

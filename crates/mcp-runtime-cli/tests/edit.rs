@@ -59,6 +59,7 @@ impl Home {
             .args(args)
             .env_remove("MCP_RUNTIME_LOG")
             .env("HOME", self.home())
+            .env_remove("XDG_CACHE_HOME")
             .envs(env.iter().copied())
             .current_dir(self.dir.path());
         match &self.codex_home {

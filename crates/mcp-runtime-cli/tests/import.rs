@@ -12,6 +12,7 @@ fn run(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .args(args)
         .env_remove("MCP_RUNTIME_LOG")
         .env("HOME", home)
+        .env_remove("XDG_CACHE_HOME")
         .env("CODEX_HOME", home.join(".codex"))
         .envs(env.iter().copied())
         .output()

@@ -104,6 +104,7 @@ impl User {
             .args(args)
             .args(["--config", self.config.to_str().unwrap()])
             .env("HOME", self.home.path())
+            .env_remove("XDG_CACHE_HOME")
             .env("CODEX_HOME", self.home.path())
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("MCP_RUNTIME_LOG")

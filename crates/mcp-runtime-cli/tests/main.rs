@@ -11,6 +11,7 @@ mod cli;
 mod conformance;
 mod credentials;
 mod edit;
+mod eras;
 mod features;
 mod import;
 mod login;

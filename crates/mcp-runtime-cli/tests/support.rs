@@ -8,7 +8,9 @@ use std::{
 
 /// The binary, with `HOME` and `CODEX_HOME` in an empty directory, so that no
 /// `~/.codex/config.toml` on this machine changes what a test sees (without
-/// `--config`, the demo servers run), and no log filter of the caller's.
+/// `--config`, the demo servers run), and no log filter of the caller's. Its cache
+/// directory cannot be written, so no protocol era is kept from one run to the next
+/// (each run probes); a test of the cache sets `XDG_CACHE_HOME` itself.
 pub fn cli() -> Command {
     let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-empty-home");
     std::fs::create_dir_all(&home).unwrap();
@@ -21,6 +23,7 @@ pub fn cli() -> Command {
     command
         .env("HOME", &home)
         .env("CODEX_HOME", &home)
+        .env("XDG_CACHE_HOME", "/dev/null/no-cache")
         .env_remove("MCP_RUNTIME_LOG");
     command
 }

@@ -7,6 +7,7 @@ mod background_startup;
 mod calls;
 mod cancellation;
 mod config_files;
+mod era_cache;
 mod era_matrix;
 mod everything;
 mod exact_arguments;

@@ -252,6 +252,7 @@ pub use manager::{
     ServerStatus, StartOptions, StartupEvent, StartupSummary, TransportKind,
 };
 pub use protocol::{ACCEPTED_PROTOCOL_VERSIONS, PROTOCOL_VERSION, client_config};
+pub use protocol_era::EraCache;
 /// The protocol types of `rmcp` that appear in this crate's API.
 pub use rmcp::model;
 pub use sandbox_metadata::{SandboxLauncher, SandboxState};

@@ -46,6 +46,9 @@
 //!    process, and the next startup probes again.
 //! 6. A dropped waiter affects nobody, and no probe outlives its guard: once no probe
 //!    is in flight, the memory holds known eras only.
+//! 7. When the host keeps an [`EraCache`], the prober of a key first takes what an
+//!    earlier process learnt of it and tries that era, and what it learns is written
+//!    back (see [`cache`]). Within a process the memory stays the authority.
 
 use std::{
     collections::HashMap,
@@ -58,8 +61,13 @@ use tokio::sync::watch;
 
 use crate::{
     config::{Protocol, ServerConfig},
-    discovery_key::{DiscoveryKey, KeyInputs},
+    discovery_key::{self, DiscoveryKey, KeyInputs},
 };
+
+mod cache;
+
+pub(crate) use cache::Entry;
+pub use cache::EraCache;
 
 /// How long a probe waits for the answer to `server/discover` before it takes the
 /// server for a handshake server.
@@ -159,6 +167,7 @@ impl EraMemory {
                             key,
                             probe,
                             sender,
+                            kept: None,
                         });
                     }
                 }
@@ -192,11 +201,24 @@ pub(crate) struct ProbeGuard {
     key: EraKey,
     probe: u64,
     sender: watch::Sender<Option<Era>>,
+    /// Where the era learnt is kept for later processes (invariant 7).
+    kept: Option<cache::Entry>,
 }
 
 impl ProbeGuard {
+    /// The era an earlier process learnt, taken from `entry` (a hint to try first), and
+    /// `entry` to keep what this probe learns (invariant 7).
+    pub(crate) fn recall(&mut self, entry: Option<&cache::Entry>) -> Option<Era> {
+        let entry = entry?;
+        self.kept = Some(entry.clone());
+        entry.take()
+    }
+
     /// Remembers that the key's era is `era`, and wakes the waiters.
     pub(crate) fn learn(self, era: Era) {
+        if let Some(entry) = &self.kept {
+            entry.keep(era);
+        }
         {
             let mut state = self.memory.lock();
             debug_assert!(
@@ -237,6 +259,8 @@ pub(crate) struct Detection {
     pub(crate) probe_bound: Duration,
     /// What the client offers (part of every key: see [`DiscoveryKey::era`]).
     pub(crate) offered: rmcp::model::ClientConfig,
+    /// Where eras are kept across processes, if the host keeps them.
+    pub(crate) cache: Option<EraCache>,
 }
 
 impl Default for Detection {
@@ -246,6 +270,7 @@ impl Default for Detection {
             scope: crate::discovery_key::DEFAULT_SCOPE.to_owned(),
             probe_bound: DEFAULT_PROBE_BOUND,
             offered: crate::protocol::client_config(&crate::host::HostHandlers::default()),
+            cache: None,
         }
     }
 }
@@ -253,7 +278,7 @@ impl Default for Detection {
 impl Detection {
     /// How to start the protocol of `config`'s server, reached through `endpoint`.
     pub(crate) fn plan(&self, config: &ServerConfig, endpoint: &dyn KeyInputs) -> Plan {
-        Plan::new(
+        let plan = Plan::new(
             config.protocol,
             &self.memory,
             || {
@@ -266,7 +291,30 @@ impl Detection {
                 )
             },
             self.probe_bound,
-        )
+        );
+        match (plan, &self.cache) {
+            (
+                Plan::Auto {
+                    memory,
+                    key,
+                    probe_bound,
+                    ..
+                },
+                Some(cache),
+            ) => Plan::Auto {
+                memory,
+                key,
+                probe_bound,
+                cached: Some(cache.entry(discovery_key::era_on_disk(
+                    &self.offered,
+                    &self.scope,
+                    &config.name,
+                    endpoint,
+                    &config.environment,
+                ))),
+            },
+            (plan, _) => plan,
+        }
     }
 }
 
@@ -274,11 +322,12 @@ impl Detection {
 #[derive(Clone, Debug)]
 pub(crate) enum Plan {
     /// `protocol = "auto"`: the era of `key` from `memory`, probed (each probe bounded
-    /// by `probe_bound`) when unknown.
+    /// by `probe_bound`) when unknown, the era in `cached` tried first.
     Auto {
         memory: EraMemory,
         key: EraKey,
         probe_bound: Duration,
+        cached: Option<cache::Entry>,
     },
     /// `initialize` offering the newest handshake revision, accepting every one
     /// mcp-runtime speaks, without looking at any memory: the unit tests' servers.
@@ -303,6 +352,7 @@ impl Plan {
                     memory: memory.clone(),
                     key: key(),
                     probe_bound,
+                    cached: None,
                 };
             }
             Protocol::V2026_07_28 => ProtocolVersion::V_2026_07_28,

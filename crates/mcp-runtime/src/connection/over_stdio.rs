@@ -30,7 +30,7 @@ use super::{
     version_gate::{Accepted, Gate},
 };
 use crate::{
-    protocol_era::{Era, EraKey, EraMemory, Plan, Resolved},
+    protocol_era::{Entry, Era, EraKey, EraMemory, Plan, ProbeGuard, Resolved},
     transport::{
         error::{RequestError, StartupError},
         framing::StdioTransport,
@@ -119,9 +119,17 @@ pub(super) async fn start(
             memory,
             key,
             probe_bound,
+            cached,
         } => {
             stdio
-                .auto(client, memory, *key, *probe_bound, on_spawn)
+                .auto(
+                    client,
+                    memory,
+                    *key,
+                    cached.as_ref(),
+                    *probe_bound,
+                    on_spawn,
+                )
                 .await
         }
     }
@@ -170,12 +178,14 @@ struct Stdio<'a> {
 }
 
 impl Stdio<'_> {
-    /// `protocol = "auto"`: the era from `memory`, probed when unknown.
+    /// `protocol = "auto"`: the era from `memory`; when unknown, the one an earlier
+    /// process kept in `cached`, else probed.
     async fn auto(
         &self,
         client: Client,
         memory: &EraMemory,
         key: EraKey,
+        cached: Option<&Entry>,
         probe_bound: Duration,
         on_spawn: &mut impl FnMut(u32),
     ) -> Result<Started, StartupError> {
@@ -198,64 +208,124 @@ impl Stdio<'_> {
                     Discovered::NoSharedVersion { supported } => Err(no_shared(supported)),
                 }
             }
-            Resolved::Probe(probe) => {
-                // An error drops `probe` unanswered: another startup probes.
-                match self
-                    .discover(client.clone(), Some(probe_bound), on_spawn)
-                    .await?
-                {
-                    Discovered::Modern(started) => {
-                        probe.learn(Era::Modern);
-                        Ok(*started)
-                    }
-                    Discovered::Handshake { running, .. } => {
-                        // The server answered as a handshake server: learnt before this
-                        // startup's own `initialize`, so the waiters start theirs at the
-                        // same time.
+            Resolved::Probe(mut probe) => match probe.recall(cached) {
+                Some(era) => {
+                    self.recalled(era, probe, client, probe_bound, on_spawn)
+                        .await
+                }
+                None => self.probe(probe, client, probe_bound, on_spawn).await,
+            },
+        }
+    }
+
+    /// Starts in the era an earlier process learnt (invariant 7 of `protocol_era`):
+    /// a handshake server gets `initialize` at once; a modern one `server/discover`,
+    /// waited for as long as the startup may last (no probe bound: a modern server
+    /// slow to start is the case this saves). A server that answers as one of the
+    /// other era is learnt as such; one that refuses `initialize` as unknown is
+    /// probed.
+    async fn recalled(
+        &self,
+        era: Era,
+        probe: ProbeGuard,
+        client: Client,
+        probe_bound: Duration,
+        on_spawn: &mut impl FnMut(u32),
+    ) -> Result<Started, StartupError> {
+        match era {
+            Era::Handshake => match self.initialize(client.clone(), None, on_spawn).await {
+                Ok(started) => {
+                    probe.learn(Era::Handshake);
+                    Ok(started)
+                }
+                Err(error) if refused_as_unknown(&error) => {
+                    self.probe(probe, client, probe_bound, on_spawn).await
+                }
+                Err(error) => Err(error),
+            },
+            Era::Modern => match self.discover(client.clone(), None, on_spawn).await? {
+                Discovered::Modern(started) => {
+                    probe.learn(Era::Modern);
+                    Ok(*started)
+                }
+                Discovered::Handshake { running, .. } => {
+                    probe.learn(Era::Handshake);
+                    self.fall_back(running, client, on_spawn).await
+                }
+                // Not reached: without a bound, discover waits for an answer.
+                Discovered::Silent => self.probe(probe, client, probe_bound, on_spawn).await,
+                Discovered::NoSharedVersion { supported } => {
+                    probe.learn(Era::Modern);
+                    Err(no_shared(supported))
+                }
+            },
+        }
+    }
+
+    /// Finds the era with `server/discover` bounded by `probe_bound`, as this key's one
+    /// probe in flight, and starts in it.
+    async fn probe(
+        &self,
+        probe: ProbeGuard,
+        client: Client,
+        probe_bound: Duration,
+        on_spawn: &mut impl FnMut(u32),
+    ) -> Result<Started, StartupError> {
+        // An error drops `probe` unanswered: another startup probes.
+        match self
+            .discover(client.clone(), Some(probe_bound), on_spawn)
+            .await?
+        {
+            Discovered::Modern(started) => {
+                probe.learn(Era::Modern);
+                Ok(*started)
+            }
+            Discovered::Handshake { running, .. } => {
+                // The server answered as a handshake server: learnt before this
+                // startup's own `initialize`, so the waiters start theirs at the
+                // same time.
+                probe.learn(Era::Handshake);
+                self.fall_back(running, client, on_spawn).await
+            }
+            Discovered::Silent => {
+                // No answer within the bound: a modern server slow to start
+                // looks the same, so the era is learnt only once `initialize`
+                // succeeded; if it fails, the probe is withdrawn.
+                match self.initialize(client.clone(), None, on_spawn).await {
+                    Ok(started) => {
                         probe.learn(Era::Handshake);
-                        self.fall_back(running, client, on_spawn).await
+                        Ok(started)
                     }
-                    Discovered::Silent => {
-                        // No answer within the bound: a modern server slow to start
-                        // looks the same, so the era is learnt only once `initialize`
-                        // succeeded; if it fails, the probe is withdrawn.
-                        match self.initialize(client.clone(), None, on_spawn).await {
-                            Ok(started) => {
-                                probe.learn(Era::Handshake);
-                                Ok(started)
+                    // `initialize` unknown: a server of 2026-07-28 alone, slow
+                    // to answer the probe. Asked again, it is waited for as
+                    // long as the startup may last.
+                    Err(error) if refused_as_unknown(&error) => {
+                        match self.discover(client, None, on_spawn).await? {
+                            Discovered::Modern(started) => {
+                                probe.learn(Era::Modern);
+                                Ok(*started)
                             }
-                            // `initialize` unknown: a server of 2026-07-28 alone, slow
-                            // to answer the probe. Asked again, it is waited for as
-                            // long as the startup may last.
-                            Err(error) if refused_as_unknown(&error) => {
-                                match self.discover(client, None, on_spawn).await? {
-                                    Discovered::Modern(started) => {
-                                        probe.learn(Era::Modern);
-                                        Ok(*started)
-                                    }
-                                    Discovered::Handshake { running, .. } => {
-                                        if let Some(running) = running {
-                                            running.end().await;
-                                        }
-                                        Err(error)
-                                    }
-                                    Discovered::Silent => Err(error),
-                                    Discovered::NoSharedVersion { supported } => {
-                                        probe.learn(Era::Modern);
-                                        Err(no_shared(supported))
-                                    }
+                            Discovered::Handshake { running, .. } => {
+                                if let Some(running) = running {
+                                    running.end().await;
                                 }
+                                Err(error)
                             }
-                            Err(error) => Err(error),
+                            Discovered::Silent => Err(error),
+                            Discovered::NoSharedVersion { supported } => {
+                                probe.learn(Era::Modern);
+                                Err(no_shared(supported))
+                            }
                         }
                     }
-                    // A server that speaks none of mcp-runtime's revisions is still one
-                    // that answers `server/discover`: modern.
-                    Discovered::NoSharedVersion { supported } => {
-                        probe.learn(Era::Modern);
-                        Err(no_shared(supported))
-                    }
+                    Err(error) => Err(error),
                 }
+            }
+            // A server that speaks none of mcp-runtime's revisions is still one
+            // that answers `server/discover`: modern.
+            Discovered::NoSharedVersion { supported } => {
+                probe.learn(Era::Modern);
+                Err(no_shared(supported))
             }
         }
     }

@@ -28,7 +28,7 @@ use crate::{
     discovery_key::{LoginIdentity, StoredLogin},
     host::HostHandlers,
     protocol::client_config,
-    protocol_era::{DEFAULT_PROBE_BOUND, Detection},
+    protocol_era::{DEFAULT_PROBE_BOUND, Detection, EraCache},
     shared_listing::{self, LeaderGuard, ListingRegistry, Next, SharedTools, Startup, StartupKeys},
     sync::lock,
     transport::{
@@ -66,6 +66,8 @@ pub struct StartOptions {
     wait: Wait,
     other_servers: Vec<String>,
     probe_bound: Duration,
+    /// Where local servers' eras are kept across processes, if anywhere.
+    era_cache: Option<EraCache>,
     /// The token store of the host, for the OAuth logins of remote servers.
     credentials: Option<TokenStore>,
     /// How the host answers the servers' requests.
@@ -84,6 +86,7 @@ impl Default for StartOptions {
             wait: Wait::RequiredThenGrace(DEFAULT_OPTIONAL_GRACE),
             other_servers: Vec::new(),
             probe_bound: DEFAULT_PROBE_BOUND,
+            era_cache: None,
             credentials: None,
             host: HostHandlers::default(),
         }
@@ -97,6 +100,7 @@ impl std::fmt::Debug for StartOptions {
             .field("share_listings", &self.share_listings)
             .field("wait", &self.wait)
             .field("probe_bound", &self.probe_bound)
+            .field("era_cache", &self.era_cache)
             .field("host", &self.host)
             .finish_non_exhaustive()
     }
@@ -216,6 +220,16 @@ impl StartOptions {
         self
     }
 
+    /// Keeps the protocol era found for each local server with `protocol = "auto"` in
+    /// `cache`, and starts each in the era kept there by an earlier process, without
+    /// the probe: a handshake server is sent `initialize` at once. A server that answers
+    /// in the other era is started in it, and the cache learns. Without this, eras are
+    /// remembered within the process alone (in the listing registry).
+    pub fn with_era_cache(mut self, cache: EraCache) -> Self {
+        self.era_cache = Some(cache);
+        self
+    }
+
     /// The host's answers to the servers' requests: elicitation, sampling, roots
     /// (see [`crate::host`]). What `handlers` answer is what every server is offered;
     /// without this, nothing is offered.
@@ -241,6 +255,7 @@ impl StartOptions {
             scope: self.scope.clone(),
             probe_bound: self.probe_bound,
             offered: client_config(&self.host),
+            cache: self.era_cache.clone(),
         }
     }
 

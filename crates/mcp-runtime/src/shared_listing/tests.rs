@@ -283,6 +283,45 @@ fn era_keys_cover_the_same_inputs_apart_from_the_discovery_key() {
 }
 
 #[test]
+fn the_key_of_an_era_kept_on_disk_covers_no_value_of_the_environment() {
+    use std::collections::BTreeMap;
+
+    use crate::{discovery_key::era_on_disk, transport::stdio::Launch};
+
+    let launch = |arg: &str, env: &[(&str, &str)]| {
+        Endpoint::Stdio(Launch {
+            argv: vec!["server".into(), arg.into()],
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect::<BTreeMap<_, _>>(),
+            cwd: None,
+            max_message_bytes: 1,
+        })
+    };
+    let local = Environment::Local;
+    let on_disk = |scope, arg, env: &[(&str, &str)]| {
+        era_on_disk(&offered(), scope, "s", &launch(arg, env), &local)
+    };
+    let key = on_disk("default", "a", &[("API_TOKEN", "secret-1")]);
+    assert_eq!(
+        key,
+        on_disk("default", "a", &[("API_TOKEN", "secret-2")]),
+        "a value, which may be a credential, is not covered even as a digest"
+    );
+    assert_ne!(key, on_disk("default", "a", &[("OTHER_TOKEN", "secret-1")]));
+    assert_ne!(key, on_disk("default", "a", &[]));
+    assert_ne!(key, on_disk("default", "b", &[("API_TOKEN", "secret-1")]));
+    assert_ne!(key, on_disk("other", "a", &[("API_TOKEN", "secret-1")]));
+    // Not the key of the memory within a process, which covers the values.
+    let env = [("API_TOKEN", "secret-1")];
+    assert_ne!(
+        key,
+        DiscoveryKey::era(&offered(), "default", "s", &launch("a", &env), &local)
+    );
+}
+
+#[test]
 #[cfg(feature = "http")]
 fn discovery_keys_cover_scope_and_inputs() {
     use std::collections::BTreeMap;
