@@ -9,6 +9,8 @@
 
 pub(crate) mod answer_id;
 pub(crate) mod error;
+#[cfg(feature = "http")]
+mod event_lines;
 pub(crate) mod framing;
 pub(crate) mod hand_back;
 #[cfg(feature = "http")]

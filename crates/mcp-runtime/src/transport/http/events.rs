@@ -35,7 +35,9 @@ use rmcp::{
 use sse_stream::Sse;
 
 use super::SplicingHttpClient;
-use crate::transport::{framing::too_large, raw_answers::RawRequest, refused};
+use crate::transport::{
+    event_lines::EventEnds, framing::too_large, raw_answers::RawRequest, refused,
+};
 
 /// A request whose answer may come on an event stream: what the stream's steps need
 /// of it.
@@ -141,14 +143,14 @@ struct EventTooLarge {
 }
 
 /// `bytes`, failing once one SSE event (the bytes between blank lines, whichever line
-/// ending ends them: [`Lines`]) grows past `limit`, so a server cannot grow this
+/// ending ends them: [`EventEnds`]) grows past `limit`, so a server cannot grow this
 /// process's memory without bound.
 pub(super) fn bounded_events(
     bytes: impl Stream<Item = reqwest::Result<Bytes>> + Send + 'static,
     limit: usize,
 ) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static {
     let mut event_len = 0usize;
-    let mut lines = Lines::default();
+    let mut lines = EventEnds::default();
     bytes.map(move |chunk| {
         let chunk = chunk.map_err(std::io::Error::other)?;
         for &byte in chunk.iter() {
@@ -179,7 +181,7 @@ pub(super) fn text_events<E: Send + 'static>(
         server,
         request,
         pending: BytesMut::new(),
-        lines: Lines::default(),
+        lines: EventEnds::default(),
         pending_after_cr: false,
     };
     bytes
@@ -194,7 +196,7 @@ struct TextEvents {
     /// The bytes of the event not yet ended.
     pending: BytesMut,
     /// Where the reading of the stream is, at the end of `pending`.
-    lines: Lines,
+    lines: EventEnds,
     /// Whether the byte before `pending` was a CR (whose LF may start it).
     pending_after_cr: bool,
 }
@@ -220,10 +222,7 @@ impl TextEvents {
             return events;
         }
         let mut passed = Vec::with_capacity(events.len());
-        let mut lines = Lines {
-            in_line: false,
-            after_cr: events_after_cr,
-        };
+        let mut lines = EventEnds::after_cr(events_after_cr);
         let mut event_start = 0;
         for (at, &byte) in events.iter().enumerate() {
             if lines.ends_event(byte) {
@@ -293,31 +292,6 @@ impl TextEvents {
             kept.push(b'\n');
         }
         kept
-    }
-}
-
-/// Where the reading of an event stream is, to find where its events end (a blank
-/// line; lines end at CRLF, LF or CR, as the SSE specification says).
-#[derive(Default)]
-struct Lines {
-    /// Whether the current line has begun.
-    in_line: bool,
-    /// Whether the last byte was a CR, so that an LF right after it ends nothing.
-    after_cr: bool,
-}
-
-impl Lines {
-    /// Reads `byte`; true when it ends an event.
-    fn ends_event(&mut self, byte: u8) -> bool {
-        let after_cr = std::mem::replace(&mut self.after_cr, byte == b'\r');
-        match byte {
-            b'\n' if after_cr => false,
-            b'\r' | b'\n' => !std::mem::replace(&mut self.in_line, false),
-            _ => {
-                self.in_line = true;
-                false
-            }
-        }
     }
 }
 

@@ -18,7 +18,10 @@
 
 use rmcp::model::RequestId;
 
-use crate::transport::framing::IdScanner;
+use crate::transport::{
+    event_lines::{Byte, LineEnds},
+    framing::IdScanner,
+};
 
 /// The longest field name kept: longer ones are none of the fields read here.
 const MAX_FIELD_BYTES: usize = 8;
@@ -64,8 +67,8 @@ pub(super) struct EventReader {
     has_data: bool,
     /// Set once the current event's data went over the limit (invariant 1).
     oversized: Option<IdScanner>,
-    /// Whether the last byte was a CR, so that an LF right after it ends nothing.
-    after_cr: bool,
+    /// Where the lines end.
+    lines: LineEnds,
 }
 
 impl EventReader {
@@ -80,7 +83,7 @@ impl EventReader {
             data: Vec::new(),
             has_data: false,
             oversized: None,
-            after_cr: false,
+            lines: LineEnds::default(),
         }
     }
 
@@ -90,15 +93,17 @@ impl EventReader {
         let mut at = 0;
         while at < chunk.len() {
             let byte = chunk[at];
-            let after_cr = std::mem::replace(&mut self.after_cr, byte == b'\r');
-            if byte == b'\n' && after_cr {
-                at += 1;
-                continue;
-            }
-            if matches!(byte, b'\r' | b'\n') {
-                self.end_line(&mut events);
-                at += 1;
-                continue;
+            match self.lines.read(byte) {
+                Byte::Continued => {
+                    at += 1;
+                    continue;
+                }
+                Byte::LineEnd => {
+                    self.end_line(&mut events);
+                    at += 1;
+                    continue;
+                }
+                Byte::Text => {}
             }
             match self.position {
                 Position::Name if byte == b':' => self.start_value(),
