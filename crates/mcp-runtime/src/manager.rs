@@ -44,6 +44,8 @@ pub use features::{Prompts, Resources, ServerPrompt, ServerResource, ServerResou
 
 mod joining;
 
+mod publication;
+
 mod startup;
 
 mod status;
@@ -53,8 +55,8 @@ mod supervisor;
 use std::{
     collections::BTreeMap,
     sync::{
-        Arc, Mutex, RwLock, Weak,
-        atomic::{AtomicU64, AtomicUsize, Ordering},
+        Arc, Mutex, RwLock,
+        atomic::{AtomicU64, Ordering},
     },
     time::Duration,
 };
@@ -67,7 +69,11 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc::UnboundedSender, watch};
 use tokio_util::task::AbortOnDropHandle;
 
-use self::error::StartError;
+use self::{
+    error::StartError,
+    publication::{Listing, Listings, refresh_on_change},
+    status::auth_state,
+};
 pub use self::{
     startup::{DEFAULT_OPTIONAL_GRACE, DEFAULT_SCOPE, StartOptions, StartupEvent, StartupSummary},
     status::{AuthState, ServerState, ServerStatus, TransportKind},
@@ -78,7 +84,6 @@ use crate::{
     config::{Config, ServerConfig},
     connection::{Connection, error::CallError},
     sandbox_metadata::{self, CallSandbox},
-    shared_listing::SharedTools,
     sync::lock,
     tool_result::ToolResult,
     transport::error::{ListToolsError, RequestError, RestartError},
@@ -205,26 +210,6 @@ impl Server {
     fn connection(&self) -> Option<Arc<Connection>> {
         lock(&self.live).connection.clone()
     }
-}
-
-/// The listing of every server that started, and their version.
-struct Listings {
-    /// How many listings were stored since the start: a catalog built at version `v`
-    /// includes every listing stored up to `v`.
-    version: u64,
-    by_server: BTreeMap<String, Listing>,
-}
-
-/// A server's current tool listing and the generation of the request it came from.
-struct Listing {
-    /// The generation of the listing held in `tools`.
-    stored: u64,
-    /// The [`Listings::version`] at which `tools` was stored: a catalog built at an
-    /// earlier version does not include it.
-    version: u64,
-    /// The generation the next request takes.
-    next: u64,
-    tools: SharedTools,
 }
 
 impl Runtime {
@@ -784,118 +769,6 @@ impl Shared {
         shared
     }
 
-    async fn refresh(self: &Arc<Self>, name: &str) -> Result<(), ListToolsError> {
-        let server = self
-            .servers
-            .get(name)
-            .ok_or_else(|| ListToolsError::UnknownServer {
-                server: name.to_owned(),
-            })?;
-        let (connection, live) = self.available(name).await.map_err(|error| match error {
-            RestartError::NeverStarted { server } => ListToolsError::ServerUnavailable { server },
-            error => ListToolsError::Restart(error),
-        })?;
-        let generation = self.next_generation(name);
-        let tools = connection
-            .list_tools(&server.config, &AtomicUsize::new(0))
-            .await?
-            .tools;
-        self.usable(name, live);
-        if let Some(version) = self.store(name, generation, Arc::new(tools)) {
-            self.publish_current();
-            debug_assert!(
-                self.published.load(Ordering::Relaxed) >= version,
-                "invariant 4: the published catalog includes the listing just stored"
-            );
-        }
-        Ok(())
-    }
-
-    /// Takes the generation of a new `tools/list` request for `name`.
-    fn next_generation(&self, name: &str) -> u64 {
-        let mut listings = lock(&self.listings);
-        let listing = listings
-            .by_server
-            .get_mut(name)
-            .expect("a server with a connection has a listing");
-        listing.next += 1;
-        listing.next - 1
-    }
-
-    /// Stores the answer to `name`'s request of `generation`, unless a later
-    /// request's answer is already stored; returns the listings' new version if it
-    /// stored it.
-    fn store(&self, name: &str, generation: u64, tools: SharedTools) -> Option<u64> {
-        let mut listings = lock(&self.listings);
-        let version = listings.version + 1;
-        let listing = listings
-            .by_server
-            .get_mut(name)
-            .expect("a server with a connection has a listing");
-        debug_assert!(
-            generation < listing.next,
-            "invariant 2: a generation is taken before its request"
-        );
-        if generation <= listing.stored {
-            return None;
-        }
-        listing.stored = generation;
-        listing.version = version;
-        listing.tools = tools;
-        listings.version = version;
-        Some(version)
-    }
-
-    /// The catalog of every server's listing, each filtered by its server's tool
-    /// filters, built from `previous` (whose names stay, catalog invariant 2).
-    fn build_catalog(&self, previous: &Catalog) -> Catalog {
-        let listings = lock(&self.listings);
-        Catalog::build(
-            previous,
-            listings
-                .by_server
-                .iter()
-                .map(|(name, listing)| (&self.servers[name].config, listing.tools.as_slice())),
-        )
-    }
-
-    /// The listings' version, and the listings stored after version `since` with
-    /// their servers' configurations; the lock is held only to copy them.
-    fn stored_since(&self, since: u64) -> (u64, Vec<(&ServerConfig, SharedTools)>) {
-        let listings = lock(&self.listings);
-        let changed = listings
-            .by_server
-            .iter()
-            .filter(|(_, listing)| listing.version > since)
-            .map(|(name, listing)| (&self.servers[name].config, listing.tools.clone()))
-            .collect();
-        (listings.version, changed)
-    }
-
-    /// Builds the catalog of the current listings and publishes it to every
-    /// subscriber, if they are newer than those of the published catalog; says
-    /// whether it did. Snapshot, naming and publication are one step under the
-    /// catalog channel's lock (invariant 4), with no await inside. Only the servers
-    /// whose listing was stored since the published catalog are named again: the
-    /// cost is their tools', not the catalog's.
-    fn publish_current(&self) -> bool {
-        self.catalog.send_if_modified(|current| {
-            let published = self.published.load(Ordering::Relaxed);
-            let (version, changed) = self.stored_since(published);
-            if version <= published {
-                return false;
-            }
-            let catalog = changed
-                .iter()
-                .fold(Catalog::clone(current), |catalog, (config, tools)| {
-                    catalog.with_server(config, tools)
-                });
-            self.published.store(version, Ordering::Relaxed);
-            *current = Arc::new(catalog);
-            true
-        })
-    }
-
     async fn shutdown(&self) {
         self.closing.cancel();
         // Before the connections: a server that joins meanwhile is shut down below.
@@ -916,87 +789,6 @@ impl Shared {
             let _ = events.send(event);
         }
     }
-}
-
-/// Refreshes `name`'s listing each time its server announces a change, on whichever
-/// connection is current (`generation` says when a restart replaced it), for as long
-/// as the runtime exists.
-async fn refresh_on_change(
-    shared: Weak<Shared>,
-    name: String,
-    mut generation: watch::Receiver<u64>,
-) {
-    loop {
-        generation.borrow_and_update();
-        let changed = {
-            let Some(shared) = shared.upgrade() else {
-                return;
-            };
-            shared.servers[&name]
-                .connection()
-                .map(|c| c.tools_changed())
-        };
-        let Some(changed) = changed else {
-            return;
-        };
-        tokio::select! {
-            () = changed.notified() => {}
-            replaced = generation.changed() => match replaced {
-                Ok(()) => continue,
-                Err(_) => return,
-            },
-        }
-        let Some(shared) = shared.upgrade() else {
-            return;
-        };
-        // The listing the server granted for reuse is stale now.
-        if let Some(settled) = shared.servers[&name].settled()
-            && let Some((registry, keys)) = &settled.listing_keys
-        {
-            registry.revoke(keys);
-        }
-        // Boxed: the task waits with a small future, not a refresh's (every server
-        // has a refresher).
-        if let Err(error) = Box::pin(shared.refresh(&name)).await
-            && !shared.closing.is_cancelled()
-        {
-            tracing::warn!(server = %name, error = %crate::transport::error::chain(&error), "refreshing tools after list_changed failed");
-        }
-    }
-}
-
-/// How `config`'s server is authorized (see [`AuthState`]) at `now`: by an OAuth
-/// login that ran out (`login`, as stored when it started), by the OAuth login its
-/// connection carries, by a bearer token, or not, when it failed asking for one.
-fn auth_state(
-    config: &crate::config::ServerConfig,
-    connection: Option<&Connection>,
-    error: Option<&crate::transport::error::StartupError>,
-    login: Option<crate::discovery_key::StoredLogin>,
-    now: std::time::SystemTime,
-) -> Option<AuthState> {
-    use crate::{config::TransportConfig, transport::error::HttpFailure};
-    let TransportConfig::StreamableHttp(http) = &config.transport else {
-        return None;
-    };
-    // Before the connection: a live one still carries the token until it is refused.
-    // A machine client gets a new token itself: its token running out is nothing to
-    // show.
-    let machine = config.oauth.grant_type.is_machine();
-    if !machine && login.is_some_and(|login| login.is_expired_at(now)) {
-        return Some(AuthState::Expired);
-    }
-    if connection.is_some_and(Connection::uses_oauth) {
-        return Some(AuthState::LoggedIn);
-    }
-    if let Some(HttpFailure::NeedsLogin { .. } | HttpFailure::Unauthorized { .. }) =
-        error.and_then(crate::transport::error::StartupError::http_failure)
-    {
-        return Some(AuthState::NeedsLogin);
-    }
-    http.bearer_token_env_var
-        .is_some()
-        .then_some(AuthState::Bearer)
 }
 
 #[cfg(test)]

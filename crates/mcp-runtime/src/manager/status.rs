@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::{
     config::{ApprovalMode, HttpTransport, ServerConfig, TransportConfig},
+    connection::Connection,
     transport::error::{RequestError, StartupError},
 };
 
@@ -160,4 +161,38 @@ pub struct ServerStatus {
     /// Its `default_tools_approval_mode`: whether the host asks a person before one of
     /// its tools runs, for tools without an `approval_mode` of their own.
     pub default_tools_approval_mode: Option<ApprovalMode>,
+}
+
+/// How `config`'s server is authorized (see [`AuthState`]) at `now`: by an OAuth
+/// login that ran out (`login`, as stored when it started), by the OAuth login its
+/// connection carries, by a bearer token, or not, when it failed asking for one.
+pub(super) fn auth_state(
+    config: &crate::config::ServerConfig,
+    connection: Option<&Connection>,
+    error: Option<&crate::transport::error::StartupError>,
+    login: Option<crate::discovery_key::StoredLogin>,
+    now: std::time::SystemTime,
+) -> Option<AuthState> {
+    use crate::{config::TransportConfig, transport::error::HttpFailure};
+    let TransportConfig::StreamableHttp(http) = &config.transport else {
+        return None;
+    };
+    // Before the connection: a live one still carries the token until it is refused.
+    // A machine client gets a new token itself: its token running out is nothing to
+    // show.
+    let machine = config.oauth.grant_type.is_machine();
+    if !machine && login.is_some_and(|login| login.is_expired_at(now)) {
+        return Some(AuthState::Expired);
+    }
+    if connection.is_some_and(Connection::uses_oauth) {
+        return Some(AuthState::LoggedIn);
+    }
+    if let Some(HttpFailure::NeedsLogin { .. } | HttpFailure::Unauthorized { .. }) =
+        error.and_then(crate::transport::error::StartupError::http_failure)
+    {
+        return Some(AuthState::NeedsLogin);
+    }
+    http.bearer_token_env_var
+        .is_some()
+        .then_some(AuthState::Bearer)
 }
