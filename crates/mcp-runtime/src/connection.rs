@@ -20,6 +20,8 @@ mod calling;
 
 mod cancellation;
 
+mod client;
+
 pub(crate) mod error;
 
 mod failure;
@@ -64,26 +66,23 @@ use std::{
 };
 
 use rmcp::{
-    ClientHandler, Peer, RoleClient,
-    model::{
-        CallToolRequestParams, ClientConfig, ElicitRequestParams, ElicitResult, JsonObject,
-        MetaObject, NotificationMetaObject, ProgressNotificationParam, ProtocolVersion,
-        RequestMetaObject, ServerNotification,
-    },
-    service::{ClientCacheConfig, NotificationContext, RequestContext, RunningService},
+    Peer, RoleClient,
+    model::{CallToolRequestParams, JsonObject, MetaObject, ProtocolVersion, RequestMetaObject},
+    service::{ClientCacheConfig, RunningService},
 };
 use tokio::sync::{Notify, OnceCell};
 use tokio_util::sync::CancellationToken;
 
 use self::{
     calling::{CallFailure, Caller, Deadline},
+    client::Client,
     error::CallError,
 };
 use crate::{
     binding::Binding,
     catalog::TaskSupport,
     host::HostHandlers,
-    protocol::{ACCEPTED_PROTOCOL_VERSIONS, client_config},
+    protocol::ACCEPTED_PROTOCOL_VERSIONS,
     protocol_era::Plan,
     sandbox_metadata::{
         self, CallSandbox, SANDBOX_LAUNCHER_KEY, SANDBOX_STATE_KEY, SANDBOX_STATE_META_KEY,
@@ -123,150 +122,6 @@ const STDERR_REPORT_LINES: usize = 5;
 
 /// The experimental capability through which a server opts out of shared listings.
 pub const TOOL_CATALOG_CACHE_CAPABILITY: &str = "codex/tool-catalog-cache";
-
-/// The client side of one connection: what it offers in `initialize`, how it answers
-/// the server's requests and what it does with the server's notifications.
-#[derive(Clone)]
-struct Client {
-    info: ClientConfig,
-    tools_changed: Arc<Notify>,
-    answers: Arc<answers::Answers>,
-    held: Arc<features::HeldLists>,
-}
-
-impl Client {
-    fn new(server: &str, host: &HostHandlers) -> Self {
-        Self {
-            info: client_config(host),
-            tools_changed: Arc::new(Notify::new()),
-            answers: Arc::new(answers::Answers::new(server, host.clone())),
-            held: Arc::default(),
-        }
-    }
-
-    /// Delivers a change the server sent on its connection (a handshake-era server's
-    /// way). One that names a listen stream came on a stream that is no longer read:
-    /// rmcp hands the notifications of a stream it does not know (one replaced by a
-    /// stream with other resources, or closed) to this handler. The stream that
-    /// replaced it carries the same changes, so it is dropped, not reported twice.
-    fn deliver(&self, context: &NotificationContext<RoleClient>, change: ServerNotification) {
-        // rmcp 3.11 moves a notification's extensions into the context before its
-        // `_meta`, which lives among them: the `_meta` arrives in
-        // `context.extensions`, and `context.meta` is empty. Both are read, so this
-        // holds once rmcp fills `context.meta`.
-        let stream = context.meta.subscription_id().or_else(|| {
-            context
-                .extensions
-                .get::<NotificationMetaObject>()
-                .and_then(NotificationMetaObject::subscription_id)
-        });
-        if let Some(stream) = stream {
-            tracing::debug!(server = self.answers.server(), %stream, "ignoring a change sent on a listen stream no longer read");
-            return;
-        }
-        self.listeners().deliver(change);
-    }
-
-    fn listeners(&self) -> subscriptions::Listeners {
-        subscriptions::Listeners {
-            tools_changed: self.tools_changed.clone(),
-            answers: self.answers.clone(),
-            held: self.held.clone(),
-        }
-    }
-}
-
-impl ClientHandler for Client {
-    fn get_info(&self) -> ClientConfig {
-        self.info.clone()
-    }
-
-    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
-        self.deliver(
-            &context,
-            ServerNotification::ToolListChangedNotification(Default::default()),
-        );
-    }
-
-    async fn on_resource_list_changed(&self, context: NotificationContext<RoleClient>) {
-        self.deliver(
-            &context,
-            ServerNotification::ResourceListChangedNotification(Default::default()),
-        );
-    }
-
-    async fn on_prompt_list_changed(&self, context: NotificationContext<RoleClient>) {
-        self.deliver(
-            &context,
-            ServerNotification::PromptListChangedNotification(Default::default()),
-        );
-    }
-
-    async fn on_resource_updated(
-        &self,
-        params: rmcp::model::ResourceUpdatedNotificationParam,
-        context: NotificationContext<RoleClient>,
-    ) {
-        self.deliver(
-            &context,
-            ServerNotification::ResourceUpdatedNotification(
-                rmcp::model::ResourceUpdatedNotification::new(params),
-            ),
-        );
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.answers.progress(params);
-    }
-
-    #[allow(
-        deprecated,
-        reason = "rmcp marks logging deprecated (SEP-2577); servers of every revision send it"
-    )]
-    async fn on_logging_message(
-        &self,
-        params: rmcp::model::LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        answers::server_log(self.answers.server(), params);
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, rmcp::ErrorData> {
-        Ok(self.answers.elicit(request).await)
-    }
-
-    #[allow(
-        deprecated,
-        reason = "rmcp marks sampling deprecated (SEP-2577), but the 2025-11-25 revision has it and servers ask for it"
-    )]
-    async fn create_message(
-        &self,
-        params: rmcp::model::CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
-        self.answers.sample(params).await
-    }
-
-    #[expect(
-        deprecated,
-        reason = "roots are leaving the specification; servers still ask"
-    )]
-    async fn list_roots(
-        &self,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
-        serde_json::from_value(self.answers.roots().await)
-            .map_err(|error| rmcp::ErrorData::internal_error(error.to_string(), None))
-    }
-}
 
 /// A live connection to one server.
 pub(crate) struct Connection {
@@ -957,98 +812,4 @@ pub(crate) fn sh_server(script: &str, args: &[&str]) -> Endpoint {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A stdio server in `sh` that answers `initialize` with protocol version `$1`.
-    const VERSION_SERVER: &str = r#"
-while IFS= read -r line; do
-  case "$line" in
-    *'"method":"initialize"'*)
-      id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"%s","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"0"}}}\n' "$id" "$1" ;;
-  esac
-done
-"#;
-
-    async fn connect_answering(version: &str) -> Result<Connection, StartupError> {
-        Connection::connect(
-            "versioned",
-            &sh_server(VERSION_SERVER, &[version]),
-            &crate::binding::Binding::Local,
-            |_| {},
-        )
-        .await
-    }
-
-    #[tokio::test]
-    async fn every_handshake_revision_mcp_runtime_speaks_is_accepted() {
-        for version in ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"] {
-            let connection = connect_answering(version)
-                .await
-                .unwrap_or_else(|error| panic!("{version}: {error}"));
-            connection.shutdown().await;
-        }
-    }
-
-    #[tokio::test]
-    async fn a_server_answering_another_protocol_version_fails_to_start_naming_both() {
-        for version in ["2099-01-01", "2026-07-28", "2024-10-07"] {
-            let error = match connect_answering(version).await {
-                Ok(_) => panic!("{version} was accepted"),
-                Err(error) => error,
-            };
-            assert_eq!(
-                error.to_string(),
-                format!(
-                    "the server answered `initialize` with protocol version `{version}`, which mcp-runtime does not speak (it offered `2025-11-25`, and also speaks `2025-06-18`, `2025-03-26` and `2024-11-05`)"
-                )
-            );
-        }
-    }
-
-    /// A stdio server in `sh` that answers `initialize`, and `tools/call` with a
-    /// result whose `content` is a string.
-    const MALFORMED_RESULT_SERVER: &str = r#"
-while IFS= read -r line; do
-  id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
-  case "$line" in
-    *'"method":"initialize"'*)
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"0"}}}\n' "$id" ;;
-    *'"method":"tools/call"'*)
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"content":"oops"}}\n' "$id" ;;
-  esac
-done
-"#;
-
-    #[tokio::test]
-    async fn a_result_that_is_not_a_tool_result_keeps_why_as_its_source() {
-        let endpoint = sh_server(MALFORMED_RESULT_SERVER, &[]);
-        let connection =
-            Connection::connect("odd", &endpoint, &crate::binding::Binding::Local, |_| {})
-                .await
-                .unwrap();
-        let error = connection
-            .call_plain("t", Duration::from_secs(120))
-            .await
-            .expect_err("the result cannot be read");
-        assert!(
-            matches!(
-                &error,
-                CallError::InvalidResult {
-                    source: crate::InvalidToolResult::Malformed {
-                        field: "content",
-                        ..
-                    },
-                    ..
-                }
-            ),
-            "{error:?}"
-        );
-        assert_eq!(
-            crate::error::chain(&error),
-            "tool `t` on server `odd` failed: the tool result's `content` is a string, not an array (the server does not follow the MCP schema; report it to its author)"
-        );
-        connection.shutdown().await;
-    }
-}
+mod tests;
