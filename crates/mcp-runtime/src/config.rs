@@ -53,7 +53,8 @@
 //! every error points at a table and key of the document.
 
 pub(crate) mod checks;
-pub mod hosts;
+mod hosts;
+pub use self::hosts::import_file;
 mod keys;
 mod parse;
 #[cfg(test)]
@@ -608,7 +609,7 @@ impl EnvironmentConfig {
 
 impl Config {
     /// Reads and parses a configuration file: Codex's TOML, or the JSON file of another
-    /// host ([`hosts`]), told apart by content.
+    /// host (Claude Desktop, Claude Code, VS Code, Cursor), told apart by content.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
@@ -618,12 +619,21 @@ impl Config {
     }
 
     /// Parses configuration text; `origin` names it in error messages. JSON text is
-    /// another host's file, converted to TOML first ([`hosts`]).
+    /// another host's file, converted to TOML first.
     pub fn parse(text: &str, origin: &Path) -> Result<Self, ConfigError> {
         if hosts::looks_like_json(text) {
             return hosts::load(text, origin, &hosts::process_vars);
         }
         parse::parse(text, origin)
+    }
+
+    /// Reads the configuration file at `path` as it is written, for showing it to a
+    /// person: a TOML file as [`Config::load`] reads it (TOML has no variables); another
+    /// host's JSON file validated as [`import_file`] validates it, each `${…}` kept as
+    /// written. No variable of the environment is ever expanded, so what is shown never
+    /// holds the value of one (a token passed in `args` or `url`).
+    pub fn load_as_written(path: &Path) -> Result<Self, ConfigError> {
+        hosts::load_as_written(path)
     }
 
     /// The servers that are enabled, in name order.
