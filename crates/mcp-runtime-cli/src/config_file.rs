@@ -74,12 +74,7 @@ pub fn read(config: Option<&Path>, demo: bool, demo_fallback: bool) -> anyhow::R
 /// (no file, no server), and with every `${…}` of a host's JSON file kept as written
 /// rather than expanded (invariant 5).
 pub fn read_as_written(config: Option<&Path>, demo: bool) -> anyhow::Result<Loaded> {
-    read_with(
-        config,
-        demo,
-        false,
-        mcp_runtime::config::hosts::load_as_written,
-    )
+    read_with(config, demo, false, Config::load_as_written)
 }
 
 fn read_with(

@@ -15,9 +15,7 @@
 use std::{process::Stdio, time::Duration};
 
 use anyhow::Context;
-use mcp_runtime::{
-    CapturedAuthority, Config, Unsandboxed, sandbox_metadata::SANDBOX_STATE_CAPABILITY,
-};
+use mcp_runtime::{CapturedAuthority, Config, SANDBOX_STATE_CAPABILITY, Unsandboxed};
 use rmcp::{
     RoleServer, ServerHandler, ServiceExt,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},

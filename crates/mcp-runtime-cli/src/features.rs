@@ -6,9 +6,7 @@
 //! that lists it; none, or more than one, exits 2 naming them.
 
 use mcp_runtime::{
-    Content, PromptResult, ReadResult, Runtime,
-    manager::{Prompts, Resources},
-    model::JsonObject,
+    Content, PromptResult, Prompts, ReadResult, Resources, Runtime, model::JsonObject,
 };
 use serde_json::{Value, json};
 

@@ -620,7 +620,7 @@ fn warn_failed(servers: &[mcp_runtime::ServerStatus]) {
 mod tests {
     use std::sync::Arc;
 
-    use mcp_runtime::error::{CallError, RequestError};
+    use mcp_runtime::{CallError, error::RequestError};
 
     use super::*;
 

@@ -9,10 +9,9 @@
 use std::{borrow::Cow, error::Error, io::Write, sync::Arc};
 
 use mcp_runtime::{
-    Catalog, Content, QualifiedTool, ServerStatus, TaskSupport, ToolResult,
-    error::{
-        CallError, HttpFailure, ListToolsError, RequestError, StartError, StartupError, chain,
-    },
+    CallError, Catalog, Content, ListToolsError, QualifiedTool, ServerStatus, StartError,
+    StartupError, TaskSupport, ToolResult,
+    error::{HttpFailure, RequestError, chain},
 };
 use serde::{Serialize, Serializer, ser::SerializeMap};
 use serde_json::Value;

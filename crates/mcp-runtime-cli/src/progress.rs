@@ -7,10 +7,7 @@ use std::{collections::HashMap, time::Duration};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use mcp_runtime::CancellationToken;
-use mcp_runtime::{
-    StartupEvent,
-    progress::{OnProgress, Progress},
-};
+use mcp_runtime::{OnProgress, Progress, StartupEvent};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 const TICK: Duration = Duration::from_millis(80);

@@ -10,13 +10,12 @@
 use std::sync::{Arc, Mutex};
 
 use mcp_runtime::{
-    CallOptions, ServerConfig, ServerState,
+    CallOptions, OnProgress, ServerConfig, ServerState,
     host::{Elicitation, ElicitationModes, HandlerFuture, HostHandlers, Root, Roots, Sampling},
     model::{
         CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
         ElicitationAction, SamplingMessage,
     },
-    progress::OnProgress,
 };
 use serde_json::{Value, json};
 

@@ -113,7 +113,7 @@ async fn call_exact(
     tool: &str,
     arguments: &str,
     options: CallOptions,
-) -> Result<mcp_runtime::ToolResult, mcp_runtime::error::CallError> {
+) -> Result<mcp_runtime::ToolResult, mcp_runtime::CallError> {
     let arguments = RawValue::from_string(arguments.to_owned()).unwrap();
     runtime.call_tool_exact(tool, &arguments, options).await
 }

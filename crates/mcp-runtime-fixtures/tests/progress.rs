@@ -4,9 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use mcp_runtime::{
-    CallOptions, ListingRegistry, Runtime, StartOptions,
-    config::Protocol,
-    progress::{OnProgress, Progress},
+    CallOptions, ListingRegistry, OnProgress, Progress, Runtime, StartOptions, config::Protocol,
 };
 
 use crate::support::*;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mcp_runtime::{ServerChange, ServerConfig, ServerState, error::FeatureError};
+use mcp_runtime::{FeatureError, ServerChange, ServerConfig, ServerState};
 use tokio::sync::broadcast;
 
 use crate::{peers::server_everything, support::*};
@@ -155,9 +155,8 @@ async fn the_lists_of_a_server_that_announces_changes_are_held_until_it_does() {
             &["--resources", "--era", era, "--log", path_str(&log)],
         );
         let (runtime, _) = start(config([server])).await;
-        let description = |listed: &mcp_runtime::manager::Resources| {
-            listed.resources[0].resource.description.clone()
-        };
+        let description =
+            |listed: &mcp_runtime::Resources| listed.resources[0].resource.description.clone();
         let first = runtime.resources().await;
         assert_eq!(description(&first).as_deref(), Some("counted 0"), "{era}");
         runtime.resources().await;

@@ -226,7 +226,7 @@ async fn a_task_that_outlives_the_timeout_is_cancelled_on_the_server() {
         .await
         .unwrap_err();
     assert!(
-        matches!(error, mcp_runtime::error::CallError::Timeout { .. }),
+        matches!(error, mcp_runtime::CallError::Timeout { .. }),
         "{error:?}"
     );
     runtime.shutdown().await;

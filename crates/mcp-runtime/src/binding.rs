@@ -15,7 +15,7 @@ use crate::{
 /// Where a server runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Binding {
+pub(crate) enum Binding {
     /// A stdio child process on this host.
     Local,
     /// A Streamable HTTP endpoint, wherever it is.
@@ -33,7 +33,7 @@ impl Binding {
     /// The binding of `server` under `config`'s environments. A server naming an
     /// environment that `config` does not define (or defines without a wrapper) cannot
     /// run at all: running it here instead would run it in the wrong place.
-    pub fn of(server: &ServerConfig, config: &Config) -> Result<Self, StartupError> {
+    pub(crate) fn of(server: &ServerConfig, config: &Config) -> Result<Self, StartupError> {
         match (&server.transport, &server.environment) {
             (TransportConfig::StreamableHttp(_), _) => Ok(Self::Http),
             (TransportConfig::Stdio(_), Environment::Local) => Ok(Self::Local),
@@ -52,7 +52,7 @@ impl Binding {
     }
 
     /// The command prefix a stdio server is run through, if any.
-    pub fn wrapper(&self) -> Option<&[String]> {
+    pub(crate) fn wrapper(&self) -> Option<&[String]> {
         match self {
             Self::Wrapped { wrapper, .. } => Some(wrapper),
             _ => None,
@@ -60,7 +60,7 @@ impl Binding {
     }
 
     /// Whether a launcher path on this host may be offered to the server.
-    pub fn may_offer_launcher(&self) -> bool {
+    pub(crate) fn may_offer_launcher(&self) -> bool {
         matches!(self, Self::Local)
     }
 }

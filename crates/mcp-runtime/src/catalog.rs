@@ -52,7 +52,6 @@ use std::{
 use imbl::OrdMap;
 use rmcp::model::{JsonObject, Tool};
 
-pub use crate::naming::MAX_TOOL_NAME_LEN;
 use crate::{
     config::{ApprovalMode, ServerConfig},
     naming::Registry,

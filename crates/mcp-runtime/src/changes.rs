@@ -15,6 +15,11 @@ use tokio::sync::broadcast;
 const BACKLOG: usize = 256;
 
 /// A change a server reported.
+///
+/// A handshake-era server sends these notifications on its connection (updates only
+/// for the resources `resources/subscribe` named). A 2026-07-28 server sends them only
+/// on a `subscriptions/listen` stream, which each connection keeps open for the list
+/// changes the server advertises and the resources the host subscribed to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ServerChange {

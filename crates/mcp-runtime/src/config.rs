@@ -5,7 +5,7 @@
 //! `[profiles.*]`, `[features]`, …) are ignored, while an unknown key inside a server
 //! table is an error (a typo there would otherwise silently change what runs), with the
 //! closest known key as a suggestion. Every error names the file, the table and the key,
-//! and every error in a file is reported at once ([`ConfigError::errors`]).
+//! and every error in a file is reported at once ([`ConfigError::errors`](crate::ConfigError::errors)).
 //!
 //! # The keys followed
 //!
@@ -53,21 +53,19 @@
 //! every error points at a table and key of the document.
 
 pub(crate) mod checks;
-pub mod hosts;
+mod hosts;
+pub use self::hosts::import_file;
 mod keys;
 mod parse;
+pub(crate) mod servers;
 #[cfg(test)]
 mod tests;
 
-use std::{
-    collections::BTreeMap,
-    path::{Path, PathBuf},
-    time::Duration,
-};
+use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
 pub(crate) mod error;
 
-use self::error::ConfigError;
+pub(crate) use self::servers::{Config, ServerConfig};
 
 /// Default `startup_timeout_sec`.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -89,20 +87,6 @@ pub const MAX_SERVER_NAME_BYTES: usize = 256;
 pub const INHERITED_ENV_VARS: &[&str] = &[
     "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ",
 ];
-
-/// A parsed configuration: the servers and the execution environments they may use.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Config {
-    /// The servers, by name.
-    pub servers: BTreeMap<String, ServerConfig>,
-    /// Named execution environments (`[environments.NAME]`).
-    pub environments: BTreeMap<String, EnvironmentConfig>,
-    /// `mcp_oauth_credentials_store`: where OAuth tokens are kept.
-    pub oauth_credentials_store: CredentialsStore,
-    /// What the file holds that loads but is not acted on (a key Codex knows that
-    /// mcp-runtime does not implement), one entry per server and key.
-    pub warnings: Vec<ConfigWarning>,
-}
 
 /// A setting that loads but is not acted on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -281,158 +265,6 @@ impl SigningAlgorithm {
     }
 }
 
-/// One `[mcp_servers.NAME]` table.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct ServerConfig {
-    /// The server's name, the key of its table.
-    pub name: String,
-    /// How to reach it.
-    pub transport: TransportConfig,
-    /// `enabled`: whether to start it at all.
-    pub enabled: bool,
-    /// `required`: whether its failure fails the whole start.
-    pub required: bool,
-    /// `startup_timeout_sec`: bound on spawn/connect, handshake and tool listing.
-    pub startup_timeout: Duration,
-    /// `tool_timeout_sec`: bound on each tool call.
-    pub tool_timeout: Duration,
-    /// `enabled_tools`: when set, only these tools are exposed (applied first).
-    pub enabled_tools: Option<Vec<String>>,
-    /// `disabled_tools`: these tools are never exposed (applied after `enabled_tools`).
-    pub disabled_tools: Vec<String>,
-    /// `environment`: where a stdio server runs.
-    pub environment: Environment,
-    /// `share_tool_listing`: whether overlapping startups may share this server's
-    /// `tools/list` answer.
-    pub share_tool_listing: bool,
-    /// `max_message_bytes`: the largest message accepted from the server (one stdio
-    /// line, one SSE event or one JSON body); a larger one fails the request it
-    /// answers at once.
-    pub max_message_bytes: usize,
-    /// `max_tools`: the most tools the server may list (counted as it lists them,
-    /// usable or not); a listing with more fails the server's startup.
-    pub max_tools: usize,
-    /// `supports_parallel_tool_calls`: the host may run several calls of this server's
-    /// tools at once (the runtime always can; this tells the host the server's tools
-    /// tolerate it).
-    pub supports_parallel_tool_calls: bool,
-    /// `default_tools_approval_mode`: the approval mode of every tool without its own.
-    pub default_tools_approval_mode: Option<ApprovalMode>,
-    /// `[mcp_servers.X.tools.TOOL]`: per-tool settings, by raw tool name.
-    pub tools: BTreeMap<String, ToolConfig>,
-    /// The OAuth keys, for a Streamable HTTP server.
-    pub oauth: OAuthConfig,
-    /// `protocol`: which protocol revision to speak, or `auto` to find out.
-    pub protocol: Protocol,
-}
-
-impl ServerConfig {
-    /// A stdio server with every other setting at its default.
-    pub fn stdio(name: impl Into<String>, command: impl Into<String>, args: Vec<String>) -> Self {
-        Self::new(
-            name.into(),
-            TransportConfig::Stdio(StdioConfig {
-                command: command.into(),
-                args,
-                env: BTreeMap::new(),
-                env_vars: Vec::new(),
-                cwd: None,
-            }),
-        )
-    }
-
-    /// A Streamable HTTP server with every other setting at its default.
-    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
-        Self::new(
-            name.into(),
-            TransportConfig::StreamableHttp(HttpConfig {
-                url: url.into(),
-                bearer_token_env_var: None,
-                http_headers: BTreeMap::new(),
-                env_http_headers: BTreeMap::new(),
-                transport: HttpTransport::StreamableHttp,
-                ca_certificate: None,
-            }),
-        )
-    }
-
-    fn new(name: String, transport: TransportConfig) -> Self {
-        Self {
-            name,
-            transport,
-            enabled: true,
-            required: false,
-            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
-            tool_timeout: DEFAULT_TOOL_TIMEOUT,
-            enabled_tools: None,
-            disabled_tools: Vec::new(),
-            environment: Environment::Local,
-            share_tool_listing: true,
-            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
-            max_tools: DEFAULT_MAX_TOOLS,
-            supports_parallel_tool_calls: false,
-            default_tools_approval_mode: None,
-            tools: BTreeMap::new(),
-            oauth: OAuthConfig::default(),
-            protocol: Protocol::Auto,
-        }
-    }
-
-    /// Whether `enabled_tools` and `disabled_tools` let the model see `tool`.
-    pub fn exposes_tool(&self, tool: &str) -> bool {
-        let allowed = self
-            .enabled_tools
-            .as_ref()
-            .is_none_or(|enabled| enabled.iter().any(|name| name == tool));
-        allowed && !self.disabled_tools.iter().any(|name| name == tool)
-    }
-
-    /// Sets `startup_timeout_sec`.
-    pub fn with_startup_timeout(mut self, timeout: Duration) -> Self {
-        self.startup_timeout = timeout;
-        self
-    }
-
-    /// Sets `tool_timeout_sec`.
-    pub fn with_tool_timeout(mut self, timeout: Duration) -> Self {
-        self.tool_timeout = timeout;
-        self
-    }
-
-    /// Sets `max_message_bytes`.
-    pub fn with_max_message_bytes(mut self, bytes: usize) -> Self {
-        self.max_message_bytes = bytes;
-        self
-    }
-
-    /// Sets `max_tools`.
-    pub fn with_max_tools(mut self, tools: usize) -> Self {
-        self.max_tools = tools;
-        self
-    }
-
-    /// The approval mode of `tool`: its own, else the server's default.
-    pub fn approval_mode(&self, tool: &str) -> Option<ApprovalMode> {
-        self.tools
-            .get(tool)
-            .and_then(|settings| settings.approval_mode)
-            .or(self.default_tools_approval_mode)
-    }
-
-    /// Sets `protocol`.
-    pub fn with_protocol(mut self, protocol: Protocol) -> Self {
-        self.protocol = protocol;
-        self
-    }
-
-    /// Sets `required`.
-    pub fn with_required(mut self, required: bool) -> Self {
-        self.required = required;
-        self
-    }
-}
-
 /// `protocol`: the MCP protocol revision spoken with a server (mcp-runtime's key).
 ///
 /// With `auto`, the default, mcp-runtime finds out which era the server belongs to: it
@@ -603,31 +435,5 @@ impl EnvironmentConfig {
     /// An environment that runs programs through `wrapper`.
     pub fn new(wrapper: Vec<String>) -> Self {
         Self { wrapper }
-    }
-}
-
-impl Config {
-    /// Reads and parses a configuration file: Codex's TOML, or the JSON file of another
-    /// host ([`hosts`]), told apart by content.
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_owned(),
-            source: source.into(),
-        })?;
-        Self::parse(&text, path)
-    }
-
-    /// Parses configuration text; `origin` names it in error messages. JSON text is
-    /// another host's file, converted to TOML first ([`hosts`]).
-    pub fn parse(text: &str, origin: &Path) -> Result<Self, ConfigError> {
-        if hosts::looks_like_json(text) {
-            return hosts::load(text, origin, &hosts::process_vars);
-        }
-        parse::parse(text, origin)
-    }
-
-    /// The servers that are enabled, in name order.
-    pub fn enabled_servers(&self) -> impl Iterator<Item = &ServerConfig> {
-        self.servers.values().filter(|server| server.enabled)
     }
 }

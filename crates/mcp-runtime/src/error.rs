@@ -1,10 +1,12 @@
-//! Errors, one enum per area: where a host finds them all.
+//! Errors: what they carry, and how to print them.
 //!
-//! Each is defined beside the area that constructs it (the configuration's in
-//! `config`, a server's startup and requests in the transport, a call's in the
-//! connection, the sandbox authority's in `authority`, a login's in `login`) and
-//! named here, besides at the crate's root. [`chain`] prints one with its sources,
-//! and [`is_ours`] tells this crate's errors from others.
+//! The error of each operation is at the crate's root ([`crate::StartError`],
+//! [`crate::CallError`], [`crate::ConfigError`], …), each defined beside the area that
+//! constructs it (the configuration's in `config`, a server's startup and requests in
+//! the transport, a call's in the connection, the sandbox authority's in `authority`,
+//! a login's in [`crate::login`]). This module has the details they carry (a failed
+//! HTTP exchange, a refused message, how a process exited), [`chain`], which prints one
+//! with its sources, and [`is_ours`], which tells this crate's errors from others.
 //!
 //! Every message is lowercase, names values in backticks and, where the user can act,
 //! says what to do. Errors that several tasks may observe (a startup failure is read by
@@ -13,15 +15,13 @@
 
 use std::sync::Arc;
 
-pub use crate::{
-    authority::error::AuthorityError,
-    config::error::ConfigError,
-    connection::error::{CallError, FeatureError},
-    manager::error::StartError,
-    transport::error::{
-        HTTP_BODY_EXCERPT_CHARS, HttpFailure, ListToolsError, MessageRefused, ProcessExit,
-        RequestError, RestartError, Resuming, SENT_CHARS, StartupError,
-    },
+pub use crate::transport::error::{
+    HTTP_BODY_EXCERPT_CHARS, HttpFailure, MessageRefused, ProcessExit, RequestError, Resuming,
+    SENT_CHARS,
+};
+use crate::{
+    AuthorityError, CallError, ConfigError, FeatureError, ListToolsError, RestartError, StartError,
+    StartupError,
 };
 
 /// Whether `error` is one of this crate's errors, whose text is written for users

@@ -9,9 +9,22 @@
 //! and cancellation. Every server process belongs to the runtime and ends with it.
 //!
 //! Overlapping equivalent startups share one `tools/list` answer while each keeps its
-//! own connection ([`shared_listing`]). Servers that ask for it receive the host's
-//! sandbox authority with each call, byte for byte ([`sandbox_metadata`],
-//! [`authority`], [`binding`]); server authors use [`CapturedAuthority`] to consume it.
+//! own connection ([`ListingRegistry`]). Servers that ask for it receive the host's
+//! sandbox authority with each call, byte for byte ([`CallAuthority`],
+//! [`SandboxState`]); server authors use [`CapturedAuthority`] to consume it.
+//!
+//! # Where things are
+//!
+//! Every public item has one path. What a host names to run servers is at the crate's
+//! root: the runtime and its options, statuses and events, the configuration and a
+//! server's, the catalog and its tools, results, the sandbox authority, the error of
+//! each operation, and the limits and names a host may rely on. An area with items of
+//! its own that a host reaches for only in that area is a module, whose items are not
+//! repeated at the root: [`config`] (the parts of a configuration, its defaults, other
+//! hosts' files), [`error`] (what errors carry, and printing them), [`host`] (answering
+//! servers' questions), [`naming`] (the qualified-name rule), [`redact`] (masking
+//! credentials in a host's own text), `auth` and `login` (OAuth, feature `oauth`),
+//! and [`model`] (the protocol types of `rmcp`).
 //!
 //! The protocol is spoken by the official Rust SDK, `rmcp`.
 //!
@@ -156,10 +169,10 @@ compile_error!(
 
 #[cfg(feature = "oauth")]
 pub mod auth;
-pub mod authority;
-pub mod binding;
-pub mod catalog;
-pub mod changes;
+mod authority;
+mod binding;
+mod catalog;
+mod changes;
 pub mod config;
 mod connection;
 mod discovery_key;
@@ -169,17 +182,21 @@ pub mod host;
 mod json;
 #[cfg(feature = "oauth")]
 pub mod login;
-pub mod manager;
+// `Runtime::start` and `CallOptions::with_progress` name the modules of shared
+// listings and progress reports, which are not public: their docs are to link to
+// `ListingRegistry` and `OnProgress` instead.
+#[allow(rustdoc::private_intra_doc_links)]
+mod manager;
 pub mod naming;
 #[cfg(feature = "oauth")]
 mod oauth_client;
 mod output_schema;
-pub mod progress;
+mod progress;
 mod protocol;
 mod protocol_era;
 pub mod redact;
-pub mod sandbox_metadata;
-pub mod shared_listing;
+mod sandbox_metadata;
+mod shared_listing;
 mod sync;
 #[cfg(test)]
 mod test_events;
@@ -236,27 +253,35 @@ pub mod bench_support {
 mod transport;
 
 pub use authority::{AuthorityBound, CallAuthority, CapturedAuthority, Unsandboxed};
-pub use catalog::{Catalog, ListedTool, QualifiedTool, TaskSupport};
+pub use catalog::{Catalog, Definition, ListedTool, QualifiedTool, TaskSupport};
 pub use changes::ServerChange;
-pub use config::{Config, ServerConfig};
+pub use config::servers::{Config, ServerConfig};
 pub use connection::{
     MAX_LIST_PAGES, MAX_LISTED_TOOLS, SERVER_LOG_TARGET, TOOL_CATALOG_CACHE_CAPABILITY,
 };
-pub use error::{
-    AuthorityError, CallError, ConfigError, FeatureError, ListToolsError, RestartError, StartError,
-    StartupError,
-};
 pub use feature_result::{Message, PromptResult, ReadResult, ResourceContent};
 pub use manager::{
-    AuthState, CallOptions, DEFAULT_OPTIONAL_GRACE, DEFAULT_SCOPE, Runtime, ServerState,
-    ServerStatus, StartOptions, StartupEvent, StartupSummary, TransportKind,
+    AuthState, CallOptions, DEFAULT_OPTIONAL_GRACE, DEFAULT_SCOPE, Prompts, Resources, Runtime,
+    ServerPrompt, ServerResource, ServerResourceTemplate, ServerState, ServerStatus, StartOptions,
+    StartupEvent, StartupSummary, TransportKind,
 };
-pub use protocol::{ACCEPTED_PROTOCOL_VERSIONS, PROTOCOL_VERSION, client_config};
+pub use progress::{OnProgress, Progress};
 pub use protocol_era::EraCache;
 /// The protocol types of `rmcp` that appear in this crate's API.
 pub use rmcp::model;
-pub use sandbox_metadata::{SandboxLauncher, SandboxState};
+pub use sandbox_metadata::{
+    InvalidSandboxState, SANDBOX_STATE_CAPABILITY, SANDBOX_STATE_META_CAPABILITY, SandboxLauncher,
+    SandboxState,
+};
 pub use shared_listing::ListingRegistry;
 /// The token that cancels a start ([`StartOptions::with_cancellation`]).
 pub use tokio_util::sync::CancellationToken;
 pub use tool_result::{Content, InvalidToolResult, ToolResult};
+
+// The error of each operation; the details they carry, and the functions that print
+// them, are in `error`.
+pub use authority::error::AuthorityError;
+pub use config::error::ConfigError;
+pub use connection::error::{CallError, FeatureError};
+pub use manager::error::StartError;
+pub use transport::error::{ListToolsError, RestartError, StartupError};

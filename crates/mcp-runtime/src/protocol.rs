@@ -8,14 +8,14 @@ use rmcp::model::{ClientConfig, Implementation, JsonObject, ProtocolVersion};
 use crate::host::HostHandlers;
 
 /// The protocol version offered in `initialize`.
-pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+pub(crate) const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
 /// The handshake revisions a server may answer `initialize` with, newest first:
 /// [`PROTOCOL_VERSION`], which is offered, and the older ones whose messages
 /// mcp-runtime reads. rmcp takes any answer (even a revision it does not know), so the
 /// answer is checked here, as the specification's version negotiation asks of a
 /// client that does not speak the revision a server answers with.
-pub const ACCEPTED_PROTOCOL_VERSIONS: [ProtocolVersion; 4] = [
+pub(crate) const ACCEPTED_PROTOCOL_VERSIONS: [ProtocolVersion; 4] = [
     ProtocolVersion::V_2025_11_25,
     ProtocolVersion::V_2025_06_18,
     ProtocolVersion::V_2025_03_26,
@@ -26,7 +26,7 @@ pub const ACCEPTED_PROTOCOL_VERSIONS: [ProtocolVersion; 4] = [
 /// host's `handlers` (see [`crate::host`]) and the tasks extension (2026-07-28: a
 /// server may answer a call with a task, which the runtime follows), the pinned
 /// protocol version.
-pub fn client_config(handlers: &HostHandlers) -> ClientConfig {
+pub(crate) fn client_config(handlers: &HostHandlers) -> ClientConfig {
     let mut capabilities = handlers.capabilities();
     capabilities
         .extensions

@@ -28,20 +28,20 @@ pub const SANDBOX_STATE_CAPABILITY: &str = "codex/sandbox-state";
 /// The deprecated name of [`SANDBOX_STATE_CAPABILITY`]; it opts into the same contract.
 pub const SANDBOX_STATE_META_CAPABILITY: &str = "codex/sandbox-state-meta";
 /// The `_meta` key of the sandbox state.
-pub const SANDBOX_STATE_KEY: &str = "codex/sandbox-state";
+pub(crate) const SANDBOX_STATE_KEY: &str = "codex/sandbox-state";
 /// The deprecated `_meta` key carrying an identical copy of the sandbox state.
-pub const SANDBOX_STATE_META_KEY: &str = "codex/sandbox-state-meta";
+pub(crate) const SANDBOX_STATE_META_KEY: &str = "codex/sandbox-state-meta";
 /// The `_meta` key of the sandbox launcher.
-pub const SANDBOX_LAUNCHER_KEY: &str = "codex/sandbox-launcher";
+pub(crate) const SANDBOX_LAUNCHER_KEY: &str = "codex/sandbox-launcher";
 /// Every `_meta` key only the runtime may set.
-pub const RESERVED_META_KEYS: [&str; 3] = [
+pub(crate) const RESERVED_META_KEYS: [&str; 3] = [
     SANDBOX_STATE_KEY,
     SANDBOX_STATE_META_KEY,
     SANDBOX_LAUNCHER_KEY,
 ];
 
 /// Whether a server's `capabilities.experimental` opts into sandbox metadata.
-pub fn opts_in(experimental: Option<&ExperimentalCapabilities>) -> bool {
+pub(crate) fn opts_in(experimental: Option<&ExperimentalCapabilities>) -> bool {
     experimental.is_some_and(|experimental| {
         experimental.contains_key(SANDBOX_STATE_CAPABILITY)
             || experimental.contains_key(SANDBOX_STATE_META_CAPABILITY)
@@ -49,7 +49,7 @@ pub fn opts_in(experimental: Option<&ExperimentalCapabilities>) -> bool {
 }
 
 /// Removes the reserved keys from a `_meta` object that did not come from the runtime.
-pub fn strip_reserved_keys(meta: &mut serde_json::Map<String, serde_json::Value>) {
+pub(crate) fn strip_reserved_keys(meta: &mut serde_json::Map<String, serde_json::Value>) {
     for key in RESERVED_META_KEYS {
         meta.remove(key);
     }
@@ -58,7 +58,7 @@ pub fn strip_reserved_keys(meta: &mut serde_json::Map<String, serde_json::Value>
 /// Removes the reserved keys from tool arguments (written by the model): at their top
 /// level and in an `_meta` object there, so no server can mistake them for the
 /// runtime's.
-pub fn strip_reserved_arguments(arguments: &mut serde_json::Map<String, serde_json::Value>) {
+pub(crate) fn strip_reserved_arguments(arguments: &mut serde_json::Map<String, serde_json::Value>) {
     strip_reserved_keys(arguments);
     if let Some(serde_json::Value::Object(meta)) = arguments.get_mut("_meta") {
         strip_reserved_keys(meta);
@@ -122,7 +122,7 @@ impl std::fmt::Debug for SandboxState {
     }
 }
 
-/// The value of [`SANDBOX_LAUNCHER_KEY`]: where the server finds the Codex CLI that runs
+/// The value of the `codex/sandbox-launcher` key of a request's `_meta`: where the server finds the Codex CLI that runs
 /// commands under the state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]

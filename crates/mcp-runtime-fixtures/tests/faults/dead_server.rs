@@ -131,7 +131,7 @@ async fn an_http_server_dying_before_it_answers_fails_the_call_saying_closed() {
 /// did, and once the server is back on its port the next call reaches it. Returns
 /// the call's message.
 async fn everything_dies_during_a_call(mode: &str) -> String {
-    use mcp_runtime::{CallOptions, progress::OnProgress};
+    use mcp_runtime::{CallOptions, OnProgress};
 
     let mut server = crate::peers::everything_over(mode).await;
     let mut faulty = ServerConfig::http(FAULTY, &server.url)

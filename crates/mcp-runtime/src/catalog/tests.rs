@@ -276,7 +276,7 @@ mod properties {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::naming::{sanitize, servers_for_qualified_name};
+    use crate::naming::{MAX_TOOL_NAME_LEN, sanitize, servers_for_qualified_name};
 
     /// Names that collide once sanitized (`a.b`, `a_b`, `a-b`, `é` and `_` …),
     /// long names, and arbitrary characters.

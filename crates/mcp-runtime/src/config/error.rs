@@ -190,7 +190,7 @@ pub enum ConfigError {
         message: String,
     },
     /// A file is not one of the formats mcp-runtime reads, or its top level is not
-    /// what that format needs (see [`crate::config::hosts`]).
+    /// what that format needs (see [`Config::load`](crate::Config::load)).
     #[error("`{}` {problem}", path.display())]
     HostFile {
         /// The file.

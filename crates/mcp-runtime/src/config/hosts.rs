@@ -76,7 +76,6 @@ use crate::redact::shown;
 pub(crate) use jsonc::looks_like_json;
 use render::{Item, Table, render};
 use server::Converter;
-pub use template::input_variable;
 
 /// An environment: a variable's value by name.
 pub(crate) type Vars<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -86,7 +85,11 @@ pub(crate) fn process_vars(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-/// Reads the JSON file of another host at `path` and converts it, as [`import`] does.
+/// Reads the JSON file of another host (Claude Desktop, Claude Code, VS Code, Cursor)
+/// at `path` and converts it into the Codex TOML it means, for writing into a Codex
+/// `config.toml`. Variables are not expanded: a `${…}` that TOML cannot name is kept as
+/// written, with a comment saying so. The result is validated as [`Config::load`]
+/// would validate it.
 pub fn import_file(path: &Path) -> Result<String, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_owned(),
@@ -98,7 +101,7 @@ pub fn import_file(path: &Path) -> Result<String, ConfigError> {
 /// Converts the JSON file `text` of another host into the Codex TOML it means, for
 /// `mcp-runtime import`. Variables are not expanded (invariant 2); the result is
 /// validated as `Config::load` would validate it.
-pub fn import(text: &str, origin: &Path) -> Result<String, ConfigError> {
+pub(crate) fn import(text: &str, origin: &Path) -> Result<String, ConfigError> {
     import_with(text, origin, &process_vars)
 }
 
@@ -123,7 +126,7 @@ pub(crate) fn import_with(
 /// (`mcp-runtime list` and `get`): a TOML file as [`Config::load`] reads it (TOML has
 /// no variables); a host's JSON file validated as [`import`] validates it, each value
 /// as import writes it. No variable of the environment is ever expanded (invariant 6).
-pub fn load_as_written(path: &Path) -> Result<Config, ConfigError> {
+pub(crate) fn load_as_written(path: &Path) -> Result<Config, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_owned(),
         source: source.into(),

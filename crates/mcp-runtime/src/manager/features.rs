@@ -248,7 +248,7 @@ impl Runtime {
     }
 
     /// The changes the servers report from now on: their resource and prompt lists
-    /// changed, a subscribed resource was updated (see [`crate::changes`]). A
+    /// changed, a subscribed resource was updated (see [`ServerChange`]). A
     /// receiver that falls more than 256 changes behind is told how many it missed.
     pub fn changes(&self) -> tokio::sync::broadcast::Receiver<ServerChange> {
         self.shared.host.changes.subscribe()

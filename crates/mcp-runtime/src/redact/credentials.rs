@@ -142,7 +142,9 @@ impl Drop for Guard {
 }
 
 /// Whether any credential is registered: when none is, [`credentials`] never changes
-/// a text.
+/// a text. A program that masks a large output whole (it cannot mask it piece by
+/// piece: a credential may straddle two pieces) checks this first, and streams the
+/// output unbuffered when nothing can need masking.
 pub fn credentials_in_use() -> bool {
     REGISTERED.load(Ordering::Acquire) != 0
 }

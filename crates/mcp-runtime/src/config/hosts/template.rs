@@ -105,7 +105,7 @@ fn reference(inner: &str) -> Ref<'_> {
 /// The environment variable that mcp-runtime reads for VS Code input `id`:
 /// `MCP_RUNTIME_INPUT_` and the id in upper case, each character outside
 /// `[A-Za-z0-9_]` written as `_`.
-pub fn input_variable(id: &str) -> String {
+pub(crate) fn input_variable(id: &str) -> String {
     let id: String = id
         .chars()
         .map(|c| {

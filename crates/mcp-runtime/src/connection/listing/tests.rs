@@ -8,7 +8,7 @@ use tokio::{
 };
 
 use super::*;
-use crate::{client_config, model::ClientConfig};
+use crate::{model::ClientConfig, protocol::client_config};
 
 /// What the scripted server received.
 #[derive(Debug, PartialEq)]
@@ -588,7 +588,7 @@ mod properties {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::catalog::{Catalog, MAX_TOOL_NAME_LEN};
+    use crate::{catalog::Catalog, naming::MAX_TOOL_NAME_LEN};
 
     /// Strings matching `pattern`; compiled once, not at every case as a `&str`
     /// strategy is.

@@ -16,10 +16,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::{
-    client_config,
     connection::{answers::Answers, cancellation::Cancellations},
     host::HostHandlers,
     model::ClientConfig,
+    protocol::client_config,
 };
 
 /// A message the scripted server read, and when (since the test began).
