@@ -182,10 +182,6 @@ pub mod host;
 mod json;
 #[cfg(feature = "oauth")]
 pub mod login;
-// `Runtime::start` and `CallOptions::with_progress` name the modules of shared
-// listings and progress reports, which are not public: their docs are to link to
-// `ListingRegistry` and `OnProgress` instead.
-#[allow(rustdoc::private_intra_doc_links)]
 mod manager;
 pub mod naming;
 #[cfg(feature = "oauth")]

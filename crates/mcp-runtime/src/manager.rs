@@ -112,7 +112,7 @@ impl CallOptions {
     }
 
     /// The progress the server reports during the call goes to `on_progress` (see
-    /// [`crate::progress`]); without it no progress is asked for.
+    /// [`OnProgress`](crate::OnProgress)); without it no progress is asked for.
     pub fn with_progress(mut self, on_progress: crate::progress::OnProgress) -> Self {
         self.progress = Some(on_progress);
         self
@@ -239,9 +239,8 @@ impl Runtime {
     ///
     /// Starts running at the same time (in this runtime or others sharing the
     /// [`ListingRegistry`](crate::ListingRegistry) of `options`) coalesce their startup
-    /// `tools/list` per discovery key, as [`crate::shared_listing`] describes; each
-    /// keeps its own connection. Startups that go on after the start returned keep
-    /// taking part.
+    /// `tools/list` per discovery key, as the registry's docs describe; each keeps its
+    /// own connection. Startups that go on after the start returned keep taking part.
     pub async fn start(config: Config, mut options: StartOptions) -> Result<Self, StartError> {
         // The runtime's own changes, even when its host's handlers serve another.
         options.host.changes = crate::changes::Changes::default();
