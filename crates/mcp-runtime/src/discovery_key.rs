@@ -135,16 +135,14 @@ impl DiscoveryKey {
         endpoint: &dyn KeyInputs,
         environment: &Environment,
     ) -> EraKey {
-        let offered = era_offer(offered);
-        EraKey(inputs_digest(
-            b"mcp-runtime era key v1",
+        let key = EraKeyOf {
+            offered,
             scope,
             server,
             endpoint,
             environment,
-            &offered,
-            Credentials::Included(None),
-        ))
+        };
+        key.digest(b"mcp-runtime era key v1", Credentials::Included(None))
     }
 }
 
@@ -158,30 +156,48 @@ pub(crate) fn era_on_disk(
     endpoint: &dyn KeyInputs,
     environment: &Environment,
 ) -> EraKey {
-    let offered = era_offer(offered);
-    EraKey(inputs_digest(
-        b"mcp-runtime era cache key v1",
+    let key = EraKeyOf {
+        offered,
         scope,
         server,
         endpoint,
         environment,
-        &offered,
-        Credentials::OnDisk,
-    ))
+    };
+    key.digest(b"mcp-runtime era cache key v1", Credentials::OnDisk)
 }
 
-/// What the client offers, as the era keys cover it: without the protocol version
-/// offered, which is what the probe finds out.
-fn era_offer(offered: &ClientConfig) -> Vec<u8> {
-    let mut offered = serde_json::to_value(offered).expect("client config serializes");
-    if let Some(offered) = offered.as_object_mut() {
-        offered.remove("protocolVersion");
+/// The inputs of an era key.
+struct EraKeyOf<'a> {
+    offered: &'a ClientConfig,
+    scope: &'a str,
+    server: &'a str,
+    endpoint: &'a dyn KeyInputs,
+    environment: &'a Environment,
+}
+
+impl EraKeyOf<'_> {
+    /// The digest of these inputs under `tag`, covering `credentials`, with what the
+    /// client offers but the protocol version, which is what the probe finds out.
+    fn digest(&self, tag: &[u8], credentials: Credentials<'_>) -> EraKey {
+        let mut offered = serde_json::to_value(self.offered).expect("client config serializes");
+        if let Some(offered) = offered.as_object_mut() {
+            offered.remove("protocolVersion");
+        }
+        debug_assert!(
+            offered.get("capabilities").is_some(),
+            "the era key keeps the client's capabilities and info"
+        );
+        let offered = serde_json::to_vec(&offered).expect("client config serializes");
+        EraKey(inputs_digest(
+            tag,
+            self.scope,
+            self.server,
+            self.endpoint,
+            self.environment,
+            &offered,
+            credentials,
+        ))
     }
-    debug_assert!(
-        offered.get("capabilities").is_some(),
-        "the era key keeps the client's capabilities and info"
-    );
-    serde_json::to_vec(&offered).expect("client config serializes")
 }
 
 /// Whether a key covers the credentials a startup sends: its bearer token, its

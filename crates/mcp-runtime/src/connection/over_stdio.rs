@@ -243,23 +243,47 @@ impl Stdio<'_> {
                 }
                 Err(error) => Err(error),
             },
-            Era::Modern => match self.discover(client.clone(), None, on_spawn).await? {
-                Discovered::Modern(started) => {
-                    probe.learn(Era::Modern);
-                    Ok(*started)
+            Era::Modern => {
+                let discovered = self.discover(client.clone(), None, on_spawn).await?;
+                match self
+                    .start_as_answered(discovered, probe, client.clone(), on_spawn)
+                    .await
+                {
+                    Ok(started) => started,
+                    // Not reached: without a bound, discover waits for an answer.
+                    Err(probe) => self.probe(probe, client, probe_bound, on_spawn).await,
                 }
-                Discovered::Handshake { running, .. } => {
-                    probe.learn(Era::Handshake);
-                    self.fall_back(running, client, on_spawn).await
-                }
-                // Not reached: without a bound, discover waits for an answer.
-                Discovered::Silent => self.probe(probe, client, probe_bound, on_spawn).await,
-                Discovered::NoSharedVersion { supported } => {
-                    probe.learn(Era::Modern);
-                    Err(no_shared(supported))
-                }
-            },
+            }
         }
+    }
+
+    /// Starts in the era `discovered` shows, and teaches it to `probe`: a handshake
+    /// server falls back to `initialize`, learnt before this startup sends it so that
+    /// the waiters start theirs at the same time. A server that speaks none of
+    /// mcp-runtime's revisions still answered `server/discover`: modern. Hands `probe`
+    /// back when the server was silent.
+    async fn start_as_answered(
+        &self,
+        discovered: Discovered,
+        probe: ProbeGuard,
+        client: Client,
+        on_spawn: &mut impl FnMut(u32),
+    ) -> Result<Result<Started, StartupError>, ProbeGuard> {
+        Ok(match discovered {
+            Discovered::Modern(started) => {
+                probe.learn(Era::Modern);
+                Ok(*started)
+            }
+            Discovered::Handshake { running, .. } => {
+                probe.learn(Era::Handshake);
+                self.fall_back(running, client, on_spawn).await
+            }
+            Discovered::NoSharedVersion { supported } => {
+                probe.learn(Era::Modern);
+                Err(no_shared(supported))
+            }
+            Discovered::Silent => return Err(probe),
+        })
     }
 
     /// Finds the era with `server/discover` bounded by `probe_bound`, as this key's one
@@ -272,61 +296,47 @@ impl Stdio<'_> {
         on_spawn: &mut impl FnMut(u32),
     ) -> Result<Started, StartupError> {
         // An error drops `probe` unanswered: another startup probes.
-        match self
+        let discovered = self
             .discover(client.clone(), Some(probe_bound), on_spawn)
-            .await?
+            .await?;
+        let probe = match self
+            .start_as_answered(discovered, probe, client.clone(), on_spawn)
+            .await
         {
-            Discovered::Modern(started) => {
-                probe.learn(Era::Modern);
-                Ok(*started)
-            }
-            Discovered::Handshake { running, .. } => {
-                // The server answered as a handshake server: learnt before this
-                // startup's own `initialize`, so the waiters start theirs at the
-                // same time.
+            Ok(started) => return started,
+            Err(probe) => probe,
+        };
+        // No answer within the bound: a modern server slow to start
+        // looks the same, so the era is learnt only once `initialize`
+        // succeeded; if it fails, the probe is withdrawn.
+        match self.initialize(client.clone(), None, on_spawn).await {
+            Ok(started) => {
                 probe.learn(Era::Handshake);
-                self.fall_back(running, client, on_spawn).await
+                Ok(started)
             }
-            Discovered::Silent => {
-                // No answer within the bound: a modern server slow to start
-                // looks the same, so the era is learnt only once `initialize`
-                // succeeded; if it fails, the probe is withdrawn.
-                match self.initialize(client.clone(), None, on_spawn).await {
-                    Ok(started) => {
-                        probe.learn(Era::Handshake);
-                        Ok(started)
+            // `initialize` unknown: a server of 2026-07-28 alone, slow
+            // to answer the probe. Asked again, it is waited for as
+            // long as the startup may last.
+            Err(error) if refused_as_unknown(&error) => {
+                match self.discover(client, None, on_spawn).await? {
+                    Discovered::Modern(started) => {
+                        probe.learn(Era::Modern);
+                        Ok(*started)
                     }
-                    // `initialize` unknown: a server of 2026-07-28 alone, slow
-                    // to answer the probe. Asked again, it is waited for as
-                    // long as the startup may last.
-                    Err(error) if refused_as_unknown(&error) => {
-                        match self.discover(client, None, on_spawn).await? {
-                            Discovered::Modern(started) => {
-                                probe.learn(Era::Modern);
-                                Ok(*started)
-                            }
-                            Discovered::Handshake { running, .. } => {
-                                if let Some(running) = running {
-                                    running.end().await;
-                                }
-                                Err(error)
-                            }
-                            Discovered::Silent => Err(error),
-                            Discovered::NoSharedVersion { supported } => {
-                                probe.learn(Era::Modern);
-                                Err(no_shared(supported))
-                            }
+                    Discovered::Handshake { running, .. } => {
+                        if let Some(running) = running {
+                            running.end().await;
                         }
+                        Err(error)
                     }
-                    Err(error) => Err(error),
+                    Discovered::Silent => Err(error),
+                    Discovered::NoSharedVersion { supported } => {
+                        probe.learn(Era::Modern);
+                        Err(no_shared(supported))
+                    }
                 }
             }
-            // A server that speaks none of mcp-runtime's revisions is still one
-            // that answers `server/discover`: modern.
-            Discovered::NoSharedVersion { supported } => {
-                probe.learn(Era::Modern);
-                Err(no_shared(supported))
-            }
+            Err(error) => Err(error),
         }
     }
 
