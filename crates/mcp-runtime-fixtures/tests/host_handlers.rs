@@ -13,8 +13,9 @@ use std::{
 };
 
 use mcp_runtime::{
-    Runtime, ServerConfig,
+    CallError, Runtime, ServerConfig,
     config::Protocol,
+    error::AnswerError,
     host::{Elicitation, HandlerFuture, HostHandlers, Root, Roots, Sampling},
     model::{
         CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
@@ -111,6 +112,19 @@ async fn without_handlers_a_question_is_declined_and_the_roots_are_empty() {
             .call_tool("mcp__asker__sample", None)
             .await
             .expect_err("no sampling without a handler");
+        if protocol == Protocol::V2026_07_28 {
+            // Asked in an input-required round: the runtime refuses, and says which way.
+            assert!(
+                matches!(
+                    &error,
+                    CallError::Answer {
+                        source: AnswerError::SamplingNotOffered,
+                        ..
+                    }
+                ),
+                "{error:?}"
+            );
+        }
         let error = mcp_runtime::error::chain(&error);
         assert!(error.contains("sampl"), "{protocol:?}: {error}");
         runtime.shutdown().await;

@@ -686,10 +686,10 @@ impl Connection {
                 tool: tool.to_owned(),
                 source: Box::pin(self.request_failure(error)).await,
             }),
-            Err(CallFailure::Refused(message)) => Err(CallError::Request {
+            Err(CallFailure::Refused(source)) => Err(CallError::Answer {
                 server: server.to_owned(),
                 tool: tool.to_owned(),
-                message,
+                source,
             }),
             Err(CallFailure::Invalid(source)) => Err(CallError::InvalidResult {
                 server: server.to_owned(),

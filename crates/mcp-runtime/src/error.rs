@@ -15,6 +15,7 @@
 
 use std::sync::Arc;
 
+pub use crate::connection::error::AnswerError;
 pub use crate::transport::error::{
     HTTP_BODY_EXCERPT_CHARS, HttpFailure, MessageRefused, ProcessExit, RequestError, Resuming,
     SENT_CHARS,
@@ -34,6 +35,7 @@ pub fn is_ours(error: &(dyn std::error::Error + 'static)) -> bool {
         || is::<StartupError>(error)
         || is::<ListToolsError>(error)
         || is::<CallError>(error)
+        || is::<AnswerError>(error)
         || is::<FeatureError>(error)
         || is::<StartError>(error)
         || is::<RestartError>(error)

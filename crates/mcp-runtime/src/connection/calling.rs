@@ -64,8 +64,8 @@ pub(super) enum CallFailure {
     /// rmcp failed the request (the server's JSON-RPC error among them), or the
     /// connection ended.
     Failed(rmcp::ServiceError),
-    /// The server's answers cannot go on (the message says why).
-    Refused(String),
+    /// The server's answers cannot be followed to a result.
+    Refused(super::error::AnswerError),
     /// The server answered something that is not a tool result the runtime can read.
     Invalid(crate::tool_result::InvalidToolResult),
     /// The request failed in a way already described: its answer's event stream was

@@ -1,7 +1,7 @@
 //! The errors of the requests a host makes through the runtime: [`CallError`] for a
 //! `tools/call`, [`FeatureError`] for resources, prompts and completions.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use crate::{
     tool_result::InvalidToolResult,
@@ -13,6 +13,88 @@ fn did_you_mean(nearest: Option<&str>) -> String {
     nearest
         .map(|nearest| format!(" (did you mean `{nearest}`?)"))
         .unwrap_or_default()
+}
+
+/// Why a server's answers to a call cannot be followed to a result
+/// ([`CallError::Answer`]): an answer that does not read as what it says it is, a
+/// task the server failed or cancelled, a question the host cannot answer.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnswerError {
+    /// The answer is not JSON.
+    #[error(
+        "the server's answer cannot be read (the server does not follow the MCP schema; report it to its author)"
+    )]
+    NotJson(#[source] Arc<serde_json::Error>),
+    /// The answer says it asks for input, but does not read as a request for input.
+    #[error(
+        "the server's request for input does not read as one (the server does not follow the MCP schema; report it to its author)"
+    )]
+    InputRequestUnreadable,
+    /// The answer says it is a task, but does not read as one.
+    #[error(
+        "the server's task does not read as one (the server does not follow the MCP schema; report it to its author)"
+    )]
+    TaskUnreadable,
+    /// The server's task has no `taskId`.
+    #[error("the server's task has no `taskId`")]
+    TaskWithoutId,
+    /// The server's task has a status mcp-runtime does not know.
+    #[error("the server's task has no status mcp-runtime knows")]
+    UnknownTaskStatus,
+    /// An answer about a task is not a task.
+    #[error("the server's answer is not a task")]
+    NotATask,
+    /// An answer about a task names another task.
+    #[error("the server answered about another task")]
+    AnotherTask,
+    /// The questions of a task that asks for input do not read as input requests.
+    #[error("the server's questions for the task do not read as input requests")]
+    TaskQuestionsUnreadable,
+    /// The server cancelled the task, saying why when `message` holds its words.
+    #[error(
+        "the server cancelled the task{}",
+        message.as_deref().map(|why| format!(" ({why})")).unwrap_or_default()
+    )]
+    TaskCancelled {
+        /// The server's status message, credentials masked.
+        message: Option<String>,
+    },
+    /// The server's task completed without a result.
+    #[error("the server's completed task has no result")]
+    TaskWithoutResult,
+    /// The server's task failed without an error that reads as one.
+    #[error("the server's task failed")]
+    TaskFailed,
+    /// The server asked for input `rounds` times in a row.
+    #[error("the server asked for more input {rounds} times in a row (mcp-runtime stops there)")]
+    TooManyRounds {
+        /// The rounds answered.
+        rounds: usize,
+    },
+    /// The server asked to sample a language model, which the host does not offer.
+    #[error(
+        "the server asked the client to sample a language model (`sampling/createMessage`), which mcp-runtime does not offer"
+    )]
+    SamplingNotOffered,
+    /// The host's sampling handler refused.
+    #[error("the host did not sample a message for the server: {message}")]
+    SamplingRefused {
+        /// The handler's message.
+        message: String,
+    },
+    /// The server asked for input of a kind mcp-runtime does not know.
+    #[error("the server asked for input of a kind mcp-runtime does not know (request `{key}`)")]
+    UnknownInputRequest {
+        /// The key of the request among the server's input requests.
+        key: String,
+    },
+    /// The call could not be sent again with the answers: the transport did not hand
+    /// its parameters back.
+    #[error(
+        "mcp-runtime could not send the call again with the answers: the transport did not hand its parameters back (a fault of mcp-runtime; report it)"
+    )]
+    NotHandedBack,
 }
 
 /// A `tools/call` through the runtime failed.
@@ -97,17 +179,16 @@ pub enum CallError {
         #[source]
         source: InvalidToolResult,
     },
-    /// The server's answers cannot be followed to a result: an answer that is not
-    /// JSON, a request for input or a task that does not read as one, a question the
-    /// host cannot answer, a task the server failed or cancelled.
-    #[error("tool `{tool}` on server `{server}` failed: {message}")]
-    Request {
+    /// The server's answers cannot be followed to a result: `source` says which way.
+    #[error("tool `{tool}` on server `{server}` failed")]
+    Answer {
         /// The server.
         server: String,
         /// The raw tool name.
         tool: String,
-        /// What went wrong.
-        message: String,
+        /// Why the answers cannot be followed.
+        #[source]
+        source: AnswerError,
     },
     /// The server's connection ended during the call: a local server exited, or the
     /// session ended. The server is unavailable until its next call starts it again

@@ -205,10 +205,10 @@ impl Connection {
                 method,
                 source: self.request_failure(error).await,
             }),
-            Err(CallFailure::Refused(message)) => Err(FeatureError::Answer {
+            Err(CallFailure::Refused(refused)) => Err(FeatureError::Answer {
                 server: server.to_owned(),
                 method,
-                message,
+                message: crate::transport::error::chain(&refused),
             }),
             // A request reads no tool result: this is not seen here.
             Err(CallFailure::Invalid(invalid)) => Err(FeatureError::Answer {

@@ -25,6 +25,7 @@ use rmcp::model::{
 use super::{
     answers::Answers,
     calling::{CallFailure, Caller, Deadline, Paused},
+    error::AnswerError,
     tasks,
     tool_answer::{self, Answer},
 };
@@ -117,16 +118,13 @@ async fn go_on(
             state_only_rounds = 0;
         }
         if rounds == MAX_ROUNDS {
-            return Err(CallFailure::Refused(format!(
-                "the server asked for more input {MAX_ROUNDS} times in a row (mcp-runtime stops there)"
-            )));
+            return Err(CallFailure::Refused(AnswerError::TooManyRounds {
+                rounds: MAX_ROUNDS,
+            }));
         }
-        let mut params = back.take().ok_or_else(|| {
-            CallFailure::Refused(
-                "mcp-runtime could not send the call again with the answers: the transport did not hand its parameters back (a fault of mcp-runtime; report it)"
-                    .to_owned(),
-            )
-        })?;
+        let mut params = back
+            .take()
+            .ok_or(CallFailure::Refused(AnswerError::NotHandedBack))?;
         params.input_responses = retry.input_responses;
         params.request_state = retry.request_state;
         let answer = caller
@@ -156,7 +154,10 @@ pub(super) struct Retry {
 /// # Cancel safety
 ///
 /// Dropping the future drops the handlers' futures: the questions are withdrawn.
-pub(super) async fn retry(result: InputRequiredResult, answers: &Answers) -> Result<Retry, String> {
+pub(super) async fn retry(
+    result: InputRequiredResult,
+    answers: &Answers,
+) -> Result<Retry, AnswerError> {
     let responses = respond(result.input_requests.unwrap_or_default(), answers).await?;
     Ok(Retry {
         state_only: responses.is_empty(),
@@ -174,7 +175,7 @@ pub(super) async fn retry(result: InputRequiredResult, answers: &Answers) -> Res
 pub(super) async fn respond(
     requests: InputRequests,
     answers: &Answers,
-) -> Result<InputResponses, String> {
+) -> Result<InputResponses, AnswerError> {
     let mut responses = InputResponses::new();
     for (key, request) in requests {
         let response = match request {
@@ -183,24 +184,18 @@ pub(super) async fn respond(
             }
             InputRequest::ListRoots(_) => Ok(answers.roots().await),
             InputRequest::CreateMessage(_) if !answers.samples() => {
-                return Err(
-                    "the server asked the client to sample a language model (`sampling/createMessage`), which mcp-runtime does not offer"
-                        .to_owned(),
-                );
+                return Err(AnswerError::SamplingNotOffered);
             }
             InputRequest::CreateMessage(request) => match answers.sample(request.params).await {
                 Ok(result) => serde_json::to_value(result),
                 Err(error) => {
-                    return Err(format!(
-                        "the host did not sample a message for the server: {}",
-                        error.message
-                    ));
+                    return Err(AnswerError::SamplingRefused {
+                        message: error.message.into_owned(),
+                    });
                 }
             },
             _ => {
-                return Err(format!(
-                    "the server asked for input of a kind mcp-runtime does not know (request `{key}`)"
-                ));
+                return Err(AnswerError::UnknownInputRequest { key });
             }
         };
         responses.insert(key, response.expect("a result serializes"));
@@ -223,7 +218,9 @@ mod tests {
 
     /// The retry for `result` with no host handlers.
     async fn retry(result: InputRequiredResult) -> Result<Retry, String> {
-        super::retry(result, &Answers::new("s", HostHandlers::default())).await
+        super::retry(result, &Answers::new("s", HostHandlers::default()))
+            .await
+            .map_err(|error| error.to_string())
     }
 
     /// `value` read as the runtime reads an answer: as rmcp's untagged result.

@@ -45,6 +45,7 @@ use serde_json::{Value, json};
 use super::{
     calling::{CallFailure, Caller, Deadline, Paused},
     cancellation::{InFlight, TIMED_OUT},
+    error::AnswerError,
     input_rounds,
     tool_answer::{self, Answer},
 };
@@ -93,10 +94,10 @@ struct Report {
 
 impl Report {
     /// Reads a task object (its fields flat, as both eras write them).
-    fn read(task: &JsonObject) -> Result<Self, String> {
+    fn read(task: &JsonObject) -> Result<Self, AnswerError> {
         let id = match task.get("taskId") {
             Some(Value::String(id)) if !id.is_empty() => id.clone(),
-            _ => return Err("the server's task has no `taskId`".to_owned()),
+            _ => return Err(AnswerError::TaskWithoutId),
         };
         let status = match task.get("status").and_then(Value::as_str) {
             Some("working") => Status::Working,
@@ -104,7 +105,7 @@ impl Report {
             Some("completed") => Status::Completed,
             Some("failed") => Status::Failed,
             Some("cancelled") => Status::Cancelled,
-            _ => return Err("the server's task has no status mcp-runtime knows".to_owned()),
+            _ => return Err(AnswerError::UnknownTaskStatus),
         };
         let interval = task
             .get("pollIntervalMs")
@@ -129,7 +130,7 @@ impl Report {
     /// over a `tasks/get` answer ([`crate::transport::raw_answers`]: rmcp reads a
     /// 2025-11-25 working task as its own `GetTaskResult`, losing `pollInterval`), or
     /// as rmcp decoded it (an in-process pipe; the last interval then holds).
-    fn of_answer(mut answer: ServerResult) -> Result<Self, String> {
+    fn of_answer(mut answer: ServerResult) -> Result<Self, AnswerError> {
         let task = match raw_result(&mut answer) {
             Some(text) => serde_json::from_str(&text),
             None => serde_json::to_value(&answer),
@@ -138,7 +139,7 @@ impl Report {
         // the task (its status message, its result) quotes it.
         match task.map(crate::redact::masked_json) {
             Ok(Value::Object(task)) => Self::read(&task),
-            _ => Err("the server's answer is not a task".to_owned()),
+            _ => Err(AnswerError::NotATask),
         }
     }
 }
@@ -188,7 +189,7 @@ pub(super) async fn follow(
     let mut report = serde_json::to_value(&created.task)
         .ok()
         .and_then(|task| task.as_object().map(Report::read))
-        .unwrap_or_else(|| Err("the server's task does not read as one".to_owned()))
+        .unwrap_or(Err(AnswerError::TaskUnreadable))
         .map_err(CallFailure::Refused)?;
     // The created task carries no result, error or questions (rmcp's `Task` has no
     // such field): a task created already further on is polled for them.
@@ -222,11 +223,9 @@ async fn drive(
             (Status::Working, _) => {}
             (Status::Cancelled, _) => {
                 task.answered();
-                let mut message = "the server cancelled the task".to_owned();
-                if let Some(why) = report.message {
-                    message = format!("{message} ({why})");
-                }
-                return Err(CallFailure::Refused(message));
+                return Err(CallFailure::Refused(AnswerError::TaskCancelled {
+                    message: report.message,
+                }));
             }
             (_, Form::Handshake) => return task_result(caller, task, &id, deadline).await,
             (Status::InputRequired, Form::Extension) => {
@@ -234,12 +233,7 @@ async fn drive(
                     .input_requests
                     .map(serde_json::from_value)
                     .transpose()
-                    .map_err(|_| {
-                        CallFailure::Refused(
-                            "the server's questions for the task do not read as input requests"
-                                .to_owned(),
-                        )
-                    })?
+                    .map_err(|_| CallFailure::Refused(AnswerError::TaskQuestionsUnreadable))?
                     .unwrap_or_default();
                 let new: InputRequests = asked
                     .into_iter()
@@ -258,9 +252,9 @@ async fn drive(
             }
             (Status::Completed, Form::Extension) => {
                 task.answered();
-                let result = report.result.ok_or_else(|| {
-                    CallFailure::Refused("the server's completed task has no result".to_owned())
-                })?;
+                let result = report
+                    .result
+                    .ok_or(CallFailure::Refused(AnswerError::TaskWithoutResult))?;
                 // The result inlined as rmcp keeps it: a JSON object, whole.
                 return ToolResult::from_object(result).map_err(CallFailure::Invalid);
             }
@@ -269,7 +263,7 @@ async fn drive(
                 return Err(
                     match report.error.map(serde_json::from_value::<ErrorData>) {
                         Some(Ok(error)) => CallFailure::Failed(ServiceError::McpError(error)),
-                        _ => CallFailure::Refused("the server's task failed".to_owned()),
+                        _ => CallFailure::Refused(AnswerError::TaskFailed),
                     },
                 );
             }
@@ -296,9 +290,7 @@ async fn drive(
             Err(other) => return Err(other),
         };
         if report.id != id {
-            return Err(CallFailure::Refused(
-                "the server answered about another task".to_owned(),
-            ));
+            return Err(CallFailure::Refused(AnswerError::AnotherTask));
         }
     }
 }

@@ -13,7 +13,7 @@ use rmcp::model::{CreateTaskResult, InputRequiredResult, JsonObject, ServerResul
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::calling::CallFailure;
+use super::{calling::CallFailure, error::AnswerError};
 use crate::{
     tool_result::{InvalidToolResult, ToolResult},
     transport::raw_answers::raw_result,
@@ -47,18 +47,12 @@ pub(super) fn read(answer: ServerResult) -> Result<Answer, CallFailure> {
         Some("input_required") => {
             return InputRequiredResult::deserialize(Value::Object(object))
                 .map(Answer::InputRequired)
-                .map_err(|_| {
-                    CallFailure::Refused("the server's request for input does not read as one (the server does not follow the MCP schema; report it to its author)"
-                        .to_owned())
-                });
+                .map_err(|_| CallFailure::Refused(AnswerError::InputRequestUnreadable));
         }
         Some("task") => {
             return CreateTaskResult::deserialize(Value::Object(object))
                 .map(Answer::Task)
-                .map_err(|_| {
-                    CallFailure::Refused("the server's task does not read as one (the server does not follow the MCP schema; report it to its author)"
-                        .to_owned())
-                });
+                .map_err(|_| CallFailure::Refused(AnswerError::TaskUnreadable));
         }
         _ => {}
     }
@@ -88,7 +82,7 @@ pub(super) fn object(
     answer: ServerResult,
     not_an_object: impl std::fmt::Display,
 ) -> Result<JsonObject, String> {
-    match json(answer)? {
+    match json(answer).map_err(|error| crate::transport::error::chain(&error))? {
         Value::Object(object) => Ok(object),
         _ => Err(not_an_object.to_string()),
     }
@@ -97,13 +91,10 @@ pub(super) fn object(
 /// The answer's result as JSON: raw, as the transports hand it over, or as rmcp
 /// decoded it, every credential the runtime sends masked in it
 /// ([`crate::redact::credentials`]). The error says why the raw text cannot be read.
-fn json(mut answer: ServerResult) -> Result<Value, String> {
+fn json(mut answer: ServerResult) -> Result<Value, AnswerError> {
     let value = match raw_result(&mut answer) {
-        Some(text) => serde_json::from_str(&text).map_err(|error| {
-            format!(
-                "the server's answer cannot be read: {error} (the server does not follow the MCP schema; report it to its author)"
-            )
-        })?,
+        Some(text) => serde_json::from_str(&text)
+            .map_err(|error| AnswerError::NotJson(std::sync::Arc::new(error)))?,
         // rmcp's own types always serialize; `null` reads as no object.
         None => serde_json::to_value(&answer).unwrap_or_default(),
     };
@@ -196,7 +187,10 @@ mod tests {
         // Asking for nothing and carrying no state is no round (rmcp's type refuses it).
         let empty = read(raw(json!({"resultType": "input_required"})));
         assert!(
-            matches!(&empty, Err(CallFailure::Refused(message)) if message.starts_with("the server's request for input does not read as one")),
+            matches!(
+                &empty,
+                Err(CallFailure::Refused(AnswerError::InputRequestUnreadable))
+            ),
             "{empty:?}"
         );
         let handshake_task = raw(json!({"task": {"taskId": "t2", "status": "working"}}));

@@ -410,7 +410,7 @@ async fn an_extension_task_that_failed_or_was_cancelled_fails_the_call_and_is_no
     .await;
     let error = extension_call(&scripted, LONG).await.unwrap_err();
     assert!(
-        matches!(&error, CallFailure::Refused(message) if message == "the server cancelled the task (operator stop)"),
+        matches!(&error, CallFailure::Refused(AnswerError::TaskCancelled { message: Some(why) }) if why == "operator stop"),
         "{error:?}"
     );
     assert_eq!(scripted.methods(), ["tools/call", "tasks/get"]);
