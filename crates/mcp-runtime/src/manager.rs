@@ -44,6 +44,8 @@ pub use features::{Prompts, Resources, ServerPrompt, ServerResource, ServerResou
 
 mod joining;
 
+mod options;
+
 mod publication;
 
 mod startup;
@@ -75,7 +77,8 @@ use self::{
     status::auth_state,
 };
 pub use self::{
-    startup::{DEFAULT_OPTIONAL_GRACE, DEFAULT_SCOPE, StartOptions, StartupEvent, StartupSummary},
+    options::{DEFAULT_OPTIONAL_GRACE, DEFAULT_SCOPE, StartOptions},
+    startup::{StartupEvent, StartupSummary},
     status::{AuthState, ServerState, ServerStatus, TransportKind},
 };
 use crate::{

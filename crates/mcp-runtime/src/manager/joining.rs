@@ -36,7 +36,7 @@ use futures::{StreamExt, stream::FuturesUnordered};
 use tokio::sync::watch;
 use tokio_util::task::AbortOnDropHandle;
 
-use super::{Listing, Server, Shared, error::StartError, refresh_on_change, startup};
+use super::{Listing, Server, Shared, error::StartError, options, refresh_on_change, startup};
 use crate::{
     binding::Binding,
     catalog::QualifiedTool,
@@ -94,7 +94,7 @@ impl Server {
 pub(super) async fn drive(
     shared: Weak<Shared>,
     config: Config,
-    options: startup::StartOptions,
+    options: options::StartOptions,
     done: watch::Sender<()>,
 ) {
     startup::start_all(&config, &options, |outcome| {
@@ -156,7 +156,7 @@ impl Shared {
 
     /// Waits as [`Runtime::start`] describes; when a required server fails, shuts
     /// everything down and says which.
-    pub(super) async fn wait_until_usable(&self, wait: startup::Wait) -> Result<(), StartError> {
+    pub(super) async fn wait_until_usable(&self, wait: options::Wait) -> Result<(), StartError> {
         let required: Vec<(&String, &Server)> = self
             .servers
             .iter()
@@ -189,8 +189,8 @@ impl Shared {
             return Err(StartError::RequiredServersFailed { failures });
         }
         match wait {
-            startup::Wait::All => self.startups_ended().await,
-            startup::Wait::RequiredThenGrace(grace) => {
+            options::Wait::All => self.startups_ended().await,
+            options::Wait::RequiredThenGrace(grace) => {
                 // Running out of grace is the point: the rest start in the background.
                 let _ = tokio::time::timeout(grace, self.startups_ended()).await;
             }

@@ -137,7 +137,7 @@ async fn the_start_waits_for_required_servers_then_at_most_the_grace() {
         let shared = shared.clone();
         async move {
             shared
-                .wait_until_usable(startup::Wait::RequiredThenGrace(grace))
+                .wait_until_usable(options::Wait::RequiredThenGrace(grace))
                 .await
         }
     });
@@ -158,7 +158,7 @@ async fn the_start_returns_before_the_grace_once_every_server_settled() {
     let wait = tokio::spawn({
         let shared = shared.clone();
         async move {
-            let wait = startup::Wait::RequiredThenGrace(Duration::from_secs(3600));
+            let wait = options::Wait::RequiredThenGrace(Duration::from_secs(3600));
             shared.wait_until_usable(wait).await
         }
     });
@@ -175,7 +175,7 @@ async fn waiting_for_all_waits_until_the_startups_ended() {
     let (shared, done) = starting(&[("optional", false)]);
     let wait = tokio::spawn({
         let shared = shared.clone();
-        async move { shared.wait_until_usable(startup::Wait::All).await }
+        async move { shared.wait_until_usable(options::Wait::All).await }
     });
     run_for(Duration::from_secs(3600)).await;
     assert!(!wait.is_finished());
@@ -192,7 +192,7 @@ async fn a_failed_required_server_fails_the_start_without_waiting_for_the_others
     settle(&shared, "c", Some(StartupError::Cancelled));
     let wait = tokio::spawn({
         let shared = shared.clone();
-        async move { shared.wait_until_usable(startup::Wait::All).await }
+        async move { shared.wait_until_usable(options::Wait::All).await }
     });
     settle(&shared, "a", Some(StartupError::Cancelled));
     run_for(Duration::ZERO).await;
