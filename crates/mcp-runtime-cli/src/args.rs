@@ -244,6 +244,13 @@ pub enum Command {
         #[command(subcommand)]
         bench: Bench,
     },
+    /// Serve every enabled server as one MCP server to one client on stdin and
+    /// stdout: their tools under the names `tools` prints, each call routed to its
+    /// server. Runs until stdin closes or SIGINT/SIGTERM, then ends every server.
+    Serve {
+        #[command(flatten)]
+        common: Common,
+    },
     /// Serve a built-in demo MCP server on stdin/stdout.
     #[command(hide = true)]
     ServeDemo {

@@ -24,6 +24,7 @@ mod login;
 mod output;
 mod plan;
 mod progress;
+mod serve;
 mod show;
 
 use std::{
@@ -265,6 +266,18 @@ async fn run(plan: Plan, mut interrupt: Interrupt) -> u8 {
 /// Runs a plan other than a call.
 async fn run_to_end(plan: Plan) -> u8 {
     match plan {
+        Plan::Serve { config, scope } => {
+            // Nobody is at stdin to answer a server's question: it is the protocol's.
+            let options = start_options(&config, scope, Some(elicit::Policy::Decline)).await;
+            let runtime = match start(config, options, Wait::Usable).await {
+                Ok(runtime) => runtime,
+                Err(error) => return report(&error),
+            };
+            match serve::stdio(runtime).await {
+                Ok(()) => 0,
+                Err(error) => report(&error),
+            }
+        }
         Plan::ServeDemo(server) => match demo::serve(server).await {
             Ok(()) => 0,
             Err(error) => report(&error),

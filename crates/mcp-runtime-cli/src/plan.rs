@@ -63,6 +63,8 @@ pub enum Plan {
         sessions: u32,
         share: bool,
     },
+    /// Serve the servers as one MCP server on stdio.
+    Serve { config: Config, scope: String },
     /// Be a demo server.
     ServeDemo(DemoServer),
     /// Add or replace a server in a configuration file.
@@ -200,6 +202,10 @@ impl Plan {
                 json: common.json,
                 sessions,
                 share: !no_share,
+            },
+            Command::Serve { common } => Self::Serve {
+                config: load(&common)?,
+                scope: common.scope,
             },
             Command::ServeDemo { server } => Self::ServeDemo(server),
             Command::Add {

@@ -18,3 +18,4 @@ mod login;
 mod network;
 mod reports;
 mod results;
+mod serve;

@@ -1,0 +1,80 @@
+//! `mcp-runtime serve` driven by a real MCP client: the official Python SDK's, in
+//! each protocol era, over stdio. Under the handshake revisions the client also hears
+//! a list change and cancels a call, which the upstream server sees.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::support::{fixture_server, stderr, stdout};
+
+/// The Python of the venv with the SDK 2.3.0 (`scripts/install-peers` makes it).
+fn python() -> std::path::PathBuf {
+    let python =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers/venvs/mcp-2.3.0/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/install-peers (scripts/test does)",
+        python.display()
+    );
+    python
+}
+
+#[test]
+fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    let slow_log = dir.path().join("slow.jsonl");
+    std::fs::write(
+        &config,
+        format!(
+            "[mcp_servers.up]\ncommand = {fixture:?}\n\n\
+             [mcp_servers.down]\ncommand = \"/nonexistent/server\"\n\n\
+             [mcp_servers.slow]\ncommand = {fixture:?}\n\
+             args = [\"--call-delay-ms\", \"600000\", \"--log\", {log:?}]\n",
+            fixture = fixture_server().to_str().unwrap(),
+            log = slow_log.to_str().unwrap(),
+        ),
+    )
+    .unwrap();
+    for mode in ["legacy", "2026-07-28"] {
+        let output = std::process::Command::new(python())
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve_client.py"))
+            .args([
+                mode,
+                env!("CARGO_BIN_EXE_mcp-runtime"),
+                config.to_str().unwrap(),
+            ])
+            .env("HOME", dir.path())
+            .env("CODEX_HOME", dir.path())
+            .env("XDG_CACHE_HOME", "/dev/null/no-cache")
+            .env_remove("MCP_RUNTIME_LOG")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{mode}: {}", stderr(&output));
+        let report: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+        let tools = report["tools"].as_array().unwrap();
+        assert!(tools.contains(&json!("mcp__up__echo")), "{mode}: {tools:?}");
+        assert!(
+            tools
+                .iter()
+                .all(|name| !name.as_str().unwrap().starts_with("mcp__down__")),
+            "{mode}: the server that failed lists nothing: {tools:?}"
+        );
+        assert_eq!(
+            report["echo"],
+            json!({"is_error": false, "structured": {"text": "hi"}}),
+            "{mode}"
+        );
+        assert_eq!(report["down"]["is_error"], true, "{mode}: {report}");
+        assert!(
+            report["down"]["text"].as_str().unwrap().contains("down"),
+            "{mode}: the runtime's message names the server: {report}"
+        );
+        let unknown = report["unknown"].as_str().unwrap();
+        assert!(
+            unknown.contains("mcp__up__echo"),
+            "{mode}: the nearest name: {unknown}"
+        );
+    }
+}

@@ -1,0 +1,78 @@
+"""An MCP client of the official Python SDK in front of `mcp-runtime serve`.
+
+    python serve_client.py MODE BINARY CONFIG [SLOW_LOG]
+
+MODE is the SDK client's protocol mode (`legacy`, `2026-07-28`). Starts BINARY
+`serve --config CONFIG` as a stdio server, lists its tools, calls `mcp__up__echo`,
+a tool of a server that failed to start and an unknown tool, and prints what it got
+as one JSON object. With SLOW_LOG (the message log of the server `slow`, whose calls
+never end), also adds a tool to `up` and waits for the list change, then cancels a
+call to `slow` once the log shows it arrived and waits for the log to show the
+cancellation.
+"""
+import json
+import sys
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+
+def logged(path, method):
+    try:
+        with open(path) as f:
+            return sum(1 for line in f if json.loads(line).get("method") == method)
+    except FileNotFoundError:
+        return 0
+
+
+async def wait_until(check, what):
+    with anyio.fail_after(20, shield=False):
+        while not check():
+            await anyio.sleep(0.02)
+    return what
+
+
+async def main(mode, binary, config, slow_log=None):
+    server = StdioServerParameters(command=binary, args=["serve", "--config", config])
+    report = {}
+    changes = []
+
+    async def on_message(message):
+        method = getattr(getattr(message, "root", message), "method", None)
+        if method is not None:
+            changes.append(method)
+
+    async with Client(server, mode=mode, message_handler=on_message) as client:
+        listed = await client.list_tools()
+        report["tools"] = sorted(tool.name for tool in listed.tools)
+        echo = await client.call_tool("mcp__up__echo", {"text": "hi"})
+        report["echo"] = {"is_error": bool(echo.is_error), "structured": echo.structured_content}
+        down = await client.call_tool("mcp__down__anything", {})
+        report["down"] = {
+            "is_error": bool(down.is_error),
+            "text": " ".join(block.text for block in down.content if block.type == "text"),
+        }
+        try:
+            await client.call_tool("mcp__up__ech0", {})
+            report["unknown"] = "answered"
+        except Exception as error:  # the SDK raises the JSON-RPC error
+            report["unknown"] = str(error)
+        if slow_log is not None:
+            await client.call_tool("mcp__up__add_tool", {"name": "added"})
+            report["changed"] = await wait_until(
+                lambda: "notifications/tools/list_changed" in changes, True
+            )
+            listed = await client.list_tools()
+            report["added"] = "mcp__up__added" in [tool.name for tool in listed.tools]
+            async with anyio.create_task_group() as group:
+                group.start_soon(client.call_tool, "mcp__slow__echo", {"text": "never"})
+                await wait_until(lambda: logged(slow_log, "tools/call") == 1, None)
+                group.cancel_scope.cancel()
+            report["cancelled"] = await wait_until(
+                lambda: logged(slow_log, "notifications/cancelled") == 1, True
+            )
+    print(json.dumps(report))
+
+
+anyio.run(main, *sys.argv[1:])

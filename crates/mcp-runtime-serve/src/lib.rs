@@ -1,0 +1,172 @@
+//! The runtime served as one MCP server: every configured server's tools behind one
+//! `tools/list`, under the names `mcp-runtime tools` prints, and each `tools/call`
+//! routed to its server.
+//!
+//! [`Gateway`] is rmcp's [`ServerHandler`] over a [`Runtime`]: a host serves it over
+//! any rmcp transport, and `mcp-runtime serve` serves it to one client on stdio.
+//!
+//! Invariants:
+//! 1. `tools/list` answers the runtime's catalog as it is when asked: every tool
+//!    under its qualified name, in qualified-name order, with its definition as its
+//!    server listed it (the fields rmcp models). The servers' `enabled_tools` and
+//!    `disabled_tools` apply, as they do to the catalog.
+//! 2. A call goes to the tool's server with that server's `tool_timeout_sec`. A name
+//!    the catalog does not hold is refused as invalid params, naming the nearest
+//!    name. A call the runtime cannot complete (its server failed to start, timed
+//!    out, or was lost) is answered as a tool error (`isError`) whose text is the
+//!    runtime's message, credentials masked: the model reads why, and the other
+//!    servers go on serving.
+//! 3. The client's cancellation of a call reaches the upstream server: the gateway
+//!    stops waiting for the call, and the runtime sends the server
+//!    `notifications/cancelled` for it.
+//! 4. Every change of the catalog (a server that joins late, restarts, or announces
+//!    new tools) reaches a handshake-era client as `notifications/tools/list_changed`,
+//!    for as long as the gateway serves it. (A 2026-07-28 client's listen stream is
+//!    not served yet.)
+//! 5. Nothing of the client's request but the tool's name and arguments goes
+//!    upstream: its `_meta` (protocol keys, progress token) is the client's
+//!    connection's, not the upstream's.
+
+#![deny(missing_docs)]
+
+use std::sync::{Arc, Mutex};
+
+use mcp_runtime::{CallError, CallOptions, Runtime};
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+        ListToolsResult, PaginatedRequestParams, ResultType, ServerCapabilities, ServerConfig,
+        Tool,
+    },
+    service::{NotificationContext, RequestContext},
+};
+use tokio_util::task::AbortOnDropHandle;
+
+/// The runtime as one MCP server (see the crate docs).
+#[derive(Clone)]
+pub struct Gateway {
+    runtime: Arc<Runtime>,
+    /// Sends the client `notifications/tools/list_changed` at each change of the
+    /// catalog, once the client is initialized (invariant 4); ends with the gateway.
+    announcer: Arc<Mutex<Option<AbortOnDropHandle<()>>>>,
+}
+
+impl Gateway {
+    /// A gateway serving `runtime`'s servers.
+    pub fn new(runtime: Arc<Runtime>) -> Self {
+        Self {
+            runtime,
+            announcer: Arc::default(),
+        }
+    }
+
+    /// The runtime served.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    /// The tools of the catalog, each under its qualified name (invariant 1).
+    fn tools(&self) -> Vec<Tool> {
+        let catalog = self.runtime.catalog();
+        catalog
+            .tools()
+            .map(|tool| {
+                let mut listed = Tool::clone(&tool.tool);
+                listed.name = tool.qualified_name.to_string().into();
+                listed
+            })
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("runtime", &self.runtime)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        ServerConfig::new(capabilities).with_server_info(Implementation::new(
+            "mcp-runtime",
+            env!("CARGO_PKG_VERSION"),
+        ))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let mut catalog = self.runtime.subscribe_catalog();
+        let peer = context.peer;
+        let announcer = tokio::spawn(async move {
+            catalog.borrow_and_update();
+            while catalog.changed().await.is_ok() {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    // The client is gone.
+                    return;
+                }
+            }
+        });
+        *self
+            .announcer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) =
+            Some(AbortOnDropHandle::new(announcer));
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let call =
+            self.runtime
+                .call_tool_with(&request.name, request.arguments, CallOptions::new());
+        // rmcp cancels the token when the client cancels the call, but does not stop
+        // the handler: dropping the call here is what reaches the server (invariant 3).
+        let result = tokio::select! {
+            result = call => result,
+            () = context.ct.cancelled() => {
+                return Err(ErrorData::internal_error("the client cancelled the call", None));
+            }
+        };
+        match result {
+            Ok(result) => serde_json::from_value::<CallToolResult>(serde_json::Value::Object(
+                result.into_object(),
+            ))
+            .map(|mut result| {
+                // A handshake-era server's result has no `resultType`, which a
+                // 2026-07-28 client requires; a complete result is what it is.
+                result.result_type.get_or_insert(ResultType::COMPLETE);
+                CallToolResponse::from(result)
+            })
+            .map_err(|error| {
+                ErrorData::internal_error(
+                    format!("the server's result cannot be passed on: {error}"),
+                    None,
+                )
+            }),
+            Err(error @ CallError::UnknownTool { .. }) => Err(ErrorData::invalid_params(
+                mcp_runtime::error::chain(&error),
+                None,
+            )),
+            Err(error) => Ok(CallToolResult::error(vec![ContentBlock::text(
+                mcp_runtime::error::chain(&error),
+            )])
+            .into()),
+        }
+    }
+}
