@@ -282,16 +282,21 @@ impl Connection {
             method,
             message,
         };
+        // A closure returning a future, not an async closure: the compiler cannot
+        // yet prove an async closure's future `Send` for every lifetime, and a
+        // server's handler (`mcp-runtime-serve`) needs this future `Send`.
         all_pages(
             key,
-            async |cursor| {
+            |cursor| {
                 let params = match cursor {
                     Some(cursor) => json!({ "cursor": cursor }),
                     None => Value::Null,
                 };
-                self.feature_object(method, params, timeout)
-                    .await
-                    .map(Value::Object)
+                async move {
+                    self.feature_object(method, params, timeout)
+                        .await
+                        .map(Value::Object)
+                }
             },
             bad,
         )
@@ -303,11 +308,14 @@ impl Connection {
 /// for), following `nextCursor` with the guards of `tools/list`: at most
 /// [`MAX_LIST_PAGES`] pages and [`MAX_LISTED_TOOLS`] entries, no cursor twice. A
 /// page without a `key` list, or a guard broken, is `bad`'s error.
-async fn all_pages(
+async fn all_pages<Page>(
     key: &str,
-    mut page: impl AsyncFnMut(Option<String>) -> Result<Value, FeatureError>,
+    mut page: impl FnMut(Option<String>) -> Page,
     bad: impl Fn(String) -> FeatureError,
-) -> Result<Vec<Value>, FeatureError> {
+) -> Result<Vec<Value>, FeatureError>
+where
+    Page: Future<Output = Result<Value, FeatureError>>,
+{
     let mut entries = Vec::new();
     let mut cursor: Option<String> = None;
     let mut seen = HashSet::new();
@@ -364,9 +372,9 @@ mod tests {
         let mut pages = pages.into_iter();
         let walked = all_pages(
             "resources",
-            async |cursor| {
+            |cursor| {
                 asked.push(cursor);
-                Ok(pages.next().unwrap_or_else(|| json!({"resources": []})))
+                std::future::ready(Ok(pages.next().unwrap_or_else(|| json!({"resources": []}))))
             },
             bad,
         )
