@@ -28,7 +28,7 @@ fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
     std::fs::write(
         &config,
         format!(
-            "[mcp_servers.up]\ncommand = {fixture:?}\n\n\
+            "[mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--resources\"]\n\n\
              [mcp_servers.down]\ncommand = \"/nonexistent/server\"\n\n\
              [mcp_servers.slow]\ncommand = {fixture:?}\n\
              args = [\"--call-delay-ms\", \"600000\", \"--log\", {log:?}]\n",
@@ -70,6 +70,17 @@ fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
         assert!(
             report["down"]["text"].as_str().unwrap().contains("down"),
             "{mode}: the runtime's message names the server: {report}"
+        );
+        assert_eq!(report["resources"], json!(["fixture://counter"]), "{mode}");
+        assert_eq!(
+            report["counter"],
+            json!(["0"]),
+            "{mode}: read from its server"
+        );
+        let no_resource = report["no_resource"].as_str().unwrap();
+        assert!(
+            no_resource.contains("fixture://nothing"),
+            "{mode}: refused, naming the URI: {no_resource}"
         );
         let unknown = report["unknown"].as_str().unwrap();
         assert!(

@@ -4,8 +4,8 @@
 
 MODE is the SDK client's protocol mode (`legacy`, `2026-07-28`). Starts BINARY
 `serve --config CONFIG` as a stdio server, lists its tools, calls `mcp__up__echo`,
-a tool of a server that failed to start and an unknown tool, and prints what it got
-as one JSON object. With SLOW_LOG (the message log of the server `slow`, whose calls
+a tool of a server that failed to start and an unknown tool, lists the resources and
+reads one and a URI nobody lists, and prints what it got as one JSON object. With SLOW_LOG (the message log of the server `slow`, whose calls
 never end), also adds a tool to `up` and waits for the list change, then cancels a
 call to `slow` once the log shows it arrived and waits for the log to show the
 cancellation.
@@ -53,6 +53,15 @@ async def main(mode, binary, config, slow_log=None):
             "is_error": bool(down.is_error),
             "text": " ".join(block.text for block in down.content if block.type == "text"),
         }
+        resources = await client.list_resources()
+        report["resources"] = sorted(str(resource.uri) for resource in resources.resources)
+        read = await client.read_resource("fixture://counter")
+        report["counter"] = [getattr(content, "text", None) for content in read.contents]
+        try:
+            await client.read_resource("fixture://nothing")
+            report["no_resource"] = "answered"
+        except Exception as error:
+            report["no_resource"] = str(error)
         try:
             await client.call_tool("mcp__up__ech0", {})
             report["unknown"] = "answered"

@@ -26,18 +26,24 @@
 //! 5. Nothing of the client's request but the tool's name and arguments goes
 //!    upstream: its `_meta` (protocol keys, progress token) is the client's
 //!    connection's, not the upstream's.
+//! 6. Resources keep their URIs: `resources/list` and `resources/templates/list` are
+//!    every running server's, in server-name order (a server whose list fails is
+//!    left out and logged), and `resources/read` goes to the one server that lists
+//!    the URI or a template it could come from. A URI no server lists is refused as
+//!    not found, one two servers list as invalid params.
 
 #![deny(missing_docs)]
 
 use std::sync::{Arc, Mutex};
 
-use mcp_runtime::{CallError, CallOptions, Runtime};
+use mcp_runtime::{CallError, CallOptions, FeatureError, Runtime};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-        ListToolsResult, PaginatedRequestParams, ResultType, ServerCapabilities, ServerConfig,
-        Tool,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+        ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResultType,
+        ServerCapabilities, ServerConfig, Tool,
     },
     service::{NotificationContext, RequestContext},
 };
@@ -93,6 +99,7 @@ impl ServerHandler for Gateway {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_resources()
             .build();
         ServerConfig::new(capabilities).with_server_info(Implementation::new(
             "mcp-runtime",
@@ -125,6 +132,68 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let listed = self.runtime.resources().await;
+        log_failures(&listed.failures);
+        Ok(ListResourcesResult::with_all_items(
+            listed
+                .resources
+                .into_iter()
+                .map(|entry| entry.resource)
+                .collect(),
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let listed = self.runtime.resources().await;
+        log_failures(&listed.failures);
+        Ok(ListResourceTemplatesResult::with_all_items(
+            listed
+                .templates
+                .into_iter()
+                .map(|entry| entry.template)
+                .collect(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let read = self
+            .runtime
+            .read_resource(&request.uri, None)
+            .await
+            .map_err(|error| {
+                let message = mcp_runtime::error::chain(&error);
+                match error {
+                    FeatureError::NotFound { .. } => ErrorData::resource_not_found(message, None),
+                    FeatureError::Ambiguous { .. } => ErrorData::invalid_params(message, None),
+                    _ => ErrorData::internal_error(message, None),
+                }
+            })?;
+        serde_json::from_value::<ReadResourceResult>(serde_json::Value::Object(read.into_object()))
+            .map(|mut result| {
+                result.result_type.get_or_insert(ResultType::COMPLETE);
+                ReadResourceResponse::from(result)
+            })
+            .map_err(|error| {
+                ErrorData::internal_error(
+                    format!("the server's resource cannot be passed on: {error}"),
+                    None,
+                )
+            })
     }
 
     async fn call_tool(
@@ -168,5 +237,12 @@ impl ServerHandler for Gateway {
             )])
             .into()),
         }
+    }
+}
+
+/// Logs the servers whose lists failed: the client gets the others' (invariant 6).
+fn log_failures(failures: &[FeatureError]) {
+    for failure in failures {
+        tracing::warn!(error = %mcp_runtime::error::chain(failure), "a server's list is left out");
     }
 }
