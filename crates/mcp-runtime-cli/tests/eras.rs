@@ -3,16 +3,13 @@
 
 use std::path::Path;
 
-use serde_json::Value;
+use mcp_runtime_fixtures::testing::{count_method, read_log};
 
 use crate::support::{cli, fixture_server, stderr};
 
+/// How many requests of `method` the server's message log holds.
 fn sent(log: &Path, method: &str) -> usize {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter(|line| serde_json::from_str::<Value>(line).unwrap()["method"] == method)
-        .count()
+    count_method(&read_log(log), method)
 }
 
 #[test]

@@ -6,19 +6,9 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::support::{fixture_server, stderr, stdout};
+use mcp_runtime_fixtures::testing::python_sdk;
 
-/// The Python of the venv with the SDK 2.3.0 (`scripts/install-peers` makes it).
-fn python() -> std::path::PathBuf {
-    let python =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers/venvs/mcp-2.3.0/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/install-peers (scripts/test does)",
-        python.display()
-    );
-    python
-}
+use crate::support::{fixture_server, stderr, stdout};
 
 #[test]
 fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
@@ -38,7 +28,7 @@ fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
     )
     .unwrap();
     for mode in ["legacy", "2026-07-28"] {
-        let output = std::process::Command::new(python())
+        let output = std::process::Command::new(python_sdk("2.3.0"))
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve_client.py"))
             .args([
                 mode,

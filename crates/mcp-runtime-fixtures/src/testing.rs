@@ -201,6 +201,24 @@ pub fn count_method(log: &[Value], method: &str) -> usize {
     log.iter().filter(|entry| entry["method"] == method).count()
 }
 
+/// The workspace's `peers` directory, where `scripts/install-peers` installs the
+/// pinned peers.
+pub fn peers_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers")
+}
+
+/// The Python of the venv with the Python SDK `version` (`2.3.0`, `1.30.0`), which
+/// `scripts/install-peers` makes.
+pub fn python_sdk(version: &str) -> PathBuf {
+    let python = peers_dir().join(format!("venvs/mcp-{version}/bin/python"));
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/install-peers (scripts/test does)",
+        python.display()
+    );
+    python
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,14 +1,14 @@
 //! Shared helpers: fixture configs, the fixture's request log, and process checks.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use mcp_runtime::{
     Config, ListingRegistry, Runtime, ServerConfig, StartOptions, StartupEvent,
     config::{Protocol, TransportConfig},
 };
 pub use mcp_runtime_fixtures::testing::{
-    Probe, assert_all_gone, count_method, is_alive, probe_runs, read_log, recorded_argv,
-    stub_launcher, the, wait_for_exit,
+    Probe, assert_all_gone, count_method, is_alive, peers_dir, probe_runs, python_sdk, read_log,
+    recorded_argv, stub_launcher, the, wait_for_exit,
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -151,22 +151,6 @@ pub fn temp_dir() -> tempfile::TempDir {
 
 pub fn path_str(path: &Path) -> &str {
     path.to_str().expect("temporary paths are UTF-8")
-}
-
-pub fn peers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers")
-}
-
-/// The Python of the venv with the Python SDK `version` (`2.3.0`, `1.30.0`), which
-/// `scripts/install-peers` makes.
-pub fn python_sdk(version: &str) -> PathBuf {
-    let python = peers_dir().join(format!("venvs/mcp-{version}/bin/python"));
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/install-peers (scripts/test does)",
-        python.display()
-    );
-    python
 }
 
 /// Accepts every form with `{"name": "Grace"}`.

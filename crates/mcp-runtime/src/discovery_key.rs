@@ -19,6 +19,10 @@ pub const DEFAULT_SCOPE: &str = "default";
 /// as much of them as `detail` says.
 pub(crate) trait KeyInputs {
     fn key_fields(&self, detail: Detail, field: &mut dyn FnMut(&[u8]));
+
+    /// Whether the era of this endpoint is worth keeping across processes: a local
+    /// server's, found by a probe, and not a remote one's, found from one `POST`.
+    fn keeps_era_on_disk(&self) -> bool;
 }
 
 /// How much of a startup's inputs a key covers.

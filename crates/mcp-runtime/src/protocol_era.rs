@@ -301,7 +301,7 @@ impl Detection {
                     ..
                 },
                 Some(cache),
-            ) => Plan::Auto {
+            ) if endpoint.keeps_era_on_disk() => Plan::Auto {
                 memory,
                 key,
                 probe_bound,

@@ -106,6 +106,10 @@ fn is_https(url: &str) -> bool {
 /// eras: its command line, working directory and environment, or its transport, URL
 /// and headers (the transport is part of the key: the same URL may answer both).
 impl crate::discovery_key::KeyInputs for Endpoint {
+    fn keeps_era_on_disk(&self) -> bool {
+        matches!(self, Endpoint::Stdio(_))
+    }
+
     fn key_fields(&self, detail: Detail, field: &mut dyn FnMut(&[u8])) {
         match self {
             Endpoint::Stdio(launch) => {
