@@ -10,11 +10,16 @@ use mcp_runtime::{
 use crate::support::*;
 
 async fn started(protocol: Protocol, log: &std::path::Path) -> Runtime {
+    started_with(protocol, log, 3).await
+}
+
+async fn started_with(protocol: Protocol, log: &std::path::Path, steps: usize) -> Runtime {
+    let steps = steps.to_string();
     let server = fixture_auto(
         "steps",
         &[
             "--progress-steps",
-            "3",
+            &steps,
             "--era",
             "dual",
             "--log",
@@ -66,6 +71,33 @@ async fn a_calls_progress_reaches_its_callback_in_order() {
             ],
             "{protocol:?}"
         );
+        runtime.shutdown().await;
+    }
+}
+
+/// The server sends its reports and its answer back to back; the runtime's reader and
+/// the caller run on different threads. Every report still reaches the callback, in
+/// order, before the call returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_report_sent_before_the_answer_is_seen_before_the_call_returns() {
+    const STEPS: usize = 200;
+    for protocol in [Protocol::V2025_11_25, Protocol::V2026_07_28] {
+        let dir = temp_dir();
+        let runtime = started_with(protocol, &dir.path().join("log.jsonl"), STEPS).await;
+        for _ in 0..10 {
+            let seen: Arc<Mutex<Vec<f64>>> = Arc::default();
+            let options = CallOptions::new().with_progress(OnProgress::new({
+                let seen = seen.clone();
+                move |progress| seen.lock().unwrap().push(progress.progress)
+            }));
+            runtime
+                .call_tool_with("mcp__steps__echo", object(serde_json::json!({})), options)
+                .await
+                .unwrap();
+            let seen = std::mem::take(&mut *seen.lock().unwrap());
+            let expected: Vec<f64> = (1..=STEPS).map(|step| step as f64).collect();
+            assert_eq!(seen, expected, "{protocol:?}");
+        }
         runtime.shutdown().await;
     }
 }

@@ -48,6 +48,8 @@ mod over_sse;
 
 mod over_stdio;
 
+mod progress_tap;
+
 mod reclaim;
 
 mod renumber;

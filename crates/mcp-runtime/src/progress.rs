@@ -4,9 +4,10 @@
 //! rmcp gives every request a `progressToken` of its own in its `_meta` (each round
 //! of a 2026-07-28 multi round-trip call is a request of its own). For a call given a
 //! progress callback, each notification the server sends with its token reaches the
-//! callback, in the order the server sent them, until the call has ended; one read
-//! just before the call began to wait is handed over first. Notifications that no
-//! call is waiting for are dropped.
+//! callback, in the order the server sent them, until the call has ended: every report
+//! sent before the server's answer has reached the callback before the call returns.
+//! One read just before the call began to wait is handed over first. Notifications
+//! that no call is waiting for are dropped.
 
 use std::{fmt, sync::Arc};
 
@@ -41,8 +42,9 @@ impl Progress {
 pub struct OnProgress(pub(crate) Arc<dyn Fn(Progress) + Send + Sync>);
 
 impl OnProgress {
-    /// `callback` receives each report, on the runtime's task that read it: it should
-    /// return quickly (send it on, draw a bar).
+    /// `callback` receives each report, on the runtime's task that reads the
+    /// server's messages: nothing more is read from that server until it returns, so
+    /// it should return quickly (send it on, draw a bar).
     pub fn new(callback: impl Fn(Progress) + Send + Sync + 'static) -> Self {
         Self(Arc::new(callback))
     }

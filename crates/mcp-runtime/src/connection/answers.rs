@@ -106,19 +106,17 @@ impl Answers {
         token: ProgressToken,
         on_progress: OnProgress,
     ) -> ProgressWatch<'_> {
-        let early = {
-            let mut watches = lock(&self.progress);
-            watches.watching.insert(token.clone(), on_progress.clone());
-            let (early, kept): (std::collections::VecDeque<_>, _) =
-                std::mem::take(&mut watches.early)
-                    .into_iter()
-                    .partition(|report| report.progress_token == token);
-            watches.early = kept;
-            early
-        };
+        let mut watches = lock(&self.progress);
+        watches.watching.insert(token.clone(), on_progress.clone());
+        let (early, kept): (std::collections::VecDeque<_>, _) = std::mem::take(&mut watches.early)
+            .into_iter()
+            .partition(|report| report.progress_token == token);
+        watches.early = kept;
+        // Under the lock: a report read meanwhile waits, and comes after these.
         for report in early {
             self.report(&on_progress, report);
         }
+        drop(watches);
         ProgressWatch {
             answers: self,
             token,

@@ -8,8 +8,7 @@ use std::sync::Arc;
 use rmcp::{
     ClientHandler, RoleClient,
     model::{
-        ClientConfig, ElicitRequestParams, ElicitResult, NotificationMetaObject,
-        ProgressNotificationParam, ServerNotification,
+        ClientConfig, ElicitRequestParams, ElicitResult, NotificationMetaObject, ServerNotification,
     },
     service::{NotificationContext, RequestContext},
 };
@@ -61,6 +60,12 @@ impl Client {
         self.listeners().deliver(change);
     }
 
+    /// `transport`, its progress reports handed to the calls as they are read
+    /// ([`super::progress_tap`]): every transport is given to rmcp through this.
+    pub(super) fn tap<T>(&self, transport: T) -> super::progress_tap::ProgressTap<T> {
+        super::progress_tap::ProgressTap::new(transport, self.answers.clone())
+    }
+
     pub(super) fn listeners(&self) -> subscriptions::Listeners {
         subscriptions::Listeners {
             tools_changed: self.tools_changed.clone(),
@@ -107,14 +112,6 @@ impl ClientHandler for Client {
                 rmcp::model::ResourceUpdatedNotification::new(params),
             ),
         );
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.answers.progress(params);
     }
 
     #[allow(

@@ -45,6 +45,7 @@ impl Connection {
         );
         let ended = CancellationToken::new();
         let transport = liveness::Watched::new(transport, ended.clone());
+        let transport = client.tap(transport);
         let lifecycle = ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         };

@@ -254,15 +254,11 @@ async fn discover(
     // must not end the connection: it is watched by a token of its own, linked to
     // `ended` once it is the connection's.
     let probe_ended = CancellationToken::new();
+    let transport = client.tap(liveness::Watched::new(transport, probe_ended.clone()));
     let lifecycle = ClientLifecycleMode::Discover {
         preferred_versions: vec![version],
     };
-    let service = client
-        .serve_with_lifecycle(
-            liveness::Watched::new(transport, probe_ended.clone()),
-            lifecycle,
-        )
-        .await?;
+    let service = client.serve_with_lifecycle(transport, lifecycle).await?;
     link(probe_ended, ended);
     link(streams.ended().clone(), ended);
     Ok((service, streams))
@@ -306,6 +302,7 @@ async fn initialize(
         server,
         accepted.clone(),
     );
+    let transport = client.tap(transport);
     match client
         .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
         .await

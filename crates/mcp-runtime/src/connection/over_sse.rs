@@ -42,6 +42,7 @@ pub(super) async fn start(
         server,
         accepted,
     );
+    let transport = client.tap(transport);
     // Dropping the transport ends the connection.
     let service = client.serve(transport).await.map_err(|error| {
         refusal.take().unwrap_or_else(|| StartupError::Handshake {

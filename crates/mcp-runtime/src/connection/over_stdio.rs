@@ -414,6 +414,7 @@ impl Stdio<'_> {
             ended,
         } = spawned;
         let (transport, refusal) = Gate::new(transport, self.server, Accepted::from_pin(pinned));
+        let transport = client.tap(transport);
         let service = match client.serve(transport).await {
             Ok(service) => service,
             Err(error) => {
@@ -470,6 +471,7 @@ impl Stdio<'_> {
         // rmcp drops the transport when the server answers as a handshake server;
         // the fallback takes it back.
         let (transport, reclaimed) = reclaim::reclaimable(transport);
+        let transport = client.tap(transport);
         let lifecycle = ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         };
