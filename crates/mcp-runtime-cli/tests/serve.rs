@@ -18,7 +18,7 @@ fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
     std::fs::write(
         &config,
         format!(
-            "[mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--resources\"]\n\n\
+            "[mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--resources\", \"--progress-steps\", \"3\"]\n\n\
              [mcp_servers.down]\ncommand = \"/nonexistent/server\"\n\n\
              [mcp_servers.slow]\ncommand = {fixture:?}\n\
              args = [\"--call-delay-ms\", \"600000\", \"--log\", {log:?}]\n",
@@ -55,6 +55,11 @@ fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
             report["echo"],
             json!({"is_error": false, "structured": {"text": "hi"}}),
             "{mode}"
+        );
+        assert_eq!(
+            report["progress"],
+            json!([[1.0, 3.0], [2.0, 3.0], [3.0, 3.0]]),
+            "{mode}: the server's progress, under the client's token, before the result"
         );
         assert_eq!(report["down"]["is_error"], true, "{mode}: {report}");
         assert!(

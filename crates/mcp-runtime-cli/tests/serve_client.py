@@ -3,7 +3,8 @@
     python serve_client.py MODE BINARY CONFIG [SLOW_LOG]
 
 MODE is the SDK client's protocol mode (`legacy`, `2026-07-28`). Starts BINARY
-`serve --config CONFIG` as a stdio server, lists its tools, calls `mcp__up__echo`,
+`serve --config CONFIG` as a stdio server, lists its tools, calls `mcp__up__echo`
+(asking for its progress),
 a tool of a server that failed to start and an unknown tool, lists the resources and
 reads one and a URI nobody lists, and prints what it got as one JSON object. With SLOW_LOG (the message log of the server `slow`, whose calls
 never end), also adds a tool to `up` and waits for the list change, then cancels a
@@ -46,8 +47,14 @@ async def main(mode, binary, config, slow_log=None):
     async with Client(server, mode=mode, message_handler=on_message) as client:
         listed = await client.list_tools()
         report["tools"] = sorted(tool.name for tool in listed.tools)
-        echo = await client.call_tool("mcp__up__echo", {"text": "hi"})
+        progress = []
+
+        async def on_progress(done, total, message):
+            progress.append([done, total])
+
+        echo = await client.call_tool("mcp__up__echo", {"text": "hi"}, progress_callback=on_progress)
         report["echo"] = {"is_error": bool(echo.is_error), "structured": echo.structured_content}
+        report["progress"] = progress
         down = await client.call_tool("mcp__down__anything", {})
         report["down"] = {
             "is_error": bool(down.is_error),

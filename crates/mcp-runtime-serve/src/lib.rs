@@ -31,19 +31,22 @@
 //!    left out and logged), and `resources/read` goes to the one server that lists
 //!    the URI or a template it could come from. A URI no server lists is refused as
 //!    not found, one two servers list as invalid params.
+//! 7. A call whose client asked for progress (a `progressToken`) gets the upstream
+//!    server's progress reports under that token, in the server's order, all of
+//!    them before the call's result.
 
 #![deny(missing_docs)]
 
 use std::sync::{Arc, Mutex};
 
-use mcp_runtime::{CallError, CallOptions, FeatureError, Runtime};
+use mcp_runtime::{CallError, CallOptions, FeatureError, OnProgress, Progress, Runtime};
 use rmcp::{
-    ErrorData, RoleServer, ServerHandler,
+    ErrorData, Peer, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
         ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-        ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResultType,
-        ServerCapabilities, ServerConfig, Tool,
+        ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse,
+        ReadResourceResult, ResultType, ServerCapabilities, ServerConfig, Tool,
     },
     service::{NotificationContext, RequestContext},
 };
@@ -201,9 +204,22 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let call =
-            self.runtime
-                .call_tool_with(&request.name, request.arguments, CallOptions::new());
+        let mut options = CallOptions::new();
+        let mut forwarder = None;
+        if let Some(token) = context.meta.get_progress_token() {
+            let (reports, received) = tokio::sync::mpsc::unbounded_channel();
+            options = options.with_progress(OnProgress::new(move |report| {
+                // The receiver lives until the call has ended.
+                let _ = reports.send(report);
+            }));
+            let peer = context.peer.clone();
+            forwarder = Some(AbortOnDropHandle::new(tokio::spawn(forward_progress(
+                peer, token, received,
+            ))));
+        }
+        let call = self
+            .runtime
+            .call_tool_with(&request.name, request.arguments, options);
         // rmcp cancels the token when the client cancels the call, but does not stop
         // the handler: dropping the call here is what reaches the server (invariant 3).
         let result = tokio::select! {
@@ -212,6 +228,11 @@ impl ServerHandler for Gateway {
                 return Err(ErrorData::internal_error("the client cancelled the call", None));
             }
         };
+        // The call and its progress callback are gone: the forwarder sends what is
+        // left and ends, before the result goes out (invariant 7).
+        if let Some(forwarder) = forwarder {
+            let _ = forwarder.await;
+        }
         match result {
             Ok(result) => serde_json::from_value::<CallToolResult>(serde_json::Value::Object(
                 result.into_object(),
@@ -244,5 +265,23 @@ impl ServerHandler for Gateway {
 fn log_failures(failures: &[FeatureError]) {
     for failure in failures {
         tracing::warn!(error = %mcp_runtime::error::chain(failure), "a server's list is left out");
+    }
+}
+
+/// Sends the client each of a call's progress `reports` under its own `token`, until
+/// the call has ended (invariant 7).
+async fn forward_progress(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    mut reports: tokio::sync::mpsc::UnboundedReceiver<Progress>,
+) {
+    while let Some(report) = reports.recv().await {
+        let mut notification = ProgressNotificationParam::new(token.clone(), report.progress);
+        notification.total = report.total;
+        notification.message = report.message;
+        if peer.notify_progress(notification).await.is_err() {
+            // The client is gone.
+            return;
+        }
     }
 }
