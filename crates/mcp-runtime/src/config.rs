@@ -31,7 +31,8 @@
 //!    happen and what to use instead. A value that asks for what mcp-runtime does anyway
 //!    (`environment_id = "local"`) loads silently.
 //! 3. mcp-runtime's own: `environment`, `share_tool_listing`, `max_message_bytes`,
-//!    `max_tools`, `protocol`, `transport`, and the `[environments.NAME]` tables.
+//!    `max_tools`, `protocol`, `transport`, the `[environments.NAME]` tables, and the
+//!    `[serve]` table of `mcp-runtime serve` ([`ServeConfig`]).
 //!
 //! Where Codex decides something, mcp-runtime decides the same: with both
 //! `startup_timeout_sec` and `startup_timeout_ms` the seconds win; an `Authorization`
@@ -57,6 +58,11 @@ mod hosts;
 pub use self::hosts::import_file;
 mod keys;
 mod parse;
+mod serve;
+pub use self::serve::{
+    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, ServeAuth, ServeConfig,
+    ToolNames,
+};
 pub(crate) mod servers;
 #[cfg(test)]
 mod tests;

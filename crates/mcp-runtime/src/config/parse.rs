@@ -15,6 +15,7 @@
 //! warn) in [`codex`].
 
 mod codex;
+mod serve;
 mod transport;
 
 use std::{
@@ -107,11 +108,17 @@ pub(super) fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         file.set(&mut oauth_credentials_store, store);
     }
 
+    let serve = root
+        .get("serve")
+        .map(|value| file.serve(value))
+        .unwrap_or_default();
+
     let warnings = file.warnings.take();
     file.finish(Config {
         servers,
         environments,
         oauth_credentials_store,
+        serve,
         warnings,
     })
 }

@@ -19,6 +19,8 @@ pub struct Config {
     pub environments: BTreeMap<String, EnvironmentConfig>,
     /// `mcp_oauth_credentials_store`: where OAuth tokens are kept.
     pub oauth_credentials_store: CredentialsStore,
+    /// `[serve]`: how `mcp-runtime serve` serves the servers.
+    pub serve: super::ServeConfig,
     /// What the file holds that loads but is not acted on (a key Codex knows that
     /// mcp-runtime does not implement), one entry per server and key.
     pub warnings: Vec<ConfigWarning>,

@@ -752,3 +752,51 @@ fn a_protocol_mcp_runtime_does_not_speak_is_an_error_naming_the_accepted_values(
         );
     }
 }
+
+#[test]
+fn the_serve_table_is_read_key_by_key() {
+    use crate::config::{ServeAuth, ServeConfig, ToolNames};
+    assert_eq!(parse_ok("").serve, ServeConfig::default());
+    let serve = parse_ok(
+        "[serve]\ntool_names = \"original\"\nsession_idle_sec = 30\nmax_sessions = 5\n\
+         max_request_bytes = 1024\nallowed_hosts = [\"gw.example.com\"]\n\
+         allowed_origins = [\"https://app.example.com\"]\n\
+         [serve.auth]\nbearer_token_env_var = \"GATEWAY_TOKEN\"\n",
+    )
+    .serve;
+    assert_eq!(serve.tool_names, ToolNames::Original);
+    assert_eq!(serve.session_idle, Duration::from_secs(30));
+    assert_eq!(serve.max_sessions, 5);
+    assert_eq!(serve.max_request_bytes, 1024);
+    assert_eq!(serve.allowed_hosts, ["gw.example.com"]);
+    assert_eq!(serve.allowed_origins, ["https://app.example.com"]);
+    assert_eq!(
+        serve.auth,
+        Some(ServeAuth::BearerTokenEnvVar("GATEWAY_TOKEN".into()))
+    );
+}
+
+#[test]
+fn every_error_of_the_serve_table_is_reported() {
+    let f = "`/etc/mcp.toml`:";
+    assert_eq!(
+        parse_errors(
+            "[serve]\ntool_names = \"short\"\nmax_sessions = 0\nallowed_origins = [\"app.example.com\"]\n\
+             idle = 3\n[serve.auth]\nbearer_token = \"secret-value\"\n",
+        ),
+        [
+            format!("{f} unknown key `idle` in `[serve]` (check its spelling)"),
+            format!("{f} key `tool_names` in `[serve]` must be `qualified` or `original`"),
+            format!("{f} key `max_sessions` in `[serve]` must be a positive integer"),
+            format!(
+                "{f} key `allowed_origins` in `[serve]`: item 1 names no scheme (write it as `https://app.example.com` is written)"
+            ),
+            format!(
+                "{f} unknown key `bearer_token` in `[serve.auth]` (did you mean `bearer_token_env_var`?)"
+            ),
+            format!(
+                "{f} key `bearer_token_env_var` in `[serve.auth]` must be the name of the environment variable holding the clients' bearer token"
+            ),
+        ]
+    );
+}

@@ -1,0 +1,117 @@
+//! The `[serve]` table and its `[serve.auth]`.
+
+use toml::{Table, Value};
+
+use super::File;
+use crate::config::{ServeAuth, ServeConfig, ToolNames, error::ConfigError};
+
+const SERVE_KEYS: &[&str] = &[
+    "tool_names",
+    "session_idle_sec",
+    "max_sessions",
+    "max_request_bytes",
+    "allowed_hosts",
+    "allowed_origins",
+    "auth",
+];
+const AUTH_KEYS: &[&str] = &["bearer_token_env_var"];
+
+impl File<'_> {
+    /// `[serve]`; every error is recorded and the defaults stand in for its key.
+    pub(super) fn serve(&self, value: &Value) -> ServeConfig {
+        let mut serve = ServeConfig::default();
+        let Some(table) = self.ok(self.table(value, "serve", "serve")) else {
+            return serve;
+        };
+        self.unknown_keys(table, "serve", SERVE_KEYS);
+        if let Some(value) = table.get("tool_names") {
+            let names = match value.as_str() {
+                Some("qualified") => Ok(ToolNames::Qualified),
+                Some("original") => Ok(ToolNames::Original),
+                _ => Err(self.invalid("serve", "tool_names", "`qualified` or `original`")),
+            };
+            self.set(&mut serve.tool_names, names);
+        }
+        if let Some(value) = table.get("session_idle_sec") {
+            self.set(
+                &mut serve.session_idle,
+                self.seconds(value, "serve", "session_idle_sec", 1.0),
+            );
+        }
+        if let Some(value) = table.get("max_sessions") {
+            self.set(
+                &mut serve.max_sessions,
+                self.positive(value, "max_sessions"),
+            );
+        }
+        if let Some(value) = table.get("max_request_bytes") {
+            self.set(
+                &mut serve.max_request_bytes,
+                self.positive(value, "max_request_bytes"),
+            );
+        }
+        if let Some(value) = table.get("allowed_hosts") {
+            self.set(
+                &mut serve.allowed_hosts,
+                self.strings(value, "serve", "allowed_hosts"),
+            );
+        }
+        if let Some(value) = table.get("allowed_origins") {
+            let origins = self.strings(value, "serve", "allowed_origins");
+            if let Some(origins) = self.ok(origins) {
+                for (index, origin) in origins.iter().enumerate() {
+                    self.check(
+                        "serve",
+                        "allowed_origins",
+                        || super::item(index),
+                        origin_problem(origin),
+                    );
+                }
+                serve.allowed_origins = origins;
+            }
+        }
+        if let Some(value) = table.get("auth") {
+            serve.auth = self
+                .ok(self.table(value, "serve", "auth"))
+                .and_then(|auth| self.auth(auth));
+        }
+        serve
+    }
+
+    fn auth(&self, table: &Table) -> Option<ServeAuth> {
+        self.unknown_keys(table, "serve.auth", AUTH_KEYS);
+        let Some(value) = table.get("bearer_token_env_var") else {
+            self.report(self.invalid(
+                "serve.auth",
+                "bearer_token_env_var",
+                "the name of the environment variable holding the clients' bearer token",
+            ));
+            return None;
+        };
+        let name = self.ok(self.string(value, "serve.auth", "bearer_token_env_var"))?;
+        if name.is_empty() || name.contains('=') || name.contains('\0') {
+            self.report(self.invalid(
+                "serve.auth",
+                "bearer_token_env_var",
+                "an environment variable's name",
+            ));
+            return None;
+        }
+        Some(ServeAuth::BearerTokenEnvVar(name))
+    }
+
+    /// A positive integer.
+    fn positive(&self, value: &Value, key: &str) -> Result<usize, ConfigError> {
+        value
+            .as_integer()
+            .and_then(|number| usize::try_from(number).ok())
+            .filter(|number| *number > 0)
+            .ok_or_else(|| self.invalid("serve", key, "a positive integer"))
+    }
+}
+
+/// Why `origin` cannot match a browser's `Origin`, if it cannot: it needs a scheme.
+fn origin_problem(origin: &str) -> Option<&'static str> {
+    (origin != "null" && !origin.contains("://"))
+        .then_some("names no scheme (write it as `https://app.example.com` is written)")
+}

@@ -1,0 +1,69 @@
+//! `[serve]`: how `mcp-runtime serve` serves the configured servers (mcp-runtime's own
+//! table; Codex ignores it).
+
+use std::time::Duration;
+
+/// Default `[serve] session_idle_sec`.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(600);
+/// Default `[serve] max_sessions`.
+pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+/// Default `[serve] max_request_bytes`: rmcp's bound on a request body.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
+
+/// The `[serve]` table.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ServeConfig {
+    /// `tool_names`: the names the served `tools/list` gives.
+    pub tool_names: ToolNames,
+    /// `session_idle_sec`: a client session with nothing in flight for this long
+    /// ends, and its servers with it.
+    pub session_idle: Duration,
+    /// `max_sessions`: how many client sessions are served at once.
+    pub max_sessions: usize,
+    /// `max_request_bytes`: the bound on a request's body.
+    pub max_request_bytes: usize,
+    /// `allowed_hosts`: the `Host` values accepted besides the loopback names and
+    /// the listen address.
+    pub allowed_hosts: Vec<String>,
+    /// `allowed_origins`: the browser origins accepted besides loopback ones
+    /// (`https://app.example.com`, `http://localhost:*`).
+    pub allowed_origins: Vec<String>,
+    /// `[serve.auth]`: how clients authenticate; `None` when the table is absent.
+    pub auth: Option<ServeAuth>,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            tool_names: ToolNames::default(),
+            session_idle: DEFAULT_SESSION_IDLE,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            auth: None,
+        }
+    }
+}
+
+/// `[serve] tool_names`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ToolNames {
+    /// `"qualified"`: the names `mcp-runtime tools` prints (`mcp__server__tool`).
+    #[default]
+    Qualified,
+    /// `"original"`: the servers' own names; a name two servers share takes its
+    /// qualified form.
+    Original,
+}
+
+/// `[serve.auth]`: how a client proves who it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServeAuth {
+    /// `bearer_token_env_var`: the environment variable holding the one token every
+    /// client sends as `Authorization: Bearer …`.
+    BearerTokenEnvVar(String),
+}
