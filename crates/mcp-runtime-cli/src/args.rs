@@ -244,10 +244,15 @@ pub enum Command {
         #[command(subcommand)]
         bench: Bench,
     },
-    /// Serve every enabled server as one MCP server to one client on stdin and
-    /// stdout: their tools under the names `tools` prints, each call routed to its
-    /// server. Runs until stdin closes or SIGINT/SIGTERM, then ends every server.
+    /// Serve every enabled server as one MCP server: their tools under the names
+    /// `tools` prints, each call routed to its server. Without `--listen`, to one
+    /// client on stdin and stdout, until stdin closes; with it, over Streamable HTTP
+    /// at `/mcp`, to many clients. Ends every server at SIGINT or SIGTERM.
     Serve {
+        /// Listen for HTTP clients on ADDR:PORT (a bare PORT means 127.0.0.1:PORT).
+        /// An address other than loopback needs `[serve.auth]` in the config.
+        #[arg(long, value_name = "ADDR:PORT", value_parser = parse_listen)]
+        listen: Option<std::net::SocketAddr>,
         #[command(flatten)]
         common: Common,
     },
@@ -273,4 +278,14 @@ pub enum Bench {
         #[command(flatten)]
         common: Common,
     },
+}
+
+/// `--listen`: `ADDR:PORT`, `[ADDR]:PORT` or a bare port on loopback.
+fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| {
+        "expected ADDR:PORT with an IP address (127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080) or a bare PORT".to_owned()
+    })
 }

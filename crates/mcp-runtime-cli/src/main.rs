@@ -253,6 +253,19 @@ async fn run(plan: Plan, mut interrupt: Interrupt) -> u8 {
                 Called::NeedsLogin(_, error) => report(&error),
             }
         }
+        Plan::Serve {
+            config,
+            scope,
+            listen: Some(listen),
+        } => {
+            // Nobody is at a terminal to answer a server's question.
+            let options = start_options(&config, scope, Some(elicit::Policy::Decline)).await;
+            // A signal drains the calls in flight before the servers end.
+            match serve::http(config, options, listen, interrupt.received()).await {
+                Ok(()) => 0,
+                Err(error) => report(&error),
+            }
+        }
         plan => tokio::select! {
             code = run_to_end(plan) => code,
             // Servers run in process groups of their own, so a terminal's Ctrl-C
@@ -266,14 +279,15 @@ async fn run(plan: Plan, mut interrupt: Interrupt) -> u8 {
 /// Runs a plan other than a call.
 async fn run_to_end(plan: Plan) -> u8 {
     match plan {
-        Plan::Serve { config, scope } => {
+        Plan::Serve { config, scope, .. } => {
             // Nobody is at stdin to answer a server's question: it is the protocol's.
             let options = start_options(&config, scope, Some(elicit::Policy::Decline)).await;
+            let tool_names = config.serve.tool_names;
             let runtime = match start(config, options, Wait::Usable).await {
                 Ok(runtime) => runtime,
                 Err(error) => return report(&error),
             };
-            match serve::stdio(runtime).await {
+            match serve::stdio(runtime, tool_names).await {
                 Ok(()) => 0,
                 Err(error) => report(&error),
             }

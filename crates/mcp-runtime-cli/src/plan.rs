@@ -63,8 +63,12 @@ pub enum Plan {
         sessions: u32,
         share: bool,
     },
-    /// Serve the servers as one MCP server on stdio.
-    Serve { config: Config, scope: String },
+    /// Serve the servers as one MCP server, on stdio or over HTTP on `listen`.
+    Serve {
+        config: Config,
+        scope: String,
+        listen: Option<std::net::SocketAddr>,
+    },
     /// Be a demo server.
     ServeDemo(DemoServer),
     /// Add or replace a server in a configuration file.
@@ -203,9 +207,10 @@ impl Plan {
                 sessions,
                 share: !no_share,
             },
-            Command::Serve { common } => Self::Serve {
+            Command::Serve { listen, common } => Self::Serve {
                 config: load(&common)?,
                 scope: common.scope,
+                listen,
             },
             Command::ServeDemo { server } => Self::ServeDemo(server),
             Command::Add {

@@ -1,12 +1,13 @@
 //! `mcp-runtime serve`: the configured servers served as one MCP server
-//! ([`mcp_runtime_serve::Gateway`]) to one client on stdin and stdout, until stdin
-//! closes; then every server the runtime started is shut down.
+//! ([`mcp_runtime_serve::Gateway`]): to one client on stdin and stdout until stdin
+//! closes, or over Streamable HTTP to many ([`mcp_runtime_serve::http`]) until a
+//! signal; then every server the gateway started is shut down.
 
-use std::sync::Arc;
+use std::{net::SocketAddr, sync::Arc};
 
 use anyhow::Context;
-use mcp_runtime::Runtime;
-use mcp_runtime_serve::Gateway;
+use mcp_runtime::{Config, Runtime, StartOptions, config::ToolNames};
+use mcp_runtime_serve::{Gateway, Upstreams, http};
 use rmcp::{ServiceExt, service::ServerInitializeError};
 
 /// Serves `runtime` on stdio until the client closes stdin, then shuts it down.
@@ -14,9 +15,10 @@ use rmcp::{ServiceExt, service::ServerInitializeError};
 /// # Cancel safety
 ///
 /// Dropping the future drops the runtime, which ends every server process it started.
-pub async fn stdio(runtime: Runtime) -> anyhow::Result<()> {
+pub async fn stdio(runtime: Runtime, tool_names: ToolNames) -> anyhow::Result<()> {
     let runtime = Arc::new(runtime);
     let served = Gateway::new(runtime.clone())
+        .with_tool_names(tool_names)
         .serve(rmcp::transport::stdio())
         .await;
     let ended = match served {
@@ -35,4 +37,32 @@ pub async fn stdio(runtime: Runtime) -> anyhow::Result<()> {
         Err(_) => tracing::warn!("the runtime is still shared; its servers end when it is dropped"),
     }
     ended
+}
+
+/// Serves `config`'s servers over HTTP on `listen`, each client session with servers
+/// of its own started with `options`, until `shutdown` resolves. Prints the endpoint's
+/// URL on stdout once it accepts connections.
+///
+/// # Cancel safety
+///
+/// Dropping the future ends every session, and with them every server process.
+pub async fn http(
+    config: Config,
+    options: StartOptions,
+    listen: SocketAddr,
+    shutdown: impl Future<Output = u8>,
+) -> anyhow::Result<()> {
+    let settings = http::Settings::new(&config.serve, listen)?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    let local = listener.local_addr()?;
+    println!("listening on http://{local}{}", http::MCP_PATH);
+    let gateway = Gateway::for_upstreams(Upstreams::per_client(config.clone(), options))
+        .with_tool_names(config.serve.tool_names);
+    http::serve(listener, gateway, settings, async {
+        shutdown.await;
+    })
+    .await
+    .context("serving HTTP")
 }

@@ -19,3 +19,4 @@ mod network;
 mod reports;
 mod results;
 mod serve;
+mod serve_http;

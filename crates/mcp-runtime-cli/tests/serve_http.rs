@@ -1,0 +1,208 @@
+//! `mcp-runtime serve --listen`: the gateway over Streamable HTTP, driven by the
+//! official Python SDK's clients of both eras and by plain HTTP requests.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Stdio},
+    time::Duration,
+};
+
+use serde_json::{Value, json};
+
+use mcp_runtime_fixtures::testing::{count_method, python_sdk, read_log, wait_for_exit};
+
+use crate::support::{cli, fixture_server, stdout};
+
+/// The gateway, started on a free loopback port with `config`; its endpoint's URL.
+fn gateway(config: &Path, env: &[(&str, &str)]) -> (Child, String) {
+    let mut command = cli();
+    command
+        .args(["serve", "--listen", "0", "--config"])
+        .arg(config)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let mut child = command.spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("the first line names the URL: {line:?}"))
+        .to_owned();
+    (child, url)
+}
+
+fn python(args: &[&str]) -> Value {
+    let output = std::process::Command::new(python_sdk("2.3.0"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve_http_client.py"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout(&output).trim()).unwrap()
+}
+
+/// A gateway that is killed if the test ends before it does.
+struct KillOnDrop<'a>(&'a mut Child);
+
+impl Drop for KillOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn terminate(child: &mut Child) -> std::process::ExitStatus {
+    // SAFETY: kill takes a pid and a signal; the child is ours and not yet reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap()
+}
+
+fn write_config(dir: &Path, text: &str) -> PathBuf {
+    let config = dir.join("config.toml");
+    std::fs::write(&config, text).unwrap();
+    config
+}
+
+#[test]
+fn clients_of_both_eras_share_one_listing_behind_the_listeners_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("up.jsonl");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[serve.auth]\nbearer_token_env_var = \"GATEWAY_TOKEN\"\n\n\
+             [serve]\nmax_request_bytes = 1048576\n\n\
+             [mcp_servers.up]\ncommand = {fixture:?}\n\
+             args = [\"--progress-steps\", \"2\", \"--discover-delay-ms\", \"500\", \"--init-delay-ms\", \"500\", \"--log\", {log:?}]\n\n\
+             [mcp_servers.down]\ncommand = \"/nonexistent/server\"\n",
+            fixture = fixture_server().to_str().unwrap(),
+            log = log.to_str().unwrap(),
+        ),
+    );
+    let token = "gateway-token-4f1c2a";
+    let (mut child, url) = gateway(&config, &[("GATEWAY_TOKEN", token)]);
+    // Killed when the test fails early, so the gateway never outlives it.
+    let guard = KillOnDrop(&mut child);
+    let report = python(&["clients", &url, token]);
+
+    let refusals = &report["refusals"];
+    assert_eq!(
+        refusals["no_token"],
+        json!([401, "Bearer realm=\"mcp-runtime\""])
+    );
+    assert_eq!(
+        refusals["wrong_token"],
+        json!([401, "Bearer realm=\"mcp-runtime\", error=\"invalid_token\""])
+    );
+    assert_eq!(refusals["health_no_token"], 401);
+    assert_eq!(refusals["foreign_origin"], 403, "{refusals}");
+    assert_eq!(refusals["loopback_origin"], 200, "{refusals}");
+    assert_eq!(refusals["foreign_host"], 403, "{refusals}");
+    assert_eq!(refusals["oversized"], 413, "{refusals}");
+    assert_eq!(refusals["other_path"], 404);
+    assert_eq!(refusals["health"]["status"], "up", "{refusals}");
+
+    let sessions = report["sessions"].as_object().unwrap();
+    assert_eq!(sessions.len(), 9);
+    let mut pids = Vec::new();
+    for (key, seen) in sessions {
+        let tools = seen["tools"].as_array().unwrap();
+        assert!(tools.contains(&json!("mcp__up__echo")), "{key}: {tools:?}");
+        assert_eq!(seen["echo"], json!({"text": "hi"}), "{key}");
+        assert_eq!(
+            seen["progress"],
+            json!([[1.0, 2.0], [2.0, 2.0]]),
+            "{key}: the server's progress under the client's token"
+        );
+        assert_eq!(seen["down_is_error"], true, "{key}");
+        assert!(
+            seen["down_text"].as_str().unwrap().contains("down"),
+            "{key}: {seen}"
+        );
+        pids.push(seen["pid"].as_i64().unwrap() as i32);
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    assert_eq!(
+        pids.len(),
+        9,
+        "each session has its own server process: {pids:?}"
+    );
+    // The server takes half a second to answer its first request, so the nine sessions'
+    // startups overlap, as a burst of sessions' do with a server of any real weight.
+    let log = read_log(&log);
+    assert_eq!(
+        count_method(&log, "tools/list"),
+        1,
+        "nine sessions, one listing of the server"
+    );
+    let text = std::fs::read_to_string(dir.path().join("up.jsonl")).unwrap();
+    assert!(
+        !text.contains(token),
+        "the client's token never goes upstream"
+    );
+
+    let status = terminate(&mut *guard.0);
+    assert!(status.success(), "a drained shutdown exits 0: {status:?}");
+    for pid in pids {
+        assert!(
+            wait_for_exit(pid, Duration::from_secs(10)),
+            "server process {pid} ended with the gateway"
+        );
+    }
+}
+
+#[test]
+fn sessions_past_the_bound_are_refused_and_idle_ones_end_with_their_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[serve]\nmax_sessions = 2\nsession_idle_sec = 1\n\n\
+             [mcp_servers.up]\ncommand = {fixture:?}\n",
+            fixture = fixture_server().to_str().unwrap(),
+        ),
+    );
+    let (mut child, url) = gateway(&config, &[]);
+    let guard = KillOnDrop(&mut child);
+    let report = python(&["limits", &url]);
+    assert_eq!(report["third"], json!([503, "5"]), "{report}");
+    assert_eq!(report["first_still_served"], true, "{report}");
+    assert_eq!(report["idle_sessions_ended"], true, "{report}");
+    assert!(report["after"].as_u64().unwrap() > 0, "{report}");
+    assert!(terminate(&mut *guard.0).success());
+}
+
+#[test]
+fn a_listener_others_can_reach_refuses_to_start_without_authentication() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.up]\ncommand = {:?}\n",
+            fixture_server().to_str().unwrap()
+        ),
+    );
+    let output = cli()
+        .args(["serve", "--listen", "0.0.0.0:0", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("refusing to listen on 0.0.0.0:0 without authentication")
+            && stderr.contains("bearer_token_env_var"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,151 @@
+"""Clients of the official Python SDK in front of `mcp-runtime serve --listen`.
+
+    python serve_http_client.py clients URL TOKEN
+    python serve_http_client.py limits URL
+
+`clients`: checks the listener's refusals with plain HTTP (no token, a wrong token, a
+foreign Origin or Host, an oversized body), reads `/healthz`, then runs SDK clients
+in both eras (`legacy`, `2026-07-28`): eight handshake sessions at once and one
+sessionless client each list the tools and call `mcp__up__echo` (with progress), a
+tool of a server that failed to start, and `mcp__up__pid`.
+
+`limits` (a gateway with `max_sessions = 2`, `session_idle_sec = 1`): opens two
+sessions and leaves them without closing them, is refused a third, then waits for
+the idle sessions' upstream processes to end and opens one more.
+
+Prints what it saw as one JSON object.
+"""
+import json
+import sys
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def client(url, mode, token=None, terminate=True):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
+    return Client(
+        streamable_http_client(url, http_client=http, terminate_on_close=terminate),
+        mode=mode,
+    )
+
+
+async def session(url, mode, token):
+    async with client(url, mode, token) as c:
+        # A server still starting when the session began joins the list later.
+        with anyio.fail_after(20):
+            while "mcp__up__echo" not in (tools := sorted(t.name for t in (await c.list_tools()).tools)):
+                await anyio.sleep(0.05)
+        progress = []
+
+        async def on_progress(done, total, message):
+            progress.append([done, total])
+
+        echo = await c.call_tool("mcp__up__echo", {"text": "hi"}, progress_callback=on_progress)
+        down = await c.call_tool("mcp__down__anything", {})
+        pid = await c.call_tool("mcp__up__pid", {})
+        return {
+            "tools": tools,
+            "echo": echo.structured_content,
+            "progress": progress,
+            "down_is_error": bool(down.is_error),
+            "down_text": down.content[0].text if down.content else "",
+            "pid": pid.structured_content["pid"],
+        }
+
+
+async def refusals(url, token):
+    seen = {}
+    health = url.replace("/mcp", "/healthz")
+    async with httpx2.AsyncClient() as http:
+        r = await http.post(url, json=INITIALIZE, headers=ACCEPT)
+        seen["no_token"] = [r.status_code, r.headers.get("www-authenticate")]
+        r = await http.post(url, json=INITIALIZE, headers={**ACCEPT, "authorization": "Bearer wrong"})
+        seen["wrong_token"] = [r.status_code, r.headers.get("www-authenticate")]
+        r = await http.get(health)
+        seen["health_no_token"] = r.status_code
+        auth = {"authorization": f"Bearer {token}"}
+        r = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **auth, "origin": "https://evil.example"})
+        seen["foreign_origin"] = r.status_code
+        r = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **auth, "origin": "http://localhost:3000"})
+        seen["loopback_origin"] = r.status_code
+        r = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **auth, "host": "rebound.example"})
+        seen["foreign_host"] = r.status_code
+        big = {**INITIALIZE, "params": {**INITIALIZE["params"], "pad": "x" * (2 * 1024 * 1024)}}
+        r = await http.post(url, json=big, headers={**ACCEPT, **auth})
+        seen["oversized"] = r.status_code
+        r = await http.get(health, headers=auth)
+        seen["health"] = r.json()
+        r = await http.get(url.replace("/mcp", "/other"), headers=auth)
+        seen["other_path"] = r.status_code
+    return seen
+
+
+async def clients(url, token):
+    report = {"refusals": await refusals(url, token)}
+    results = {}
+
+    async def run(key, mode):
+        results[key] = await session(url, mode, token)
+
+    async with anyio.create_task_group() as group:
+        for index in range(8):
+            group.start_soon(run, f"legacy-{index}", "legacy")
+        group.start_soon(run, "modern", "2026-07-28")
+    report["sessions"] = results
+    return report
+
+
+def alive(pid):
+    """Whether `pid` runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+async def limits(url):
+    report = {}
+    async with client(url, "legacy", terminate=False) as first, client(url, "legacy", terminate=False) as second:
+        pids = [
+            (await first.call_tool("mcp__up__pid", {})).structured_content["pid"],
+            (await second.call_tool("mcp__up__pid", {})).structured_content["pid"],
+        ]
+        async with httpx2.AsyncClient() as http:
+            r = await http.post(url, json=INITIALIZE, headers=ACCEPT)
+            report["third"] = [r.status_code, r.headers.get("retry-after")]
+        # The open sessions are not affected.
+        report["first_still_served"] = (await first.call_tool("mcp__up__pid", {})).structured_content["pid"] == pids[0]
+    # Left without a DELETE: the gateway ends them once idle.
+    with anyio.fail_after(30):
+        while any(alive(pid) for pid in pids):
+            await anyio.sleep(0.05)
+    report["idle_sessions_ended"] = True
+    async with client(url, "legacy") as again:
+        report["after"] = len((await again.list_tools()).tools)
+    return report
+
+
+if __name__ == "__main__":
+    command, url = sys.argv[1], sys.argv[2]
+    if command == "clients":
+        print(json.dumps(anyio.run(clients, url, sys.argv[3])))
+    else:
+        print(json.dumps(anyio.run(limits, url)))

@@ -1,0 +1,420 @@
+//! [`Gateway`]: rmcp's [`ServerHandler`] over the runtimes of [`Upstreams`].
+//!
+//! Invariants:
+//! 1. `tools/list` answers the runtime's catalog as it is when asked, in
+//!    qualified-name order, each tool with its definition as its server listed it
+//!    (the fields rmcp models). Under [`ToolNames::Qualified`] every tool has its
+//!    qualified name; under [`ToolNames::Original`] its server's name, unless another
+//!    server lists the same name: then both have their qualified names. A call takes
+//!    the names the list gives. The servers' `enabled_tools` and `disabled_tools`
+//!    apply, as they do to the catalog.
+//! 2. A call goes to the tool's server with that server's `tool_timeout_sec`. A name
+//!    the catalog does not hold is refused as invalid params, naming the nearest
+//!    name. A call the runtime cannot complete (its server failed to start, timed
+//!    out, or was lost) is answered as a tool error (`isError`) whose text is the
+//!    runtime's message, credentials masked: the model reads why, and the other
+//!    servers go on serving.
+//! 3. The client's cancellation of a call reaches the upstream server: the gateway
+//!    stops waiting for the call, and the runtime sends the server
+//!    `notifications/cancelled` for it.
+//! 4. Every change of the catalog (a server that joins late, restarts, or announces
+//!    new tools) reaches a handshake-era client as `notifications/tools/list_changed`,
+//!    for as long as the gateway serves it. (A 2026-07-28 client's listen stream is
+//!    not served yet.)
+//! 5. Nothing of the client's request but the tool's name and arguments goes
+//!    upstream: its `_meta` (protocol keys, progress token) is the client's
+//!    connection's, not the upstream's.
+//! 6. Resources keep their URIs: `resources/list` and `resources/templates/list` are
+//!    every running server's, in server-name order (a server whose list fails is
+//!    left out and logged), and `resources/read` goes to the one server that lists
+//!    the URI or a template it could come from. A URI no server lists is refused as
+//!    not found, one two servers list as invalid params.
+//! 7. A call whose client asked for progress (a `progressToken`) gets the upstream
+//!    server's progress reports under that token, in the server's order, all of
+//!    them before the call's result.
+//! 8. Each request is served by the runtime of its client ([`Upstreams`]): a
+//!    handshake session's own, started at its first request and kept with the
+//!    session, or that of a sessionless client's key. A runtime that cannot start
+//!    (a required server failed) fails the request with the runtime's message.
+
+use std::sync::{Arc, Mutex};
+
+use mcp_runtime::{
+    CallError, CallOptions, Catalog, FeatureError, OnProgress, Progress, Runtime, config::ToolNames,
+};
+use rmcp::{
+    ErrorData, Peer, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+        ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse,
+        ReadResourceResult, ResultType, ServerCapabilities, ServerConfig, Tool,
+    },
+    service::{NotificationContext, RequestContext},
+};
+use tokio::sync::OnceCell;
+use tokio_util::task::AbortOnDropHandle;
+
+use crate::upstreams::{ClientKey, Held, Upstreams};
+
+/// The configured servers as one MCP server (see the module docs).
+///
+/// rmcp serves one instance per client session (one client over stdio, one per
+/// handshake session over HTTP) and one per sessionless request: clones share their
+/// session's runtime.
+#[derive(Clone)]
+pub struct Gateway {
+    upstreams: Upstreams,
+    /// This session's runtime, once started (invariant 8).
+    session: Arc<OnceCell<Arc<Runtime>>>,
+    tool_names: ToolNames,
+    /// Sends the client `notifications/tools/list_changed` at each change of the
+    /// catalog, once the client is initialized (invariant 4); ends with the gateway.
+    announcer: Arc<Mutex<Option<AbortOnDropHandle<()>>>>,
+}
+
+impl Gateway {
+    /// A gateway serving `runtime`'s servers to every client.
+    pub fn new(runtime: Arc<Runtime>) -> Self {
+        Self::for_upstreams(Upstreams::one(runtime))
+    }
+
+    /// A gateway serving the runtimes of `upstreams`.
+    pub fn for_upstreams(upstreams: Upstreams) -> Self {
+        Self {
+            upstreams,
+            session: Arc::default(),
+            tool_names: ToolNames::default(),
+            announcer: Arc::default(),
+        }
+    }
+
+    /// The gateway, its tools named as `names` says (invariant 1).
+    pub fn with_tool_names(mut self, names: ToolNames) -> Self {
+        self.tool_names = names;
+        self
+    }
+
+    /// The upstreams served.
+    pub fn upstreams(&self) -> &Upstreams {
+        &self.upstreams
+    }
+
+    /// A new instance for a new session, sharing what every session shares.
+    pub(crate) fn for_new_session(&self) -> Self {
+        Self {
+            session: Arc::default(),
+            announcer: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    /// The runtime serving `context`'s client (invariant 8).
+    async fn runtime(&self, context: &RequestContext<RoleServer>) -> Result<Held, ErrorData> {
+        if self.upstreams.shared().is_none() && context.meta.protocol_version().is_some() {
+            return self
+                .upstreams
+                .pooled(client_key(context))
+                .await
+                .map_err(|error| start_failed(&error));
+        }
+        self.session_runtime().await.map(Held::session)
+    }
+
+    /// This session's runtime, started on first need.
+    async fn session_runtime(&self) -> Result<Arc<Runtime>, ErrorData> {
+        self.session
+            .get_or_try_init(|| self.upstreams.start())
+            .await
+            .cloned()
+            .map_err(|error| start_failed(&error))
+    }
+
+    /// The tools of `catalog` under the names the client sees (invariant 1).
+    fn tools(&self, catalog: &Catalog) -> Vec<Tool> {
+        let shown = shown_names(catalog, self.tool_names);
+        catalog
+            .tools()
+            .zip(shown)
+            .map(|(tool, shown)| {
+                let mut listed = Tool::clone(&tool.tool);
+                listed.name = shown.to_owned().into();
+                listed
+            })
+            .collect()
+    }
+
+    /// The qualified name of the tool the client calls `name` (invariant 1).
+    fn qualified<'a>(&self, catalog: &'a Catalog, name: &'a str) -> &'a str {
+        if self.tool_names == ToolNames::Qualified || catalog.resolve(name).is_some() {
+            return name;
+        }
+        let mut named = catalog.tools().filter(|tool| tool.tool.name == name);
+        match (named.next(), named.next()) {
+            (Some(tool), None) => &tool.qualified_name,
+            // No tool, or a shared name, which the list never gave: refused as
+            // unknown, with the nearest name.
+            _ => name,
+        }
+    }
+}
+
+/// The names the client sees for `catalog`'s tools, in the catalog's order.
+fn shown_names(catalog: &Catalog, names: ToolNames) -> Vec<&str> {
+    match names {
+        ToolNames::Qualified => catalog.tools().map(|tool| &*tool.qualified_name).collect(),
+        _ => {
+            let mut servers_of = std::collections::HashMap::<&str, usize>::new();
+            for tool in catalog.tools() {
+                *servers_of.entry(&tool.tool.name).or_default() += 1;
+            }
+            catalog
+                .tools()
+                .map(|tool| {
+                    if servers_of[&*tool.tool.name] == 1 {
+                        &*tool.tool.name
+                    } else {
+                        tracing::debug!(
+                            tool = &*tool.tool.name,
+                            server = &*tool.server,
+                            "a tool name more than one server lists is shown qualified"
+                        );
+                        &*tool.qualified_name
+                    }
+                })
+                .collect()
+        }
+    }
+}
+
+/// Who a sessionless request's client is, for its upstream connections.
+fn client_key(context: &RequestContext<RoleServer>) -> ClientKey {
+    ClientKey {
+        principal: crate::principal::of(&context.extensions),
+        capabilities: context
+            .client_capabilities()
+            .and_then(|capabilities| serde_json::to_string(&capabilities).ok())
+            .unwrap_or_default(),
+    }
+}
+
+/// The error of a request whose runtime could not start.
+fn start_failed(error: &mcp_runtime::StartError) -> ErrorData {
+    ErrorData::internal_error(
+        format!(
+            "the servers could not be started: {}",
+            mcp_runtime::error::chain(error)
+        ),
+        None,
+    )
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("session", &self.session.get())
+            .field("tool_names", &self.tool_names)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .build();
+        ServerConfig::new(capabilities).with_server_info(Implementation::new(
+            "mcp-runtime",
+            env!("CARGO_PKG_VERSION"),
+        ))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let runtime = match self.session_runtime().await {
+            Ok(runtime) => runtime,
+            Err(error) => {
+                tracing::warn!(error = %error.message, "a session's servers could not be started");
+                return;
+            }
+        };
+        let mut catalog = runtime.subscribe_catalog();
+        let peer = context.peer;
+        let announcer = tokio::spawn(async move {
+            catalog.borrow_and_update();
+            while catalog.changed().await.is_ok() {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    // The client is gone.
+                    return;
+                }
+            }
+        });
+        *self
+            .announcer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) =
+            Some(AbortOnDropHandle::new(announcer));
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let runtime = self.runtime(&context).await?;
+        Ok(ListToolsResult::with_all_items(
+            self.tools(&runtime.catalog()),
+        ))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let listed = self.runtime(&context).await?.resources().await;
+        log_failures(&listed.failures);
+        Ok(ListResourcesResult::with_all_items(
+            listed
+                .resources
+                .into_iter()
+                .map(|entry| entry.resource)
+                .collect(),
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let listed = self.runtime(&context).await?.resources().await;
+        log_failures(&listed.failures);
+        Ok(ListResourceTemplatesResult::with_all_items(
+            listed
+                .templates
+                .into_iter()
+                .map(|entry| entry.template)
+                .collect(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let read = self
+            .runtime(&context)
+            .await?
+            .read_resource(&request.uri, None)
+            .await
+            .map_err(|error| {
+                let message = mcp_runtime::error::chain(&error);
+                match error {
+                    FeatureError::NotFound { .. } => ErrorData::resource_not_found(message, None),
+                    FeatureError::Ambiguous { .. } => ErrorData::invalid_params(message, None),
+                    _ => ErrorData::internal_error(message, None),
+                }
+            })?;
+        serde_json::from_value::<ReadResourceResult>(serde_json::Value::Object(read.into_object()))
+            .map(|mut result| {
+                result.result_type.get_or_insert(ResultType::COMPLETE);
+                ReadResourceResponse::from(result)
+            })
+            .map_err(|error| {
+                ErrorData::internal_error(
+                    format!("the server's resource cannot be passed on: {error}"),
+                    None,
+                )
+            })
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let mut options = CallOptions::new();
+        let mut forwarder = None;
+        if let Some(token) = context.meta.get_progress_token() {
+            let (reports, received) = tokio::sync::mpsc::unbounded_channel();
+            options = options.with_progress(OnProgress::new(move |report| {
+                // The receiver lives until the call has ended.
+                let _ = reports.send(report);
+            }));
+            let peer = context.peer.clone();
+            forwarder = Some(AbortOnDropHandle::new(tokio::spawn(forward_progress(
+                peer, token, received,
+            ))));
+        }
+        let runtime = self.runtime(&context).await?;
+        let catalog = runtime.catalog();
+        let name = self.qualified(&catalog, &request.name);
+        let call = runtime.call_tool_with(name, request.arguments, options);
+        // rmcp cancels the token when the client cancels the call, but does not stop
+        // the handler: dropping the call here is what reaches the server (invariant 3).
+        let result = tokio::select! {
+            result = call => result,
+            () = context.ct.cancelled() => {
+                return Err(ErrorData::internal_error("the client cancelled the call", None));
+            }
+        };
+        // The call and its progress callback are gone: the forwarder sends what is
+        // left and ends, before the result goes out (invariant 7).
+        if let Some(forwarder) = forwarder {
+            let _ = forwarder.await;
+        }
+        match result {
+            Ok(result) => serde_json::from_value::<CallToolResult>(serde_json::Value::Object(
+                result.into_object(),
+            ))
+            .map(|mut result| {
+                // A handshake-era server's result has no `resultType`, which a
+                // 2026-07-28 client requires; a complete result is what it is.
+                result.result_type.get_or_insert(ResultType::COMPLETE);
+                CallToolResponse::from(result)
+            })
+            .map_err(|error| {
+                ErrorData::internal_error(
+                    format!("the server's result cannot be passed on: {error}"),
+                    None,
+                )
+            }),
+            Err(error @ CallError::UnknownTool { .. }) => Err(ErrorData::invalid_params(
+                mcp_runtime::error::chain(&error),
+                None,
+            )),
+            Err(error) => Ok(CallToolResult::error(vec![ContentBlock::text(
+                mcp_runtime::error::chain(&error),
+            )])
+            .into()),
+        }
+    }
+}
+
+/// Logs the servers whose lists failed: the client gets the others' (invariant 6).
+fn log_failures(failures: &[FeatureError]) {
+    for failure in failures {
+        tracing::warn!(error = %mcp_runtime::error::chain(failure), "a server's list is left out");
+    }
+}
+
+/// Sends the client each of a call's progress `reports` under its own `token`, until
+/// the call has ended (invariant 7).
+async fn forward_progress(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    mut reports: tokio::sync::mpsc::UnboundedReceiver<Progress>,
+) {
+    while let Some(report) = reports.recv().await {
+        let mut notification = ProgressNotificationParam::new(token.clone(), report.progress);
+        notification.total = report.total;
+        notification.message = report.message;
+        if peer.notify_progress(notification).await.is_err() {
+            // The client is gone.
+            return;
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! The gateway over Streamable HTTP: `/mcp` for MCP clients of both eras, `/healthz`
+//! beside it.
+//!
+//! rmcp's `StreamableHttpService` does the protocol: handshake sessions
+//! (`Mcp-Session-Id`, each with a [`Gateway`] instance and so its own runtime), and
+//! 2026-07-28 requests served one by one. A plain hyper HTTP/1 server puts in front of
+//! it what rmcp leaves to its host.
+//!
+//! Invariants:
+//! 1. Nothing reaches rmcp or `/healthz` from a client the settings do not admit:
+//!    with a bearer token configured, a request without it gets 401 and a
+//!    `WWW-Authenticate` challenge, and the token is never logged or forwarded
+//!    upstream (upstreams use their own configured credentials).
+//! 2. `Host` must name this listener (loopback names, the listen address,
+//!    `allowed_hosts`) and a present `Origin` must be a loopback one or in
+//!    `allowed_origins`, else 403 (rmcp's checks, against DNS rebinding). A body over
+//!    `max_request_bytes` gets 413.
+//! 3. A request that would open a session past `max_sessions` gets 503 with
+//!    `Retry-After`; the sessions already open go on as before.
+//! 4. A session with nothing being sent for `session_idle_sec` is closed, and its
+//!    servers end; so is a sessionless client's runtime.
+//! 5. At shutdown the listener stops accepting, calls in flight get the drain time
+//!    ([`Settings::with_drain`]), then every session and stream is cancelled and
+//!    every server process ends.
+
+mod sessions;
+mod settings;
+
+use std::{convert::Infallible, future::Future, sync::Arc, time::Duration};
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::{body::Incoming, server::conn::http1, service::service_fn};
+use hyper_util::{rt::TokioIo, server::graceful::GracefulShutdown};
+use rmcp::transport::{
+    StreamableHttpServerConfig, StreamableHttpService,
+    streamable_http_server::session::local::LocalSessionManager,
+};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use self::sessions::Sessions;
+pub use self::settings::{DRAIN, Refused, Settings};
+use crate::{Gateway, Upstreams, principal::Principal};
+
+/// The path of the MCP endpoint.
+pub const MCP_PATH: &str = "/mcp";
+/// The path of the health report.
+pub const HEALTH_PATH: &str = "/healthz";
+
+const SESSION_ID: &str = "mcp-session-id";
+const MCP_METHOD: &str = "mcp-method";
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// What serves every request of the listener.
+struct Front {
+    mcp: StreamableHttpService<Gateway, LocalSessionManager>,
+    sessions: Arc<Sessions>,
+    settings: Settings,
+    upstreams: Upstreams,
+}
+
+/// Serves `gateway` on `listener` until `shutdown` resolves, then drains
+/// (invariant 5).
+///
+/// # Cancel safety
+///
+/// Dropping the future stops accepting at once; the connections already accepted end
+/// with the cancellation of their sessions, and the runtimes with their sessions.
+pub async fn serve(
+    listener: TcpListener,
+    gateway: Gateway,
+    settings: Settings,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let cancel = CancellationToken::new();
+    let _cancel_on_drop = cancel.clone().drop_guard();
+    let mut manager = LocalSessionManager::default();
+    // The listener's own account decides when a session is idle (invariant 4).
+    manager.session_config.keep_alive = None;
+    let manager = Arc::new(manager);
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(settings.allowed_hosts.clone())
+        .with_allowed_origins(settings.allowed_origins.clone())
+        .with_max_request_body_bytes(settings.max_request_bytes)
+        .with_cancellation_token(cancel.clone());
+    let upstreams = gateway.upstreams().clone();
+    let mcp = StreamableHttpService::new(
+        move || Ok(gateway.for_new_session()),
+        manager.clone(),
+        config,
+    );
+    let sessions = Arc::new(Sessions::new(
+        manager,
+        settings.max_sessions,
+        settings.session_idle,
+    ));
+    let front = Arc::new(Front {
+        mcp,
+        sessions: sessions.clone(),
+        settings: settings.clone(),
+        upstreams: upstreams.clone(),
+    });
+    let _reaper = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(reap(
+        sessions.clone(),
+        upstreams,
+        settings.session_idle,
+    )));
+
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(%error, "a connection could not be accepted");
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let front = front.clone();
+        let service = service_fn(move |request| handle(front.clone(), request));
+        let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%peer, %error, "a client connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    tracing::info!("shutting down: waiting for the calls in flight");
+    if tokio::time::timeout(settings.drain, sessions.posts_ended())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "calls still in flight after {:?} are cancelled",
+            settings.drain
+        );
+    }
+    cancel.cancel();
+    // Streams end with their sessions; a connection still open after that is cut.
+    let _ = tokio::time::timeout(Duration::from_secs(2), graceful.shutdown()).await;
+    Ok(())
+}
+
+/// Closes idle sessions and sessionless runtimes, a few times per idle period
+/// (invariant 4).
+async fn reap(sessions: Arc<Sessions>, upstreams: Upstreams, idle: Duration) {
+    let period = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        sessions.reap().await;
+        for runtime in upstreams.reap(idle) {
+            tracing::info!("ending the servers of a sessionless client idle for {idle:?}");
+            match Arc::try_unwrap(runtime) {
+                Ok(runtime) => {
+                    tokio::spawn(runtime.shutdown());
+                }
+                // Held elsewhere (a list change being sent): it ends when dropped.
+                Err(runtime) => drop(runtime),
+            }
+        }
+    }
+}
+
+async fn handle(
+    front: Arc<Front>,
+    mut request: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
+    let path = request.uri().path();
+    if path != MCP_PATH && path != HEALTH_PATH {
+        return Ok(plain(StatusCode::NOT_FOUND, "not found"));
+    }
+    let authorization = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|value| value.as_bytes());
+    if !front.settings.auth.admits(authorization) {
+        // Invariant 1; the header's value is never logged.
+        tracing::info!(path, "refused a request that is not authenticated");
+        let mut response = plain(StatusCode::UNAUTHORIZED, "authentication required");
+        let challenge = if authorization.is_some() {
+            "Bearer realm=\"mcp-runtime\", error=\"invalid_token\""
+        } else {
+            "Bearer realm=\"mcp-runtime\""
+        };
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static(challenge),
+        );
+        return Ok(response);
+    }
+    if path == HEALTH_PATH {
+        return Ok(health(&front).await);
+    }
+    // The credential stops here: nothing upstream ever sees it (invariant 1).
+    request.headers_mut().remove(header::AUTHORIZATION);
+    request
+        .extensions_mut()
+        .insert(Principal(front.settings.auth.principal().to_owned()));
+
+    let session = request
+        .headers()
+        .get(SESSION_ID)
+        .and_then(|value| value.to_str().ok())
+        .map(Arc::<str>::from);
+    let post = request.method() == Method::POST;
+    let opens_session = post
+        && session.is_none()
+        && request
+            .headers()
+            .get(MCP_METHOD)
+            .is_none_or(|method| method == "initialize");
+    let opening = match opens_session {
+        true => match front.sessions.open().await {
+            Some(opening) => Some(opening),
+            None => {
+                tracing::warn!(
+                    max_sessions = front.settings.max_sessions,
+                    "refused a new session: the bound is reached"
+                );
+                let mut response = plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the gateway serves as many sessions as it may (`[serve] max_sessions`); try again later",
+                );
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+                return Ok(response);
+            }
+        },
+        false => None,
+    };
+    let post = post.then(|| front.sessions.post());
+    let mut in_use = session.map(|id| front.sessions.begin(id));
+
+    let response = front.mcp.handle(request).await;
+    drop(opening);
+    if in_use.is_none()
+        && let Some(id) = response
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|value| value.to_str().ok())
+    {
+        tracing::info!(session = id, "a session opened");
+        in_use = Some(front.sessions.begin(id.into()));
+    }
+    // The body holds the guards: the session is in use, and the POST in flight,
+    // until the response has been sent or dropped.
+    Ok(response.map(|body| {
+        body.map_frame(move |frame| {
+            let _held = (&in_use, &post);
+            frame
+        })
+        .boxed()
+    }))
+}
+
+/// `/healthz`: up, how many sessions, and each server's state in the runtimes
+/// running.
+async fn health(front: &Front) -> Response<Body> {
+    let mut servers = serde_json::Map::new();
+    for runtime in front.upstreams.running() {
+        for status in runtime.servers() {
+            let counts = servers
+                .entry(status.name.clone())
+                .or_insert_with(|| serde_json::json!({}));
+            let state = status.state.as_str();
+            let count = counts[state].as_u64().unwrap_or(0) + 1;
+            counts[state] = count.into();
+        }
+    }
+    let report = serde_json::json!({
+        "status": "up",
+        "sessions": front.sessions.count().await,
+        "sessionless_clients": front.upstreams.pooled_count(),
+        "servers": servers,
+    });
+    let mut response = Response::new(Full::new(Bytes::from(report.to_string())).boxed());
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}

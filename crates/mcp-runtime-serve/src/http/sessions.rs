@@ -1,0 +1,169 @@
+//! The handshake sessions a listener serves: how many there are, what each has in
+//! flight, and which have been idle too long.
+//!
+//! rmcp's own session expiry (`keep_alive`) counts messages alone: a call that runs
+//! longer without a progress report would lose its session mid-call, and an open GET
+//! stream does not count. So rmcp's is off and the listener keeps its own account:
+//! a session is in use while any of its responses is still being sent (a call's
+//! stream, its GET stream), and idle from the end of the last one.
+//!
+//! Invariants:
+//! 1. A session with a response still being sent is never closed by the reaper.
+//! 2. A session idle for `idle` or longer is closed at the next reap, and its runtime
+//!    with it (rmcp drops the session's handler).
+//! 3. Sessions open plus sessions opening never exceed `max`: an opening past it is
+//!    refused before rmcp sees it.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use rmcp::transport::streamable_http_server::session::{
+    SessionId, SessionManager as _, local::LocalSessionManager,
+};
+use tokio::{sync::Notify, time::Instant};
+
+pub(crate) struct Sessions {
+    pub(crate) manager: Arc<LocalSessionManager>,
+    uses: Mutex<HashMap<SessionId, Use>>,
+    opening: AtomicUsize,
+    max: usize,
+    idle: Duration,
+    /// POSTs whose responses are still being sent.
+    posts: AtomicUsize,
+    posts_ended: Notify,
+}
+
+#[derive(Debug)]
+struct Use {
+    /// Responses still being sent.
+    open: usize,
+    /// When the last one ended (or the session began).
+    last: Instant,
+}
+
+/// A session's response being sent: the session is in use until dropped.
+pub(crate) struct InUse {
+    sessions: Arc<Sessions>,
+    id: SessionId,
+}
+
+/// A session being opened, counted against the bound until dropped.
+pub(crate) struct Opening(Arc<Sessions>);
+
+/// A POST's response being sent, which shutdown waits for.
+pub(crate) struct Post(Arc<Sessions>);
+
+impl Sessions {
+    pub(crate) fn new(manager: Arc<LocalSessionManager>, max: usize, idle: Duration) -> Self {
+        Self {
+            manager,
+            uses: Mutex::default(),
+            opening: AtomicUsize::new(0),
+            max,
+            idle,
+            posts: AtomicUsize::new(0),
+            posts_ended: Notify::new(),
+        }
+    }
+
+    /// A slot for a new session, unless `max` are open or opening (invariant 3).
+    pub(crate) async fn open(self: &Arc<Self>) -> Option<Opening> {
+        // Counted first: of two openings at once, each sees the other.
+        self.opening.fetch_add(1, Ordering::AcqRel);
+        let opening = Opening(self.clone());
+        let open = self.manager.sessions.read().await.len();
+        (open + self.opening.load(Ordering::Acquire) <= self.max).then_some(opening)
+    }
+
+    /// How many sessions are open.
+    pub(crate) async fn count(&self) -> usize {
+        self.manager.sessions.read().await.len()
+    }
+
+    /// Session `id` is in use until the guard is dropped (invariant 1).
+    pub(crate) fn begin(self: &Arc<Self>, id: SessionId) -> InUse {
+        lock(&self.uses)
+            .entry(id.clone())
+            .or_insert_with(|| Use {
+                open: 0,
+                last: Instant::now(),
+            })
+            .open += 1;
+        InUse {
+            sessions: self.clone(),
+            id,
+        }
+    }
+
+    /// A POST is being answered until the guard is dropped.
+    pub(crate) fn post(self: &Arc<Self>) -> Post {
+        self.posts.fetch_add(1, Ordering::AcqRel);
+        Post(self.clone())
+    }
+
+    /// Waits until no POST is being answered.
+    pub(crate) async fn posts_ended(&self) {
+        loop {
+            let ended = self.posts_ended.notified();
+            if self.posts.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            ended.await;
+        }
+    }
+
+    /// Closes every session idle for the idle time (invariant 2), and forgets those
+    /// their clients closed.
+    pub(crate) async fn reap(&self) {
+        let now = Instant::now();
+        let idle: Vec<SessionId> = lock(&self.uses)
+            .iter()
+            .filter(|(_, used)| used.open == 0 && now.duration_since(used.last) >= self.idle)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in idle {
+            tracing::info!(session = &*id, "closing a session idle for {:?}", self.idle);
+            lock(&self.uses).remove(&id);
+            if let Err(error) = self.manager.close_session(&id).await {
+                tracing::warn!(session = &*id, %error, "an idle session could not be closed");
+            }
+        }
+        let open = self.manager.sessions.read().await;
+        lock(&self.uses).retain(|id, _| open.contains_key(id));
+    }
+}
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        self.0.opening.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        if let Some(used) = lock(&self.sessions.uses).get_mut(&self.id) {
+            used.open -= 1;
+            used.last = Instant::now();
+        }
+    }
+}
+
+impl Drop for Post {
+    fn drop(&mut self) {
+        if self.0.posts.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.posts_ended.notify_waiters();
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

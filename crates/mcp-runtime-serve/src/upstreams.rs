@@ -1,0 +1,226 @@
+//! Where a gateway's upstream connections come from: one runtime for every client, or
+//! a runtime of its own for each client session.
+//!
+//! Per client, a handshake-era session (`initialize`) gets a runtime of its own, started
+//! when the session first needs it and ended with the session. A 2026-07-28 client has
+//! no session: its requests are served by a runtime kept per principal and declared
+//! client capabilities ([`ClientKey`]), ended once it has served nothing for the idle
+//! time ([`Upstreams::reap`]). Every runtime started here shares the listing registry
+//! of the start options, so a burst of sessions costs one `tools/list` per upstream.
+//!
+//! Invariants:
+//! 1. A pooled runtime is never ended while a request holds it ([`Held`]).
+//! 2. The runtimes started here are all findable ([`Upstreams::running`]) until
+//!    dropped: `/healthz` reports them and shutdown ends them.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex, Weak,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use mcp_runtime::{Config, Runtime, StartError, StartOptions};
+use tokio::{sync::OnceCell, time::Instant};
+
+/// Where a gateway's runtimes come from. Clones share them.
+#[derive(Clone)]
+pub struct Upstreams(Arc<Source>);
+
+enum Source {
+    /// One runtime serves every client.
+    One(Arc<Runtime>),
+    /// Each client session gets its own runtime.
+    PerClient(Box<PerClient>),
+}
+
+struct PerClient {
+    config: Config,
+    options: StartOptions,
+    /// The runtimes of clients without a session.
+    pooled: Mutex<HashMap<ClientKey, Arc<Pooled>>>,
+    /// Every runtime started, while it lives (invariant 2).
+    running: Mutex<Vec<Weak<Runtime>>>,
+}
+
+/// A sessionless client, as far as its upstream connections are concerned: who it is
+/// and what it declared it can do (its roots, its answers to the servers' questions).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ClientKey {
+    pub(crate) principal: String,
+    /// The client's declared capabilities, as JSON.
+    pub(crate) capabilities: String,
+}
+
+/// A sessionless client's runtime, started on its first request.
+struct Pooled {
+    runtime: OnceCell<Arc<Runtime>>,
+    /// Requests holding it (invariant 1).
+    held: AtomicUsize,
+    /// When it last served a request.
+    last: Mutex<Instant>,
+}
+
+/// A runtime a request is served by; a pooled one counts as in use until dropped.
+pub(crate) struct Held {
+    runtime: Arc<Runtime>,
+    _holding: Option<Holding>,
+}
+
+impl Held {
+    /// A session's runtime, which lives as long as the session.
+    pub(crate) fn session(runtime: Arc<Runtime>) -> Self {
+        Self {
+            runtime,
+            _holding: None,
+        }
+    }
+}
+
+/// A request's hold on a pooled runtime (invariant 1).
+struct Holding(Arc<Pooled>);
+
+impl Holding {
+    fn new(pooled: Arc<Pooled>) -> Self {
+        pooled.held.fetch_add(1, Ordering::AcqRel);
+        Self(pooled)
+    }
+}
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        *lock(&self.0.last) = Instant::now();
+        self.0.held.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl std::ops::Deref for Held {
+    type Target = Arc<Runtime>;
+
+    fn deref(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+}
+
+impl Upstreams {
+    /// `runtime` serves every client.
+    pub fn one(runtime: Arc<Runtime>) -> Self {
+        Self(Arc::new(Source::One(runtime)))
+    }
+
+    /// Each client session gets a runtime of its own, started from `config` with
+    /// `options` (cloned: every runtime shares the options' listing registry).
+    pub fn per_client(config: Config, options: StartOptions) -> Self {
+        Self(Arc::new(Source::PerClient(Box::new(PerClient {
+            config,
+            options,
+            pooled: Mutex::default(),
+            running: Mutex::default(),
+        }))))
+    }
+
+    /// The runtime every client shares, if one does.
+    pub(crate) fn shared(&self) -> Option<&Arc<Runtime>> {
+        match &*self.0 {
+            Source::One(runtime) => Some(runtime),
+            Source::PerClient(_) => None,
+        }
+    }
+
+    /// A new session's runtime, started now.
+    pub(crate) async fn start(&self) -> Result<Arc<Runtime>, StartError> {
+        match &*self.0 {
+            Source::One(runtime) => Ok(runtime.clone()),
+            Source::PerClient(per_client) => per_client.start().await,
+        }
+    }
+
+    /// The runtime of the sessionless client `key`, started on its first request.
+    pub(crate) async fn pooled(&self, key: ClientKey) -> Result<Held, StartError> {
+        let per_client = match &*self.0 {
+            Source::One(runtime) => {
+                return Ok(Held::session(runtime.clone()));
+            }
+            Source::PerClient(per_client) => per_client,
+        };
+        // Held before the start, under the pool's lock: the reaper, which takes the
+        // same lock, leaves it alone (invariant 1).
+        let holding = Holding::new(
+            lock(&per_client.pooled)
+                .entry(key)
+                .or_insert_with(|| {
+                    Arc::new(Pooled {
+                        runtime: OnceCell::new(),
+                        held: AtomicUsize::new(0),
+                        last: Mutex::new(Instant::now()),
+                    })
+                })
+                .clone(),
+        );
+        let runtime = holding
+            .0
+            .runtime
+            .get_or_try_init(|| per_client.start())
+            .await?
+            .clone();
+        Ok(Held {
+            runtime,
+            _holding: Some(holding),
+        })
+    }
+
+    /// Takes out the sessionless clients' runtimes that have served nothing for
+    /// `idle`, for the caller to end (invariant 1: none is held).
+    pub(crate) fn reap(&self, idle: Duration) -> Vec<Arc<Runtime>> {
+        let Source::PerClient(per_client) = &*self.0 else {
+            return Vec::new();
+        };
+        let now = Instant::now();
+        let mut reaped = Vec::new();
+        lock(&per_client.pooled).retain(|_, pooled| {
+            let idle_long = pooled.held.load(Ordering::Acquire) == 0
+                && now.duration_since(*lock(&pooled.last)) >= idle;
+            if idle_long && let Some(runtime) = pooled.runtime.get() {
+                reaped.push(runtime.clone());
+            }
+            !idle_long
+        });
+        reaped
+    }
+
+    /// Every runtime that is running (invariant 2).
+    pub(crate) fn running(&self) -> Vec<Arc<Runtime>> {
+        match &*self.0 {
+            Source::One(runtime) => vec![runtime.clone()],
+            Source::PerClient(per_client) => {
+                let mut running = lock(&per_client.running);
+                running.retain(|runtime| runtime.strong_count() > 0);
+                running.iter().filter_map(Weak::upgrade).collect()
+            }
+        }
+    }
+
+    /// How many sessionless clients have a runtime.
+    pub(crate) fn pooled_count(&self) -> usize {
+        match &*self.0 {
+            Source::One(_) => 0,
+            Source::PerClient(per_client) => lock(&per_client.pooled).len(),
+        }
+    }
+}
+
+impl PerClient {
+    async fn start(&self) -> Result<Arc<Runtime>, StartError> {
+        let runtime = Arc::new(Runtime::start(self.config.clone(), self.options.clone()).await?);
+        lock(&self.running).push(Arc::downgrade(&runtime));
+        Ok(runtime)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
