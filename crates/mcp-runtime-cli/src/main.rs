@@ -280,14 +280,10 @@ async fn run(plan: Plan, mut interrupt: Interrupt) -> u8 {
 async fn run_to_end(plan: Plan) -> u8 {
     match plan {
         Plan::Serve { config, scope, .. } => {
-            // Nobody is at stdin to answer a server's question: it is the protocol's.
+            // Nobody is at a terminal: a server's question goes to the client, or is
+            // declined.
             let options = start_options(&config, scope, Some(elicit::Policy::Decline)).await;
-            let tool_names = config.serve.tool_names;
-            let runtime = match start(config, options, Wait::Usable).await {
-                Ok(runtime) => runtime,
-                Err(error) => return report(&error),
-            };
-            match serve::stdio(runtime, tool_names).await {
+            match serve::stdio(config, options).await {
                 Ok(()) => 0,
                 Err(error) => report(&error),
             }

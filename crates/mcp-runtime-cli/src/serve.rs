@@ -6,21 +6,21 @@
 use std::{net::SocketAddr, sync::Arc};
 
 use anyhow::Context;
-use mcp_runtime::{Config, Runtime, StartOptions, config::ToolNames};
+use mcp_runtime::{Config, StartOptions};
 use mcp_runtime_serve::{Gateway, Upstreams, http};
 use rmcp::{ServiceExt, service::ServerInitializeError};
 
-/// Serves `runtime` on stdio until the client closes stdin, then shuts it down.
+/// Serves `config`'s servers on stdio until the client closes stdin, then shuts them
+/// down. They start once the client has said what it can do (at `initialize`), so
+/// that their questions go to it as far as it answers them.
 ///
 /// # Cancel safety
 ///
 /// Dropping the future drops the runtime, which ends every server process it started.
-pub async fn stdio(runtime: Runtime, tool_names: ToolNames) -> anyhow::Result<()> {
-    let runtime = Arc::new(runtime);
-    let served = Gateway::new(runtime.clone())
-        .with_tool_names(tool_names)
-        .serve(rmcp::transport::stdio())
-        .await;
+pub async fn stdio(config: Config, options: StartOptions) -> anyhow::Result<()> {
+    let gateway = Gateway::for_upstreams(Upstreams::per_client(config.clone(), options))
+        .with_tool_names(config.serve.tool_names);
+    let served = gateway.clone().serve(rmcp::transport::stdio()).await;
     let ended = match served {
         Ok(running) => running
             .waiting()
@@ -32,9 +32,13 @@ pub async fn stdio(runtime: Runtime, tool_names: ToolNames) -> anyhow::Result<()
         Err(error) => Err(error).context("the client's handshake failed"),
     };
     // The service and its handler are gone: the runtime is this function's again.
-    match Arc::try_unwrap(runtime) {
-        Ok(runtime) => runtime.shutdown().await,
-        Err(_) => tracing::warn!("the runtime is still shared; its servers end when it is dropped"),
+    if let Some(runtime) = gateway.into_runtime() {
+        match Arc::try_unwrap(runtime) {
+            Ok(runtime) => runtime.shutdown().await,
+            Err(_) => {
+                tracing::warn!("the runtime is still shared; its servers end when it is dropped");
+            }
+        }
     }
     ended
 }

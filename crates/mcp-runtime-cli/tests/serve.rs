@@ -18,7 +18,7 @@ fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
     std::fs::write(
         &config,
         format!(
-            "[mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--resources\", \"--progress-steps\", \"3\"]\n\n\
+            "[mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--resources\", \"--asks\", \"--progress-steps\", \"3\"]\n\n\
              [mcp_servers.down]\ncommand = \"/nonexistent/server\"\n\n\
              [mcp_servers.slow]\ncommand = {fixture:?}\n\
              args = [\"--call-delay-ms\", \"600000\", \"--log\", {log:?}]\n",
@@ -61,6 +61,21 @@ fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
             json!([[1.0, 3.0], [2.0, 3.0], [3.0, 3.0]]),
             "{mode}: the server's progress, under the client's token, before the result"
         );
+        if mode == "legacy" {
+            // The servers' questions reach the client, which answers them.
+            assert_eq!(
+                report["asked"],
+                json!({
+                    "ask": {"action": "accept", "content": {"name": "gateway client", "count": 7}},
+                    "sample": {
+                        "model": "client-model",
+                        "role": "assistant",
+                        "content": {"type": "text", "text": "sampled by the client"}
+                    },
+                    "roots": {"roots": [{"uri": "file:///client/root", "name": "client root"}]}
+                })
+            );
+        }
         assert_eq!(report["down"]["is_error"], true, "{mode}: {report}");
         assert!(
             report["down"]["text"].as_str().unwrap().contains("down"),

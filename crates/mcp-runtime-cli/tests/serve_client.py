@@ -2,7 +2,9 @@
 
     python serve_client.py MODE BINARY CONFIG [SLOW_LOG]
 
-MODE is the SDK client's protocol mode (`legacy`, `2026-07-28`). Starts BINARY
+MODE is the SDK client's protocol mode (`legacy`, `2026-07-28`). Under `legacy` the
+client answers the servers' questions (elicitation, sampling, roots) and calls the
+tools that ask them. Starts BINARY
 `serve --config CONFIG` as a stdio server, lists its tools, calls `mcp__up__echo`
 (asking for its progress),
 a tool of a server that failed to start and an unknown tool, lists the resources and
@@ -15,8 +17,24 @@ import json
 import sys
 
 import anyio
-from mcp import Client
+from mcp import Client, types
 from mcp.client.stdio import StdioServerParameters
+
+
+async def on_elicit(context, params):
+    return types.ElicitResult(action="accept", content={"name": "gateway client", "count": 7})
+
+
+async def on_sample(context, params):
+    return types.CreateMessageResult(
+        role="assistant",
+        content=types.TextContent(type="text", text="sampled by the client"),
+        model="client-model",
+    )
+
+
+async def on_roots(context):
+    return types.ListRootsResult(roots=[types.Root(uri="file:///client/root", name="client root")])
 
 
 def logged(path, method):
@@ -44,7 +62,13 @@ async def main(mode, binary, config, slow_log=None):
         if method is not None:
             changes.append(method)
 
-    async with Client(server, mode=mode, message_handler=on_message) as client:
+    # A handshake-era client answers the servers' questions itself.
+    questions = (
+        {"elicitation_callback": on_elicit, "sampling_callback": on_sample, "list_roots_callback": on_roots}
+        if mode == "legacy"
+        else {}
+    )
+    async with Client(server, mode=mode, message_handler=on_message, **questions) as client:
         listed = await client.list_tools()
         report["tools"] = sorted(tool.name for tool in listed.tools)
         progress = []
@@ -60,6 +84,12 @@ async def main(mode, binary, config, slow_log=None):
             "is_error": bool(down.is_error),
             "text": " ".join(block.text for block in down.content if block.type == "text"),
         }
+        if questions:
+            asked = {}
+            for tool in ("ask", "sample", "roots"):
+                result = await client.call_tool(f"mcp__up__{tool}", {})
+                asked[tool] = result.structured_content
+            report["asked"] = asked
         resources = await client.list_resources()
         report["resources"] = sorted(str(resource.uri) for resource in resources.resources)
         read = await client.read_resource("fixture://counter")

@@ -7,7 +7,8 @@
 foreign Origin or Host, an oversized body), reads `/healthz`, then runs SDK clients
 in both eras (`legacy`, `2026-07-28`): eight handshake sessions at once and one
 sessionless client each list the tools and call `mcp__up__echo` (with progress), a
-tool of a server that failed to start, and `mcp__up__pid`.
+tool of a server that failed to start, and `mcp__up__pid`; a handshake session also
+calls `mcp__up__ask`, whose question it answers.
 
 `limits` (a gateway with `max_sessions = 2`, `session_idle_sec = 1`): opens two
 sessions and leaves them without closing them, is refused a third, then waits for
@@ -20,7 +21,7 @@ import sys
 
 import anyio
 import httpx2
-from mcp import Client
+from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 
 INITIALIZE = {
@@ -36,12 +37,19 @@ INITIALIZE = {
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
+async def on_elicit(context, params):
+    return types.ElicitResult(action="accept", content={"name": "http client", "count": 2})
+
+
 def client(url, mode, token=None, terminate=True):
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
+    # A handshake-era client answers the servers' questions itself.
+    questions = {"elicitation_callback": on_elicit} if mode == "legacy" else {}
     return Client(
         streamable_http_client(url, http_client=http, terminate_on_close=terminate),
         mode=mode,
+        **questions,
     )
 
 
@@ -59,7 +67,9 @@ async def session(url, mode, token):
         echo = await c.call_tool("mcp__up__echo", {"text": "hi"}, progress_callback=on_progress)
         down = await c.call_tool("mcp__down__anything", {})
         pid = await c.call_tool("mcp__up__pid", {})
+        asked = (await c.call_tool("mcp__up__ask", {})).structured_content if mode == "legacy" else None
         return {
+            "asked": asked,
             "tools": tools,
             "echo": echo.structured_content,
             "progress": progress,

@@ -34,13 +34,15 @@
 //!    them before the call's result.
 //! 8. Each request is served by the runtime of its client ([`Upstreams`]): a
 //!    handshake session's own, started at its first request and kept with the
-//!    session, or that of a sessionless client's key. A runtime that cannot start
+//!    session, whose servers' questions go to the session's client
+//!    ([`crate::forward`]), or that of a sessionless client's key. A runtime that cannot start
 //!    (a required server failed) fails the request with the runtime's message.
 
 use std::sync::{Arc, Mutex};
 
 use mcp_runtime::{
-    CallError, CallOptions, Catalog, FeatureError, OnProgress, Progress, Runtime, config::ToolNames,
+    CallError, CallOptions, Catalog, FeatureError, OnProgress, Progress, Runtime,
+    config::ToolNames, host::HostHandlers,
 };
 use rmcp::{
     ErrorData, Peer, RoleServer, ServerHandler,
@@ -111,23 +113,42 @@ impl Gateway {
 
     /// The runtime serving `context`'s client (invariant 8).
     async fn runtime(&self, context: &RequestContext<RoleServer>) -> Result<Held, ErrorData> {
-        if self.upstreams.shared().is_none() && context.meta.protocol_version().is_some() {
+        // A 2026-07-28 request over HTTP has no session; over stdio the one client is
+        // the session, whatever its era.
+        let sessionless = context.meta.protocol_version().is_some()
+            && context.extensions.get::<http::request::Parts>().is_some();
+        if self.upstreams.shared().is_none() && sessionless {
             return self
                 .upstreams
                 .pooled(client_key(context))
                 .await
                 .map_err(|error| start_failed(&error));
         }
-        self.session_runtime().await.map(Held::session)
+        self.session_runtime(&context.peer).await.map(Held::session)
     }
 
-    /// This session's runtime, started on first need.
-    async fn session_runtime(&self) -> Result<Arc<Runtime>, ErrorData> {
+    /// This session's runtime, started on first need, the servers' questions passed
+    /// to `peer`, the session's client, as far as its capabilities go.
+    async fn session_runtime(&self, peer: &Peer<RoleServer>) -> Result<Arc<Runtime>, ErrorData> {
         self.session
-            .get_or_try_init(|| self.upstreams.start())
+            .get_or_try_init(|| {
+                let handlers = peer.peer_info().map_or_else(HostHandlers::new, |info| {
+                    crate::forward::handlers(peer, &info.capabilities)
+                });
+                self.upstreams.start(handlers)
+            })
             .await
             .cloned()
             .map_err(|error| start_failed(&error))
+    }
+
+    /// The session's runtime, once nothing else holds the gateway's session: for a
+    /// host that serves one client to shut the servers down when it is gone.
+    pub fn into_runtime(self) -> Option<Arc<Runtime>> {
+        match self.upstreams.shared() {
+            Some(runtime) => Some(runtime.clone()),
+            None => Arc::try_unwrap(self.session).ok()?.into_inner(),
+        }
     }
 
     /// The tools of `catalog` under the names the client sees (invariant 1).
@@ -232,7 +253,7 @@ impl ServerHandler for Gateway {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let runtime = match self.session_runtime().await {
+        let runtime = match self.session_runtime(&context.peer).await {
             Ok(runtime) => runtime,
             Err(error) => {
                 tracing::warn!(error = %error.message, "a session's servers could not be started");

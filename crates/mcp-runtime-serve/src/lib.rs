@@ -11,6 +11,7 @@
 
 #![deny(missing_docs)]
 
+mod forward;
 mod gateway;
 pub mod http;
 mod principal;

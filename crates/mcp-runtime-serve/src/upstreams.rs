@@ -5,7 +5,8 @@
 //! when the session first needs it and ended with the session. A 2026-07-28 client has
 //! no session: its requests are served by a runtime kept per principal and declared
 //! client capabilities ([`ClientKey`]), ended once it has served nothing for the idle
-//! time ([`Upstreams::reap`]). Every runtime started here shares the listing registry
+//! time ([`Upstreams::reap`]); its servers are asked nothing of the client yet (their
+//! questions are declined). Every runtime started here shares the listing registry
 //! of the start options, so a burst of sessions costs one `tools/list` per upstream.
 //!
 //! Invariants:
@@ -22,7 +23,7 @@ use std::{
     time::Duration,
 };
 
-use mcp_runtime::{Config, Runtime, StartError, StartOptions};
+use mcp_runtime::{Config, Runtime, StartError, StartOptions, host::HostHandlers};
 use tokio::{sync::OnceCell, time::Instant};
 
 /// Where a gateway's runtimes come from. Clones share them.
@@ -129,11 +130,12 @@ impl Upstreams {
         }
     }
 
-    /// A new session's runtime, started now.
-    pub(crate) async fn start(&self) -> Result<Arc<Runtime>, StartError> {
+    /// A new session's runtime, started now, the servers' questions answered by
+    /// `handlers`.
+    pub(crate) async fn start(&self, handlers: HostHandlers) -> Result<Arc<Runtime>, StartError> {
         match &*self.0 {
             Source::One(runtime) => Ok(runtime.clone()),
-            Source::PerClient(per_client) => per_client.start().await,
+            Source::PerClient(per_client) => per_client.start(handlers).await,
         }
     }
 
@@ -162,7 +164,7 @@ impl Upstreams {
         let runtime = holding
             .0
             .runtime
-            .get_or_try_init(|| per_client.start())
+            .get_or_try_init(|| per_client.start(HostHandlers::new()))
             .await?
             .clone();
         Ok(Held {
@@ -212,8 +214,9 @@ impl Upstreams {
 }
 
 impl PerClient {
-    async fn start(&self) -> Result<Arc<Runtime>, StartError> {
-        let runtime = Arc::new(Runtime::start(self.config.clone(), self.options.clone()).await?);
+    async fn start(&self, handlers: HostHandlers) -> Result<Arc<Runtime>, StartError> {
+        let options = self.options.clone().with_host(handlers);
+        let runtime = Arc::new(Runtime::start(self.config.clone(), options).await?);
         lock(&self.running).push(Arc::downgrade(&runtime));
         Ok(runtime)
     }

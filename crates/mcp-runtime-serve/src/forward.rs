@@ -1,0 +1,177 @@
+//! The servers' questions passed to the client of the session they belong to.
+//!
+//! A handshake session's runtime is started with [`handlers`] for its client: the
+//! servers are offered exactly what that client declared (elicitation in its modes,
+//! sampling with or without tool use, roots), and each question a server asks during
+//! the session goes to that client, and to no other, as a request of the gateway's
+//! own. The client answers or declines; the gateway never answers for it.
+//!
+//! Invariants:
+//! 1. The handlers offer no capability the client did not declare at `initialize`.
+//! 2. A question the client cannot be asked (it is gone, or it answers with an error)
+//!    is cancelled (elicitation), fails with the client's error (sampling), or has no
+//!    roots (roots); the failure is logged, never answered as if the client had.
+
+#![allow(
+    deprecated,
+    reason = "rmcp marks sampling and roots deprecated (SEP-2577); clients of the handshake revisions still answer them"
+)]
+
+use mcp_runtime::host::{
+    Elicitation, ElicitationModes, HandlerFuture, HostHandlers, Root, Roots, Sampling,
+};
+use rmcp::{
+    ErrorData, RoleServer,
+    model::{
+        ClientCapabilities, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
+        CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+        ListRootsRequest, ServerRequest,
+    },
+    service::{Peer, ServiceError},
+};
+
+/// The handlers that pass a session's questions to `peer`, its client, as far as
+/// `capabilities` (what it declared) go (invariant 1).
+pub(crate) fn handlers(peer: &Peer<RoleServer>, capabilities: &ClientCapabilities) -> HostHandlers {
+    let mut handlers = HostHandlers::new();
+    if let Some(elicitation) = &capabilities.elicitation {
+        // A client of 2025-06-18 declares `elicitation: {}`: forms.
+        let url = elicitation.url.is_some();
+        let modes = ElicitationModes {
+            form: elicitation.form.is_some() || !url,
+            url,
+        };
+        handlers = handlers.with_elicitation(Client {
+            peer: peer.clone(),
+            modes,
+            sampling_tools: false,
+        });
+    }
+    if let Some(sampling) = &capabilities.sampling {
+        handlers = handlers.with_sampling(Client {
+            peer: peer.clone(),
+            modes: ElicitationModes {
+                form: false,
+                url: false,
+            },
+            sampling_tools: sampling.tools.is_some(),
+        });
+    }
+    if capabilities.roots.is_some() {
+        handlers = handlers.with_roots(Client {
+            peer: peer.clone(),
+            modes: ElicitationModes {
+                form: false,
+                url: false,
+            },
+            sampling_tools: false,
+        });
+    }
+    handlers
+}
+
+/// The session's client, asked on the servers' behalf.
+struct Client {
+    peer: Peer<RoleServer>,
+    modes: ElicitationModes,
+    sampling_tools: bool,
+}
+
+impl Elicitation for Client {
+    fn modes(&self) -> ElicitationModes {
+        self.modes
+    }
+
+    fn elicit<'a>(
+        &'a self,
+        server: &'a str,
+        request: ElicitRequestParams,
+    ) -> HandlerFuture<'a, ElicitResult> {
+        Box::pin(async move {
+            let asked = self
+                .peer
+                .send_request(ServerRequest::ElicitRequest(ElicitRequest::new(request)))
+                .await;
+            match asked {
+                Ok(ClientResult::ElicitResult(result)) => result,
+                other => {
+                    log_failure(server, "elicitation", other.err());
+                    ElicitResult::new(ElicitationAction::Cancel)
+                }
+            }
+        })
+    }
+}
+
+impl Sampling for Client {
+    fn tool_use(&self) -> bool {
+        self.sampling_tools
+    }
+
+    fn create_message<'a>(
+        &'a self,
+        server: &'a str,
+        request: CreateMessageRequestParams,
+    ) -> HandlerFuture<'a, Result<CreateMessageResult, ErrorData>> {
+        Box::pin(async move {
+            let asked = self
+                .peer
+                .send_request(ServerRequest::CreateMessageRequest(
+                    CreateMessageRequest::new(request),
+                ))
+                .await;
+            match asked {
+                Ok(ClientResult::CreateMessageResult(result)) => Ok(*result),
+                Err(ServiceError::McpError(error)) => Err(error),
+                other => {
+                    log_failure(server, "sampling", other.err());
+                    Err(ErrorData::internal_error(
+                        "the gateway's client did not answer the sampling request",
+                        None,
+                    ))
+                }
+            }
+        })
+    }
+}
+
+impl Roots for Client {
+    fn roots<'a>(&'a self, server: &'a str) -> HandlerFuture<'a, Vec<Root>> {
+        Box::pin(async move {
+            let asked = self
+                .peer
+                .send_request(ServerRequest::ListRootsRequest(ListRootsRequest::default()))
+                .await;
+            match asked {
+                Ok(ClientResult::ListRootsResult(result)) => result
+                    .roots
+                    .into_iter()
+                    .map(|root| Root {
+                        uri: root.uri,
+                        name: root.name,
+                    })
+                    .collect(),
+                other => {
+                    log_failure(server, "roots", other.err());
+                    Vec::new()
+                }
+            }
+        })
+    }
+}
+
+/// Logs that the client could not be asked `server`'s question (invariant 2).
+fn log_failure(server: &str, question: &str, error: Option<ServiceError>) {
+    match error {
+        Some(error) => {
+            tracing::warn!(server, question, %error, "the client could not be asked a server's question");
+        }
+        None => {
+            tracing::warn!(
+                server,
+                question,
+                "the client answered a server's question with another kind of result"
+            );
+        }
+    }
+}
