@@ -1,14 +1,17 @@
 """Clients of the official Python SDK in front of `mcp-runtime serve --listen`.
 
-    python serve_http_client.py clients URL TOKEN
+    python serve_http_client.py clients URL TOKEN UP_LOG SLOW_LOG
     python serve_http_client.py limits URL
 
 `clients`: checks the listener's refusals with plain HTTP (no token, a wrong token, a
 foreign Origin or Host, an oversized body), reads `/healthz`, then runs SDK clients
 in both eras (`legacy`, `2026-07-28`): eight handshake sessions at once and one
 sessionless client each list the tools and call `mcp__up__echo` (with progress), a
-tool of a server that failed to start, and `mcp__up__pid`; a handshake session also
-calls `mcp__up__ask`, whose question it answers.
+tool of a server that failed to start, and `mcp__up__pid` (then the number of
+`tools/list` requests in UP_LOG is reported); a handshake session also
+calls `mcp__up__ask`, whose question it answers. A client of each era also cancels a
+call to `slow` (whose calls never end, its messages logged in SLOW_LOG) and waits
+for the server to be told.
 
 `limits` (a gateway with `max_sessions = 2`, `session_idle_sec = 1`): opens two
 sessions and leaves them without closing them, is refused a third, then waits for
@@ -96,9 +99,15 @@ async def refusals(url, token):
         seen["loopback_origin"] = r.status_code
         r = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **auth, "host": "rebound.example"})
         seen["foreign_host"] = r.status_code
-        big = {**INITIALIZE, "params": {**INITIALIZE["params"], "pad": "x" * (2 * 1024 * 1024)}}
-        r = await http.post(url, json=big, headers={**ACCEPT, **auth})
-        seen["oversized"] = r.status_code
+        # Just over the gateway's 1 MiB: refused with 413 once the bound is passed.
+        # The client may still be writing the rest then, and see the connection
+        # closed instead of the answer.
+        big = {**INITIALIZE, "params": {**INITIALIZE["params"], "pad": "x" * (1024 * 1024)}}
+        try:
+            r = await http.post(url, json=big, headers={**ACCEPT, **auth})
+            seen["oversized"] = r.status_code
+        except httpx2.RemoteProtocolError:
+            seen["oversized"] = "closed"
         r = await http.get(health, headers=auth)
         seen["health"] = r.json()
         r = await http.get(url.replace("/mcp", "/other"), headers=auth)
@@ -106,7 +115,30 @@ async def refusals(url, token):
     return seen
 
 
-async def clients(url, token):
+def logged(path, method):
+    try:
+        with open(path) as f:
+            return sum(1 for line in f if json.loads(line).get("method") == method)
+    except FileNotFoundError:
+        return 0
+
+
+async def cancelled(url, token, mode, slow_log, before):
+    """Cancels a call to `slow` once its server has it; whether the server was told."""
+    async with client(url, mode, token) as c:
+        async with anyio.create_task_group() as group:
+            group.start_soon(c.call_tool, "mcp__slow__echo", {"text": "never"})
+            with anyio.fail_after(20):
+                while logged(slow_log, "tools/call") <= before:
+                    await anyio.sleep(0.02)
+            group.cancel_scope.cancel()
+        with anyio.fail_after(20):
+            while logged(slow_log, "notifications/cancelled") <= before:
+                await anyio.sleep(0.02)
+    return True
+
+
+async def clients(url, token, up_log, slow_log):
     report = {"refusals": await refusals(url, token)}
     results = {}
 
@@ -118,6 +150,11 @@ async def clients(url, token):
             group.start_soon(run, f"legacy-{index}", "legacy")
         group.start_soon(run, "modern", "2026-07-28")
     report["sessions"] = results
+    report["listings_after_burst"] = logged(up_log, "tools/list")
+    report["cancelled"] = [
+        await cancelled(url, token, "legacy", slow_log, 0),
+        await cancelled(url, token, "2026-07-28", slow_log, 1),
+    ]
     return report
 
 
@@ -156,6 +193,6 @@ async def limits(url):
 if __name__ == "__main__":
     command, url = sys.argv[1], sys.argv[2]
     if command == "clients":
-        print(json.dumps(anyio.run(clients, url, sys.argv[3])))
+        print(json.dumps(anyio.run(clients, url, *sys.argv[3:6])))
     else:
         print(json.dumps(anyio.run(limits, url)))
