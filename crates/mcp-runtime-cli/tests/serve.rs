@@ -99,3 +99,81 @@ fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
         );
     }
 }
+
+#[test]
+fn prompts_and_completions_reach_their_server_under_either_naming_in_both_eras() {
+    let dir = tempfile::tempdir().unwrap();
+    let everything = mcp_runtime_fixtures::testing::peers_dir()
+        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    for names in ["qualified", "original"] {
+        let config = dir.path().join(format!("{names}.toml"));
+        std::fs::write(
+            &config,
+            format!(
+                "[serve]\ntool_names = {names:?}\n\n\
+                 [mcp_servers.every]\ncommand = \"node\"\nargs = [{everything:?}, \"stdio\"]\n",
+                everything = everything.to_str().unwrap(),
+            ),
+        )
+        .unwrap();
+        for mode in ["legacy", "2026-07-28"] {
+            let output = std::process::Command::new(python_sdk("2.3.0"))
+                .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve_prompts_client.py"))
+                .args([
+                    mode,
+                    names,
+                    env!("CARGO_BIN_EXE_mcp-runtime"),
+                    config.to_str().unwrap(),
+                ])
+                .env("HOME", dir.path())
+                .env("CODEX_HOME", dir.path())
+                .env("XDG_CACHE_HOME", "/dev/null/no-cache")
+                .env_remove("MCP_RUNTIME_LOG")
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "{names} {mode}: {}",
+                stderr(&output)
+            );
+            let report: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+            let prompts = match names {
+                "qualified" => json!([
+                    "mcp__every__args_prompt",
+                    "mcp__every__completable_prompt",
+                    "mcp__every__resource_prompt",
+                    "mcp__every__simple_prompt"
+                ]),
+                _ => json!([
+                    "args-prompt",
+                    "completable-prompt",
+                    "resource-prompt",
+                    "simple-prompt"
+                ]),
+            };
+            assert_eq!(report["prompts"], prompts, "{names} {mode}");
+            assert_eq!(
+                report["got"],
+                json!(["What's weather in Paris?"]),
+                "{names} {mode}"
+            );
+            assert_eq!(
+                report["prompt_completion"],
+                json!(["Engineering"]),
+                "{names} {mode}"
+            );
+            assert_eq!(
+                report["template_completion"],
+                json!(["1"]),
+                "{names} {mode}"
+            );
+            assert!(
+                report["unknown"]
+                    .as_str()
+                    .unwrap()
+                    .contains("no prompt is named"),
+                "{names} {mode}: {report}"
+            );
+        }
+    }
+}

@@ -24,7 +24,8 @@
 //! 5. Nothing of the client's request but the tool's name and arguments goes
 //!    upstream: its `_meta` (protocol keys, progress token) is the client's
 //!    connection's, not the upstream's.
-//! 6. Resources keep their URIs: `resources/list` and `resources/templates/list` are
+//! 6. Prompts are named like tools and completion is routed by its reference
+//!    ([`crate::features`]). Resources keep their URIs: `resources/list` and `resources/templates/list` are
 //!    every running server's, in server-name order (a server whose list fails is
 //!    left out and logged), and `resources/read` goes to the one server that lists
 //!    the URI or a template it could come from. A URI no server lists is refused as
@@ -47,17 +48,22 @@ use mcp_runtime::{
 use rmcp::{
     ErrorData, Peer, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-        ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse,
-        ReadResourceResult, ResultType, ServerCapabilities, ServerConfig, Tool,
+        CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
+        CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+        ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResultType,
+        ServerCapabilities, ServerConfig, Tool,
     },
     service::{NotificationContext, RequestContext},
 };
 use tokio::sync::OnceCell;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::upstreams::{ClientKey, Held, Upstreams};
+use crate::{
+    features, names,
+    upstreams::{ClientKey, Held, Upstreams},
+};
 
 /// The configured servers as one MCP server (see the module docs).
 ///
@@ -153,7 +159,8 @@ impl Gateway {
 
     /// The tools of `catalog` under the names the client sees (invariant 1).
     fn tools(&self, catalog: &Catalog) -> Vec<Tool> {
-        let shown = shown_names(catalog, self.tool_names);
+        let items = tool_items(catalog);
+        let shown = names::shown(&items, self.tool_names);
         catalog
             .tools()
             .zip(shown)
@@ -165,47 +172,27 @@ impl Gateway {
             .collect()
     }
 
-    /// The qualified name of the tool the client calls `name` (invariant 1).
+    /// The qualified name of the tool the client calls `name` (invariant 1); a name
+    /// the list never gave stays as it is, to be refused with the nearest name.
     fn qualified<'a>(&self, catalog: &'a Catalog, name: &'a str) -> &'a str {
-        if self.tool_names == ToolNames::Qualified || catalog.resolve(name).is_some() {
+        if self.tool_names == ToolNames::Qualified {
             return name;
         }
-        let mut named = catalog.tools().filter(|tool| tool.tool.name == name);
-        match (named.next(), named.next()) {
-            (Some(tool), None) => &tool.qualified_name,
-            // No tool, or a shared name, which the list never gave: refused as
-            // unknown, with the nearest name.
-            _ => name,
-        }
+        let items = tool_items(catalog);
+        names::find(&items, self.tool_names, name).map_or(name, |index| items[index].qualified)
     }
 }
 
-/// The names the client sees for `catalog`'s tools, in the catalog's order.
-fn shown_names(catalog: &Catalog, names: ToolNames) -> Vec<&str> {
-    match names {
-        ToolNames::Qualified => catalog.tools().map(|tool| &*tool.qualified_name).collect(),
-        _ => {
-            let mut servers_of = std::collections::HashMap::<&str, usize>::new();
-            for tool in catalog.tools() {
-                *servers_of.entry(&tool.tool.name).or_default() += 1;
-            }
-            catalog
-                .tools()
-                .map(|tool| {
-                    if servers_of[&*tool.tool.name] == 1 {
-                        &*tool.tool.name
-                    } else {
-                        tracing::debug!(
-                            tool = &*tool.tool.name,
-                            server = &*tool.server,
-                            "a tool name more than one server lists is shown qualified"
-                        );
-                        &*tool.qualified_name
-                    }
-                })
-                .collect()
-        }
-    }
+/// The catalog's tools as items to name.
+fn tool_items(catalog: &Catalog) -> Vec<names::Item<'_>> {
+    catalog
+        .tools()
+        .map(|tool| names::Item {
+            server: &tool.server,
+            raw: &tool.tool.name,
+            qualified: &tool.qualified_name,
+        })
+        .collect()
 }
 
 /// Who a sessionless request's client is, for its upstream connections.
@@ -245,6 +232,8 @@ impl ServerHandler for Gateway {
             .enable_tools()
             .enable_tool_list_changed()
             .enable_resources()
+            .enable_prompts()
+            .enable_completions()
             .build();
         ServerConfig::new(capabilities).with_server_info(Implementation::new(
             "mcp-runtime",
@@ -295,7 +284,7 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let listed = self.runtime(&context).await?.resources().await;
-        log_failures(&listed.failures);
+        features::log_failures(&listed.failures);
         Ok(ListResourcesResult::with_all_items(
             listed
                 .resources
@@ -311,7 +300,7 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let listed = self.runtime(&context).await?.resources().await;
-        log_failures(&listed.failures);
+        features::log_failures(&listed.failures);
         Ok(ListResourceTemplatesResult::with_all_items(
             listed
                 .templates
@@ -350,6 +339,35 @@ impl ServerHandler for Gateway {
                     None,
                 )
             })
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let runtime = self.runtime(&context).await?;
+        Ok(ListPromptsResult::with_all_items(
+            features::list(&runtime, self.tool_names).await,
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let runtime = self.runtime(&context).await?;
+        features::get(&runtime, self.tool_names, request).await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let runtime = self.runtime(&context).await?;
+        features::complete(&runtime, self.tool_names, request).await
     }
 
     async fn call_tool(
@@ -412,13 +430,6 @@ impl ServerHandler for Gateway {
             )])
             .into()),
         }
-    }
-}
-
-/// Logs the servers whose lists failed: the client gets the others' (invariant 6).
-fn log_failures(failures: &[FeatureError]) {
-    for failure in failures {
-        tracing::warn!(error = %mcp_runtime::error::chain(failure), "a server's list is left out");
     }
 }
 

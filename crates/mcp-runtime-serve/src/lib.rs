@@ -11,9 +11,11 @@
 
 #![deny(missing_docs)]
 
+mod features;
 mod forward;
 mod gateway;
 pub mod http;
+mod names;
 mod principal;
 mod upstreams;
 

@@ -104,6 +104,23 @@ pub fn sanitize(name: &str) -> String {
         .collect()
 }
 
+/// The qualified names of `items`, (server, raw name) pairs each given once, named
+/// together by the rules above as tools named with nothing before them are: exactly
+/// Codex's names, whatever the order of `items`. For what a host names like tools
+/// (prompts): unlike the catalog's, these names are decided afresh at each call.
+pub fn qualify(items: &[(&str, &str)]) -> Vec<String> {
+    let servers: BTreeSet<String> = items
+        .iter()
+        .map(|(server, _)| (*server).to_owned())
+        .collect();
+    Registry::default()
+        .declaring(servers)
+        .name(items)
+        .iter()
+        .map(|name| name.to_string())
+        .collect()
+}
+
 /// The servers among `servers` whose tools the qualified name `qualified` may belong
 /// to, judged from the name alone (no server needs to run): every server whose
 /// namespace, plain or hashed (rule 2), may begin it, or whose namespace cut to make

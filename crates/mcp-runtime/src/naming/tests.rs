@@ -470,3 +470,24 @@ fn departed_names_stay_reserved_up_to_a_bound() {
         registry.departures.len()
     );
 }
+
+#[test]
+fn qualify_gives_the_names_tools_named_together_get() {
+    let items = [
+        ("my-server", "get-item"),
+        ("basic-server", "a"),
+        ("basic_server", "a"),
+    ];
+    let names = qualify(&items);
+    assert_eq!(names[0], "mcp__my_server__get_item");
+    assert_eq!(
+        names,
+        named(&mut Registry::default(), &items),
+        "the rules of tools named together"
+    );
+    let mut reversed = items;
+    reversed.reverse();
+    let mut again = qualify(&reversed);
+    again.reverse();
+    assert_eq!(again, names, "whatever the order");
+}
