@@ -177,3 +177,106 @@ fn prompts_and_completions_reach_their_server_under_either_naming_in_both_eras()
         }
     }
 }
+
+/// What a server logged of the one `tools/call` it received.
+fn received_call(log: &Path) -> Value {
+    let calls: Vec<Value> = mcp_runtime_fixtures::testing::read_log(log)
+        .into_iter()
+        .filter(|entry| entry["method"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    calls[0].clone()
+}
+
+#[test]
+fn a_clients_sandbox_state_reaches_exactly_the_servers_that_ask_and_a_launcher_only_from_stdio() {
+    use mcp_runtime_fixtures::testing::{Probe, stub_launcher};
+    let state = json!({"zeta": {"future": [1, null]}, "alpha": 12, "s": "café \"q\""});
+    let dir = tempfile::tempdir().unwrap();
+    let launcher = stub_launcher(dir.path(), Probe::Passes);
+    let canonical = std::fs::canonicalize(&launcher).unwrap();
+    for transport in ["stdio", "http"] {
+        let opted_log = dir.path().join(format!("opted-{transport}.jsonl"));
+        let plain_log = dir.path().join(format!("plain-{transport}.jsonl"));
+        let config = dir.path().join(format!("{transport}.toml"));
+        std::fs::write(
+            &config,
+            format!(
+                "[mcp_servers.opted]\ncommand = {fixture:?}\n\
+                 args = [\"--log\", {opted:?}, \"--experimental\", \"codex/sandbox-state={{}}\"]\n\n\
+                 [mcp_servers.plain]\ncommand = {fixture:?}\nargs = [\"--log\", {plain:?}]\n",
+                fixture = fixture_server().to_str().unwrap(),
+                opted = opted_log.to_str().unwrap(),
+                plain = plain_log.to_str().unwrap(),
+            ),
+        )
+        .unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve_sandbox_client.py");
+        let mut gateway = None;
+        let args: Vec<String> = match transport {
+            "stdio" => vec![
+                env!("CARGO_BIN_EXE_mcp-runtime").into(),
+                config.to_str().unwrap().into(),
+            ],
+            _ => {
+                let (child, url) = crate::serve_http::gateway(&config, &[]);
+                gateway = Some(crate::serve_http::KillOnDrop(child));
+                vec![url]
+            }
+        };
+        let output = std::process::Command::new(python_sdk("2.3.0"))
+            .arg(&script)
+            .arg(transport)
+            .args(&args)
+            .arg(&launcher)
+            .env("HOME", dir.path())
+            .env("CODEX_HOME", dir.path())
+            .env("XDG_CACHE_HOME", "/dev/null/no-cache")
+            .env_remove("MCP_RUNTIME_LOG")
+            .output()
+            .unwrap();
+        drop(gateway);
+        assert!(output.status.success(), "{transport}: {}", stderr(&output));
+        let report: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+        assert_eq!(
+            report["experimental"],
+            json!(["codex/sandbox-state", "codex/sandbox-state-meta"]),
+            "{transport}"
+        );
+
+        let opted = received_call(&opted_log);
+        let meta = &opted["params"]["_meta"];
+        assert_eq!(
+            meta["codex/sandbox-state"], state,
+            "{transport}: the same value"
+        );
+        assert_eq!(meta["codex/sandbox-state-meta"], state, "{transport}");
+        let raw = opted["raw"].as_str().unwrap();
+        assert!(
+            raw.contains(r#""codex/sandbox-state":{"zeta":"#),
+            "{transport}: key order kept: {raw}"
+        );
+        let offered = &meta["codex/sandbox-launcher"];
+        match transport {
+            "stdio" => assert_eq!(
+                offered,
+                &json!({"codexExecutable": canonical.to_str().unwrap()}),
+                "a local client's launcher, probed, for a local server"
+            ),
+            _ => assert!(offered.is_null(), "never one from an HTTP client: {meta}"),
+        }
+        assert_eq!(
+            opted["params"]["arguments"],
+            json!({"x": 1}),
+            "{transport}: the model's arguments carry no authority"
+        );
+
+        let plain = received_call(&plain_log);
+        let meta = &plain["params"]["_meta"];
+        assert!(
+            meta.get("codex/sandbox-state").is_none()
+                && meta.get("codex/sandbox-launcher").is_none(),
+            "{transport}: a server that did not ask gets nothing: {meta}"
+        );
+    }
+}

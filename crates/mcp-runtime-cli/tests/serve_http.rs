@@ -16,7 +16,7 @@ use mcp_runtime_fixtures::testing::{python_sdk, wait_for_exit};
 use crate::support::{cli, fixture_server, stdout};
 
 /// The gateway, started on a free loopback port with `config`; its endpoint's URL.
-fn gateway(config: &Path, env: &[(&str, &str)]) -> (Child, String) {
+pub(crate) fn gateway(config: &Path, env: &[(&str, &str)]) -> (Child, String) {
     let mut command = cli();
     command
         .args(["serve", "--listen", "0", "--config"])
@@ -53,12 +53,13 @@ fn python(args: &[&str]) -> Value {
 }
 
 /// A gateway that is killed if the test ends before it does.
-struct KillOnDrop<'a>(&'a mut Child);
+pub(crate) struct KillOnDrop<C: std::borrow::BorrowMut<Child>>(pub(crate) C);
 
-impl Drop for KillOnDrop<'_> {
+impl<C: std::borrow::BorrowMut<Child>> Drop for KillOnDrop<C> {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let child = self.0.borrow_mut();
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }
 

@@ -38,20 +38,26 @@
 //!    session, whose servers' questions go to the session's client
 //!    ([`crate::forward`]), or that of a sessionless client's key. A runtime that cannot start
 //!    (a required server failed) fails the request with the runtime's message.
+//! 9. The gateway advertises `codex/sandbox-state` (and its deprecated name). A
+//!    call's sandbox state in its `_meta` goes with the call, as the same JSON value,
+//!    to exactly the servers that ask for it (the runtime's rules); a launcher is
+//!    taken from a stdio client only, never from one over HTTP. Nothing in a tool's
+//!    arguments becomes authority.
 
 use std::sync::{Arc, Mutex};
 
 use mcp_runtime::{
-    CallError, CallOptions, Catalog, FeatureError, OnProgress, Progress, Runtime,
-    config::ToolNames, host::HostHandlers,
+    CallAuthority, CallError, CallOptions, CapturedAuthority, Catalog, FeatureError, OnProgress,
+    Progress, Runtime, SANDBOX_STATE_CAPABILITY, SANDBOX_STATE_META_CAPABILITY, config::ToolNames,
+    host::HostHandlers,
 };
 use rmcp::{
     ErrorData, Peer, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
         CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation,
-        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-        PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+        JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+        ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
         ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResultType,
         ServerCapabilities, ServerConfig, Tool,
     },
@@ -206,6 +212,30 @@ fn client_key(context: &RequestContext<RoleServer>) -> ClientKey {
     }
 }
 
+/// The sandbox authority a call's client gave in its `_meta` (invariant 9): the state
+/// under either name, and, from a local (stdio) client only, its launcher. A state
+/// that cannot be read refuses the call: run without it, the call would escape the
+/// sandbox the client asked for.
+fn authority(context: &RequestContext<RoleServer>) -> Result<Option<CallAuthority>, ErrorData> {
+    let captured = CapturedAuthority::from_meta(&context.meta).map_err(|error| {
+        ErrorData::invalid_params(
+            format!("the call's sandbox state cannot be used: {error}"),
+            None,
+        )
+    })?;
+    let Some(captured) = captured else {
+        return Ok(None);
+    };
+    let mut authority = CallAuthority::new(captured.state().clone());
+    let over_http = context.extensions.get::<http::request::Parts>().is_some();
+    if let Some(launcher) = captured.launcher()
+        && !over_http
+    {
+        authority = authority.with_codex_executable(launcher);
+    }
+    Ok(Some(authority))
+}
+
 /// The error of a request whose runtime could not start.
 fn start_failed(error: &mcp_runtime::StartError) -> ErrorData {
     ErrorData::internal_error(
@@ -228,7 +258,13 @@ impl std::fmt::Debug for Gateway {
 
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
+        // The gateway takes a client's sandbox state under either name (invariant 9).
+        let sandbox = [SANDBOX_STATE_CAPABILITY, SANDBOX_STATE_META_CAPABILITY]
+            .into_iter()
+            .map(|name| (name.to_owned(), JsonObject::new()))
+            .collect();
         let capabilities = ServerCapabilities::builder()
+            .enable_experimental_with(sandbox)
             .enable_tools()
             .enable_tool_list_changed()
             .enable_resources()
@@ -387,6 +423,9 @@ impl ServerHandler for Gateway {
             forwarder = Some(AbortOnDropHandle::new(tokio::spawn(forward_progress(
                 peer, token, received,
             ))));
+        }
+        if let Some(authority) = authority(&context)? {
+            options = options.with_authority(authority);
         }
         let runtime = self.runtime(&context).await?;
         let catalog = runtime.catalog();
