@@ -38,7 +38,8 @@ use std::{future::Future, pin::Pin, sync::Arc};
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, ElicitationCapability, FormElicitationCapability, JsonObject, LoggingLevel,
-    RootsCapabilities, SamplingCapability, UrlElicitationCapability,
+    LoggingMessageNotificationParam, RootsCapabilities, SamplingCapability,
+    UrlElicitationCapability,
 };
 
 /// The future a handler returns.
@@ -104,12 +105,21 @@ pub trait Roots: Send + Sync + 'static {
     fn roots<'a>(&'a self, server: &'a str) -> HandlerFuture<'a, Vec<Root>>;
 }
 
+/// Receives the servers' log messages (`notifications/message`), beside `tracing`.
+pub trait Logs: Send + Sync + 'static {
+    /// A message `server` logged, every credential in use masked in its `logger` and
+    /// `data` (a server may log what it was sent). Called on the runtime's task that
+    /// read it: it should return quickly (send it on).
+    fn log(&self, server: &str, message: LoggingMessageNotificationParam);
+}
+
 /// The handlers a host provides, each optional (see the [module](self)).
 #[derive(Clone, Default)]
 pub struct HostHandlers {
     pub(crate) elicitation: Option<Arc<dyn Elicitation>>,
     pub(crate) sampling: Option<Arc<dyn Sampling>>,
     pub(crate) roots: Option<Arc<dyn Roots>>,
+    pub(crate) logs: Option<Arc<dyn Logs>>,
     /// The least severe server log messages the host asks for.
     pub(crate) log_level: Option<LoggingLevel>,
     /// Where the servers' changes go: the runtime's own, set when it starts.
@@ -125,6 +135,7 @@ impl std::fmt::Debug for HostHandlers {
             )
             .field("sampling", &self.sampling.is_some())
             .field("roots", &self.roots.is_some())
+            .field("logs", &self.logs.is_some())
             .field("log_level", &self.log_level)
             .finish()
     }
@@ -151,6 +162,14 @@ impl HostHandlers {
     /// With `handler` telling the roots.
     pub fn with_roots(mut self, handler: impl Roots) -> Self {
         self.roots = Some(Arc::new(handler));
+        self
+    }
+
+    /// With `handler` receiving the servers' log messages; they reach `tracing` too.
+    /// It offers nothing: which messages a server sends is its own choice, or
+    /// [`Self::with_log_level`]'s.
+    pub fn with_logs(mut self, handler: impl Logs) -> Self {
+        self.logs = Some(Arc::new(handler));
         self
     }
 

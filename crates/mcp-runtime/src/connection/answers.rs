@@ -242,6 +242,20 @@ pub(crate) fn server_log(server: &str, message: rmcp::model::LoggingMessageNotif
     }
 }
 
+impl Answers {
+    /// Hands a message the server logged to `tracing`, and to the host's log handler
+    /// if it has one, credentials masked.
+    pub(crate) fn log(&self, message: rmcp::model::LoggingMessageNotificationParam) {
+        if let Some(logs) = &self.handlers.logs {
+            let mut masked = message.clone();
+            masked.logger = masked.logger.map(crate::redact::masked_text);
+            masked.data = crate::redact::masked_json(masked.data);
+            logs.log(&self.server, masked);
+        }
+        server_log(&self.server, message);
+    }
+}
+
 /// The pauses of one connection's call timeouts (invariant 1).
 #[derive(Debug, Default)]
 pub(crate) struct Pauses {
@@ -327,6 +341,34 @@ impl Pauses {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_servers_log_reaches_the_host_with_every_credential_masked() {
+        struct Kept(Arc<Mutex<Vec<(String, rmcp::model::LoggingMessageNotificationParam)>>>);
+        impl crate::host::Logs for Kept {
+            fn log(&self, server: &str, message: rmcp::model::LoggingMessageNotificationParam) {
+                lock(&self.0).push((server.to_owned(), message));
+            }
+        }
+        let _sent = crate::redact::register("lg-bearer-5c1e-token").unwrap();
+        let kept = Arc::default();
+        let answers = Answers::new("s", HostHandlers::new().with_logs(Kept(Arc::clone(&kept))));
+        let message: rmcp::model::LoggingMessageNotificationParam =
+            serde_json::from_value(serde_json::json!({
+                "level": "warning",
+                "logger": "auth lg-bearer-5c1e-token",
+                "data": {"sent": "Bearer lg-bearer-5c1e-token", "n": 1},
+            }))
+            .unwrap();
+        answers.log(message);
+        let kept = lock(&kept);
+        let (server, message) = &kept[0];
+        assert_eq!(server, "s");
+        let shown = serde_json::to_string(message).unwrap();
+        assert!(!shown.contains("lg-bearer-5c1e-token"), "{shown}");
+        assert_eq!(message.data["n"], 1);
+        assert_eq!(message.level, rmcp::model::LoggingLevel::Warning);
+    }
 
     #[test]
     fn a_credential_a_servers_question_quotes_is_masked_before_the_host_sees_it() {

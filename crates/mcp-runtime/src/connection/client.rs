@@ -60,7 +60,7 @@ impl Client {
         self.listeners().deliver(change);
     }
 
-    /// `transport`, its progress reports handed to the calls as they are read
+    /// `transport`, its progress reports and log messages handed on as they are read
     /// ([`super::progress_tap`]): every transport is given to rmcp through this.
     pub(super) fn tap<T>(&self, transport: T) -> super::progress_tap::ProgressTap<T> {
         super::progress_tap::ProgressTap::new(transport, self.answers.clone())
@@ -112,18 +112,6 @@ impl ClientHandler for Client {
                 rmcp::model::ResourceUpdatedNotification::new(params),
             ),
         );
-    }
-
-    #[allow(
-        deprecated,
-        reason = "rmcp marks logging deprecated (SEP-2577); servers of every revision send it"
-    )]
-    async fn on_logging_message(
-        &self,
-        params: rmcp::model::LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        answers::server_log(self.answers.server(), params);
     }
 
     async fn create_elicitation(

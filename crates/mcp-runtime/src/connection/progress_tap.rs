@@ -1,16 +1,18 @@
-//! Progress reports handed to their call as they are read, in the order read.
+//! Progress reports and log messages handed on as they are read, in the order read.
 //!
 //! rmcp hands every notification it reads to the client handler on a task of its own
 //! (`spawn_service_task`), while it hands an answer to the waiting request at once. A
 //! report the server sent just before its answer could then reach the call after the
-//! call had ended, and be lost, and two reports could swap places. [`ProgressTap`]
-//! wraps the transport and takes `notifications/progress` out of what it reads,
-//! handing each to [`Answers::progress`] before reading on: rmcp never sees them.
+//! call had ended, and be lost, and two reports (or two log messages) could swap
+//! places. [`ProgressTap`] wraps the transport and takes `notifications/progress` and
+//! `notifications/message` out of what it reads, handing each to [`Answers::progress`]
+//! or [`Answers::log`] before reading on: rmcp never sees them.
 //!
 //! Invariants:
-//! 1. A report is handed over before the transport reads the next message: every
-//!    report a server sent before a call's answer has reached the call's watch before
-//!    rmcp sees the answer, and reports reach the watch in the order they were read.
+//! 1. A report or message is handed over before the transport reads the next
+//!    message: every report a server sent before a call's answer has reached the
+//!    call's watch before rmcp sees the answer, every log message has reached the
+//!    host's handler, and both arrive in the order they were read.
 //! 2. Every other message passes through unchanged, in order.
 //! 3. Dropping the future of `receive` loses nothing the inner transport did not lose:
 //!    a report is handed over with no await between reading it and handing it over.
@@ -26,7 +28,8 @@ use rmcp::{
 
 use super::answers::Answers;
 
-/// A transport whose progress reports go straight to the connection's [`Answers`].
+/// A transport whose progress reports and log messages go straight to the
+/// connection's [`Answers`].
 pub(super) struct ProgressTap<T> {
     inner: T,
     answers: Arc<Answers>,
@@ -61,6 +64,10 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
                     notification: ServerNotification::ProgressNotification(progress),
                     ..
                 }) => self.answers.progress(progress.params),
+                JsonRpcMessage::Notification(JsonRpcNotification {
+                    notification: ServerNotification::LoggingMessageNotification(message),
+                    ..
+                }) => self.answers.log(message.params),
                 message => return Some(message),
             }
         }
@@ -148,5 +155,34 @@ mod tests {
             "reports are never handed to rmcp"
         );
         assert_eq!(*seen.lock().unwrap(), [1.0, 2.0, 3.0]);
+    }
+
+    #[tokio::test]
+    async fn log_messages_reach_the_host_in_order_and_never_rmcp() {
+        struct Kept(Arc<Mutex<Vec<String>>>);
+        impl crate::host::Logs for Kept {
+            fn log(&self, _server: &str, message: rmcp::model::LoggingMessageNotificationParam) {
+                self.0.lock().unwrap().push(message.data.to_string());
+            }
+        }
+        let kept: Arc<Mutex<Vec<String>>> = Arc::default();
+        let answers = Arc::new(Answers::new(
+            "s",
+            HostHandlers::new().with_logs(Kept(kept.clone())),
+        ));
+        let log = |text: &str| -> RxJsonRpcMessage<RoleClient> {
+            JsonRpcMessage::notification(
+                serde_json::from_value(serde_json::json!({
+                    "method": "notifications/message",
+                    "params": {"level": "info", "data": text},
+                }))
+                .unwrap(),
+            )
+        };
+        let given = Given([log("one"), log("two"), answer()].into());
+        let mut tap = ProgressTap::new(given, answers);
+        let first = tap.receive().await.expect("the answer");
+        assert!(matches!(first, JsonRpcMessage::Response(_)), "{first:?}");
+        assert_eq!(*kept.lock().unwrap(), [r#""one""#, r#""two""#]);
     }
 }
