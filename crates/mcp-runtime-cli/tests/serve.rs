@@ -18,7 +18,7 @@ fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
     std::fs::write(
         &config,
         format!(
-            "[mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--resources\", \"--asks\", \"--progress-steps\", \"3\"]\n\n\
+            "[mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--resources\", \"--asks\", \"--progress-steps\", \"3\", \"--call-log-messages\", \"2\"]\n\n\
              [mcp_servers.down]\ncommand = \"/nonexistent/server\"\n\n\
              [mcp_servers.slow]\ncommand = {fixture:?}\n\
              args = [\"--call-delay-ms\", \"600000\", \"--log\", {log:?}]\n",
@@ -61,6 +61,14 @@ fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
             json!([[1.0, 3.0], [2.0, 3.0], [3.0, 3.0]]),
             "{mode}: the server's progress, under the client's token, before the result"
         );
+        let logs = match mode {
+            // Of the server's two messages, the one at the level the client set, named
+            // after its server, before the call's result.
+            "legacy" => json!([{"level": "warning", "logger": "up", "data": "echo message 2"}]),
+            // Not forwarded to a 2026-07-28 client yet.
+            _ => json!([]),
+        };
+        assert_eq!(report["logs"], logs, "{mode}");
         if mode == "legacy" {
             // The servers' questions reach the client, which answers them.
             assert_eq!(

@@ -4,7 +4,8 @@
 
 MODE is the SDK client's protocol mode (`legacy`, `2026-07-28`). Under `legacy` the
 client answers the servers' questions (elicitation, sampling, roots) and calls the
-tools that ask them. Starts BINARY
+tools that ask them, and sets the log level to `warning` before its first call,
+reporting the log messages heard before that call returned. Starts BINARY
 `serve --config CONFIG` as a stdio server, lists its tools, calls `mcp__up__echo`
 (asking for its progress),
 a tool of a server that failed to start and an unknown tool, lists the resources and
@@ -62,9 +63,19 @@ async def main(mode, binary, config, slow_log=None):
         if method is not None:
             changes.append(method)
 
-    # A handshake-era client answers the servers' questions itself.
+    logs = []
+
+    async def on_log(params):
+        logs.append({"level": params.level, "logger": params.logger, "data": params.data})
+
+    # A handshake-era client answers the servers' questions itself, and hears their logs.
     questions = (
-        {"elicitation_callback": on_elicit, "sampling_callback": on_sample, "list_roots_callback": on_roots}
+        {
+            "elicitation_callback": on_elicit,
+            "sampling_callback": on_sample,
+            "list_roots_callback": on_roots,
+            "logging_callback": on_log,
+        }
         if mode == "legacy"
         else {}
     )
@@ -76,7 +87,10 @@ async def main(mode, binary, config, slow_log=None):
         async def on_progress(done, total, message):
             progress.append([done, total])
 
+        if questions:
+            await client.set_logging_level("warning")
         echo = await client.call_tool("mcp__up__echo", {"text": "hi"}, progress_callback=on_progress)
+        report["logs"] = list(logs)
         report["echo"] = {"is_error": bool(echo.is_error), "structured": echo.structured_content}
         report["progress"] = progress
         down = await client.call_tool("mcp__down__anything", {})

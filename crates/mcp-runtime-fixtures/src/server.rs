@@ -108,6 +108,9 @@ pub struct Behaviour {
     /// Before answering a `tools/call` that carries a progress token, report this
     /// many steps of progress (`1` to `N` of `N`, with a message each).
     pub progress_steps: usize,
+    /// Before answering a `tools/call`, log this many messages, `debug` and
+    /// `warning` in turn, each's data `"TOOL message I"`.
+    pub call_log_messages: usize,
     /// List one more tool, `padding`, whose description is this many bytes, so
     /// the `tools/list` answer is at least that long; none when 0.
     pub list_padding_bytes: usize,
@@ -652,6 +655,34 @@ impl ServerHandler for Fixture {
                 .bump(&context.peer, stateless)
                 .await
                 .map(CallToolResponse::from);
+        }
+        for message in 1..=self.behaviour.call_log_messages {
+            #[allow(
+                deprecated,
+                reason = "rmcp marks logging deprecated (SEP-2577); servers still log"
+            )]
+            let level = if message % 2 == 1 {
+                rmcp::model::LoggingLevel::Debug
+            } else {
+                rmcp::model::LoggingLevel::Warning
+            };
+            #[allow(
+                deprecated,
+                reason = "rmcp marks logging deprecated (SEP-2577); servers still log"
+            )]
+            let params = rmcp::model::LoggingMessageNotificationParam::new(
+                level,
+                Value::String(format!("{} message {message}", request.name)),
+            );
+            #[allow(
+                deprecated,
+                reason = "rmcp marks logging deprecated (SEP-2577); servers still log"
+            )]
+            context
+                .peer
+                .notify_logging_message(params)
+                .await
+                .map_err(|error| McpError::internal_error(error.to_string(), None))?;
         }
         if let Some(token) = context.meta.get_progress_token() {
             for step in 1..=self.behaviour.progress_steps {

@@ -11,29 +11,42 @@
 //! 2. A question the client cannot be asked (it is gone, or it answers with an error)
 //!    is cancelled (elicitation), fails with the client's error (sampling), or has no
 //!    roots (roots); the failure is logged, never answered as if the client had.
+//! 3. The servers' log messages go to the client in the order the runtime read them,
+//!    as `notifications/message` with the server's name as (the start of) the
+//!    logger, unless less severe than the level the client set; [`LogQueue::flush`]
+//!    returns once every message queued before it has been sent.
 
 #![allow(
     deprecated,
-    reason = "rmcp marks sampling and roots deprecated (SEP-2577); clients of the handshake revisions still answer them"
+    reason = "rmcp marks sampling, roots and logging deprecated (SEP-2577); clients of the handshake revisions still use them"
 )]
 
+use std::sync::{Arc, Mutex};
+
 use mcp_runtime::host::{
-    Elicitation, ElicitationModes, HandlerFuture, HostHandlers, Root, Roots, Sampling,
+    Elicitation, ElicitationModes, HandlerFuture, HostHandlers, Logs, Root, Roots, Sampling,
 };
 use rmcp::{
     ErrorData, RoleServer,
     model::{
         ClientCapabilities, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
         CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
-        ListRootsRequest, ServerRequest,
+        ListRootsRequest, LoggingLevel, LoggingMessageNotification,
+        LoggingMessageNotificationParam, ServerNotification, ServerRequest,
     },
     service::{Peer, ServiceError},
 };
+use tokio::sync::{mpsc, oneshot};
 
 /// The handlers that pass a session's questions to `peer`, its client, as far as
-/// `capabilities` (what it declared) go (invariant 1).
-pub(crate) fn handlers(peer: &Peer<RoleServer>, capabilities: &ClientCapabilities) -> HostHandlers {
-    let mut handlers = HostHandlers::new();
+/// `capabilities` (what it declared) go (invariant 1), and its servers' log messages
+/// to `logs` (invariant 3).
+pub(crate) fn handlers(
+    peer: &Peer<RoleServer>,
+    capabilities: &ClientCapabilities,
+    logs: &LogQueue,
+) -> HostHandlers {
+    let mut handlers = HostHandlers::new().with_logs(logs.clone());
     if let Some(elicitation) = &capabilities.elicitation {
         // A client of 2025-06-18 declares `elicitation: {}`: forms.
         let url = elicitation.url.is_some();
@@ -174,4 +187,86 @@ fn log_failure(server: &str, question: &str, error: Option<ServiceError>) {
             );
         }
     }
+}
+
+/// The level a client set with `logging/setLevel`, shared by its session.
+pub(crate) type ClientLevel = Arc<Mutex<Option<LoggingLevel>>>;
+
+/// A session's servers' log messages on their way to its client (invariant 3).
+#[derive(Clone)]
+pub(crate) struct LogQueue(mpsc::UnboundedSender<Queued>);
+
+enum Queued {
+    Message(String, LoggingMessageNotificationParam),
+    Flush(oneshot::Sender<()>),
+}
+
+impl LogQueue {
+    /// A queue whose messages go to `peer`, filtered by `level`, in order, until the
+    /// queue and its clones are gone.
+    pub(crate) fn new(peer: Peer<RoleServer>, level: ClientLevel) -> Self {
+        let (sender, mut queued) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(item) = queued.recv().await {
+                match item {
+                    Queued::Message(server, mut message) => {
+                        let wanted =
+                            lock(&level).is_none_or(|least| rank(message.level) >= rank(least));
+                        if !wanted {
+                            continue;
+                        }
+                        message.logger = Some(match message.logger {
+                            Some(logger) => format!("{server}/{logger}"),
+                            None => server,
+                        });
+                        let notification = ServerNotification::LoggingMessageNotification(
+                            LoggingMessageNotification::new(message),
+                        );
+                        if peer.send_notification(notification).await.is_err() {
+                            // The client is gone.
+                            return;
+                        }
+                    }
+                    Queued::Flush(flushed) => {
+                        let _ = flushed.send(());
+                    }
+                }
+            }
+        });
+        Self(sender)
+    }
+
+    /// Returns once every message queued so far has been sent (or dropped).
+    pub(crate) async fn flush(&self) {
+        let (flushed, sent) = oneshot::channel();
+        if self.0.send(Queued::Flush(flushed)).is_ok() {
+            let _ = sent.await;
+        }
+    }
+}
+
+impl Logs for LogQueue {
+    fn log(&self, server: &str, message: LoggingMessageNotificationParam) {
+        let _ = self.0.send(Queued::Message(server.to_owned(), message));
+    }
+}
+
+/// The severity of `level`, least first.
+fn rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

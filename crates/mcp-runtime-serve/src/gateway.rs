@@ -32,7 +32,9 @@
 //!    not found, one two servers list as invalid params.
 //! 7. A call whose client asked for progress (a `progressToken`) gets the upstream
 //!    server's progress reports under that token, in the server's order, all of
-//!    them before the call's result.
+//!    them before the call's result. A handshake session's client gets its servers'
+//!    log messages at the level it set (all of them until it sets one), those sent
+//!    before a call's result before it.
 //! 8. Each request is served by the runtime of its client ([`Upstreams`]): a
 //!    handshake session's own, started at its first request and kept with the
 //!    session, whose servers' questions go to the session's client
@@ -81,6 +83,10 @@ pub struct Gateway {
     upstreams: Upstreams,
     /// This session's runtime, once started (invariant 8).
     session: Arc<OnceCell<Arc<Runtime>>>,
+    /// The level this session's client set for the servers' log messages.
+    log_level: crate::forward::ClientLevel,
+    /// Where this session's servers' log messages go, once it has a runtime.
+    logs: Arc<std::sync::OnceLock<crate::forward::LogQueue>>,
     tool_names: ToolNames,
     /// Sends the client `notifications/tools/list_changed` at each change of the
     /// catalog, once the client is initialized (invariant 4); ends with the gateway.
@@ -98,6 +104,8 @@ impl Gateway {
         Self {
             upstreams,
             session: Arc::default(),
+            log_level: Arc::default(),
+            logs: Arc::default(),
             tool_names: ToolNames::default(),
             announcer: Arc::default(),
         }
@@ -118,6 +126,8 @@ impl Gateway {
     pub(crate) fn for_new_session(&self) -> Self {
         Self {
             session: Arc::default(),
+            log_level: Arc::default(),
+            logs: Arc::default(),
             announcer: Arc::default(),
             ..self.clone()
         }
@@ -145,7 +155,10 @@ impl Gateway {
         self.session
             .get_or_try_init(|| {
                 let handlers = peer.peer_info().map_or_else(HostHandlers::new, |info| {
-                    crate::forward::handlers(peer, &info.capabilities)
+                    let logs = self.logs.get_or_init(|| {
+                        crate::forward::LogQueue::new(peer.clone(), self.log_level.clone())
+                    });
+                    crate::forward::handlers(peer, &info.capabilities, logs)
                 });
                 self.upstreams.start(handlers)
             })
@@ -257,6 +270,10 @@ impl std::fmt::Debug for Gateway {
 }
 
 impl ServerHandler for Gateway {
+    #[allow(
+        deprecated,
+        reason = "rmcp marks logging deprecated (SEP-2577); handshake-era clients still receive it"
+    )]
     fn get_info(&self) -> ServerConfig {
         // The gateway takes a client's sandbox state under either name (invariant 9).
         let sandbox = [SANDBOX_STATE_CAPABILITY, SANDBOX_STATE_META_CAPABILITY]
@@ -270,6 +287,7 @@ impl ServerHandler for Gateway {
             .enable_resources()
             .enable_prompts()
             .enable_completions()
+            .enable_logging()
             .build();
         ServerConfig::new(capabilities).with_server_info(Implementation::new(
             "mcp-runtime",
@@ -377,6 +395,22 @@ impl ServerHandler for Gateway {
             })
     }
 
+    #[allow(
+        deprecated,
+        reason = "rmcp marks logging deprecated (SEP-2577); handshake-era clients set their level"
+    )]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *self
+            .log_level
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(request.level);
+        Ok(())
+    }
+
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -440,9 +474,13 @@ impl ServerHandler for Gateway {
             }
         };
         // The call and its progress callback are gone: the forwarder sends what is
-        // left and ends, before the result goes out (invariant 7).
+        // left and ends, before the result goes out (invariant 7); so do the log
+        // messages the servers sent before it.
         if let Some(forwarder) = forwarder {
             let _ = forwarder.await;
+        }
+        if let Some(logs) = self.logs.get() {
+            logs.flush().await;
         }
         match result {
             Ok(result) => serde_json::from_value::<CallToolResult>(serde_json::Value::Object(

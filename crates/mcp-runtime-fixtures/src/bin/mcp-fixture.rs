@@ -108,6 +108,10 @@ struct Args {
     /// Before answering a `tools/call` that asks for progress, report N steps
     #[arg(long, value_name = "N", default_value_t = 0)]
     progress_steps: usize,
+    /// Before answering a `tools/call`, log N messages (`notifications/message`),
+    /// `debug` and `warning` in turn
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    call_log_messages: usize,
     /// Fault: list a tool `padding` whose description is N bytes, so the
     /// `tools/list` answer is one line longer than N
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -352,6 +356,7 @@ impl Args {
             late_streams: self.late_streams,
             logging: self.logging,
             progress_steps: self.progress_steps,
+            call_log_messages: self.call_log_messages,
             echo_output_schema: self.echo_output_schema.clone(),
             call_result_bytes: self.call_result_bytes,
             experimental: self
