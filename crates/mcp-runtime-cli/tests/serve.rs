@@ -13,27 +13,28 @@ use crate::support::{fixture_server, stderr, stdout};
 #[test]
 fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("config.toml");
-    let slow_log = dir.path().join("slow.jsonl");
-    std::fs::write(
-        &config,
-        format!(
-            "[mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--resources\", \"--asks\", \"--progress-steps\", \"3\", \"--call-log-messages\", \"2\"]\n\n\
-             [mcp_servers.down]\ncommand = \"/nonexistent/server\"\n\n\
-             [mcp_servers.slow]\ncommand = {fixture:?}\n\
-             args = [\"--call-delay-ms\", \"600000\", \"--log\", {log:?}]\n",
-            fixture = fixture_server().to_str().unwrap(),
-            log = slow_log.to_str().unwrap(),
-        ),
-    )
-    .unwrap();
     for mode in ["legacy", "2026-07-28"] {
+        let config = dir.path().join(format!("{mode}.toml"));
+        let slow_log = dir.path().join(format!("slow-{mode}.jsonl"));
+        std::fs::write(
+            &config,
+            format!(
+                "[mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--resources\", \"--asks\", \"--progress-steps\", \"3\", \"--call-log-messages\", \"2\"]\n\n\
+                 [mcp_servers.down]\ncommand = \"/nonexistent/server\"\n\n\
+                 [mcp_servers.slow]\ncommand = {fixture:?}\n\
+                 args = [\"--call-delay-ms\", \"600000\", \"--log\", {log:?}]\n",
+                fixture = fixture_server().to_str().unwrap(),
+                log = slow_log.to_str().unwrap(),
+            ),
+        )
+        .unwrap();
         let output = std::process::Command::new(python_sdk("2.3.0"))
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve_client.py"))
             .args([
                 mode,
                 env!("CARGO_BIN_EXE_mcp-runtime"),
                 config.to_str().unwrap(),
+                slow_log.to_str().unwrap(),
             ])
             .env("HOME", dir.path())
             .env("CODEX_HOME", dir.path())
@@ -104,6 +105,15 @@ fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
         assert!(
             unknown.contains("mcp__up__echo"),
             "{mode}: the nearest name: {unknown}"
+        );
+        assert_eq!(
+            report["changed"], true,
+            "{mode}: the list change reached the client"
+        );
+        assert_eq!(report["added"], true, "{mode}: the new tool is listed");
+        assert_eq!(
+            report["cancelled"], true,
+            "{mode}: the cancellation reached the server"
         );
     }
 }

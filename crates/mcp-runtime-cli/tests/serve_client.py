@@ -9,10 +9,11 @@ reporting the log messages heard before that call returned. Starts BINARY
 `serve --config CONFIG` as a stdio server, lists its tools, calls `mcp__up__echo`
 (asking for its progress),
 a tool of a server that failed to start and an unknown tool, lists the resources and
-reads one and a URI nobody lists, and prints what it got as one JSON object. With SLOW_LOG (the message log of the server `slow`, whose calls
-never end), also adds a tool to `up` and waits for the list change, then cancels a
-call to `slow` once the log shows it arrived and waits for the log to show the
-cancellation.
+reads one and a URI nobody lists, and prints what it got as one JSON object. With
+SLOW_LOG (the message log of the server `slow`, whose calls never end), also adds a
+tool to `up` and waits for the list change (a notification, or an event of a listen
+stream under 2026-07-28), then cancels a call to `slow` once the log shows it arrived
+and waits for the log to show the cancellation.
 """
 import json
 import sys
@@ -119,10 +120,19 @@ async def main(mode, binary, config, slow_log=None):
         except Exception as error:  # the SDK raises the JSON-RPC error
             report["unknown"] = str(error)
         if slow_log is not None:
-            await client.call_tool("mcp__up__add_tool", {"name": "added"})
-            report["changed"] = await wait_until(
-                lambda: "notifications/tools/list_changed" in changes, True
-            )
+            if mode == "legacy":
+                await client.call_tool("mcp__up__add_tool", {"name": "added"})
+                report["changed"] = await wait_until(
+                    lambda: "notifications/tools/list_changed" in changes, True
+                )
+            else:
+                # A 2026-07-28 client hears of changes on a listen stream.
+                async with client.listen(tools_list_changed=True) as subscription:
+                    await client.call_tool("mcp__up__add_tool", {"name": "added"})
+                    with anyio.fail_after(20):
+                        async for _event in subscription:
+                            report["changed"] = True
+                            break
             listed = await client.list_tools()
             report["added"] = "mcp__up__added" in [tool.name for tool in listed.tools]
             async with anyio.create_task_group() as group:

@@ -19,8 +19,9 @@
 //!    `notifications/cancelled` for it.
 //! 4. Every change of the catalog (a server that joins late, restarts, or announces
 //!    new tools) reaches a handshake-era client as `notifications/tools/list_changed`,
-//!    for as long as the gateway serves it. (A 2026-07-28 client's listen stream is
-//!    not served yet.)
+//!    for as long as the gateway serves it, and a 2026-07-28 client on each of its
+//!    `subscriptions/listen` streams that asks for tool changes (the only category
+//!    accepted), for as long as the stream is open.
 //! 5. Nothing of the client's request but the tool's name and arguments goes
 //!    upstream: its `_meta` (protocol keys, progress token) is the client's
 //!    connection's, not the upstream's.
@@ -61,9 +62,9 @@ use rmcp::{
         JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
         ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
         ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResultType,
-        ServerCapabilities, ServerConfig, Tool,
+        ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
     },
-    service::{NotificationContext, RequestContext},
+    service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 use tokio::sync::OnceCell;
 use tokio_util::task::AbortOnDropHandle;
@@ -319,6 +320,33 @@ impl ServerHandler for Gateway {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) =
             Some(AbortOnDropHandle::new(announcer));
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // The catalog's changes are what the gateway follows (invariant 4).
+        let mut accepted = SubscriptionFilter::new();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        // Held for as long as the stream is open: the client's servers stay up.
+        let runtime = self.runtime(context.request_context()).await?;
+        let mut catalog = runtime.subscribe_catalog();
+        catalog.borrow_and_update();
+        loop {
+            tokio::select! {
+                changed = catalog.changed() => {
+                    if changed.is_err() || context.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+                () = context.cancelled() => return Ok(()),
+            }
+        }
     }
 
     async fn list_tools(

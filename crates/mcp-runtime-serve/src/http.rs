@@ -239,7 +239,13 @@ async fn handle(
         },
         false => None,
     };
-    let post = post.then(|| front.sessions.post());
+    // A listen stream stays open until the client closes it: it is not a call for
+    // shutdown to wait for.
+    let listens = request
+        .headers()
+        .get(MCP_METHOD)
+        .is_some_and(|method| method == "subscriptions/listen");
+    let post = (post && !listens).then(|| front.sessions.post());
     let mut in_use = session.map(|id| front.sessions.begin(id));
 
     let response = front.mcp.handle(request).await;
