@@ -9,7 +9,8 @@ reporting the log messages heard before that call returned. Starts BINARY
 `serve --config CONFIG` as a stdio server, lists its tools, calls `mcp__up__echo`
 (asking for its progress),
 a tool of a server that failed to start and an unknown tool, lists the resources and
-reads one and a URI nobody lists, and prints what it got as one JSON object. With
+reads one, subscribes to it and waits for its update (`resources/subscribe`, or a
+listen stream under 2026-07-28) after `bump`, reads a URI nobody lists, and prints what it got as one JSON object. With
 SLOW_LOG (the message log of the server `slow`, whose calls never end), also adds a
 tool to `up` and waits for the list change (a notification, or an event of a listen
 stream under 2026-07-28), then cancels a call to `slow` once the log shows it arrived
@@ -40,11 +41,19 @@ async def on_roots(context):
 
 
 def logged(path, method):
+    """How many messages of `method` the server logged; a line still being written
+    is not counted yet."""
+    count = 0
     try:
         with open(path) as f:
-            return sum(1 for line in f if json.loads(line).get("method") == method)
+            for line in f:
+                try:
+                    count += json.loads(line).get("method") == method
+                except json.JSONDecodeError:
+                    pass
     except FileNotFoundError:
-        return 0
+        pass
+    return count
 
 
 async def wait_until(check, what):
@@ -109,6 +118,23 @@ async def main(mode, binary, config, slow_log=None):
         report["resources"] = sorted(str(resource.uri) for resource in resources.resources)
         read = await client.read_resource("fixture://counter")
         report["counter"] = [getattr(content, "text", None) for content in read.contents]
+        # A subscribed resource's update reaches the client.
+        if mode == "legacy":
+            await client.subscribe_resource("fixture://counter")
+            await client.call_tool("mcp__up__bump", {})
+            report["updated"] = await wait_until(
+                lambda: "notifications/resources/updated" in changes, True
+            )
+        else:
+            async with client.listen(resource_subscriptions=["fixture://counter"]) as subscription:
+                events = subscription.__aiter__()
+                with anyio.fail_after(20):
+                    # The first says the subscription is in place (the resource may
+                    # have changed meanwhile), the second is the bump's.
+                    await events.__anext__()
+                    await client.call_tool("mcp__up__bump", {})
+                    await events.__anext__()
+                report["updated"] = True
         try:
             await client.read_resource("fixture://nothing")
             report["no_resource"] = "answered"

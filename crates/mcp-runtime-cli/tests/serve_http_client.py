@@ -116,11 +116,19 @@ async def refusals(url, token):
 
 
 def logged(path, method):
+    """How many messages of `method` the server logged; a line still being written
+    is not counted yet."""
+    count = 0
     try:
         with open(path) as f:
-            return sum(1 for line in f if json.loads(line).get("method") == method)
+            for line in f:
+                try:
+                    count += json.loads(line).get("method") == method
+                except json.JSONDecodeError:
+                    pass
     except FileNotFoundError:
-        return 0
+        pass
+    return count
 
 
 async def cancelled(url, token, mode, slow_log, before):

@@ -108,6 +108,8 @@ pub struct Behaviour {
     /// Before answering a `tools/call` that carries a progress token, report this
     /// many steps of progress (`1` to `N` of `N`, with a message each).
     pub progress_steps: usize,
+    /// How long to wait after each progress report (none when zero).
+    pub progress_interval: Duration,
     /// Before answering a `tools/call`, log this many messages, `debug` and
     /// `warning` in turn, each's data `"TOOL message I"`.
     pub call_log_messages: usize,
@@ -694,6 +696,7 @@ impl ServerHandler for Fixture {
                     .notify_progress(report)
                     .await
                     .map_err(|error| McpError::internal_error(error.to_string(), None))?;
+                delay(self.behaviour.progress_interval).await;
             }
         }
         let arguments = request.arguments.unwrap_or_default();

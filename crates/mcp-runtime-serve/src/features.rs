@@ -175,7 +175,7 @@ fn items<'a>(prompts: &'a [ServerPrompt], qualified: &'a [String]) -> Vec<Item<'
 }
 
 /// A server's failure to answer, as the client is told it.
-fn feature_error(error: &FeatureError) -> ErrorData {
+pub(crate) fn feature_error(error: &FeatureError) -> ErrorData {
     let message = mcp_runtime::error::chain(error);
     match error {
         FeatureError::NotFound { .. } | FeatureError::Ambiguous { .. } => {

@@ -18,10 +18,15 @@
 //!    stops waiting for the call, and the runtime sends the server
 //!    `notifications/cancelled` for it.
 //! 4. Every change of the catalog (a server that joins late, restarts, or announces
-//!    new tools) reaches a handshake-era client as `notifications/tools/list_changed`,
-//!    for as long as the gateway serves it, and a 2026-07-28 client on each of its
-//!    `subscriptions/listen` streams that asks for tool changes (the only category
-//!    accepted), for as long as the stream is open.
+//!    new tools), and every change a server reports of its resources or prompts,
+//!    reaches a handshake-era client as `notifications/*/list_changed` for as long as
+//!    the gateway serves it, and a 2026-07-28 client on each `subscriptions/listen`
+//!    stream that asks for that category, for as long as the stream is open. A
+//!    resource a client subscribes to (`resources/subscribe`, or a listen stream's
+//!    URIs) is subscribed to on its server, in the client's own runtime, and its
+//!    updates reach that client. A listen stream reports each of its URIs once when
+//!    its servers' subscriptions are in place, as it may have changed since the
+//!    stream was acknowledged.
 //! 5. Nothing of the client's request but the tool's name and arguments goes
 //!    upstream: its `_meta` (protocol keys, progress token) is the client's
 //!    connection's, not the upstream's.
@@ -51,8 +56,8 @@ use std::sync::{Arc, Mutex};
 
 use mcp_runtime::{
     CallAuthority, CallError, CallOptions, CapturedAuthority, Catalog, FeatureError, OnProgress,
-    Progress, Runtime, SANDBOX_STATE_CAPABILITY, SANDBOX_STATE_META_CAPABILITY, config::ToolNames,
-    host::HostHandlers,
+    Progress, Runtime, SANDBOX_STATE_CAPABILITY, SANDBOX_STATE_META_CAPABILITY, ServerChange,
+    config::ToolNames, host::HostHandlers,
 };
 use rmcp::{
     ErrorData, Peer, RoleServer, ServerHandler,
@@ -61,10 +66,11 @@ use rmcp::{
         CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation,
         JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
         ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-        ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResultType,
-        ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+        ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+        ResourceUpdatedNotificationParam, ResultType, ServerCapabilities, ServerConfig,
+        SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
     },
-    service::{NotificationContext, RequestContext, SubscriptionContext},
+    service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSendError},
 };
 use tokio::sync::OnceCell;
 use tokio_util::task::AbortOnDropHandle;
@@ -286,7 +292,10 @@ impl ServerHandler for Gateway {
             .enable_tools()
             .enable_tool_list_changed()
             .enable_resources()
+            .enable_resources_list_changed()
+            .enable_resources_subscribe()
             .enable_prompts()
+            .enable_prompts_list_changed()
             .enable_completions()
             .enable_logging()
             .build();
@@ -305,11 +314,38 @@ impl ServerHandler for Gateway {
             }
         };
         let mut catalog = runtime.subscribe_catalog();
+        // Subscribed before any `resources/subscribe` of the client: no update is missed.
+        let mut changes = runtime.changes();
         let peer = context.peer;
         let announcer = tokio::spawn(async move {
             catalog.borrow_and_update();
-            while catalog.changed().await.is_ok() {
-                if peer.notify_tool_list_changed().await.is_err() {
+            loop {
+                let sent = tokio::select! {
+                    changed = catalog.changed() => match changed {
+                        Ok(()) => peer.notify_tool_list_changed().await,
+                        Err(_) => return,
+                    },
+                    change = changes.recv() => match change {
+                        Ok(ServerChange::ResourcesChanged { .. }) => {
+                            peer.notify_resource_list_changed().await
+                        }
+                        Ok(ServerChange::PromptsChanged { .. }) => {
+                            peer.notify_prompt_list_changed().await
+                        }
+                        Ok(ServerChange::ResourceUpdated { uri, .. }) => {
+                            peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                                .await
+                        }
+                        Ok(_) => Ok(()),
+                        // Changes were missed: the lists may all have changed.
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                            let _ = peer.notify_resource_list_changed().await;
+                            peer.notify_prompt_list_changed().await
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    },
+                };
+                if sent.is_err() {
                     // The client is gone.
                     return;
                 }
@@ -326,10 +362,7 @@ impl ServerHandler for Gateway {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        // The catalog's changes are what the gateway follows (invariant 4).
-        let mut accepted = SubscriptionFilter::new();
-        accepted.tools_list_changed = requested.tools_list_changed;
-        Some(accepted)
+        Some(requested.clone())
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
@@ -337,16 +370,93 @@ impl ServerHandler for Gateway {
         let runtime = self.runtime(context.request_context()).await?;
         let mut catalog = runtime.subscribe_catalog();
         catalog.borrow_and_update();
-        loop {
-            tokio::select! {
-                changed = catalog.changed() => {
-                    if changed.is_err() || context.sink().notify_tool_list_changed().await.is_err() {
-                        return Ok(());
-                    }
-                }
-                () = context.cancelled() => return Ok(()),
+        let mut changes = runtime.changes();
+        let uris = context
+            .accepted()
+            .resource_subscriptions
+            .clone()
+            .unwrap_or_default();
+        for uri in &uris {
+            runtime
+                .subscribe_resource(uri, None)
+                .await
+                .map_err(|error| features::feature_error(&error))?;
+        }
+        let sink = context.sink();
+        // rmcp acknowledges the stream before this runs, and the servers' own
+        // subscriptions took a round trip more: an update in between was missed. Each
+        // URI is reported once as it may have changed, so the client reads it again.
+        for uri in &uris {
+            if sink.notify_resource_updated(uri.clone()).await.is_err() {
+                return Ok(());
             }
         }
+        loop {
+            let sent = tokio::select! {
+                changed = catalog.changed() => match changed {
+                    Ok(()) => sink.notify_tool_list_changed().await,
+                    Err(_) => break,
+                },
+                change = changes.recv() => match change {
+                    Ok(ServerChange::ResourcesChanged { .. }) => sink.notify_resource_list_changed().await,
+                    Ok(ServerChange::PromptsChanged { .. }) => sink.notify_prompt_list_changed().await,
+                    Ok(ServerChange::ResourceUpdated { uri, .. }) if uris.contains(&uri) => {
+                        sink.notify_resource_updated(uri).await
+                    }
+                    Ok(_) => Ok(()),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        let _ = sink.notify_resource_list_changed().await;
+                        sink.notify_prompt_list_changed().await
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                },
+                () = context.cancelled() => break,
+            };
+            // A category the client did not ask for is refused by the sink; a closed
+            // stream or a gone client ends the loop.
+            if let Err(
+                SubscriptionSendError::SubscriptionClosed | SubscriptionSendError::Service(_),
+            ) = sent
+            {
+                break;
+            }
+        }
+        for uri in &uris {
+            let _ = runtime.unsubscribe_resource(uri, None).await;
+        }
+        Ok(())
+    }
+
+    #[allow(
+        deprecated,
+        reason = "resources/subscribe is how handshake-era clients subscribe"
+    )]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.runtime(&context)
+            .await?
+            .subscribe_resource(&request.uri, None)
+            .await
+            .map_err(|error| features::feature_error(&error))
+    }
+
+    #[allow(
+        deprecated,
+        reason = "resources/unsubscribe is how handshake-era clients unsubscribe"
+    )]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.runtime(&context)
+            .await?
+            .unsubscribe_resource(&request.uri, None)
+            .await
+            .map_err(|error| features::feature_error(&error))
     }
 
     async fn list_tools(

@@ -259,6 +259,10 @@ async fn handle(
         tracing::info!(session = id, "a session opened");
         in_use = Some(front.sessions.begin(id.into()));
     }
+    let mut response = response;
+    if response.status().is_client_error() || response.status().is_server_error() {
+        close_after(&mut response);
+    }
     // The body holds the guards: the session is in use, and the POST in flight,
     // until the response has been sent or dropped.
     Ok(response.map(|body| {
@@ -298,9 +302,21 @@ async fn health(front: &Front) -> Response<Body> {
     response
 }
 
+/// Asks the client not to send another request on this connection: the refused
+/// request's body may be unread, and a request sent behind it would find the
+/// connection closed.
+fn close_after<B>(response: &mut Response<B>) {
+    response.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
+}
+
+/// A refusal (or a not-found) in plain text, the connection closed after it.
 fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
     *response.status_mut() = status;
+    close_after(&mut response);
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         header::HeaderValue::from_static("text/plain; charset=utf-8"),

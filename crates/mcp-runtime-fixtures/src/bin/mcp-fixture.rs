@@ -108,6 +108,9 @@ struct Args {
     /// Before answering a `tools/call` that asks for progress, report N steps
     #[arg(long, value_name = "N", default_value_t = 0)]
     progress_steps: usize,
+    /// Wait this long after each progress report, so that each is sent on its own
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    progress_interval_ms: u64,
     /// Before answering a `tools/call`, log N messages (`notifications/message`),
     /// `debug` and `warning` in turn
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -357,6 +360,7 @@ impl Args {
             logging: self.logging,
             progress_steps: self.progress_steps,
             call_log_messages: self.call_log_messages,
+            progress_interval: Duration::from_millis(self.progress_interval_ms),
             echo_output_schema: self.echo_output_schema.clone(),
             call_result_bytes: self.call_result_bytes,
             experimental: self
