@@ -212,6 +212,64 @@ fn sessions_past_the_bound_are_refused_and_idle_ones_end_with_their_servers() {
     assert!(terminate(&mut *guard.0).success());
 }
 
+/// A fault-matrix row of the gateway: a thousand sessions opened and abandoned, and a
+/// few more whose servers started, are all reclaimed once idle, their processes with
+/// them (the wait is bounded by the script).
+#[test]
+fn a_thousand_abandoned_sessions_are_all_reclaimed_with_their_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[serve]\nmax_sessions = 2000\nsession_idle_sec = 1\n\n\
+             [mcp_servers.up]\ncommand = {fixture:?}\n",
+            fixture = fixture_server().to_str().unwrap(),
+        ),
+    );
+    let (mut child, url) = gateway(&config, &[]);
+    let guard = KillOnDrop(&mut child);
+    let report = python(&["abandon", &url, "1000", "5"]);
+    assert_eq!(report["opened"], 1000, "{report}");
+    assert!(
+        report["sessions_at_most"].as_u64().unwrap() >= 5,
+        "{report}"
+    );
+    assert_eq!(report["reclaimed"]["sessions"], 0, "{report}");
+    assert_eq!(report["servers_left"], 0, "{report}");
+    assert!(terminate(&mut *guard.0).success());
+}
+
+/// A fault-matrix row of the gateway: one session's server exits mid-call; that call
+/// fails with the runtime's message, and another session's calls go on, on their own
+/// server.
+#[test]
+fn one_sessions_server_crashing_mid_call_fails_only_that_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--crash-tool\"]\n",
+            fixture = fixture_server().to_str().unwrap(),
+        ),
+    );
+    let (mut child, url) = gateway(&config, &[]);
+    let guard = KillOnDrop(&mut child);
+    let report = python(&["crash", &url]);
+    assert_eq!(report["crashed"]["is_error"], true, "{report}");
+    let text = report["crashed"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("up"),
+        "the runtime's message names the server: {text}"
+    );
+    assert_eq!(
+        report["echoes"],
+        json!((0..20).collect::<Vec<_>>()),
+        "{report}"
+    );
+    assert_eq!(report["steady_server_kept"], true, "{report}");
+    assert!(terminate(&mut *guard.0).success());
+}
+
 #[test]
 fn a_listener_others_can_reach_refuses_to_start_without_authentication() {
     let dir = tempfile::tempdir().unwrap();

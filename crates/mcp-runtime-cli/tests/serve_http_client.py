@@ -2,6 +2,8 @@
 
     python serve_http_client.py clients URL TOKEN UP_LOG SLOW_LOG
     python serve_http_client.py limits URL
+    python serve_http_client.py abandon URL BARE FULL
+    python serve_http_client.py crash URL
 
 `clients`: checks the listener's refusals with plain HTTP (no token, a wrong token, a
 foreign Origin or Host, an oversized body), reads `/healthz`, then runs SDK clients
@@ -16,6 +18,13 @@ for the server to be told.
 `limits` (a gateway with `max_sessions = 2`, `session_idle_sec = 1`): opens two
 sessions and leaves them without closing them, is refused a third, then waits for
 the idle sessions' upstream processes to end and opens one more.
+
+`abandon`: opens BARE sessions with `initialize` alone and FULL sessions whose
+servers start, leaves them, and waits until `/healthz` counts no session and every
+server process has ended.
+
+`crash`: one session calls `mcp__up__crash`, whose server exits mid-call, while
+another calls `mcp__up__echo` twenty times.
 
 Prints what it saw as one JSON object.
 """
@@ -198,9 +207,72 @@ async def limits(url):
     return report
 
 
+async def abandon(url, bare, full):
+    """Opens `bare` sessions with `initialize` alone and `full` sessions whose servers
+    start, leaves them all without closing them, then waits for the gateway to have
+    reclaimed every session and every server process."""
+    report = {}
+    health = url.replace("/mcp", "/healthz")
+    async with httpx2.AsyncClient(timeout=30) as http:
+        opened = 0
+        for start in range(0, bare, 50):
+            async def open_one():
+                nonlocal opened
+                r = await http.post(url, json=INITIALIZE, headers=ACCEPT)
+                opened += r.status_code == 200 and "mcp-session-id" in r.headers
+            async with anyio.create_task_group() as group:
+                for _ in range(start, min(start + 50, bare)):
+                    group.start_soon(open_one)
+        report["opened"] = opened
+    pids = []
+    for _ in range(full):
+        async with client(url, "legacy", terminate=False) as c:
+            pids.append((await c.call_tool("mcp__up__pid", {})).structured_content["pid"])
+    async with httpx2.AsyncClient(timeout=30) as http:
+        report["sessions_at_most"] = (await http.get(health)).json()["sessions"]
+        with anyio.fail_after(60):
+            while (await http.get(health)).json()["sessions"] > 0:
+                await anyio.sleep(0.1)
+            while any(alive(pid) for pid in pids):
+                await anyio.sleep(0.05)
+        report["reclaimed"] = (await http.get(health)).json()
+    report["servers_left"] = sum(alive(pid) for pid in pids)
+    return report
+
+
+async def crash(url):
+    """Two sessions: one's server crashes during a call while the other calls on."""
+    report = {}
+    async with client(url, "legacy") as crashing, client(url, "legacy") as steady:
+        before = (await steady.call_tool("mcp__up__pid", {})).structured_content["pid"]
+        echoes = []
+
+        async def call_on():
+            for index in range(20):
+                result = await steady.call_tool("mcp__up__echo", {"n": index})
+                echoes.append(result.structured_content["n"])
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(call_on)
+            crashed = await crashing.call_tool("mcp__up__crash", {})
+        report["crashed"] = {
+            "is_error": bool(crashed.is_error),
+            "text": " ".join(block.text for block in crashed.content if block.type == "text"),
+        }
+        report["echoes"] = echoes
+        report["steady_server_kept"] = (
+            await steady.call_tool("mcp__up__pid", {})
+        ).structured_content["pid"] == before
+    return report
+
+
 if __name__ == "__main__":
     command, url = sys.argv[1], sys.argv[2]
     if command == "clients":
         print(json.dumps(anyio.run(clients, url, *sys.argv[3:6])))
+    elif command == "crash":
+        print(json.dumps(anyio.run(crash, url)))
+    elif command == "abandon":
+        print(json.dumps(anyio.run(abandon, url, int(sys.argv[3]), int(sys.argv[4]))))
     else:
         print(json.dumps(anyio.run(limits, url)))

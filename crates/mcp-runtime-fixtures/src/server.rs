@@ -108,6 +108,8 @@ pub struct Behaviour {
     /// Before answering a `tools/call` that carries a progress token, report this
     /// many steps of progress (`1` to `N` of `N`, with a message each).
     pub progress_steps: usize,
+    /// List `crash`, whose call exits the process (status 3) while answering it.
+    pub crash_tool: bool,
     /// How long to wait after each progress report (none when zero).
     pub progress_interval: Duration,
     /// Before answering a `tools/call`, log this many messages, `debug` and
@@ -699,6 +701,9 @@ impl ServerHandler for Fixture {
                 delay(self.behaviour.progress_interval).await;
             }
         }
+        if self.behaviour.crash_tool && request.name == "crash" {
+            crate::fault::exit_with_stderr("tools/call crash", 3);
+        }
         let arguments = request.arguments.unwrap_or_default();
         let mut result = match request.name.as_ref() {
             "echo" => CallToolResult::structured(Value::Object(arguments)),
@@ -838,6 +843,13 @@ fn tools(behaviour: &Behaviour) -> Vec<Tool> {
     }
     if behaviour.future {
         tools.push(crate::future::marker_tool());
+    }
+    if behaviour.crash_tool {
+        tools.push(Tool::new(
+            "crash",
+            "Exit the fixture's process (status 3) while answering this call",
+            no_arguments.clone(),
+        ));
     }
     if behaviour.list_padding_bytes > 0 {
         tools.push(Tool::new(

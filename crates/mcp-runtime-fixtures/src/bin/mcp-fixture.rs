@@ -108,6 +108,9 @@ struct Args {
     /// Before answering a `tools/call` that asks for progress, report N steps
     #[arg(long, value_name = "N", default_value_t = 0)]
     progress_steps: usize,
+    /// List `crash`, whose call exits the process (status 3) while answering it
+    #[arg(long)]
+    crash_tool: bool,
     /// Wait this long after each progress report, so that each is sent on its own
     #[arg(long, value_name = "MS", default_value_t = 0)]
     progress_interval_ms: u64,
@@ -361,6 +364,7 @@ impl Args {
             progress_steps: self.progress_steps,
             call_log_messages: self.call_log_messages,
             progress_interval: Duration::from_millis(self.progress_interval_ms),
+            crash_tool: self.crash_tool,
             echo_output_schema: self.echo_output_schema.clone(),
             call_result_bytes: self.call_result_bytes,
             experimental: self
