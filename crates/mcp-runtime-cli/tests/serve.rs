@@ -298,3 +298,51 @@ fn a_clients_sandbox_state_reaches_exactly_the_servers_that_ask_and_a_launcher_o
         );
     }
 }
+
+#[test]
+fn a_large_catalog_is_listed_page_by_page_in_name_order_in_both_eras() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[mcp_servers.many]\ncommand = {:?}\nargs = [\"--tools\", \"1200\"]\n",
+            fixture_server().to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    for mode in ["legacy", "2026-07-28"] {
+        let output = std::process::Command::new(python_sdk("2.3.0"))
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve_paging_client.py"))
+            .args([
+                mode,
+                env!("CARGO_BIN_EXE_mcp-runtime"),
+                config.to_str().unwrap(),
+            ])
+            .env("HOME", dir.path())
+            .env("CODEX_HOME", dir.path())
+            .env("XDG_CACHE_HOME", "/dev/null/no-cache")
+            .env_remove("MCP_RUNTIME_LOG")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{mode}: {}", stderr(&output));
+        let report: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+        let names: Vec<&str> = report["names"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|name| name.as_str().unwrap())
+            .collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(names, sorted, "{mode}: every tool once, in name order");
+        assert!(names.len() > 1200, "{mode}: {}", names.len());
+        let pages = report["pages"].as_array().unwrap();
+        assert_eq!(pages.len(), names.len().div_ceil(500), "{mode}: {pages:?}");
+        assert!(
+            pages.iter().all(|page| page.as_u64().unwrap() <= 500),
+            "{mode}"
+        );
+    }
+}

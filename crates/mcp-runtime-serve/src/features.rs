@@ -23,8 +23,9 @@ use rmcp::{
 
 use crate::names::{self, Item};
 
-/// The servers' prompts under the names the client sees (invariant 1).
-pub(crate) async fn list(runtime: &Runtime, names: ToolNames) -> Vec<Prompt> {
+/// The servers' prompts under the names the client sees (invariant 1), each with its
+/// key for [`crate::paging`].
+pub(crate) async fn list(runtime: &Runtime, names: ToolNames) -> Vec<(String, Prompt)> {
     let listed = runtime.prompts().await;
     log_failures(&listed.failures);
     let qualified = qualified(&listed.prompts);
@@ -37,7 +38,10 @@ pub(crate) async fn list(runtime: &Runtime, names: ToolNames) -> Vec<Prompt> {
         .map(|(entry, shown)| {
             let mut prompt = entry.prompt.clone();
             prompt.name = shown.to_owned();
-            prompt
+            (
+                crate::paging::server_key(&entry.server, &entry.prompt.name),
+                prompt,
+            )
         })
         .collect()
 }

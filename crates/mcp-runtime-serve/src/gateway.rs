@@ -30,7 +30,8 @@
 //! 5. Nothing of the client's request but the tool's name and arguments goes
 //!    upstream: its `_meta` (protocol keys, progress token) is the client's
 //!    connection's, not the upstream's.
-//! 6. Prompts are named like tools and completion is routed by its reference
+//! 6. Every list is served a page at a time in a stable order ([`crate::paging`]).
+//!    Prompts are named like tools and completion is routed by its reference
 //!    ([`crate::features`]). Resources keep their URIs: `resources/list` and `resources/templates/list` are
 //!    every running server's, in server-name order (a server whose list fails is
 //!    left out and logged), and `resources/read` goes to the one server that lists
@@ -76,7 +77,7 @@ use tokio::sync::OnceCell;
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::{
-    features, names,
+    features, names, paging,
     upstreams::{ClientKey, Held, Upstreams},
 };
 
@@ -219,6 +220,13 @@ fn tool_items(catalog: &Catalog) -> Vec<names::Item<'_>> {
             qualified: &tool.qualified_name,
         })
         .collect()
+}
+
+/// The cursor a list request continues from.
+fn cursor(request: &Option<PaginatedRequestParams>) -> Option<&str> {
+    request
+        .as_ref()
+        .and_then(|request| request.cursor.as_deref())
 }
 
 /// Who a sessionless request's client is, for its upstream connections.
@@ -461,45 +469,55 @@ impl ServerHandler for Gateway {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let runtime = self.runtime(&context).await?;
-        Ok(ListToolsResult::with_all_items(
-            self.tools(&runtime.catalog()),
-        ))
+        let catalog = runtime.catalog();
+        let tools: Vec<(String, Tool)> = catalog
+            .tools()
+            .map(|tool| tool.qualified_name.to_string())
+            .zip(self.tools(&catalog))
+            .collect();
+        let (page, next) = paging::page(tools, cursor(&request), |(key, _)| key.clone());
+        let mut result =
+            ListToolsResult::with_all_items(page.into_iter().map(|(_, tool)| tool).collect());
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let listed = self.runtime(&context).await?.resources().await;
         features::log_failures(&listed.failures);
-        Ok(ListResourcesResult::with_all_items(
-            listed
-                .resources
-                .into_iter()
-                .map(|entry| entry.resource)
-                .collect(),
-        ))
+        let (page, next) = paging::page(listed.resources, cursor(&request), |entry| {
+            paging::server_key(&entry.server, &entry.resource.uri)
+        });
+        let mut result = ListResourcesResult::with_all_items(
+            page.into_iter().map(|entry| entry.resource).collect(),
+        );
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let listed = self.runtime(&context).await?.resources().await;
         features::log_failures(&listed.failures);
-        Ok(ListResourceTemplatesResult::with_all_items(
-            listed
-                .templates
-                .into_iter()
-                .map(|entry| entry.template)
-                .collect(),
-        ))
+        let (page, next) = paging::page(listed.templates, cursor(&request), |entry| {
+            paging::server_key(&entry.server, &entry.template.uri_template)
+        });
+        let mut result = ListResourceTemplatesResult::with_all_items(
+            page.into_iter().map(|entry| entry.template).collect(),
+        );
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn read_resource(
@@ -551,13 +569,16 @@ impl ServerHandler for Gateway {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let runtime = self.runtime(&context).await?;
-        Ok(ListPromptsResult::with_all_items(
-            features::list(&runtime, self.tool_names).await,
-        ))
+        let prompts = features::list(&runtime, self.tool_names).await;
+        let (page, next) = paging::page(prompts, cursor(&request), |(key, _)| key.clone());
+        let mut result =
+            ListPromptsResult::with_all_items(page.into_iter().map(|(_, prompt)| prompt).collect());
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn get_prompt(

@@ -16,6 +16,7 @@ mod forward;
 mod gateway;
 pub mod http;
 mod names;
+mod paging;
 mod principal;
 mod upstreams;
 
