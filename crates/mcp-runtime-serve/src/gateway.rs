@@ -623,15 +623,25 @@ impl ServerHandler for Gateway {
         let runtime = self.runtime(&context).await?;
         let catalog = runtime.catalog();
         let name = self.qualified(&catalog, &request.name);
+        let started = std::time::Instant::now();
         let call = runtime.call_tool_with(name, request.arguments, options);
         // rmcp cancels the token when the client cancels the call, but does not stop
         // the handler: dropping the call here is what reaches the server (invariant 3).
         let result = tokio::select! {
             result = call => result,
             () = context.ct.cancelled() => {
+                tracing::info!(tool = name, elapsed = ?started.elapsed(), "a call was cancelled by its client");
                 return Err(ErrorData::internal_error("the client cancelled the call", None));
             }
         };
+        // The name and the outcome, never the arguments or the result (they may hold
+        // what the model was told or the server sent).
+        match &result {
+            Ok(_) => tracing::info!(tool = name, elapsed = ?started.elapsed(), "a call answered"),
+            Err(error) => {
+                tracing::info!(tool = name, elapsed = ?started.elapsed(), error = %mcp_runtime::error::chain(error), "a call failed");
+            }
+        }
         // The call and its progress callback are gone: the forwarder sends what is
         // left and ends, before the result goes out (invariant 7); so do the log
         // messages the servers sent before it.
