@@ -6,9 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use mcp_runtime_fixtures::testing::python_sdk;
-
-use crate::support::{fixture_server, stderr, stdout};
+use crate::support::{fixture_server, python_client, report_of};
 
 #[test]
 fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
@@ -28,22 +26,14 @@ fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
             ),
         )
         .unwrap();
-        let output = std::process::Command::new(python_sdk("2.3.0"))
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve_client.py"))
-            .args([
-                mode,
-                env!("CARGO_BIN_EXE_mcp-runtime"),
-                config.to_str().unwrap(),
-                slow_log.to_str().unwrap(),
-            ])
-            .env("HOME", dir.path())
-            .env("CODEX_HOME", dir.path())
-            .env("XDG_CACHE_HOME", "/dev/null/no-cache")
-            .env_remove("MCP_RUNTIME_LOG")
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{mode}: {}", stderr(&output));
-        let report: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+        let mut client = python_client("serve_client.py");
+        client.args([
+            mode,
+            env!("CARGO_BIN_EXE_mcp-runtime"),
+            config.to_str().unwrap(),
+            slow_log.to_str().unwrap(),
+        ]);
+        let report = report_of(client, mode);
         let tools = report["tools"].as_array().unwrap();
         assert!(tools.contains(&json!("mcp__up__echo")), "{mode}: {tools:?}");
         assert!(
@@ -135,26 +125,14 @@ fn prompts_and_completions_reach_their_server_under_either_naming_in_both_eras()
         )
         .unwrap();
         for mode in ["legacy", "2026-07-28"] {
-            let output = std::process::Command::new(python_sdk("2.3.0"))
-                .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve_prompts_client.py"))
-                .args([
-                    mode,
-                    names,
-                    env!("CARGO_BIN_EXE_mcp-runtime"),
-                    config.to_str().unwrap(),
-                ])
-                .env("HOME", dir.path())
-                .env("CODEX_HOME", dir.path())
-                .env("XDG_CACHE_HOME", "/dev/null/no-cache")
-                .env_remove("MCP_RUNTIME_LOG")
-                .output()
-                .unwrap();
-            assert!(
-                output.status.success(),
-                "{names} {mode}: {}",
-                stderr(&output)
-            );
-            let report: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+            let mut client = python_client("serve_prompts_client.py");
+            client.args([
+                mode,
+                names,
+                env!("CARGO_BIN_EXE_mcp-runtime"),
+                config.to_str().unwrap(),
+            ]);
+            let report = report_of(client, &format!("{names} {mode}"));
             let prompts = match names {
                 "qualified" => json!([
                     "mcp__every__args_prompt",
@@ -229,7 +207,6 @@ fn a_clients_sandbox_state_reaches_exactly_the_servers_that_ask_and_a_launcher_o
             ),
         )
         .unwrap();
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve_sandbox_client.py");
         let mut gateway = None;
         let args: Vec<String> = match transport {
             "stdio" => vec![
@@ -242,20 +219,10 @@ fn a_clients_sandbox_state_reaches_exactly_the_servers_that_ask_and_a_launcher_o
                 vec![url]
             }
         };
-        let output = std::process::Command::new(python_sdk("2.3.0"))
-            .arg(&script)
-            .arg(transport)
-            .args(&args)
-            .arg(&launcher)
-            .env("HOME", dir.path())
-            .env("CODEX_HOME", dir.path())
-            .env("XDG_CACHE_HOME", "/dev/null/no-cache")
-            .env_remove("MCP_RUNTIME_LOG")
-            .output()
-            .unwrap();
+        let mut client = python_client("serve_sandbox_client.py");
+        client.arg(transport).args(&args).arg(&launcher);
+        let report = report_of(client, transport);
         drop(gateway);
-        assert!(output.status.success(), "{transport}: {}", stderr(&output));
-        let report: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
         assert_eq!(
             report["experimental"],
             json!(["codex/sandbox-state", "codex/sandbox-state-meta"]),
@@ -312,21 +279,13 @@ fn a_large_catalog_is_listed_page_by_page_in_name_order_in_both_eras() {
     )
     .unwrap();
     for mode in ["legacy", "2026-07-28"] {
-        let output = std::process::Command::new(python_sdk("2.3.0"))
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve_paging_client.py"))
-            .args([
-                mode,
-                env!("CARGO_BIN_EXE_mcp-runtime"),
-                config.to_str().unwrap(),
-            ])
-            .env("HOME", dir.path())
-            .env("CODEX_HOME", dir.path())
-            .env("XDG_CACHE_HOME", "/dev/null/no-cache")
-            .env_remove("MCP_RUNTIME_LOG")
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{mode}: {}", stderr(&output));
-        let report: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+        let mut client = python_client("serve_paging_client.py");
+        client.args([
+            mode,
+            env!("CARGO_BIN_EXE_mcp-runtime"),
+            config.to_str().unwrap(),
+        ]);
+        let report = report_of(client, mode);
         let names: Vec<&str> = report["names"]
             .as_array()
             .unwrap()

@@ -21,6 +21,7 @@ import sys
 
 import anyio
 from mcp import Client, types
+from serve_common import logged, wait_until
 from mcp.client.stdio import StdioServerParameters
 
 
@@ -38,29 +39,6 @@ async def on_sample(context, params):
 
 async def on_roots(context):
     return types.ListRootsResult(roots=[types.Root(uri="file:///client/root", name="client root")])
-
-
-def logged(path, method):
-    """How many messages of `method` the server logged; a line still being written
-    is not counted yet."""
-    count = 0
-    try:
-        with open(path) as f:
-            for line in f:
-                try:
-                    count += json.loads(line).get("method") == method
-                except json.JSONDecodeError:
-                    pass
-    except FileNotFoundError:
-        pass
-    return count
-
-
-async def wait_until(check, what):
-    with anyio.fail_after(20, shield=False):
-        while not check():
-            await anyio.sleep(0.02)
-    return what
 
 
 async def main(mode, binary, config, slow_log=None):

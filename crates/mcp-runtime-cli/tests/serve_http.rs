@@ -11,9 +11,9 @@ use std::{
 
 use serde_json::{Value, json};
 
-use mcp_runtime_fixtures::testing::{python_sdk, wait_for_exit};
+use mcp_runtime_fixtures::testing::wait_for_exit;
 
-use crate::support::{cli, fixture_server, stdout};
+use crate::support::{cli, fixture_server, python_client, report_of};
 
 /// The gateway, started on a free loopback port with `config`; its endpoint's URL.
 pub(crate) fn gateway(config: &Path, env: &[(&str, &str)]) -> (Child, String) {
@@ -39,17 +39,9 @@ pub(crate) fn gateway(config: &Path, env: &[(&str, &str)]) -> (Child, String) {
 }
 
 fn python(args: &[&str]) -> Value {
-    let output = std::process::Command::new(python_sdk("2.3.0"))
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve_http_client.py"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(stdout(&output).trim()).unwrap()
+    let mut client = python_client("serve_http_client.py");
+    client.args(args);
+    report_of(client, args[0])
 }
 
 /// A gateway that is killed if the test ends before it does.
@@ -312,26 +304,11 @@ fn up_config(dir: &Path, auth: bool) -> PathBuf {
 }
 
 fn ts_client(args: &[&str]) -> Value {
-    let output = std::process::Command::new("node")
+    let mut client = std::process::Command::new("node");
+    client
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve_ts_client.mjs"))
-        .args(args)
-        .env(
-            "HOME",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-empty-home"),
-        )
-        .env(
-            "CODEX_HOME",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-empty-home"),
-        )
-        .env("XDG_CACHE_HOME", "/dev/null/no-cache")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(stdout(&output).trim()).unwrap()
+        .args(args);
+    report_of(client, args[0])
 }
 
 /// Takes out the progress the TypeScript client saw: both reports. The SDK (1.32.2)
@@ -379,28 +356,12 @@ fn the_typescript_sdk_client_lists_calls_and_answers_over_stdio_and_http() {
 fn inspector(args: &[&str]) -> Value {
     let build = mcp_runtime_fixtures::testing::peers_dir()
         .join("node_modules/@modelcontextprotocol/inspector-cli/build");
-    let output = std::process::Command::new("node")
+    let mut client = std::process::Command::new("node");
+    client
         .arg(build.join("index.js"))
         .args(args)
-        .current_dir(&build)
-        .env(
-            "HOME",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-empty-home"),
-        )
-        .env(
-            "CODEX_HOME",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-empty-home"),
-        )
-        .env("XDG_CACHE_HOME", "/dev/null/no-cache")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(stdout(&output).trim()).unwrap()
+        .current_dir(&build);
+    report_of(client, "inspector")
 }
 
 #[test]

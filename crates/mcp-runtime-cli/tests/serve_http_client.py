@@ -34,6 +34,7 @@ import sys
 import anyio
 import httpx2
 from mcp import Client, types
+from serve_common import logged
 from mcp.client.streamable_http import streamable_http_client
 
 INITIALIZE = {
@@ -122,22 +123,6 @@ async def refusals(url, token):
         r = await http.get(url.replace("/mcp", "/other"), headers=auth)
         seen["other_path"] = r.status_code
     return seen
-
-
-def logged(path, method):
-    """How many messages of `method` the server logged; a line still being written
-    is not counted yet."""
-    count = 0
-    try:
-        with open(path) as f:
-            for line in f:
-                try:
-                    count += json.loads(line).get("method") == method
-                except json.JSONDecodeError:
-                    pass
-    except FileNotFoundError:
-        pass
-    return count
 
 
 async def cancelled(url, token, mode, slow_log, before):

@@ -12,6 +12,12 @@ use std::{
 /// directory cannot be written, so no protocol era is kept from one run to the next
 /// (each run probes); a test of the cache sets `XDG_CACHE_HOME` itself.
 pub fn cli() -> Command {
+    isolated(Command::new(env!("CARGO_BIN_EXE_mcp-runtime")))
+}
+
+/// `command` with the environment [`cli`] gives the binary, which the binary it
+/// starts (a client's `mcp-runtime serve`) inherits.
+pub fn isolated(mut command: Command) -> Command {
     let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-empty-home");
     std::fs::create_dir_all(&home).unwrap();
     assert!(
@@ -19,13 +25,36 @@ pub fn cli() -> Command {
         "{} must stay empty",
         home.display()
     );
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-runtime"));
     command
         .env("HOME", &home)
         .env("CODEX_HOME", &home)
         .env("XDG_CACHE_HOME", "/dev/null/no-cache")
         .env_remove("MCP_RUNTIME_LOG");
     command
+}
+
+/// A client script of `tests/` run by the pinned Python SDK's interpreter.
+pub fn python_client(script: &str) -> Command {
+    let mut command = Command::new(mcp_runtime_fixtures::testing::python_sdk("2.3.0"));
+    command.arg(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests")
+            .join(script),
+    );
+    command
+}
+
+/// What a client run isolated ([`isolated`]) printed, as JSON; `what` names the run
+/// when it fails.
+pub fn report_of(command: Command, what: &str) -> serde_json::Value {
+    let output = isolated(command).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout(&output).trim()).unwrap()
 }
 
 pub fn stdout(output: &Output) -> String {
