@@ -217,7 +217,12 @@ impl PerClient {
     async fn start(&self, handlers: HostHandlers) -> Result<Arc<Runtime>, StartError> {
         let options = self.options.clone().with_host(handlers);
         let runtime = Arc::new(Runtime::start(self.config.clone(), options).await?);
-        lock(&self.running).push(Arc::downgrade(&runtime));
+        let mut running = lock(&self.running);
+        // The ended ones go as each new one comes, so the list stays as long as the
+        // runtimes alive, however many sessions came and went.
+        running.retain(|runtime| runtime.strong_count() > 0);
+        running.push(Arc::downgrade(&runtime));
+        drop(running);
         Ok(runtime)
     }
 }
