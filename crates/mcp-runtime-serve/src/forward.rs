@@ -21,7 +21,10 @@
     reason = "rmcp marks sampling, roots and logging deprecated (SEP-2577); clients of the handshake revisions still use them"
 )]
 
-use std::sync::{Arc, Mutex};
+use std::sync::{
+    Arc, Mutex,
+    atomic::{AtomicUsize, Ordering},
+};
 
 use mcp_runtime::host::{
     Elicitation, ElicitationModes, HandlerFuture, HostHandlers, Logs, Root, Roots, Sampling,
@@ -194,7 +197,12 @@ pub(crate) type ClientLevel = Arc<Mutex<Option<LoggingLevel>>>;
 
 /// A session's servers' log messages on their way to its client (invariant 3).
 #[derive(Clone)]
-pub(crate) struct LogQueue(mpsc::UnboundedSender<Queued>);
+pub(crate) struct LogQueue {
+    sender: mpsc::UnboundedSender<Queued>,
+    /// Messages queued and not yet sent (or dropped): a flush with none waits for
+    /// nothing, so a call in a session whose servers log nothing pays nothing.
+    pending: Arc<AtomicUsize>,
+}
 
 enum Queued {
     Message(String, LoggingMessageNotificationParam),
@@ -206,23 +214,15 @@ impl LogQueue {
     /// queue and its clones are gone.
     pub(crate) fn new(peer: Peer<RoleServer>, level: ClientLevel) -> Self {
         let (sender, mut queued) = mpsc::unbounded_channel();
+        let pending = Arc::new(AtomicUsize::new(0));
+        let sent = pending.clone();
         tokio::spawn(async move {
             while let Some(item) = queued.recv().await {
                 match item {
-                    Queued::Message(server, mut message) => {
-                        let wanted =
-                            lock(&level).is_none_or(|least| rank(message.level) >= rank(least));
-                        if !wanted {
-                            continue;
-                        }
-                        message.logger = Some(match message.logger {
-                            Some(logger) => format!("{server}/{logger}"),
-                            None => server,
-                        });
-                        let notification = ServerNotification::LoggingMessageNotification(
-                            LoggingMessageNotification::new(message),
-                        );
-                        if peer.send_notification(notification).await.is_err() {
+                    Queued::Message(server, message) => {
+                        let delivered = deliver(&peer, &level, server, message).await;
+                        sent.fetch_sub(1, Ordering::AcqRel);
+                        if !delivered {
                             // The client is gone.
                             return;
                         }
@@ -233,21 +233,52 @@ impl LogQueue {
                 }
             }
         });
-        Self(sender)
+        Self { sender, pending }
     }
 
     /// Returns once every message queued so far has been sent (or dropped).
     pub(crate) async fn flush(&self) {
+        if self.pending.load(Ordering::Acquire) == 0 {
+            return;
+        }
         let (flushed, sent) = oneshot::channel();
-        if self.0.send(Queued::Flush(flushed)).is_ok() {
+        if self.sender.send(Queued::Flush(flushed)).is_ok() {
             let _ = sent.await;
         }
     }
 }
 
+/// Sends `message` of `server` to `peer` unless less severe than the client's
+/// `level`; whether the client is still there.
+async fn deliver(
+    peer: &Peer<RoleServer>,
+    level: &ClientLevel,
+    server: String,
+    mut message: LoggingMessageNotificationParam,
+) -> bool {
+    if !lock(level).is_none_or(|least| rank(message.level) >= rank(least)) {
+        return true;
+    }
+    message.logger = Some(match message.logger {
+        Some(logger) => format!("{server}/{logger}"),
+        None => server,
+    });
+    let notification =
+        ServerNotification::LoggingMessageNotification(LoggingMessageNotification::new(message));
+    peer.send_notification(notification).await.is_ok()
+}
+
 impl Logs for LogQueue {
     fn log(&self, server: &str, message: LoggingMessageNotificationParam) {
-        let _ = self.0.send(Queued::Message(server.to_owned(), message));
+        // Counted before it is queued: a flush that follows waits for it.
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        if self
+            .sender
+            .send(Queued::Message(server.to_owned(), message))
+            .is_err()
+        {
+            self.pending.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 

@@ -73,7 +73,7 @@ use rmcp::{
     },
     service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSendError},
 };
-use tokio::sync::OnceCell;
+use tokio::sync::{OnceCell, mpsc::UnboundedReceiver};
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::{
@@ -222,6 +222,38 @@ fn tool_items(catalog: &Catalog) -> Vec<names::Item<'_>> {
         .collect()
 }
 
+/// What a client is told of a change in its runtime.
+enum Notice {
+    Tools,
+    Resources,
+    Prompts,
+    Updated(String),
+}
+
+/// What to tell of the runtime's next change (invariant 4): of its catalog, or one
+/// its servers reported; when changes were missed, that every list may have changed.
+/// `None` once the runtime is gone.
+async fn next_notices(
+    catalog: &mut tokio::sync::watch::Receiver<Arc<Catalog>>,
+    changes: &mut tokio::sync::broadcast::Receiver<ServerChange>,
+) -> Option<Vec<Notice>> {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let notices = tokio::select! {
+            changed = catalog.changed() => vec![changed.ok().map(|()| Notice::Tools)?],
+            change = changes.recv() => match change {
+                Ok(ServerChange::ResourcesChanged { .. }) => vec![Notice::Resources],
+                Ok(ServerChange::PromptsChanged { .. }) => vec![Notice::Prompts],
+                Ok(ServerChange::ResourceUpdated { uri, .. }) => vec![Notice::Updated(uri)],
+                Ok(_) => continue,
+                Err(RecvError::Lagged(_)) => vec![Notice::Resources, Notice::Prompts],
+                Err(RecvError::Closed) => return None,
+            },
+        };
+        return Some(notices);
+    }
+}
+
 /// The cursor a list request continues from.
 fn cursor(request: &Option<PaginatedRequestParams>) -> Option<&str> {
     request
@@ -327,35 +359,21 @@ impl ServerHandler for Gateway {
         let peer = context.peer;
         let announcer = tokio::spawn(async move {
             catalog.borrow_and_update();
-            loop {
-                let sent = tokio::select! {
-                    changed = catalog.changed() => match changed {
-                        Ok(()) => peer.notify_tool_list_changed().await,
-                        Err(_) => return,
-                    },
-                    change = changes.recv() => match change {
-                        Ok(ServerChange::ResourcesChanged { .. }) => {
-                            peer.notify_resource_list_changed().await
-                        }
-                        Ok(ServerChange::PromptsChanged { .. }) => {
-                            peer.notify_prompt_list_changed().await
-                        }
-                        Ok(ServerChange::ResourceUpdated { uri, .. }) => {
+            while let Some(notices) = next_notices(&mut catalog, &mut changes).await {
+                for notice in notices {
+                    let sent = match notice {
+                        Notice::Tools => peer.notify_tool_list_changed().await,
+                        Notice::Resources => peer.notify_resource_list_changed().await,
+                        Notice::Prompts => peer.notify_prompt_list_changed().await,
+                        Notice::Updated(uri) => {
                             peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
                                 .await
                         }
-                        Ok(_) => Ok(()),
-                        // Changes were missed: the lists may all have changed.
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                            let _ = peer.notify_resource_list_changed().await;
-                            peer.notify_prompt_list_changed().await
-                        }
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                    },
-                };
-                if sent.is_err() {
-                    // The client is gone.
-                    return;
+                    };
+                    if sent.is_err() {
+                        // The client is gone.
+                        return;
+                    }
                 }
             }
         });
@@ -399,34 +417,32 @@ impl ServerHandler for Gateway {
                 return Ok(());
             }
         }
-        loop {
-            let sent = tokio::select! {
-                changed = catalog.changed() => match changed {
-                    Ok(()) => sink.notify_tool_list_changed().await,
-                    Err(_) => break,
-                },
-                change = changes.recv() => match change {
-                    Ok(ServerChange::ResourcesChanged { .. }) => sink.notify_resource_list_changed().await,
-                    Ok(ServerChange::PromptsChanged { .. }) => sink.notify_prompt_list_changed().await,
-                    Ok(ServerChange::ResourceUpdated { uri, .. }) if uris.contains(&uri) => {
-                        sink.notify_resource_updated(uri).await
-                    }
-                    Ok(_) => Ok(()),
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        let _ = sink.notify_resource_list_changed().await;
-                        sink.notify_prompt_list_changed().await
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+        'stream: loop {
+            let notices = tokio::select! {
+                notices = next_notices(&mut catalog, &mut changes) => match notices {
+                    Some(notices) => notices,
+                    None => break,
                 },
                 () = context.cancelled() => break,
             };
-            // A category the client did not ask for is refused by the sink; a closed
-            // stream or a gone client ends the loop.
-            if let Err(
-                SubscriptionSendError::SubscriptionClosed | SubscriptionSendError::Service(_),
-            ) = sent
-            {
-                break;
+            for notice in notices {
+                let sent = match notice {
+                    Notice::Tools => sink.notify_tool_list_changed().await,
+                    Notice::Resources => sink.notify_resource_list_changed().await,
+                    Notice::Prompts => sink.notify_prompt_list_changed().await,
+                    Notice::Updated(uri) if uris.contains(&uri) => {
+                        sink.notify_resource_updated(uri).await
+                    }
+                    Notice::Updated(_) => Ok(()),
+                };
+                // A category the client did not ask for is refused by the sink; a
+                // closed stream or a gone client ends the loop.
+                if let Err(
+                    SubscriptionSendError::SubscriptionClosed | SubscriptionSendError::Service(_),
+                ) = sent
+                {
+                    break 'stream;
+                }
             }
         }
         for uri in &uris {
@@ -605,17 +621,17 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let mut options = CallOptions::new();
-        let mut forwarder = None;
-        if let Some(token) = context.meta.get_progress_token() {
-            let (reports, received) = tokio::sync::mpsc::unbounded_channel();
+        // The reports go through a channel read by this task, between the call's own
+        // polls: no task is spawned per call (invariant 7).
+        let token = context.meta.get_progress_token();
+        let mut reports = None;
+        if token.is_some() {
+            let (sender, received) = tokio::sync::mpsc::unbounded_channel();
             options = options.with_progress(OnProgress::new(move |report| {
                 // The receiver lives until the call has ended.
-                let _ = reports.send(report);
+                let _ = sender.send(report);
             }));
-            let peer = context.peer.clone();
-            forwarder = Some(AbortOnDropHandle::new(tokio::spawn(forward_progress(
-                peer, token, received,
-            ))));
+            reports = Some(received);
         }
         if let Some(authority) = authority(&context)? {
             options = options.with_authority(authority);
@@ -625,13 +641,19 @@ impl ServerHandler for Gateway {
         let name = self.qualified(&catalog, &request.name);
         let started = std::time::Instant::now();
         let call = runtime.call_tool_with(name, request.arguments, options);
+        tokio::pin!(call);
         // rmcp cancels the token when the client cancels the call, but does not stop
         // the handler: dropping the call here is what reaches the server (invariant 3).
-        let result = tokio::select! {
-            result = call => result,
-            () = context.ct.cancelled() => {
-                tracing::info!(tool = name, elapsed = ?started.elapsed(), "a call was cancelled by its client");
-                return Err(ErrorData::internal_error("the client cancelled the call", None));
+        let result = loop {
+            tokio::select! {
+                result = &mut call => break result,
+                Some(report) = next_report(&mut reports) => {
+                    forward_progress(&context.peer, token.as_ref(), report).await;
+                }
+                () = context.ct.cancelled() => {
+                    tracing::info!(tool = name, elapsed = ?started.elapsed(), "a call was cancelled by its client");
+                    return Err(ErrorData::internal_error("the client cancelled the call", None));
+                }
             }
         };
         // The name and the outcome, never the arguments or the result (they may hold
@@ -642,11 +664,12 @@ impl ServerHandler for Gateway {
                 tracing::info!(tool = name, elapsed = ?started.elapsed(), error = %mcp_runtime::error::chain(error), "a call failed");
             }
         }
-        // The call and its progress callback are gone: the forwarder sends what is
-        // left and ends, before the result goes out (invariant 7); so do the log
-        // messages the servers sent before it.
-        if let Some(forwarder) = forwarder {
-            let _ = forwarder.await;
+        // Every report the server sent before its answer is in the channel by now:
+        // they go out before the result (invariant 7); so do the log messages.
+        if let Some(received) = &mut reports {
+            while let Ok(report) = received.try_recv() {
+                forward_progress(&context.peer, token.as_ref(), report).await;
+            }
         }
         if let Some(logs) = self.logs.get() {
             logs.flush().await;
@@ -679,20 +702,27 @@ impl ServerHandler for Gateway {
     }
 }
 
-/// Sends the client each of a call's progress `reports` under its own `token`, until
-/// the call has ended (invariant 7).
-async fn forward_progress(
-    peer: Peer<RoleServer>,
-    token: ProgressToken,
-    mut reports: tokio::sync::mpsc::UnboundedReceiver<Progress>,
-) {
-    while let Some(report) = reports.recv().await {
-        let mut notification = ProgressNotificationParam::new(token.clone(), report.progress);
-        notification.total = report.total;
-        notification.message = report.message;
-        if peer.notify_progress(notification).await.is_err() {
-            // The client is gone.
-            return;
-        }
+/// The call's next progress report, once one comes; never, for a call without a
+/// token.
+async fn next_report(reports: &mut Option<UnboundedReceiver<Progress>>) -> Option<Progress> {
+    match reports {
+        Some(received) => received.recv().await,
+        None => std::future::pending().await,
     }
+}
+
+/// Sends the client `report` under its own token (invariant 7); a client that is
+/// gone is not told.
+async fn forward_progress(
+    peer: &Peer<RoleServer>,
+    token: Option<&ProgressToken>,
+    report: Progress,
+) {
+    let Some(token) = token else {
+        return;
+    };
+    let mut notification = ProgressNotificationParam::new(token.clone(), report.progress);
+    notification.total = report.total;
+    notification.message = report.message;
+    let _ = peer.notify_progress(notification).await;
 }
