@@ -76,6 +76,7 @@
 #![deny(missing_docs)]
 
 mod asks;
+pub mod conformance;
 pub mod fault;
 pub mod future;
 pub mod gate;
