@@ -57,12 +57,12 @@ async def on_elicit(context, params):
 def client(url, mode, token=None, terminate=True):
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
-    # A handshake-era client answers the servers' questions itself.
-    questions = {"elicitation_callback": on_elicit} if mode == "legacy" else {}
+    # A handshake-era client is asked the servers' questions as requests; a
+    # 2026-07-28 client in its calls' input-required results. Either answers them.
     return Client(
         streamable_http_client(url, http_client=http, terminate_on_close=terminate),
         mode=mode,
-        **questions,
+        elicitation_callback=on_elicit,
     )
 
 
@@ -80,7 +80,7 @@ async def session(url, mode, token):
         echo = await c.call_tool("mcp__up__echo", {"text": "hi"}, progress_callback=on_progress)
         down = await c.call_tool("mcp__down__anything", {})
         pid = await c.call_tool("mcp__up__pid", {})
-        asked = (await c.call_tool("mcp__up__ask", {})).structured_content if mode == "legacy" else None
+        asked = (await c.call_tool("mcp__up__ask", {})).structured_content
         return {
             "asked": asked,
             "tools": tools,

@@ -52,6 +52,10 @@
 //!    to exactly the servers that ask for it (the runtime's rules); a launcher is
 //!    taken from a stdio client only, never from one over HTTP. Nothing in a tool's
 //!    arguments becomes authority.
+//! 10. A sessionless client's servers ask it their questions through its calls'
+//!     answers: a call that asks gets an input-required result, and the call goes on
+//!     when the client calls again with its answers and the result's `requestState`
+//!     ([`crate::bridge`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -63,13 +67,13 @@ use mcp_runtime::{
 use rmcp::{
     ErrorData, Peer, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
-        CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation,
-        JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-        ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-        ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-        ResourceUpdatedNotificationParam, ResultType, ServerCapabilities, ServerConfig,
-        SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
+        CompleteRequestParams, CompleteResult, ContentBlock, GetPromptRequestParams,
+        GetPromptResponse, Implementation, JsonObject, ListPromptsResult,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+        ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse,
+        ReadResourceResult, ResourceUpdatedNotificationParam, ResultType, ServerCapabilities,
+        ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSendError},
 };
@@ -77,6 +81,7 @@ use tokio::sync::{OnceCell, mpsc::UnboundedReceiver};
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::{
+    bridge::{Call, Rounds},
     features, names, paging,
     upstreams::{ClientKey, Held, Upstreams},
 };
@@ -99,6 +104,9 @@ pub struct Gateway {
     /// Sends the client `notifications/tools/list_changed` at each change of the
     /// catalog, once the client is initialized (invariant 4); ends with the gateway.
     announcer: Arc<Mutex<Option<AbortOnDropHandle<()>>>>,
+    /// The calls of sessionless clients kept between their requests (invariant 10),
+    /// shared by every session.
+    rounds: Arc<Rounds>,
 }
 
 impl Gateway {
@@ -116,6 +124,7 @@ impl Gateway {
             logs: Arc::default(),
             tool_names: ToolNames::default(),
             announcer: Arc::default(),
+            rounds: Arc::new(Rounds::new()),
         }
     }
 
@@ -148,9 +157,13 @@ impl Gateway {
         let sessionless = context.meta.protocol_version().is_some()
             && context.extensions.get::<http::request::Parts>().is_some();
         if self.upstreams.shared().is_none() && sessionless {
+            let capabilities = context.client_capabilities().unwrap_or_default();
             return self
                 .upstreams
-                .pooled(client_key(context))
+                .pooled(
+                    client_key(&context.extensions, &capabilities),
+                    &capabilities,
+                )
                 .await
                 .map_err(|error| start_failed(&error));
         }
@@ -262,13 +275,13 @@ fn cursor(request: &Option<PaginatedRequestParams>) -> Option<&str> {
 }
 
 /// Who a sessionless request's client is, for its upstream connections.
-fn client_key(context: &RequestContext<RoleServer>) -> ClientKey {
+fn client_key(
+    extensions: &rmcp::model::Extensions,
+    capabilities: &ClientCapabilities,
+) -> ClientKey {
     ClientKey {
-        principal: crate::principal::of(&context.extensions),
-        capabilities: context
-            .client_capabilities()
-            .and_then(|capabilities| serde_json::to_string(&capabilities).ok())
-            .unwrap_or_default(),
+        principal: crate::principal::of(extensions),
+        capabilities: serde_json::to_string(capabilities).unwrap_or_default(),
     }
 }
 
@@ -620,23 +633,48 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let principal = crate::principal::of(&context.extensions);
+        let call = match request.request_state.as_deref() {
+            Some(state) => self.rounds.resume(
+                state,
+                &principal,
+                &request.name,
+                request.input_responses.clone().unwrap_or_default(),
+            )?,
+            None => {
+                let runtime = self.runtime(&context).await?;
+                if runtime.askers().is_none() {
+                    return self.call(runtime, request, &context).await;
+                }
+                self.call_apart(runtime, request.clone(), &context)?
+            }
+        };
+        self.drive(call, &principal, &request.name, &context).await
+    }
+}
+
+impl Gateway {
+    /// Calls a tool for a client that can be asked the servers' questions as they
+    /// come (invariants 2, 3 and 7).
+    async fn call(
+        &self,
+        runtime: Held,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let mut options = CallOptions::new();
         // The reports go through a channel read by this task, between the call's own
         // polls: no task is spawned per call (invariant 7).
         let token = context.meta.get_progress_token();
         let mut reports = None;
         if token.is_some() {
-            let (sender, received) = tokio::sync::mpsc::unbounded_channel();
-            options = options.with_progress(OnProgress::new(move |report| {
-                // The receiver lives until the call has ended.
-                let _ = sender.send(report);
-            }));
+            let (on_progress, received) = progress_channel();
+            options = options.with_progress(on_progress);
             reports = Some(received);
         }
-        if let Some(authority) = authority(&context)? {
+        if let Some(authority) = authority(context)? {
             options = options.with_authority(authority);
         }
-        let runtime = self.runtime(&context).await?;
         let catalog = runtime.catalog();
         let name = self.qualified(&catalog, &request.name);
         let started = std::time::Instant::now();
@@ -650,20 +688,10 @@ impl ServerHandler for Gateway {
                 Some(report) = next_report(&mut reports) => {
                     forward_progress(&context.peer, token.as_ref(), report).await;
                 }
-                () = context.ct.cancelled() => {
-                    tracing::info!(tool = name, elapsed = ?started.elapsed(), "a call was cancelled by its client");
-                    return Err(ErrorData::internal_error("the client cancelled the call", None));
-                }
+                () = context.ct.cancelled() => return Err(cancelled(name, started)),
             }
         };
-        // The name and the outcome, never the arguments or the result (they may hold
-        // what the model was told or the server sent).
-        match &result {
-            Ok(_) => tracing::info!(tool = name, elapsed = ?started.elapsed(), "a call answered"),
-            Err(error) => {
-                tracing::info!(tool = name, elapsed = ?started.elapsed(), error = %mcp_runtime::error::chain(error), "a call failed");
-            }
-        }
+        log_outcome(name, started, &result);
         // Every report the server sent before its answer is in the channel by now:
         // they go out before the result (invariant 7); so do the log messages.
         if let Some(received) = &mut reports {
@@ -674,31 +702,142 @@ impl ServerHandler for Gateway {
         if let Some(logs) = self.logs.get() {
             logs.flush().await;
         }
-        match result {
-            Ok(result) => serde_json::from_value::<CallToolResult>(serde_json::Value::Object(
-                result.into_object(),
-            ))
-            .map(|mut result| {
-                // A handshake-era server's result has no `resultType`, which a
-                // 2026-07-28 client requires; a complete result is what it is.
-                result.result_type.get_or_insert(ResultType::COMPLETE);
-                CallToolResponse::from(result)
-            })
-            .map_err(|error| {
-                ErrorData::internal_error(
-                    format!("the server's result cannot be passed on: {error}"),
-                    None,
-                )
-            }),
-            Err(error @ CallError::UnknownTool { .. }) => Err(ErrorData::invalid_params(
-                mcp_runtime::error::chain(&error),
-                None,
-            )),
-            Err(error) => Ok(CallToolResult::error(vec![ContentBlock::text(
-                mcp_runtime::error::chain(&error),
-            )])
-            .into()),
+        into_response(result)
+    }
+
+    /// Starts a call, apart from the request, for a client asked the servers'
+    /// questions through its calls' answers (invariant 10).
+    fn call_apart(
+        &self,
+        runtime: Held,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Call, ErrorData> {
+        let askers = runtime
+            .askers()
+            .expect("a runtime whose client is asked through its calls")
+            .clone();
+        let catalog = runtime.catalog();
+        let name = self.qualified(&catalog, &request.name).to_owned();
+        // A name the catalog does not hold waits on no server: the runtime refuses it.
+        let server = catalog
+            .resolve(&name)
+            .map(|tool| tool.server.clone())
+            .unwrap_or_default();
+        let waiting = askers.wait_on(&server);
+        let (on_progress, progress) = progress_channel();
+        let mut options = CallOptions::new().with_progress(on_progress);
+        if let Some(authority) = authority(context)? {
+            options = options.with_authority(authority);
         }
+        let arguments = request.arguments;
+        let task = tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            let result = runtime.call_tool_with(&name, arguments, options).await;
+            log_outcome(&name, started, &result);
+            into_response(result)
+        });
+        Ok(Call::new(AbortOnDropHandle::new(task), waiting, progress))
+    }
+
+    /// Serves `call` to this request's client until it ends or asks a question,
+    /// which the answer asks in turn; a call whose client goes away is dropped,
+    /// which cancels it (invariant 10).
+    async fn drive(
+        &self,
+        mut call: Call,
+        principal: &str,
+        tool: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let token = context.meta.get_progress_token();
+        let started = std::time::Instant::now();
+        while !call.has_open_questions() {
+            tokio::select! {
+                // The reports sent before the result go out before it.
+                biased;
+                Some(report) = call.progress.recv() => {
+                    forward_progress(&context.peer, token.as_ref(), report).await;
+                }
+                ended = &mut call.task => {
+                    while let Ok(report) = call.progress.try_recv() {
+                        forward_progress(&context.peer, token.as_ref(), report).await;
+                    }
+                    return ended.unwrap_or_else(|error| {
+                        Err(ErrorData::internal_error(
+                            format!("the call ended without an answer: {error}"),
+                            None,
+                        ))
+                    });
+                }
+                Some(question) = call.questions.recv() => call.asks(question),
+                () = context.ct.cancelled() => return Err(cancelled(tool, started)),
+            }
+        }
+        tracing::info!(tool, "a call asks its client for input");
+        Ok(self.rounds.keep(call, principal, tool))
+    }
+}
+
+/// A progress callback and the channel its reports come out of, while the receiver
+/// lives.
+fn progress_channel() -> (OnProgress, UnboundedReceiver<Progress>) {
+    let (sender, received) = tokio::sync::mpsc::unbounded_channel();
+    let on_progress = OnProgress::new(move |report| {
+        let _ = sender.send(report);
+    });
+    (on_progress, received)
+}
+
+/// Logs a call's name and outcome, never its arguments or result (they may hold what
+/// the model was told or the server sent).
+fn log_outcome(
+    name: &str,
+    started: std::time::Instant,
+    result: &Result<mcp_runtime::ToolResult, CallError>,
+) {
+    match result {
+        Ok(_) => tracing::info!(tool = name, elapsed = ?started.elapsed(), "a call answered"),
+        Err(error) => {
+            tracing::info!(tool = name, elapsed = ?started.elapsed(), error = %mcp_runtime::error::chain(error), "a call failed");
+        }
+    }
+}
+
+/// The error of a call its client cancelled.
+fn cancelled(name: &str, started: std::time::Instant) -> ErrorData {
+    tracing::info!(tool = name, elapsed = ?started.elapsed(), "a call was cancelled by its client");
+    ErrorData::internal_error("the client cancelled the call", None)
+}
+
+/// A call's outcome as the client's answer (invariant 2).
+fn into_response(
+    result: Result<mcp_runtime::ToolResult, CallError>,
+) -> Result<CallToolResponse, ErrorData> {
+    match result {
+        Ok(result) => serde_json::from_value::<CallToolResult>(serde_json::Value::Object(
+            result.into_object(),
+        ))
+        .map(|mut result| {
+            // A handshake-era server's result has no `resultType`, which a
+            // 2026-07-28 client requires; a complete result is what it is.
+            result.result_type.get_or_insert(ResultType::COMPLETE);
+            CallToolResponse::from(result)
+        })
+        .map_err(|error| {
+            ErrorData::internal_error(
+                format!("the server's result cannot be passed on: {error}"),
+                None,
+            )
+        }),
+        Err(error @ CallError::UnknownTool { .. }) => Err(ErrorData::invalid_params(
+            mcp_runtime::error::chain(&error),
+            None,
+        )),
+        Err(error) => Ok(CallToolResult::error(vec![ContentBlock::text(
+            mcp_runtime::error::chain(&error),
+        )])
+        .into()),
     }
 }
 

@@ -11,6 +11,7 @@
 
 #![deny(missing_docs)]
 
+mod bridge;
 mod features;
 mod forward;
 mod gateway;

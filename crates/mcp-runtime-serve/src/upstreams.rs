@@ -5,8 +5,8 @@
 //! when the session first needs it and ended with the session. A 2026-07-28 client has
 //! no session: its requests are served by a runtime kept per principal and declared
 //! client capabilities ([`ClientKey`]), ended once it has served nothing for the idle
-//! time ([`Upstreams::reap`]); its servers are asked nothing of the client yet (their
-//! questions are declined). Every runtime started here shares the listing registry
+//! time ([`Upstreams::reap`]); its servers' questions are asked through its calls'
+//! answers ([`crate::bridge`]). Every runtime started here shares the listing registry
 //! of the start options, so a burst of sessions costs one `tools/list` per upstream.
 //!
 //! Invariants:
@@ -24,7 +24,10 @@ use std::{
 };
 
 use mcp_runtime::{Config, Runtime, StartError, StartOptions, host::HostHandlers};
+use rmcp::model::ClientCapabilities;
 use tokio::{sync::OnceCell, time::Instant};
+
+use crate::bridge::{self, Askers};
 
 /// Where a gateway's runtimes come from. Clones share them.
 #[derive(Clone)]
@@ -58,6 +61,8 @@ pub(crate) struct ClientKey {
 /// A sessionless client's runtime, started on its first request.
 struct Pooled {
     runtime: OnceCell<Arc<Runtime>>,
+    /// Its calls waiting on their servers, which its servers' questions go to.
+    askers: Arc<Askers>,
     /// Requests holding it (invariant 1).
     held: AtomicUsize,
     /// When it last served a request.
@@ -67,7 +72,7 @@ struct Pooled {
 /// A runtime a request is served by; a pooled one counts as in use until dropped.
 pub(crate) struct Held {
     runtime: Arc<Runtime>,
-    _holding: Option<Holding>,
+    holding: Option<Holding>,
 }
 
 impl Held {
@@ -75,8 +80,14 @@ impl Held {
     pub(crate) fn session(runtime: Arc<Runtime>) -> Self {
         Self {
             runtime,
-            _holding: None,
+            holding: None,
         }
+    }
+
+    /// The calls its servers' questions go to, for a runtime whose client is asked
+    /// through its calls' answers ([`crate::bridge`]).
+    pub(crate) fn askers(&self) -> Option<&Arc<Askers>> {
+        self.holding.as_ref().map(|holding| &holding.0.askers)
     }
 }
 
@@ -139,8 +150,13 @@ impl Upstreams {
         }
     }
 
-    /// The runtime of the sessionless client `key`, started on its first request.
-    pub(crate) async fn pooled(&self, key: ClientKey) -> Result<Held, StartError> {
+    /// The runtime of the sessionless client `key`, started on its first request, its
+    /// servers' questions asked as far as `capabilities` (the key's) go.
+    pub(crate) async fn pooled(
+        &self,
+        key: ClientKey,
+        capabilities: &ClientCapabilities,
+    ) -> Result<Held, StartError> {
         let per_client = match &*self.0 {
             Source::One(runtime) => {
                 return Ok(Held::session(runtime.clone()));
@@ -155,21 +171,22 @@ impl Upstreams {
                 .or_insert_with(|| {
                     Arc::new(Pooled {
                         runtime: OnceCell::new(),
+                        askers: Arc::default(),
                         held: AtomicUsize::new(0),
                         last: Mutex::new(Instant::now()),
                     })
                 })
                 .clone(),
         );
-        let runtime = holding
-            .0
+        let pooled = &holding.0;
+        let runtime = pooled
             .runtime
-            .get_or_try_init(|| per_client.start(HostHandlers::new()))
+            .get_or_try_init(|| per_client.start(bridge::handlers(capabilities, &pooled.askers)))
             .await?
             .clone();
         Ok(Held {
             runtime,
-            _holding: Some(holding),
+            holding: Some(holding),
         })
     }
 

@@ -1,0 +1,590 @@
+//! The servers' questions to a client without a session, asked as input-required
+//! results.
+//!
+//! A 2026-07-28 client over HTTP has no session the gateway could send a request on:
+//! each of its requests gets one answer. So when a server asks a question during a
+//! call (a handshake-era server with a request of its own, a 2026-07-28 server with an
+//! `input_required` result the runtime turns into the same question), the call's
+//! answer to the client is an `InputRequiredResult` holding the question and a sealed
+//! `requestState`. The client calls again with its answers and that state; the
+//! server's call, still waiting behind the gateway, gets the answers and goes on, to
+//! its result or its next question.
+//!
+//! - [`Askers`] are a runtime's calls waiting on their servers: the runtime's
+//!   [`handlers`] pass each question to the call waiting on the server that asked.
+//! - [`Rounds`] keeps a call between its client's requests, under a `requestState`
+//!   sealed with rmcp's [`RequestStateCodec`].
+//!
+//! Invariants:
+//! 1. A question goes to a call of the same runtime (one principal, one set of declared
+//!    capabilities) waiting on the server that asked: of several, the earliest. A
+//!    question no call waits for (asked while listing, say) is declined, as a client
+//!    without the feature would.
+//! 2. The client is asked only what it declared it can answer (invariant 1 of
+//!    [`crate::forward`]).
+//! 3. A `requestState` names one kept call and is sealed with a key of this gateway
+//!    process, bound to the principal and the tool's name, and expires with the call's
+//!    hold ([`HOLD`]). A state that fails its check (altered, another principal's or
+//!    tool's, expired, from another process) is refused as invalid params, and so is a
+//!    replayed one: a kept call is taken by the first request that resumes it.
+//! 4. A resumed call whose answers leave questions open asks exactly those again,
+//!    under a new state; answers to keys it did not ask are ignored. An answer that is
+//!    not a result of the kind asked is refused as invalid params, and the call stays
+//!    kept under the same state.
+//! 5. A call nobody resumes within [`HOLD`] is dropped, and the runtime cancels it on
+//!    its server; so is a call whose client goes away while it runs.
+
+#![allow(
+    deprecated,
+    reason = "rmcp marks sampling and roots deprecated (SEP-2577); servers still ask for them"
+)]
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{
+        Arc, Mutex, Weak,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use mcp_runtime::host::{
+    Elicitation, ElicitationModes, HandlerFuture, HostHandlers, Root, Roots, Sampling,
+};
+use rmcp::{
+    ErrorData,
+    model::{
+        CallToolResponse, ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams,
+        CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+        InputRequest, InputRequests, InputRequiredResult, InputResponses, ListRootsRequest,
+        ListRootsResult, RequestStateCodec, SealOptions,
+    },
+};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::task::AbortOnDropHandle;
+
+/// How long a call waits for its client to come back with answers (invariant 5).
+pub(crate) const HOLD: Duration = Duration::from_secs(600);
+
+/// A server's question, on its way to the client of the call waiting on that server.
+pub(crate) struct Question {
+    request: InputRequest,
+    answer: oneshot::Sender<serde_json::Value>,
+}
+
+/// The calls of one runtime waiting on their servers, by server (invariant 1).
+#[derive(Default)]
+pub(crate) struct Askers {
+    waiting: Mutex<HashMap<String, Vec<Waiting>>>,
+    next: AtomicU64,
+}
+
+struct Waiting {
+    id: u64,
+    questions: mpsc::UnboundedSender<Question>,
+}
+
+/// A call's place among the [`Askers`], given up when dropped.
+pub(crate) struct Asking {
+    askers: Arc<Askers>,
+    server: String,
+    id: u64,
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        let mut waiting = lock(&self.askers.waiting);
+        if let Some(calls) = waiting.get_mut(&self.server) {
+            calls.retain(|call| call.id != self.id);
+            if calls.is_empty() {
+                waiting.remove(&self.server);
+            }
+        }
+    }
+}
+
+impl Askers {
+    /// A call now waiting on `server`: its questions come out of the receiver.
+    pub(crate) fn wait_on(
+        self: &Arc<Self>,
+        server: &str,
+    ) -> (Asking, mpsc::UnboundedReceiver<Question>) {
+        let (questions, asked) = mpsc::unbounded_channel();
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        lock(&self.waiting)
+            .entry(server.to_owned())
+            .or_default()
+            .push(Waiting { id, questions });
+        let asking = Asking {
+            askers: self.clone(),
+            server: server.to_owned(),
+            id,
+        };
+        (asking, asked)
+    }
+
+    /// `server`'s question asked of the earliest call waiting on it, and its
+    /// client's answer; `None` when no call waits or the call ended unanswered.
+    async fn ask(&self, server: &str, request: InputRequest) -> Option<serde_json::Value> {
+        let questions = lock(&self.waiting)
+            .get(server)
+            .and_then(|calls| calls.first())
+            .map(|call| call.questions.clone())?;
+        let (answer, answered) = oneshot::channel();
+        questions.send(Question { request, answer }).ok()?;
+        answered.await.ok()
+    }
+}
+
+/// The handlers of a runtime whose client is asked through its calls' answers, as far
+/// as `capabilities` go (invariant 2).
+pub(crate) fn handlers(capabilities: &ClientCapabilities, askers: &Arc<Askers>) -> HostHandlers {
+    let asked = |modes, sampling_tools| Asked {
+        askers: askers.clone(),
+        modes,
+        sampling_tools,
+    };
+    let none = ElicitationModes {
+        form: false,
+        url: false,
+    };
+    let mut handlers = HostHandlers::new();
+    if let Some(elicitation) = &capabilities.elicitation {
+        let url = elicitation.url.is_some();
+        let modes = ElicitationModes {
+            form: elicitation.form.is_some() || !url,
+            url,
+        };
+        handlers = handlers.with_elicitation(asked(modes, false));
+    }
+    if let Some(sampling) = &capabilities.sampling {
+        handlers = handlers.with_sampling(asked(none, sampling.tools.is_some()));
+    }
+    if capabilities.roots.is_some() {
+        handlers = handlers.with_roots(asked(none, false));
+    }
+    handlers
+}
+
+/// A runtime's client, asked through the call waiting on the asking server.
+struct Asked {
+    askers: Arc<Askers>,
+    modes: ElicitationModes,
+    sampling_tools: bool,
+}
+
+impl Elicitation for Asked {
+    fn modes(&self) -> ElicitationModes {
+        self.modes
+    }
+
+    fn elicit<'a>(
+        &'a self,
+        server: &'a str,
+        request: ElicitRequestParams,
+    ) -> HandlerFuture<'a, ElicitResult> {
+        Box::pin(async move {
+            let request = InputRequest::Elicitation(ElicitRequest::new(request));
+            self.askers
+                .ask(server, request)
+                .await
+                .and_then(|answer| serde_json::from_value(answer).ok())
+                .unwrap_or_else(|| ElicitResult::new(ElicitationAction::Decline))
+        })
+    }
+}
+
+impl Sampling for Asked {
+    fn tool_use(&self) -> bool {
+        self.sampling_tools
+    }
+
+    fn create_message<'a>(
+        &'a self,
+        server: &'a str,
+        request: CreateMessageRequestParams,
+    ) -> HandlerFuture<'a, Result<CreateMessageResult, ErrorData>> {
+        Box::pin(async move {
+            let request = InputRequest::CreateMessage(CreateMessageRequest::new(request));
+            self.askers
+                .ask(server, request)
+                .await
+                .and_then(|answer| serde_json::from_value(answer).ok())
+                .ok_or_else(|| {
+                    ErrorData::internal_error("no client call took the sampling request", None)
+                })
+        })
+    }
+}
+
+impl Roots for Asked {
+    fn roots<'a>(&'a self, server: &'a str) -> HandlerFuture<'a, Vec<Root>> {
+        Box::pin(async move {
+            let request = InputRequest::ListRoots(ListRootsRequest::default());
+            let answer = self.askers.ask(server, request).await;
+            answer
+                .and_then(|answer| serde_json::from_value::<ListRootsResult>(answer).ok())
+                .map(|result| {
+                    result
+                        .roots
+                        .into_iter()
+                        .map(|root| Root {
+                            uri: root.uri,
+                            name: root.name,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+    }
+}
+
+/// A call between its client's requests: running, or waiting for answers.
+pub(crate) struct Call {
+    /// The call, run apart from any one request; dropping it cancels it.
+    pub(crate) task: AbortOnDropHandle<Result<CallToolResponse, ErrorData>>,
+    pub(crate) questions: mpsc::UnboundedReceiver<Question>,
+    pub(crate) progress: mpsc::UnboundedReceiver<mcp_runtime::Progress>,
+    /// The questions asked and not answered yet, by their key.
+    open: BTreeMap<String, Question>,
+    /// How many questions the call has asked.
+    asked: u64,
+    _asking: Asking,
+}
+
+impl Call {
+    pub(crate) fn new(
+        task: AbortOnDropHandle<Result<CallToolResponse, ErrorData>>,
+        (asking, questions): (Asking, mpsc::UnboundedReceiver<Question>),
+        progress: mpsc::UnboundedReceiver<mcp_runtime::Progress>,
+    ) -> Self {
+        Self {
+            task,
+            questions,
+            progress,
+            open: BTreeMap::new(),
+            asked: 0,
+            _asking: asking,
+        }
+    }
+
+    /// Takes `question` and those asked with it.
+    pub(crate) fn asks(&mut self, question: Question) {
+        let mut next = Some(question);
+        while let Some(question) = next {
+            self.asked += 1;
+            let kind = match &question.request {
+                InputRequest::Elicitation(_) => "elicitation",
+                InputRequest::CreateMessage(_) => "sampling",
+                InputRequest::ListRoots(_) => "roots",
+                _ => "input",
+            };
+            self.open.insert(format!("{kind}-{}", self.asked), question);
+            next = self.questions.try_recv().ok();
+        }
+    }
+
+    /// Whether questions wait for answers.
+    pub(crate) fn has_open_questions(&self) -> bool {
+        !self.open.is_empty()
+    }
+
+    /// Hands the answers given to the questions they answer (invariant 4); nothing
+    /// is handed when one of them is not a result of the kind asked.
+    fn answer(&mut self, mut responses: InputResponses) -> Result<(), String> {
+        for (key, question) in &self.open {
+            if let Some(response) = responses.get(key) {
+                answers(&question.request, response)
+                    .map_err(|error| format!("the answer to `{key}` cannot be used: {error}"))?;
+            }
+        }
+        let open = std::mem::take(&mut self.open);
+        for (key, question) in open {
+            match responses.remove(&key) {
+                // The call may have ended meanwhile: then nobody waits for it.
+                Some(response) => {
+                    let _ = question.answer.send(response);
+                }
+                None => {
+                    self.open.insert(key, question);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `response` is a result of the kind `request` asks for.
+fn answers(request: &InputRequest, response: &serde_json::Value) -> Result<(), serde_json::Error> {
+    let response = response.clone();
+    match request {
+        InputRequest::Elicitation(_) => serde_json::from_value::<ElicitResult>(response).map(drop),
+        InputRequest::CreateMessage(_) => {
+            serde_json::from_value::<CreateMessageResult>(response).map(drop)
+        }
+        InputRequest::ListRoots(_) => serde_json::from_value::<ListRootsResult>(response).map(drop),
+        // A kind of question this gateway does not know it cannot have asked.
+        _ => Ok(()),
+    }
+}
+
+/// The calls kept between their clients' requests (invariants 3 and 5).
+pub(crate) struct Rounds {
+    codec: RequestStateCodec,
+    kept: Mutex<HashMap<u64, Call>>,
+    next: AtomicU64,
+}
+
+/// What a `requestState` holds: the kept call's number, nothing secret (rmcp's codec
+/// authenticates, it does not encrypt).
+#[derive(Serialize, Deserialize)]
+struct State {
+    call: u64,
+}
+
+impl Rounds {
+    /// Rounds whose states only this instance can open: its key is drawn here and
+    /// kept in memory alone.
+    pub(crate) fn new() -> Self {
+        let mut key = [0_u8; 32];
+        getrandom::fill(&mut key).expect("the operating system provides random bytes");
+        let codec = RequestStateCodec::try_new(key.to_vec())
+            .expect("a 32-byte key is long enough for the request-state codec");
+        Self {
+            codec,
+            kept: Mutex::default(),
+            next: AtomicU64::new(0),
+        }
+    }
+
+    /// Keeps `call`, whose questions are open, for its client to resume, and the
+    /// answer that asks them (invariants 3 and 5).
+    pub(crate) fn keep(
+        self: &Arc<Self>,
+        call: Call,
+        principal: &str,
+        tool: &str,
+    ) -> CallToolResponse {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let requests: InputRequests = call
+            .open
+            .iter()
+            .map(|(key, question)| (key.clone(), question.request.clone()))
+            .collect();
+        let bound = bound_to(principal, tool);
+        let options = SealOptions::new().associated_data(&bound).ttl(HOLD);
+        let state = self
+            .codec
+            .seal_json_with(&State { call: id }, &options)
+            .expect("a call's number serializes");
+        lock(&self.kept).insert(id, call);
+        let rounds = Arc::downgrade(self);
+        tokio::spawn(forget_after_hold(rounds, id));
+        InputRequiredResult::new(Some(requests), Some(state)).into()
+    }
+
+    /// The call `state` names, taken to be resumed with `responses` (invariants 3
+    /// and 4).
+    pub(crate) fn resume(
+        &self,
+        state: &str,
+        principal: &str,
+        tool: &str,
+        responses: InputResponses,
+    ) -> Result<Call, ErrorData> {
+        let bound = bound_to(principal, tool);
+        let State { call: id } = self.codec.open_json_with(state, &bound).map_err(|error| {
+            ErrorData::invalid_params(
+                format!("the requestState cannot be used: {error}; call the tool again without it"),
+                None,
+            )
+        })?;
+        let mut call = lock(&self.kept).remove(&id).ok_or_else(|| {
+            ErrorData::invalid_params(
+                "the call of this requestState was resumed already or has ended; call the tool again without it",
+                None,
+            )
+        })?;
+        if let Err(error) = call.answer(responses) {
+            lock(&self.kept).insert(id, call);
+            return Err(ErrorData::invalid_params(error, None));
+        }
+        Ok(call)
+    }
+}
+
+/// Drops call `id` if it is still kept once [`HOLD`] is over (invariant 5).
+async fn forget_after_hold(rounds: Weak<Rounds>, id: u64) {
+    tokio::time::sleep(HOLD).await;
+    if let Some(rounds) = rounds.upgrade() {
+        let forgotten = lock(&rounds.kept).remove(&id);
+        if forgotten.is_some() {
+            tracing::info!("a call whose client did not answer its questions was cancelled");
+        }
+    }
+}
+
+/// The data a state is bound to: who may resume it, and at which tool.
+fn bound_to(principal: &str, tool: &str) -> Vec<u8> {
+    [principal.as_bytes(), b"\0tools/call\0", tool.as_bytes()].concat()
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use rmcp::model::{CallToolResult, ElicitRequest};
+    use serde_json::json;
+
+    use super::*;
+
+    /// A question from server `s`, as a handshake-era server asks it.
+    fn question() -> InputRequest {
+        let params = serde_json::from_value(json!({
+            "message": "Your name?",
+            "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+        }))
+        .unwrap();
+        InputRequest::Elicitation(ElicitRequest::new(params))
+    }
+
+    /// Sets its flag when dropped: the call's task was dropped (cancelled).
+    struct Dropped(Arc<AtomicBool>);
+
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// A call on server `s` that asks one question and answers with the answer's
+    /// action; `ended` is set when its task is dropped.
+    async fn asking_call(askers: &Arc<Askers>, ended: &Arc<AtomicBool>) -> Call {
+        let waiting = askers.wait_on("s");
+        let (_, progress) = mpsc::unbounded_channel();
+        let (asker, guard) = (askers.clone(), Dropped(ended.clone()));
+        let task = tokio::spawn(async move {
+            let _guard = guard;
+            let answer = asker.ask("s", question()).await;
+            let text = answer.map_or("unanswered".to_owned(), |answer| {
+                answer["action"].to_string()
+            });
+            Ok(CallToolResult::success(vec![rmcp::model::ContentBlock::text(text)]).into())
+        });
+        let mut call = Call::new(AbortOnDropHandle::new(task), waiting, progress);
+        let asked = call.questions.recv().await.unwrap();
+        call.asks(asked);
+        call
+    }
+
+    fn state_of(response: &CallToolResponse) -> (String, Vec<String>) {
+        let CallToolResponse::InputRequired(result) = response else {
+            panic!("an input-required result: {response:?}");
+        };
+        let keys = result
+            .input_requests
+            .as_ref()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        (result.request_state.clone().unwrap(), keys)
+    }
+
+    fn text_of(
+        response: Result<Result<CallToolResponse, ErrorData>, tokio::task::JoinError>,
+    ) -> String {
+        match response.unwrap().unwrap() {
+            CallToolResponse::Complete(result) => result.content[0].as_text().unwrap().text.clone(),
+            other => panic!("a complete result: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_state_resumes_its_call_once_for_its_principal_and_tool_only() {
+        let rounds = Arc::new(Rounds::new());
+        let askers = Arc::new(Askers::default());
+        let ended = Arc::new(AtomicBool::new(false));
+        let call = asking_call(&askers, &ended).await;
+        let (state, keys) = state_of(&rounds.keep(call, "alice", "ask"));
+        assert_eq!(keys, ["elicitation-1"]);
+        let answers = || InputResponses::from([(keys[0].clone(), json!({"action": "accept"}))]);
+
+        let tampered = format!("{state}-TAMPERED");
+        for (state, principal, tool) in [
+            (tampered.as_str(), "alice", "ask"),
+            (state.as_str(), "bob", "ask"),
+            (state.as_str(), "alice", "other"),
+        ] {
+            let refused = rounds
+                .resume(state, principal, tool, answers())
+                .err()
+                .unwrap();
+            assert_eq!(refused.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        }
+        // An answer of another kind than asked is refused, and the call stays kept.
+        let wrong = InputResponses::from([(keys[0].clone(), json!(12345))]);
+        let refused = rounds.resume(&state, "alice", "ask", wrong).err().unwrap();
+        assert!(refused.message.contains("elicitation-1"), "{refused:?}");
+
+        let call = rounds.resume(&state, "alice", "ask", answers()).unwrap();
+        assert!(!call.has_open_questions());
+        let replayed = rounds
+            .resume(&state, "alice", "ask", answers())
+            .err()
+            .unwrap();
+        assert!(replayed.message.contains("resumed already"), "{replayed:?}");
+        assert_eq!(text_of(call.task.await), "\"accept\"");
+    }
+
+    #[tokio::test]
+    async fn answers_that_leave_a_question_open_ask_it_again() {
+        let rounds = Arc::new(Rounds::new());
+        let askers = Arc::new(Askers::default());
+        let ended = Arc::new(AtomicBool::new(false));
+        let call = asking_call(&askers, &ended).await;
+        let (state, _) = state_of(&rounds.keep(call, "alice", "ask"));
+        let unrelated = InputResponses::from([("other".to_owned(), json!({"action": "accept"}))]);
+        let call = rounds.resume(&state, "alice", "ask", unrelated).unwrap();
+        assert!(call.has_open_questions());
+        let (again, keys) = state_of(&rounds.keep(call, "alice", "ask"));
+        assert_ne!(again, state, "a new round has a new state");
+        assert_eq!(keys, ["elicitation-1"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_nobody_resumes_is_cancelled_after_the_hold() {
+        let rounds = Arc::new(Rounds::new());
+        let askers = Arc::new(Askers::default());
+        let ended = Arc::new(AtomicBool::new(false));
+        let call = asking_call(&askers, &ended).await;
+        let (state, keys) = state_of(&rounds.keep(call, "alice", "ask"));
+        tokio::time::sleep(HOLD - Duration::from_secs(1)).await;
+        assert!(!ended.load(Ordering::SeqCst), "kept for the hold");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        tokio::task::yield_now().await;
+        assert!(
+            ended.load(Ordering::SeqCst),
+            "cancelled once the hold is over"
+        );
+        let answers = InputResponses::from([(keys[0].clone(), json!({"action": "accept"}))]);
+        assert!(rounds.resume(&state, "alice", "ask", answers).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_question_no_call_waits_for_is_declined() {
+        let askers = Arc::new(Askers::default());
+        assert_eq!(askers.ask("s", question()).await, None);
+        let (asking, _questions) = askers.wait_on("s");
+        drop(asking);
+        assert_eq!(askers.ask("s", question()).await, None);
+        assert!(lock(&askers.waiting).is_empty());
+    }
+}
