@@ -399,3 +399,74 @@ fn the_inspector_cli_lists_and_calls_over_stdio_and_http() {
     assert_eq!(called["structuredContent"], json!({"text": "inspected"}));
     assert!(terminate(&mut *guard.0).success());
 }
+
+#[test]
+fn an_oauth_resource_server_admits_only_its_issuers_tokens_for_this_resource() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut client = python_client("serve_oauth_client.py");
+    client
+        .arg(env!("CARGO_BIN_EXE_mcp-runtime"))
+        .arg(fixture_server())
+        .arg(dir.path());
+    let report = report_of(client, "the OAuth resource server's run");
+
+    let metadata = "https://gateway.example/.well-known/oauth-protected-resource/mcp";
+    assert_eq!(report["metadata"][0], 200, "{report}");
+    let document = &report["metadata"][1];
+    assert_eq!(document["resource"], "https://gateway.example/mcp");
+    assert_eq!(document["scopes_supported"], json!(["mcp"]));
+    assert!(
+        document["authorization_servers"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("http://127.0.0.1:")
+    );
+
+    let refused = report["refused"].as_object().unwrap();
+    assert_eq!(
+        refused["none"],
+        json!([
+            401,
+            format!("Bearer resource_metadata=\"{metadata}\", scope=\"mcp\"")
+        ])
+    );
+    for (name, seen) in refused {
+        let challenge = seen[1].as_str().unwrap_or_default();
+        assert!(challenge.contains(metadata), "{name}: {seen}");
+        match name.as_str() {
+            "none" => {}
+            "no_scope" => {
+                assert_eq!(seen[0], 403, "{name}: {seen}");
+                assert!(
+                    challenge.contains("error=\"insufficient_scope\""),
+                    "{name}: {seen}"
+                );
+            }
+            _ => {
+                assert_eq!(seen[0], 401, "{name}: {seen}");
+                assert!(
+                    challenge.contains("error=\"invalid_token\""),
+                    "{name}: {seen}"
+                );
+            }
+        }
+    }
+    assert_eq!(report["health"], 200);
+    for (mode, seen) in report["clients"].as_object().unwrap() {
+        assert_eq!(
+            seen,
+            &json!({"tools": true, "echo": {"text": "hi"}}),
+            "{mode}"
+        );
+    }
+    assert_eq!(
+        report["session"],
+        json!({"opened": 200, "other_principal": 404, "owner": 200}),
+        "a session is its opener's"
+    );
+    // Once, at the first token: a token naming a key the set lacks, so soon after,
+    // does not make the gateway fetch again.
+    assert_eq!(report["jwks_fetches"], 1, "{report}");
+    assert_eq!(report["token_in_log"], false, "no token is logged");
+    assert_eq!(report["exit"], 0);
+}

@@ -8,9 +8,11 @@
 //!
 //! Invariants:
 //! 1. Nothing reaches rmcp or `/healthz` from a client the settings do not admit:
-//!    with a bearer token configured, a request without it gets 401 and a
-//!    `WWW-Authenticate` challenge, and the token is never logged or forwarded
-//!    upstream (upstreams use their own configured credentials).
+//!    with a bearer token or an OAuth issuer configured, a request without a good
+//!    token gets 401 and a `WWW-Authenticate` challenge (an OAuth one naming the
+//!    Protected Resource Metadata, served at its well-known path), and the token is
+//!    never logged or forwarded upstream (upstreams use their own configured
+//!    credentials).
 //! 2. `Host` must name this listener (loopback names, the listen address,
 //!    `allowed_hosts`) and a present `Origin` must be a loopback one or in
 //!    `allowed_origins`, else 403 (rmcp's checks, against DNS rebinding). A body over
@@ -22,7 +24,10 @@
 //! 5. At shutdown the listener stops accepting, calls in flight get the drain time
 //!    ([`Settings::with_drain`]), then every session and stream is cancelled and
 //!    every server process ends.
+//! 6. A handshake session is its opener's: a request of another principal naming it
+//!    gets 404, as for a session that does not exist.
 
+mod jwt;
 mod sessions;
 mod settings;
 
@@ -40,14 +45,17 @@ use rmcp::transport::{
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use self::sessions::Sessions;
 pub use self::settings::{DRAIN, Refused, Settings};
+use self::{jwt::Refusal, sessions::Sessions, settings::Auth};
 use crate::{Gateway, Upstreams, principal::Principal};
 
 /// The path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";
 /// The path of the health report.
 pub const HEALTH_PATH: &str = "/healthz";
+/// The Protected Resource Metadata's well-known path (RFC 9728), also served under
+/// the resource's own path (`…/mcp`).
+const PROTECTED_RESOURCE_PATH: &str = "/.well-known/oauth-protected-resource";
 
 const SESSION_ID: &str = "mcp-session-id";
 const MCP_METHOD: &str = "mcp-method";
@@ -176,6 +184,14 @@ async fn handle(
     mut request: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
     let path = request.uri().path();
+    let verifier = front.settings.auth.verifier();
+    if let Some(verifier) = verifier
+        && request.method() == Method::GET
+        && (path == verifier.metadata_path || path == PROTECTED_RESOURCE_PATH)
+    {
+        // The Protected Resource Metadata: public, as clients read it to log in.
+        return Ok(json(verifier.metadata().to_owned()));
+    }
     if path != MCP_PATH && path != HEALTH_PATH {
         return Ok(plain(StatusCode::NOT_FOUND, "not found"));
     }
@@ -183,35 +199,32 @@ async fn handle(
         .headers()
         .get(header::AUTHORIZATION)
         .map(|value| value.as_bytes());
-    if !front.settings.auth.admits(authorization) {
-        // Invariant 1; the header's value is never logged.
-        tracing::info!(path, "refused a request that is not authenticated");
-        let mut response = plain(StatusCode::UNAUTHORIZED, "authentication required");
-        let challenge = if authorization.is_some() {
-            "Bearer realm=\"mcp-runtime\", error=\"invalid_token\""
-        } else {
-            "Bearer realm=\"mcp-runtime\""
-        };
-        response.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            header::HeaderValue::from_static(challenge),
-        );
-        return Ok(response);
-    }
+    let principal = match front.settings.auth.check(authorization).await {
+        Ok(principal) => principal,
+        Err(refusal) => return Ok(refused(&front.settings.auth, path, &refusal)),
+    };
     if path == HEALTH_PATH {
         return Ok(health(&front).await);
     }
     // The credential stops here: nothing upstream ever sees it (invariant 1).
     request.headers_mut().remove(header::AUTHORIZATION);
-    request
-        .extensions_mut()
-        .insert(Principal(front.settings.auth.principal().to_owned()));
 
     let session = request
         .headers()
         .get(SESSION_ID)
         .and_then(|value| value.to_str().ok())
         .map(Arc::<str>::from);
+    // A session is its opener's: another principal's request is told it does not
+    // exist, as rmcp tells of an unknown one (invariant 6).
+    if let Some(id) = &session
+        && !front.sessions.owned_by(id, &principal)
+    {
+        tracing::info!("refused a request for another principal's session");
+        return Ok(plain(StatusCode::NOT_FOUND, "session not found"));
+    }
+    request
+        .extensions_mut()
+        .insert(Principal(principal.clone()));
     let post = request.method() == Method::POST;
     let opens_session = post
         && session.is_none()
@@ -257,6 +270,7 @@ async fn handle(
             .and_then(|value| value.to_str().ok())
     {
         tracing::info!(session = id, "a session opened");
+        front.sessions.own(id.into(), principal);
         in_use = Some(front.sessions.begin(id.into()));
     }
     let mut response = response;
@@ -295,6 +309,45 @@ async fn health(front: &Front) -> Response<Body> {
         "servers": servers,
     });
     let mut response = Response::new(Full::new(Bytes::from(report.to_string())).boxed());
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// The answer to a request whose credentials do not pass (invariant 1): 401 with a
+/// challenge, 403 for a token without the scopes needed, 503 when the issuer's keys
+/// cannot be had. The credential is never logged.
+fn refused(auth: &Auth, path: &str, refusal: &Refusal) -> Response<Body> {
+    let (status, text) = match refusal {
+        Refusal::Missing | Refusal::Invalid(_) => {
+            (StatusCode::UNAUTHORIZED, "authentication required")
+        }
+        Refusal::InsufficientScope => (StatusCode::FORBIDDEN, "the token lacks a scope needed"),
+        Refusal::KeysUnavailable(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the authorization server's keys cannot be fetched; try again later",
+        ),
+    };
+    match refusal {
+        Refusal::Invalid(why) => {
+            tracing::info!(path, why, "refused a request whose token does not pass")
+        }
+        _ => tracing::info!(path, ?status, "refused a request that is not authenticated"),
+    }
+    let mut response = plain(status, text);
+    if let Ok(challenge) = header::HeaderValue::from_str(&auth.challenge(refusal)) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, challenge);
+    }
+    response
+}
+
+/// A JSON document.
+fn json(document: String) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(document)).boxed());
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         header::HeaderValue::from_static("application/json"),

@@ -13,6 +13,7 @@
 //!    with it (rmcp drops the session's handler).
 //! 3. Sessions open plus sessions opening never exceed `max`: an opening past it is
 //!    refused before rmcp sees it.
+//! 4. A session belongs to the principal that opened it: no other may use it.
 
 use std::{
     collections::HashMap,
@@ -45,6 +46,8 @@ struct Use {
     open: usize,
     /// When the last one ended (or the session began).
     last: Instant,
+    /// The principal that opened it (invariant 4).
+    owner: Option<String>,
 }
 
 /// A session's response being sent: the session is in use until dropped.
@@ -90,15 +93,26 @@ impl Sessions {
     pub(crate) fn begin(self: &Arc<Self>, id: SessionId) -> InUse {
         lock(&self.uses)
             .entry(id.clone())
-            .or_insert_with(|| Use {
-                open: 0,
-                last: Instant::now(),
-            })
+            .or_insert_with(Use::new)
             .open += 1;
         InUse {
             sessions: self.clone(),
             id,
         }
+    }
+
+    /// Session `id` was opened by `principal` (invariant 4).
+    pub(crate) fn own(&self, id: SessionId, principal: String) {
+        lock(&self.uses).entry(id).or_insert_with(Use::new).owner = Some(principal);
+    }
+
+    /// Whether `principal` may use session `id`: it opened it, or the session is not
+    /// known here (rmcp answers for those).
+    pub(crate) fn owned_by(&self, id: &SessionId, principal: &str) -> bool {
+        lock(&self.uses)
+            .get(id)
+            .and_then(|used| used.owner.as_deref())
+            .is_none_or(|owner| owner == principal)
     }
 
     /// A POST is being answered until the guard is dropped.
@@ -136,6 +150,16 @@ impl Sessions {
         }
         let open = self.manager.sessions.read().await;
         lock(&self.uses).retain(|id, _| open.contains_key(id));
+    }
+}
+
+impl Use {
+    fn new() -> Self {
+        Self {
+            open: 0,
+            last: Instant::now(),
+            owner: None,
+        }
     }
 }
 

@@ -1,10 +1,12 @@
 //! What a listener needs settled before it accepts a connection: where it listens,
 //! who may call it, and which `Host` and `Origin` values it takes.
 
-use std::{net::SocketAddr, time::Duration};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use mcp_runtime::config::{ServeAuth, ServeConfig};
 use sha2::{Digest, Sha256};
+
+use super::jwt::{Refusal, Verifier};
 
 /// The HTTP listener's settings, checked ([`Settings::new`]).
 #[derive(Clone)]
@@ -40,6 +42,9 @@ pub(crate) enum Auth {
     /// Every client sends this token as `Authorization: Bearer …`; kept as its
     /// SHA-256, compared digest to digest.
     Bearer([u8; 32]),
+    /// Every client sends a JWT access token of the configured issuer, for this
+    /// resource.
+    Jwt(Arc<Verifier>),
 }
 
 /// Why a listener refuses to start.
@@ -49,7 +54,7 @@ pub enum Refused {
     /// A listener reachable from other machines, with nobody authenticated.
     #[error(
         "refusing to listen on {listen} without authentication: anyone who can reach it could use every configured server. \
-         Listen on loopback (127.0.0.1), or add `[serve.auth]` with `bearer_token_env_var = \"NAME\"` to the config and set NAME to a long random token"
+         Listen on loopback (127.0.0.1), or add `[serve.auth]` to the config: `bearer_token_env_var = \"NAME\"` with NAME set to a long random token, or `issuer` and `audience` for your authorization server's access tokens"
     )]
     Unauthenticated {
         /// The address asked for.
@@ -63,6 +68,9 @@ pub enum Refused {
         /// The address asked for.
         listen: SocketAddr,
     },
+    /// `[serve.auth]` of an OAuth resource server that cannot be served.
+    #[error("`[serve.auth]`: {0}")]
+    BadAuth(String),
     /// A way of authenticating this listener does not know.
     #[error("`[serve.auth]`: this listener cannot authenticate clients with {0}")]
     UnknownAuth(String),
@@ -99,6 +107,9 @@ impl Settings {
                     }
                 }
             }
+            Some(ServeAuth::Jwt(jwt)) => Auth::Jwt(Arc::new(
+                Verifier::new(jwt.clone()).map_err(Refused::BadAuth)?,
+            )),
             Some(other) => return Err(Refused::UnknownAuth(format!("{other:?}"))),
         };
         let mut allowed_hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
@@ -138,21 +149,39 @@ impl Settings {
 }
 
 impl Auth {
-    /// Whether a request with `authorization` (its `Authorization` header) may pass.
-    pub(crate) fn admits(&self, authorization: Option<&[u8]>) -> bool {
+    /// The principal of a request with `authorization` (its `Authorization` header),
+    /// or why it may not pass.
+    pub(crate) async fn check(&self, authorization: Option<&[u8]>) -> Result<String, Refusal> {
         match self {
-            Self::None => true,
-            Self::Bearer(digest) => authorization
-                .and_then(|value| value.strip_prefix(b"Bearer "))
-                .is_some_and(|token| Sha256::digest(token).as_slice() == digest),
+            Self::None => Ok("local".to_owned()),
+            Self::Bearer(digest) => match authorization {
+                None => Err(Refusal::Missing),
+                Some(value) => value
+                    .strip_prefix(b"Bearer ")
+                    .filter(|token| Sha256::digest(token).as_slice() == digest)
+                    .map(|_| "bearer".to_owned())
+                    .ok_or_else(|| Refusal::Invalid("not the configured token".into())),
+            },
+            Self::Jwt(verifier) => verifier.check(authorization).await,
         }
     }
 
-    /// The principal of an admitted request.
-    pub(crate) fn principal(&self) -> &'static str {
+    /// The `WWW-Authenticate` value of `refusal`.
+    pub(crate) fn challenge(&self, refusal: &Refusal) -> String {
         match self {
-            Self::None => "local",
-            Self::Bearer(_) => "bearer",
+            Self::Jwt(verifier) => verifier.challenge(refusal),
+            Self::None | Self::Bearer(_) => match refusal {
+                Refusal::Missing => "Bearer realm=\"mcp-runtime\"".to_owned(),
+                _ => "Bearer realm=\"mcp-runtime\", error=\"invalid_token\"".to_owned(),
+            },
+        }
+    }
+
+    /// The OAuth resource server's verifier, if clients send JWT access tokens.
+    pub(crate) fn verifier(&self) -> Option<&Verifier> {
+        match self {
+            Self::Jwt(verifier) => Some(verifier),
+            Self::None | Self::Bearer(_) => None,
         }
     }
 }
@@ -207,10 +236,13 @@ mod tests {
         );
     }
 
-    #[test]
-    fn only_the_token_itself_is_admitted() {
+    #[tokio::test]
+    async fn only_the_token_itself_is_admitted() {
         let auth = Auth::Bearer(Sha256::digest(b"s3cret-token").into());
-        assert!(auth.admits(Some(b"Bearer s3cret-token")));
+        assert_eq!(
+            auth.check(Some(b"Bearer s3cret-token")).await.unwrap(),
+            "bearer"
+        );
         for wrong in [
             None,
             Some(&b"Bearer s3cret-toke"[..]),
@@ -219,8 +251,8 @@ mod tests {
             Some(b"s3cret-token"),
             Some(b"Basic s3cret-token"),
         ] {
-            assert!(!auth.admits(wrong), "{wrong:?}");
+            assert!(auth.check(wrong).await.is_err(), "{wrong:?}");
         }
-        assert!(Auth::None.admits(None));
+        assert_eq!(Auth::None.check(None).await.unwrap(), "local");
     }
 }

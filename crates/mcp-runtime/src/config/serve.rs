@@ -66,4 +66,38 @@ pub enum ServeAuth {
     /// `bearer_token_env_var`: the environment variable holding the one token every
     /// client sends as `Authorization: Bearer …`.
     BearerTokenEnvVar(String),
+    /// `issuer` and `audience`: the gateway is an OAuth resource server, and each
+    /// client sends a JWT access token its authorization server issued.
+    Jwt(JwtAuth),
+}
+
+/// `[serve.auth]` of an OAuth resource server: which JWT access tokens it accepts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JwtAuth {
+    /// `issuer`: the authorization server, as its tokens' `iss` names it; its
+    /// metadata gives the signing keys' location unless `jwks_uri` does.
+    pub issuer: String,
+    /// `audience`: this resource's URL (`https://gateway.example.com/mcp`), which a
+    /// token's `aud` must hold; also the `resource` of its Protected Resource
+    /// Metadata.
+    pub audience: String,
+    /// `jwks_uri`: where the issuer's signing keys (a JWK Set) are, when its metadata
+    /// is not to be asked.
+    pub jwks_uri: Option<String>,
+    /// `scopes`: the scopes every token must carry.
+    pub scopes: Vec<String>,
+}
+
+impl JwtAuth {
+    /// Tokens of `issuer` for `audience`, their keys where the issuer's metadata says,
+    /// no scope required.
+    pub fn new(issuer: impl Into<String>, audience: impl Into<String>) -> Self {
+        Self {
+            issuer: issuer.into(),
+            audience: audience.into(),
+            jwks_uri: None,
+            scopes: Vec::new(),
+        }
+    }
 }

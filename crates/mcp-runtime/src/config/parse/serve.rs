@@ -3,7 +3,7 @@
 use toml::{Table, Value};
 
 use super::File;
-use crate::config::{ServeAuth, ServeConfig, ToolNames, error::ConfigError};
+use crate::config::{JwtAuth, ServeAuth, ServeConfig, ToolNames, checks, error::ConfigError};
 
 const SERVE_KEYS: &[&str] = &[
     "tool_names",
@@ -14,7 +14,13 @@ const SERVE_KEYS: &[&str] = &[
     "allowed_origins",
     "auth",
 ];
-const AUTH_KEYS: &[&str] = &["bearer_token_env_var"];
+const AUTH_KEYS: &[&str] = &[
+    "bearer_token_env_var",
+    "issuer",
+    "audience",
+    "jwks_uri",
+    "scopes",
+];
 
 impl File<'_> {
     /// `[serve]`; every error is recorded and the defaults stand in for its key.
@@ -78,13 +84,27 @@ impl File<'_> {
         serve
     }
 
+    /// `[serve.auth]`: a bearer token's variable, or an OAuth resource server's
+    /// issuer and audience; not both.
     fn auth(&self, table: &Table) -> Option<ServeAuth> {
         self.unknown_keys(table, "serve.auth", AUTH_KEYS);
-        let Some(value) = table.get("bearer_token_env_var") else {
+        let token = table.get("bearer_token_env_var");
+        if token.is_some() && table.contains_key("issuer") {
+            self.report(self.invalid(
+                "serve.auth",
+                "issuer",
+                "absent beside `bearer_token_env_var` (a listener takes one way of authenticating)",
+            ));
+            return None;
+        }
+        if table.contains_key("issuer") || table.contains_key("audience") {
+            return self.jwt_auth(table).map(ServeAuth::Jwt);
+        }
+        let Some(value) = token else {
             self.report(self.invalid(
                 "serve.auth",
                 "bearer_token_env_var",
-                "the name of the environment variable holding the clients' bearer token",
+                "the name of the environment variable holding the clients' bearer token (or set `issuer` and `audience` for OAuth access tokens)",
             ));
             return None;
         };
@@ -98,6 +118,45 @@ impl File<'_> {
             return None;
         }
         Some(ServeAuth::BearerTokenEnvVar(name))
+    }
+
+    /// The OAuth resource server's `[serve.auth]`: `issuer` and `audience` are URLs,
+    /// both needed.
+    fn jwt_auth(&self, table: &Table) -> Option<JwtAuth> {
+        let url = |key: &str| {
+            let Some(value) = table.get(key) else {
+                self.report(self.invalid(
+                    "serve.auth",
+                    key,
+                    "set, an `https://` URL, beside the other of `issuer` and `audience`",
+                ));
+                return None;
+            };
+            let url = self.ok(self.string(value, "serve.auth", key))?;
+            match checks::url_problem(&url) {
+                Some(expected) => {
+                    self.report(self.invalid("serve.auth", key, &expected));
+                    None
+                }
+                None => Some(url),
+            }
+        };
+        let issuer = url("issuer");
+        let audience = url("audience");
+        let jwks_uri = match table.get("jwks_uri") {
+            Some(_) => Some(url("jwks_uri")?),
+            None => None,
+        };
+        let scopes = match table.get("scopes") {
+            Some(value) => self.ok(self.strings(value, "serve.auth", "scopes"))?,
+            None => Vec::new(),
+        };
+        Some(JwtAuth {
+            issuer: issuer?,
+            audience: audience?,
+            jwks_uri,
+            scopes,
+        })
     }
 
     /// A positive integer.

@@ -795,8 +795,45 @@ fn every_error_of_the_serve_table_is_reported() {
                 "{f} unknown key `bearer_token` in `[serve.auth]` (did you mean `bearer_token_env_var`?)"
             ),
             format!(
-                "{f} key `bearer_token_env_var` in `[serve.auth]` must be the name of the environment variable holding the clients' bearer token"
+                "{f} key `bearer_token_env_var` in `[serve.auth]` must be the name of the environment variable holding the clients' bearer token (or set `issuer` and `audience` for OAuth access tokens)"
             ),
         ]
+    );
+}
+
+#[test]
+fn an_oauth_resource_server_is_an_issuer_and_an_audience() {
+    use crate::config::{JwtAuth, ServeAuth};
+    let serve = parse_ok(
+        "[serve.auth]\nissuer = \"https://auth.example.com\"\n\
+         audience = \"https://gw.example.com/mcp\"\nscopes = [\"mcp\"]\n",
+    )
+    .serve;
+    assert_eq!(
+        serve.auth,
+        Some(ServeAuth::Jwt(JwtAuth {
+            issuer: "https://auth.example.com".into(),
+            audience: "https://gw.example.com/mcp".into(),
+            jwks_uri: None,
+            scopes: vec!["mcp".into()],
+        }))
+    );
+    let f = "`/etc/mcp.toml`:";
+    assert_eq!(
+        parse_errors("[serve.auth]\nissuer = \"auth.example.com\"\n"),
+        [
+            format!("{f} key `issuer` in `[serve.auth]` must be an `http://` or `https://` URL"),
+            format!(
+                "{f} key `audience` in `[serve.auth]` must be set, an `https://` URL, beside the other of `issuer` and `audience`"
+            ),
+        ]
+    );
+    assert_eq!(
+        parse_errors(
+            "[serve.auth]\nbearer_token_env_var = \"T\"\nissuer = \"https://a.example.com\"\n"
+        ),
+        [format!(
+            "{f} key `issuer` in `[serve.auth]` must be absent beside `bearer_token_env_var` (a listener takes one way of authenticating)"
+        )]
     );
 }
