@@ -2,9 +2,10 @@
 
     python serve_client.py MODE BINARY CONFIG [SLOW_LOG]
 
-MODE is the SDK client's protocol mode (`legacy`, `2026-07-28`). Under `legacy` the
-client answers the servers' questions (elicitation, sampling, roots) and calls the
-tools that ask them, and sets the log level to `warning` before its first call,
+MODE is the SDK client's protocol mode (`legacy`, `2026-07-28`). The client answers
+the servers' questions (elicitation, sampling, roots: as requests under `legacy`, in
+its calls' input-required results under 2026-07-28) and calls the tools that ask
+them. Under `legacy` it sets the log level to `warning` before its first call,
 reporting the log messages heard before that call returned. Starts BINARY
 `serve --config CONFIG` as a stdio server, lists its tools, calls `mcp__up__echo`
 (asking for its progress),
@@ -56,17 +57,15 @@ async def main(mode, binary, config, slow_log=None):
     async def on_log(params):
         logs.append({"level": params.level, "logger": params.logger, "data": params.data})
 
-    # A handshake-era client answers the servers' questions itself, and hears their logs.
-    questions = (
-        {
-            "elicitation_callback": on_elicit,
-            "sampling_callback": on_sample,
-            "list_roots_callback": on_roots,
-            "logging_callback": on_log,
-        }
-        if mode == "legacy"
-        else {}
-    )
+    # Either era's client answers the servers' questions; a handshake-era one hears
+    # their logs.
+    questions = {
+        "elicitation_callback": on_elicit,
+        "sampling_callback": on_sample,
+        "list_roots_callback": on_roots,
+    }
+    if mode == "legacy":
+        questions["logging_callback"] = on_log
     async with Client(server, mode=mode, message_handler=on_message, **questions) as client:
         listed = await client.list_tools()
         report["tools"] = sorted(tool.name for tool in listed.tools)
@@ -75,7 +74,7 @@ async def main(mode, binary, config, slow_log=None):
         async def on_progress(done, total, message):
             progress.append([done, total])
 
-        if questions:
+        if mode == "legacy":
             await client.set_logging_level("warning")
         echo = await client.call_tool("mcp__up__echo", {"text": "hi"}, progress_callback=on_progress)
         report["logs"] = list(logs)
@@ -86,12 +85,11 @@ async def main(mode, binary, config, slow_log=None):
             "is_error": bool(down.is_error),
             "text": " ".join(block.text for block in down.content if block.type == "text"),
         }
-        if questions:
-            asked = {}
-            for tool in ("ask", "sample", "roots"):
-                result = await client.call_tool(f"mcp__up__{tool}", {})
-                asked[tool] = result.structured_content
-            report["asked"] = asked
+        asked = {}
+        for tool in ("ask", "sample", "roots"):
+            result = await client.call_tool(f"mcp__up__{tool}", {})
+            asked[tool] = result.structured_content
+        report["asked"] = asked
         resources = await client.list_resources()
         report["resources"] = sorted(str(resource.uri) for resource in resources.resources)
         read = await client.read_resource("fixture://counter")

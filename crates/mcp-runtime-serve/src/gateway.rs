@@ -62,7 +62,7 @@ use std::sync::{Arc, Mutex};
 use mcp_runtime::{
     CallAuthority, CallError, CallOptions, CapturedAuthority, Catalog, FeatureError, OnProgress,
     Progress, Runtime, SANDBOX_STATE_CAPABILITY, SANDBOX_STATE_META_CAPABILITY, ServerChange,
-    config::ToolNames, host::HostHandlers,
+    config::ToolNames,
 };
 use rmcp::{
     ErrorData, Peer, RoleServer, ServerHandler,
@@ -81,7 +81,7 @@ use tokio::sync::{OnceCell, mpsc::UnboundedReceiver};
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::{
-    bridge::{Call, Rounds},
+    bridge::{Askers, Call, Rounds},
     features, names, paging,
     upstreams::{ClientKey, Held, Upstreams},
 };
@@ -98,6 +98,9 @@ pub struct Gateway {
     session: Arc<OnceCell<Arc<Runtime>>>,
     /// The level this session's client set for the servers' log messages.
     log_level: crate::forward::ClientLevel,
+    /// The calls of this session's 2026-07-28 client (over stdio) that its servers'
+    /// questions go to (invariant 10).
+    askers: Arc<std::sync::OnceLock<Arc<Askers>>>,
     /// Where this session's servers' log messages go, once it has a runtime.
     logs: Arc<std::sync::OnceLock<crate::forward::LogQueue>>,
     tool_names: ToolNames,
@@ -121,6 +124,7 @@ impl Gateway {
             upstreams,
             session: Arc::default(),
             log_level: Arc::default(),
+            askers: Arc::default(),
             logs: Arc::default(),
             tool_names: ToolNames::default(),
             announcer: Arc::default(),
@@ -144,6 +148,7 @@ impl Gateway {
         Self {
             session: Arc::default(),
             log_level: Arc::default(),
+            askers: Arc::default(),
             logs: Arc::default(),
             announcer: Arc::default(),
             ..self.clone()
@@ -167,20 +172,35 @@ impl Gateway {
                 .await
                 .map_err(|error| start_failed(&error));
         }
-        self.session_runtime(&context.peer).await.map(Held::session)
+        let runtime = self
+            .session_runtime(&context.peer, context.client_capabilities())
+            .await?;
+        Ok(Held::session(runtime, self.askers.get().cloned()))
     }
 
     /// This session's runtime, started on first need, the servers' questions passed
-    /// to `peer`, the session's client, as far as its capabilities go.
-    async fn session_runtime(&self, peer: &Peer<RoleServer>) -> Result<Arc<Runtime>, ErrorData> {
+    /// to `peer`, the session's client, as far as its capabilities go: as requests
+    /// of the gateway's own to a handshake-era client, through its calls' answers to
+    /// a 2026-07-28 one, which declares `capabilities` with each request.
+    async fn session_runtime(
+        &self,
+        peer: &Peer<RoleServer>,
+        capabilities: Option<ClientCapabilities>,
+    ) -> Result<Arc<Runtime>, ErrorData> {
         self.session
             .get_or_try_init(|| {
-                let handlers = peer.peer_info().map_or_else(HostHandlers::new, |info| {
-                    let logs = self.logs.get_or_init(|| {
-                        crate::forward::LogQueue::new(peer.clone(), self.log_level.clone())
-                    });
-                    crate::forward::handlers(peer, &info.capabilities, logs)
-                });
+                let handlers = match peer.peer_info() {
+                    Some(info) => {
+                        let logs = self.logs.get_or_init(|| {
+                            crate::forward::LogQueue::new(peer.clone(), self.log_level.clone())
+                        });
+                        crate::forward::handlers(peer, &info.capabilities, logs)
+                    }
+                    None => crate::bridge::handlers(
+                        &capabilities.unwrap_or_default(),
+                        self.askers.get_or_init(Arc::default),
+                    ),
+                };
                 self.upstreams.start(handlers)
             })
             .await
@@ -359,7 +379,7 @@ impl ServerHandler for Gateway {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let runtime = match self.session_runtime(&context.peer).await {
+        let runtime = match self.session_runtime(&context.peer, None).await {
             Ok(runtime) => runtime,
             Err(error) => {
                 tracing::warn!(error = %error.message, "a session's servers could not be started");

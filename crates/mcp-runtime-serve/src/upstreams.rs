@@ -72,22 +72,25 @@ struct Pooled {
 /// A runtime a request is served by; a pooled one counts as in use until dropped.
 pub(crate) struct Held {
     runtime: Arc<Runtime>,
-    holding: Option<Holding>,
+    askers: Option<Arc<Askers>>,
+    _holding: Option<Holding>,
 }
 
 impl Held {
-    /// A session's runtime, which lives as long as the session.
-    pub(crate) fn session(runtime: Arc<Runtime>) -> Self {
+    /// A session's runtime, which lives as long as the session; `askers` when its
+    /// client is asked the servers' questions through its calls' answers.
+    pub(crate) fn session(runtime: Arc<Runtime>, askers: Option<Arc<Askers>>) -> Self {
         Self {
             runtime,
-            holding: None,
+            askers,
+            _holding: None,
         }
     }
 
     /// The calls its servers' questions go to, for a runtime whose client is asked
     /// through its calls' answers ([`crate::bridge`]).
     pub(crate) fn askers(&self) -> Option<&Arc<Askers>> {
-        self.holding.as_ref().map(|holding| &holding.0.askers)
+        self.askers.as_ref()
     }
 }
 
@@ -159,7 +162,7 @@ impl Upstreams {
     ) -> Result<Held, StartError> {
         let per_client = match &*self.0 {
             Source::One(runtime) => {
-                return Ok(Held::session(runtime.clone()));
+                return Ok(Held::session(runtime.clone(), None));
             }
             Source::PerClient(per_client) => per_client,
         };
@@ -186,7 +189,8 @@ impl Upstreams {
             .clone();
         Ok(Held {
             runtime,
-            holding: Some(holding),
+            askers: Some(holding.0.askers.clone()),
+            _holding: Some(holding),
         })
     }
 
