@@ -17,7 +17,7 @@ fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
         std::fs::write(
             &config,
             format!(
-                "[mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--resources\", \"--asks\", \"--progress-steps\", \"3\", \"--call-log-messages\", \"2\"]\n\n\
+                "[mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--resources\", \"--asks\", \"--progress-steps\", \"3\", \"--call-log-messages\", \"2\", \"--instructions\", \"Call echo to hear yourself.\"]\n\n\
                  [mcp_servers.down]\ncommand = \"/nonexistent/server\"\n\n\
                  [mcp_servers.slow]\ncommand = {fixture:?}\n\
                  args = [\"--call-delay-ms\", \"600000\", \"--log\", {log:?}]\n",
@@ -46,6 +46,10 @@ fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
             report["echo"],
             json!({"is_error": false, "structured": {"text": "hi"}}),
             "{mode}"
+        );
+        assert_eq!(
+            report["instructions"], "## up\n\nCall echo to hear yourself.",
+            "{mode}: the servers' instructions, each under its name"
         );
         assert_eq!(
             report["progress"],

@@ -67,6 +67,11 @@ async def main(mode, binary, config, slow_log=None):
     if mode == "legacy":
         questions["logging_callback"] = on_log
     async with Client(server, mode=mode, message_handler=on_message, **questions) as client:
+        if mode == "legacy":
+            report["instructions"] = client.instructions
+        else:
+            # A client of this mode assumes the revision without asking: asked here.
+            report["instructions"] = (await client.session.send_discover("2026-07-28")).get("instructions")
         listed = await client.list_tools()
         report["tools"] = sorted(tool.name for tool in listed.tools)
         progress = []

@@ -162,7 +162,7 @@ fn clients_of_both_eras_share_one_listing_behind_the_listeners_checks() {
     // here answers elicitation, the handshake sessions when asked, the sessionless
     // one through its calls' answers, so the nine offer the same.
     assert_eq!(
-        report["listings_after_burst"], 1,
+        report["listings_of_burst"], 1,
         "nine sessions, one listing of the upstream"
     );
     let text = std::fs::read_to_string(dir.path().join("up.jsonl")).unwrap();

@@ -123,6 +123,8 @@ pub struct Behaviour {
     pub call_result_bytes: usize,
     /// Advertised as `capabilities.experimental`; none when empty.
     pub experimental: ExperimentalCapabilities,
+    /// The `instructions` of the `initialize` (and `server/discover`) answer.
+    pub instructions: Option<String>,
     /// Wait for gate files in this directory before answering `initialize`
     /// and each `tools/list` (see [`crate::gate`]).
     pub gate_dir: Option<PathBuf>,
@@ -431,10 +433,14 @@ impl ServerHandler for Fixture {
         if !self.behaviour.experimental.is_empty() {
             capabilities.experimental = Some(self.behaviour.experimental.clone());
         }
-        ServerConfig::new(capabilities).with_server_info(Implementation::new(
+        let info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
             "mcp-fixture",
             env!("CARGO_PKG_VERSION"),
-        ))
+        ));
+        match &self.behaviour.instructions {
+            Some(instructions) => info.with_instructions(instructions.clone()),
+            None => info,
+        }
     }
 
     async fn initialize(

@@ -56,6 +56,9 @@
 //!     answers: a call that asks gets an input-required result, and the call goes on
 //!     when the client calls again with its answers and the result's `requestState`
 //!     ([`crate::bridge`]).
+//! 11. A client's servers start when it initializes (or asks `server/discover`), and
+//!     the answer's `instructions` are theirs, each under a `## server` heading, for
+//!     the servers ready by then.
 
 use std::sync::{Arc, Mutex};
 
@@ -68,12 +71,13 @@ use rmcp::{
     ErrorData, Peer, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
-        CompleteRequestParams, CompleteResult, ContentBlock, GetPromptRequestParams,
-        GetPromptResponse, Implementation, JsonObject, ListPromptsResult,
-        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-        ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse,
-        ReadResourceResult, ResourceUpdatedNotificationParam, ResultType, ServerCapabilities,
-        ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+        CompleteRequestParams, CompleteResult, ContentBlock, DiscoverResult,
+        GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+        InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+        ProgressToken, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+        ResourceUpdatedNotificationParam, ResultType, ServerCapabilities, ServerConfig,
+        SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSendError},
 };
@@ -287,6 +291,23 @@ async fn next_notices(
     }
 }
 
+/// The servers' `instructions`, each under its server's name, in name order; `None`
+/// when no server gives any (invariant 11).
+fn instructions(runtime: &Runtime) -> Option<String> {
+    let mut servers: Vec<_> = runtime
+        .servers()
+        .into_iter()
+        .filter_map(|status| Some((status.name, status.instructions?)))
+        .filter(|(_, instructions)| !instructions.trim().is_empty())
+        .collect();
+    servers.sort();
+    let parts: Vec<String> = servers
+        .into_iter()
+        .map(|(server, instructions)| format!("## {server}\n\n{}", instructions.trim()))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
 /// The cursor a list request continues from.
 fn cursor(request: &Option<PaginatedRequestParams>) -> Option<&str> {
     request
@@ -372,9 +393,50 @@ impl ServerHandler for Gateway {
             .enable_completions()
             .enable_logging()
             .build();
-        ServerConfig::new(capabilities).with_server_info(Implementation::new(
+        let info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
             "mcp-runtime",
             env!("CARGO_PKG_VERSION"),
+        ));
+        // The instructions of the servers this client's requests reach, when known
+        // now (invariant 11): a session's, once started, or those every client shares.
+        let runtime = self.session.get().or(self.upstreams.shared());
+        match runtime.and_then(|runtime| instructions(runtime)) {
+            Some(instructions) => info.with_instructions(instructions),
+            None => info,
+        }
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        // The session's servers start before the answer, which carries their
+        // instructions (invariant 11). A start that fails fails the session's
+        // requests, with the runtime's message, not its handshake.
+        if let Err(error) = self.session_runtime(&context.peer, None).await {
+            tracing::warn!(error = %error.message, "a session's servers could not be started");
+        }
+        self.negotiate_initialize(&request)
+    }
+
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        // The client's servers start before the answer, which carries their
+        // instructions (invariant 11); a start that fails fails its other requests.
+        let mut info = self.get_info();
+        match self.runtime(&context).await {
+            Ok(runtime) => info.instructions = instructions(&runtime),
+            Err(error) => {
+                tracing::warn!(error = %error.message, "a client's servers could not be started");
+            }
+        }
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            info,
         ))
     }
 

@@ -97,6 +97,9 @@ struct Args {
     /// Offer logging, taking `logging/setLevel`
     #[arg(long)]
     logging: bool,
+    /// Answer `initialize` with these `instructions`
+    #[arg(long, value_name = "TEXT")]
+    instructions: Option<String>,
     /// List `future`, a tool with fields of its own, which answers a `video` block
     /// and fields no revision rmcp knows has (so does `task_job` with
     /// `"future": true`)
@@ -361,6 +364,7 @@ impl Args {
             resources: self.resources,
             late_streams: self.late_streams,
             logging: self.logging,
+            instructions: self.instructions.clone(),
             progress_steps: self.progress_steps,
             call_log_messages: self.call_log_messages,
             progress_interval: Duration::from_millis(self.progress_interval_ms),
