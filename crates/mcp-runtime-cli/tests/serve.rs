@@ -17,7 +17,7 @@ fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
         std::fs::write(
             &config,
             format!(
-                "[mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--resources\", \"--asks\", \"--progress-steps\", \"3\", \"--call-log-messages\", \"2\", \"--instructions\", \"Call echo to hear yourself.\"]\n\n\
+                "[mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--resources\", \"--asks\", \"--progress-steps\", \"3\", \"--call-log-messages\", \"2\", \"--instructions\", \"Call echo to hear yourself.\", \"--tasks\"]\n\n\
                  [mcp_servers.down]\ncommand = \"/nonexistent/server\"\n\n\
                  [mcp_servers.slow]\ncommand = {fixture:?}\n\
                  args = [\"--call-delay-ms\", \"600000\", \"--log\", {log:?}]\n",
@@ -78,6 +78,14 @@ fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
                 "roots": {"roots": [{"uri": "file:///client/root", "name": "client root"}]}
             }),
             "{mode}"
+        );
+        assert_eq!(
+            report["task"],
+            json!({
+                "worked_ms": 20,
+                "answer": {"action": "accept", "content": {"name": "gateway client", "count": 7}}
+            }),
+            "{mode}: a task's result, its question answered by the client"
         );
         assert_eq!(report["down"]["is_error"], true, "{mode}: {report}");
         assert!(

@@ -95,6 +95,10 @@ async def main(mode, binary, config, slow_log=None):
             result = await client.call_tool(f"mcp__up__{tool}", {})
             asked[tool] = result.structured_content
         report["asked"] = asked
+        # A tool its server runs as a task: the gateway polls it, and the task's
+        # question reaches this client like any other.
+        task = await client.call_tool("mcp__up__task_job", {"ms": 20, "poll_ms": 10, "ask": True})
+        report["task"] = task.structured_content
         resources = await client.list_resources()
         report["resources"] = sorted(str(resource.uri) for resource in resources.resources)
         read = await client.read_resource("fixture://counter")
