@@ -6,7 +6,7 @@
 //! call (a handshake-era server with a request of its own, a 2026-07-28 server with an
 //! `input_required` result the runtime turns into the same question), the call's
 //! answer to the client is an `InputRequiredResult` holding the question and a sealed
-//! `requestState`. The client calls again with its answers and that state; the
+//! `requestState`. The same holds for `prompts/get`. The client calls again with its answers and that state; the
 //! server's call, still waiting behind the gateway, gets the answers and goes on, to
 //! its result or its next question.
 //!
@@ -23,7 +23,8 @@
 //! 2. The client is asked only what it declared it can answer (invariant 1 of
 //!    [`crate::forward`]).
 //! 3. A `requestState` names one kept call and is sealed with a key of this gateway
-//!    process, bound to the principal and the tool's name, and expires with the call's
+//!    process, bound to the principal, the method and the tool's or prompt's name, and
+//!    expires with the call's
 //!    hold ([`HOLD`]). A state that fails its check (altered, another principal's or
 //!    tool's, expired, from another process) is refused as invalid params, and so is a
 //!    replayed one: a kept call is taken by the first request that resumes it.
@@ -56,8 +57,8 @@ use rmcp::{
     model::{
         CallToolResponse, ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams,
         CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
-        InputRequest, InputRequests, InputRequiredResult, InputResponses, ListRootsRequest,
-        ListRootsResult, RequestStateCodec, SealOptions,
+        GetPromptResponse, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+        ListRootsRequest, ListRootsResult, RequestStateCodec, SealOptions,
     },
 };
 use serde::{Deserialize, Serialize};
@@ -85,6 +86,31 @@ struct Waiting {
     questions: mpsc::UnboundedSender<Question>,
 }
 
+/// A request's way to take the questions of the server it waits on.
+pub(crate) struct Asker {
+    askers: Arc<Askers>,
+    questions: mpsc::UnboundedSender<Question>,
+}
+
+impl Asker {
+    /// The request now waits on `server`, until the guard is dropped.
+    pub(crate) fn wait_on(&self, server: &str) -> Asking {
+        let id = self.askers.next.fetch_add(1, Ordering::Relaxed);
+        lock(&self.askers.waiting)
+            .entry(server.to_owned())
+            .or_default()
+            .push(Waiting {
+                id,
+                questions: self.questions.clone(),
+            });
+        Asking {
+            askers: self.askers.clone(),
+            server: server.to_owned(),
+            id,
+        }
+    }
+}
+
 /// A call's place among the [`Askers`], given up when dropped.
 pub(crate) struct Asking {
     askers: Arc<Askers>,
@@ -105,23 +131,14 @@ impl Drop for Asking {
 }
 
 impl Askers {
-    /// A call now waiting on `server`: its questions come out of the receiver.
-    pub(crate) fn wait_on(
-        self: &Arc<Self>,
-        server: &str,
-    ) -> (Asking, mpsc::UnboundedReceiver<Question>) {
+    /// A request's way to take its servers' questions, and where they come out.
+    pub(crate) fn asker(self: &Arc<Self>) -> (Asker, mpsc::UnboundedReceiver<Question>) {
         let (questions, asked) = mpsc::unbounded_channel();
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        lock(&self.waiting)
-            .entry(server.to_owned())
-            .or_default()
-            .push(Waiting { id, questions });
-        let asking = Asking {
+        let asker = Asker {
             askers: self.clone(),
-            server: server.to_owned(),
-            id,
+            questions,
         };
-        (asking, asked)
+        (asker, asked)
     }
 
     /// `server`'s question asked of the earliest call waiting on it, and its
@@ -240,23 +257,29 @@ impl Roots for Asked {
     }
 }
 
-/// A call between its client's requests: running, or waiting for answers.
+/// What a kept request ends with: a tool's result, or a prompt.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    Tool(CallToolResponse),
+    Prompt(GetPromptResponse),
+}
+
+/// A request between its client's rounds: running, or waiting for answers.
 pub(crate) struct Call {
-    /// The call, run apart from any one request; dropping it cancels it.
-    pub(crate) task: AbortOnDropHandle<Result<CallToolResponse, ErrorData>>,
+    /// The request, run apart from any one of the client's; dropping it cancels it.
+    pub(crate) task: AbortOnDropHandle<Result<Answer, ErrorData>>,
     pub(crate) questions: mpsc::UnboundedReceiver<Question>,
     pub(crate) progress: mpsc::UnboundedReceiver<mcp_runtime::Progress>,
     /// The questions asked and not answered yet, by their key.
     open: BTreeMap<String, Question>,
     /// How many questions the call has asked.
     asked: u64,
-    _asking: Asking,
 }
 
 impl Call {
     pub(crate) fn new(
-        task: AbortOnDropHandle<Result<CallToolResponse, ErrorData>>,
-        (asking, questions): (Asking, mpsc::UnboundedReceiver<Question>),
+        task: AbortOnDropHandle<Result<Answer, ErrorData>>,
+        questions: mpsc::UnboundedReceiver<Question>,
         progress: mpsc::UnboundedReceiver<mcp_runtime::Progress>,
     ) -> Self {
         Self {
@@ -265,7 +288,6 @@ impl Call {
             progress,
             open: BTreeMap::new(),
             asked: 0,
-            _asking: asking,
         }
     }
 
@@ -359,20 +381,21 @@ impl Rounds {
     }
 
     /// Keeps `call`, whose questions are open, for its client to resume, and the
-    /// answer that asks them (invariants 3 and 5).
+    /// answer that asks them (invariants 3 and 5). `target` is what the client asked
+    /// of whom: the method and the tool's or prompt's name.
     pub(crate) fn keep(
         self: &Arc<Self>,
         call: Call,
         principal: &str,
-        tool: &str,
-    ) -> CallToolResponse {
+        target: Target<'_>,
+    ) -> InputRequiredResult {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let requests: InputRequests = call
             .open
             .iter()
             .map(|(key, question)| (key.clone(), question.request.clone()))
             .collect();
-        let bound = bound_to(principal, tool);
+        let bound = bound_to(principal, target);
         let options = SealOptions::new().associated_data(&bound).ttl(HOLD);
         let state = self
             .codec
@@ -381,7 +404,7 @@ impl Rounds {
         lock(&self.kept).insert(id, call);
         let rounds = Arc::downgrade(self);
         tokio::spawn(forget_after_hold(rounds, id));
-        InputRequiredResult::new(Some(requests), Some(state)).into()
+        InputRequiredResult::new(Some(requests), Some(state))
     }
 
     /// The call `state` names, taken to be resumed with `responses` (invariants 3
@@ -390,10 +413,10 @@ impl Rounds {
         &self,
         state: &str,
         principal: &str,
-        tool: &str,
+        target: Target<'_>,
         responses: InputResponses,
     ) -> Result<Call, ErrorData> {
-        let bound = bound_to(principal, tool);
+        let bound = bound_to(principal, target);
         let State { call: id } = self.codec.open_json_with(state, &bound).map_err(|error| {
             ErrorData::invalid_params(
                 format!("the requestState cannot be used: {error}; call the tool again without it"),
@@ -402,7 +425,7 @@ impl Rounds {
         })?;
         let mut call = lock(&self.kept).remove(&id).ok_or_else(|| {
             ErrorData::invalid_params(
-                "the call of this requestState was resumed already or has ended; call the tool again without it",
+                "the request of this requestState was resumed already or has ended; send it again without the state",
                 None,
             )
         })?;
@@ -425,9 +448,23 @@ async fn forget_after_hold(rounds: Weak<Rounds>, id: u64) {
     }
 }
 
-/// The data a state is bound to: who may resume it, and at which tool.
-fn bound_to(principal: &str, tool: &str) -> Vec<u8> {
-    [principal.as_bytes(), b"\0tools/call\0", tool.as_bytes()].concat()
+/// What a client asked of whom: a request's method and the name (or URI) it names.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Target<'a> {
+    pub(crate) method: &'a str,
+    pub(crate) name: &'a str,
+}
+
+/// The data a state is bound to: who may resume it, and which request.
+fn bound_to(principal: &str, target: Target<'_>) -> Vec<u8> {
+    [
+        principal.as_bytes(),
+        b"\0",
+        target.method.as_bytes(),
+        b"\0",
+        target.name.as_bytes(),
+    ]
+    .concat()
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -467,27 +504,35 @@ mod tests {
     /// A call on server `s` that asks one question and answers with the answer's
     /// action; `ended` is set when its task is dropped.
     async fn asking_call(askers: &Arc<Askers>, ended: &Arc<AtomicBool>) -> Call {
-        let waiting = askers.wait_on("s");
+        let (asker, questions) = askers.asker();
         let (_, progress) = mpsc::unbounded_channel();
-        let (asker, guard) = (askers.clone(), Dropped(ended.clone()));
+        let (askers, guard) = (askers.clone(), Dropped(ended.clone()));
         let task = tokio::spawn(async move {
             let _guard = guard;
-            let answer = asker.ask("s", question()).await;
+            let _asking = asker.wait_on("s");
+            let answer = askers.ask("s", question()).await;
             let text = answer.map_or("unanswered".to_owned(), |answer| {
                 answer["action"].to_string()
             });
-            Ok(CallToolResult::success(vec![rmcp::model::ContentBlock::text(text)]).into())
+            let result = CallToolResult::success(vec![rmcp::model::ContentBlock::text(text)]);
+            Ok(Answer::Tool(result.into()))
         });
-        let mut call = Call::new(AbortOnDropHandle::new(task), waiting, progress);
+        let mut call = Call::new(AbortOnDropHandle::new(task), questions, progress);
         let asked = call.questions.recv().await.unwrap();
         call.asks(asked);
         call
     }
 
-    fn state_of(response: &CallToolResponse) -> (String, Vec<String>) {
-        let CallToolResponse::InputRequired(result) = response else {
-            panic!("an input-required result: {response:?}");
-        };
+    const ASK: Target<'static> = Target {
+        method: "tools/call",
+        name: "ask",
+    };
+    const OTHER: Target<'static> = Target {
+        method: "tools/call",
+        name: "other",
+    };
+
+    fn state_of(result: &InputRequiredResult) -> (String, Vec<String>) {
         let keys = result
             .input_requests
             .as_ref()
@@ -498,11 +543,11 @@ mod tests {
         (result.request_state.clone().unwrap(), keys)
     }
 
-    fn text_of(
-        response: Result<Result<CallToolResponse, ErrorData>, tokio::task::JoinError>,
-    ) -> String {
+    fn text_of(response: Result<Result<Answer, ErrorData>, tokio::task::JoinError>) -> String {
         match response.unwrap().unwrap() {
-            CallToolResponse::Complete(result) => result.content[0].as_text().unwrap().text.clone(),
+            Answer::Tool(CallToolResponse::Complete(result)) => {
+                result.content[0].as_text().unwrap().text.clone()
+            }
             other => panic!("a complete result: {other:?}"),
         }
     }
@@ -513,15 +558,15 @@ mod tests {
         let askers = Arc::new(Askers::default());
         let ended = Arc::new(AtomicBool::new(false));
         let call = asking_call(&askers, &ended).await;
-        let (state, keys) = state_of(&rounds.keep(call, "alice", "ask"));
+        let (state, keys) = state_of(&rounds.keep(call, "alice", ASK));
         assert_eq!(keys, ["elicitation-1"]);
         let answers = || InputResponses::from([(keys[0].clone(), json!({"action": "accept"}))]);
 
         let tampered = format!("{state}-TAMPERED");
         for (state, principal, tool) in [
-            (tampered.as_str(), "alice", "ask"),
-            (state.as_str(), "bob", "ask"),
-            (state.as_str(), "alice", "other"),
+            (tampered.as_str(), "alice", ASK),
+            (state.as_str(), "bob", ASK),
+            (state.as_str(), "alice", OTHER),
         ] {
             let refused = rounds
                 .resume(state, principal, tool, answers())
@@ -531,13 +576,13 @@ mod tests {
         }
         // An answer of another kind than asked is refused, and the call stays kept.
         let wrong = InputResponses::from([(keys[0].clone(), json!(12345))]);
-        let refused = rounds.resume(&state, "alice", "ask", wrong).err().unwrap();
+        let refused = rounds.resume(&state, "alice", ASK, wrong).err().unwrap();
         assert!(refused.message.contains("elicitation-1"), "{refused:?}");
 
-        let call = rounds.resume(&state, "alice", "ask", answers()).unwrap();
+        let call = rounds.resume(&state, "alice", ASK, answers()).unwrap();
         assert!(!call.has_open_questions());
         let replayed = rounds
-            .resume(&state, "alice", "ask", answers())
+            .resume(&state, "alice", ASK, answers())
             .err()
             .unwrap();
         assert!(replayed.message.contains("resumed already"), "{replayed:?}");
@@ -550,11 +595,11 @@ mod tests {
         let askers = Arc::new(Askers::default());
         let ended = Arc::new(AtomicBool::new(false));
         let call = asking_call(&askers, &ended).await;
-        let (state, _) = state_of(&rounds.keep(call, "alice", "ask"));
+        let (state, _) = state_of(&rounds.keep(call, "alice", ASK));
         let unrelated = InputResponses::from([("other".to_owned(), json!({"action": "accept"}))]);
-        let call = rounds.resume(&state, "alice", "ask", unrelated).unwrap();
+        let call = rounds.resume(&state, "alice", ASK, unrelated).unwrap();
         assert!(call.has_open_questions());
-        let (again, keys) = state_of(&rounds.keep(call, "alice", "ask"));
+        let (again, keys) = state_of(&rounds.keep(call, "alice", ASK));
         assert_ne!(again, state, "a new round has a new state");
         assert_eq!(keys, ["elicitation-1"]);
     }
@@ -565,7 +610,7 @@ mod tests {
         let askers = Arc::new(Askers::default());
         let ended = Arc::new(AtomicBool::new(false));
         let call = asking_call(&askers, &ended).await;
-        let (state, keys) = state_of(&rounds.keep(call, "alice", "ask"));
+        let (state, keys) = state_of(&rounds.keep(call, "alice", ASK));
         tokio::time::sleep(HOLD - Duration::from_secs(1)).await;
         assert!(!ended.load(Ordering::SeqCst), "kept for the hold");
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -575,15 +620,15 @@ mod tests {
             "cancelled once the hold is over"
         );
         let answers = InputResponses::from([(keys[0].clone(), json!({"action": "accept"}))]);
-        assert!(rounds.resume(&state, "alice", "ask", answers).is_err());
+        assert!(rounds.resume(&state, "alice", ASK, answers).is_err());
     }
 
     #[tokio::test]
     async fn a_question_no_call_waits_for_is_declined() {
         let askers = Arc::new(Askers::default());
         assert_eq!(askers.ask("s", question()).await, None);
-        let (asking, _questions) = askers.wait_on("s");
-        drop(asking);
+        let (asker, _questions) = askers.asker();
+        drop(asker.wait_on("s"));
         assert_eq!(askers.ask("s", question()).await, None);
         assert!(lock(&askers.waiting).is_empty());
     }

@@ -46,13 +46,16 @@ pub(crate) async fn list(runtime: &Runtime, names: ToolNames) -> Vec<(String, Pr
         .collect()
 }
 
-/// `prompts/get` of the prompt shown as `request.name` (invariant 2).
+/// `prompts/get` of the prompt shown as `request.name` (invariant 2); its server's
+/// questions go to `asker` while it is being got, if given.
 pub(crate) async fn get(
     runtime: &Runtime,
     names: ToolNames,
     request: GetPromptRequestParams,
+    asker: Option<&crate::bridge::Asker>,
 ) -> Result<GetPromptResponse, ErrorData> {
     let (server, name) = find(runtime, names, &request.name).await?;
+    let _asking = asker.map(|asker| asker.wait_on(&server));
     let got = runtime
         .get_prompt(&name, Some(&server), request.arguments)
         .await

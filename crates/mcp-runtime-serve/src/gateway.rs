@@ -73,11 +73,11 @@ use rmcp::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
         CompleteRequestParams, CompleteResult, ContentBlock, DiscoverResult,
         GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
-        InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
-        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-        ProgressToken, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-        ResourceUpdatedNotificationParam, ResultType, ServerCapabilities, ServerConfig,
-        SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+        InitializeResult, InputRequiredResult, JsonObject, ListPromptsResult,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+        ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse,
+        ReadResourceResult, ResourceUpdatedNotificationParam, ResultType, ServerCapabilities,
+        ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSendError},
 };
@@ -85,7 +85,7 @@ use tokio::sync::{OnceCell, mpsc::UnboundedReceiver};
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::{
-    bridge::{Askers, Call, Rounds},
+    bridge::{Answer, Askers, Call, Rounds, Target},
     features, names, paging,
     upstreams::{ClientKey, Held, Upstreams},
 };
@@ -697,8 +697,31 @@ impl ServerHandler for Gateway {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let runtime = self.runtime(&context).await?;
-        features::get(&runtime, self.tool_names, request).await
+        let principal = crate::principal::of(&context.extensions);
+        let target = Target {
+            method: "prompts/get",
+            name: &request.name,
+        };
+        let call = match request.request_state.as_deref() {
+            Some(state) => self.rounds.resume(
+                state,
+                &principal,
+                target,
+                request.input_responses.clone().unwrap_or_default(),
+            )?,
+            None => {
+                let runtime = self.runtime(&context).await?;
+                if runtime.askers().is_none() {
+                    return features::get(&runtime, self.tool_names, request, None).await;
+                }
+                self.get_prompt_apart(runtime, request.clone())
+            }
+        };
+        match self.drive(call, &principal, target, &context).await? {
+            Round::Ended(Answer::Prompt(response)) => Ok(response),
+            Round::Asks(result) => Ok(result.into()),
+            Round::Ended(other) => Err(mismatched(&other)),
+        }
     }
 
     async fn complete(
@@ -716,11 +739,15 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let principal = crate::principal::of(&context.extensions);
+        let target = Target {
+            method: "tools/call",
+            name: &request.name,
+        };
         let call = match request.request_state.as_deref() {
             Some(state) => self.rounds.resume(
                 state,
                 &principal,
-                &request.name,
+                target,
                 request.input_responses.clone().unwrap_or_default(),
             )?,
             None => {
@@ -731,7 +758,11 @@ impl ServerHandler for Gateway {
                 self.call_apart(runtime, request.clone(), &context)?
             }
         };
-        self.drive(call, &principal, &request.name, &context).await
+        match self.drive(call, &principal, target, &context).await? {
+            Round::Ended(Answer::Tool(response)) => Ok(response),
+            Round::Asks(result) => Ok(result.into()),
+            Round::Ended(other) => Err(mismatched(&other)),
+        }
     }
 }
 
@@ -795,10 +826,10 @@ impl Gateway {
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<Call, ErrorData> {
-        let askers = runtime
+        let (asker, questions) = runtime
             .askers()
             .expect("a runtime whose client is asked through its calls")
-            .clone();
+            .asker();
         let catalog = runtime.catalog();
         let name = self.qualified(&catalog, &request.name).to_owned();
         // A name the catalog does not hold waits on no server: the runtime refuses it.
@@ -806,7 +837,7 @@ impl Gateway {
             .resolve(&name)
             .map(|tool| tool.server.clone())
             .unwrap_or_default();
-        let waiting = askers.wait_on(&server);
+        let asking = asker.wait_on(&server);
         let (on_progress, progress) = progress_channel();
         let mut options = CallOptions::new().with_progress(on_progress);
         if let Some(authority) = authority(context)? {
@@ -814,12 +845,13 @@ impl Gateway {
         }
         let arguments = request.arguments;
         let task = tokio::spawn(async move {
+            let _asking = asking;
             let started = std::time::Instant::now();
             let result = runtime.call_tool_with(&name, arguments, options).await;
             log_outcome(&name, started, &result);
-            into_response(result)
+            into_response(result).map(Answer::Tool)
         });
-        Ok(Call::new(AbortOnDropHandle::new(task), waiting, progress))
+        Ok(Call::new(AbortOnDropHandle::new(task), questions, progress))
     }
 
     /// Serves `call` to this request's client until it ends or asks a question,
@@ -829,9 +861,9 @@ impl Gateway {
         &self,
         mut call: Call,
         principal: &str,
-        tool: &str,
+        target: Target<'_>,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+    ) -> Result<Round, ErrorData> {
         let token = context.meta.get_progress_token();
         let started = std::time::Instant::now();
         while !call.has_open_questions() {
@@ -845,20 +877,57 @@ impl Gateway {
                     while let Ok(report) = call.progress.try_recv() {
                         forward_progress(&context.peer, token.as_ref(), report).await;
                     }
-                    return ended.unwrap_or_else(|error| {
+                    let answer = ended.unwrap_or_else(|error| {
                         Err(ErrorData::internal_error(
-                            format!("the call ended without an answer: {error}"),
+                            format!("the request ended without an answer: {error}"),
                             None,
                         ))
                     });
+                    return answer.map(Round::Ended);
                 }
                 Some(question) = call.questions.recv() => call.asks(question),
-                () = context.ct.cancelled() => return Err(cancelled(tool, started)),
+                () = context.ct.cancelled() => return Err(cancelled(target.name, started)),
             }
         }
-        tracing::info!(tool, "a call asks its client for input");
-        Ok(self.rounds.keep(call, principal, tool))
+        tracing::info!(
+            method = target.method,
+            "a request asks its client for input"
+        );
+        Ok(Round::Asks(self.rounds.keep(call, principal, target)))
     }
+
+    /// Gets a prompt apart from the request, for a client asked the servers'
+    /// questions through its requests' answers (invariant 10).
+    fn get_prompt_apart(&self, runtime: Held, request: GetPromptRequestParams) -> Call {
+        let (asker, questions) = runtime
+            .askers()
+            .expect("a runtime whose client is asked through its requests")
+            .asker();
+        let names = self.tool_names;
+        let task = tokio::spawn(async move {
+            features::get(&runtime, names, request, Some(&asker))
+                .await
+                .map(Answer::Prompt)
+        });
+        // A prompt reports no progress.
+        let (_, progress) = tokio::sync::mpsc::unbounded_channel();
+        Call::new(AbortOnDropHandle::new(task), questions, progress)
+    }
+}
+
+/// How far a request that may ask its client got: to its end, or to questions.
+enum Round {
+    Ended(Answer),
+    Asks(InputRequiredResult),
+}
+
+/// The error of a resumed request whose answer is not of its method's kind, which
+/// the state's binding to the method rules out.
+fn mismatched(answer: &Answer) -> ErrorData {
+    ErrorData::internal_error(
+        format!("a resumed request ended with another kind of answer: {answer:?}"),
+        None,
+    )
 }
 
 /// A progress callback and the channel its reports come out of, while the receiver
