@@ -23,11 +23,11 @@
 //! 2. The client is asked only what it declared it can answer (invariant 1 of
 //!    [`crate::forward`]).
 //! 3. A `requestState` names one kept call and is sealed with a key of this gateway
-//!    process, bound to the principal, the method and the tool's or prompt's name, and
-//!    expires with the call's
-//!    hold ([`HOLD`]). A state that fails its check (altered, another principal's or
-//!    tool's, expired, from another process) is refused as invalid params, and so is a
-//!    replayed one: a kept call is taken by the first request that resumes it.
+//!    process, bound to the principal, the method and the tool's or prompt's name,
+//!    and expires with the call's hold ([`HOLD`]). A state that fails its check
+//!    (altered, another principal's, method's or name's, expired, from another
+//!    process) is refused as invalid params, and so is a replayed one: a kept call is
+//!    taken by the first request that resumes it.
 //! 4. A resumed call whose answers leave questions open asks exactly those again,
 //!    under a new state; answers to keys it did not ask are ignored. An answer that is
 //!    not a result of the kind asked is refused as invalid params, and the call stays
