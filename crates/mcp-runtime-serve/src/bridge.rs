@@ -17,9 +17,10 @@
 //!
 //! Invariants:
 //! 1. A question goes to a call of the same runtime (one principal, one set of declared
-//!    capabilities) waiting on the server that asked: of several, the earliest. A
-//!    question no call waits for (asked while listing, say) is declined, as a client
-//!    without the feature would.
+//!    capabilities) waiting on the server that asked: of several, the earliest whose
+//!    client waits for it (a kept call, blocked on its own questions, asks no new
+//!    one), else the latest kept. A question no call waits for (asked while listing,
+//!    say) is declined, as a client without the feature would.
 //! 2. The client is asked only what it declared it can answer (invariant 1 of
 //!    [`crate::forward`]).
 //! 3. A `requestState` names one kept call and is sealed with a key of this gateway
@@ -44,7 +45,7 @@ use std::{
     collections::{BTreeMap, HashMap},
     sync::{
         Arc, Mutex, Weak,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::Duration,
 };
@@ -84,12 +85,28 @@ pub(crate) struct Askers {
 struct Waiting {
     id: u64,
     questions: mpsc::UnboundedSender<Question>,
+    /// Whether the call is kept, waiting for its client to come back.
+    kept: Arc<AtomicBool>,
 }
 
 /// A request's way to take the questions of the server it waits on.
 pub(crate) struct Asker {
     askers: Arc<Askers>,
     questions: mpsc::UnboundedSender<Question>,
+    kept: Arc<AtomicBool>,
+}
+
+/// Where a request's questions come out, and whether it is kept.
+pub(crate) struct Questions {
+    asked: mpsc::UnboundedReceiver<Question>,
+    kept: Arc<AtomicBool>,
+}
+
+impl Questions {
+    /// The request's next question.
+    pub(crate) async fn next(&mut self) -> Option<Question> {
+        self.asked.recv().await
+    }
 }
 
 impl Asker {
@@ -102,6 +119,7 @@ impl Asker {
             .push(Waiting {
                 id,
                 questions: self.questions.clone(),
+                kept: self.kept.clone(),
             });
         Asking {
             askers: self.askers.clone(),
@@ -132,22 +150,29 @@ impl Drop for Asking {
 
 impl Askers {
     /// A request's way to take its servers' questions, and where they come out.
-    pub(crate) fn asker(self: &Arc<Self>) -> (Asker, mpsc::UnboundedReceiver<Question>) {
+    pub(crate) fn asker(self: &Arc<Self>) -> (Asker, Questions) {
         let (questions, asked) = mpsc::unbounded_channel();
+        let kept = Arc::new(AtomicBool::new(false));
         let asker = Asker {
             askers: self.clone(),
             questions,
+            kept: kept.clone(),
         };
-        (asker, asked)
+        (asker, Questions { asked, kept })
     }
 
-    /// `server`'s question asked of the earliest call waiting on it, and its
+    /// `server`'s question asked of a call waiting on it (invariant 1), and its
     /// client's answer; `None` when no call waits or the call ended unanswered.
     async fn ask(&self, server: &str, request: InputRequest) -> Option<serde_json::Value> {
-        let questions = lock(&self.waiting)
-            .get(server)
-            .and_then(|calls| calls.first())
-            .map(|call| call.questions.clone())?;
+        let questions = lock(&self.waiting).get(server).and_then(|calls| {
+            // A kept call waits for its client, blocked on its own questions: it
+            // asks none until resumed, unless with the ones it was kept for.
+            calls
+                .iter()
+                .find(|call| !call.kept.load(Ordering::Acquire))
+                .or_else(|| calls.last())
+                .map(|call| call.questions.clone())
+        })?;
         let (answer, answered) = oneshot::channel();
         questions.send(Question { request, answer }).ok()?;
         answered.await.ok()
@@ -268,7 +293,7 @@ pub(crate) enum Answer {
 pub(crate) struct Call {
     /// The request, run apart from any one of the client's; dropping it cancels it.
     pub(crate) task: AbortOnDropHandle<Result<Answer, ErrorData>>,
-    pub(crate) questions: mpsc::UnboundedReceiver<Question>,
+    pub(crate) questions: Questions,
     pub(crate) progress: mpsc::UnboundedReceiver<mcp_runtime::Progress>,
     /// The questions asked and not answered yet, by their key.
     open: BTreeMap<String, Question>,
@@ -279,7 +304,7 @@ pub(crate) struct Call {
 impl Call {
     pub(crate) fn new(
         task: AbortOnDropHandle<Result<Answer, ErrorData>>,
-        questions: mpsc::UnboundedReceiver<Question>,
+        questions: Questions,
         progress: mpsc::UnboundedReceiver<mcp_runtime::Progress>,
     ) -> Self {
         Self {
@@ -303,7 +328,7 @@ impl Call {
                 _ => "input",
             };
             self.open.insert(format!("{kind}-{}", self.asked), question);
-            next = self.questions.try_recv().ok();
+            next = self.questions.asked.try_recv().ok();
         }
     }
 
@@ -321,6 +346,8 @@ impl Call {
                     .map_err(|error| format!("the answer to `{key}` cannot be used: {error}"))?;
             }
         }
+        // Driven again from here: its next questions are its own.
+        self.questions.kept.store(false, Ordering::Release);
         let open = std::mem::take(&mut self.open);
         for (key, question) in open {
             match responses.remove(&key) {
@@ -401,6 +428,7 @@ impl Rounds {
             .codec
             .seal_json_with(&State { call: id }, &options)
             .expect("a call's number serializes");
+        call.questions.kept.store(true, Ordering::Release);
         lock(&self.kept).insert(id, call);
         let rounds = Arc::downgrade(self);
         tokio::spawn(forget_after_hold(rounds, id));
@@ -475,7 +503,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicBool;
 
     use rmcp::model::{CallToolResult, ElicitRequest};
     use serde_json::json;
@@ -518,7 +545,7 @@ mod tests {
             Ok(Answer::Tool(result.into()))
         });
         let mut call = Call::new(AbortOnDropHandle::new(task), questions, progress);
-        let asked = call.questions.recv().await.unwrap();
+        let asked = call.questions.next().await.unwrap();
         call.asks(asked);
         call
     }
@@ -621,6 +648,24 @@ mod tests {
         );
         let answers = InputResponses::from([(keys[0].clone(), json!({"action": "accept"}))]);
         assert!(rounds.resume(&state, "alice", ASK, answers).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_kept_call_does_not_take_a_later_calls_question() {
+        let rounds = Arc::new(Rounds::new());
+        let askers = Arc::new(Askers::default());
+        let ended = Arc::new(AtomicBool::new(false));
+        let kept = asking_call(&askers, &ended).await;
+        let _ = rounds.keep(kept, "alice", ASK);
+        let (later, mut questions) = askers.asker();
+        let _asking = later.wait_on("s");
+        let asked = tokio::spawn({
+            let askers = askers.clone();
+            async move { askers.ask("s", question()).await }
+        });
+        let question = questions.next().await.expect("the later call's question");
+        question.answer.send(json!({"action": "decline"})).unwrap();
+        assert_eq!(asked.await.unwrap(), Some(json!({"action": "decline"})));
     }
 
     #[tokio::test]

@@ -885,7 +885,7 @@ impl Gateway {
                     });
                     return answer.map(Round::Ended);
                 }
-                Some(question) = call.questions.recv() => call.asks(question),
+                Some(question) = call.questions.next() => call.asks(question),
                 () = context.ct.cancelled() => return Err(cancelled(target.name, started)),
             }
         }
