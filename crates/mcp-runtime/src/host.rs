@@ -122,8 +122,41 @@ pub struct HostHandlers {
     pub(crate) logs: Option<Arc<dyn Logs>>,
     /// The least severe server log messages the host asks for.
     pub(crate) log_level: Option<LoggingLevel>,
+    /// Whether the questions of one input-required result are put at once.
+    pub(crate) questions_together: bool,
     /// Where the servers' changes go: the runtime's own, set when it starts.
     pub(crate) changes: crate::changes::Changes,
+}
+
+/// Which of a server's questions a handler call answers, when a 2026-07-28 server
+/// asked it in an `input_required` result (or a task's input request): its key there,
+/// and how many the server asked with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Asked {
+    /// The question's key in the server's `inputRequests`.
+    pub key: String,
+    /// The round it belongs to: the same for the questions asked together, unique
+    /// within the process.
+    pub round: u64,
+    /// How many questions the round asks.
+    pub of: usize,
+}
+
+tokio::task_local! {
+    static ASKED: Asked;
+}
+
+/// The question the handler being called answers, when a 2026-07-28 server asked it
+/// in an input request; `None` for a handshake-era server's own request, which has
+/// no key. Read it in the handler's future.
+pub fn asked() -> Option<Asked> {
+    ASKED.try_with(Clone::clone).ok()
+}
+
+/// Runs `answer` as the answer to `asked` ([`asked`] tells it).
+pub(crate) async fn answering<F: Future>(asked: Asked, answer: F) -> F::Output {
+    ASKED.scope(asked, answer).await
 }
 
 impl std::fmt::Debug for HostHandlers {
@@ -137,6 +170,7 @@ impl std::fmt::Debug for HostHandlers {
             .field("roots", &self.roots.is_some())
             .field("logs", &self.logs.is_some())
             .field("log_level", &self.log_level)
+            .field("questions_together", &self.questions_together)
             .finish()
     }
 }
@@ -183,6 +217,15 @@ impl HostHandlers {
     /// none).
     pub fn with_log_level(mut self, level: LoggingLevel) -> Self {
         self.log_level = Some(level);
+        self
+    }
+
+    /// Puts the questions a 2026-07-28 server asks in one `input_required` result to
+    /// the handlers at once, instead of one after another: for a host that passes
+    /// them on together (a gateway asking its own client in one round). Each handler
+    /// call can tell which question it answers ([`asked`]).
+    pub fn with_questions_together(mut self) -> Self {
+        self.questions_together = true;
         self
     }
 

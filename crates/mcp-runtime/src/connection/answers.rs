@@ -173,6 +173,11 @@ impl Answers {
         }
     }
 
+    /// Whether the questions of one input-required result are put at once.
+    pub(crate) fn questions_together(&self) -> bool {
+        self.handlers.questions_together
+    }
+
     /// Whether sampling is offered.
     pub(crate) fn samples(&self) -> bool {
         self.handlers.sampling.is_some()

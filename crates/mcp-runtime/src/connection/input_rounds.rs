@@ -168,6 +168,9 @@ pub(super) async fn retry(
 
 /// The answers to the server's input `requests`, each the host's handler's (invariant
 /// 2), or why the call cannot go on. A task's questions are answered the same way.
+/// They are asked one after another, or all at once when the handlers say so
+/// ([`HostHandlers::with_questions_together`](crate::host::HostHandlers::with_questions_together));
+/// each handler call can tell which it answers ([`crate::host::asked`]).
 ///
 /// # Cancel safety
 ///
@@ -176,31 +179,59 @@ pub(super) async fn respond(
     requests: InputRequests,
     answers: &Answers,
 ) -> Result<InputResponses, AnswerError> {
-    let mut responses = InputResponses::new();
-    for (key, request) in requests {
-        let response = match request {
-            InputRequest::Elicitation(request) => {
-                serde_json::to_value(answers.elicit(request.params).await)
-            }
-            InputRequest::ListRoots(_) => Ok(answers.roots().await),
-            InputRequest::CreateMessage(_) if !answers.samples() => {
-                return Err(AnswerError::SamplingNotOffered);
-            }
-            InputRequest::CreateMessage(request) => match answers.sample(request.params).await {
-                Ok(result) => serde_json::to_value(result),
-                Err(error) => {
-                    return Err(AnswerError::SamplingRefused {
-                        message: error.message.into_owned(),
-                    });
-                }
-            },
-            _ => {
-                return Err(AnswerError::UnknownInputRequest { key });
-            }
+    static ROUNDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let round = ROUNDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let of = requests.len();
+    let answered = requests.into_iter().map(|(key, request)| {
+        let asked = crate::host::Asked {
+            key: key.clone(),
+            round,
+            of,
         };
-        responses.insert(key, response.expect("a result serializes"));
+        crate::host::answering(asked, answer(key, request, answers))
+    });
+    if answers.questions_together() {
+        return futures::future::join_all(answered)
+            .await
+            .into_iter()
+            .collect();
+    }
+    // One after another, the first failure ending the round: nothing more is asked.
+    let mut responses = InputResponses::new();
+    for answer in answered {
+        let (key, response) = answer.await?;
+        responses.insert(key, response);
     }
     Ok(responses)
+}
+
+/// The host's answer to the server's input request `key`.
+async fn answer(
+    key: String,
+    request: InputRequest,
+    answers: &Answers,
+) -> Result<(String, serde_json::Value), AnswerError> {
+    let response = match request {
+        InputRequest::Elicitation(request) => {
+            serde_json::to_value(answers.elicit(request.params).await)
+        }
+        InputRequest::ListRoots(_) => Ok(answers.roots().await),
+        InputRequest::CreateMessage(_) if !answers.samples() => {
+            return Err(AnswerError::SamplingNotOffered);
+        }
+        InputRequest::CreateMessage(request) => match answers.sample(request.params).await {
+            Ok(result) => serde_json::to_value(result),
+            Err(error) => {
+                return Err(AnswerError::SamplingRefused {
+                    message: error.message.into_owned(),
+                });
+            }
+        },
+        _ => {
+            return Err(AnswerError::UnknownInputRequest { key });
+        }
+    };
+    Ok((key, response.expect("a result serializes")))
 }
 
 /// How long the retry after the `n`-th consecutive state-only round waits: 50 ms,
