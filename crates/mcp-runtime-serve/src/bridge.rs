@@ -72,6 +72,8 @@ pub(crate) const HOLD: Duration = Duration::from_secs(600);
 /// A server's question, on its way to the client of the call waiting on that server.
 pub(crate) struct Question {
     request: InputRequest,
+    /// Its key and round, when the server asked it in an input request.
+    asked: Option<mcp_runtime::host::Asked>,
     answer: oneshot::Sender<serde_json::Value>,
 }
 
@@ -174,7 +176,14 @@ impl Askers {
                 .map(|call| call.questions.clone())
         })?;
         let (answer, answered) = oneshot::channel();
-        questions.send(Question { request, answer }).ok()?;
+        let asked = mcp_runtime::host::asked();
+        questions
+            .send(Question {
+                request,
+                asked,
+                answer,
+            })
+            .ok()?;
         answered.await.ok()
     }
 }
@@ -191,7 +200,8 @@ pub(crate) fn handlers(capabilities: &ClientCapabilities, askers: &Arc<Askers>) 
         form: false,
         url: false,
     };
-    let mut handlers = HostHandlers::new();
+    // A round's questions come to the client in one answer.
+    let mut handlers = HostHandlers::new().with_questions_together();
     if let Some(elicitation) = &capabilities.elicitation {
         let url = elicitation.url.is_some();
         let modes = ElicitationModes {
@@ -299,6 +309,8 @@ pub(crate) struct Call {
     open: BTreeMap<String, Question>,
     /// How many questions the call has asked.
     asked: u64,
+    /// Answers the client gave before it was asked, by the server's key.
+    given: InputResponses,
 }
 
 impl Call {
@@ -313,10 +325,20 @@ impl Call {
             progress,
             open: BTreeMap::new(),
             asked: 0,
+            given: InputResponses::new(),
         }
     }
 
-    /// Takes `question` and those asked with it.
+    /// The call, with the answers its client gave in its first request: a question
+    /// the server asks under one of their keys takes that answer, if it is one of
+    /// the kind asked, without a round (SEP-2322 lets a client answer up front).
+    pub(crate) fn with_answers(mut self, given: InputResponses) -> Self {
+        self.given = given;
+        self
+    }
+
+    /// Takes `question` and those asked with it, each under the server's key for it
+    /// when it has one.
     pub(crate) fn asks(&mut self, question: Question) {
         let mut next = Some(question);
         while let Some(question) = next {
@@ -327,9 +349,40 @@ impl Call {
                 InputRequest::ListRoots(_) => "roots",
                 _ => "input",
             };
-            self.open.insert(format!("{kind}-{}", self.asked), question);
+            let own_key = question.asked.as_ref().map(|asked| asked.key.clone());
+            let given = own_key
+                .as_ref()
+                .and_then(|key| self.given.remove(key))
+                .filter(|answer| answers(&question.request, answer).is_ok());
+            match given {
+                Some(answer) => {
+                    let _ = question.answer.send(answer);
+                }
+                None => {
+                    let key = own_key
+                        .filter(|key| !self.open.contains_key(key))
+                        .unwrap_or_else(|| format!("{kind}-{}", self.asked));
+                    self.open.insert(key, question);
+                }
+            }
             next = self.questions.asked.try_recv().ok();
         }
+    }
+
+    /// Whether a question the server asked in one round with others is open while
+    /// some of the others have not come yet: they are on their way.
+    pub(crate) fn round_incomplete(&self) -> bool {
+        self.open
+            .values()
+            .filter_map(|question| question.asked.as_ref())
+            .any(|asked| {
+                let with = self
+                    .open
+                    .values()
+                    .filter(|other| other.asked.as_ref().is_some_and(|o| o.round == asked.round))
+                    .count();
+                with < asked.of
+            })
     }
 
     /// Whether questions wait for answers.

@@ -49,7 +49,11 @@ pub(crate) fn handlers(
     capabilities: &ClientCapabilities,
     logs: &LogQueue,
 ) -> HostHandlers {
-    let mut handlers = HostHandlers::new().with_logs(logs.clone());
+    // Every message is asked for (a 2026-07-28 server sends none unless asked); the
+    // queue passes on those at the level the client set.
+    let mut handlers = HostHandlers::new()
+        .with_logs(logs.clone())
+        .with_log_level(LoggingLevel::Debug);
     if let Some(elicitation) = &capabilities.elicitation {
         // A client of 2025-06-18 declares `elicitation: {}`: forms.
         let url = elicitation.url.is_some();

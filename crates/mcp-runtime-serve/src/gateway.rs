@@ -13,7 +13,8 @@
 //!    name. A call the runtime cannot complete (its server failed to start, timed
 //!    out, or was lost) is answered as a tool error (`isError`) whose text is the
 //!    runtime's message, credentials masked: the model reads why, and the other
-//!    servers go on serving.
+//!    servers go on serving. A JSON-RPC error the server answered is passed on as
+//!    the server gave it (code, message, data).
 //! 3. The client's cancellation of a call reaches the upstream server: the gateway
 //!    stops waiting for the call, and the runtime sends the server
 //!    `notifications/cancelled` for it.
@@ -65,7 +66,7 @@ use std::sync::{Arc, Mutex};
 use mcp_runtime::{
     CallAuthority, CallError, CallOptions, CapturedAuthority, Catalog, FeatureError, OnProgress,
     Progress, Runtime, SANDBOX_STATE_CAPABILITY, SANDBOX_STATE_META_CAPABILITY, ServerChange,
-    config::ToolNames,
+    config::ToolNames, error::RequestError,
 };
 use rmcp::{
     ErrorData, Peer, RoleServer, ServerHandler,
@@ -644,7 +645,10 @@ impl ServerHandler for Gateway {
             .map_err(|error| {
                 let message = mcp_runtime::error::chain(&error);
                 match error {
-                    FeatureError::NotFound { .. } => ErrorData::resource_not_found(message, None),
+                    FeatureError::NotFound { .. } => ErrorData::resource_not_found(
+                        message,
+                        Some(serde_json::json!({ "uri": request.uri })),
+                    ),
                     FeatureError::Ambiguous { .. } => ErrorData::invalid_params(message, None),
                     _ => ErrorData::internal_error(message, None),
                 }
@@ -714,7 +718,9 @@ impl ServerHandler for Gateway {
                 if runtime.askers().is_none() {
                     return features::get(&runtime, self.tool_names, request, None).await;
                 }
+                let given = request.input_responses.clone().unwrap_or_default();
                 self.get_prompt_apart(runtime, request.clone())
+                    .with_answers(given)
             }
         };
         match self.drive(call, &principal, target, &context).await? {
@@ -755,7 +761,9 @@ impl ServerHandler for Gateway {
                 if runtime.askers().is_none() {
                     return self.call(runtime, request, &context).await;
                 }
+                let given = request.input_responses.clone().unwrap_or_default();
                 self.call_apart(runtime, request.clone(), &context)?
+                    .with_answers(given)
             }
         };
         match self.drive(call, &principal, target, &context).await? {
@@ -889,6 +897,13 @@ impl Gateway {
                 () = context.ct.cancelled() => return Err(cancelled(target.name, started)),
             }
         }
+        // The questions a server asked together go to the client together.
+        while call.round_incomplete() {
+            tokio::select! {
+                Some(question) = call.questions.next() => call.asks(question),
+                () = context.ct.cancelled() => return Err(cancelled(target.name, started)),
+            }
+        }
         tracing::info!(
             method = target.method,
             "a request asks its client for input"
@@ -985,6 +1000,24 @@ fn into_response(
             mcp_runtime::error::chain(&error),
             None,
         )),
+        // The server's own JSON-RPC error is the client's, as the server gave it: its
+        // code (a capability the client did not declare, arguments it refused), its
+        // message as the runtime passes it on (credentials masked), its data.
+        Err(CallError::Failed {
+            source:
+                RequestError::Server {
+                    code,
+                    message,
+                    source,
+                },
+            ..
+        }) => {
+            let data = match source.downcast_ref::<rmcp::ServiceError>() {
+                Some(rmcp::ServiceError::McpError(error)) => error.data.clone(),
+                _ => None,
+            };
+            Err(ErrorData::new(rmcp::model::ErrorCode(code), message, data))
+        }
         Err(error) => Ok(CallToolResult::error(vec![ContentBlock::text(
             mcp_runtime::error::chain(&error),
         )])
