@@ -5,7 +5,8 @@
 //! CLI driven as each scenario expects of a client), and passes only when the suite's
 //! verdict does: no failed check, no warning, the client exited cleanly. Whatever the
 //! suite said is printed when it does not pass. `scripts/conformance-table` runs every
-//! client scenario for the table in `docs/protocol.md`.
+//! client scenario for the table in `docs/protocol.md`. The server scenarios, against
+//! the gateway, are in `conformance_server.rs`.
 //!
 //! Invariants:
 //! 1. Every scenario of the conformance suite that the runtime claims runs here,
@@ -20,20 +21,9 @@
 //! 4. The verdict is the suite's checks, not the client's exit status: a client that
 //!    exits cleanly without doing what the scenario asks fails.
 
-use std::{
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::{path::Path, process::Command};
 
-use crate::support::{stderr, stdout};
-
-/// The repository root: the scripts and `peers/` live there.
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use crate::support::{repo, stderr, stdout};
 
 /// The suite's verdict on one client scenario, with `binary` as `mcp-runtime`.
 fn run_scenario_with(name: &str, revision: Option<&str>, binary: &Path) -> std::process::Output {

@@ -9,6 +9,7 @@ mod support;
 mod call_scope;
 mod cli;
 mod conformance;
+mod conformance_server;
 mod credentials;
 mod edit;
 mod eras;

@@ -1,5 +1,5 @@
 //! What several test modules need: the binary, its output as text, the fixture
-//! server.
+//! servers, the repository's scripts.
 
 use std::{
     path::{Path, PathBuf},
@@ -67,11 +67,26 @@ pub fn stderr(output: &Output) -> String {
 
 /// The fixture server, built beside this binary by `cargo test --workspace`.
 pub fn fixture_server() -> PathBuf {
-    let path = Path::new(env!("CARGO_BIN_EXE_mcp-runtime")).with_file_name("mcp-fixture");
+    fixture_binary("mcp-fixture")
+}
+
+/// The binary `name` of the fixture crate (`mcp-fixture`, `conformance-server`):
+/// Cargo builds no binary of a dev-dependency, so it is there when the whole
+/// workspace was built, as `cargo test --workspace` (scripts/test) does.
+pub fn fixture_binary(name: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_BIN_EXE_mcp-runtime")).with_file_name(name);
     assert!(
         path.exists(),
         "{} is missing: build the whole workspace first (scripts/test does)",
         path.display()
     );
     path
+}
+
+/// The repository root: the scripts and `peers/` live there.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }

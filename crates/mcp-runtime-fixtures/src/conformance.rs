@@ -380,12 +380,16 @@ impl ServerHandler for Conformance {
 
     fn accepted_subscription_filter(
         &self,
-        _requested: &SubscriptionFilter,
+        requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
+        // The resources asked for are taken too, as `resources/subscribe` takes them
+        // in a handshake session; none of them ever changes.
+        let resources = requested.resource_subscriptions.clone().unwrap_or_default();
         Some(
             SubscriptionFilter::builder()
                 .tools_list_changed()
                 .prompts_list_changed()
+                .resource_subscriptions(resources)
                 .build(),
         )
     }

@@ -62,33 +62,44 @@ pub fn recorded_argv(dir: &Path) -> Vec<Vec<u8>> {
     args
 }
 
-/// A process's state letter and process group, from `/proc/PID/stat`; `None` once
-/// it is gone.
-fn stat(pid: i32) -> Option<(char, i32)> {
+/// A process's state letter, parent and process group, from `/proc/PID/stat`;
+/// `None` once it is gone.
+fn stat(pid: i32) -> Option<(char, i32, i32)> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name is in parentheses and may contain spaces: parse after it.
     let rest = &text[text.rfind(')')? + 2..];
     let mut fields = rest.split_whitespace();
     let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
     let pgrp = fields.next()?.parse().ok()?;
-    Some((state, pgrp))
+    Some((state, ppid, pgrp))
 }
 
 /// Whether `pid` is a live process (a zombie is not).
 pub fn is_alive(pid: i32) -> bool {
-    matches!(stat(pid), Some((state, _)) if state != 'Z' && state != 'X')
+    matches!(stat(pid), Some((state, _, _)) if state != 'Z' && state != 'X')
 }
 
 /// The live members of process group `pgid`.
 pub fn group_members(pgid: i32) -> Vec<i32> {
+    live_processes(|_, pgrp| pgrp == pgid)
+}
+
+/// The live children of `parent` (a process started in a group of its own, as the
+/// runtime starts its stdio servers, is not in its parent's group: this finds it).
+pub fn children(parent: i32) -> Vec<i32> {
+    live_processes(|ppid, _| ppid == parent)
+}
+
+/// The live processes whose parent and process group `select` picks.
+fn live_processes(select: impl Fn(i32, i32) -> bool) -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|&pid| {
-            matches!(stat(pid), Some((state, pgrp)) if pgrp == pgid && state != 'Z' && state != 'X')
+            matches!(stat(pid), Some((state, ppid, pgrp)) if select(ppid, pgrp) && state != 'Z' && state != 'X')
         })
         .collect()
 }

@@ -3,23 +3,22 @@
 //! to the next round but not change it (SEP-2322 asks servers to refuse a state
 //! that fails its integrity check).
 //!
-//! A state is `BASE64URL(json).BASE64URL(tag)`, the tag over the name of the tool or
-//! prompt it belongs to and the JSON, with a key drawn when the process starts: a
-//! state is good for the conversation that made it, in this process only.
-//!
-//! rmcp's `RequestStateCodec` does the same, but its `request-state` feature needs
-//! crates (`hmac` 0.13 and what it pulls) that this workspace does not lock; `sha2`
-//! and `base64` it already has.
+//! The sealing is rmcp's `RequestStateCodec` (its `request-state` feature): the state
+//! is JSON, the name of the tool or prompt it belongs to is the associated data (in
+//! the tag, not in the token), and the key is drawn when the process starts, so a
+//! state is good for the conversation that made it, in this process only. States do
+//! not expire.
 
-use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
-use rmcp::ErrorData as McpError;
+use rmcp::{
+    ErrorData as McpError,
+    model::{RequestStateCodec, SealOptions},
+};
 use serde_json::Value;
-use sha2::{Digest as _, Sha256};
 
 /// Seals and opens request states with one key (see the module docs).
 #[derive(Clone)]
 pub(crate) struct Sealer {
-    key: [u8; 32],
+    codec: RequestStateCodec,
 }
 
 impl std::fmt::Debug for Sealer {
@@ -31,68 +30,31 @@ impl std::fmt::Debug for Sealer {
 impl Sealer {
     /// A sealer with a fresh random key.
     pub(crate) fn new() -> Self {
-        let mut key = [0_u8; 32];
+        let mut key = [0_u8; RequestStateCodec::MIN_KEY_LENGTH];
         getrandom::fill(&mut key).expect("the OS has a random source");
-        Self { key }
+        let codec = RequestStateCodec::try_new(key).expect("the key has the minimum length");
+        Self { codec }
     }
 
     /// `state`, sealed for the conversation `binding`.
     pub(crate) fn seal(&self, binding: &str, state: &Value) -> String {
-        let payload = state.to_string();
-        let tag = self.tag(binding, payload.as_bytes());
-        format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(payload),
-            URL_SAFE_NO_PAD.encode(tag)
-        )
+        let options = SealOptions::new().associated_data(binding.as_bytes());
+        self.codec
+            .seal_json_with(state, &options)
+            .expect("a JSON value serializes")
     }
 
     /// The state in `sealed`, if it was sealed by this sealer for `binding`;
-    /// `-32602` otherwise.
+    /// `-32602` otherwise, whatever the reason (rmcp asks for one client-facing error).
     pub(crate) fn open(&self, binding: &str, sealed: &str) -> Result<Value, McpError> {
-        let refused = || {
-            McpError::invalid_params(
-                "requestState failed its integrity check (changed, or not this server's)",
-                None,
-            )
-        };
-        let (payload, tag) = sealed.split_once('.').ok_or_else(refused)?;
-        let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| refused())?;
-        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| refused())?;
-        let expected = self.tag(binding, &payload);
-        // Compared in constant time: every byte is looked at whatever differs.
-        let same = tag.len() == expected.len()
-            && tag
-                .iter()
-                .zip(expected)
-                .fold(0_u8, |differ, (a, b)| differ | (a ^ b))
-                == 0;
-        if !same {
-            return Err(refused());
-        }
-        serde_json::from_slice(&payload).map_err(|_| refused())
-    }
-
-    /// HMAC-SHA256 (RFC 2104) of `binding`, a zero byte and `payload`.
-    fn tag(&self, binding: &str, payload: &[u8]) -> [u8; 32] {
-        const BLOCK: usize = 64;
-        let mut inner_key = [0x36_u8; BLOCK];
-        let mut outer_key = [0x5c_u8; BLOCK];
-        for (index, byte) in self.key.iter().enumerate() {
-            inner_key[index] ^= byte;
-            outer_key[index] ^= byte;
-        }
-        let inner = Sha256::new()
-            .chain_update(inner_key)
-            .chain_update(binding.as_bytes())
-            .chain_update([0])
-            .chain_update(payload)
-            .finalize();
-        Sha256::new()
-            .chain_update(outer_key)
-            .chain_update(inner)
-            .finalize()
-            .into()
+        self.codec
+            .open_json_with(sealed, binding.as_bytes())
+            .map_err(|_| {
+                McpError::invalid_params(
+                    "requestState failed its integrity check (changed, or not this server's)",
+                    None,
+                )
+            })
     }
 }
 
