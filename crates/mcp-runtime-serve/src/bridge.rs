@@ -16,8 +16,10 @@
 //!   sealed with rmcp's [`RequestStateCodec`].
 //!
 //! Invariants:
-//! 1. A question goes to a call of the same runtime (one principal, one set of declared
-//!    capabilities) waiting on the server that asked: of several, the earliest whose
+//! 1. A question goes to the call it was asked in: a 2026-07-28 server's, answered
+//!    inside the call's own future, exactly; a handshake-era server's own request, to
+//!    a call of the same runtime (one principal, one set of declared capabilities)
+//!    waiting on the server that asked: of several, the earliest whose
 //!    client waits for it (a kept call, blocked on its own questions, asks no new
 //!    one), else the latest kept. A question no call waits for (asked while listing,
 //!    say) is declined, as a client without the feature would.
@@ -77,6 +79,13 @@ pub(crate) struct Question {
     answer: oneshot::Sender<serde_json::Value>,
 }
 
+tokio::task_local! {
+    /// The questions of the request whose future is being polled: a 2026-07-28
+    /// server's input requests are answered inside the request's own future, so they
+    /// go exactly there.
+    static ASKING: mpsc::UnboundedSender<Question>;
+}
+
 /// The calls of one runtime waiting on their servers, by server (invariant 1).
 #[derive(Default)]
 pub(crate) struct Askers {
@@ -112,6 +121,11 @@ impl Questions {
 }
 
 impl Asker {
+    /// `request`, run as this asker's: the questions answered inside it come here.
+    pub(crate) async fn run<F: std::future::Future>(&self, request: F) -> F::Output {
+        ASKING.scope(self.questions.clone(), request).await
+    }
+
     /// The request now waits on `server`, until the guard is dropped.
     pub(crate) fn wait_on(&self, server: &str) -> Asking {
         let id = self.askers.next.fetch_add(1, Ordering::Relaxed);
@@ -166,14 +180,19 @@ impl Askers {
     /// `server`'s question asked of a call waiting on it (invariant 1), and its
     /// client's answer; `None` when no call waits or the call ended unanswered.
     async fn ask(&self, server: &str, request: InputRequest) -> Option<serde_json::Value> {
-        let questions = lock(&self.waiting).get(server).and_then(|calls| {
-            // A kept call waits for its client, blocked on its own questions: it
-            // asks none until resumed, unless with the ones it was kept for.
-            calls
-                .iter()
-                .find(|call| !call.kept.load(Ordering::Acquire))
-                .or_else(|| calls.last())
-                .map(|call| call.questions.clone())
+        // A question asked inside a request's own future is that request's; a
+        // handshake-era server's own request says nothing of the call it is for.
+        let own = ASKING.try_with(Clone::clone).ok();
+        let questions = own.or_else(|| {
+            lock(&self.waiting).get(server).and_then(|calls| {
+                // A kept call waits for its client, blocked on its own questions: it
+                // asks none until resumed, unless with the ones it was kept for.
+                calls
+                    .iter()
+                    .find(|call| !call.kept.load(Ordering::Acquire))
+                    .or_else(|| calls.last())
+                    .map(|call| call.questions.clone())
+            })
         })?;
         let (answer, answered) = oneshot::channel();
         let asked = mcp_runtime::host::asked();
@@ -311,6 +330,8 @@ pub(crate) struct Call {
     asked: u64,
     /// Answers the client gave before it was asked, by the server's key.
     given: InputResponses,
+    /// How many questions of each of the server's rounds have come.
+    seen: HashMap<u64, usize>,
 }
 
 impl Call {
@@ -326,6 +347,7 @@ impl Call {
             open: BTreeMap::new(),
             asked: 0,
             given: InputResponses::new(),
+            seen: HashMap::new(),
         }
     }
 
@@ -349,6 +371,9 @@ impl Call {
                 InputRequest::ListRoots(_) => "roots",
                 _ => "input",
             };
+            if let Some(asked) = &question.asked {
+                *self.seen.entry(asked.round).or_default() += 1;
+            }
             let own_key = question.asked.as_ref().map(|asked| asked.key.clone());
             let given = own_key
                 .as_ref()
@@ -359,9 +384,13 @@ impl Call {
                     let _ = question.answer.send(answer);
                 }
                 None => {
-                    let key = own_key
+                    let mut key = own_key
                         .filter(|key| !self.open.contains_key(key))
                         .unwrap_or_else(|| format!("{kind}-{}", self.asked));
+                    // A key of the gateway's own never takes a server's key's place.
+                    while self.open.contains_key(&key) {
+                        key.push('+');
+                    }
                     self.open.insert(key, question);
                 }
             }
@@ -370,19 +399,13 @@ impl Call {
     }
 
     /// Whether a question the server asked in one round with others is open while
-    /// some of the others have not come yet: they are on their way.
+    /// some of the others have not come yet: they are on their way (each round's
+    /// count is of the questions that go to the gateway's handlers).
     pub(crate) fn round_incomplete(&self) -> bool {
         self.open
             .values()
             .filter_map(|question| question.asked.as_ref())
-            .any(|asked| {
-                let with = self
-                    .open
-                    .values()
-                    .filter(|other| other.asked.as_ref().is_some_and(|o| o.round == asked.round))
-                    .count();
-                with < asked.of
-            })
+            .any(|asked| self.seen.get(&asked.round).copied().unwrap_or(0) < asked.of)
     }
 
     /// Whether questions wait for answers.
@@ -390,15 +413,20 @@ impl Call {
         !self.open.is_empty()
     }
 
-    /// Hands the answers given to the questions they answer (invariant 4); nothing
-    /// is handed when one of them is not a result of the kind asked.
-    fn answer(&mut self, mut responses: InputResponses) -> Result<(), String> {
+    /// Whether each answer given is a result of the kind its question asks
+    /// (invariant 4).
+    fn check(&self, responses: &InputResponses) -> Result<(), String> {
         for (key, question) in &self.open {
             if let Some(response) = responses.get(key) {
                 answers(&question.request, response)
                     .map_err(|error| format!("the answer to `{key}` cannot be used: {error}"))?;
             }
         }
+        Ok(())
+    }
+
+    /// Hands the answers given (checked) to the questions they answer (invariant 4).
+    fn answer(&mut self, mut responses: InputResponses) {
         // Driven again from here: its next questions are its own.
         self.questions.kept.store(false, Ordering::Release);
         let open = std::mem::take(&mut self.open);
@@ -413,7 +441,6 @@ impl Call {
                 }
             }
         }
-        Ok(())
     }
 }
 
@@ -504,16 +531,20 @@ impl Rounds {
                 None,
             )
         })?;
-        let mut call = lock(&self.kept).remove(&id).ok_or_else(|| {
+        // Checked and taken under one lock: a refused answer leaves the call kept,
+        // its hold running as before.
+        let mut kept = lock(&self.kept);
+        let call = kept.get(&id).ok_or_else(|| {
             ErrorData::invalid_params(
                 "the request of this requestState was resumed already or has ended; send it again without the state",
                 None,
             )
         })?;
-        if let Err(error) = call.answer(responses) {
-            lock(&self.kept).insert(id, call);
-            return Err(ErrorData::invalid_params(error, None));
-        }
+        call.check(&responses)
+            .map_err(|error| ErrorData::invalid_params(error, None))?;
+        let mut call = kept.remove(&id).expect("the call was just found");
+        drop(kept);
+        call.answer(responses);
         Ok(call)
     }
 }

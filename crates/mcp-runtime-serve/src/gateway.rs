@@ -855,7 +855,9 @@ impl Gateway {
         let task = tokio::spawn(async move {
             let _asking = asking;
             let started = std::time::Instant::now();
-            let result = runtime.call_tool_with(&name, arguments, options).await;
+            let result = asker
+                .run(runtime.call_tool_with(&name, arguments, options))
+                .await;
             log_outcome(&name, started, &result);
             into_response(result).map(Answer::Tool)
         });
@@ -874,7 +876,9 @@ impl Gateway {
     ) -> Result<Round, ErrorData> {
         let token = context.meta.get_progress_token();
         let started = std::time::Instant::now();
-        while !call.has_open_questions() {
+        // Until the call ends, or asks questions and every question of their round
+        // has come: a server's questions asked together go to the client together.
+        while !call.has_open_questions() || call.round_incomplete() {
             tokio::select! {
                 // The reports sent before the result go out before it.
                 biased;
@@ -897,13 +901,6 @@ impl Gateway {
                 () = context.ct.cancelled() => return Err(cancelled(target.name, started)),
             }
         }
-        // The questions a server asked together go to the client together.
-        while call.round_incomplete() {
-            tokio::select! {
-                Some(question) = call.questions.next() => call.asks(question),
-                () = context.ct.cancelled() => return Err(cancelled(target.name, started)),
-            }
-        }
         tracing::info!(
             method = target.method,
             "a request asks its client for input"
@@ -920,7 +917,8 @@ impl Gateway {
             .asker();
         let names = self.tool_names;
         let task = tokio::spawn(async move {
-            features::get(&runtime, names, request, Some(&asker))
+            asker
+                .run(features::get(&runtime, names, request, Some(&asker)))
                 .await
                 .map(Answer::Prompt)
         });

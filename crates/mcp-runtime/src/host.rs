@@ -139,7 +139,8 @@ pub struct Asked {
     /// The round it belongs to: the same for the questions asked together, unique
     /// within the process.
     pub round: u64,
-    /// How many questions the round asks.
+    /// How many of the round's questions go to the host's handlers (those it
+    /// offers), this one among them.
     pub of: usize,
 }
 

@@ -178,6 +178,17 @@ impl Answers {
         self.handlers.questions_together
     }
 
+    /// Whether `request` goes to a handler of the host (one it offers).
+    pub(crate) fn asks(&self, request: &rmcp::model::InputRequest) -> bool {
+        use rmcp::model::InputRequest;
+        match request {
+            InputRequest::Elicitation(_) => self.handlers.elicitation.is_some(),
+            InputRequest::CreateMessage(_) => self.handlers.sampling.is_some(),
+            InputRequest::ListRoots(_) => self.handlers.roots.is_some(),
+            _ => false,
+        }
+    }
+
     /// Whether sampling is offered.
     pub(crate) fn samples(&self) -> bool {
         self.handlers.sampling.is_some()

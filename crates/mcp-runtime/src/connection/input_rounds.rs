@@ -181,7 +181,12 @@ pub(super) async fn respond(
 ) -> Result<InputResponses, AnswerError> {
     static ROUNDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let round = ROUNDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let of = requests.len();
+    // The questions a handler is asked: those the handlers do not offer are answered
+    // here (declined, no roots) or end the round.
+    let of = requests
+        .values()
+        .filter(|request| answers.asks(request))
+        .count();
     let answered = requests.into_iter().map(|(key, request)| {
         let asked = crate::host::Asked {
             key: key.clone(),
@@ -191,10 +196,9 @@ pub(super) async fn respond(
         crate::host::answering(asked, answer(key, request, answers))
     });
     if answers.questions_together() {
-        return futures::future::join_all(answered)
-            .await
-            .into_iter()
-            .collect();
+        // The first failure ends the round: the other questions are withdrawn.
+        let answered = futures::future::try_join_all(answered).await?;
+        return Ok(answered.into_iter().collect());
     }
     // One after another, the first failure ending the round: nothing more is asked.
     let mut responses = InputResponses::new();
