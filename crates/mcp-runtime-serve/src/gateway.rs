@@ -13,8 +13,8 @@
 //!    name. A call the runtime cannot complete (its server failed to start, timed
 //!    out, or was lost) is answered as a tool error (`isError`) whose text is the
 //!    runtime's message, credentials masked: the model reads why, and the other
-//!    servers go on serving. A JSON-RPC error the server answered is passed on as
-//!    the server gave it (code, message, data).
+//!    servers go on serving. The server's JSON-RPC refusal of the client's request
+//!    (invalid params, a client capability not declared) is passed on as that error.
 //! 3. The client's cancellation of a call reaches the upstream server: the gateway
 //!    stops waiting for the call, and the runtime sends the server
 //!    `notifications/cancelled` for it.
@@ -72,7 +72,7 @@ use rmcp::{
     ErrorData, Peer, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
-        CompleteRequestParams, CompleteResult, ContentBlock, DiscoverResult,
+        CompleteRequestParams, CompleteResult, ContentBlock, DiscoverResult, ErrorCode,
         GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
         InitializeResult, InputRequiredResult, JsonObject, ListPromptsResult,
         ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -413,13 +413,18 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
+        // A handshake that cannot be answered starts nothing.
+        let mut answer = self.negotiate_initialize(&request)?;
         // The session's servers start before the answer, which carries their
         // instructions (invariant 11). A start that fails fails the session's
         // requests, with the runtime's message, not its handshake.
-        if let Err(error) = self.session_runtime(&context.peer, None).await {
-            tracing::warn!(error = %error.message, "a session's servers could not be started");
+        match self.session_runtime(&context.peer, None).await {
+            Ok(runtime) => answer.instructions = instructions(&runtime),
+            Err(error) => {
+                tracing::warn!(error = %error.message, "a session's servers could not be started");
+            }
         }
-        self.negotiate_initialize(&request)
+        Ok(answer)
     }
 
     async fn discover(
@@ -998,9 +1003,11 @@ fn into_response(
             mcp_runtime::error::chain(&error),
             None,
         )),
-        // The server's own JSON-RPC error is the client's, as the server gave it: its
-        // code (a capability the client did not declare, arguments it refused), its
-        // message as the runtime passes it on (credentials masked), its data.
+        // The server's refusal of what the client sent is the client's, as the server
+        // gave it: arguments it refused, a capability the client did not declare
+        // (whose data names the capabilities, nothing else). Its message is as the
+        // runtime passes it on, credentials masked. Any other error of the server's
+        // (of the gateway's own link to it: a version, a header) stays a tool error.
         Err(CallError::Failed {
             source:
                 RequestError::Server {
@@ -1009,12 +1016,18 @@ fn into_response(
                     source,
                 },
             ..
-        }) => {
+        }) if code == ErrorCode::INVALID_PARAMS.0
+            || code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0 =>
+        {
             let data = match source.downcast_ref::<rmcp::ServiceError>() {
-                Some(rmcp::ServiceError::McpError(error)) => error.data.clone(),
+                Some(rmcp::ServiceError::McpError(error))
+                    if code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0 =>
+                {
+                    error.data.clone()
+                }
                 _ => None,
             };
-            Err(ErrorData::new(rmcp::model::ErrorCode(code), message, data))
+            Err(ErrorData::new(ErrorCode(code), message, data))
         }
         Err(error) => Ok(CallToolResult::error(vec![ContentBlock::text(
             mcp_runtime::error::chain(&error),

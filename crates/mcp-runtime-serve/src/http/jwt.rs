@@ -10,8 +10,10 @@
 //!    configured scope. Anything else is refused, never passed on.
 //! 2. The key set is fetched when first needed, from `jwks_uri` or the location the
 //!    issuer's metadata gives (RFC 8414, then OpenID Connect discovery), and again
-//!    for a `kid` it lacks, at most once per [`REFETCH_AFTER`]: a token naming an
-//!    unknown key cannot make the gateway fetch for every request.
+//!    for a `kid` it lacks, at most once per [`REFETCH_AFTER`], a failed fetch
+//!    included: a token naming an unknown key cannot make the gateway fetch for
+//!    every request. Keys come over `https` only (or `http` to this machine), and no
+//!    redirect is followed.
 //! 3. The principal is the token's issuer and subject: two clients of one subject
 //!    share their sessionless upstream connections, two subjects never do.
 //! 4. The Protected Resource Metadata (RFC 9728) names the audience as the resource
@@ -96,8 +98,19 @@ impl Verifier {
         if !config.scopes.is_empty() {
             metadata["scopes_supported"] = config.scopes.clone().into();
         }
+        for (key, url) in [
+            ("issuer", Some(&config.issuer)),
+            ("jwks_uri", config.jwks_uri.as_ref()),
+        ] {
+            if let Some(url) = url {
+                trusted_url(url).map_err(|problem| format!("`{key}` {problem}"))?;
+            }
+        }
+        // Keys come from where the configuration and the issuer's metadata say, and
+        // nowhere a redirect would lead.
         let client = reqwest::Client::builder()
             .timeout(FETCH_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|error| format!("no HTTP client for the issuer's keys: {error}"))?;
         Ok(Self {
@@ -197,10 +210,12 @@ impl Verifier {
         let recently = keys
             .fetched
             .is_some_and(|fetched| fetched.elapsed() < REFETCH_AFTER);
-        if keys.set.is_some() && recently {
-            return Err(Refusal::Invalid(
-                "signed with a key the issuer does not list".into(),
-            ));
+        // A fetch, good or failed, is not repeated sooner (invariant 2).
+        if recently {
+            return Err(match keys.set {
+                Some(_) => Refusal::Invalid("signed with a key the issuer does not list".into()),
+                None => Refusal::KeysUnavailable("the last fetch failed".into()),
+            });
         }
         keys.fetched = Some(Instant::now());
         let set = self.fetch_keys().await.map_err(|error| {
@@ -216,7 +231,11 @@ impl Verifier {
     async fn fetch_keys(&self) -> Result<JwkSet, String> {
         let uri = match &self.config.jwks_uri {
             Some(uri) => uri.clone(),
-            None => self.discover_jwks_uri().await?,
+            None => {
+                let uri = self.discover_jwks_uri().await?;
+                trusted_url(&uri).map_err(|problem| format!("the issuer's jwks_uri {problem}"))?;
+                uri
+            }
         };
         self.get_json(&uri).await
     }
@@ -260,6 +279,25 @@ impl Verifier {
             .json()
             .await
             .map_err(|error| format!("{url}: {error}"))
+    }
+}
+
+/// Why the keys cannot be trusted from `url`: only `https`, or `http` to this machine
+/// (a network could change the keys on their way).
+fn trusted_url(url: &str) -> Result<(), String> {
+    let parsed = url::Url::parse(url).map_err(|error| format!("is not a URL: {error}"))?;
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(name)) => name == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        _ => Err(format!(
+            "must be an `https://` URL (or `http://` to this machine): `{url}`"
+        )),
     }
 }
 
@@ -312,6 +350,20 @@ mod tests {
             verifier.challenge(&Refusal::Invalid("expired".into())),
             "Bearer resource_metadata=\"https://gw.example.com/.well-known/oauth-protected-resource/mcp\", \
              error=\"invalid_token\", scope=\"mcp:tools\""
+        );
+    }
+
+    #[test]
+    fn keys_come_over_https_or_from_this_machine() {
+        assert!(trusted_url("https://auth.example.com/jwks").is_ok());
+        assert!(trusted_url("http://127.0.0.1:8080/jwks").is_ok());
+        assert!(trusted_url("http://localhost/jwks").is_ok());
+        let refused = Verifier::new(JwtAuth::new("http://auth.example.com", "https://gw/mcp"));
+        assert!(
+            refused
+                .err()
+                .unwrap()
+                .contains("`issuer` must be an `https://` URL")
         );
     }
 
