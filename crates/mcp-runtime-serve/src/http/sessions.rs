@@ -143,9 +143,15 @@ impl Sessions {
             .collect();
         for id in idle {
             tracing::info!(session = &*id, "closing a session idle for {:?}", self.idle);
-            lock(&self.uses).remove(&id);
-            if let Err(error) = self.manager.close_session(&id).await {
-                tracing::warn!(session = &*id, %error, "an idle session could not be closed");
+            // Forgotten once closed: a session that could not be closed keeps its
+            // owner (invariant 4), and is tried again at the next reap.
+            match self.manager.close_session(&id).await {
+                Ok(()) => {
+                    lock(&self.uses).remove(&id);
+                }
+                Err(error) => {
+                    tracing::warn!(session = &*id, %error, "an idle session could not be closed");
+                }
             }
         }
         let open = self.manager.sessions.read().await;
