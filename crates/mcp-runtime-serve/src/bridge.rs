@@ -36,7 +36,8 @@
 //!    not a result of the kind asked is refused as invalid params, and the call stays
 //!    kept under the same state.
 //! 5. A call nobody resumes within [`HOLD`] is dropped, and the runtime cancels it on
-//!    its server; so is a call whose client goes away while it runs.
+//!    its server; so is a call whose client goes away while it runs, and one that
+//!    would be a principal's [`MAX_KEPT`]-plus-first kept call (refused).
 
 #![allow(
     deprecated,
@@ -461,9 +462,18 @@ fn answers(request: &InputRequest, response: &serde_json::Value) -> Result<(), s
 /// The calls kept between their clients' requests (invariants 3 and 5).
 pub(crate) struct Rounds {
     codec: RequestStateCodec,
-    kept: Mutex<HashMap<u64, Call>>,
+    kept: Mutex<HashMap<u64, Kept>>,
     next: AtomicU64,
 }
+
+/// A kept call and the principal it is kept for.
+struct Kept {
+    principal: String,
+    call: Call,
+}
+
+/// How many calls one principal may have kept at once (invariant 5).
+pub(crate) const MAX_KEPT: usize = 64;
 
 /// What a `requestState` holds: the kept call's number, nothing secret (rmcp's codec
 /// authenticates, it does not encrypt).
@@ -495,7 +505,7 @@ impl Rounds {
         call: Call,
         principal: &str,
         target: Target<'_>,
-    ) -> InputRequiredResult {
+    ) -> Result<InputRequiredResult, ErrorData> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let requests: InputRequests = call
             .open
@@ -509,10 +519,26 @@ impl Rounds {
             .seal_json_with(&State { call: id }, &options)
             .expect("a call's number serializes");
         call.questions.kept.store(true, Ordering::Release);
-        lock(&self.kept).insert(id, call);
+        let mut kept = lock(&self.kept);
+        let held = kept
+            .values()
+            .filter(|kept| kept.principal == principal)
+            .count();
+        if held >= MAX_KEPT {
+            // Dropped here: the call is cancelled on its server.
+            return Err(ErrorData::internal_error(
+                format!(
+                    "{MAX_KEPT} of this client's requests already wait for its answers: answer them, or let them expire"
+                ),
+                None,
+            ));
+        }
+        let principal = principal.to_owned();
+        kept.insert(id, Kept { principal, call });
+        drop(kept);
         let rounds = Arc::downgrade(self);
         tokio::spawn(forget_after_hold(rounds, id));
-        InputRequiredResult::new(Some(requests), Some(state))
+        Ok(InputRequiredResult::new(Some(requests), Some(state)))
     }
 
     /// The call `state` names, taken to be resumed with `responses` (invariants 3
@@ -534,7 +560,7 @@ impl Rounds {
         // Checked and taken under one lock: a refused answer leaves the call kept,
         // its hold running as before.
         let mut kept = lock(&self.kept);
-        let call = kept.get(&id).ok_or_else(|| {
+        let call = kept.get(&id).map(|kept| &kept.call).ok_or_else(|| {
             ErrorData::invalid_params(
                 "the request of this requestState was resumed already or has ended; send it again without the state",
                 None,
@@ -542,7 +568,7 @@ impl Rounds {
         })?;
         call.check(&responses)
             .map_err(|error| ErrorData::invalid_params(error, None))?;
-        let mut call = kept.remove(&id).expect("the call was just found");
+        let mut call = kept.remove(&id).expect("the call was just found").call;
         drop(kept);
         call.answer(responses);
         Ok(call)
@@ -669,7 +695,7 @@ mod tests {
         let askers = Arc::new(Askers::default());
         let ended = Arc::new(AtomicBool::new(false));
         let call = asking_call(&askers, &ended).await;
-        let (state, keys) = state_of(&rounds.keep(call, "alice", ASK));
+        let (state, keys) = state_of(&rounds.keep(call, "alice", ASK).unwrap());
         assert_eq!(keys, ["elicitation-1"]);
         let answers = || InputResponses::from([(keys[0].clone(), json!({"action": "accept"}))]);
 
@@ -706,11 +732,11 @@ mod tests {
         let askers = Arc::new(Askers::default());
         let ended = Arc::new(AtomicBool::new(false));
         let call = asking_call(&askers, &ended).await;
-        let (state, _) = state_of(&rounds.keep(call, "alice", ASK));
+        let (state, _) = state_of(&rounds.keep(call, "alice", ASK).unwrap());
         let unrelated = InputResponses::from([("other".to_owned(), json!({"action": "accept"}))]);
         let call = rounds.resume(&state, "alice", ASK, unrelated).unwrap();
         assert!(call.has_open_questions());
-        let (again, keys) = state_of(&rounds.keep(call, "alice", ASK));
+        let (again, keys) = state_of(&rounds.keep(call, "alice", ASK).unwrap());
         assert_ne!(again, state, "a new round has a new state");
         assert_eq!(keys, ["elicitation-1"]);
     }
@@ -721,7 +747,7 @@ mod tests {
         let askers = Arc::new(Askers::default());
         let ended = Arc::new(AtomicBool::new(false));
         let call = asking_call(&askers, &ended).await;
-        let (state, keys) = state_of(&rounds.keep(call, "alice", ASK));
+        let (state, keys) = state_of(&rounds.keep(call, "alice", ASK).unwrap());
         tokio::time::sleep(HOLD - Duration::from_secs(1)).await;
         assert!(!ended.load(Ordering::SeqCst), "kept for the hold");
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -750,6 +776,22 @@ mod tests {
         let question = questions.next().await.expect("the later call's question");
         question.answer.send(json!({"action": "decline"})).unwrap();
         assert_eq!(asked.await.unwrap(), Some(json!({"action": "decline"})));
+    }
+
+    #[tokio::test]
+    async fn a_principal_keeps_a_bounded_number_of_calls() {
+        let rounds = Arc::new(Rounds::new());
+        let askers = Arc::new(Askers::default());
+        let ended = Arc::new(AtomicBool::new(false));
+        for _ in 0..MAX_KEPT {
+            let call = asking_call(&askers, &ended).await;
+            rounds.keep(call, "alice", ASK).unwrap();
+        }
+        let one_more = asking_call(&askers, &ended).await;
+        let refused = rounds.keep(one_more, "alice", ASK).unwrap_err();
+        assert!(refused.message.contains("already wait"), "{refused:?}");
+        let another_principal = asking_call(&askers, &ended).await;
+        assert!(rounds.keep(another_principal, "bob", ASK).is_ok());
     }
 
     #[tokio::test]

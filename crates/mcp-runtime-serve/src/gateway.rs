@@ -74,7 +74,7 @@ use rmcp::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
         CompleteRequestParams, CompleteResult, ContentBlock, DiscoverResult, ErrorCode,
         GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
-        InitializeResult, InputRequiredResult, JsonObject, ListPromptsResult,
+        InitializeResult, InputRequiredResult, InputResponses, JsonObject, ListPromptsResult,
         ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
         ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse,
         ReadResourceResult, ResourceUpdatedNotificationParam, ResultType, ServerCapabilities,
@@ -706,29 +706,27 @@ impl ServerHandler for Gateway {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let principal = crate::principal::of(&context.extensions);
         let target = Target {
             method: "prompts/get",
             name: &request.name,
         };
-        let call = match request.request_state.as_deref() {
-            Some(state) => self.rounds.resume(
-                state,
-                &principal,
+        let answer = self
+            .in_rounds(
+                &context,
                 target,
-                request.input_responses.clone().unwrap_or_default(),
-            )?,
-            None => {
-                let runtime = self.runtime(&context).await?;
-                if runtime.askers().is_none() {
-                    return features::get(&runtime, self.tool_names, request, None).await;
-                }
-                let given = request.input_responses.clone().unwrap_or_default();
-                self.get_prompt_apart(runtime, request.clone())
-                    .with_answers(given)
-            }
-        };
-        match self.drive(call, &principal, target, &context).await? {
+                (
+                    request.request_state.as_deref(),
+                    request.input_responses.clone(),
+                ),
+                async |runtime| {
+                    features::get(&runtime, self.tool_names, request.clone(), None)
+                        .await
+                        .map(Answer::Prompt)
+                },
+                |runtime| Ok(self.get_prompt_apart(runtime, request.clone())),
+            )
+            .await?;
+        match answer {
             Round::Ended(Answer::Prompt(response)) => Ok(response),
             Round::Asks(result) => Ok(result.into()),
             Round::Ended(other) => Err(mismatched(&other)),
@@ -749,29 +747,27 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let principal = crate::principal::of(&context.extensions);
         let target = Target {
             method: "tools/call",
             name: &request.name,
         };
-        let call = match request.request_state.as_deref() {
-            Some(state) => self.rounds.resume(
-                state,
-                &principal,
+        let answer = self
+            .in_rounds(
+                &context,
                 target,
-                request.input_responses.clone().unwrap_or_default(),
-            )?,
-            None => {
-                let runtime = self.runtime(&context).await?;
-                if runtime.askers().is_none() {
-                    return self.call(runtime, request, &context).await;
-                }
-                let given = request.input_responses.clone().unwrap_or_default();
-                self.call_apart(runtime, request.clone(), &context)?
-                    .with_answers(given)
-            }
-        };
-        match self.drive(call, &principal, target, &context).await? {
+                (
+                    request.request_state.as_deref(),
+                    request.input_responses.clone(),
+                ),
+                async |runtime| {
+                    self.call(runtime, request.clone(), &context)
+                        .await
+                        .map(Answer::Tool)
+                },
+                |runtime| self.call_apart(runtime, request.clone(), &context),
+            )
+            .await?;
+        match answer {
             Round::Ended(Answer::Tool(response)) => Ok(response),
             Round::Asks(result) => Ok(result.into()),
             Round::Ended(other) => Err(mismatched(&other)),
@@ -869,6 +865,36 @@ impl Gateway {
         Ok(Call::new(AbortOnDropHandle::new(task), questions, progress))
     }
 
+    /// Serves a request that may ask its client the servers' questions in rounds
+    /// (invariant 10): resumed from its `requestState`, else run apart from the
+    /// request (`apart`) for a client asked through its requests' answers, or as it
+    /// comes (`direct`) for one asked with requests of the gateway's own; with the
+    /// request's `requestState` and `inputResponses`.
+    async fn in_rounds(
+        &self,
+        context: &RequestContext<RoleServer>,
+        target: Target<'_>,
+        (state, given): (Option<&str>, Option<InputResponses>),
+        direct: impl AsyncFnOnce(Held) -> Result<Answer, ErrorData>,
+        apart: impl FnOnce(Held) -> Result<Call, ErrorData>,
+    ) -> Result<Round, ErrorData> {
+        let principal = crate::principal::of(&context.extensions);
+        let call = match state {
+            Some(state) => {
+                self.rounds
+                    .resume(state, &principal, target, given.unwrap_or_default())?
+            }
+            None => {
+                let runtime = self.runtime(context).await?;
+                if runtime.askers().is_none() {
+                    return direct(runtime).await.map(Round::Ended);
+                }
+                apart(runtime)?.with_answers(given.unwrap_or_default())
+            }
+        };
+        self.drive(call, &principal, target, context).await
+    }
+
     /// Serves `call` to this request's client until it ends or asks a question,
     /// which the answer asks in turn; a call whose client goes away is dropped,
     /// which cancels it (invariant 10).
@@ -910,7 +936,7 @@ impl Gateway {
             method = target.method,
             "a request asks its client for input"
         );
-        Ok(Round::Asks(self.rounds.keep(call, principal, target)))
+        self.rounds.keep(call, principal, target).map(Round::Asks)
     }
 
     /// Gets a prompt apart from the request, for a client asked the servers'
