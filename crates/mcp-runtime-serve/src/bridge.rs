@@ -794,6 +794,75 @@ mod tests {
         assert!(rounds.keep(another_principal, "bob", ASK).is_ok());
     }
 
+    /// A call whose two questions, of one round of `of`, are asked as a 2026-07-28
+    /// server's are: with their keys.
+    async fn round_call(
+        of: usize,
+        given: InputResponses,
+    ) -> (Call, Vec<oneshot::Receiver<serde_json::Value>>) {
+        let (asker, questions) = Arc::new(Askers::default()).asker();
+        let (_, progress) = mpsc::unbounded_channel();
+        let task = tokio::spawn(std::future::pending());
+        let mut call =
+            Call::new(AbortOnDropHandle::new(task), questions, progress).with_answers(given);
+        let mut answers = Vec::new();
+        for key in ["name", "colour"] {
+            let (answer, answered) = oneshot::channel();
+            let asked = Some(mcp_runtime::host::Asked::new(key, 7, of));
+            let request = question();
+            asker
+                .questions
+                .send(Question {
+                    request,
+                    asked,
+                    answer,
+                })
+                .unwrap();
+            answers.push(answered);
+        }
+        let first = call.questions.next().await.unwrap();
+        call.asks(first);
+        (call, answers)
+    }
+
+    #[tokio::test]
+    async fn a_round_partly_answered_asks_the_rest_without_waiting_for_more() {
+        let rounds = Arc::new(Rounds::new());
+        let (call, mut answers) = round_call(2, InputResponses::new()).await;
+        assert!(
+            !call.round_incomplete(),
+            "both questions came: {:?}",
+            call.open.keys()
+        );
+        let (state, keys) = state_of(&rounds.keep(call, "alice", ASK).unwrap());
+        assert_eq!(keys, ["colour", "name"], "the server's own keys");
+        let one = InputResponses::from([("name".to_owned(), json!({"action": "accept"}))]);
+        let call = rounds.resume(&state, "alice", ASK, one).unwrap();
+        assert_eq!(
+            answers.remove(0).await.unwrap(),
+            json!({"action": "accept"})
+        );
+        assert!(call.has_open_questions(), "`colour` is still open");
+        assert!(
+            !call.round_incomplete(),
+            "nothing more is coming from that round"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_answer_given_up_front_counts_toward_its_round() {
+        let (call, _answers) = round_call(3, InputResponses::new()).await;
+        assert!(call.round_incomplete(), "one of three has not come");
+        let given = InputResponses::from([("name".to_owned(), json!({"action": "decline"}))]);
+        let (call, mut answers) = round_call(2, given).await;
+        assert_eq!(
+            answers.remove(0).await.unwrap(),
+            json!({"action": "decline"})
+        );
+        assert_eq!(call.open.keys().collect::<Vec<_>>(), ["colour"]);
+        assert!(!call.round_incomplete(), "both came, one answered up front");
+    }
+
     #[tokio::test]
     async fn a_question_no_call_waits_for_is_declined() {
         let askers = Arc::new(Askers::default());

@@ -144,6 +144,18 @@ pub struct Asked {
     pub of: usize,
 }
 
+impl Asked {
+    /// Question `key` of round `round`, one of `of` (for a host's tests: the runtime
+    /// makes them).
+    pub fn new(key: impl Into<String>, round: u64, of: usize) -> Self {
+        Self {
+            key: key.into(),
+            round,
+            of,
+        }
+    }
+}
+
 tokio::task_local! {
     static ASKED: Asked;
 }
