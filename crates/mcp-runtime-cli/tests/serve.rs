@@ -12,12 +12,15 @@ use crate::support::{fixture_server, python_client, report_of};
 fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
     let dir = tempfile::tempdir().unwrap();
     for mode in ["legacy", "2026-07-28"] {
+        // `up` is required: the session's start waits for it, so its tools and
+        // instructions are there from the first answer.
         let config = dir.path().join(format!("{mode}.toml"));
         let slow_log = dir.path().join(format!("slow-{mode}.jsonl"));
         std::fs::write(
             &config,
             format!(
-                "[mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--resources\", \"--asks\", \"--progress-steps\", \"3\", \"--call-log-messages\", \"2\", \"--instructions\", \"Call echo to hear yourself.\", \"--tasks\"]\n\n\
+                "[mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--resources\", \"--asks\", \"--progress-steps\", \"3\", \"--call-log-messages\", \"2\", \"--instructions\", \"Call echo to hear yourself.\", \"--tasks\"]\n\
+                 required = true\n\n\
                  [mcp_servers.down]\ncommand = \"/nonexistent/server\"\n\n\
                  [mcp_servers.slow]\ncommand = {fixture:?}\n\
                  args = [\"--call-delay-ms\", \"600000\", \"--log\", {log:?}]\n",
@@ -285,7 +288,8 @@ fn a_large_catalog_is_listed_page_by_page_in_name_order_in_both_eras() {
     std::fs::write(
         &config,
         format!(
-            "[mcp_servers.many]\ncommand = {:?}\nargs = [\"--tools\", \"1200\"]\n",
+            // Required: the session's start waits for it, so the first list is whole.
+            "[mcp_servers.many]\ncommand = {:?}\nargs = [\"--tools\", \"1200\"]\nrequired = true\n",
             fixture_server().to_str().unwrap()
         ),
     )
