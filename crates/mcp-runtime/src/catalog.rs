@@ -313,6 +313,37 @@ impl Catalog {
         catalog
     }
 
+    /// This catalog with the tools of `other`'s servers added: for a host that
+    /// serves the servers of two runtimes as one (`mcp-runtime serve`'s shared
+    /// connections beside a session's own). Each runtime should name its tools as if
+    /// the other's servers were started too
+    /// ([`StartOptions::with_other_configured_servers`](crate::StartOptions::with_other_configured_servers)),
+    /// so that every name is the one a runtime of all of them gives. A server both
+    /// catalogs hold, and a name both give, keep this catalog's tool.
+    ///
+    /// Both maps are persistent: the cost is in proportion to `other`'s tools.
+    pub fn joined(&self, other: &Catalog) -> Self {
+        let mut catalog = self.clone();
+        for (server, names) in &other.servers {
+            if catalog.servers.contains_key(server) {
+                continue;
+            }
+            let mut kept = Vec::with_capacity(names.len());
+            for name in names.iter() {
+                if catalog.tools.contains_key(name) {
+                    continue;
+                }
+                catalog.insert(other.tools[name].clone());
+                kept.push(name.clone());
+            }
+            if !kept.is_empty() {
+                catalog.servers.insert(server.clone(), kept.into());
+            }
+        }
+        catalog.check();
+        catalog
+    }
+
     /// Every tool, in qualified-name order.
     pub fn tools(
         &self,

@@ -31,7 +31,7 @@
 //!    happen and what to use instead. A value that asks for what mcp-runtime does anyway
 //!    (`environment_id = "local"`) loads silently.
 //! 3. mcp-runtime's own: `environment`, `share_tool_listing`, `max_message_bytes`,
-//!    `max_tools`, `protocol`, `transport`, the `[environments.NAME]` tables, and the
+//!    `max_tools`, `protocol`, `connections` ([`Connections`]), `transport`, the `[environments.NAME]` tables, and the
 //!    `[serve]` table of `mcp-runtime serve` ([`ServeConfig`]).
 //!
 //! Where Codex decides something, mcp-runtime decides the same: with both
@@ -60,8 +60,8 @@ mod keys;
 mod parse;
 mod serve;
 pub use self::serve::{
-    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, JwtAuth, ServeAuth,
-    ServeConfig, ToolNames,
+    Connections, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, JwtAuth,
+    ServeAuth, ServeConfig, ToolNames,
 };
 pub(crate) mod servers;
 #[cfg(test)]

@@ -242,6 +242,24 @@ impl HostHandlers {
         self
     }
 
+    /// The handler answering elicitation, if any: for a host whose own handlers
+    /// pass a question on to another host's (a gateway's shared connection asking
+    /// the session whose request it asks for).
+    pub fn elicitation(&self) -> Option<&Arc<dyn Elicitation>> {
+        self.elicitation.as_ref()
+    }
+
+    /// The handler answering sampling, if any (see [`Self::elicitation`]).
+    pub fn sampling(&self) -> Option<&Arc<dyn Sampling>> {
+        self.sampling.as_ref()
+    }
+
+    /// The handler receiving the servers' log messages, if any (see
+    /// [`Self::elicitation`]).
+    pub fn logs(&self) -> Option<&Arc<dyn Logs>> {
+        self.logs.as_ref()
+    }
+
     /// The client capabilities these handlers make: exactly what they answer.
     pub(crate) fn capabilities(&self) -> ClientCapabilities {
         let mut capabilities = ClientCapabilities::default();

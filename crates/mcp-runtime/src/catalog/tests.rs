@@ -172,6 +172,45 @@ fn servers_known_in_advance_get_codex_names_whichever_joins_first() {
 }
 
 #[test]
+fn two_lineages_that_know_each_others_servers_join_into_the_names_of_one() {
+    let (dash, under, other) = (server("basic-server"), server("basic_server"), server("o"));
+    let dash_tools = [tool("lookup")];
+    let under_tools = [tool("query"), tool("lookup")];
+    let other_tools = [tool("lookup")];
+    let all = [
+        (&dash, &dash_tools[..]),
+        (&under, &under_tools[..]),
+        (&other, &other_tools[..]),
+    ];
+    let one = Catalog::build(
+        &Catalog::for_servers(["basic-server", "basic_server", "o"]),
+        all,
+    );
+    // Each runtime of a part declares the other part's servers.
+    let own = Catalog::build(
+        &Catalog::for_servers(["basic-server", "o", "basic_server"]),
+        [all[0], all[2]],
+    );
+    let shared = Catalog::build(
+        &Catalog::for_servers(["basic_server", "basic-server", "o"]),
+        [all[1]],
+    );
+    let joined = own.joined(&shared);
+    assert_eq!(names(&joined), names(&one));
+    assert_eq!(names(&shared.joined(&own)), names(&one));
+    assert_eq!(
+        joined
+            .server_tools("basic_server")
+            .map(|tool| &*tool.qualified_name)
+            .collect::<Vec<_>>(),
+        names(&shared)
+    );
+    // A server both hold keeps the first's tools.
+    let again = joined.joined(&Catalog::build(&Catalog::default(), [all[2]]));
+    assert_eq!(names(&again), names(&one));
+}
+
+#[test]
 fn a_refresh_keeps_every_name_and_shares_unchanged_tools() {
     let (s, t) = (server("s"), server("t"));
     let s_tools = [tool("a.b"), tool("long".repeat(20).as_str())];

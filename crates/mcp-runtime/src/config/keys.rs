@@ -48,6 +48,7 @@ pub(crate) const COMMON_KEYS: &[&str] = &[
     "max_message_bytes",
     "max_tools",
     "protocol",
+    "connections",
 ];
 /// Keys that would carry a secret in clear text: known, and refused.
 pub(crate) const LITERAL_TOKEN_KEYS: &[&str] = &["bearer_token"];

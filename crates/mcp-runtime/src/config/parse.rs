@@ -334,6 +334,14 @@ impl File<'_> {
                 .ok_or_else(|| self.invalid(t, "protocol", &protocol_values()));
             self.set(&mut server.protocol, protocol);
         }
+        if let Some(value) = table.get("connections") {
+            let connections = match value.as_str() {
+                Some("session") => Ok(super::Connections::Session),
+                Some("shared") => Ok(super::Connections::Shared),
+                _ => Err(self.invalid(t, "connections", "`session` or `shared`")),
+            };
+            self.set(&mut server.connections, connections);
+        }
         if let Some(value) = table.get("enabled_tools") {
             let tools = self.strings(value, t, "enabled_tools").map(Some);
             self.set(&mut server.enabled_tools, tools);

@@ -59,6 +59,21 @@ pub enum ToolNames {
     Original,
 }
 
+/// A server's `connections`: how `mcp-runtime serve` connects to it for its client
+/// sessions (mcp-runtime's own key; a runtime of one host has one connection to each
+/// server whatever it says).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Connections {
+    /// `"session"`: each client session has its own connection, so its roots,
+    /// sandbox state and login stay its own.
+    #[default]
+    Session,
+    /// `"shared"`: one connection serves every session; a question the server asks
+    /// goes to the session whose request it asks for.
+    Shared,
+}
+
 /// `[serve.auth]`: how a client proves who it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -70,6 +70,9 @@ pub struct ServerConfig {
     pub oauth: OAuthConfig,
     /// `protocol`: which protocol revision to speak, or `auto` to find out.
     pub protocol: Protocol,
+    /// `connections`: whether `mcp-runtime serve` gives each client session a
+    /// connection of its own to the server, or one to all of them.
+    pub connections: super::Connections,
 }
 
 impl ServerConfig {
@@ -121,6 +124,7 @@ impl ServerConfig {
             tools: BTreeMap::new(),
             oauth: OAuthConfig::default(),
             protocol: Protocol::Auto,
+            connections: super::Connections::Session,
         }
     }
 
@@ -168,6 +172,12 @@ impl ServerConfig {
     /// Sets `protocol`.
     pub fn with_protocol(mut self, protocol: Protocol) -> Self {
         self.protocol = protocol;
+        self
+    }
+
+    /// Sets `connections`.
+    pub fn with_connections(mut self, connections: super::Connections) -> Self {
+        self.connections = connections;
         self
     }
 

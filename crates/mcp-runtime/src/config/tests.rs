@@ -278,6 +278,9 @@ mod properties {
             ]
             .prop_map(|value| Value::String(value.to_owned()))
             .boxed(),
+            "connections" => prop_oneof![Just("session"), Just("shared"), Just("pooled")]
+                .prop_map(|value| Value::String(value.to_owned()))
+                .boxed(),
             "tools" => {
                 let tool = (prop::option::of(approval), prop::option::of(-2i64..100_000)).prop_map(
                     |(mode, limit)| {

@@ -36,6 +36,7 @@ fn parses_every_stdio_key() {
         share_tool_listing = false
         max_message_bytes = 1048576
         max_tools = 20000
+        connections = "shared"
         "#,
     );
     let server = &config.servers["files"];
@@ -51,6 +52,7 @@ fn parses_every_stdio_key() {
     assert!(!server.share_tool_listing);
     assert_eq!(server.max_message_bytes, 1024 * 1024);
     assert_eq!(server.max_tools, 20_000);
+    assert_eq!(server.connections, crate::config::Connections::Shared);
     assert_eq!(server.startup_timeout, Duration::from_millis(2500));
     assert_eq!(server.tool_timeout, Duration::from_secs(60));
     assert!(server.exposes_tool("read"));
@@ -749,6 +751,27 @@ fn a_protocol_mcp_runtime_does_not_speak_is_an_error_naming_the_accepted_values(
                 "[mcp_servers.a]\ncommand = \"server\"\nprotocol = {value}\n"
             )),
             "`/etc/mcp.toml`: key `protocol` in `[mcp_servers.a]` must be `auto`, `2026-07-28`, `2025-11-25`, `2025-06-18`, `2025-03-26` or `2024-11-05`"
+        );
+    }
+}
+
+#[test]
+fn connections_are_per_session_unless_a_server_says_shared() {
+    use crate::config::Connections;
+    let config = parse_ok(
+        "[mcp_servers.own]\ncommand = \"server\"\n\
+         [mcp_servers.one]\ncommand = \"server\"\nconnections = \"shared\"\n\
+         [mcp_servers.each]\ncommand = \"server\"\nconnections = \"session\"\n",
+    );
+    assert_eq!(config.servers["own"].connections, Connections::Session);
+    assert_eq!(config.servers["one"].connections, Connections::Shared);
+    assert_eq!(config.servers["each"].connections, Connections::Session);
+    for value in [r#""pooled""#, "true"] {
+        assert_eq!(
+            parse_err(&format!(
+                "[mcp_servers.a]\ncommand = \"server\"\nconnections = {value}\n"
+            )),
+            "`/etc/mcp.toml`: key `connections` in `[mcp_servers.a]` must be `session` or `shared`"
         );
     }
 }
