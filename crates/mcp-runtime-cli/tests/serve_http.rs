@@ -260,6 +260,63 @@ fn one_sessions_server_crashing_mid_call_fails_only_that_call() {
     assert!(terminate(&mut *guard.0).success());
 }
 
+/// Servers with `connections = "shared"`: one process each serves every client,
+/// beside a server each client has its own of; each question a shared server asks
+/// goes to the client whose call asks it, for a handshake-era server asking one
+/// call at a time and for a 2026-07-28 server asking inside calls made at once.
+#[test]
+fn shared_connections_serve_every_client_and_ask_only_the_caller() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = fixture_server();
+    let fixture = fixture.to_str().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.one]\ncommand = {fixture:?}\nargs = [\"--asks\"]\nconnections = \"shared\"\n\
+             [mcp_servers.new]\ncommand = {fixture:?}\nargs = [\"--asks\", \"--era\", \"stateless\"]\n\
+             connections = \"shared\"\n\
+             [mcp_servers.own]\ncommand = {fixture:?}\n",
+        ),
+    );
+    let (mut child, url) = gateway(&config, &[]);
+    let guard = KillOnDrop(&mut child);
+    let report = python(&["shared", &url]);
+    let tools = report["tools"].as_array().unwrap();
+    for listed in tools {
+        assert_eq!(
+            listed, &tools[0],
+            "every client lists the same tools: {report}"
+        );
+        for name in ["mcp__one__ask", "mcp__new__ask", "mcp__own__pid"] {
+            assert!(
+                listed.as_array().unwrap().contains(&json!(name)),
+                "{name}: {report}"
+            );
+        }
+    }
+    for server in ["one", "new"] {
+        let pids = report[format!("{server}_pids")].as_array().unwrap();
+        assert!(
+            pids.iter().all(|pid| pid == &pids[0]),
+            "one `{server}` process serves every client: {report}"
+        );
+    }
+    let own = report["own_pids"].as_array().unwrap();
+    assert!(
+        own[0] != own[1] && own[1] != own[2] && own[0] != own[2],
+        "each client has its own `own`: {report}"
+    );
+    let callers = json!(["first", "second", "sessionless"]);
+    assert_eq!(report["one_asked"], callers, "{report}");
+    assert_eq!(report["new_asked"], callers, "{report}");
+    assert_eq!(
+        report["health_servers"],
+        json!({"one": {"ready": 1}, "new": {"ready": 1}, "own": {"ready": 3}}),
+        "{report}"
+    );
+    assert!(terminate(&mut *guard.0).success());
+}
+
 #[test]
 fn a_listener_others_can_reach_refuses_to_start_without_authentication() {
     let dir = tempfile::tempdir().unwrap();

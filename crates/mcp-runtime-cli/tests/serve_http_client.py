@@ -26,6 +26,12 @@ server process has ended.
 `crash`: one session calls `mcp__up__crash`, whose server exits mid-call, while
 another calls `mcp__up__echo` twenty times.
 
+`shared` (servers `one`, handshake-era, and `new`, 2026-07-28, with shared
+connections beside `own`, a server of each session's own): two handshake sessions
+and a sessionless client, each answering elicitation with its own name, list the
+tools and read the pids of the servers they reach; each calls `mcp__one__ask` in
+turn, then all call `mcp__new__ask` at once.
+
 Prints what it saw as one JSON object.
 """
 import json
@@ -54,7 +60,7 @@ async def on_elicit(context, params):
     return types.ElicitResult(action="accept", content={"name": "http client", "count": 2})
 
 
-def client(url, mode, token=None, terminate=True):
+def client(url, mode, token=None, terminate=True, on_elicit=on_elicit):
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
     # A handshake-era client is asked the servers' questions as requests; a
@@ -255,10 +261,58 @@ async def crash(url):
     return report
 
 
+async def shared(url):
+    """Three clients, two servers shared by all of them and one each has its own."""
+    def answering(name):
+        async def on_elicit(context, params):
+            return types.ElicitResult(action="accept", content={"name": name, "count": 1})
+        return on_elicit
+
+    names = ["first", "second", "sessionless"]
+    modes = ["legacy", "legacy", "2026-07-28"]
+    report = {}
+    async with (
+        client(url, modes[0], on_elicit=answering(names[0])) as first,
+        client(url, modes[1], on_elicit=answering(names[1])) as second,
+        client(url, modes[2], on_elicit=answering(names[2])) as third,
+    ):
+        clients = [first, second, third]
+
+        async def pid(c, server):
+            return (await c.call_tool(f"mcp__{server}__pid", {})).structured_content["pid"]
+
+        async def asked(c, server):
+            result = (await c.call_tool(f"mcp__{server}__ask", {})).structured_content
+            return result.get("content", {}).get("name") if result else None
+
+        report["tools"] = [sorted(t.name for t in (await c.list_tools()).tools) for c in clients]
+        report["one_pids"] = [await pid(c, "one") for c in clients]
+        report["new_pids"] = [await pid(c, "new") for c in clients]
+        report["own_pids"] = [await pid(c, "own") for c in clients]
+        # A handshake-era server's question, one call at a time: each to its caller.
+        report["one_asked"] = [await asked(c, "one") for c in clients]
+        # A 2026-07-28 server's questions come inside each call: all at once.
+        together = [None] * len(clients)
+
+        async def ask_new(index):
+            together[index] = await asked(clients[index], "new")
+
+        async with anyio.create_task_group() as group:
+            for index in range(len(clients)):
+                group.start_soon(ask_new, index)
+        report["new_asked"] = together
+        async with httpx2.AsyncClient() as http:
+            health = (await http.get(url.replace("/mcp", "/healthz"))).json()
+        report["health_servers"] = health["servers"]
+    return report
+
+
 if __name__ == "__main__":
     command, url = sys.argv[1], sys.argv[2]
     if command == "clients":
         print(json.dumps(anyio.run(clients, url, *sys.argv[3:6])))
+    elif command == "shared":
+        print(json.dumps(anyio.run(shared, url)))
     elif command == "crash":
         print(json.dumps(anyio.run(crash, url)))
     elif command == "abandon":

@@ -12,7 +12,7 @@
 //!    resource template (or resource); anything else is refused as invalid params.
 //!    The client's `_meta` does not go upstream.
 
-use mcp_runtime::{FeatureError, Runtime, ServerPrompt, config::ToolNames, naming::qualify};
+use mcp_runtime::{FeatureError, ServerPrompt, config::ToolNames, naming::qualify};
 use rmcp::{
     ErrorData,
     model::{
@@ -21,11 +21,14 @@ use rmcp::{
     },
 };
 
-use crate::names::{self, Item};
+use crate::{
+    names::{self, Item},
+    shared::Served,
+};
 
 /// The servers' prompts under the names the client sees (invariant 1), each with its
 /// key for [`crate::paging`].
-pub(crate) async fn list(runtime: &Runtime, names: ToolNames) -> Vec<(String, Prompt)> {
+pub(crate) async fn list(runtime: &Served, names: ToolNames) -> Vec<(String, Prompt)> {
     let listed = runtime.prompts().await;
     log_failures(&listed.failures);
     let qualified = qualified(&listed.prompts);
@@ -49,7 +52,7 @@ pub(crate) async fn list(runtime: &Runtime, names: ToolNames) -> Vec<(String, Pr
 /// `prompts/get` of the prompt shown as `request.name` (invariant 2); its server's
 /// questions go to `asker` while it is being got, if given.
 pub(crate) async fn get(
-    runtime: &Runtime,
+    runtime: &Served,
     names: ToolNames,
     request: GetPromptRequestParams,
     asker: Option<&crate::bridge::Asker>,
@@ -57,7 +60,7 @@ pub(crate) async fn get(
     let (server, name) = find(runtime, names, &request.name).await?;
     let _asking = asker.map(|asker| asker.wait_on(&server));
     let got = runtime
-        .get_prompt(&name, Some(&server), request.arguments)
+        .get_prompt(&name, &server, request.arguments)
         .await
         .map_err(|error| feature_error(&error))?;
     serde_json::from_value::<GetPromptResult>(serde_json::Value::Object(got.into_object()))
@@ -75,7 +78,7 @@ pub(crate) async fn get(
 
 /// `completion/complete`, routed by its reference (invariant 3).
 pub(crate) async fn complete(
-    runtime: &Runtime,
+    runtime: &Served,
     names: ToolNames,
     mut request: CompleteRequestParams,
 ) -> Result<CompleteResult, ErrorData> {
@@ -142,7 +145,7 @@ pub(crate) async fn complete(
 
 /// The server and own name of the prompt shown as `shown` (invariant 2).
 async fn find(
-    runtime: &Runtime,
+    runtime: &Served,
     names: ToolNames,
     shown: &str,
 ) -> Result<(String, String), ErrorData> {

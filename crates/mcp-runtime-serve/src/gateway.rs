@@ -65,8 +65,8 @@ use std::sync::{Arc, Mutex};
 
 use mcp_runtime::{
     CallAuthority, CallError, CallOptions, CapturedAuthority, Catalog, FeatureError, OnProgress,
-    Progress, Runtime, SANDBOX_STATE_CAPABILITY, SANDBOX_STATE_META_CAPABILITY, ServerChange,
-    config::ToolNames, error::RequestError,
+    Progress, Runtime, SANDBOX_STATE_CAPABILITY, SANDBOX_STATE_META_CAPABILITY, config::ToolNames,
+    error::RequestError,
 };
 use rmcp::{
     ErrorData, Peer, RoleServer, ServerHandler,
@@ -88,6 +88,7 @@ use tokio_util::task::AbortOnDropHandle;
 use crate::{
     bridge::{Answer, Askers, Call, Rounds, Target},
     features, names, paging,
+    shared::{Notice, Served},
     upstreams::{ClientKey, Held, Upstreams},
 };
 
@@ -99,8 +100,8 @@ use crate::{
 #[derive(Clone)]
 pub struct Gateway {
     upstreams: Upstreams,
-    /// This session's runtime, once started (invariant 8).
-    session: Arc<OnceCell<Arc<Runtime>>>,
+    /// This session's servers, once started (invariant 8).
+    session: Arc<OnceCell<Served>>,
     /// The level this session's client set for the servers' log messages.
     log_level: crate::forward::ClientLevel,
     /// The calls of this session's 2026-07-28 client (over stdio) that its servers'
@@ -166,7 +167,7 @@ impl Gateway {
         // the session, whatever its era.
         let sessionless = context.meta.protocol_version().is_some()
             && context.extensions.get::<http::request::Parts>().is_some();
-        if self.upstreams.shared().is_none() && sessionless {
+        if self.upstreams.single().is_none() && sessionless {
             let capabilities = context.client_capabilities().unwrap_or_default();
             return self
                 .upstreams
@@ -191,7 +192,7 @@ impl Gateway {
         &self,
         peer: &Peer<RoleServer>,
         capabilities: Option<ClientCapabilities>,
-    ) -> Result<Arc<Runtime>, ErrorData> {
+    ) -> Result<Served, ErrorData> {
         self.session
             .get_or_try_init(|| {
                 let handlers = match peer.peer_info() {
@@ -216,9 +217,15 @@ impl Gateway {
     /// The session's runtime, once nothing else holds the gateway's session: for a
     /// host that serves one client to shut the servers down when it is gone.
     pub fn into_runtime(self) -> Option<Arc<Runtime>> {
-        match self.upstreams.shared() {
-            Some(runtime) => Some(runtime.clone()),
-            None => Arc::try_unwrap(self.session).ok()?.into_inner(),
+        match self.upstreams.single() {
+            Some(served) => Some(served.own().clone()),
+            None => Some(
+                Arc::try_unwrap(self.session)
+                    .ok()?
+                    .into_inner()?
+                    .own()
+                    .clone(),
+            ),
         }
     }
 
@@ -260,41 +267,9 @@ fn tool_items(catalog: &Catalog) -> Vec<names::Item<'_>> {
         .collect()
 }
 
-/// What a client is told of a change in its runtime.
-enum Notice {
-    Tools,
-    Resources,
-    Prompts,
-    Updated(String),
-}
-
-/// What to tell of the runtime's next change (invariant 4): of its catalog, or one
-/// its servers reported; when changes were missed, that every list may have changed.
-/// `None` once the runtime is gone.
-async fn next_notices(
-    catalog: &mut tokio::sync::watch::Receiver<Arc<Catalog>>,
-    changes: &mut tokio::sync::broadcast::Receiver<ServerChange>,
-) -> Option<Vec<Notice>> {
-    use tokio::sync::broadcast::error::RecvError;
-    loop {
-        let notices = tokio::select! {
-            changed = catalog.changed() => vec![changed.ok().map(|()| Notice::Tools)?],
-            change = changes.recv() => match change {
-                Ok(ServerChange::ResourcesChanged { .. }) => vec![Notice::Resources],
-                Ok(ServerChange::PromptsChanged { .. }) => vec![Notice::Prompts],
-                Ok(ServerChange::ResourceUpdated { uri, .. }) => vec![Notice::Updated(uri)],
-                Ok(_) => continue,
-                Err(RecvError::Lagged(_)) => vec![Notice::Resources, Notice::Prompts],
-                Err(RecvError::Closed) => return None,
-            },
-        };
-        return Some(notices);
-    }
-}
-
 /// The servers' `instructions`, each under its server's name, in name order; `None`
 /// when no server gives any (invariant 11).
-fn instructions(runtime: &Runtime) -> Option<String> {
+fn instructions(runtime: &Served) -> Option<String> {
     let mut servers: Vec<_> = runtime
         .servers()
         .into_iter()
@@ -400,8 +375,8 @@ impl ServerHandler for Gateway {
         ));
         // The instructions of the servers this client's requests reach, when known
         // now (invariant 11): a session's, once started, or those every client shares.
-        let runtime = self.session.get().or(self.upstreams.shared());
-        match runtime.and_then(|runtime| instructions(runtime)) {
+        let runtime = self.session.get().or(self.upstreams.single());
+        match runtime.and_then(instructions) {
             Some(instructions) => info.with_instructions(instructions),
             None => info,
         }
@@ -454,13 +429,12 @@ impl ServerHandler for Gateway {
                 return;
             }
         };
-        let mut catalog = runtime.subscribe_catalog();
         // Subscribed before any `resources/subscribe` of the client: no update is missed.
-        let mut changes = runtime.changes();
+        let mut changes = runtime.watch();
         let peer = context.peer;
         let announcer = tokio::spawn(async move {
-            catalog.borrow_and_update();
-            while let Some(notices) = next_notices(&mut catalog, &mut changes).await {
+            changes.seen();
+            while let Some(notices) = changes.next().await {
                 for notice in notices {
                     let sent = match notice {
                         Notice::Tools => peer.notify_tool_list_changed().await,
@@ -495,9 +469,8 @@ impl ServerHandler for Gateway {
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         // Held for as long as the stream is open: the client's servers stay up.
         let runtime = self.runtime(context.request_context()).await?;
-        let mut catalog = runtime.subscribe_catalog();
-        catalog.borrow_and_update();
-        let mut changes = runtime.changes();
+        let mut changes = runtime.watch();
+        changes.seen();
         let uris = context
             .accepted()
             .resource_subscriptions
@@ -505,7 +478,7 @@ impl ServerHandler for Gateway {
             .unwrap_or_default();
         for uri in &uris {
             runtime
-                .subscribe_resource(uri, None)
+                .subscribe_resource(uri)
                 .await
                 .map_err(|error| features::feature_error(&error))?;
         }
@@ -520,7 +493,7 @@ impl ServerHandler for Gateway {
         }
         'stream: loop {
             let notices = tokio::select! {
-                notices = next_notices(&mut catalog, &mut changes) => match notices {
+                notices = changes.next() => match notices {
                     Some(notices) => notices,
                     None => break,
                 },
@@ -547,7 +520,7 @@ impl ServerHandler for Gateway {
             }
         }
         for uri in &uris {
-            let _ = runtime.unsubscribe_resource(uri, None).await;
+            let _ = runtime.unsubscribe_resource(uri).await;
         }
         Ok(())
     }
@@ -563,7 +536,7 @@ impl ServerHandler for Gateway {
     ) -> Result<(), ErrorData> {
         self.runtime(&context)
             .await?
-            .subscribe_resource(&request.uri, None)
+            .subscribe_resource(&request.uri)
             .await
             .map_err(|error| features::feature_error(&error))
     }
@@ -579,7 +552,7 @@ impl ServerHandler for Gateway {
     ) -> Result<(), ErrorData> {
         self.runtime(&context)
             .await?
-            .unsubscribe_resource(&request.uri, None)
+            .unsubscribe_resource(&request.uri)
             .await
             .map_err(|error| features::feature_error(&error))
     }
@@ -645,7 +618,7 @@ impl ServerHandler for Gateway {
         let read = self
             .runtime(&context)
             .await?
-            .read_resource(&request.uri, None)
+            .read_resource(&request.uri)
             .await
             .map_err(|error| {
                 let message = mcp_runtime::error::chain(&error);

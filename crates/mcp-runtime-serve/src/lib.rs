@@ -19,6 +19,7 @@ pub mod http;
 mod names;
 mod paging;
 mod principal;
+mod shared;
 mod upstreams;
 
 pub use gateway::Gateway;

@@ -1,5 +1,6 @@
 //! Where a gateway's upstream connections come from: one runtime for every client, or
-//! a runtime of its own for each client session.
+//! a runtime of its own for each client session, beside one runtime of the servers
+//! whose connections are shared ([`crate::shared`]).
 //!
 //! Per client, a handshake-era session (`initialize`) gets a runtime of its own, started
 //! when the session first needs it and ended with the session. A 2026-07-28 client has
@@ -27,7 +28,10 @@ use mcp_runtime::{Config, Runtime, StartError, StartOptions, host::HostHandlers}
 use rmcp::model::ClientCapabilities;
 use tokio::{sync::OnceCell, time::Instant};
 
-use crate::bridge::{self, Askers};
+use crate::{
+    bridge::{self, Askers},
+    shared::{Caller, Served, SharedServers},
+};
 
 /// Where a gateway's runtimes come from. Clones share them.
 #[derive(Clone)]
@@ -35,14 +39,17 @@ pub struct Upstreams(Arc<Source>);
 
 enum Source {
     /// One runtime serves every client.
-    One(Arc<Runtime>),
+    One(Served),
     /// Each client session gets its own runtime.
     PerClient(Box<PerClient>),
 }
 
 struct PerClient {
+    /// The servers each client has connections of its own to.
     config: Config,
     options: StartOptions,
+    /// The servers whose connections every client shares, if any.
+    shared: Option<Arc<SharedServers>>,
     /// The runtimes of clients without a session.
     pooled: Mutex<HashMap<ClientKey, Arc<Pooled>>>,
     /// Every runtime started, while it lives (invariant 2).
@@ -60,7 +67,7 @@ pub(crate) struct ClientKey {
 
 /// A sessionless client's runtime, started on its first request.
 struct Pooled {
-    runtime: OnceCell<Arc<Runtime>>,
+    runtime: OnceCell<Served>,
     /// Its calls waiting on their servers, which its servers' questions go to.
     askers: Arc<Askers>,
     /// Requests holding it (invariant 1).
@@ -71,7 +78,7 @@ struct Pooled {
 
 /// A runtime a request is served by; a pooled one counts as in use until dropped.
 pub(crate) struct Held {
-    runtime: Arc<Runtime>,
+    runtime: Served,
     askers: Option<Arc<Askers>>,
     _holding: Option<Holding>,
 }
@@ -79,7 +86,7 @@ pub(crate) struct Held {
 impl Held {
     /// A session's runtime, which lives as long as the session; `askers` when its
     /// client is asked the servers' questions through its calls' answers.
-    pub(crate) fn session(runtime: Arc<Runtime>, askers: Option<Arc<Askers>>) -> Self {
+    pub(crate) fn session(runtime: Served, askers: Option<Arc<Askers>>) -> Self {
         Self {
             runtime,
             askers,
@@ -112,9 +119,9 @@ impl Drop for Holding {
 }
 
 impl std::ops::Deref for Held {
-    type Target = Arc<Runtime>;
+    type Target = Served;
 
-    fn deref(&self) -> &Arc<Runtime> {
+    fn deref(&self) -> &Served {
         &self.runtime
     }
 }
@@ -122,31 +129,38 @@ impl std::ops::Deref for Held {
 impl Upstreams {
     /// `runtime` serves every client.
     pub fn one(runtime: Arc<Runtime>) -> Self {
-        Self(Arc::new(Source::One(runtime)))
+        Self(Arc::new(Source::One(Served::new(runtime, None))))
     }
 
     /// Each client session gets a runtime of its own, started from `config` with
-    /// `options` (cloned: every runtime shares the options' listing registry).
+    /// `options` (cloned: every runtime shares the options' listing registry), but
+    /// for the servers whose table says `connections = "shared"`: one runtime of
+    /// them, started at the first client's first need, serves every client.
     pub fn per_client(config: Config, options: StartOptions) -> Self {
+        let (config, shared) = SharedServers::split(config);
+        let options = match &shared {
+            Some(shared) => options.with_other_configured_servers(shared.names().cloned()),
+            None => options,
+        };
         Self(Arc::new(Source::PerClient(Box::new(PerClient {
             config,
             options,
+            shared,
             pooled: Mutex::default(),
             running: Mutex::default(),
         }))))
     }
 
-    /// The runtime every client shares, if one does.
-    pub(crate) fn shared(&self) -> Option<&Arc<Runtime>> {
+    /// The servers every client is served by, if one runtime serves them all.
+    pub(crate) fn single(&self) -> Option<&Served> {
         match &*self.0 {
             Source::One(runtime) => Some(runtime),
             Source::PerClient(_) => None,
         }
     }
 
-    /// A new session's runtime, started now, the servers' questions answered by
-    /// `handlers`.
-    pub(crate) async fn start(&self, handlers: HostHandlers) -> Result<Arc<Runtime>, StartError> {
+    /// A new session's servers, started now, their questions answered by `handlers`.
+    pub(crate) async fn start(&self, handlers: HostHandlers) -> Result<Served, StartError> {
         match &*self.0 {
             Source::One(runtime) => Ok(runtime.clone()),
             Source::PerClient(per_client) => per_client.start(handlers).await,
@@ -206,7 +220,7 @@ impl Upstreams {
             let idle_long = pooled.held.load(Ordering::Acquire) == 0
                 && now.duration_since(*lock(&pooled.last)) >= idle;
             if idle_long && let Some(runtime) = pooled.runtime.get() {
-                reaped.push(runtime.clone());
+                reaped.push(runtime.own().clone());
             }
             !idle_long
         });
@@ -216,11 +230,19 @@ impl Upstreams {
     /// Every runtime that is running (invariant 2).
     pub(crate) fn running(&self) -> Vec<Arc<Runtime>> {
         match &*self.0 {
-            Source::One(runtime) => vec![runtime.clone()],
+            Source::One(runtime) => vec![runtime.own().clone()],
             Source::PerClient(per_client) => {
                 let mut running = lock(&per_client.running);
                 running.retain(|runtime| runtime.strong_count() > 0);
-                running.iter().filter_map(Weak::upgrade).collect()
+                let shared = per_client
+                    .shared
+                    .as_ref()
+                    .and_then(|shared| shared.running());
+                shared
+                    .cloned()
+                    .into_iter()
+                    .chain(running.iter().filter_map(Weak::upgrade))
+                    .collect()
             }
         }
     }
@@ -235,16 +257,28 @@ impl Upstreams {
 }
 
 impl PerClient {
-    async fn start(&self, handlers: HostHandlers) -> Result<Arc<Runtime>, StartError> {
-        let options = self.options.clone().with_host(handlers);
-        let runtime = Arc::new(Runtime::start(self.config.clone(), options).await?);
+    async fn start(&self, handlers: HostHandlers) -> Result<Served, StartError> {
+        let options = self.options.clone().with_host(handlers.clone());
+        let own = async {
+            Runtime::start(self.config.clone(), options)
+                .await
+                .map(Arc::new)
+        };
+        let (runtime, shared) = match &self.shared {
+            Some(shared) => {
+                let (own, runtime) = tokio::try_join!(own, shared.runtime(&self.options))?;
+                let caller = Caller::new(handlers, shared.clone());
+                (own, Some((runtime.clone(), caller)))
+            }
+            None => (own.await?, None),
+        };
         let mut running = lock(&self.running);
         // The ended ones go as each new one comes, so the list stays as long as the
         // runtimes alive, however many sessions came and went.
         running.retain(|runtime| runtime.strong_count() > 0);
         running.push(Arc::downgrade(&runtime));
         drop(running);
-        Ok(runtime)
+        Ok(Served::new(runtime, shared))
     }
 }
 
