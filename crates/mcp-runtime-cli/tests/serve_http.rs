@@ -317,6 +317,28 @@ fn shared_connections_serve_every_client_and_ask_only_the_caller() {
     assert!(terminate(&mut *guard.0).success());
 }
 
+/// A shared server's resource: each session hears the updates of its own
+/// subscriptions only, and the server is subscribed while any session is.
+#[test]
+fn a_shared_servers_resource_updates_reach_only_the_sessions_subscribed() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.one]\ncommand = {fixture:?}\nargs = [\"--resources\"]\n\
+             connections = \"shared\"\n",
+            fixture = fixture_server().to_str().unwrap(),
+        ),
+    );
+    let (mut child, url) = gateway(&config, &[]);
+    let guard = KillOnDrop(&mut child);
+    let report = python(&["subscriptions", &url]);
+    assert_eq!(report["first_subscribed"], json!([1, 0]), "{report}");
+    assert_eq!(report["second_subscribed"], json!([1, 1]), "{report}");
+    assert_eq!(report["none_subscribed"], json!([1, 1]), "{report}");
+    assert!(terminate(&mut *guard.0).success());
+}
+
 #[test]
 fn a_listener_others_can_reach_refuses_to_start_without_authentication() {
     let dir = tempfile::tempdir().unwrap();

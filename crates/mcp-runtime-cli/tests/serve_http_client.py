@@ -32,6 +32,10 @@ and a sessionless client, each answering elicitation with its own name, list the
 tools and read the pids of the servers they reach; each calls `mcp__one__ask` in
 turn, then all call `mcp__new__ask` at once.
 
+`subscriptions` (server `one`, shared, with the fixture's resource): two sessions
+take turns subscribing to `fixture://counter` while the other bumps it; each
+reports the notifications it heard.
+
 Prints what it saw as one JSON object.
 """
 import json
@@ -60,7 +64,7 @@ async def on_elicit(context, params):
     return types.ElicitResult(action="accept", content={"name": "http client", "count": 2})
 
 
-def client(url, mode, token=None, terminate=True, on_elicit=on_elicit):
+def client(url, mode, token=None, terminate=True, on_elicit=on_elicit, **handlers):
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
     # A handshake-era client is asked the servers' questions as requests; a
@@ -69,6 +73,7 @@ def client(url, mode, token=None, terminate=True, on_elicit=on_elicit):
         streamable_http_client(url, http_client=http, terminate_on_close=terminate),
         mode=mode,
         elicitation_callback=on_elicit,
+        **handlers,
     )
 
 
@@ -307,10 +312,52 @@ async def shared(url):
     return report
 
 
+async def subscriptions(url):
+    """Two sessions subscribe to a shared server's resource in turn."""
+    heard = {"first": [], "second": []}
+
+    def hearing(name):
+        async def on_message(message):
+            method = getattr(getattr(message, "root", message), "method", None)
+            if method is not None:
+                heard[name].append(method)
+        return on_message
+
+    def count(name, method):
+        return heard[name].count(f"notifications/resources/{method}")
+
+    async def bumped(c, times):
+        # The server sends the update before the list change, and the gateway
+        # passes a server's changes on in order: once both sessions heard the list
+        # change, each heard the update if it was to.
+        await c.call_tool("mcp__one__bump", {})
+        await wait_until(
+            lambda: count("first", "list_changed") >= times and count("second", "list_changed") >= times,
+            None,
+        )
+        return [count("first", "updated"), count("second", "updated")]
+
+    report = {}
+    async with (
+        client(url, "legacy", message_handler=hearing("first")) as first,
+        client(url, "legacy", message_handler=hearing("second")) as second,
+    ):
+        await first.subscribe_resource("fixture://counter")
+        report["first_subscribed"] = await bumped(second, 1)
+        await second.subscribe_resource("fixture://counter")
+        await first.unsubscribe_resource("fixture://counter")
+        report["second_subscribed"] = await bumped(first, 2)
+        await second.unsubscribe_resource("fixture://counter")
+        report["none_subscribed"] = await bumped(first, 3)
+    return report
+
+
 if __name__ == "__main__":
     command, url = sys.argv[1], sys.argv[2]
     if command == "clients":
         print(json.dumps(anyio.run(clients, url, *sys.argv[3:6])))
+    elif command == "subscriptions":
+        print(json.dumps(anyio.run(subscriptions, url)))
     elif command == "shared":
         print(json.dumps(anyio.run(shared, url)))
     elif command == "crash":
