@@ -335,3 +335,60 @@ async fn a_2026_07_28_question_sends_the_call_again_with_the_same_arguments_over
     }
     http.kill().await;
 }
+
+/// An elicitation handler that gives the context a prompt asks for.
+struct Context;
+
+impl Elicitation for Context {
+    fn elicit<'a>(
+        &'a self,
+        _server: &'a str,
+        _request: ElicitRequestParams,
+    ) -> HandlerFuture<'a, ElicitResult> {
+        Box::pin(async {
+            ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({"context": "the host's"}))
+        })
+    }
+}
+
+/// A 2026-07-28 server may ask before it answers `prompts/get` too: the host's
+/// handler answers, and the request is sent again with the answer and the state.
+#[tokio::test]
+async fn a_2026_07_28_prompt_that_asks_first_is_answered_by_the_hosts_handler() {
+    let server = ServerConfig::stdio(
+        "reference",
+        env!("CARGO_BIN_EXE_conformance-server"),
+        vec!["--stdio".to_owned()],
+    )
+    .with_protocol(Protocol::V2026_07_28);
+    let runtime = start_with(
+        server.clone(),
+        HostHandlers::new().with_elicitation(Context),
+    )
+    .await;
+    let prompt = runtime
+        .get_prompt("test_input_required_result_prompt", Some("reference"), None)
+        .await
+        .unwrap_or_else(|error| panic!("{}", mcp_runtime::error::chain(&error)));
+    let text: Vec<String> = prompt
+        .messages()
+        .filter_map(|message| message.content.as_text().map(str::to_owned))
+        .collect();
+    assert_eq!(text, ["Prompt with context: the host's"]);
+    runtime.shutdown().await;
+
+    // Without a handler the question is declined; this server asks again, until the
+    // runtime's bound on rounds.
+    let runtime = start_with(server, HostHandlers::new()).await;
+    let error = runtime
+        .get_prompt("test_input_required_result_prompt", Some("reference"), None)
+        .await
+        .expect_err("a declined question gets no prompt");
+    let error = mcp_runtime::error::chain(&error);
+    assert!(
+        error.contains("asked for more input 10 times in a row"),
+        "{error}"
+    );
+    runtime.shutdown().await;
+}

@@ -54,6 +54,11 @@ impl Deadline {
             timeout,
         }
     }
+
+    /// The timeout it was set after.
+    pub(super) fn timeout(&self) -> Duration {
+        self.timeout
+    }
 }
 
 /// How a call (or one of its requests) failed.

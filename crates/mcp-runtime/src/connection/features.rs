@@ -16,10 +16,13 @@ use std::{
 };
 
 use rmcp::model::{ClientRequest, JsonObject, ServerResult};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    CallFailure, Connection, Deadline, MAX_LIST_PAGES, MAX_LISTED_TOOLS, error::FeatureError,
+    CallFailure, Connection, Deadline, MAX_LIST_PAGES, MAX_LISTED_TOOLS,
+    calling::Paused,
+    error::{AnswerError, FeatureError},
 };
 use crate::sync::lock;
 
@@ -181,6 +184,17 @@ impl Connection {
         params: Value,
         timeout: Duration,
     ) -> Result<ServerResult, FeatureError> {
+        let deadline = Deadline::after(timeout, &self.answers);
+        self.feature_request_until(method, params, deadline).await
+    }
+
+    /// [`Connection::feature_request`], answered by `deadline`.
+    async fn feature_request_until(
+        &self,
+        method: &'static str,
+        params: Value,
+        deadline: Deadline,
+    ) -> Result<ServerResult, FeatureError> {
         let server = self.answers.server();
         let mut request = json!({ "method": method });
         if !params.is_null() {
@@ -192,59 +206,129 @@ impl Connection {
                 method,
                 message: format!("the request could not be made: {error}"),
             })?;
-        let deadline = Deadline::after(timeout, &self.answers);
         match self.caller().request(request, deadline, None).await {
             Ok(answer) => Ok(answer),
-            Err(CallFailure::TimedOut) => Err(FeatureError::Timeout {
-                server: server.to_owned(),
+            Err(failure) => Err(self.feature_failure(method, failure, deadline).await),
+        }
+    }
+
+    /// A feature request's failure, as the host is told it.
+    async fn feature_failure(
+        &self,
+        method: &'static str,
+        failure: CallFailure,
+        deadline: Deadline,
+    ) -> FeatureError {
+        let server = self.answers.server().to_owned();
+        match failure {
+            CallFailure::TimedOut => FeatureError::Timeout {
+                server,
                 method,
-                after: timeout,
-            }),
-            Err(CallFailure::Failed(error)) => Err(FeatureError::Failed {
-                server: server.to_owned(),
+                after: deadline.timeout(),
+            },
+            CallFailure::Failed(error) => FeatureError::Failed {
+                server,
                 method,
                 source: self.request_failure(error).await,
-            }),
-            Err(CallFailure::Refused(refused)) => Err(FeatureError::Answer {
-                server: server.to_owned(),
+            },
+            CallFailure::Refused(refused) => FeatureError::Answer {
+                server,
                 method,
                 message: crate::transport::error::chain(&refused),
-            }),
+            },
             // A request reads no tool result: this is not seen here.
-            Err(CallFailure::Invalid(invalid)) => Err(FeatureError::Answer {
-                server: server.to_owned(),
+            CallFailure::Invalid(invalid) => FeatureError::Answer {
+                server,
                 method,
                 message: invalid.to_string(),
-            }),
-            Err(CallFailure::Lost(source)) => Err(FeatureError::Failed {
-                server: server.to_owned(),
+            },
+            CallFailure::Lost(source) => FeatureError::Failed {
+                server,
                 method,
                 source,
-            }),
+            },
         }
     }
 
     /// As [`Connection::feature_request`], the answer's result as a JSON object, as
     /// the server returned it (the transports hand these answers over raw, see
-    /// [`crate::transport::raw_answers`]).
+    /// [`crate::transport::raw_answers`]). A 2026-07-28 server that asks for input
+    /// first (`resultType: "input_required"`, as for `prompts/get` or
+    /// `resources/read`) is answered by the host's handlers and asked again, round
+    /// after round, as a tool call is ([`super::input_rounds`]), all within
+    /// `timeout`.
     ///
     /// # Cancel safety
     ///
-    /// As [`Connection::feature_request`].
+    /// As [`Connection::feature_request`]; dropping it while the handlers are asked
+    /// withdraws the questions.
     pub(crate) async fn feature_object(
         &self,
         method: &'static str,
-        params: Value,
+        mut params: Value,
         timeout: Duration,
     ) -> Result<JsonObject, FeatureError> {
-        let answer = self.feature_request(method, params, timeout).await?;
-        super::tool_answer::object(answer, "the server's answer is not a JSON object").map_err(
-            |message| FeatureError::Answer {
-                server: self.answers.server().to_owned(),
-                method,
-                message,
-            },
-        )
+        let deadline = Deadline::after(timeout, &self.answers);
+        let answer_error = |message: String| FeatureError::Answer {
+            server: self.answers.server().to_owned(),
+            method,
+            message,
+        };
+        let mut rounds = 1;
+        let mut state_only_rounds = 0;
+        loop {
+            let answer = self
+                .feature_request_until(method, params.clone(), deadline)
+                .await?;
+            let object =
+                super::tool_answer::object(answer, "the server's answer is not a JSON object")
+                    .map_err(answer_error)?;
+            if object.get("resultType").and_then(Value::as_str) != Some("input_required") {
+                return Ok(object);
+            }
+            let asked = rmcp::model::InputRequiredResult::deserialize(Value::Object(object))
+                .map_err(|_| {
+                    answer_error(crate::transport::error::chain(
+                        &AnswerError::InputRequestUnreadable,
+                    ))
+                })?;
+            if rounds == super::input_rounds::MAX_ROUNDS {
+                return Err(answer_error(crate::transport::error::chain(
+                    &AnswerError::TooManyRounds {
+                        rounds: super::input_rounds::MAX_ROUNDS,
+                    },
+                )));
+            }
+            let retry = super::input_rounds::retry(asked, &self.answers)
+                .await
+                .map_err(|refused| answer_error(crate::transport::error::chain(&refused)))?;
+            if retry.state_only {
+                let pause = super::input_rounds::state_only_pause(state_only_rounds);
+                state_only_rounds += 1;
+                if self.caller().pause(pause, deadline).await != Paused::Elapsed {
+                    return Err(self
+                        .feature_failure(method, CallFailure::TimedOut, deadline)
+                        .await);
+                }
+            } else {
+                state_only_rounds = 0;
+            }
+            let object = params
+                .as_object_mut()
+                .expect("a request that can be asked again has parameters");
+            object.remove("inputResponses");
+            object.remove("requestState");
+            if let Some(responses) = retry.input_responses {
+                object.insert(
+                    "inputResponses".to_owned(),
+                    serde_json::to_value(responses).expect("answers serialize"),
+                );
+            }
+            if let Some(state) = retry.request_state {
+                object.insert("requestState".to_owned(), Value::String(state));
+            }
+            rounds += 1;
+        }
     }
 
     /// Every entry of the list `method` answers under `key`, page by page, each page
