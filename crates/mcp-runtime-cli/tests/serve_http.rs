@@ -317,6 +317,41 @@ fn shared_connections_serve_every_client_and_ask_only_the_caller() {
     assert!(terminate(&mut *guard.0).success());
 }
 
+/// A server that asks before it answers `resources/read`, in either era: the
+/// question reaches the reading client, as a request of the gateway's own for a
+/// handshake-era client and in an input-required answer for a 2026-07-28 one.
+#[test]
+fn a_resource_whose_server_asks_first_is_read_by_clients_of_both_eras() {
+    let dir = tempfile::tempdir().unwrap();
+    for era in ["handshake", "dual"] {
+        let config = write_config(
+            dir.path(),
+            &format!(
+                "[mcp_servers.up]\ncommand = {fixture:?}\n\
+                 args = [\"--resources\", \"--asking-resource\", \"--era\", {era:?}]\n",
+                fixture = fixture_server().to_str().unwrap(),
+            ),
+        );
+        let (mut child, url) = gateway(&config, &[]);
+        let guard = KillOnDrop(&mut child);
+        let report = python(&["read_asking", &url]);
+        let answered = json!({"action": "accept", "content": {"name": "http client", "count": 2}});
+        for mode in ["legacy", "2026-07-28"] {
+            let texts = report[mode].as_array().expect("the texts read");
+            let read: Vec<Value> = texts
+                .iter()
+                .map(|text| serde_json::from_str(text.as_str().unwrap()).unwrap())
+                .collect();
+            assert_eq!(
+                read,
+                std::slice::from_ref(&answered),
+                "{era} {mode}: {report}"
+            );
+        }
+        assert!(terminate(&mut *guard.0).success());
+    }
+}
+
 /// A shared server's resource: each session hears the updates of its own
 /// subscriptions only, and the server is subscribed while any session is.
 #[test]

@@ -32,6 +32,9 @@ and a sessionless client, each answering elicitation with its own name, list the
 tools and read the pids of the servers they reach; each calls `mcp__one__ask` in
 turn, then all call `mcp__new__ask` at once.
 
+`read_asking`: a client of each era reads `fixture://asked`, whose server asks
+it a question first, and reports the text it read.
+
 `subscriptions` (server `one`, shared, with the fixture's resource): two sessions
 take turns subscribing to `fixture://counter` while the other bumps it; each
 reports the notifications it heard.
@@ -312,6 +315,16 @@ async def shared(url):
     return report
 
 
+async def read_asking(url):
+    """A client of each era reads a resource whose server asks first."""
+    report = {}
+    for mode in ["legacy", "2026-07-28"]:
+        async with client(url, mode) as c:
+            read = await c.read_resource("fixture://asked")
+            report[mode] = [getattr(content, "text", None) for content in read.contents]
+    return report
+
+
 async def subscriptions(url):
     """Two sessions subscribe to a shared server's resource in turn."""
     heard = {"first": [], "second": []}
@@ -356,6 +369,8 @@ if __name__ == "__main__":
     command, url = sys.argv[1], sys.argv[2]
     if command == "clients":
         print(json.dumps(anyio.run(clients, url, *sys.argv[3:6])))
+    elif command == "read_asking":
+        print(json.dumps(anyio.run(read_asking, url)))
     elif command == "subscriptions":
         print(json.dumps(anyio.run(subscriptions, url)))
     elif command == "shared":

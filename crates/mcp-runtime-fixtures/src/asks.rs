@@ -1,6 +1,8 @@
 //! Tools that ask the client something (`--asks`): `ask` (elicitation), `roots`
 //! (`roots/list`) and `sample` (`sampling/createMessage`), each answering with what
-//! the client answered, as structured content.
+//! the client answered, as structured content; and the resource `fixture://asked`
+//! (`--asking-resource`), whose read asks as `ask` does and answers with the
+//! client's answer as its text.
 //!
 //! A handshake-era client is asked with a request of the server's own, sent while
 //! the call waits; a 2026-07-28 client gets an `input_required` answer naming the request under the key
@@ -17,7 +19,8 @@ use rmcp::{
     ErrorData as McpError, RoleServer,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-        CreateMessageRequestParams, ElicitRequestParams, JsonObject, Tool,
+        CreateMessageRequestParams, ElicitRequestParams, JsonObject, ReadResourceRequestParams,
+        ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, Tool,
     },
     service::Peer,
 };
@@ -121,6 +124,55 @@ pub(crate) async fn call(
     } else {
         ask(peer, method, params).await.map(CallToolResponse::from)
     })
+}
+
+/// The resource whose read asks first.
+pub(crate) const ASKING_RESOURCE: &str = "fixture://asked";
+
+/// [`ASKING_RESOURCE`], as listed.
+pub(crate) fn resource() -> Resource {
+    let mut resource = Resource::new(ASKING_RESOURCE, "asked");
+    resource.mime_type = Some("application/json".into());
+    resource
+}
+
+/// Reads [`ASKING_RESOURCE`]: asks as `ask` does (under 2026-07-28 in rounds, else
+/// with a request of its own), then answers with the client's answer as the text.
+pub(crate) async fn read(
+    request: &ReadResourceRequestParams,
+    peer: &Peer<RoleServer>,
+    stateless: bool,
+) -> Result<ReadResourceResponse, McpError> {
+    let (method, params) = self::request("ask", &JsonObject::new()).expect("`ask` asks");
+    let answer = if stateless {
+        match request
+            .input_responses
+            .as_ref()
+            .and_then(|responses| responses.get(ASKED))
+        {
+            Some(answer) => answer.clone(),
+            None => {
+                let asked = json!({
+                    "resultType": "input_required",
+                    "inputRequests": { ASKED: { "method": method, "params": params } },
+                    "requestState": "fixture-asked",
+                });
+                return serde_json::from_value(asked)
+                    .map(ReadResourceResponse::InputRequired)
+                    .map_err(|error| McpError::internal_error(error.to_string(), None));
+            }
+        }
+    } else {
+        ask(peer, method, params)
+            .await?
+            .structured_content
+            .unwrap_or_default()
+    };
+    Ok(ReadResourceResult::new(vec![ResourceContents::text(
+        answer.to_string(),
+        ASKING_RESOURCE,
+    )])
+    .into())
 }
 
 /// Under 2026-07-28: the answer given with the retry, else the question.

@@ -97,6 +97,9 @@ pub struct Behaviour {
     /// Offer the resource `fixture://counter`, subscriptions and list changes, and
     /// list `bump`, which changes it (see `resources.rs`).
     pub resources: bool,
+    /// With `resources`: also list `fixture://asked`, whose read asks the client
+    /// for an elicitation first (see `asks.rs`).
+    pub asking_resource: bool,
     /// With `resources`: keep sending on the listen streams a client closed (see
     /// `resources.rs`).
     pub late_streams: bool,
@@ -520,6 +523,9 @@ impl ServerHandler for Fixture {
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, McpError> {
         let mut listed = self.resources.list(self.behaviour.resources);
+        if self.behaviour.resources && self.behaviour.asking_resource {
+            listed.resources.push(crate::asks::resource());
+        }
         if self.behaviour.future {
             listed.resources.push(crate::future::marker_resource());
         }
@@ -529,8 +535,14 @@ impl ServerHandler for Fixture {
     async fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        if self.behaviour.asking_resource && request.uri == crate::asks::ASKING_RESOURCE {
+            let stateless = context
+                .protocol_version()
+                .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+            return crate::asks::read(&request, &context.peer, stateless).await;
+        }
         if self.behaviour.future && request.uri == crate::future::FUTURE_RESOURCE {
             return Ok(rmcp::model::ReadResourceResponse::Complete(
                 crate::future::marker_read(),

@@ -62,7 +62,7 @@ use rmcp::{
         CallToolResponse, ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams,
         CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
         GetPromptResponse, InputRequest, InputRequests, InputRequiredResult, InputResponses,
-        ListRootsRequest, ListRootsResult, RequestStateCodec, SealOptions,
+        ListRootsRequest, ListRootsResult, ReadResourceResponse, RequestStateCodec, SealOptions,
     },
 };
 use serde::{Deserialize, Serialize};
@@ -317,6 +317,7 @@ impl Roots for Asked {
 pub(crate) enum Answer {
     Tool(CallToolResponse),
     Prompt(GetPromptResponse),
+    Resource(ReadResourceResponse),
 }
 
 /// A request between its client's rounds: running, or waiting for answers.

@@ -615,33 +615,27 @@ impl ServerHandler for Gateway {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let read = self
-            .runtime(&context)
-            .await?
-            .read_resource(&request.uri)
-            .await
-            .map_err(|error| {
-                let message = mcp_runtime::error::chain(&error);
-                match error {
-                    FeatureError::NotFound { .. } => ErrorData::resource_not_found(
-                        message,
-                        Some(serde_json::json!({ "uri": request.uri })),
-                    ),
-                    FeatureError::Ambiguous { .. } => ErrorData::invalid_params(message, None),
-                    _ => ErrorData::internal_error(message, None),
-                }
-            })?;
-        serde_json::from_value::<ReadResourceResult>(serde_json::Value::Object(read.into_object()))
-            .map(|mut result| {
-                result.result_type.get_or_insert(ResultType::COMPLETE);
-                ReadResourceResponse::from(result)
-            })
-            .map_err(|error| {
-                ErrorData::internal_error(
-                    format!("the server's resource cannot be passed on: {error}"),
-                    None,
-                )
-            })
+        let target = Target {
+            method: "resources/read",
+            name: &request.uri,
+        };
+        let answer = self
+            .in_rounds(
+                &context,
+                target,
+                (
+                    request.request_state.as_deref(),
+                    request.input_responses.clone(),
+                ),
+                async |runtime| read(&runtime, &request.uri).await.map(Answer::Resource),
+                |runtime| Ok(self.read_apart(runtime, request.uri.clone())),
+            )
+            .await?;
+        match answer {
+            Round::Ended(Answer::Resource(response)) => Ok(response),
+            Round::Asks(result) => Ok(result.into()),
+            Round::Ended(other) => Err(mismatched(&other)),
+        }
     }
 
     #[allow(
@@ -912,6 +906,32 @@ impl Gateway {
         self.rounds.keep(call, principal, target).map(Round::Asks)
     }
 
+    /// Reads a resource apart from the request, for a client asked the servers'
+    /// questions through its requests' answers (invariant 10). A 2026-07-28 server's
+    /// questions, asked inside the read, reach the client whatever its server; a
+    /// handshake-era server's own request finds the read when its server lists the
+    /// URI itself (a URI read through a template waits on no server, and such a
+    /// question is declined).
+    fn read_apart(&self, runtime: Held, uri: String) -> Call {
+        let (asker, questions) = runtime
+            .askers()
+            .expect("a runtime whose client is asked through its requests")
+            .asker();
+        let task = tokio::spawn(async move {
+            let listed = runtime.resources().await;
+            let server = listed
+                .resources
+                .iter()
+                .find(|entry| entry.resource.uri == uri)
+                .map(|entry| entry.server.clone());
+            let _asking = server.map(|server| asker.wait_on(&server));
+            asker.run(read(&runtime, &uri)).await.map(Answer::Resource)
+        });
+        // A read reports no progress.
+        let (_, progress) = tokio::sync::mpsc::unbounded_channel();
+        Call::new(AbortOnDropHandle::new(task), questions, progress)
+    }
+
     /// Gets a prompt apart from the request, for a client asked the servers'
     /// questions through its requests' answers (invariant 10).
     fn get_prompt_apart(&self, runtime: Held, request: GetPromptRequestParams) -> Call {
@@ -930,6 +950,31 @@ impl Gateway {
         let (_, progress) = tokio::sync::mpsc::unbounded_channel();
         Call::new(AbortOnDropHandle::new(task), questions, progress)
     }
+}
+
+/// `resources/read` of `uri` on the one server that offers it (invariant 6).
+async fn read(runtime: &Served, uri: &str) -> Result<ReadResourceResponse, ErrorData> {
+    let read = runtime.read_resource(uri).await.map_err(|error| {
+        let message = mcp_runtime::error::chain(&error);
+        match error {
+            FeatureError::NotFound { .. } => {
+                ErrorData::resource_not_found(message, Some(serde_json::json!({ "uri": uri })))
+            }
+            FeatureError::Ambiguous { .. } => ErrorData::invalid_params(message, None),
+            _ => ErrorData::internal_error(message, None),
+        }
+    })?;
+    serde_json::from_value::<ReadResourceResult>(serde_json::Value::Object(read.into_object()))
+        .map(|mut result| {
+            result.result_type.get_or_insert(ResultType::COMPLETE);
+            ReadResourceResponse::from(result)
+        })
+        .map_err(|error| {
+            ErrorData::internal_error(
+                format!("the server's resource cannot be passed on: {error}"),
+                None,
+            )
+        })
 }
 
 /// How far a request that may ask its client got: to its end, or to questions.

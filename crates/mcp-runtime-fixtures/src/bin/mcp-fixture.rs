@@ -90,6 +90,10 @@ struct Args {
     /// `bump`, which changes it
     #[arg(long)]
     resources: bool,
+    /// With `--resources`: also offer `fixture://asked`, whose read asks the client
+    /// for a name first
+    #[arg(long)]
+    asking_resource: bool,
     /// With --resources: keep sending on the listen streams the client closed, with
     /// their ids, as a server that has not yet read their cancellation
     #[arg(long, requires = "resources")]
@@ -362,6 +366,7 @@ impl Args {
             asks: self.asks,
             tasks: self.tasks,
             resources: self.resources,
+            asking_resource: self.asking_resource,
             late_streams: self.late_streams,
             logging: self.logging,
             instructions: self.instructions.clone(),
