@@ -3,7 +3,7 @@
 //!
 //! - [`Gateway`] is rmcp's `ServerHandler` over the runtimes of [`Upstreams`]: a host
 //!   serves it over any rmcp transport. `mcp-runtime serve` serves it to one client on
-//!   stdio.
+//!   stdio ([`stdio`]).
 //! - [`http`] serves it over Streamable HTTP at `/mcp` to many clients at once, both
 //!   protocol eras, each handshake session with its own upstream connections, behind
 //!   the checks a listener needs (authentication, `Host` and `Origin`, body and
@@ -20,6 +20,7 @@ mod names;
 mod paging;
 mod principal;
 mod shared;
+pub mod stdio;
 mod upstreams;
 
 pub use gateway::Gateway;
