@@ -130,6 +130,11 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        // Each answer is written as it comes (an event stream's events one by one):
+        // without this, a small write waits for the client's delayed acknowledgment.
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%peer, %error, "TCP_NODELAY could not be set");
+        }
         let front = front.clone();
         let service = service_fn(move |request| handle(front.clone(), request));
         let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
