@@ -6,7 +6,12 @@
 //! keeps the comparison about the stack alone. The TypeScript and Python clients in
 //! this folder mirror the same arguments and output by hand.
 
-use std::{future::Future, path::PathBuf, sync::Arc, time::Instant};
+use std::{
+    future::Future,
+    path::PathBuf,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use clap::{Parser, Subcommand};
 use serde_json::json;
@@ -121,21 +126,10 @@ where
     while let Some(worker) = workers.join_next().await {
         latencies.extend(worker??);
     }
-    let wall = started.elapsed();
-    latencies.sort_unstable();
-    let percentile = |p: f64| {
-        let index = ((latencies.len() as f64 * p).ceil() as usize).saturating_sub(1);
-        latencies.get(index).map_or(0.0, |&ns| ns as f64 / 1000.0)
-    };
-    Ok(CallStats {
-        count,
-        p50_us: round(percentile(0.50)),
-        p99_us: round(percentile(0.99)),
-        calls_per_sec: round(count as f64 / wall.as_secs_f64()),
-    })
+    Ok(CallStats::new(latencies, started.elapsed()))
 }
 
-/// The timings of a [`run_calls`] run.
+/// The timings of a [`run_calls`] run, or of calls timed otherwise ([`CallStats::new`]).
 #[derive(Debug)]
 pub struct CallStats {
     count: usize,
@@ -144,16 +138,39 @@ pub struct CallStats {
     calls_per_sec: f64,
 }
 
+impl CallStats {
+    /// The p50 and p99 of `latencies` (one per call, in nanoseconds), and calls per
+    /// second over `wall`, the whole timed run.
+    pub fn new(mut latencies: Vec<u64>, wall: Duration) -> Self {
+        latencies.sort_unstable();
+        let percentile = |p: f64| {
+            let index = ((latencies.len() as f64 * p).ceil() as usize).saturating_sub(1);
+            latencies.get(index).map_or(0.0, |&ns| ns as f64 / 1000.0)
+        };
+        Self {
+            count: latencies.len(),
+            p50_us: round(percentile(0.50)),
+            p99_us: round(percentile(0.99)),
+            calls_per_sec: round(latencies.len() as f64 / wall.as_secs_f64()),
+        }
+    }
+
+    /// The `calls` report: `{"count","p50_us","p99_us","calls_per_sec","peak_rss_kib"}`,
+    /// the peak memory read now.
+    pub fn report(&self) -> serde_json::Value {
+        json!({
+            "count": self.count,
+            "p50_us": self.p50_us,
+            "p99_us": self.p99_us,
+            "calls_per_sec": self.calls_per_sec,
+            "peak_rss_kib": peak_rss_kib(),
+        })
+    }
+}
+
 /// Prints the `calls` report, the peak memory read last (after the shutdown).
 pub fn print_calls_report(stats: &CallStats) {
-    let report = json!({
-        "count": stats.count,
-        "p50_us": stats.p50_us,
-        "p99_us": stats.p99_us,
-        "calls_per_sec": stats.calls_per_sec,
-        "peak_rss_kib": peak_rss_kib(),
-    });
-    println!("{report}");
+    println!("{}", stats.report());
 }
 
 /// `value` to one decimal.

@@ -2,8 +2,12 @@
 //! `tool_0` … `tool_{N-1}`, each with a tiny input schema, whose call answers a short
 //! text at once. No delays, no pagination, no logging: what the benchmarks measure
 //! is the client, so the server should cost as little as a real one can.
+//!
+//! With `--list-log FILE` it appends a line to FILE for each `tools/list` it answers,
+//! so that a benchmark can count the listings a burst of startups asked for, across
+//! every process (bench/compare, scenario j).
 
-use std::sync::Arc;
+use std::{io::Write, path::PathBuf, sync::Arc};
 
 use clap::Parser;
 use rmcp::{
@@ -23,16 +27,20 @@ struct Args {
     /// How many tools to offer.
     #[arg(long, default_value_t = 20)]
     tools: usize,
+    /// Append `tools/list` and a newline to this file for each `tools/list` answered.
+    #[arg(long)]
+    list_log: Option<PathBuf>,
 }
 
-/// The handler: the tool list, built once.
+/// The handler: the tool list, built once, and where to log each listing.
 #[derive(Clone)]
 struct BenchServer {
     tools: Arc<Vec<Tool>>,
+    list_log: Option<Arc<PathBuf>>,
 }
 
 impl BenchServer {
-    fn new(count: usize) -> Self {
+    fn new(count: usize, list_log: Option<PathBuf>) -> Self {
         let schema: Arc<JsonObject> = Arc::new(
             json!({ "type": "object", "properties": { "x": { "type": "integer" } } })
                 .as_object()
@@ -44,6 +52,7 @@ impl BenchServer {
             .collect();
         Self {
             tools: Arc::new(tools),
+            list_log: list_log.map(Arc::new),
         }
     }
 }
@@ -60,6 +69,21 @@ impl ServerHandler for BenchServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        if let Some(path) = &self.list_log {
+            // One `write` of a short line to a file opened for appending: the lines of
+            // many processes do not interleave.
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path.as_path())
+                .and_then(|mut file| file.write_all(b"tools/list\n"))
+                .map_err(|error| {
+                    ErrorData::internal_error(
+                        format!("cannot append to `{}`: {error}", path.display()),
+                        None,
+                    )
+                })?;
+        }
         Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
     }
 
@@ -86,7 +110,7 @@ impl ServerHandler for BenchServer {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let server = BenchServer::new(args.tools)
+    let server = BenchServer::new(args.tools, args.list_log)
         .serve(rmcp::transport::stdio())
         .await?;
     server.waiting().await?;

@@ -11,13 +11,22 @@
 //! transport: for a child process that closes its stdin and waits for it to exit (then
 //! `SIGTERM`, then kill, after 3 s each), the way mcp-runtime ends a stdio server; for
 //! HTTP it sends the session's `DELETE`.
+//!
+//! Besides the shared `list` and `calls`, `sessions` opens many connections to one
+//! server at once, each a client of its own (over HTTP, a session of its own), as many
+//! users of one gateway are (bench/compare, scenarios i and j).
 
-use std::{collections::BTreeMap, path::Path};
+use std::{
+    collections::BTreeMap,
+    io::{Read, Write},
+    path::{Path, PathBuf},
+    time::Instant,
+};
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use mcp_bench_clients::{
-    Args, Work, call_arguments, print_calls_report, print_list_report, run_calls,
+    CallStats, Work, call_arguments, print_calls_report, print_list_report, run_calls,
 };
 #[cfg(feature = "full")]
 use rmcp::transport::StreamableHttpClientTransport;
@@ -32,15 +41,53 @@ use serde::Deserialize;
 /// A connected server.
 type Client = RunningService<RoleClient, ()>;
 
-/// raw-rmcp's command line: the shared one, and how to start each connection.
+/// raw-rmcp's command line: the shared work and its own, and how to start each
+/// connection.
 #[derive(Parser)]
 struct RawArgs {
     /// `initialize` (rmcp's default) or `auto` (`server/discover`, falling back to
     /// `initialize`).
     #[arg(long, global = true, default_value = "initialize")]
     lifecycle: Lifecycle,
+    /// The work to do.
+    #[command(subcommand)]
+    work: RawWork,
+}
+
+/// The work both Rust contenders do, and raw-rmcp's own.
+#[derive(Subcommand)]
+enum RawWork {
     #[command(flatten)]
-    args: Args,
+    Shared(Work),
+    /// Open `--sessions` connections to the file's one server at once, each a client of
+    /// its own; then each makes `--warmup` untimed calls and `--count` timed ones, one
+    /// at a time, all sessions at once; print latency percentiles and throughput over
+    /// every session's calls, and `sessions`.
+    Sessions(Sessions),
+}
+
+/// The `sessions` work.
+#[derive(clap::Args)]
+struct Sessions {
+    /// A Codex-style TOML file with exactly one `[mcp_servers.NAME]` table.
+    #[arg(long)]
+    config: PathBuf,
+    /// The tool's name on its server (not qualified).
+    #[arg(long)]
+    tool: String,
+    /// How many connections.
+    #[arg(long)]
+    sessions: usize,
+    /// Timed calls per session.
+    #[arg(long, default_value_t = 0)]
+    count: usize,
+    /// Untimed calls per session, made first.
+    #[arg(long, default_value_t = 10)]
+    warmup: usize,
+    /// Once every session is open, print `{"open": N}` and wait until stdin closes
+    /// before the calls: the sessions stay open and idle while the caller looks.
+    #[arg(long)]
+    hold: bool,
 }
 
 /// How a connection starts.
@@ -153,10 +200,101 @@ async fn list(servers: BTreeMap<String, Server>, lifecycle: Lifecycle) -> anyhow
     Ok(())
 }
 
+/// One tool's call with the shared arguments, failed when the tool says it failed.
+async fn call(client: &Client, tool: &str) -> anyhow::Result<()> {
+    let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(call_arguments());
+    let result = client.peer().call_tool(params).await?;
+    anyhow::ensure!(result.is_error != Some(true), "the tool failed");
+    Ok(())
+}
+
+/// The `sessions` work: `sessions` clients of the file's one server.
+async fn sessions(work: Sessions, lifecycle: Lifecycle) -> anyhow::Result<()> {
+    let Sessions {
+        config,
+        tool,
+        sessions,
+        count,
+        warmup,
+        hold,
+    } = work;
+    let servers = load(&config)?;
+    anyhow::ensure!(servers.len() == 1, "`sessions` needs exactly one server");
+    let (name, server) = servers.into_iter().next().expect("one server");
+    let server = std::sync::Arc::new(server);
+    let mut opening = tokio::task::JoinSet::new();
+    for _ in 0..sessions {
+        let (name, server) = (name.clone(), server.clone());
+        opening.spawn(async move { connect(&name, &server, lifecycle).await });
+    }
+    let mut clients = Vec::with_capacity(sessions);
+    while let Some(opened) = opening.join_next().await {
+        clients.push(opened??);
+    }
+    if hold {
+        println!("{}", serde_json::json!({ "open": clients.len() }));
+        std::io::stdout().flush()?;
+        tokio::task::spawn_blocking(|| std::io::stdin().read_to_end(&mut Vec::new())).await??;
+    }
+    let tool = std::sync::Arc::new(tool);
+    let mut warming = tokio::task::JoinSet::new();
+    for client in clients {
+        let tool = tool.clone();
+        warming.spawn(async move {
+            for _ in 0..warmup {
+                call(&client, &tool).await?;
+            }
+            anyhow::Ok(client)
+        });
+    }
+    let mut clients = Vec::with_capacity(sessions);
+    while let Some(warmed) = warming.join_next().await {
+        clients.push(warmed??);
+    }
+    // Timed from here: every session is open and has made its warmup calls.
+    let started = Instant::now();
+    let mut calling = tokio::task::JoinSet::new();
+    for client in clients {
+        let tool = tool.clone();
+        calling.spawn(async move {
+            let mut latencies = Vec::with_capacity(count);
+            for _ in 0..count {
+                let sent = Instant::now();
+                call(&client, &tool).await?;
+                latencies.push(sent.elapsed().as_nanos() as u64);
+            }
+            anyhow::Ok((client, latencies))
+        });
+    }
+    let mut clients = Vec::with_capacity(sessions);
+    let mut latencies = Vec::with_capacity(sessions * count);
+    while let Some(called) = calling.join_next().await {
+        let (client, session_latencies) = called??;
+        clients.push(client);
+        latencies.extend(session_latencies);
+    }
+    let stats = CallStats::new(latencies, started.elapsed());
+    let mut closing = tokio::task::JoinSet::new();
+    for client in clients {
+        closing.spawn(client.cancel());
+    }
+    while let Some(closed) = closing.join_next().await {
+        closed??;
+    }
+    let mut report = stats.report();
+    report["sessions"] = serde_json::json!(sessions);
+    println!("{report}");
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let RawArgs { lifecycle, args } = RawArgs::parse();
-    match args.work {
+    let RawArgs { lifecycle, work } = RawArgs::parse();
+    let work = match work {
+        RawWork::Shared(work) => work,
+        RawWork::Sessions(work) => return sessions(work, lifecycle).await,
+    };
+    match work {
         Work::List { config } => list(load(&config)?, lifecycle).await,
         Work::Calls {
             config,
