@@ -27,6 +27,7 @@
 //! 6. A handshake session is its opener's: a request of another principal naming it
 //!    gets 404, as for a session that does not exist.
 
+mod bearer;
 mod jwt;
 mod sessions;
 mod settings;

@@ -13,7 +13,8 @@
 //!    for a `kid` it lacks, at most once per [`REFETCH_AFTER`], a failed fetch
 //!    included: a token naming an unknown key cannot make the gateway fetch for
 //!    every request. Keys come over `https` only (or `http` to this machine), and no
-//!    redirect is followed.
+//!    redirect is followed. One fetch runs at a time, and a token whose key is known
+//!    never waits for one.
 //! 3. The principal is the token's issuer and subject: two clients of one subject
 //!    share their sessionless upstream connections, two subjects never do.
 //! 4. The Protected Resource Metadata (RFC 9728) names the audience as the resource
@@ -23,6 +24,7 @@
 
 use std::{
     collections::HashSet,
+    sync::Mutex,
     time::{Duration, Instant},
 };
 
@@ -32,7 +34,6 @@ use jsonwebtoken::{
 };
 use mcp_runtime::config::JwtAuth;
 use serde::Deserialize;
-use tokio::sync::Mutex;
 
 /// The least time between two fetches of the key set for a `kid` it lacks
 /// (invariant 2).
@@ -47,6 +48,8 @@ pub(crate) struct Verifier {
     config: JwtAuth,
     client: reqwest::Client,
     keys: Mutex<Keys>,
+    /// Held while the key set is fetched: one fetch at a time (invariant 2).
+    fetching: tokio::sync::Mutex<()>,
     /// The Protected Resource Metadata document (invariant 4).
     metadata: String,
     /// Where it is served, as an absolute URL, for the challenges.
@@ -117,6 +120,7 @@ impl Verifier {
             config,
             client,
             keys: Mutex::default(),
+            fetching: tokio::sync::Mutex::default(),
             metadata: metadata.to_string(),
             metadata_url,
             metadata_path,
@@ -146,7 +150,7 @@ impl Verifier {
     /// header), or why it is refused (invariants 1 and 3).
     pub(crate) async fn check(&self, authorization: Option<&[u8]>) -> Result<String, Refusal> {
         let token = authorization
-            .and_then(|value| value.strip_prefix(b"Bearer "))
+            .and_then(super::bearer::token)
             .and_then(|token| std::str::from_utf8(token).ok())
             .ok_or(Refusal::Missing)?;
         let header = decode_header(token)
@@ -203,28 +207,45 @@ impl Verifier {
     /// The key `kid` names, or the set's only key without one; the set fetched
     /// again for a `kid` it lacks (invariant 2).
     async fn key(&self, kid: Option<&str>) -> Result<Jwk, Refusal> {
-        let mut keys = self.keys.lock().await;
+        if let Some(known) = self.known(kid, false) {
+            return known;
+        }
+        let _fetching = self.fetching.lock().await;
+        // Another request's fetch may have ended meanwhile.
+        if let Some(known) = self.known(kid, true) {
+            return known;
+        }
+        let set = self.fetch_keys().await.map_err(|error| {
+            tracing::warn!(issuer = %self.config.issuer, %error, "the issuer's signing keys could not be fetched");
+            Refusal::KeysUnavailable(error)
+        })?;
+        let found = find(&set, kid);
+        lock(&self.keys).set = Some(set);
+        found.ok_or_else(|| Refusal::Invalid("signed with a key the issuer does not list".into()))
+    }
+
+    /// The key `kid` names in the set held, or the refusal when the set may not be
+    /// fetched again yet; `None` when it is to be fetched, which is then noted as
+    /// done now if `fetching`.
+    fn known(&self, kid: Option<&str>, fetching: bool) -> Option<Result<Jwk, Refusal>> {
+        let mut keys = lock(&self.keys);
         if let Some(jwk) = keys.set.as_ref().and_then(|set| find(set, kid)) {
-            return Ok(jwk);
+            return Some(Ok(jwk));
         }
         let recently = keys
             .fetched
             .is_some_and(|fetched| fetched.elapsed() < REFETCH_AFTER);
         // A fetch, good or failed, is not repeated sooner (invariant 2).
         if recently {
-            return Err(match keys.set {
+            return Some(Err(match keys.set {
                 Some(_) => Refusal::Invalid("signed with a key the issuer does not list".into()),
                 None => Refusal::KeysUnavailable("the last fetch failed".into()),
-            });
+            }));
         }
-        keys.fetched = Some(Instant::now());
-        let set = self.fetch_keys().await.map_err(|error| {
-            tracing::warn!(issuer = %self.config.issuer, %error, "the issuer's signing keys could not be fetched");
-            Refusal::KeysUnavailable(error)
-        })?;
-        let found = find(&set, kid);
-        keys.set = Some(set);
-        found.ok_or_else(|| Refusal::Invalid("signed with a key the issuer does not list".into()))
+        if fetching {
+            keys.fetched = Some(Instant::now());
+        }
+        None
     }
 
     /// The issuer's JWK Set, from `jwks_uri` or where its metadata says.
@@ -324,6 +345,12 @@ fn metadata_urls(issuer: &str) -> Result<[String; 2], String> {
             issuer.trim_end_matches('/')
         ),
     ])
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

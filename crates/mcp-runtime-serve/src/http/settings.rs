@@ -156,8 +156,7 @@ impl Auth {
             Self::None => Ok("local".to_owned()),
             Self::Bearer(digest) => match authorization {
                 None => Err(Refusal::Missing),
-                Some(value) => value
-                    .strip_prefix(b"Bearer ")
+                Some(value) => super::bearer::token(value)
                     .filter(|token| Sha256::digest(token).as_slice() == digest)
                     .map(|_| "bearer".to_owned())
                     .ok_or_else(|| Refusal::Invalid("not the configured token".into())),
@@ -239,15 +238,13 @@ mod tests {
     #[tokio::test]
     async fn only_the_token_itself_is_admitted() {
         let auth = Auth::Bearer(Sha256::digest(b"s3cret-token").into());
-        assert_eq!(
-            auth.check(Some(b"Bearer s3cret-token")).await.unwrap(),
-            "bearer"
-        );
+        for right in [&b"Bearer s3cret-token"[..], b"bearer s3cret-token"] {
+            assert_eq!(auth.check(Some(right)).await.unwrap(), "bearer");
+        }
         for wrong in [
             None,
             Some(&b"Bearer s3cret-toke"[..]),
             Some(b"Bearer s3cret-token "),
-            Some(b"bearer s3cret-token"),
             Some(b"s3cret-token"),
             Some(b"Basic s3cret-token"),
         ] {
