@@ -151,6 +151,21 @@ impl File<'_> {
             Some(value) => self.ok(self.strings(value, "serve.auth", "scopes"))?,
             None => Vec::new(),
         };
+        for scope in &scopes {
+            // RFC 6749 §3.3: a scope is printed in challenges, between quotes.
+            let token = !scope.is_empty()
+                && scope
+                    .bytes()
+                    .all(|byte| matches!(byte, 0x21 | 0x23..=0x5B | 0x5D..=0x7E));
+            self.check(
+                "serve.auth",
+                "scopes",
+                || format!("`{scope}`"),
+                (!token).then_some(
+                    "is not a scope: one or more printable ASCII characters, without spaces, `\"` or `\\`",
+                ),
+            );
+        }
         Some(JwtAuth {
             issuer: issuer?,
             audience: audience?,

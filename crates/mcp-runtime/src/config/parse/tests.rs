@@ -853,6 +853,14 @@ fn an_oauth_resource_server_is_an_issuer_and_an_audience() {
     );
     assert_eq!(
         parse_errors(
+            "[serve.auth]\nissuer = \"https://a.example.com\"\naudience = \"https://gw.example.com\"\n\
+             scopes = [\"mcp\", \"a b\", \"x\\\"y\", \"\"]\n"
+        )
+        .len(),
+        3
+    );
+    assert_eq!(
+        parse_errors(
             "[serve.auth]\nbearer_token_env_var = \"T\"\nissuer = \"https://a.example.com\"\n"
         ),
         [format!(
