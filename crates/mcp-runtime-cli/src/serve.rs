@@ -20,7 +20,10 @@ use rmcp::{ServiceExt, service::ServerInitializeError};
 pub async fn stdio(config: Config, options: StartOptions) -> anyhow::Result<()> {
     let gateway = Gateway::for_upstreams(Upstreams::per_client(config.clone(), options))
         .with_tool_names(config.serve.tool_names);
-    let served = gateway.clone().serve(mcp_runtime_serve::stdio::stdio()).await;
+    let served = gateway
+        .clone()
+        .serve(mcp_runtime_serve::stdio::stdio())
+        .await;
     let ended = match served {
         Ok(running) => running
             .waiting()
