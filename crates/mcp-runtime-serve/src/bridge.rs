@@ -211,30 +211,41 @@ impl Askers {
 /// The handlers of a runtime whose client is asked through its calls' answers, as far
 /// as `capabilities` go (invariant 2).
 pub(crate) fn handlers(capabilities: &ClientCapabilities, askers: &Arc<Askers>) -> HostHandlers {
-    let asked = |modes, sampling_tools| Asked {
+    // A round's questions come to the client in one answer.
+    let handlers = HostHandlers::new().with_questions_together();
+    offered(capabilities, handlers, |modes, sampling_tools| Asked {
         askers: askers.clone(),
         modes,
         sampling_tools,
-    };
+    })
+}
+
+/// `handlers` with a handler `ask(modes, sampling_tools)` for each question a client
+/// declared it answers in `capabilities`, and for no other: elicitation in its modes,
+/// sampling with or without tool use, roots.
+pub(crate) fn offered<H: Elicitation + Sampling + Roots>(
+    capabilities: &ClientCapabilities,
+    mut handlers: HostHandlers,
+    ask: impl Fn(ElicitationModes, bool) -> H,
+) -> HostHandlers {
     let none = ElicitationModes {
         form: false,
         url: false,
     };
-    // A round's questions come to the client in one answer.
-    let mut handlers = HostHandlers::new().with_questions_together();
     if let Some(elicitation) = &capabilities.elicitation {
+        // A client of 2025-06-18 declares `elicitation: {}`: forms.
         let url = elicitation.url.is_some();
         let modes = ElicitationModes {
             form: elicitation.form.is_some() || !url,
             url,
         };
-        handlers = handlers.with_elicitation(asked(modes, false));
+        handlers = handlers.with_elicitation(ask(modes, false));
     }
     if let Some(sampling) = &capabilities.sampling {
-        handlers = handlers.with_sampling(asked(none, sampling.tools.is_some()));
+        handlers = handlers.with_sampling(ask(none, sampling.tools.is_some()));
     }
     if capabilities.roots.is_some() {
-        handlers = handlers.with_roots(asked(none, false));
+        handlers = handlers.with_roots(ask(none, false));
     }
     handlers
 }

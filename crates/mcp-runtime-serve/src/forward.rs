@@ -51,43 +51,14 @@ pub(crate) fn handlers(
 ) -> HostHandlers {
     // Every message is asked for (a 2026-07-28 server sends none unless asked); the
     // queue passes on those at the level the client set.
-    let mut handlers = HostHandlers::new()
+    let handlers = HostHandlers::new()
         .with_logs(logs.clone())
         .with_log_level(LoggingLevel::Debug);
-    if let Some(elicitation) = &capabilities.elicitation {
-        // A client of 2025-06-18 declares `elicitation: {}`: forms.
-        let url = elicitation.url.is_some();
-        let modes = ElicitationModes {
-            form: elicitation.form.is_some() || !url,
-            url,
-        };
-        handlers = handlers.with_elicitation(Client {
-            peer: peer.clone(),
-            modes,
-            sampling_tools: false,
-        });
-    }
-    if let Some(sampling) = &capabilities.sampling {
-        handlers = handlers.with_sampling(Client {
-            peer: peer.clone(),
-            modes: ElicitationModes {
-                form: false,
-                url: false,
-            },
-            sampling_tools: sampling.tools.is_some(),
-        });
-    }
-    if capabilities.roots.is_some() {
-        handlers = handlers.with_roots(Client {
-            peer: peer.clone(),
-            modes: ElicitationModes {
-                form: false,
-                url: false,
-            },
-            sampling_tools: false,
-        });
-    }
-    handlers
+    crate::bridge::offered(capabilities, handlers, |modes, sampling_tools| Client {
+        peer: peer.clone(),
+        modes,
+        sampling_tools,
+    })
 }
 
 /// The session's client, asked on the servers' behalf.

@@ -633,6 +633,7 @@ impl ServerHandler for Gateway {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        let (state, given) = (request.request_state, request.input_responses);
         let target = Target {
             method: "resources/read",
             name: &request.uri,
@@ -641,12 +642,10 @@ impl ServerHandler for Gateway {
             .in_rounds(
                 &context,
                 target,
-                (
-                    request.request_state.as_deref(),
-                    request.input_responses.clone(),
-                ),
-                async |runtime| read(&runtime, &request.uri).await.map(Answer::Resource),
-                |runtime| Ok(self.read_apart(runtime, request.uri.clone())),
+                (state.as_deref(), given),
+                request.uri.clone(),
+                async |runtime, uri| read(&runtime, &uri).await.map(Answer::Resource),
+                |runtime, uri| Ok(self.read_apart(runtime, uri)),
             )
             .await?;
         match answer {
@@ -691,24 +690,25 @@ impl ServerHandler for Gateway {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        let mut request = request;
+        let (state, given) = (request.request_state.take(), request.input_responses.take());
+        let name = request.name.clone();
         let target = Target {
             method: "prompts/get",
-            name: &request.name,
+            name: &name,
         };
         let answer = self
             .in_rounds(
                 &context,
                 target,
-                (
-                    request.request_state.as_deref(),
-                    request.input_responses.clone(),
-                ),
-                async |runtime| {
-                    features::get(&runtime, self.tool_names, request.clone(), None)
+                (state.as_deref(), given),
+                request,
+                async |runtime, request| {
+                    features::get(&runtime, self.tool_names, request, None)
                         .await
                         .map(Answer::Prompt)
                 },
-                |runtime| Ok(self.get_prompt_apart(runtime, request.clone())),
+                |runtime, request| Ok(self.get_prompt_apart(runtime, request)),
             )
             .await?;
         match answer {
@@ -732,24 +732,25 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let mut request = request;
+        let (state, given) = (request.request_state.take(), request.input_responses.take());
+        let name = request.name.clone();
         let target = Target {
             method: "tools/call",
-            name: &request.name,
+            name: &name,
         };
         let answer = self
             .in_rounds(
                 &context,
                 target,
-                (
-                    request.request_state.as_deref(),
-                    request.input_responses.clone(),
-                ),
-                async |runtime| {
-                    self.call(runtime, request.clone(), &context)
+                (state.as_deref(), given),
+                request,
+                async |runtime, request| {
+                    self.call(runtime, request, &context)
                         .await
                         .map(Answer::Tool)
                 },
-                |runtime| self.call_apart(runtime, request.clone(), &context),
+                |runtime, request| self.call_apart(runtime, request, &context),
             )
             .await?;
         match answer {
@@ -854,14 +855,16 @@ impl Gateway {
     /// (invariant 10): resumed from its `requestState`, else run apart from the
     /// request (`apart`) for a client asked through its requests' answers, or as it
     /// comes (`direct`) for one asked with requests of the gateway's own; with the
-    /// request's `requestState` and `inputResponses`.
-    async fn in_rounds(
+    /// request's `requestState` and `inputResponses`, and `request`, what `direct` or
+    /// `apart` takes of it.
+    async fn in_rounds<R>(
         &self,
         context: &RequestContext<RoleServer>,
         target: Target<'_>,
         (state, given): (Option<&str>, Option<InputResponses>),
-        direct: impl AsyncFnOnce(Held) -> Result<Answer, ErrorData>,
-        apart: impl FnOnce(Held) -> Result<Call, ErrorData>,
+        request: R,
+        direct: impl AsyncFnOnce(Held, R) -> Result<Answer, ErrorData>,
+        apart: impl FnOnce(Held, R) -> Result<Call, ErrorData>,
     ) -> Result<Round, ErrorData> {
         let principal = crate::principal::of(&context.extensions);
         let call = match state {
@@ -872,9 +875,9 @@ impl Gateway {
             None => {
                 let runtime = self.runtime(context).await?;
                 if runtime.askers().is_none() {
-                    return direct(runtime).await.map(Round::Ended);
+                    return direct(runtime, request).await.map(Round::Ended);
                 }
-                apart(runtime)?.with_answers(given.unwrap_or_default())
+                apart(runtime, request)?.with_answers(given.unwrap_or_default())
             }
         };
         self.drive(call, &principal, target, context).await
