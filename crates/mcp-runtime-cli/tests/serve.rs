@@ -59,14 +59,13 @@ fn a_python_sdk_client_lists_and_calls_through_serve_in_both_eras() {
             json!([[1.0, 3.0], [2.0, 3.0], [3.0, 3.0]]),
             "{mode}: the server's progress, under the client's token, before the result"
         );
-        let logs = match mode {
-            // Of the server's two messages, the one at the level the client set, named
-            // after its server, before the call's result.
-            "legacy" => json!([{"level": "warning", "logger": "up", "data": "echo message 2"}]),
-            // Not forwarded to a 2026-07-28 client yet.
-            _ => json!([]),
-        };
-        assert_eq!(report["logs"], logs, "{mode}");
+        // Of the server's two messages, the one at the level the client set (or its
+        // request asked for), named after its server, before the call's result.
+        assert_eq!(
+            report["logs"],
+            json!([{"level": "warning", "logger": "up", "data": "echo message 2"}]),
+            "{mode}"
+        );
         // The servers' questions reach the client, which answers them: as requests
         // of the gateway's own, or in its calls' input-required results.
         assert_eq!(

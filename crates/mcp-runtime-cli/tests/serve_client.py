@@ -57,15 +57,17 @@ async def main(mode, binary, config, slow_log=None):
     async def on_log(params):
         logs.append({"level": params.level, "logger": params.logger, "data": params.data})
 
-    # Either era's client answers the servers' questions; a handshake-era one hears
-    # their logs.
+    # Either era's client answers the servers' questions and hears their logs: a
+    # handshake-era one at the level it sets, a 2026-07-28 one at the level each of
+    # its requests asks for.
     questions = {
         "elicitation_callback": on_elicit,
         "sampling_callback": on_sample,
         "list_roots_callback": on_roots,
+        "logging_callback": on_log,
     }
-    if mode == "legacy":
-        questions["logging_callback"] = on_log
+    if mode != "legacy":
+        questions["log_level"] = "warning"
     async with Client(server, mode=mode, message_handler=on_message, **questions) as client:
         if mode == "legacy":
             report["instructions"] = client.instructions

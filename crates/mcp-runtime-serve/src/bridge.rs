@@ -38,10 +38,14 @@
 //! 5. A call nobody resumes within [`HOLD`] is dropped, and the runtime cancels it on
 //!    its server; so is a call whose client goes away while it runs, and one that
 //!    would be a principal's [`MAX_KEPT`]-plus-first kept call (refused).
+//! 6. Every log message of the servers is asked for; one goes to every call of the
+//!    runtime's client waiting on its server, which passes it on at the level its
+//!    request asks for (`io.modelcontextprotocol/logLevel`), and not at all
+//!    without one.
 
 #![allow(
     deprecated,
-    reason = "rmcp marks sampling and roots deprecated (SEP-2577); servers still ask for them"
+    reason = "rmcp marks sampling, roots and logging deprecated (SEP-2577); servers still use them"
 )]
 
 use std::{
@@ -54,7 +58,7 @@ use std::{
 };
 
 use mcp_runtime::host::{
-    Elicitation, ElicitationModes, HandlerFuture, HostHandlers, Root, Roots, Sampling,
+    Elicitation, ElicitationModes, HandlerFuture, HostHandlers, Logs, Root, Roots, Sampling,
 };
 use rmcp::{
     ErrorData,
@@ -62,7 +66,8 @@ use rmcp::{
         CallToolResponse, ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams,
         CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
         GetPromptResponse, InputRequest, InputRequests, InputRequiredResult, InputResponses,
-        ListRootsRequest, ListRootsResult, ReadResourceResponse, RequestStateCodec, SealOptions,
+        ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
+        ReadResourceResponse, RequestStateCodec, SealOptions,
     },
 };
 use serde::{Deserialize, Serialize};
@@ -97,6 +102,7 @@ pub(crate) struct Askers {
 struct Waiting {
     id: u64,
     questions: mpsc::UnboundedSender<Question>,
+    logs: mpsc::UnboundedSender<Logged>,
     /// Whether the call is kept, waiting for its client to come back.
     kept: Arc<AtomicBool>,
 }
@@ -105,21 +111,43 @@ struct Waiting {
 pub(crate) struct Asker {
     askers: Arc<Askers>,
     questions: mpsc::UnboundedSender<Question>,
+    logs: mpsc::UnboundedSender<Logged>,
     kept: Arc<AtomicBool>,
 }
 
 /// Where a request's questions come out, and whether it is kept.
 pub(crate) struct Questions {
     asked: mpsc::UnboundedReceiver<Question>,
+    /// The log messages of the servers the request waits on.
+    pub(crate) logs: mpsc::UnboundedReceiver<Logged>,
     kept: Arc<AtomicBool>,
 }
 
 impl Questions {
     /// The request's next question.
+    #[cfg(test)]
     pub(crate) async fn next(&mut self) -> Option<Question> {
         self.asked.recv().await
     }
+
+    /// The request's next question, or its next log message.
+    pub(crate) async fn next_event(&mut self) -> Option<Event> {
+        tokio::select! {
+            biased;
+            Some(logged) = self.logs.recv() => Some(Event::Logged(logged)),
+            question = self.asked.recv() => question.map(Event::Asked),
+        }
+    }
 }
+
+/// What a request's servers send it on their way to its result.
+pub(crate) enum Event {
+    Asked(Question),
+    Logged(Logged),
+}
+
+/// A server's log message: the server's name, and the message.
+pub(crate) type Logged = (String, LoggingMessageNotificationParam);
 
 impl Asker {
     /// `request`, run as this asker's: the questions answered inside it come here.
@@ -136,6 +164,7 @@ impl Asker {
             .push(Waiting {
                 id,
                 questions: self.questions.clone(),
+                logs: self.logs.clone(),
                 kept: self.kept.clone(),
             });
         Asking {
@@ -169,13 +198,32 @@ impl Askers {
     /// A request's way to take its servers' questions, and where they come out.
     pub(crate) fn asker(self: &Arc<Self>) -> (Asker, Questions) {
         let (questions, asked) = mpsc::unbounded_channel();
+        let (logs, logged) = mpsc::unbounded_channel();
         let kept = Arc::new(AtomicBool::new(false));
         let asker = Asker {
             askers: self.clone(),
             questions,
+            logs,
             kept: kept.clone(),
         };
-        (asker, Questions { asked, kept })
+        (
+            asker,
+            Questions {
+                asked,
+                logs: logged,
+                kept,
+            },
+        )
+    }
+
+    /// `server`'s log message, to every call waiting on it (invariant 6): the message
+    /// does not say which call it is about, and they are all one client's.
+    fn log(&self, server: &str, message: LoggingMessageNotificationParam) {
+        if let Some(calls) = lock(&self.waiting).get(server) {
+            for call in calls {
+                let _ = call.logs.send((server.to_owned(), message.clone()));
+            }
+        }
     }
 
     /// `server`'s question asked of a call waiting on it (invariant 1), and its
@@ -211,8 +259,12 @@ impl Askers {
 /// The handlers of a runtime whose client is asked through its calls' answers, as far
 /// as `capabilities` go (invariant 2).
 pub(crate) fn handlers(capabilities: &ClientCapabilities, askers: &Arc<Askers>) -> HostHandlers {
-    // A round's questions come to the client in one answer.
-    let handlers = HostHandlers::new().with_questions_together();
+    // A round's questions come to the client in one answer. Every log message is
+    // asked for; each request passes on those at the level it asks for.
+    let handlers = HostHandlers::new()
+        .with_questions_together()
+        .with_logs(Logging(askers.clone()))
+        .with_log_level(LoggingLevel::Debug);
     offered(capabilities, handlers, |modes, sampling_tools| Asked {
         askers: askers.clone(),
         modes,
@@ -248,6 +300,15 @@ pub(crate) fn offered<H: Elicitation + Sampling + Roots>(
         handlers = handlers.with_roots(ask(none, false));
     }
     handlers
+}
+
+/// A runtime's servers' log messages, to the calls waiting on them.
+struct Logging(Arc<Askers>);
+
+impl Logs for Logging {
+    fn log(&self, server: &str, message: LoggingMessageNotificationParam) {
+        self.0.log(server, message);
+    }
 }
 
 /// A runtime's client, asked through the call waiting on the asking server.

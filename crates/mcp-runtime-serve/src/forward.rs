@@ -229,14 +229,37 @@ async fn deliver(
     peer: &Peer<RoleServer>,
     level: &ClientLevel,
     server: String,
-    mut message: LoggingMessageNotificationParam,
+    message: LoggingMessageNotificationParam,
 ) -> bool {
     if !lock(level).is_none_or(|least| rank(message.level) >= rank(least)) {
         return true;
     }
+    send(peer, &server, message).await
+}
+
+/// Sends `message` of `server` to `peer` if it is at least as severe as `least`, a
+/// 2026-07-28 request's level; none without one. Whether the client is still there.
+pub(crate) async fn send_at(
+    peer: &Peer<RoleServer>,
+    least: Option<LoggingLevel>,
+    (server, message): (String, LoggingMessageNotificationParam),
+) -> bool {
+    if least.is_none_or(|least| rank(message.level) < rank(least)) {
+        return true;
+    }
+    send(peer, &server, message).await
+}
+
+/// Sends `message` of `server` to `peer`, the server's name at the start of its
+/// logger (invariant 3); whether the client is still there.
+async fn send(
+    peer: &Peer<RoleServer>,
+    server: &str,
+    mut message: LoggingMessageNotificationParam,
+) -> bool {
     message.logger = Some(match message.logger {
         Some(logger) => format!("{server}/{logger}"),
-        None => server,
+        None => server.to_owned(),
     });
     let notification =
         ServerNotification::LoggingMessageNotification(LoggingMessageNotification::new(message));

@@ -41,8 +41,10 @@
 //! 7. A call whose client asked for progress (a `progressToken`) gets the upstream
 //!    server's progress reports under that token, in the server's order, all of
 //!    them before the call's result. A handshake session's client gets its servers'
-//!    log messages at the level it set (all of them until it sets one), those sent
-//!    before a call's result before it.
+//!    log messages at the level it set (all of them until it sets one), and a
+//!    2026-07-28 client those of the servers its request waits on at the level the
+//!    request asks for (none without one); those sent before a call's result before
+//!    it.
 //! 8. Each request is served by the runtime of its client ([`Upstreams`]): a
 //!    handshake session's own, started at its first request and kept with the
 //!    session, whose servers' questions go to the session's client
@@ -87,7 +89,7 @@ use tokio::sync::{OnceCell, mpsc::UnboundedReceiver};
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::{
-    bridge::{Answer, Askers, Call, Rounds, Target},
+    bridge::{Answer, Askers, Call, Event, Rounds, Target},
     features, names, paging,
     shared::{Notice, Served},
     upstreams::{ClientKey, Held, Upstreams},
@@ -894,12 +896,13 @@ impl Gateway {
         context: &RequestContext<RoleServer>,
     ) -> Result<Round, ErrorData> {
         let token = context.meta.get_progress_token();
+        let level = context.meta.log_level();
         let started = std::time::Instant::now();
         // Until the call ends, or asks questions and every question of their round
         // has come: a server's questions asked together go to the client together.
         while !call.has_open_questions() || call.round_incomplete() {
             tokio::select! {
-                // The reports sent before the result go out before it.
+                // The reports and log messages sent before the result go out before it.
                 biased;
                 Some(report) = call.progress.recv() => {
                     forward_progress(&context.peer, token.as_ref(), report).await;
@@ -907,6 +910,9 @@ impl Gateway {
                 ended = &mut call.task => {
                     while let Ok(report) = call.progress.try_recv() {
                         forward_progress(&context.peer, token.as_ref(), report).await;
+                    }
+                    while let Ok(logged) = call.questions.logs.try_recv() {
+                        crate::forward::send_at(&context.peer, level, logged).await;
                     }
                     let answer = ended.unwrap_or_else(|error| {
                         Err(ErrorData::internal_error(
@@ -916,7 +922,12 @@ impl Gateway {
                     });
                     return answer.map(Round::Ended);
                 }
-                Some(question) = call.questions.next() => call.asks(question),
+                Some(event) = call.questions.next_event() => match event {
+                    Event::Asked(question) => call.asks(question),
+                    Event::Logged(logged) => {
+                        crate::forward::send_at(&context.peer, level, logged).await;
+                    }
+                },
                 () = context.ct.cancelled() => return Err(cancelled(target.name, started)),
             }
         }
