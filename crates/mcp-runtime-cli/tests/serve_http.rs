@@ -202,6 +202,29 @@ fn sessions_past_the_bound_are_refused_and_idle_ones_end_with_their_servers() {
     assert!(terminate(&mut *guard.0).success());
 }
 
+/// Sessionless (2026-07-28) clients are bounded by `max_sessions` too: each client
+/// key past the bound is refused, saying why, and the others go on.
+#[test]
+fn sessionless_clients_past_the_bound_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[serve]\nmax_sessions = 2\n\n[mcp_servers.up]\ncommand = {fixture:?}\n",
+            fixture = fixture_server().to_str().unwrap(),
+        ),
+    );
+    let (mut child, url) = gateway(&config, &[]);
+    let guard = KillOnDrop(&mut child);
+    let report = python(&["sessionless_bound", &url]);
+    let report = report.as_array().expect("one entry per client");
+    assert!(report[0].as_u64().unwrap() > 0, "{report:?}");
+    assert_eq!(report[1], report[0], "{report:?}");
+    let refused = report[2].as_str().expect("the third is refused");
+    assert!(refused.contains("max_sessions"), "{refused}");
+    assert!(terminate(&mut *guard.0).success());
+}
+
 /// A fault-matrix row of the gateway: a thousand sessions opened and abandoned, and a
 /// few more whose servers started, are all reclaimed once idle, their processes with
 /// them (the wait is bounded by the script).

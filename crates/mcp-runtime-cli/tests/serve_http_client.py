@@ -32,6 +32,10 @@ and a sessionless client, each answering elicitation with its own name, list the
 tools and read the pids of the servers they reach; each calls `mcp__one__ask` in
 turn, then all call `mcp__new__ask` at once.
 
+`sessionless_bound` (a gateway with `max_sessions = 2`): three 2026-07-28 clients,
+each declaring other capabilities (so each has servers of its own), list the tools
+in turn; the report says what each got.
+
 `read_asking`: a client of each era reads `fixture://asked`, whose server asks
 it a question first, and reports the text it read.
 
@@ -315,6 +319,28 @@ async def shared(url):
     return report
 
 
+async def sessionless_bound(url):
+    """Three sessionless clients past a bound of two."""
+    async def on_sample(context, params):
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="hi"), model="m"
+        )
+
+    declared = [{}, {"elicitation_callback": on_elicit}, {"sampling_callback": on_sample}]
+    report = []
+    for callbacks in declared:
+        http = httpx2.AsyncClient(timeout=30)
+        try:
+            async with Client(streamable_http_client(url, http_client=http), mode="2026-07-28", **callbacks) as c:
+                report.append(len((await c.list_tools()).tools))
+        except Exception as error:
+            # The SDK raises its error inside task groups.
+            while isinstance(error, BaseExceptionGroup):
+                error = error.exceptions[0]
+            report.append(str(error))
+    return report
+
+
 async def read_asking(url):
     """A client of each era reads a resource whose server asks first."""
     report = {}
@@ -369,6 +395,8 @@ if __name__ == "__main__":
     command, url = sys.argv[1], sys.argv[2]
     if command == "clients":
         print(json.dumps(anyio.run(clients, url, *sys.argv[3:6])))
+    elif command == "sessionless_bound":
+        print(json.dumps(anyio.run(sessionless_bound, url)))
     elif command == "read_asking":
         print(json.dumps(anyio.run(read_asking, url)))
     elif command == "subscriptions":

@@ -92,7 +92,7 @@ use crate::{
     bridge::{Answer, Askers, Call, Event, Rounds, Target},
     features, names, paging,
     shared::{Notice, Served},
-    upstreams::{ClientKey, Held, Upstreams},
+    upstreams::{ClientKey, Held, NoRuntime, Upstreams},
 };
 
 /// The configured servers as one MCP server (see the module docs).
@@ -179,7 +179,19 @@ impl Gateway {
                     &capabilities,
                 )
                 .await
-                .map_err(|error| start_failed(&error));
+                .map_err(|error| match error {
+                    NoRuntime::Start(error) => start_failed(&error),
+                    NoRuntime::Full { max } => {
+                        tracing::warn!(
+                            max_sessions = max,
+                            "refused a new sessionless client: the bound is reached"
+                        );
+                        ErrorData::internal_error(
+                            "the gateway serves as many clients as it may (`[serve] max_sessions`); try again later",
+                            None,
+                        )
+                    }
+                });
         }
         let runtime = self
             .session_runtime(&context.peer, context.client_capabilities())

@@ -18,7 +18,9 @@
 //!    `allowed_origins`, else 403 (rmcp's checks, against DNS rebinding). A body over
 //!    `max_request_bytes` gets 413.
 //! 3. A request that would open a session past `max_sessions` gets 503 with
-//!    `Retry-After`; the sessions already open go on as before.
+//!    `Retry-After`; the sessions already open go on as before. At most
+//!    `max_sessions` sessionless clients have servers at once, besides: a new one
+//!    past the bound has its request refused with an error saying so.
 //! 4. A session with nothing being sent for `session_idle_sec` is closed, and its
 //!    servers end; so is a sessionless client's runtime.
 //! 5. At shutdown the listener stops accepting, calls in flight get the drain time
@@ -96,6 +98,8 @@ pub async fn serve(
         .with_max_request_body_bytes(settings.max_request_bytes)
         .with_cancellation_token(cancel.clone());
     let upstreams = gateway.upstreams().clone();
+    // Sessionless clients are bounded as sessions are, each count on its own.
+    upstreams.bound_clients(settings.max_sessions);
     let mcp = StreamableHttpService::new(
         move || Ok(gateway.for_new_session()),
         manager.clone(),

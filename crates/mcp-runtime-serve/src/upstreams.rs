@@ -14,6 +14,8 @@
 //! 1. A pooled runtime is never ended while a request holds it ([`Held`]).
 //! 2. The runtimes started here are all findable ([`Upstreams::running`]) until
 //!    dropped: `/healthz` reports them and shutdown ends them.
+//! 3. At most [`Upstreams::bound_clients`] sessionless clients have runtimes at once:
+//!    a new client past it is refused, and the clients that have one go on.
 
 use std::{
     collections::HashMap,
@@ -54,6 +56,17 @@ struct PerClient {
     pooled: Mutex<HashMap<ClientKey, Arc<Pooled>>>,
     /// Every runtime started, while it lives (invariant 2).
     running: Mutex<Vec<Weak<Runtime>>>,
+    /// The most sessionless clients with runtimes at once (invariant 3).
+    max_clients: AtomicUsize,
+}
+
+/// Why a sessionless client has no runtime.
+#[derive(Debug)]
+pub(crate) enum NoRuntime {
+    /// Its servers could not be started.
+    Start(StartError),
+    /// As many sessionless clients as allowed have runtimes (invariant 3).
+    Full { max: usize },
 }
 
 /// A sessionless client, as far as its upstream connections are concerned: who it is
@@ -148,7 +161,15 @@ impl Upstreams {
             shared,
             pooled: Mutex::default(),
             running: Mutex::default(),
+            max_clients: AtomicUsize::new(usize::MAX),
         }))))
+    }
+
+    /// At most `max` sessionless clients have runtimes at once (invariant 3).
+    pub(crate) fn bound_clients(&self, max: usize) {
+        if let Source::PerClient(per_client) = &*self.0 {
+            per_client.max_clients.store(max, Ordering::Relaxed);
+        }
     }
 
     /// The servers every client is served by, if one runtime serves them all.
@@ -173,7 +194,7 @@ impl Upstreams {
         &self,
         key: ClientKey,
         capabilities: &ClientCapabilities,
-    ) -> Result<Held, StartError> {
+    ) -> Result<Held, NoRuntime> {
         let per_client = match &*self.0 {
             Source::One(runtime) => {
                 return Ok(Held::session(runtime.clone(), None));
@@ -182,24 +203,32 @@ impl Upstreams {
         };
         // Held before the start, under the pool's lock: the reaper, which takes the
         // same lock, leaves it alone (invariant 1).
-        let holding = Holding::new(
-            lock(&per_client.pooled)
-                .entry(key)
-                .or_insert_with(|| {
-                    Arc::new(Pooled {
-                        runtime: OnceCell::new(),
-                        askers: Arc::default(),
-                        held: AtomicUsize::new(0),
-                        last: Mutex::new(Instant::now()),
+        let holding = {
+            let mut pooled = lock(&per_client.pooled);
+            let max = per_client.max_clients.load(Ordering::Relaxed);
+            if !pooled.contains_key(&key) && pooled.len() >= max {
+                return Err(NoRuntime::Full { max });
+            }
+            Holding::new(
+                pooled
+                    .entry(key)
+                    .or_insert_with(|| {
+                        Arc::new(Pooled {
+                            runtime: OnceCell::new(),
+                            askers: Arc::default(),
+                            held: AtomicUsize::new(0),
+                            last: Mutex::new(Instant::now()),
+                        })
                     })
-                })
-                .clone(),
-        );
+                    .clone(),
+            )
+        };
         let pooled = &holding.0;
         let runtime = pooled
             .runtime
             .get_or_try_init(|| per_client.start(bridge::handlers(capabilities, &pooled.askers)))
-            .await?
+            .await
+            .map_err(NoRuntime::Start)?
             .clone();
         Ok(Held {
             runtime,
