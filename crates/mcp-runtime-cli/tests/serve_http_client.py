@@ -209,6 +209,7 @@ async def limits(url):
         while any(alive(pid) for pid in pids):
             await anyio.sleep(0.05)
     report["idle_sessions_ended"] = True
+    report["pids"] = pids
     async with client(url, "legacy") as again:
         report["after"] = len((await again.list_tools()).tools)
     return report
@@ -232,11 +233,15 @@ async def abandon(url, bare, full):
                     group.start_soon(open_one)
         report["opened"] = opened
     pids = []
-    for _ in range(full):
-        async with client(url, "legacy", terminate=False) as c:
-            pids.append((await c.call_tool("mcp__up__pid", {})).structured_content["pid"])
+    counted = []
     async with httpx2.AsyncClient(timeout=30) as http:
-        report["sessions_at_most"] = (await http.get(health)).json()["sessions"]
+        for _ in range(full):
+            async with client(url, "legacy", terminate=False) as c:
+                pids.append((await c.call_tool("mcp__up__pid", {})).structured_content["pid"])
+                # Open and just used: counted, however many idle ones were reclaimed.
+                counted.append((await http.get(health)).json()["sessions"])
+    report["sessions_counted_while_open"] = min(counted)
+    async with httpx2.AsyncClient(timeout=30) as http:
         with anyio.fail_after(60):
             while (await http.get(health)).json()["sessions"] > 0:
                 await anyio.sleep(0.1)

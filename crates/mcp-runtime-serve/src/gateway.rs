@@ -92,7 +92,7 @@ use crate::{
     bridge::{Answer, Askers, Call, Event, Rounds, Target},
     features, names, paging,
     shared::{Notice, Served},
-    upstreams::{ClientKey, Held, NoRuntime, Upstreams},
+    upstreams::{ClientKey, Held, NoRuntime, Owned, Upstreams},
 };
 
 /// The configured servers as one MCP server (see the module docs).
@@ -104,7 +104,7 @@ use crate::{
 pub struct Gateway {
     upstreams: Upstreams,
     /// This session's servers, once started (invariant 8).
-    session: Arc<OnceCell<Served>>,
+    session: Arc<OnceCell<Owned>>,
     /// The level this session's client set for the servers' log messages.
     log_level: crate::forward::ClientLevel,
     /// The calls of this session's 2026-07-28 client (over stdio) that its servers'
@@ -225,7 +225,7 @@ impl Gateway {
                 self.upstreams.start(handlers)
             })
             .await
-            .cloned()
+            .map(|owned| Served::clone(owned))
             .map_err(|error| start_failed(&error))
     }
 
@@ -238,8 +238,8 @@ impl Gateway {
                 Arc::try_unwrap(self.session)
                     .ok()?
                     .into_inner()?
-                    .own()
-                    .clone(),
+                    .into_served()
+                    .into_own(),
             ),
         }
     }
@@ -372,7 +372,7 @@ fn start_failed(error: &mcp_runtime::StartError) -> ErrorData {
 impl std::fmt::Debug for Gateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gateway")
-            .field("session", &self.session.get())
+            .field("session", &self.session.get().map(|owned| &**owned))
             .field("tool_names", &self.tool_names)
             .finish_non_exhaustive()
     }
@@ -407,7 +407,11 @@ impl ServerHandler for Gateway {
         ));
         // The instructions of the servers this client's requests reach, when known
         // now (invariant 11): a session's, once started, or those every client shares.
-        let runtime = self.session.get().or(self.upstreams.single());
+        let runtime = self
+            .session
+            .get()
+            .map(|owned| &**owned)
+            .or(self.upstreams.single());
         match runtime.and_then(instructions) {
             Some(instructions) => info.with_instructions(instructions),
             None => info,

@@ -73,6 +73,9 @@ struct Front {
     upstreams: Upstreams,
 }
 
+/// How long shutdown waits for the ended sessions' servers to shut down.
+const RETIRE_WAIT: Duration = Duration::from_secs(10);
+
 /// Serves `gateway` on `listener` until `shutdown` resolves, then drains
 /// (invariant 5).
 ///
@@ -118,7 +121,7 @@ pub async fn serve(
     });
     let _reaper = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(reap(
         sessions.clone(),
-        upstreams,
+        upstreams.clone(),
         settings.session_idle,
     )));
 
@@ -164,6 +167,17 @@ pub async fn serve(
     cancel.cancel();
     // Streams end with their sessions; a connection still open after that is cut.
     let _ = tokio::time::timeout(Duration::from_secs(2), graceful.shutdown()).await;
+    // The ended sessions' servers, and the sessionless clients', get their grace
+    // period; what is left after it is killed as the runtimes drop.
+    for runtime in upstreams.reap(Duration::ZERO) {
+        upstreams.retire(runtime);
+    }
+    if tokio::time::timeout(RETIRE_WAIT, upstreams.retired())
+        .await
+        .is_err()
+    {
+        tracing::warn!("servers still shutting down after {RETIRE_WAIT:?} are killed");
+    }
     Ok(())
 }
 
@@ -178,13 +192,7 @@ async fn reap(sessions: Arc<Sessions>, upstreams: Upstreams, idle: Duration) {
         sessions.reap().await;
         for runtime in upstreams.reap(idle) {
             tracing::info!("ending the servers of a sessionless client idle for {idle:?}");
-            match Arc::try_unwrap(runtime) {
-                Ok(runtime) => {
-                    tokio::spawn(runtime.shutdown());
-                }
-                // Held elsewhere (a list change being sent): it ends when dropped.
-                Err(runtime) => drop(runtime),
-            }
+            upstreams.retire(runtime);
         }
     }
 }

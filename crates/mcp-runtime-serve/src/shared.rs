@@ -398,6 +398,11 @@ impl Served {
         &self.own
     }
 
+    /// The client's own runtime, the rest let go.
+    pub(crate) fn into_own(self) -> Arc<Runtime> {
+        self.own
+    }
+
     /// Every tool the client's requests reach, as one catalog.
     pub(crate) fn catalog(&self) -> Arc<Catalog> {
         let own = self.own.catalog();

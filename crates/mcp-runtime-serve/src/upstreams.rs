@@ -16,6 +16,9 @@
 //!    dropped: `/healthz` reports them and shutdown ends them.
 //! 3. At most [`Upstreams::bound_clients`] sessionless clients have runtimes at once:
 //!    a new client past it is refused, and the clients that have one go on.
+//! 4. A runtime whose client is gone (its session ended, or it was idle) is shut
+//!    down, its servers given their grace period, when nothing else holds it
+//!    ([`Upstreams::retire`]); [`Upstreams::retired`] waits for every such shutdown.
 
 use std::{
     collections::HashMap,
@@ -29,6 +32,7 @@ use std::{
 use mcp_runtime::{Config, Runtime, StartError, StartOptions, host::HostHandlers};
 use rmcp::model::ClientCapabilities;
 use tokio::{sync::OnceCell, time::Instant};
+use tokio_util::task::TaskTracker;
 
 use crate::{
     bridge::{self, Askers},
@@ -58,6 +62,8 @@ struct PerClient {
     running: Mutex<Vec<Weak<Runtime>>>,
     /// The most sessionless clients with runtimes at once (invariant 3).
     max_clients: AtomicUsize,
+    /// The shutdowns of the runtimes whose clients are gone (invariant 4).
+    retiring: TaskTracker,
 }
 
 /// Why a sessionless client has no runtime.
@@ -114,6 +120,35 @@ impl Held {
     }
 }
 
+/// A session's servers, retired when it drops them (invariant 4).
+pub(crate) struct Owned {
+    served: Option<Served>,
+    upstreams: Upstreams,
+}
+
+impl Owned {
+    /// The servers, no longer retired when dropped: their owner ends them.
+    pub(crate) fn into_served(mut self) -> Served {
+        self.served.take().expect("taken only here")
+    }
+}
+
+impl std::ops::Deref for Owned {
+    type Target = Served;
+
+    fn deref(&self) -> &Served {
+        self.served.as_ref().expect("taken only when consumed")
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        if let Some(served) = self.served.take() {
+            self.upstreams.retire(served.into_own());
+        }
+    }
+}
+
 /// A request's hold on a pooled runtime (invariant 1).
 struct Holding(Arc<Pooled>);
 
@@ -162,7 +197,39 @@ impl Upstreams {
             pooled: Mutex::default(),
             running: Mutex::default(),
             max_clients: AtomicUsize::new(usize::MAX),
+            retiring: TaskTracker::new(),
         }))))
+    }
+
+    /// Shuts `runtime` down, its client being gone, once nothing else holds it: now
+    /// if this was the last hold, else when the last holder drops it (invariant 4).
+    pub(crate) fn retire(&self, runtime: Arc<Runtime>) {
+        let Source::PerClient(per_client) = &*self.0 else {
+            return;
+        };
+        let Ok(runtime) = Arc::try_unwrap(runtime) else {
+            // Held elsewhere (a request, a list change being sent): it ends when
+            // dropped.
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                per_client
+                    .retiring
+                    .spawn_on(async move { runtime.shutdown().await }, &handle);
+            }
+            // No runtime to shut it down on: dropping it ends its processes.
+            Err(_) => drop(runtime),
+        }
+    }
+
+    /// Returns once every shutdown [`Self::retire`] began has ended; none begins
+    /// afterwards.
+    pub(crate) async fn retired(&self) {
+        if let Source::PerClient(per_client) = &*self.0 {
+            per_client.retiring.close();
+            per_client.retiring.wait().await;
+        }
     }
 
     /// At most `max` sessionless clients have runtimes at once (invariant 3).
@@ -180,12 +247,17 @@ impl Upstreams {
         }
     }
 
-    /// A new session's servers, started now, their questions answered by `handlers`.
-    pub(crate) async fn start(&self, handlers: HostHandlers) -> Result<Served, StartError> {
-        match &*self.0 {
-            Source::One(runtime) => Ok(runtime.clone()),
-            Source::PerClient(per_client) => per_client.start(handlers).await,
-        }
+    /// A new session's servers, started now, their questions answered by `handlers`;
+    /// retired when the session drops them (invariant 4).
+    pub(crate) async fn start(&self, handlers: HostHandlers) -> Result<Owned, StartError> {
+        let served = match &*self.0 {
+            Source::One(runtime) => runtime.clone(),
+            Source::PerClient(per_client) => per_client.start(handlers).await?,
+        };
+        Ok(Owned {
+            served: Some(served),
+            upstreams: self.clone(),
+        })
     }
 
     /// The runtime of the sessionless client `key`, started on its first request, its

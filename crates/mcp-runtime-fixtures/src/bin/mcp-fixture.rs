@@ -141,6 +141,11 @@ struct Args {
     /// Fault: keep running after stdin closes, until killed
     #[arg(long)]
     ignore_stdin_eof: bool,
+    /// Over stdio: once stdin has closed and serving has ended by itself, append
+    /// this process's pid and a newline to FILE (a server its client let go of,
+    /// rather than killed)
+    #[arg(long, value_name = "FILE")]
+    ended_note: Option<PathBuf>,
     /// Fault (raw): write a line that is not JSON before the `initialize` reply
     #[arg(long, conflicts_with_all = ["garbage_instead_of_initialize", "unsolicited_response"])]
     garbage_before_initialize: bool,
@@ -547,7 +552,21 @@ fn run(args: Args) -> anyhow::Result<()> {
                 };
                 http::serve(fixture, addr, log, options).await
             }
-            None => stdio::serve(fixture, log).await,
+            None => {
+                let served = stdio::serve(fixture, log).await;
+                if served.is_ok()
+                    && let Some(note) = &args.ended_note
+                {
+                    use std::io::Write as _;
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(note)
+                        .and_then(|mut file| writeln!(file, "{}", std::process::id()))
+                        .with_context(|| format!("cannot write `{}`", note.display()))?;
+                }
+                served
+            }
         }
     });
     // The stdin reader may still sit in a blocking read; do not wait for it.
