@@ -57,6 +57,7 @@ use std::{
     time::Duration,
 };
 
+use crate::sync::lock;
 use mcp_runtime::host::{
     Elicitation, ElicitationModes, HandlerFuture, HostHandlers, Logs, Root, Roots, Sampling,
 };
@@ -676,12 +677,6 @@ fn bound_to(principal: &str, target: Target<'_>) -> Vec<u8> {
         target.name.as_bytes(),
     ]
     .concat()
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ use std::sync::{
     atomic::{AtomicUsize, Ordering},
 };
 
+use crate::sync::lock;
 use mcp_runtime::host::{
     Elicitation, ElicitationModes, HandlerFuture, HostHandlers, Logs, Root, Roots, Sampling,
 };
@@ -292,10 +293,4 @@ fn rank(level: LoggingLevel) -> u8 {
         LoggingLevel::Alert => 6,
         LoggingLevel::Emergency => 7,
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -488,11 +488,7 @@ impl ServerHandler for Gateway {
                 }
             }
         });
-        *self
-            .announcer
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) =
-            Some(AbortOnDropHandle::new(announcer));
+        *crate::sync::lock(&self.announcer) = Some(AbortOnDropHandle::new(announcer));
     }
 
     fn accepted_subscription_filter(
@@ -682,10 +678,7 @@ impl ServerHandler for Gateway {
         request: rmcp::model::SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        *self
-            .log_level
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(request.level);
+        *crate::sync::lock(&self.log_level) = Some(request.level);
         Ok(())
     }
 

@@ -21,6 +21,7 @@ mod paging;
 mod principal;
 mod shared;
 pub mod stdio;
+mod sync;
 mod upstreams;
 
 pub use gateway::Gateway;

@@ -36,6 +36,7 @@ use std::{
     sync::{Arc, Mutex, Weak},
 };
 
+use crate::sync::lock;
 use mcp_runtime::{
     CallError, CallOptions, Catalog, Config, FeatureError, PromptResult, Prompts, ReadResult,
     Resources, Runtime, ServerChange, ServerStatus, StartError, StartOptions, ToolResult,
@@ -700,12 +701,6 @@ enum Change {
     Catalog,
     Server(ServerChange),
     Missed,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

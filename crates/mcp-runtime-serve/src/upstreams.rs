@@ -34,6 +34,7 @@ use rmcp::model::ClientCapabilities;
 use tokio::{sync::OnceCell, time::Instant};
 use tokio_util::task::TaskTracker;
 
+use crate::sync::lock;
 use crate::{
     bridge::{self, Askers},
     shared::{Caller, Served, SharedServers},
@@ -381,10 +382,4 @@ impl PerClient {
         drop(running);
         Ok(Served::new(runtime, shared))
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -28,6 +28,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use crate::sync::lock;
 use jsonwebtoken::{
     Algorithm, DecodingKey, Validation, decode, decode_header,
     jwk::{Jwk, JwkSet, KeyAlgorithm},
@@ -345,12 +346,6 @@ fn metadata_urls(issuer: &str) -> Result<[String; 2], String> {
             issuer.trim_end_matches('/')
         ),
     ])
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

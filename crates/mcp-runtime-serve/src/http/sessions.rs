@@ -24,6 +24,7 @@ use std::{
     time::Duration,
 };
 
+use crate::sync::lock;
 use rmcp::transport::streamable_http_server::session::{
     SessionId, SessionManager as _, local::LocalSessionManager,
 };
@@ -190,10 +191,4 @@ impl Drop for Post {
             self.0.posts_ended.notify_waiters();
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
