@@ -12,6 +12,10 @@
 //! `SIGTERM`, then kill, after 3 s each), the way mcp-runtime ends a stdio server; for
 //! HTTP it sends the session's `DELETE`.
 //!
+//! An HTTP server's table may say `keep_alive = true`: its requests then go over a
+//! reqwest client that keeps its connections (rmcp's default client opens one per
+//! request), as a client on one kept-alive connection does.
+//!
 //! Besides the shared `list` and `calls`, `sessions` opens many connections to one
 //! server at once, each a client of its own (over HTTP, a session of its own), as many
 //! users of one gateway are (bench/compare, scenarios i and j).
@@ -125,6 +129,9 @@ struct Server {
     #[serde(default)]
     env: BTreeMap<String, String>,
     url: Option<String>,
+    /// Whether requests to `url` reuse their connections.
+    #[serde(default)]
+    keep_alive: bool,
 }
 
 fn load(path: &Path) -> anyhow::Result<BTreeMap<String, Server>> {
@@ -138,7 +145,15 @@ async fn connect(name: &str, server: &Server, lifecycle: Lifecycle) -> anyhow::R
     let client = match (&server.url, &server.command) {
         #[cfg(feature = "full")]
         (Some(url), _) => {
-            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+            let transport = if server.keep_alive {
+                let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                StreamableHttpClientTransport::with_client(
+                    reqwest::Client::builder().build()?,
+                    config,
+                )
+            } else {
+                StreamableHttpClientTransport::from_uri(url.as_str())
+            };
             match lifecycle {
                 Lifecycle::Initialize => ().serve(transport).await?,
                 Lifecycle::Auto => ().serve_with_lifecycle(transport, lifecycle.mode()).await?,
