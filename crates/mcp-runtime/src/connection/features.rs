@@ -16,13 +16,11 @@ use std::{
 };
 
 use rmcp::model::{ClientRequest, JsonObject, ServerResult};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    CallFailure, Connection, Deadline, MAX_LIST_PAGES, MAX_LISTED_TOOLS,
-    calling::Paused,
-    error::{AnswerError, FeatureError},
+    CallFailure, Connection, Deadline, MAX_LIST_PAGES, MAX_LISTED_TOOLS, error::FeatureError,
+    input_rounds::Rounds,
 };
 use crate::sync::lock;
 
@@ -269,50 +267,35 @@ impl Connection {
         timeout: Duration,
     ) -> Result<JsonObject, FeatureError> {
         let deadline = Deadline::after(timeout, &self.answers);
-        let answer_error = |message: String| FeatureError::Answer {
-            server: self.answers.server().to_owned(),
-            method,
-            message,
-        };
-        let mut rounds = 1;
-        let mut state_only_rounds = 0;
+        let caller = self.caller();
+        let mut rounds = None;
         loop {
             let answer = self
                 .feature_request_until(method, params.clone(), deadline)
                 .await?;
             let object =
                 super::tool_answer::object(answer, "the server's answer is not a JSON object")
-                    .map_err(answer_error)?;
-            if object.get("resultType").and_then(Value::as_str) != Some("input_required") {
+                    .map_err(|message| FeatureError::Answer {
+                        server: self.answers.server().to_owned(),
+                        method,
+                        message,
+                    })?;
+            if !super::tool_answer::asks_for_input(&object) {
                 return Ok(object);
             }
-            let asked = rmcp::model::InputRequiredResult::deserialize(Value::Object(object))
-                .map_err(|_| {
-                    answer_error(crate::transport::error::chain(
-                        &AnswerError::InputRequestUnreadable,
-                    ))
-                })?;
-            if rounds == super::input_rounds::MAX_ROUNDS {
-                return Err(answer_error(crate::transport::error::chain(
-                    &AnswerError::TooManyRounds {
-                        rounds: super::input_rounds::MAX_ROUNDS,
-                    },
-                )));
-            }
-            let retry = super::input_rounds::retry(asked, &self.answers)
-                .await
-                .map_err(|refused| answer_error(crate::transport::error::chain(&refused)))?;
-            if retry.state_only {
-                let pause = super::input_rounds::state_only_pause(state_only_rounds);
-                state_only_rounds += 1;
-                if self.caller().pause(pause, deadline).await != Paused::Elapsed {
-                    return Err(self
-                        .feature_failure(method, CallFailure::TimedOut, deadline)
-                        .await);
+            let next = match super::tool_answer::input_request(object) {
+                Ok(asked) => {
+                    rounds
+                        .get_or_insert_with(Rounds::new)
+                        .next(&caller, asked, deadline)
+                        .await
                 }
-            } else {
-                state_only_rounds = 0;
-            }
+                Err(unreadable) => Err(CallFailure::Refused(unreadable)),
+            };
+            let retry = match next {
+                Ok(retry) => retry,
+                Err(failure) => return Err(self.feature_failure(method, failure, deadline).await),
+            };
             let object = params
                 .as_object_mut()
                 .expect("a request that can be asked again has parameters");
@@ -327,7 +310,6 @@ impl Connection {
             if let Some(state) = retry.request_state {
                 object.insert("requestState".to_owned(), Value::String(state));
             }
-            rounds += 1;
         }
     }
 

@@ -102,26 +102,9 @@ async fn go_on(
     deadline: Deadline,
     progress: Option<&OnProgress>,
 ) -> Result<ToolResult, CallFailure> {
-    let mut rounds = 1;
-    let mut state_only_rounds = 0;
+    let mut rounds = Rounds::new();
     loop {
-        let retry = retry(asked, caller.answers)
-            .await
-            .map_err(CallFailure::Refused)?;
-        if retry.state_only {
-            let pause = state_only_pause(state_only_rounds);
-            state_only_rounds += 1;
-            if caller.pause(pause, deadline).await == Paused::TimedOut {
-                return Err(CallFailure::TimedOut);
-            }
-        } else {
-            state_only_rounds = 0;
-        }
-        if rounds == MAX_ROUNDS {
-            return Err(CallFailure::Refused(AnswerError::TooManyRounds {
-                rounds: MAX_ROUNDS,
-            }));
-        }
+        let retry = rounds.next(caller, asked, deadline).await?;
         let mut params = back
             .take()
             .ok_or(CallFailure::Refused(AnswerError::NotHandedBack))?;
@@ -130,12 +113,63 @@ async fn go_on(
         let answer = caller
             .request(back.request(params), deadline, progress)
             .await?;
-        rounds += 1;
         asked = match read(answer)? {
             Read::InputRequired(asked) => asked,
             Read::Result(result) => return Ok(result),
             Read::Task(created) => return tasks::follow(caller, &created, deadline).await,
         };
+    }
+}
+
+/// The rounds of one request after its first (invariant 3): how many were sent, and
+/// how many in a row asked for nothing but to be asked again. A tool call's and a
+/// `prompts/get`'s or `resources/read`'s take the same steps.
+pub(super) struct Rounds {
+    sent: usize,
+    state_only: usize,
+}
+
+impl Rounds {
+    /// The rounds of a request whose first round asked for input.
+    pub(super) fn new() -> Self {
+        Self {
+            sent: 1,
+            state_only: 0,
+        }
+    }
+
+    /// The next round's retry of the request `asked` answers, the host's handlers
+    /// asked, after the pause a state-only round waits; why the request cannot go
+    /// on otherwise. A request at [`MAX_ROUNDS`] asks nobody anything more.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future withdraws the questions.
+    pub(super) async fn next(
+        &mut self,
+        caller: &Caller<'_>,
+        asked: InputRequiredResult,
+        deadline: Deadline,
+    ) -> Result<Retry, CallFailure> {
+        if self.sent == MAX_ROUNDS {
+            return Err(CallFailure::Refused(AnswerError::TooManyRounds {
+                rounds: MAX_ROUNDS,
+            }));
+        }
+        let retry = retry(asked, caller.answers)
+            .await
+            .map_err(CallFailure::Refused)?;
+        if retry.state_only {
+            let pause = state_only_pause(self.state_only);
+            self.state_only += 1;
+            if caller.pause(pause, deadline).await == Paused::TimedOut {
+                return Err(CallFailure::TimedOut);
+            }
+        } else {
+            self.state_only = 0;
+        }
+        self.sent += 1;
+        Ok(retry)
     }
 }
 

@@ -43,18 +43,15 @@ pub(super) fn read(answer: ServerResult) -> Result<Answer, CallFailure> {
         Value::Object(object) => object,
         _ => return Err(CallFailure::Invalid(InvalidToolResult::NotAToolResult)),
     };
-    match object.get("resultType").and_then(Value::as_str) {
-        Some("input_required") => {
-            return InputRequiredResult::deserialize(Value::Object(object))
-                .map(Answer::InputRequired)
-                .map_err(|_| CallFailure::Refused(AnswerError::InputRequestUnreadable));
-        }
-        Some("task") => {
-            return CreateTaskResult::deserialize(Value::Object(object))
-                .map(Answer::Task)
-                .map_err(|_| CallFailure::Refused(AnswerError::TaskUnreadable));
-        }
-        _ => {}
+    if asks_for_input(&object) {
+        return input_request(object)
+            .map(Answer::InputRequired)
+            .map_err(CallFailure::Refused);
+    }
+    if object.get("resultType").and_then(Value::as_str) == Some("task") {
+        return CreateTaskResult::deserialize(Value::Object(object))
+            .map(Answer::Task)
+            .map_err(|_| CallFailure::Refused(AnswerError::TaskUnreadable));
     }
     let handshake_task = matches!(object.get("task"), Some(Value::Object(_)))
         && !["content", "structuredContent", "isError", "resultType"]
@@ -66,6 +63,18 @@ pub(super) fn read(answer: ServerResult) -> Result<Answer, CallFailure> {
     ToolResult::from_object(object)
         .map(Answer::Complete)
         .map_err(CallFailure::Invalid)
+}
+
+/// Whether a 2026-07-28 answer (to any request) asks for input first.
+pub(super) fn asks_for_input(object: &JsonObject) -> bool {
+    object.get("resultType").and_then(Value::as_str) == Some("input_required")
+}
+
+/// `object`, an answer that [asks for input](asks_for_input), read as rmcp's request
+/// for input.
+pub(super) fn input_request(object: JsonObject) -> Result<InputRequiredResult, AnswerError> {
+    InputRequiredResult::deserialize(Value::Object(object))
+        .map_err(|_| AnswerError::InputRequestUnreadable)
 }
 
 /// The tool result `answer` holds; any other answer is an error saying why.
