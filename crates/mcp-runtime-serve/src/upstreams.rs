@@ -17,8 +17,9 @@
 //! 3. At most [`Upstreams::bound_clients`] sessionless clients have runtimes at once:
 //!    a new client past it is refused, and the clients that have one go on.
 //! 4. A runtime whose client is gone (its session ended, or it was idle) is shut
-//!    down, its servers given their grace period, when nothing else holds it
-//!    ([`Upstreams::retire`]); [`Upstreams::retired`] waits for every such shutdown.
+//!    down, its servers given their grace period, if nothing else holds it then
+//!    ([`Upstreams::retire`]); one still held ends when dropped, its processes
+//!    killed. [`Upstreams::retired`] waits for the shutdowns.
 
 use std::{
     collections::HashMap,
@@ -202,8 +203,8 @@ impl Upstreams {
         }))))
     }
 
-    /// Shuts `runtime` down, its client being gone, once nothing else holds it: now
-    /// if this was the last hold, else when the last holder drops it (invariant 4).
+    /// Shuts `runtime` down, its client being gone, if this is its last hold; a
+    /// runtime still held elsewhere ends when its last holder drops it (invariant 4).
     pub(crate) fn retire(&self, runtime: Arc<Runtime>) {
         let Source::PerClient(per_client) = &*self.0 else {
             return;
@@ -224,8 +225,8 @@ impl Upstreams {
         }
     }
 
-    /// Returns once every shutdown [`Self::retire`] began has ended; none begins
-    /// afterwards.
+    /// Returns once every shutdown [`Self::retire`] began, before or while waiting,
+    /// has ended.
     pub(crate) async fn retired(&self) {
         if let Source::PerClient(per_client) = &*self.0 {
             per_client.retiring.close();

@@ -208,14 +208,16 @@ impl Verifier {
     /// The key `kid` names, or the set's only key without one; the set fetched
     /// again for a `kid` it lacks (invariant 2).
     async fn key(&self, kid: Option<&str>) -> Result<Jwk, Refusal> {
-        if let Some(known) = self.known(kid, false) {
+        if let Some(known) = self.known(kid) {
             return known;
         }
         let _fetching = self.fetching.lock().await;
         // Another request's fetch may have ended meanwhile.
-        if let Some(known) = self.known(kid, true) {
+        if let Some(known) = self.known(kid) {
             return known;
         }
+        // Only fetches change it, and they take turns.
+        lock(&self.keys).fetched = Some(Instant::now());
         let set = self.fetch_keys().await.map_err(|error| {
             tracing::warn!(issuer = %self.config.issuer, %error, "the issuer's signing keys could not be fetched");
             Refusal::KeysUnavailable(error)
@@ -226,10 +228,9 @@ impl Verifier {
     }
 
     /// The key `kid` names in the set held, or the refusal when the set may not be
-    /// fetched again yet; `None` when it is to be fetched, which is then noted as
-    /// done now if `fetching`.
-    fn known(&self, kid: Option<&str>, fetching: bool) -> Option<Result<Jwk, Refusal>> {
-        let mut keys = lock(&self.keys);
+    /// fetched again yet; `None` when it is to be fetched.
+    fn known(&self, kid: Option<&str>) -> Option<Result<Jwk, Refusal>> {
+        let keys = lock(&self.keys);
         if let Some(jwk) = keys.set.as_ref().and_then(|set| find(set, kid)) {
             return Some(Ok(jwk));
         }
@@ -242,9 +243,6 @@ impl Verifier {
                 Some(_) => Refusal::Invalid("signed with a key the issuer does not list".into()),
                 None => Refusal::KeysUnavailable("the last fetch failed".into()),
             }));
-        }
-        if fetching {
-            keys.fetched = Some(Instant::now());
         }
         None
     }
