@@ -37,7 +37,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{
     ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt,
     model::{CallToolRequestParams, ProtocolVersion},
-    service::RunningService,
+    service::{Peer, RunningService},
     transport::TokioChildProcess,
 };
 use serde::Deserialize;
@@ -216,9 +216,9 @@ async fn list(servers: BTreeMap<String, Server>, lifecycle: Lifecycle) -> anyhow
 }
 
 /// One tool's call with the shared arguments, failed when the tool says it failed.
-async fn call(client: &Client, tool: &str) -> anyhow::Result<()> {
+async fn call(peer: &Peer<RoleClient>, tool: &str) -> anyhow::Result<()> {
     let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(call_arguments());
-    let result = client.peer().call_tool(params).await?;
+    let result = peer.call_tool(params).await?;
     anyhow::ensure!(result.is_error != Some(true), "the tool failed");
     Ok(())
 }
@@ -257,7 +257,7 @@ async fn sessions(work: Sessions, lifecycle: Lifecycle) -> anyhow::Result<()> {
         let tool = tool.clone();
         warming.spawn(async move {
             for _ in 0..warmup {
-                call(&client, &tool).await?;
+                call(client.peer(), &tool).await?;
             }
             anyhow::Ok(client)
         });
@@ -275,7 +275,7 @@ async fn sessions(work: Sessions, lifecycle: Lifecycle) -> anyhow::Result<()> {
             let mut latencies = Vec::with_capacity(count);
             for _ in 0..count {
                 let sent = Instant::now();
-                call(&client, &tool).await?;
+                call(client.peer(), &tool).await?;
                 latencies.push(sent.elapsed().as_nanos() as u64);
             }
             anyhow::Ok((client, latencies))
@@ -323,17 +323,11 @@ async fn main() -> anyhow::Result<()> {
             let (name, server) = servers.iter().next().expect("one server");
             let client = connect(name, server, lifecycle).await?;
             let peer = client.peer().clone();
-            let call = move || {
-                let peer = peer.clone();
-                let params =
-                    CallToolRequestParams::new(tool.clone()).with_arguments(call_arguments());
-                async move {
-                    let result = peer.call_tool(params).await?;
-                    anyhow::ensure!(result.is_error != Some(true), "the tool failed");
-                    Ok(())
-                }
+            let one_call = move || {
+                let (peer, tool) = (peer.clone(), tool.clone());
+                async move { call(&peer, &tool).await }
             };
-            let stats = run_calls(call, warmup, count, concurrency).await?;
+            let stats = run_calls(one_call, warmup, count, concurrency).await?;
             client.cancel().await?;
             print_calls_report(&stats);
             Ok(())
