@@ -240,8 +240,7 @@ async def abandon(url, bare, full):
                 pids.append((await c.call_tool("mcp__up__pid", {})).structured_content["pid"])
                 # Open and just used: counted, however many idle ones were reclaimed.
                 counted.append((await http.get(health)).json()["sessions"])
-    report["sessions_counted_while_open"] = min(counted)
-    async with httpx2.AsyncClient(timeout=30) as http:
+        report["sessions_counted_while_open"] = min(counted)
         with anyio.fail_after(60):
             while (await http.get(health)).json()["sessions"] > 0:
                 await anyio.sleep(0.1)
@@ -334,9 +333,11 @@ async def sessionless_bound(url):
     declared = [{}, {"elicitation_callback": on_elicit}, {"sampling_callback": on_sample}]
     report = []
     for callbacks in declared:
-        http = httpx2.AsyncClient(timeout=30)
         try:
-            async with Client(streamable_http_client(url, http_client=http), mode="2026-07-28", **callbacks) as c:
+            async with (
+                httpx2.AsyncClient(timeout=30) as http,
+                Client(streamable_http_client(url, http_client=http), mode="2026-07-28", **callbacks) as c,
+            ):
                 report.append(len((await c.list_tools()).tools))
         except Exception as error:
             # The SDK raises its error inside task groups.
