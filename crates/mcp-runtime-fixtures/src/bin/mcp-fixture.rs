@@ -558,11 +558,15 @@ fn run(args: Args) -> anyhow::Result<()> {
                     && let Some(note) = &args.ended_note
                 {
                     use std::io::Write as _;
+                    // One `write` of the whole line to a file opened for appending,
+                    // so the lines of servers ending together do not interleave
+                    // (`writeln!` writes the pid and the newline apart).
+                    let line = format!("{}\n", std::process::id());
                     std::fs::OpenOptions::new()
                         .create(true)
                         .append(true)
                         .open(note)
-                        .and_then(|mut file| writeln!(file, "{}", std::process::id()))
+                        .and_then(|mut file| file.write_all(line.as_bytes()))
                         .with_context(|| format!("cannot write `{}`", note.display()))?;
                 }
                 served
