@@ -53,6 +53,19 @@
 //!    (`ListingRegistry::revoke`): the next startup asks again.
 //! 9. A fresh burst listing (invariant 2) is preferred to a granted one; a granted one
 //!    is preferred to waiting for an attempt or leading one.
+//!
+//! One widening, granted only by the host: a registry made with a burst window
+//! ([`ListingRegistry::with_burst_window`]) counts startups that arrive spread over
+//! that window as one burst. A gateway's client sessions come in bursts a few
+//! milliseconds to a second wide, longer than one startup takes to send its
+//! `tools/list`:
+//! 10. A startup may also take an attempt whose request was sent less than the window
+//!     before it began, in flight or answered; an answered one is kept for the window
+//!     from when its request was sent, and no longer. The default window is zero:
+//!     invariant 2 alone.
+//! 11. A `notifications/tools/list_changed` from the server also ends the window of
+//!     every attempt sent before it (`ListingRegistry::revoke`): a startup that
+//!     begins after it takes only what invariant 2 allows.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
@@ -142,6 +155,9 @@ pub struct ListingRegistry {
     state: Arc<Mutex<State>>,
     /// The protocol eras found by startups using this registry.
     eras: EraMemory,
+    /// How long after an attempt's request was sent a startup that begins may still
+    /// take it (invariant 10); zero by default.
+    window: Duration,
 }
 
 impl std::fmt::Debug for ListingRegistry {
@@ -153,6 +169,7 @@ impl std::fmt::Debug for ListingRegistry {
             .field("pending_keys", &state.entries.len())
             .field("granted_listings", &state.granted.len())
             .field("eras", &self.eras)
+            .field("window", &self.window)
             .finish_non_exhaustive()
     }
 }
@@ -187,23 +204,66 @@ impl State {
 
 #[derive(Default)]
 struct Entry {
-    /// Stamps of the startups of this key that have not settled their listing.
-    pending: BTreeSet<u64>,
+    /// The startups of this key that have not settled their listing: the stamp after
+    /// which an attempt may serve each (`Startup::since`), and its own stamp.
+    pending: BTreeSet<(u64, u64)>,
     /// Attempts whose `tools/list` is in flight, by stamp.
-    attempts: BTreeMap<u64, watch::Receiver<Option<SharedTools>>>,
-    /// Successful listings still wanted by a pending startup, by stamp.
-    listings: BTreeMap<u64, SharedTools>,
+    attempts: BTreeMap<u64, Attempt<watch::Receiver<Option<SharedTools>>>>,
+    /// Successful listings a pending startup may take, or one that begins within the
+    /// window, by stamp.
+    listings: BTreeMap<u64, Attempt<SharedTools>>,
+    /// Attempts up to this stamp serve no startup that begins later (invariant 11).
+    revoked: u64,
+}
+
+/// What one attempt left in an entry, and when its request was sent.
+struct Attempt<T> {
+    sent: Instant,
+    value: T,
 }
 
 impl Entry {
-    /// Drops listings that no pending startup may take (invariant 2).
-    fn prune(&mut self) {
-        let oldest_pending = self.pending.first().copied();
-        self.listings
-            .retain(|&stamp, _| oldest_pending.is_some_and(|oldest| stamp > oldest));
+    /// The stamp after which an attempt may serve a startup with `stamp` beginning
+    /// `now`: its own (invariant 2), or the one before the oldest attempt sent less
+    /// than `window` before (invariants 10 and 11).
+    fn since(&self, stamp: u64, now: Instant, window: Duration) -> u64 {
+        let within = |at: u64, sent: Instant| self.within(at, sent, now, window);
+        // Stamps grow with time: the first attempt of each map within the window is
+        // its oldest.
+        let attempt = self
+            .attempts
+            .iter()
+            .find(|(at, attempt)| within(**at, attempt.sent));
+        let listing = self
+            .listings
+            .iter()
+            .find(|(at, listing)| within(**at, listing.sent));
+        [attempt.map(|(at, _)| *at), listing.map(|(at, _)| *at)]
+            .into_iter()
+            .flatten()
+            .min()
+            .map_or(stamp, |oldest| oldest - 1)
+    }
+
+    /// Whether the attempt with stamp `at`, sent at `sent`, may serve a startup that
+    /// begins `now` by the window alone (invariants 10 and 11); never with no window.
+    fn within(&self, at: u64, sent: Instant, now: Instant, window: Duration) -> bool {
+        at > self.revoked && now.saturating_duration_since(sent) < window
+    }
+
+    /// Drops listings that no pending startup may take (invariant 2), and that no
+    /// startup beginning now could take within `window` (invariants 10 and 11).
+    fn prune(&mut self, now: Instant, window: Duration) {
+        let oldest_pending = self.pending.first().map(|&(since, _)| since);
+        let mut listings = std::mem::take(&mut self.listings);
+        listings.retain(|&stamp, listing| {
+            oldest_pending.is_some_and(|oldest| stamp > oldest)
+                || self.within(stamp, listing.sent, now, window)
+        });
+        self.listings = listings;
         debug_assert!(
-            self.listings.is_empty() || !self.pending.is_empty(),
-            "a listing is kept only while a startup that may take it is pending"
+            self.listings.is_empty() || !self.pending.is_empty() || !window.is_zero(),
+            "without a window, a listing is kept only while a startup that may take it is pending"
         );
     }
 
@@ -224,20 +284,38 @@ impl ListingRegistry {
         GLOBAL.get_or_init(Self::new)
     }
 
-    /// Whether the registry holds nothing: no pending startup, no attempt, no listing,
-    /// no listing a server granted. The protocol eras it remembers do not count: they
-    /// are kept for its whole life.
+    /// This registry, counting startups that begin up to `window` after another's
+    /// `tools/list` was sent as one burst with it: they take its answer rather than
+    /// asking themselves. For a host whose startups arrive spread out, as a gateway's
+    /// client sessions do; a server's `tools/list_changed` ends the window.
+    ///
+    /// A clone shares the registry's listings but has its own window.
+    pub fn with_burst_window(mut self, window: Duration) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// Whether the registry holds nothing: no pending startup, no attempt, no listing
+    /// (a listing kept for the burst window counts until the window has passed), no
+    /// listing a server granted. The protocol eras it remembers do not count: they are
+    /// kept for its whole life.
     pub fn is_empty(&self) -> bool {
-        let state = self.lock();
+        let mut state = self.lock();
+        state.prune(Instant::now(), self.window);
         state.entries.is_empty() && state.granted.is_empty()
     }
 
-    /// Forgets the listings granted for `keys`: the server said its tools changed
-    /// (invariant 8).
+    /// Forgets the listings granted for `keys` and ends the burst window of every
+    /// attempt sent so far: the server said its tools changed (invariants 8 and 11).
     pub(crate) fn revoke(&self, keys: &StartupKeys) {
         let mut state = self.lock();
         state.granted.remove(&keys.private);
         state.granted.remove(&keys.public);
+        let clock = state.clock;
+        if let Some(entry) = state.entries.get_mut(&keys.private) {
+            entry.revoked = clock;
+            entry.prune(Instant::now(), self.window);
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -252,21 +330,36 @@ impl ListingRegistry {
 
     /// Registers a startup that begins now.
     pub(crate) fn begin(&self, keys: StartupKeys) -> Startup {
+        let now = Instant::now();
         let mut state = self.lock();
+        if !self.window.is_zero() {
+            // Listings kept for the window outlive their startups: drop the ones
+            // whose window has passed, whatever their key.
+            state.prune(now, self.window);
+        }
         state.clock += 1;
         let stamp = state.clock;
-        let fresh = state
-            .entries
-            .entry(keys.private)
-            .or_default()
-            .pending
-            .insert(stamp);
+        let entry = state.entries.entry(keys.private).or_default();
+        let since = entry.since(stamp, now, self.window);
+        let fresh = entry.pending.insert((since, stamp));
         debug_assert!(fresh, "stamps are never reused");
         Startup {
             registry: self.clone(),
             keys,
             stamp,
+            since,
         }
+    }
+}
+
+impl State {
+    /// Drops the listings whose window has passed and no pending startup may take,
+    /// and the entries left idle.
+    fn prune(&mut self, now: Instant, window: Duration) {
+        self.entries.retain(|_, entry| {
+            entry.prune(now, window);
+            !entry.is_idle()
+        });
     }
 }
 
@@ -306,6 +399,9 @@ pub(crate) struct Startup {
     registry: ListingRegistry,
     keys: StartupKeys,
     stamp: u64,
+    /// An attempt with a greater stamp may serve this startup: one sent after it
+    /// began, or within the burst window before (invariants 2 and 10).
+    since: u64,
 }
 
 /// What a startup should do to get its listing.
@@ -329,26 +425,35 @@ impl Startup {
         let attempt_stamp = state.clock;
         let entry = state.entries.entry(self.keys.private).or_default();
         debug_assert!(
-            entry.pending.contains(&self.stamp),
+            entry.pending.contains(&(self.since, self.stamp)),
             "a startup stays pending until it is dropped, so listings are kept for it (invariant 2)"
         );
-        // Only what was asked after this startup began may serve it (invariant 2).
-        if let Some((_, tools)) = entry.listings.range(self.stamp + 1..).next_back() {
-            return Next::Take(tools.clone());
+        // Only what was asked after this startup began (or within the window before)
+        // may serve it (invariants 2 and 10).
+        if let Some((_, listing)) = entry.listings.range(self.since + 1..).next_back() {
+            return Next::Take(listing.value.clone());
         }
         if let Some(tools) = state.granted(&self.keys) {
             return Next::Granted(tools);
         }
         let entry = state.entries.entry(self.keys.private).or_default();
-        if let Some((_, receiver)) = entry.attempts.range(self.stamp + 1..).next_back() {
-            return Next::Wait(receiver.clone());
+        if let Some((_, attempt)) = entry.attempts.range(self.since + 1..).next_back() {
+            return Next::Wait(attempt.value.clone());
         }
         let (sender, receiver) = watch::channel(None);
-        entry.attempts.insert(attempt_stamp, receiver);
+        let sent = Instant::now();
+        entry.attempts.insert(
+            attempt_stamp,
+            Attempt {
+                sent,
+                value: receiver,
+            },
+        );
         Next::Lead(LeaderGuard {
             registry: self.registry.clone(),
             keys: self.keys,
             stamp: attempt_stamp,
+            sent,
             sender,
         })
     }
@@ -364,12 +469,12 @@ impl Drop for Startup {
             std::thread::panicking()
                 || entry
                     .as_ref()
-                    .is_some_and(|entry| entry.pending.contains(&self.stamp)),
+                    .is_some_and(|entry| entry.pending.contains(&(self.since, self.stamp))),
             "a pending startup's entry exists until the startup is dropped"
         );
         if let Some(entry) = entry {
-            entry.pending.remove(&self.stamp);
-            entry.prune();
+            entry.pending.remove(&(self.since, self.stamp));
+            entry.prune(Instant::now(), self.registry.window);
             if entry.is_idle() {
                 state.entries.remove(&self.keys.private);
             }
@@ -383,6 +488,8 @@ pub(crate) struct LeaderGuard {
     registry: ListingRegistry,
     keys: StartupKeys,
     stamp: u64,
+    /// When the attempt's request was sent (invariant 10).
+    sent: Instant,
     sender: watch::Sender<Option<SharedTools>>,
 }
 
@@ -413,8 +520,12 @@ impl LeaderGuard {
                 "a leader's attempt stays registered until its guard is dropped (invariant 3)"
             );
             if let Some(entry) = entry {
-                entry.listings.insert(self.stamp, tools.clone());
-                entry.prune();
+                let listing = Attempt {
+                    sent: self.sent,
+                    value: tools.clone(),
+                };
+                entry.listings.insert(self.stamp, listing);
+                entry.prune(Instant::now(), self.registry.window);
             }
         }
         self.sender.send_replace(Some(tools));

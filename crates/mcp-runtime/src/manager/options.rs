@@ -131,6 +131,14 @@ impl StartOptions {
         self
     }
 
+    /// Counts this runtime's startups that begin up to `window` after an equivalent
+    /// startup sent its `tools/list` into that startup's burst, in the same registry
+    /// (see [`ListingRegistry::with_burst_window`]).
+    pub fn with_listing_burst(mut self, window: Duration) -> Self {
+        self.registry = self.registry.with_burst_window(window);
+        self
+    }
+
     /// Whether this runtime's startups publish and take shared listings at all.
     pub fn with_shared_listings(mut self, share: bool) -> Self {
         self.share_listings = share;

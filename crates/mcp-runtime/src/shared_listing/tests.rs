@@ -101,6 +101,76 @@ async fn a_startup_that_begins_after_the_request_was_sent_asks_itself() {
     assert!(registry.is_empty());
 }
 
+#[tokio::test(start_paused = true)]
+async fn startups_spread_over_the_burst_window_share_one_listing() {
+    let registry = ListingRegistry::new().with_burst_window(Duration::from_secs(1));
+    let mut first = registry.begin(key(1));
+    let leader = lead(first.next());
+    // Begins after the request was sent, within the window: waits for it.
+    tokio::time::advance(Duration::from_millis(300)).await;
+    let mut second = registry.begin(key(1));
+    let receiver = waits(second.next());
+    let listing = tools(&["a"]);
+    leader.publish(listing.clone(), None);
+    assert!(Arc::ptr_eq(&wait(receiver).await.unwrap(), &listing));
+    drop((first, second));
+    // Every startup of the burst settled: the listing is kept for the window.
+    tokio::time::advance(Duration::from_millis(600)).await;
+    let mut third = registry.begin(key(1));
+    assert!(Arc::ptr_eq(&takes(third.next()), &listing));
+    // Another key shares nothing.
+    let mut other = registry.begin(key(2));
+    drop(lead(other.next()));
+    drop((third, other));
+    // Past the window the next startup asks itself, and then nothing is kept.
+    tokio::time::advance(Duration::from_millis(100)).await;
+    let mut fourth = registry.begin(key(1));
+    drop(lead(fourth.next()));
+    drop(fourth);
+    assert!(registry.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_list_change_ends_the_burst_window() {
+    let registry = ListingRegistry::new().with_burst_window(Duration::from_secs(1));
+    let mut first = registry.begin(key(1));
+    let leader = lead(first.next());
+    registry.revoke(&key(1));
+    // Begins after the change: the attempt sent before it does not serve it, in
+    // flight or answered, though it was sent within the window.
+    let mut second = registry.begin(key(1));
+    let own = lead(second.next());
+    leader.publish(tools(&["old"]), None);
+    drop(first);
+    assert!(matches!(second.next(), Next::Wait(_)));
+    // A startup after that one joins the attempt sent since the change.
+    let mut third = registry.begin(key(1));
+    let receiver = waits(third.next());
+    own.publish(tools(&["new"]), None);
+    assert_eq!(wait(receiver).await.unwrap()[0].tool.name, "new");
+    drop((second, third));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert!(registry.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_withdrawn_attempt_in_the_window_hands_over_to_a_later_startup() {
+    let registry = ListingRegistry::new().with_burst_window(Duration::from_secs(1));
+    let mut first = registry.begin(key(1));
+    let leader = lead(first.next());
+    tokio::time::advance(Duration::from_millis(10)).await;
+    let mut second = registry.begin(key(1));
+    let receiver = waits(second.next());
+    drop(leader);
+    assert!(
+        wait(receiver).await.is_none(),
+        "an error is never handed over"
+    );
+    let listing = tools(&["a"]);
+    lead(second.next()).publish(listing.clone(), None);
+    assert!(Arc::ptr_eq(&takes(first.next()), &listing));
+}
+
 #[tokio::test]
 async fn a_withdrawn_attempt_hands_over_to_exactly_one_waiter() {
     let registry = ListingRegistry::new();
