@@ -181,6 +181,40 @@ fn clients_of_both_eras_share_one_listing_behind_the_listeners_checks() {
     }
 }
 
+/// Sessions that open one after another within `listing_burst_sec` are one burst:
+/// the first session's server lists its tools, the later ones' servers (each its own
+/// process) take that listing. With `listing_burst_sec = 0` each asks its own.
+#[test]
+fn sessions_opened_within_the_burst_window_cost_one_listing() {
+    for (window, listings) in [("60", 1), ("0", 3)] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("up.jsonl");
+        let config = write_config(
+            dir.path(),
+            &format!(
+                "[serve]\nlisting_burst_sec = {window}\n\n\
+                 [mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--log\", {log:?}]\n",
+                fixture = fixture_server().to_str().unwrap(),
+                log = log.to_str().unwrap(),
+            ),
+        );
+        let (mut child, url) = gateway(&config, &[]);
+        let guard = KillOnDrop(&mut child);
+        let report = python(&["one_after_another", &url, log.to_str().unwrap()]);
+        let pids = report["pids"].as_array().unwrap();
+        assert_eq!(
+            pids.iter()
+                .map(|pid| pid.as_u64().unwrap())
+                .collect::<std::collections::BTreeSet<_>>()
+                .len(),
+            3,
+            "each session has its own server: {report}"
+        );
+        assert_eq!(report["listings"], listings, "window {window}: {report}");
+        assert!(terminate(&mut *guard.0).success());
+    }
+}
+
 #[test]
 fn sessions_past_the_bound_are_refused_and_idle_ones_end_with_their_servers() {
     let dir = tempfile::tempdir().unwrap();

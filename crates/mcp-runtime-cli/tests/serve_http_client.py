@@ -43,8 +43,13 @@ it a question first, and reports the text it read.
 take turns subscribing to `fixture://counter` while the other bumps it; each
 reports the notifications it heard.
 
+`one_after_another URL UP_LOG`: three handshake sessions open one after another,
+each once the one before has its tools, and stay open; reports the pids of their
+`up` servers and how many `tools/list` requests UP_LOG holds.
+
 Prints what it saw as one JSON object.
 """
+import contextlib
 import json
 import sys
 
@@ -397,6 +402,19 @@ async def subscriptions(url):
     return report
 
 
+async def one_after_another(url, up_log):
+    report = {"pids": []}
+    async with contextlib.AsyncExitStack() as stack:
+        for _ in range(3):
+            c = await stack.enter_async_context(client(url, "legacy"))
+            with anyio.fail_after(20):
+                while "mcp__up__pid" not in (t.name for t in (await c.list_tools()).tools):
+                    await anyio.sleep(0.05)
+            report["pids"].append((await c.call_tool("mcp__up__pid", {})).structured_content["pid"])
+        report["listings"] = logged(up_log, "tools/list")
+    return report
+
+
 if __name__ == "__main__":
     command, url = sys.argv[1], sys.argv[2]
     if command == "clients":
@@ -405,6 +423,8 @@ if __name__ == "__main__":
         print(json.dumps(anyio.run(sessionless_bound, url)))
     elif command == "read_asking":
         print(json.dumps(anyio.run(read_asking, url)))
+    elif command == "one_after_another":
+        print(json.dumps(anyio.run(one_after_another, url, sys.argv[3])))
     elif command == "subscriptions":
         print(json.dumps(anyio.run(subscriptions, url)))
     elif command == "shared":

@@ -183,10 +183,12 @@ impl Upstreams {
     }
 
     /// Each client session gets a runtime of its own, started from `config` with
-    /// `options` (cloned: every runtime shares the options' listing registry), but
-    /// for the servers whose table says `connections = "shared"`: one runtime of
-    /// them, started at the first client's first need, serves every client.
+    /// `options` (cloned: every runtime shares the options' listing registry, whose
+    /// bursts span `[serve] listing_burst_sec`), but for the servers whose table says
+    /// `connections = "shared"`: one runtime of them, started at the first client's
+    /// first need, serves every client.
     pub fn per_client(config: Config, options: StartOptions) -> Self {
+        let options = options.with_listing_burst(config.serve.listing_burst);
         let (config, shared) = SharedServers::split(config);
         let options = match &shared {
             Some(shared) => options.with_other_configured_servers(shared.names().cloned()),

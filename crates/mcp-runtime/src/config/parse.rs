@@ -442,15 +442,20 @@ impl File<'_> {
         key: &str,
         unit: f64,
     ) -> Result<Duration, ConfigError> {
-        let number = match value {
-            Value::Integer(number) => *number as f64,
-            Value::Float(number) => *number,
-            _ => f64::NAN,
-        };
-        Duration::try_from_secs_f64(number * unit)
-            .ok()
+        duration(value, unit)
             .filter(|duration| !duration.is_zero())
             .ok_or_else(|| self.invalid(table, key, "a positive number"))
+    }
+
+    /// Like [`Self::seconds`], zero allowed: for a key whose zero turns something off.
+    fn seconds_or_zero(
+        &self,
+        value: &Value,
+        table: &str,
+        key: &str,
+        unit: f64,
+    ) -> Result<Duration, ConfigError> {
+        duration(value, unit).ok_or_else(|| self.invalid(table, key, "zero or a positive number"))
     }
 
     /// Records that `entry` of `key` cannot work, when a check found a `problem`.
@@ -525,3 +530,13 @@ fn header(name: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// `value` (a number of `unit` seconds) as a duration, when it is one.
+fn duration(value: &Value, unit: f64) -> Option<Duration> {
+    let number = match value {
+        Value::Integer(number) => *number as f64,
+        Value::Float(number) => *number,
+        _ => f64::NAN,
+    };
+    Duration::try_from_secs_f64(number * unit).ok()
+}

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 /// Default `[serve] session_idle_sec`.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(600);
+/// Default `[serve] listing_burst_sec`.
+pub const DEFAULT_LISTING_BURST: Duration = Duration::from_secs(1);
 /// Default `[serve] max_sessions`.
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
 /// Default `[serve] max_request_bytes`: rmcp's bound on a request body.
@@ -19,6 +21,10 @@ pub struct ServeConfig {
     /// `session_idle_sec`: a client session with nothing in flight for this long
     /// ends, and its servers with it.
     pub session_idle: Duration,
+    /// `listing_burst_sec`: sessions whose servers start up to this long after
+    /// another session's sent their `tools/list` take its answer (a burst of sessions
+    /// costs one listing per server); zero shares only among startups that overlap.
+    pub listing_burst: Duration,
     /// `max_sessions`: how many client sessions are served at once.
     pub max_sessions: usize,
     /// `max_request_bytes`: the bound on a request's body.
@@ -38,6 +44,7 @@ impl Default for ServeConfig {
         Self {
             tool_names: ToolNames::default(),
             session_idle: DEFAULT_SESSION_IDLE,
+            listing_burst: DEFAULT_LISTING_BURST,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             allowed_hosts: Vec::new(),

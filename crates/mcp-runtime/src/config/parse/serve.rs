@@ -8,6 +8,7 @@ use crate::config::{JwtAuth, ServeAuth, ServeConfig, ToolNames, checks, error::C
 const SERVE_KEYS: &[&str] = &[
     "tool_names",
     "session_idle_sec",
+    "listing_burst_sec",
     "max_sessions",
     "max_request_bytes",
     "allowed_hosts",
@@ -42,6 +43,12 @@ impl File<'_> {
             self.set(
                 &mut serve.session_idle,
                 self.seconds(value, "serve", "session_idle_sec", 1.0),
+            );
+        }
+        if let Some(value) = table.get("listing_burst_sec") {
+            self.set(
+                &mut serve.listing_burst,
+                self.seconds_or_zero(value, "serve", "listing_burst_sec", 1.0),
             );
         }
         if let Some(value) = table.get("max_sessions") {
