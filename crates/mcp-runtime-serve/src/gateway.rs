@@ -652,16 +652,15 @@ impl ServerHandler for Gateway {
             method: "resources/read",
             name: &request.uri,
         };
-        let answer = self
-            .in_rounds(
-                &context,
-                target,
-                (state.as_deref(), given),
-                request.uri.clone(),
-                async |runtime, uri| read(&runtime, &uri).await.map(Answer::Resource),
-                |runtime, uri| Ok(self.read_apart(runtime, uri)),
-            )
-            .await?;
+        let answer = Box::pin(self.in_rounds(
+            &context,
+            target,
+            (state.as_deref(), given),
+            request.uri.clone(),
+            async |runtime, uri| read(&runtime, &uri).await.map(Answer::Resource),
+            |runtime, uri| Ok(self.read_apart(runtime, uri)),
+        ))
+        .await?;
         match answer {
             Round::Ended(Answer::Resource(response)) => Ok(response),
             Round::Asks(result) => Ok(result.into()),
@@ -708,20 +707,19 @@ impl ServerHandler for Gateway {
             method: "prompts/get",
             name: &name,
         };
-        let answer = self
-            .in_rounds(
-                &context,
-                target,
-                (state.as_deref(), given),
-                request,
-                async |runtime, request| {
-                    features::get(&runtime, self.tool_names, request, None)
-                        .await
-                        .map(Answer::Prompt)
-                },
-                |runtime, request| Ok(self.get_prompt_apart(runtime, request)),
-            )
-            .await?;
+        let answer = Box::pin(self.in_rounds(
+            &context,
+            target,
+            (state.as_deref(), given),
+            request,
+            async |runtime, request| {
+                features::get(&runtime, self.tool_names, request, None)
+                    .await
+                    .map(Answer::Prompt)
+            },
+            |runtime, request| Ok(self.get_prompt_apart(runtime, request)),
+        ))
+        .await?;
         match answer {
             Round::Ended(Answer::Prompt(response)) => Ok(response),
             Round::Asks(result) => Ok(result.into()),
@@ -750,20 +748,19 @@ impl ServerHandler for Gateway {
             method: "tools/call",
             name: &name,
         };
-        let answer = self
-            .in_rounds(
-                &context,
-                target,
-                (state.as_deref(), given),
-                request,
-                async |runtime, request| {
-                    self.call(runtime, request, &context)
-                        .await
-                        .map(Answer::Tool)
-                },
-                |runtime, request| self.call_apart(runtime, request, &context),
-            )
-            .await?;
+        let answer = Box::pin(self.in_rounds(
+            &context,
+            target,
+            (state.as_deref(), given),
+            request,
+            async |runtime, request| {
+                self.call(runtime, request, &context)
+                    .await
+                    .map(Answer::Tool)
+            },
+            |runtime, request| self.call_apart(runtime, request, &context),
+        ))
+        .await?;
         match answer {
             Round::Ended(Answer::Tool(response)) => Ok(response),
             Round::Asks(result) => Ok(result.into()),
@@ -868,6 +865,10 @@ impl Gateway {
     /// comes (`direct`) for one asked with requests of the gateway's own; with the
     /// request's `requestState` and `inputResponses`, and `request`, what `direct` or
     /// `apart` takes of it.
+    ///
+    /// Its callers box it: a session's task answers `initialize` inline, through the
+    /// handler that also serves calls, and keeps the largest of the handler's futures
+    /// for the session's whole life.
     async fn in_rounds<R>(
         &self,
         context: &RequestContext<RoleServer>,

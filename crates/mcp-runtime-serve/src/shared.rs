@@ -184,7 +184,8 @@ async fn release(shared: &SharedServers, uri: &str) -> Result<(), FeatureError> 
     }
     counts.remove(uri);
     match shared.running() {
-        Some(runtime) => runtime.unsubscribe_resource(uri, None).await,
+        // Boxed: a runtime's request is a large future.
+        Some(runtime) => Box::pin(runtime.unsubscribe_resource(uri, None)).await,
         None => Ok(()),
     }
 }
@@ -600,17 +601,22 @@ impl std::fmt::Debug for SharedPart {
 
 impl SharedPart {
     /// Runs `request` of the caller on `server` (invariant 2).
-    async fn run<T>(&self, server: &str, request: impl Future<Output = T>) -> T {
-        let _in_flight = self.caller.shared.dispatch.mark(server, &self.caller);
-        // Boxed: a runtime's request is a large future, and so would be every
-        // future that holds it.
-        CALLER.scope(self.caller.clone(), Box::pin(request)).await
+    ///
+    /// Not an `async fn`: a runtime's request is a large future, boxed before the
+    /// returned future holds it, or every future awaiting this one would be as
+    /// large (an `async fn` keeps its arguments in its own state).
+    fn run<T>(&self, server: &str, request: impl Future<Output = T>) -> impl Future<Output = T> {
+        let request = Box::pin(request);
+        async move {
+            let _in_flight = self.caller.shared.dispatch.mark(server, &self.caller);
+            CALLER.scope(self.caller.clone(), request).await
+        }
     }
 
     /// Runs a request of the caller whose server is not known yet: only questions
-    /// asked inside it find the caller.
-    async fn run_any<T>(&self, request: impl Future<Output = T>) -> T {
-        CALLER.scope(self.caller.clone(), Box::pin(request)).await
+    /// asked inside it find the caller. Boxed as in [`Self::run`].
+    fn run_any<T>(&self, request: impl Future<Output = T>) -> impl Future<Output = T> {
+        CALLER.scope(self.caller.clone(), Box::pin(request))
     }
 }
 

@@ -256,7 +256,10 @@ impl Upstreams {
     pub(crate) async fn start(&self, handlers: HostHandlers) -> Result<Owned, StartError> {
         let served = match &*self.0 {
             Source::One(runtime) => runtime.clone(),
-            Source::PerClient(per_client) => per_client.start(handlers).await?,
+            // Boxed, here and for pooled clients: a start is a large future, and the
+            // session's task, which awaits it in its handshake, would keep that size
+            // for the session's whole life.
+            Source::PerClient(per_client) => Box::pin(per_client.start(handlers)).await?,
         };
         Ok(Owned {
             served: Some(served),
@@ -302,7 +305,9 @@ impl Upstreams {
         let pooled = &holding.0;
         let runtime = pooled
             .runtime
-            .get_or_try_init(|| per_client.start(bridge::handlers(capabilities, &pooled.askers)))
+            .get_or_try_init(|| {
+                Box::pin(per_client.start(bridge::handlers(capabilities, &pooled.askers)))
+            })
             .await
             .map_err(NoRuntime::Start)?
             .clone();
