@@ -58,6 +58,33 @@ async fn shutdown_ends_every_server_and_its_children() {
     assert_all_gone(parent, &[grandchild]);
 }
 
+/// A runtime held by many (a gateway's shared servers) is closed through any holder:
+/// each server is let go of, not killed, and none starts again.
+#[tokio::test]
+async fn closing_a_held_runtime_ends_its_servers_gracefully_and_for_good() {
+    let dir = temp_dir();
+    let ended = dir.path().join("ended");
+    let (runtime, events) =
+        start(config([fixture("up", &["--ended-note", path_str(&ended)])])).await;
+    let pid = spawned_pid(&events, "up");
+    let runtime = std::sync::Arc::new(runtime);
+    let other_holder = runtime.clone();
+
+    runtime.close().await;
+    assert!(!is_alive(pid));
+    assert_eq!(
+        std::fs::read_to_string(&ended).unwrap(),
+        format!("{pid}\n"),
+        "the server saw its input end and stopped by itself"
+    );
+    assert!(other_holder.call_tool("mcp__up__pid", None).await.is_err());
+    assert_ne!(
+        other_holder.servers()[0].state,
+        ServerState::Ready,
+        "nothing was started again"
+    );
+}
+
 #[tokio::test]
 async fn a_startup_timeout_ends_the_server_and_its_children() {
     let dir = temp_dir();

@@ -669,6 +669,18 @@ impl Runtime {
     ///
     /// Dropping the future kills what is left at once.
     pub async fn shutdown(self) {
+        self.close().await;
+    }
+
+    /// Shuts every server down as [`Self::shutdown`] does, for a runtime that others
+    /// still hold (one shared through an `Arc` by many clients). The servers stop for
+    /// good: none restarts, and a later call fails as one to a server that stopped.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future leaves what is still running to the runtime's drop, which
+    /// kills it.
+    pub async fn close(&self) {
         self.shared.shutdown().await;
     }
 
