@@ -18,8 +18,9 @@ use rmcp::{ServiceExt, service::ServerInitializeError};
 ///
 /// Dropping the future drops the runtime, which ends every server process it started.
 pub async fn stdio(config: Config, options: StartOptions) -> anyhow::Result<()> {
-    let gateway = Gateway::for_upstreams(Upstreams::per_client(config.clone(), options))
-        .with_tool_names(config.serve.tool_names);
+    let upstreams = Upstreams::per_client(config.clone(), options);
+    let gateway =
+        Gateway::for_upstreams(upstreams.clone()).with_tool_names(config.serve.tool_names);
     let served = gateway
         .clone()
         .serve(mcp_runtime_serve::stdio::stdio())
@@ -43,6 +44,7 @@ pub async fn stdio(config: Config, options: StartOptions) -> anyhow::Result<()> 
             }
         }
     }
+    upstreams.close_shared().await;
     ended
 }
 

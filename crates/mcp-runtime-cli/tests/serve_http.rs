@@ -11,7 +11,7 @@ use std::{
 
 use serde_json::{Value, json};
 
-use mcp_runtime_fixtures::testing::wait_for_exit;
+use mcp_runtime_fixtures::testing::{is_alive, wait_for_exit};
 
 use crate::support::{cli, fixture_server, python_client, report_of};
 
@@ -343,7 +343,8 @@ fn shared_connections_serve_every_client_and_ask_only_the_caller() {
     let config = write_config(
         dir.path(),
         &format!(
-            "[mcp_servers.one]\ncommand = {fixture:?}\nargs = [\"--asks\"]\nconnections = \"shared\"\n\
+            "[mcp_servers.one]\ncommand = {fixture:?}\nargs = [\"--asks\", \"--ignore-stdin-eof\"]\n\
+             connections = \"shared\"\n\
              [mcp_servers.new]\ncommand = {fixture:?}\nargs = [\"--asks\", \"--era\", \"stateless\"]\n\
              connections = \"shared\"\n\
              [mcp_servers.own]\ncommand = {fixture:?}\n",
@@ -388,6 +389,10 @@ fn shared_connections_serve_every_client_and_ask_only_the_caller() {
         "{report}"
     );
     assert!(terminate(&mut *guard.0).success());
+    // The shared server, which outlives its input, was shut down with the gateway:
+    // it is not left running.
+    let one = report["one_pids"][0].as_i64().unwrap() as i32;
+    assert!(!is_alive(one), "{report}");
 }
 
 /// A server that asks before it answers `resources/read`, in either era: the

@@ -167,15 +167,13 @@ pub async fn serve(
     cancel.cancel();
     // Streams end with their sessions; a connection still open after that is cut.
     let _ = tokio::time::timeout(Duration::from_secs(2), graceful.shutdown()).await;
-    // The ended sessions' servers, and the sessionless clients', get their grace
-    // period; what is left after it is killed as the runtimes drop.
+    // The ended sessions' servers, the sessionless clients' and the shared ones get
+    // their grace period; what is left after it is killed as the runtimes drop.
     for runtime in upstreams.reap(Duration::ZERO) {
         upstreams.retire(runtime);
     }
-    if tokio::time::timeout(RETIRE_WAIT, upstreams.retired())
-        .await
-        .is_err()
-    {
+    let retired = async { tokio::join!(upstreams.retired(), upstreams.close_shared()) };
+    if tokio::time::timeout(RETIRE_WAIT, retired).await.is_err() {
         tracing::warn!("servers still shutting down after {RETIRE_WAIT:?} are killed");
     }
     Ok(())

@@ -19,7 +19,8 @@
 //! 4. A runtime whose client is gone (its session ended, or it was idle) is shut
 //!    down, its servers given their grace period, if nothing else holds it then
 //!    ([`Upstreams::retire`]); one still held ends when dropped, its processes
-//!    killed. [`Upstreams::retired`] waits for the shutdowns.
+//!    killed. [`Upstreams::retired`] waits for the shutdowns. The shared servers are
+//!    shut down, all clients gone, by [`Upstreams::close_shared`].
 
 use std::{
     collections::HashMap,
@@ -233,6 +234,20 @@ impl Upstreams {
         if let Source::PerClient(per_client) = &*self.0 {
             per_client.retiring.close();
             per_client.retiring.wait().await;
+        }
+    }
+
+    /// Shuts down the servers whose connections are shared, if they were started,
+    /// each given its grace period; they do not start again. For a host ending the
+    /// gateway once its clients are gone.
+    pub async fn close_shared(&self) {
+        if let Source::PerClient(per_client) = &*self.0
+            && let Some(runtime) = per_client
+                .shared
+                .as_ref()
+                .and_then(|shared| shared.running())
+        {
+            runtime.close().await;
         }
     }
 
