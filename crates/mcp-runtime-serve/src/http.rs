@@ -99,6 +99,10 @@ pub async fn serve(
         .with_allowed_hosts(settings.allowed_hosts.clone())
         .with_allowed_origins(settings.allowed_origins.clone())
         .with_max_request_body_bytes(settings.max_request_bytes)
+        // A 2026-07-28 request's answer as one JSON body when it is the only message
+        // (rmcp falls back to an event stream once a notification or question comes
+        // first); handshake sessions always get event streams from rmcp.
+        .with_json_response(true)
         .with_cancellation_token(cancel.clone());
     let upstreams = gateway.upstreams().clone();
     // Sessionless clients are bounded as sessions are, each count on its own.
