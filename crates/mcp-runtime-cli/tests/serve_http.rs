@@ -340,14 +340,17 @@ fn shared_connections_serve_every_client_and_ask_only_the_caller() {
     let dir = tempfile::tempdir().unwrap();
     let fixture = fixture_server();
     let fixture = fixture.to_str().unwrap();
+    let noted = dir.path().join("sigterm");
     let config = write_config(
         dir.path(),
         &format!(
-            "[mcp_servers.one]\ncommand = {fixture:?}\nargs = [\"--asks\", \"--ignore-stdin-eof\"]\n\
+            "[mcp_servers.one]\ncommand = {fixture:?}\n\
+             args = [\"--asks\", \"--ignore-stdin-eof\", \"--sigterm-note\", {noted:?}]\n\
              connections = \"shared\"\n\
              [mcp_servers.new]\ncommand = {fixture:?}\nargs = [\"--asks\", \"--era\", \"stateless\"]\n\
              connections = \"shared\"\n\
              [mcp_servers.own]\ncommand = {fixture:?}\n",
+            noted = noted.to_str().unwrap(),
         ),
     );
     let (mut child, url) = gateway(&config, &[]);
@@ -389,10 +392,15 @@ fn shared_connections_serve_every_client_and_ask_only_the_caller() {
         "{report}"
     );
     assert!(terminate(&mut *guard.0).success());
-    // The shared server, which outlives its input, was shut down with the gateway:
-    // it is not left running.
+    // The shared server, which outlives its input, was shut down with the gateway,
+    // not killed: it got its grace period's SIGTERM.
     let one = report["one_pids"][0].as_i64().unwrap() as i32;
     assert!(!is_alive(one), "{report}");
+    assert_eq!(
+        std::fs::read_to_string(&noted).unwrap_or_default(),
+        format!("{one}\n"),
+        "{report}"
+    );
 }
 
 /// A server that asks before it answers `resources/read`, in either era: the

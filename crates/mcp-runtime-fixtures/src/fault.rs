@@ -1,5 +1,5 @@
 //! Faults the fixture process injects into itself: crashing with a status and
-//! a stderr tail, flooding stderr, ignoring `SIGTERM`.
+//! a stderr tail, flooding stderr, ignoring `SIGTERM`; and noting a `SIGTERM`.
 
 use std::io::Write as _;
 
@@ -41,5 +41,39 @@ pub fn ignore_sigterm() -> std::io::Result<()> {
     if unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) } == libc::SIG_ERR {
         return Err(std::io::Error::last_os_error());
     }
+    Ok(())
+}
+
+/// On `SIGTERM`, append this process's pid and a newline to `note` (in one `write`)
+/// and exit 0: a server that was sent its grace period's `SIGTERM` says so, where one
+/// killed outright says nothing. Call it before any other thread starts: `SIGTERM`
+/// is blocked in this thread, and so in every thread started after, and taken by a
+/// thread of its own waiting for it.
+pub fn note_sigterm(note: std::path::PathBuf) -> std::io::Result<()> {
+    // SAFETY: `sigset_t` is plain data that `sigemptyset` initializes.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, initialized signal set owned by this frame.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+    }
+    // SAFETY: blocking a signal in the calling thread touches no memory of the process.
+    let error = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if error != 0 {
+        return Err(std::io::Error::from_raw_os_error(error));
+    }
+    std::thread::spawn(move || {
+        let mut signal = 0;
+        // SAFETY: `set` and `signal` are valid for the call.
+        if unsafe { libc::sigwait(&set, &mut signal) } == 0 {
+            let line = format!("{}\n", std::process::id());
+            let _ = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&note)
+                .and_then(|mut file| file.write_all(line.as_bytes()));
+            std::process::exit(0);
+        }
+    });
     Ok(())
 }

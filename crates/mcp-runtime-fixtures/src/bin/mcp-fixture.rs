@@ -141,6 +141,10 @@ struct Args {
     /// Fault: keep running after stdin closes, until killed
     #[arg(long)]
     ignore_stdin_eof: bool,
+    /// On `SIGTERM`, append this process's pid and a newline to FILE and exit (a
+    /// server sent its grace period's `SIGTERM`, rather than killed outright)
+    #[arg(long, value_name = "FILE", conflicts_with = "ignore_sigterm")]
+    sigterm_note: Option<PathBuf>,
     /// Over stdio: once stdin has closed and serving has ended by itself, append
     /// this process's pid and a newline to FILE (a server its client let go of,
     /// rather than killed)
@@ -450,6 +454,12 @@ fn main() -> ExitCode {
         && let Err(error) = fault::ignore_sigterm()
     {
         eprintln!("mcp-fixture: cannot ignore SIGTERM: {error}");
+        return ExitCode::FAILURE;
+    }
+    if let Some(note) = &args.sigterm_note
+        && let Err(error) = fault::note_sigterm(note.clone())
+    {
+        eprintln!("mcp-fixture: cannot watch for SIGTERM: {error}");
         return ExitCode::FAILURE;
     }
     if let Some(code) = args.exit_during_startup {
