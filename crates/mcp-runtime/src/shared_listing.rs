@@ -5,7 +5,8 @@
 //! subagent or window). Each startup needs its own connection, but all of them ask the
 //! server for the same tool list at the same moment. A [`ListingRegistry`] lets those
 //! startups share one answer. It is not a cache: it holds a listing only while a
-//! startup that may still use it is pending.
+//! startup that may still use it is pending (or, with a burst window, until that
+//! window has passed).
 //!
 //! Invariants:
 //! 1. Startups share only within one `DiscoveryKey`: the host's discovery scope plus
@@ -34,7 +35,8 @@
 //! 4. A startup leads at most one attempt; when its own attempt fails it reports its
 //!    own error.
 //! 5. A dropped waiter affects nobody. An entry is removed as soon as no pending startup
-//!    remains for its key, so an idle registry is empty.
+//!    remains for its key (with a burst window, once its listings' windows have passed
+//!    too, at the registry's next use), so an idle registry is empty.
 //!
 //! One exception, granted only by the server: a listing the server said may be reused
 //! (a 2026-07-28 `tools/list` result with `ttlMs` > 0 on every page; see
@@ -59,13 +61,14 @@
 //! that window as one burst. A gateway's client sessions come in bursts a few
 //! milliseconds to a second wide, longer than one startup takes to send its
 //! `tools/list`:
-//! 10. A startup may also take an attempt whose request was sent less than the window
-//!     before it began, in flight or answered; an answered one is kept for the window
-//!     from when its request was sent, and no longer. The default window is zero:
-//!     invariant 2 alone.
+//! 10. A startup may also take an attempt whose request was sent less than its
+//!     registry's window before it began, in flight or answered; an answered one is
+//!     kept for the window of the registry whose startup asked, from when its request
+//!     was sent, and no longer. The default window is zero: invariant 2 alone.
 //! 11. A `notifications/tools/list_changed` from the server also ends the window of
-//!     every attempt sent before it (`ListingRegistry::revoke`): a startup that
-//!     begins after it takes only what invariant 2 allows.
+//!     every attempt sent before it (`ListingRegistry::revoke`), for the startups
+//!     pending then as for those that begin later: each takes only what invariant 2
+//!     allows of them.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
@@ -208,18 +211,26 @@ struct Entry {
     /// which an attempt may serve each (`Startup::since`), and its own stamp.
     pending: BTreeSet<(u64, u64)>,
     /// Attempts whose `tools/list` is in flight, by stamp.
-    attempts: BTreeMap<u64, Attempt<watch::Receiver<Option<SharedTools>>>>,
+    attempts: BTreeMap<u64, Attempt>,
     /// Successful listings a pending startup may take, or one that begins within the
     /// window, by stamp.
-    listings: BTreeMap<u64, Attempt<SharedTools>>,
-    /// Attempts up to this stamp serve no startup that begins later (invariant 11).
+    listings: BTreeMap<u64, Listing>,
+    /// Attempts up to this stamp serve no startup by the window alone (invariant 11).
     revoked: u64,
 }
 
-/// What one attempt left in an entry, and when its request was sent.
-struct Attempt<T> {
+/// An attempt in flight, and when its request was sent.
+struct Attempt {
     sent: Instant,
-    value: T,
+    receiver: watch::Receiver<Option<SharedTools>>,
+}
+
+/// An answered attempt: when its request was sent, until when it is kept for the
+/// burst window of the startup that asked (invariant 10), and its tools.
+struct Listing {
+    sent: Instant,
+    kept_until: Instant,
+    tools: SharedTools,
 }
 
 impl Entry {
@@ -228,8 +239,9 @@ impl Entry {
     /// than `window` before (invariants 10 and 11).
     fn since(&self, stamp: u64, now: Instant, window: Duration) -> u64 {
         let within = |at: u64, sent: Instant| self.within(at, sent, now, window);
-        // Stamps grow with time: the first attempt of each map within the window is
-        // its oldest.
+        // An attempt's stamp and its sending time are both taken under the registry's
+        // lock, so stamps grow with time: the first attempt of each map within the
+        // window is its oldest.
         let attempt = self
             .attempts
             .iter()
@@ -237,7 +249,7 @@ impl Entry {
         let listing = self
             .listings
             .iter()
-            .find(|(at, listing)| within(**at, listing.sent));
+            .find(|(at, listing)| within(**at, listing.sent) && now < listing.kept_until);
         [attempt.map(|(at, _)| *at), listing.map(|(at, _)| *at)]
             .into_iter()
             .flatten()
@@ -251,20 +263,15 @@ impl Entry {
         at > self.revoked && now.saturating_duration_since(sent) < window
     }
 
-    /// Drops listings that no pending startup may take (invariant 2), and that no
-    /// startup beginning now could take within `window` (invariants 10 and 11).
-    fn prune(&mut self, now: Instant, window: Duration) {
+    /// Drops listings that no pending startup may take (invariant 2), and whose
+    /// window has passed or was ended (invariants 10 and 11).
+    fn prune(&mut self, now: Instant) {
         let oldest_pending = self.pending.first().map(|&(since, _)| since);
-        let mut listings = std::mem::take(&mut self.listings);
-        listings.retain(|&stamp, listing| {
+        let revoked = self.revoked;
+        self.listings.retain(|&stamp, listing| {
             oldest_pending.is_some_and(|oldest| stamp > oldest)
-                || self.within(stamp, listing.sent, now, window)
+                || (stamp > revoked && now < listing.kept_until)
         });
-        self.listings = listings;
-        debug_assert!(
-            self.listings.is_empty() || !self.pending.is_empty() || !window.is_zero(),
-            "without a window, a listing is kept only while a startup that may take it is pending"
-        );
     }
 
     fn is_idle(&self) -> bool {
@@ -289,19 +296,20 @@ impl ListingRegistry {
     /// asking themselves. For a host whose startups arrive spread out, as a gateway's
     /// client sessions do; a server's `tools/list_changed` ends the window.
     ///
-    /// A clone shares the registry's listings but has its own window.
+    /// A clone shares the registry's listings but has its own window: its startups
+    /// take what was sent within it, and the answers they ask for are kept for it.
     pub fn with_burst_window(mut self, window: Duration) -> Self {
         self.window = window;
         self
     }
 
     /// Whether the registry holds nothing: no pending startup, no attempt, no listing
-    /// (a listing kept for the burst window counts until the window has passed), no
-    /// listing a server granted. The protocol eras it remembers do not count: they are
-    /// kept for its whole life.
+    /// (a listing kept for a burst window counts until the window has passed, and is
+    /// dropped then, here or at the registry's next use), no listing a server granted.
+    /// The protocol eras it remembers do not count: they are kept for its whole life.
     pub fn is_empty(&self) -> bool {
         let mut state = self.lock();
-        state.prune(Instant::now(), self.window);
+        state.prune(Instant::now());
         state.entries.is_empty() && state.granted.is_empty()
     }
 
@@ -314,7 +322,10 @@ impl ListingRegistry {
         let clock = state.clock;
         if let Some(entry) = state.entries.get_mut(&keys.private) {
             entry.revoked = clock;
-            entry.prune(Instant::now(), self.window);
+            entry.prune(Instant::now());
+            if entry.is_idle() {
+                state.entries.remove(&keys.private);
+            }
         }
     }
 
@@ -332,11 +343,9 @@ impl ListingRegistry {
     pub(crate) fn begin(&self, keys: StartupKeys) -> Startup {
         let now = Instant::now();
         let mut state = self.lock();
-        if !self.window.is_zero() {
-            // Listings kept for the window outlive their startups: drop the ones
-            // whose window has passed, whatever their key.
-            state.prune(now, self.window);
-        }
+        // Listings kept for a window outlive their startups: drop the ones whose
+        // window has passed, whatever their key.
+        state.prune(now);
         state.clock += 1;
         let stamp = state.clock;
         let entry = state.entries.entry(keys.private).or_default();
@@ -355,9 +364,9 @@ impl ListingRegistry {
 impl State {
     /// Drops the listings whose window has passed and no pending startup may take,
     /// and the entries left idle.
-    fn prune(&mut self, now: Instant, window: Duration) {
+    fn prune(&mut self, now: Instant) {
         self.entries.retain(|_, entry| {
-            entry.prune(now, window);
+            entry.prune(now);
             !entry.is_idle()
         });
     }
@@ -428,27 +437,25 @@ impl Startup {
             entry.pending.contains(&(self.since, self.stamp)),
             "a startup stays pending until it is dropped, so listings are kept for it (invariant 2)"
         );
-        // Only what was asked after this startup began (or within the window before)
-        // may serve it (invariants 2 and 10).
-        if let Some((_, listing)) = entry.listings.range(self.since + 1..).next_back() {
-            return Next::Take(listing.value.clone());
+        // Only what was asked after this startup began, or within the window before
+        // and not before the server's last change, may serve it (invariants 2, 10
+        // and 11).
+        let since = self.since.max(self.stamp.min(entry.revoked));
+        if let Some((_, listing)) = entry.listings.range(since + 1..).next_back() {
+            return Next::Take(listing.tools.clone());
         }
         if let Some(tools) = state.granted(&self.keys) {
             return Next::Granted(tools);
         }
         let entry = state.entries.entry(self.keys.private).or_default();
-        if let Some((_, attempt)) = entry.attempts.range(self.since + 1..).next_back() {
-            return Next::Wait(attempt.value.clone());
+        if let Some((_, attempt)) = entry.attempts.range(since + 1..).next_back() {
+            return Next::Wait(attempt.receiver.clone());
         }
         let (sender, receiver) = watch::channel(None);
         let sent = Instant::now();
-        entry.attempts.insert(
-            attempt_stamp,
-            Attempt {
-                sent,
-                value: receiver,
-            },
-        );
+        entry
+            .attempts
+            .insert(attempt_stamp, Attempt { sent, receiver });
         Next::Lead(LeaderGuard {
             registry: self.registry.clone(),
             keys: self.keys,
@@ -474,7 +481,7 @@ impl Drop for Startup {
         );
         if let Some(entry) = entry {
             entry.pending.remove(&(self.since, self.stamp));
-            entry.prune(Instant::now(), self.registry.window);
+            entry.prune(Instant::now());
             if entry.is_idle() {
                 state.entries.remove(&self.keys.private);
             }
@@ -520,12 +527,13 @@ impl LeaderGuard {
                 "a leader's attempt stays registered until its guard is dropped (invariant 3)"
             );
             if let Some(entry) = entry {
-                let listing = Attempt {
+                let listing = Listing {
                     sent: self.sent,
-                    value: tools.clone(),
+                    kept_until: self.sent + self.registry.window,
+                    tools: tools.clone(),
                 };
                 entry.listings.insert(self.stamp, listing);
-                entry.prune(Instant::now(), self.registry.window);
+                entry.prune(Instant::now());
             }
         }
         self.sender.send_replace(Some(tools));

@@ -133,7 +133,8 @@ impl StartOptions {
 
     /// Counts this runtime's startups that begin up to `window` after an equivalent
     /// startup sent its `tools/list` into that startup's burst, in the same registry
-    /// (see [`ListingRegistry::with_burst_window`]).
+    /// (see [`ListingRegistry::with_burst_window`]). Call it after
+    /// [`Self::with_listing_registry`], which replaces the registry with its window.
     pub fn with_listing_burst(mut self, window: Duration) -> Self {
         self.registry = self.registry.with_burst_window(window);
         self

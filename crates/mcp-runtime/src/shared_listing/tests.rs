@@ -169,6 +169,62 @@ async fn a_withdrawn_attempt_in_the_window_hands_over_to_a_later_startup() {
     let listing = tools(&["a"]);
     lead(second.next()).publish(listing.clone(), None);
     assert!(Arc::ptr_eq(&takes(first.next()), &listing));
+    drop((first, second));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert!(registry.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_a_window_a_startup_beginning_at_the_same_instant_asks_itself() {
+    // Virtual time stands still: the request and the startup share an instant.
+    let registry = ListingRegistry::new();
+    let mut first = registry.begin(key(1));
+    let _leader = lead(first.next());
+    let mut second = registry.begin(key(1));
+    drop(lead(second.next()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_list_change_ends_the_window_of_a_startup_already_pending() {
+    let registry = ListingRegistry::new().with_burst_window(Duration::from_secs(1));
+    let mut first = registry.begin(key(1));
+    let leader = lead(first.next());
+    let mut second = registry.begin(key(1));
+    leader.publish(tools(&["old"]), None);
+    registry.revoke(&key(1));
+    // It began within the window of the answered request, but the server changed
+    // since: it asks itself.
+    drop(lead(second.next()));
+    // The first began before its own request: it keeps what invariant 2 gives it.
+    assert_eq!(takes(first.next())[0].tool.name, "old");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_still_in_flight_past_the_window_serves_no_later_startup() {
+    let registry = ListingRegistry::new().with_burst_window(Duration::from_secs(1));
+    let mut first = registry.begin(key(1));
+    let _slow = lead(first.next());
+    tokio::time::advance(Duration::from_secs(2)).await;
+    let mut later = registry.begin(key(1));
+    drop(lead(later.next()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_listing_is_kept_for_the_window_of_the_registry_that_asked() {
+    let wide = ListingRegistry::new().with_burst_window(Duration::from_secs(1));
+    let narrow = wide.clone().with_burst_window(Duration::ZERO);
+    let mut first = wide.begin(key(1));
+    let listing = tools(&["a"]);
+    lead(first.next()).publish(listing.clone(), None);
+    drop(first);
+    // A startup of the clone without a window asks itself, and its end does not drop
+    // what the wide one keeps.
+    tokio::time::advance(Duration::from_millis(100)).await;
+    let mut own = narrow.begin(key(1));
+    drop(lead(own.next()));
+    drop(own);
+    let mut later = wide.begin(key(1));
+    assert!(Arc::ptr_eq(&takes(later.next()), &listing));
 }
 
 #[tokio::test]
