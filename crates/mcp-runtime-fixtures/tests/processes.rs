@@ -85,6 +85,30 @@ async fn closing_a_held_runtime_ends_its_servers_gracefully_and_for_good() {
     );
 }
 
+/// Two holders closing a runtime at once: the second waits for the shutdown the
+/// first began, rather than finding nothing left to wait for.
+#[tokio::test]
+async fn a_second_close_waits_for_the_first() {
+    let dir = temp_dir();
+    let noted = dir.path().join("sigterm");
+    // A server that outlives its input and ends on its grace period's SIGTERM.
+    let args = ["--ignore-stdin-eof", "--sigterm-note", path_str(&noted)];
+    let (runtime, events) = start(config([fixture("up", &args)])).await;
+    let pid = spawned_pid(&events, "up");
+    let mut first = std::pin::pin!(runtime.close());
+    assert!(
+        futures::poll!(&mut first).is_pending(),
+        "the first close has begun, and waits for the server"
+    );
+    let second = async {
+        runtime.close().await;
+        is_alive(pid)
+    };
+    let ((), alive_when_the_second_returned) = tokio::join!(first, second);
+    assert!(!alive_when_the_second_returned);
+    assert_eq!(std::fs::read_to_string(&noted).unwrap(), format!("{pid}\n"));
+}
+
 #[tokio::test]
 async fn a_startup_timeout_ends_the_server_and_its_children() {
     let dir = temp_dir();

@@ -175,6 +175,9 @@ struct Shared {
     /// refreshes that fail from then on are expected, and a restart in progress is
     /// given up (supervisor invariant 5).
     closing: CancellationToken,
+    /// Set once a shutdown ended: every caller of `shutdown` waits for the one that
+    /// runs (a runtime shared through an `Arc` may be closed by several holders).
+    shut_down: tokio::sync::OnceCell<()>,
     /// The servers of the configuration that are disabled (`enabled = false`): a call
     /// to one of their tools says so.
     disabled: Vec<String>,
@@ -676,10 +679,13 @@ impl Runtime {
     /// still hold (one shared through an `Arc` by many clients). The servers stop for
     /// good: none restarts, and a later call fails as one to a server that stopped.
     ///
+    /// Concurrent calls share one shutdown: each returns once it has ended.
+    ///
     /// # Cancel safety
     ///
-    /// Dropping the future leaves what is still running to the runtime's drop, which
-    /// kills it.
+    /// Dropping the future kills at once the processes it was shutting down; the
+    /// servers it had not reached yet end with the runtime's drop, or with another
+    /// call's shutdown.
     pub async fn close(&self) {
         self.shared.shutdown().await;
     }
@@ -773,6 +779,7 @@ impl Shared {
             catalog: watch::Sender::new(Arc::new(Catalog::for_servers(declared))),
             published: AtomicU64::new(0),
             closing: CancellationToken::new(),
+            shut_down: tokio::sync::OnceCell::new(),
             disabled: Vec::new(),
         };
         // The listings a runtime begins with (in tests), at version 0.
@@ -783,7 +790,13 @@ impl Shared {
         shared
     }
 
+    /// Shuts every server down once; a second caller waits for the first's shutdown
+    /// (and takes it over if the first is dropped).
     async fn shutdown(&self) {
+        self.shut_down.get_or_init(|| self.shut_down_now()).await;
+    }
+
+    async fn shut_down_now(&self) {
         self.closing.cancel();
         // Before the connections: a server that joins meanwhile is shut down below.
         self.stop_startups().await;
