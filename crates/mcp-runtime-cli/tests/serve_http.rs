@@ -193,7 +193,8 @@ fn sessions_opened_within_the_burst_window_cost_one_listing() {
             dir.path(),
             &format!(
                 "[serve]\nlisting_burst_sec = {window}\n\n\
-                 [mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--log\", {log:?}]\n",
+                 [mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--log\", {log:?}]\n\
+                 required = true\n",
                 fixture = fixture_server().to_str().unwrap(),
                 log = log.to_str().unwrap(),
             ),

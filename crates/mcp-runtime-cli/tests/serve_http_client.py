@@ -43,8 +43,8 @@ it a question first, and reports the text it read.
 take turns subscribing to `fixture://counter` while the other bumps it; each
 reports the notifications it heard.
 
-`one_after_another URL UP_LOG`: three handshake sessions open one after another,
-each once the one before has its tools, and stay open; reports the pids of their
+`one_after_another URL UP_LOG` (server `up` required): three handshake sessions
+open one after another, each once the one before has its servers, and stay open; reports the pids of their
 `up` servers and how many `tools/list` requests UP_LOG holds.
 
 Prints what it saw as one JSON object.
@@ -406,10 +406,8 @@ async def one_after_another(url, up_log):
     report = {"pids": []}
     async with contextlib.AsyncExitStack() as stack:
         for _ in range(3):
+            # `up` is required: the session's `initialize` is answered once it is ready.
             c = await stack.enter_async_context(client(url, "legacy"))
-            with anyio.fail_after(20):
-                while "mcp__up__pid" not in (t.name for t in (await c.list_tools()).tools):
-                    await anyio.sleep(0.05)
             report["pids"].append((await c.call_tool("mcp__up__pid", {})).structured_content["pid"])
         report["listings"] = logged(up_log, "tools/list")
     return report
