@@ -125,12 +125,6 @@ pub(crate) struct Questions {
 }
 
 impl Questions {
-    /// The request's next question.
-    #[cfg(test)]
-    pub(crate) async fn next(&mut self) -> Option<Question> {
-        self.asked.recv().await
-    }
-
     /// The request's next question, or its next log message.
     pub(crate) async fn next_event(&mut self) -> Option<Event> {
         tokio::select! {
@@ -687,6 +681,15 @@ mod tests {
 
     use super::*;
 
+    /// The next question that comes out of `questions`, past any log message.
+    async fn next_question(questions: &mut Questions) -> Option<Question> {
+        loop {
+            if let Event::Asked(question) = questions.next_event().await? {
+                return Some(question);
+            }
+        }
+    }
+
     /// A question from server `s`, as a handshake-era server asks it.
     fn question() -> InputRequest {
         let params = serde_json::from_value(json!({
@@ -723,7 +726,7 @@ mod tests {
             Ok(Answer::Tool(result.into()))
         });
         let mut call = Call::new(AbortOnDropHandle::new(task), questions, progress);
-        let asked = call.questions.next().await.unwrap();
+        let asked = next_question(&mut call.questions).await.unwrap();
         call.asks(asked);
         call
     }
@@ -841,7 +844,9 @@ mod tests {
             let askers = askers.clone();
             async move { askers.ask("s", question()).await }
         });
-        let question = questions.next().await.expect("the later call's question");
+        let question = next_question(&mut questions)
+            .await
+            .expect("the later call's question");
         question.answer.send(json!({"action": "decline"})).unwrap();
         assert_eq!(asked.await.unwrap(), Some(json!({"action": "decline"})));
     }
@@ -888,7 +893,7 @@ mod tests {
                 .unwrap();
             answers.push(answered);
         }
-        let first = call.questions.next().await.unwrap();
+        let first = next_question(&mut call.questions).await.unwrap();
         call.asks(first);
         (call, answers)
     }

@@ -268,7 +268,7 @@ impl Connection {
     ) -> Result<JsonObject, FeatureError> {
         let deadline = Deadline::after(timeout, &self.answers);
         let caller = self.caller();
-        let mut rounds = None;
+        let mut rounds = Rounds::new();
         loop {
             let answer = self
                 .feature_request_until(method, params.clone(), deadline)
@@ -284,12 +284,7 @@ impl Connection {
                 return Ok(object);
             }
             let next = match super::tool_answer::input_request(object) {
-                Ok(asked) => {
-                    rounds
-                        .get_or_insert_with(Rounds::new)
-                        .next(&caller, asked, deadline)
-                        .await
-                }
+                Ok(asked) => rounds.next(&caller, asked, deadline).await,
                 Err(unreadable) => Err(CallFailure::Refused(unreadable)),
             };
             let retry = match next {
