@@ -250,7 +250,7 @@ mod transport;
 
 pub use authority::{AuthorityBound, CallAuthority, CapturedAuthority, Unsandboxed};
 pub use catalog::{Catalog, Definition, ListedTool, QualifiedTool, TaskSupport};
-pub use changes::ServerChange;
+pub use changes::{DEFAULT_CHANGE_BACKLOG, ServerChange};
 pub use config::servers::{Config, ServerConfig};
 pub use connection::{
     MAX_LIST_PAGES, MAX_LISTED_TOOLS, SERVER_LOG_TARGET, TOOL_CATALOG_CACHE_CAPABILITY,

@@ -249,7 +249,7 @@ impl Runtime {
     /// own connection. Startups that go on after the start returned keep taking part.
     pub async fn start(config: Config, mut options: StartOptions) -> Result<Self, StartError> {
         // The runtime's own changes, even when its host's handlers serve another.
-        options.host.changes = crate::changes::Changes::default();
+        options.host.changes = crate::changes::Changes::with_backlog(options.change_backlog);
         let cancel = options.cancel().child_token();
         let servers = config
             .enabled_servers()

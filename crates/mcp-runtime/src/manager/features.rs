@@ -249,7 +249,11 @@ impl Runtime {
 
     /// The changes the servers report from now on: their resource and prompt lists
     /// changed, a subscribed resource was updated (see [`ServerChange`]). A
-    /// receiver that falls more than 256 changes behind is told how many it missed.
+    /// receiver that falls more changes behind than the runtime keeps
+    /// ([`StartOptions::with_change_backlog`], 256 by default) is told how many it
+    /// missed.
+    ///
+    /// [`StartOptions::with_change_backlog`]: crate::StartOptions::with_change_backlog
     pub fn changes(&self) -> tokio::sync::broadcast::Receiver<ServerChange> {
         self.shared.host.changes.subscribe()
     }

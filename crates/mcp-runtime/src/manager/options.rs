@@ -49,6 +49,8 @@ pub struct StartOptions {
     pub(super) credentials: Option<TokenStore>,
     /// How the host answers the servers' requests.
     pub(super) host: HostHandlers,
+    /// How many changes a slow receiver of the runtime's changes may fall behind.
+    pub(super) change_backlog: usize,
 }
 
 impl Default for StartOptions {
@@ -66,6 +68,7 @@ impl Default for StartOptions {
             era_cache: None,
             credentials: None,
             host: HostHandlers::default(),
+            change_backlog: crate::changes::DEFAULT_CHANGE_BACKLOG,
         }
     }
 }
@@ -137,6 +140,18 @@ impl StartOptions {
     /// [`Self::with_listing_registry`], which replaces the registry with its window.
     pub fn with_listing_burst(mut self, window: Duration) -> Self {
         self.registry = self.registry.with_burst_window(window);
+        self
+    }
+
+    /// Keeps up to `backlog` changes (at least one; [`DEFAULT_CHANGE_BACKLOG`] by
+    /// default) for a receiver of [`Runtime::changes`](super::Runtime::changes) that
+    /// falls behind; one that falls further is told how many it missed. The slots are
+    /// allocated when the runtime starts: a host that runs many runtimes, and catches
+    /// up on a missed change by reading again what it watches, can keep fewer.
+    ///
+    /// [`DEFAULT_CHANGE_BACKLOG`]: crate::DEFAULT_CHANGE_BACKLOG
+    pub fn with_change_backlog(mut self, backlog: usize) -> Self {
+        self.change_backlog = backlog;
         self
     }
 
