@@ -130,8 +130,8 @@ impl SharedServers {
 pub(crate) struct Caller {
     handlers: HostHandlers,
     shared: Arc<SharedServers>,
-    /// How many times it subscribed to each URI of a shared server.
-    subscribed: Mutex<HashMap<String, usize>>,
+    /// The URIs of shared servers it subscribed to.
+    subscribed: Subscribed,
 }
 
 impl Caller {
@@ -139,21 +139,15 @@ impl Caller {
         Arc::new(Self {
             handlers,
             shared,
-            subscribed: Mutex::default(),
+            subscribed: Subscribed::default(),
         })
-    }
-
-    fn is_subscribed(&self, uri: &str) -> bool {
-        lock(&self.subscribed).contains_key(uri)
     }
 }
 
 impl Drop for Caller {
     fn drop(&mut self) {
         // Invariant 4: what it subscribed to is given up.
-        let uris: Vec<(String, usize)> = std::mem::take(&mut *lock(&self.subscribed))
-            .into_iter()
-            .collect();
+        let uris = self.subscribed.take();
         if uris.is_empty() {
             return;
         }
@@ -168,6 +162,42 @@ impl Drop for Caller {
                 }
             }
         });
+    }
+}
+
+/// The URIs a client subscribed to, each with how many times.
+#[derive(Debug, Default)]
+struct Subscribed(Mutex<HashMap<String, usize>>);
+
+impl Subscribed {
+    fn add(&self, uri: &str) {
+        *lock(&self.0).entry(uri.to_owned()).or_default() += 1;
+    }
+
+    /// Takes one subscription to `uri` off its count; false when it had none.
+    fn remove(&self, uri: &str) -> bool {
+        let mut subscribed = lock(&self.0);
+        let Some(count) = subscribed.get_mut(uri) else {
+            return false;
+        };
+        *count -= 1;
+        if *count == 0 {
+            subscribed.remove(uri);
+        }
+        true
+    }
+
+    fn contains(&self, uri: &str) -> bool {
+        lock(&self.0).contains_key(uri)
+    }
+
+    fn uris(&self) -> Vec<String> {
+        lock(&self.0).keys().cloned().collect()
+    }
+
+    /// Every URI with its count, the counts left empty.
+    fn take(&self) -> Vec<(String, usize)> {
+        std::mem::take(&mut *lock(&self.0)).into_iter().collect()
     }
 }
 
@@ -365,6 +395,8 @@ fn unrouted(server: &str, question: &str, found: bool) {
 #[derive(Clone, Debug)]
 pub(crate) struct Served {
     own: Arc<Runtime>,
+    /// The URIs of the own runtime's servers the client subscribed to.
+    subscribed: Arc<Subscribed>,
     shared: Option<SharedPart>,
 }
 
@@ -387,6 +419,7 @@ impl Served {
     pub(crate) fn new(own: Arc<Runtime>, shared: Option<(Arc<Runtime>, Arc<Caller>)>) -> Self {
         Self {
             own,
+            subscribed: Arc::default(),
             shared: shared.map(|(runtime, caller)| SharedPart {
                 runtime,
                 caller,
@@ -442,6 +475,7 @@ impl Served {
     pub(crate) fn watch(&self) -> Changes {
         Changes {
             own: Watched::of(&self.own),
+            subscribed: self.subscribed.clone(),
             shared: self
                 .shared
                 .as_ref()
@@ -499,6 +533,9 @@ impl Served {
     /// Subscribes the client to `uri` on the server that offers it (invariant 4).
     pub(crate) async fn subscribe_resource(&self, uri: &str) -> Result<(), FeatureError> {
         let subscribed = Box::pin(self.own.subscribe_resource(uri, None)).await;
+        if subscribed.is_ok() {
+            self.subscribed.add(uri);
+        }
         let (Err(FeatureError::NotFound { .. }), Some(shared)) = (&subscribed, &self.shared) else {
             return subscribed;
         };
@@ -508,33 +545,22 @@ impl Served {
             Box::pin(shared.runtime.subscribe_resource(uri, None)).await?;
         }
         *counts.entry(uri.to_owned()).or_default() += 1;
-        *lock(&shared.caller.subscribed)
-            .entry(uri.to_owned())
-            .or_default() += 1;
+        shared.caller.subscribed.add(uri);
         Ok(())
     }
 
     /// Unsubscribes the client from `uri` (invariant 4).
     pub(crate) async fn unsubscribe_resource(&self, uri: &str) -> Result<(), FeatureError> {
-        if let Some(shared) = &self.shared {
-            let mine = {
-                let mut subscribed = lock(&shared.caller.subscribed);
-                match subscribed.get_mut(uri) {
-                    Some(count) => {
-                        *count -= 1;
-                        if *count == 0 {
-                            subscribed.remove(uri);
-                        }
-                        true
-                    }
-                    None => false,
-                }
-            };
-            if mine {
-                return release(&shared.caller.shared, uri).await;
-            }
+        if let Some(shared) = &self.shared
+            && shared.caller.subscribed.remove(uri)
+        {
+            return release(&shared.caller.shared, uri).await;
         }
-        Box::pin(self.own.unsubscribe_resource(uri, None)).await
+        let unsubscribed = Box::pin(self.own.unsubscribe_resource(uri, None)).await;
+        if unsubscribed.is_ok() {
+            self.subscribed.remove(uri);
+        }
+        unsubscribed
     }
 
     /// Every server's prompts.
@@ -623,6 +649,8 @@ impl SharedPart {
 /// The changes a client is told of: its own runtime's, and the shared runtime's.
 pub(crate) struct Changes {
     own: Watched,
+    /// The URIs of the own runtime's servers the client subscribed to.
+    subscribed: Arc<Subscribed>,
     /// The shared runtime's, which tell the caller only of its own subscriptions.
     shared: Option<(Watched, Arc<Caller>)>,
 }
@@ -673,8 +701,8 @@ impl Changes {
     }
 
     /// What to tell of the next change: of a catalog, or one a server reported; when
-    /// changes were missed, that every list may have changed. `None` once a runtime
-    /// is gone.
+    /// changes were missed, that every list and every subscribed resource may have
+    /// changed. `None` once a runtime is gone.
     pub(crate) async fn next(&mut self) -> Option<Vec<Notice>> {
         loop {
             let (change, caller) = match &mut self.shared {
@@ -690,16 +718,33 @@ impl Changes {
                 Change::Server(ServerChange::PromptsChanged { .. }) => vec![Notice::Prompts],
                 Change::Server(ServerChange::ResourceUpdated { uri, .. }) => {
                     // A shared server's update is its subscribers' (invariant 4).
-                    if caller.is_some_and(|caller| !caller.is_subscribed(&uri)) {
+                    if caller.is_some_and(|caller| !caller.subscribed.contains(&uri)) {
                         continue;
                     }
                     vec![Notice::Updated(uri)]
                 }
                 Change::Server(_) => continue,
-                Change::Missed => vec![Notice::Resources, Notice::Prompts],
+                Change::Missed => self.missed(),
             };
             return Some(notices);
         }
+    }
+}
+
+impl Changes {
+    /// What to tell when changes were missed: every list, and every resource the
+    /// client subscribed to, may have changed (its update may be among them).
+    fn missed(&self) -> Vec<Notice> {
+        let mut uris = self.subscribed.uris();
+        if let Some((_, caller)) = &self.shared {
+            uris.extend(caller.subscribed.uris());
+        }
+        uris.sort();
+        uris.dedup();
+        [Notice::Resources, Notice::Prompts]
+            .into_iter()
+            .chain(uris.into_iter().map(Notice::Updated))
+            .collect()
     }
 }
 
@@ -797,5 +842,79 @@ mod tests {
         .unwrap();
         let answer = handler.elicit("one", request).await;
         assert_eq!(answer.action, ElicitationAction::Decline);
+    }
+
+    fn server_change(uri: &str) -> ServerChange {
+        ServerChange::ResourceUpdated {
+            server: "one".to_owned(),
+            uri: uri.to_owned(),
+        }
+    }
+
+    fn told(notices: &[Notice]) -> Vec<String> {
+        notices
+            .iter()
+            .map(|notice| match notice {
+                Notice::Tools => "tools".to_owned(),
+                Notice::Resources => "resources".to_owned(),
+                Notice::Prompts => "prompts".to_owned(),
+                Notice::Updated(uri) => format!("updated {uri}"),
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_client_that_falls_behind_is_told_every_list_and_subscription_may_have_changed() {
+        let (_catalog, catalog) = watch::channel(Arc::new(Catalog::default()));
+        let (own, changes) = broadcast::channel(2);
+        let (shared_sender, shared_changes) = broadcast::channel(2);
+        let caller = Caller::new(HostHandlers::new(), servers());
+        let subscribed = Arc::new(Subscribed::default());
+        let mut watched = Changes {
+            own: Watched {
+                catalog: catalog.clone(),
+                changes,
+            },
+            subscribed: subscribed.clone(),
+            shared: Some((
+                Watched {
+                    catalog,
+                    changes: shared_changes,
+                },
+                caller.clone(),
+            )),
+        };
+        subscribed.add("own://a");
+        subscribed.add("both://b");
+        caller.subscribed.add("both://b");
+        caller.subscribed.add("shared://c");
+
+        // Within the backlog, each update is told as it is.
+        own.send(server_change("own://a")).unwrap();
+        let notices = watched.next().await.unwrap();
+        assert_eq!(told(&notices), ["updated own://a"]);
+
+        // Past it, the updates are lost: every list and every subscribed URI, of
+        // either runtime, is told instead, each once.
+        for uri in ["own://a", "own://x", "own://y"] {
+            own.send(server_change(uri)).unwrap();
+        }
+        let every = [
+            "resources",
+            "prompts",
+            "updated both://b",
+            "updated own://a",
+            "updated shared://c",
+        ];
+        assert_eq!(told(&watched.next().await.unwrap()), every);
+        for uri in ["own://x", "own://y"] {
+            let notices = watched.next().await.unwrap();
+            assert_eq!(told(&notices), [format!("updated {uri}")]);
+        }
+        // The shared runtime's lag is told the same way.
+        for uri in ["shared://c", "shared://x", "shared://y"] {
+            shared_sender.send(server_change(uri)).unwrap();
+        }
+        assert_eq!(told(&watched.next().await.unwrap()), every);
     }
 }

@@ -177,6 +177,12 @@ impl std::ops::Deref for Held {
     }
 }
 
+/// How many server changes a client's runtime keeps for a session that falls behind
+/// in telling its client: a session that falls further tells it that every list and
+/// every resource it subscribed to may have changed, so a small backlog loses no
+/// change, and a large one costs every idle session its slots.
+const CLIENT_CHANGE_BACKLOG: usize = 16;
+
 impl Upstreams {
     /// `runtime` serves every client.
     pub fn one(runtime: Arc<Runtime>) -> Self {
@@ -189,7 +195,9 @@ impl Upstreams {
     /// `connections = "shared"`: one runtime of them, started at the first client's
     /// first need, serves every client.
     pub fn per_client(config: Config, options: StartOptions) -> Self {
-        let options = options.with_listing_burst(config.serve.listing_burst);
+        let options = options
+            .with_listing_burst(config.serve.listing_burst)
+            .with_change_backlog(CLIENT_CHANGE_BACKLOG);
         let (config, shared) = SharedServers::split(config);
         let options = match &shared {
             Some(shared) => options.with_other_configured_servers(shared.names().cloned()),
