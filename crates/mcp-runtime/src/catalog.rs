@@ -46,7 +46,7 @@
 
 use std::{
     collections::BTreeMap,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, OnceLock},
 };
 
 use imbl::OrdMap;
@@ -199,10 +199,37 @@ pub struct QualifiedTool {
 pub struct Catalog {
     /// Every tool by qualified name, in qualified-name order.
     tools: OrdMap<Arc<str>, Arc<QualifiedTool>>,
-    /// The qualified names of each server's tools.
-    servers: OrdMap<Arc<str>, Arc<[Arc<str>]>>,
+    /// Each server's tools.
+    servers: OrdMap<Arc<str>, Arc<ServerTools>>,
     /// Every name this catalog's lineage gave (invariant 2).
     names: Arc<Mutex<Registry>>,
+}
+
+/// One server's tools in a catalog: their qualified names, and the search index of
+/// them once a search needed it (see [`search`]'s invariant 1). Catalogs built from
+/// one another share it while the server's tools stay as they are.
+struct ServerTools {
+    /// The qualified names of the server's tools, in order.
+    names: Box<[Arc<str>]>,
+    index: OnceLock<search::ServerIndex>,
+}
+
+impl ServerTools {
+    fn new(names: Vec<Arc<str>>) -> Arc<Self> {
+        Arc::new(Self {
+            names: names.into_boxed_slice(),
+            index: OnceLock::new(),
+        })
+    }
+}
+
+impl std::fmt::Debug for ServerTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerTools")
+            .field("names", &self.names)
+            .field("indexed", &self.index.get().is_some())
+            .finish()
+    }
 }
 
 impl Catalog {
@@ -268,7 +295,7 @@ impl Catalog {
         }
         for (server, mut keys) in by_server.into_values() {
             keys.sort_unstable();
-            catalog.servers.insert(server, keys.into());
+            catalog.servers.insert(server, ServerTools::new(keys));
         }
         catalog.check();
         catalog
@@ -292,7 +319,7 @@ impl Catalog {
         // looked up in it.
         let (server, previous) = match catalog.servers.remove_with_key(server) {
             Some((key, old)) => {
-                for name in old.iter() {
+                for name in &old.names {
                     catalog.tools.remove(name);
                 }
                 (key, Some(self))
@@ -307,7 +334,7 @@ impl Catalog {
         }
         if !keys.is_empty() {
             keys.sort_unstable();
-            catalog.servers.insert(server, keys.into());
+            catalog.servers.insert(server, ServerTools::new(keys));
         }
         catalog.check();
         catalog
@@ -324,20 +351,25 @@ impl Catalog {
     /// Both maps are persistent: the cost is in proportion to `other`'s tools.
     pub fn joined(&self, other: &Catalog) -> Self {
         let mut catalog = self.clone();
-        for (server, names) in &other.servers {
+        for (server, theirs) in &other.servers {
             if catalog.servers.contains_key(server) {
                 continue;
             }
-            let mut kept = Vec::with_capacity(names.len());
-            for name in names.iter() {
+            let mut kept = Vec::with_capacity(theirs.names.len());
+            for name in &theirs.names {
                 if catalog.tools.contains_key(name) {
                     continue;
                 }
                 catalog.insert(other.tools[name].clone());
                 kept.push(name.clone());
             }
-            if !kept.is_empty() {
-                catalog.servers.insert(server.clone(), kept.into());
+            if kept.len() == theirs.names.len() {
+                // Every tool kept: the entry, and its index, are shared.
+                catalog.servers.insert(server.clone(), theirs.clone());
+            } else if !kept.is_empty() {
+                catalog
+                    .servers
+                    .insert(server.clone(), ServerTools::new(kept));
             }
         }
         catalog.check();
@@ -365,7 +397,7 @@ impl Catalog {
     pub fn server_tools(&self, server: &str) -> impl ExactSizeIterator<Item = &QualifiedTool> + '_ {
         self.servers
             .get(server)
-            .map_or(&[][..], |names| &names[..])
+            .map_or(&[][..], |tools| &tools.names[..])
             .iter()
             .map(|name| &*self.tools[name])
     }
@@ -373,6 +405,37 @@ impl Catalog {
     /// The tool with this qualified name.
     pub fn resolve(&self, qualified_name: &str) -> Option<&QualifiedTool> {
         self.tools.get(qualified_name).map(|tool| &**tool)
+    }
+
+    /// The `limit` tools that best match `query`, best first, with their scores: the
+    /// tools whose qualified or original name is the query itself (case, and `-`
+    /// against `_`, aside) first, then by BM25F score over their names, titles,
+    /// descriptions, parameters and server names (see [`search`]). Tools no term of
+    /// the query matches are left out.
+    ///
+    /// The first search indexes the catalog's servers, each once; later catalogs of
+    /// the lineage index only the servers whose tools changed.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<SearchHit> {
+        search::search(query, limit, self.indexes(self.servers.iter()), &self.tools)
+    }
+
+    /// [`Catalog::search`] among the tools of `server` only.
+    pub fn search_server(&self, server: &str, query: &str, limit: usize) -> Vec<SearchHit> {
+        let servers = self.servers.get_key_value(server).into_iter();
+        search::search(query, limit, self.indexes(servers), &self.tools)
+    }
+
+    /// Each of `servers` with its index, built when it has none yet.
+    fn indexes<'a>(
+        &'a self,
+        servers: impl Iterator<Item = (&'a Arc<str>, &'a Arc<ServerTools>)> + 'a,
+    ) -> impl Iterator<Item = (&'a search::ServerIndex, &'a [Arc<str>])> + 'a {
+        servers.map(|(server, tools)| {
+            let index = tools
+                .index
+                .get_or_init(|| search::ServerIndex::build(server, &tools.names, &self.tools));
+            (index, &tools.names[..])
+        })
     }
 
     /// [`Catalog::resolve`], shared: what a call keeps of its tool while it runs.
@@ -393,7 +456,7 @@ impl Catalog {
         debug_assert_eq!(
             self.servers
                 .values()
-                .map(|names| names.len())
+                .map(|tools| tools.names.len())
                 .sum::<usize>(),
             self.tools.len(),
             "invariant 1: every tool is its server's, once"
@@ -497,6 +560,9 @@ impl QualifiedTool {
 }
 
 mod definition;
+mod search;
+
+pub use search::SearchHit;
 
 pub use definition::Definition;
 pub(crate) use definition::{unmodelled_in, unmodelled_in_text};

@@ -249,7 +249,7 @@ pub mod bench_support {
 mod transport;
 
 pub use authority::{AuthorityBound, CallAuthority, CapturedAuthority, Unsandboxed};
-pub use catalog::{Catalog, Definition, ListedTool, QualifiedTool, TaskSupport};
+pub use catalog::{Catalog, Definition, ListedTool, QualifiedTool, SearchHit, TaskSupport};
 pub use changes::{DEFAULT_CHANGE_BACKLOG, ServerChange};
 pub use config::servers::{Config, ServerConfig};
 pub use connection::{

@@ -469,3 +469,155 @@ mod properties {
         }
     }
 }
+
+/// A tool with a description and input properties (name, description).
+fn described(name: &str, description: &str, properties: &[(&str, &str)]) -> ListedTool {
+    let properties: serde_json::Map<String, serde_json::Value> = properties
+        .iter()
+        .map(|(name, description)| {
+            (
+                (*name).to_owned(),
+                serde_json::json!({ "type": "string", "description": description }),
+            )
+        })
+        .collect();
+    let schema = serde_json::json!({ "type": "object", "properties": properties });
+    let serde_json::Value::Object(schema) = schema else {
+        unreachable!()
+    };
+    Tool::new(name.to_owned(), description.to_owned(), Arc::new(schema)).into()
+}
+
+fn found(hits: &[SearchHit]) -> Vec<&str> {
+    hits.iter().map(|hit| &*hit.tool.qualified_name).collect()
+}
+
+fn search_catalog() -> (Catalog, [ServerConfig; 2]) {
+    let (files, web) = (server("files"), server("web"));
+    let file_tools = [
+        described(
+            "read_file",
+            "Read the complete contents of a file from the file system.",
+            &[("path", "Path of the file to read")],
+        ),
+        described(
+            "listDirectory",
+            "List every entry of a directory, files and folders.",
+            &[("path", "The directory")],
+        ),
+        described(
+            "move",
+            "Move or rename files and directories.",
+            &[("source", "Where it is"), ("destination", "Where it goes")],
+        ),
+    ];
+    let web_tools = [
+        described(
+            "fetch",
+            "Fetch a URL from the internet and return its page as markdown; can read a file served over HTTP.",
+            &[("url", "The URL to fetch")],
+        ),
+        described("read", "Read the web page a search found.", &[]),
+    ];
+    let catalog = build([(&files, &file_tools[..]), (&web, &web_tools[..])]);
+    (catalog, [files, web])
+}
+
+#[test]
+fn a_search_ranks_tools_by_their_names_descriptions_and_parameters() {
+    let (catalog, _) = search_catalog();
+    let hits = catalog.search("read a file", 10);
+    assert_eq!(
+        found(&hits)[0],
+        "mcp__files__read_file",
+        "both terms in the name and the description outrank either alone: {hits:?}"
+    );
+    assert!(
+        found(&hits).contains(&"mcp__web__fetch"),
+        "the description counts"
+    );
+    assert!(hits.windows(2).all(|pair| pair[0].score >= pair[1].score));
+    assert!(hits.iter().all(|hit| hit.score > 0.0 && !hit.exact_name));
+
+    // camelCase is split, plurals are one term.
+    assert_eq!(
+        found(&catalog.search("directories list", 1)),
+        ["mcp__files__listDirectory"]
+    );
+    // A parameter's name and description count.
+    assert_eq!(
+        found(&catalog.search("destination", 5)),
+        ["mcp__files__move"]
+    );
+    // A term no tool holds finds nothing; neither does a stop word.
+    assert!(catalog.search("kubernetes", 5).is_empty());
+    assert!(catalog.search("the", 5).is_empty());
+    assert!(catalog.search("read", 0).is_empty());
+}
+
+#[test]
+fn an_exact_name_ranks_first_whatever_the_scores() {
+    let (catalog, _) = search_catalog();
+    // "read" is a description word of several tools, and web's tool's whole name.
+    let hits = catalog.search("read", 10);
+    assert_eq!(found(&hits)[0], "mcp__web__read");
+    assert!(hits[0].exact_name);
+    assert!(hits[1..].iter().all(|hit| !hit.exact_name));
+    // Qualified names, and original names, with case and `-` against `_` aside.
+    for query in ["mcp__files__read_file", "READ-FILE", " read_file "] {
+        let hits = catalog.search(query, 3);
+        assert_eq!(found(&hits)[0], "mcp__files__read_file", "{query}");
+        assert!(hits[0].exact_name, "{query}");
+    }
+}
+
+#[test]
+fn a_search_can_keep_to_one_server() {
+    let (catalog, _) = search_catalog();
+    let hits = catalog.search_server("web", "read a file", 10);
+    assert_eq!(found(&hits), ["mcp__web__fetch", "mcp__web__read"]);
+    assert!(catalog.search_server("nowhere", "read", 10).is_empty());
+}
+
+#[test]
+fn a_server_whose_tools_change_is_indexed_again_and_the_others_are_not() {
+    let (catalog, [files, web]) = search_catalog();
+    assert!(catalog.search("kubernetes", 5).is_empty());
+    let web_tools = [described(
+        "deploy",
+        "Deploy a manifest to a Kubernetes cluster.",
+        &[],
+    )];
+    let changed = catalog.with_server(&web, &web_tools);
+    let hits = changed.search("kubernetes", 5);
+    assert_eq!(found(&hits), ["mcp__web__deploy"]);
+    assert!(changed.search("fetch", 5).is_empty(), "the old tools left");
+
+    // The unchanged server's entry, with the index the first search built, is shared.
+    let (old, new) = (&catalog.servers["files"], &changed.servers["files"]);
+    assert!(Arc::ptr_eq(old, new));
+    assert!(new.index.get().is_some());
+    assert!(changed.servers["web"].index.get().is_some());
+    let _ = files;
+}
+
+#[test]
+fn a_joined_catalog_shares_the_indexes_of_the_servers_it_keeps_whole() {
+    let (catalog, _) = search_catalog();
+    let other_server = server("other");
+    let other = build([(
+        &other_server,
+        &[described("ping", "Check it is up.", &[])][..],
+    )]);
+    assert_eq!(found(&other.search("ping", 1)), ["mcp__other__ping"]);
+    let joined = catalog.joined(&other);
+    assert!(Arc::ptr_eq(
+        &joined.servers["other"],
+        &other.servers["other"]
+    ));
+    assert_eq!(found(&joined.search("ping", 5)), ["mcp__other__ping"]);
+    assert_eq!(
+        joined.search("read a file", 10).len(),
+        catalog.search("read a file", 10).len()
+    );
+}
