@@ -22,7 +22,7 @@
 
 use std::{
     cmp::Ordering,
-    collections::{BinaryHeap, HashMap, hash_map::Entry},
+    collections::{BinaryHeap, HashMap},
     sync::Arc,
 };
 
@@ -108,8 +108,11 @@ impl ServerIndex {
             let mut lengths = [0u16; FIELDS];
             let mut count = |field: usize, text: &str| {
                 terms(text, |term| {
-                    let slot = &mut counts.entry(term).or_default()[field];
-                    *slot = slot.saturating_add(1);
+                    let counts = match counts.get_mut(term) {
+                        Some(counts) => counts,
+                        None => counts.entry(term.to_owned()).or_default(),
+                    };
+                    counts[field] = counts[field].saturating_add(1);
                     lengths[field] = lengths[field].saturating_add(1);
                 });
             };
@@ -135,11 +138,13 @@ impl ServerIndex {
                 }
             }
             for (term, counts) in counts.drain() {
-                index
-                    .postings
-                    .entry(term.into_boxed_str())
-                    .or_default()
-                    .push(Posting { doc, counts });
+                let posting = Posting { doc, counts };
+                match index.postings.get_mut(term.as_str()) {
+                    Some(postings) => postings.push(posting),
+                    None => {
+                        index.postings.insert(term.into_boxed_str(), vec![posting]);
+                    }
+                }
             }
             for (total, length) in index.total_lengths.iter_mut().zip(lengths) {
                 *total += u64::from(length);
@@ -210,9 +215,11 @@ impl Scoring {
         }
     }
 
-    /// The BM25F score of each of `index`'s documents that holds a term, by document.
-    fn scores(&self, index: &ServerIndex) -> HashMap<u32, f64> {
-        let mut scores: HashMap<u32, f64> = HashMap::new();
+    /// The BM25F score of each of `index`'s documents (0 for one that holds no term),
+    /// into `scores`.
+    fn scores(&self, index: &ServerIndex, scores: &mut Vec<f64>) {
+        scores.clear();
+        scores.resize(index.documents(), 0.0);
         for (term, idf) in &self.terms {
             let server = index.server_terms.iter().any(|own| **own == **term);
             let postings = index
@@ -226,16 +233,15 @@ impl Scoring {
                 for doc in 0..index.documents() as u32 {
                     let counts = own.next_if(|posting| posting.doc == doc).map(|p| p.counts);
                     let weighted = self.weighted(index, doc, counts) + SERVER_WEIGHT;
-                    *scores.entry(doc).or_default() += idf * weighted / (K1 + weighted);
+                    scores[doc as usize] += idf * weighted / (K1 + weighted);
                 }
             } else {
                 for posting in postings {
                     let weighted = self.weighted(index, posting.doc, Some(posting.counts));
-                    *scores.entry(posting.doc).or_default() += idf * weighted / (K1 + weighted);
+                    scores[posting.doc as usize] += idf * weighted / (K1 + weighted);
                 }
             }
         }
-        scores
     }
 
     /// A term's counts in a document, weighted and length-normalised per field.
@@ -311,24 +317,29 @@ pub(super) fn search<'a>(
     let scoring = Scoring::new(query, &indexes);
     let name = normalised_name(query.trim());
     let mut heap: BinaryHeap<Ranked> = BinaryHeap::with_capacity(limit + 1);
+    let mut scores = Vec::new();
     for (index, names) in servers {
-        let mut scores = scoring.scores(index);
+        scoring.scores(index, &mut scores);
         let exact = index
             .names
             .get(name.as_str())
             .map_or(&[][..], Vec::as_slice);
-        for &doc in exact {
-            scores.entry(doc).or_default();
-        }
-        for (doc, score) in scores {
-            let exact_name = exact.contains(&doc);
+        for (doc, &score) in scores.iter().enumerate() {
+            let exact_name = exact.contains(&(doc as u32));
             if score <= 0.0 && !exact_name {
                 continue;
+            }
+            if heap.len() == limit && !exact_name {
+                // Most tools rank below the worst kept: no candidate for them.
+                let worst = heap.peek().expect("the heap is full");
+                if worst.exact_name || score < worst.score {
+                    continue;
+                }
             }
             let candidate = Ranked {
                 exact_name,
                 score,
-                tool: tools[&names[doc as usize]].clone(),
+                tool: tools[&names[doc]].clone(),
             };
             if heap.len() == limit {
                 let worst = heap.peek().expect("the heap is full");
@@ -365,12 +376,10 @@ fn normalised_name(name: &str) -> String {
 
 /// `text`'s distinct terms, in order of first appearance.
 fn unique_terms(text: &str) -> Vec<Box<str>> {
-    let mut seen: HashMap<String, ()> = HashMap::new();
-    let mut unique = Vec::new();
+    let mut unique: Vec<Box<str>> = Vec::new();
     terms(text, |term| {
-        if let Entry::Vacant(vacant) = seen.entry(term) {
-            unique.push(vacant.key().clone().into_boxed_str());
-            vacant.insert(());
+        if !unique.iter().any(|seen| &**seen == term) {
+            unique.push(term.into());
         }
     });
     unique
@@ -379,36 +388,46 @@ fn unique_terms(text: &str) -> Vec<Box<str>> {
 /// Hands each term of `text` to `each`: its words split at every character that is
 /// not a letter or a digit and at camelCase boundaries (`listFiles`, `HTTPServer`),
 /// lowercased, the plural `s` taken off, stop words left out.
-fn terms(text: &str, mut each: impl FnMut(String)) {
-    for word in text.split(|c: char| !c.is_alphanumeric()) {
-        let chars: Vec<char> = word.chars().collect();
-        let mut start = 0;
-        for at in 1..=chars.len() {
-            let boundary = at == chars.len() || {
-                let (before, here) = (chars[at - 1], chars[at]);
-                let after = chars.get(at + 1);
-                (before.is_lowercase() && here.is_uppercase())
-                    || (before.is_uppercase()
-                        && here.is_uppercase()
-                        && after.is_some_and(|after| after.is_lowercase()))
-            };
+fn terms(text: &str, mut each: impl FnMut(&str)) {
+    let mut term = String::new();
+    let mut emit = |term: &mut String| {
+        stem(term);
+        if !term.is_empty() && !STOP_WORDS.contains(&term.as_str()) {
+            each(term);
+        }
+        term.clear();
+    };
+    let mut chars = text.chars().peekable();
+    let mut before: Option<char> = None;
+    while let Some(here) = chars.next() {
+        if !here.is_alphanumeric() {
+            emit(&mut term);
+            before = None;
+            continue;
+        }
+        if let Some(before) = before {
+            let after = chars.peek().copied();
+            let boundary = (before.is_lowercase() && here.is_uppercase())
+                || (before.is_uppercase()
+                    && here.is_uppercase()
+                    && after.is_some_and(char::is_lowercase));
             if boundary {
-                let term: String = chars[start..at]
-                    .iter()
-                    .flat_map(|c| c.to_lowercase())
-                    .collect();
-                start = at;
-                if !term.is_empty() && !STOP_WORDS.contains(&term.as_str()) {
-                    each(stem(term));
-                }
+                emit(&mut term);
             }
         }
+        if here.is_ascii() {
+            term.push(here.to_ascii_lowercase());
+        } else {
+            term.extend(here.to_lowercase());
+        }
+        before = Some(here);
     }
+    emit(&mut term);
 }
 
-/// `term` without a plural ending: `files` → `file`, `entries` → `entry`; words
+/// Takes a plural ending off `term`: `files` → `file`, `entries` → `entry`; words
 /// whose `s` is not a plural's (`process`, `status`, `this`) are kept.
-fn stem(mut term: String) -> String {
+fn stem(term: &mut String) {
     if term.len() > 4 && term.ends_with("ies") {
         term.truncate(term.len() - 3);
         term.push('y');
@@ -418,16 +437,14 @@ fn stem(mut term: String) -> String {
     {
         term.pop();
     }
-    term
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn all(text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        terms(text, |term| out.push(term));
+        terms(text, |term| out.push(term.to_owned()));
         out
     }
 
