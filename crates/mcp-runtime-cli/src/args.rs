@@ -95,6 +95,23 @@ pub enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Start every enabled server and print the tools that best match QUERY, best
+    /// first, each with its score: a tool whose name is QUERY first, then by how well
+    /// its names, title, description and parameters match QUERY's words.
+    Search {
+        /// What to look for: words, or a tool's name.
+        query: String,
+        /// The most tools to print.
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        limit: usize,
+        /// Only this server's tools.
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+        #[command(flatten)]
+        asking: Asking,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Start every enabled server and list the resources and resource templates of
     /// those that offer them.
     Resources {

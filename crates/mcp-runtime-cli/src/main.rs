@@ -301,7 +301,7 @@ async fn run_to_end(plan: Plan) -> u8 {
         } => {
             // `servers` is the diagnostic command: a required server that fails does
             // not end it; every server's state is shown, then the exit code says so.
-            let required: Vec<String> = match view {
+            let required: Vec<String> = match &view {
                 View::Servers => config
                     .servers
                     .values_mut()
@@ -309,7 +309,7 @@ async fn run_to_end(plan: Plan) -> u8 {
                         std::mem::take(&mut server.required).then(|| server.name.clone())
                     })
                     .collect(),
-                View::Tools => Vec::new(),
+                View::Tools | View::Search { .. } => Vec::new(),
             };
             let options = start_options(&config, scope, elicitation)
                 .await
@@ -321,7 +321,7 @@ async fn run_to_end(plan: Plan) -> u8 {
             // Once (login invariant 4): the servers start again after the login; if
             // it cannot be made, the report shows the failure as it is. `servers`
             // shows the logins' states as they are.
-            if view == View::Tools
+            if view != View::Servers
                 && let Some(relogin) = Relogin::for_servers(&runtime.servers())
                 && Relogin::can_reach_person()
             {
@@ -352,19 +352,31 @@ async fn run_to_end(plan: Plan) -> u8 {
             } else {
                 EXIT_FAILURE
             };
-            let code = if json {
-                print_with(code, |out| {
-                    output::write_report_json(out, &servers, &catalog)
-                })
-            } else {
-                let text = match view {
-                    View::Servers => output::servers_table(&servers),
-                    View::Tools => {
-                        warn_failed(&servers);
-                        output::tools_table(&catalog)
+            let code = match &view {
+                View::Search {
+                    query,
+                    limit,
+                    server,
+                } => {
+                    warn_failed(&servers);
+                    let hits = match server {
+                        Some(server) => catalog.search_server(server, query, *limit),
+                        None => catalog.search(query, *limit),
+                    };
+                    if json {
+                        print_with(code, |out| output::write_search_json(out, &hits))
+                    } else {
+                        print(&output::search_table(&hits), code)
                     }
-                };
-                print(&text, code)
+                }
+                _ if json => print_with(code, |out| {
+                    output::write_report_json(out, &servers, &catalog)
+                }),
+                View::Servers => print(&output::servers_table(&servers), code),
+                View::Tools => {
+                    warn_failed(&servers);
+                    print(&output::tools_table(&catalog), code)
+                }
             };
             if !failed_required.is_empty() {
                 report(&anyhow::anyhow!(

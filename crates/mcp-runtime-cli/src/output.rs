@@ -9,8 +9,8 @@
 use std::{borrow::Cow, error::Error, io::Write, sync::Arc};
 
 use mcp_runtime::{
-    CallError, Catalog, Content, ListToolsError, QualifiedTool, ServerStatus, StartError,
-    StartupError, TaskSupport, ToolResult,
+    CallError, Catalog, Content, ListToolsError, QualifiedTool, SearchHit, ServerStatus,
+    StartError, StartupError, TaskSupport, ToolResult,
     error::{HttpFailure, RequestError, chain},
 };
 use serde::{Serialize, Serializer, ser::SerializeMap};
@@ -173,6 +173,46 @@ pub fn tools_table(catalog: &Catalog) -> String {
         })
         .collect();
     table(&["TOOL", "DESCRIPTION"], &rows)
+}
+
+/// The tools a search found, best first: each qualified name with its score and the
+/// first line of its description.
+pub fn search_table(hits: &[SearchHit]) -> String {
+    let rows: Vec<Vec<String>> = hits
+        .iter()
+        .map(|hit| {
+            let description = hit.tool.tool.description.as_deref().unwrap_or_default();
+            vec![
+                printable(&hit.tool.qualified_name).into_owned(),
+                format!("{:.2}", hit.score),
+                one_line(description, 100),
+            ]
+        })
+        .collect();
+    table(&["TOOL", "SCORE", "DESCRIPTION"], &rows)
+}
+
+/// Writes the `--json` answer of a search to `out`: `{"tools": [...]}`, best first,
+/// each tool with its `qualified_name`, `server`, raw name (`tool`), `score` and
+/// `description` (`null` without one), pretty-printed, then a newline.
+pub fn write_search_json(
+    out: &mut (impl Write + ?Sized),
+    hits: &[SearchHit],
+) -> std::io::Result<()> {
+    let tools: Vec<Value> = hits
+        .iter()
+        .map(|hit| {
+            serde_json::json!({
+                "qualified_name": &*hit.tool.qualified_name,
+                "server": &*hit.tool.server,
+                "tool": &*hit.tool.tool.name,
+                "score": hit.score,
+                "description": hit.tool.tool.description.as_deref(),
+            })
+        })
+        .collect();
+    serde_json::to_writer_pretty(&mut *out, &serde_json::json!({ "tools": tools }))?;
+    out.write_all(b"\n")
 }
 
 /// A call result for people: text blocks as text, a block of a type mcp-runtime does

@@ -101,10 +101,17 @@ pub enum Plan {
 }
 
 /// Which report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum View {
     Servers,
     Tools,
+    /// The tools that best match `query` (of `server` only, if given), at most
+    /// `limit`.
+    Search {
+        query: String,
+        limit: usize,
+        server: Option<String>,
+    },
 }
 
 impl Plan {
@@ -112,6 +119,29 @@ impl Plan {
         Ok(match args.command {
             Command::Servers { asking, common } => Self::report(common, asking, View::Servers)?,
             Command::Tools { asking, common } => Self::report(common, asking, View::Tools)?,
+            Command::Search {
+                query,
+                limit,
+                server,
+                asking,
+                common,
+            } => {
+                let plan = Self::report(
+                    common,
+                    asking,
+                    View::Search {
+                        query,
+                        limit,
+                        server: server.clone(),
+                    },
+                )?;
+                if let (Some(server), Self::Report { config, .. }) = (&server, &plan)
+                    && !config.servers.contains_key(server)
+                {
+                    bail!("no server is named `{server}` (list them with `mcp-runtime list`)");
+                }
+                plan
+            }
             Command::Resources { asking, common } => {
                 Self::features(common, asking, Ask::Resources)?
             }

@@ -50,6 +50,63 @@ fn tools_lists_the_demo_servers_without_any_setup() {
 }
 
 #[test]
+fn search_ranks_the_tools_that_match_best_first() {
+    let output = run(&["search", "multiply two numbers", "--demo"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let table = stdout(&output);
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .map(|line| line.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0][..3], ["TOOL", "SCORE", "DESCRIPTION"]);
+    let tools: Vec<&str> = rows[1..].iter().map(|row| row[0]).collect();
+    assert_eq!(tools, ["mcp__math__multiply", "mcp__math__add"], "{table}");
+    let scores: Vec<f64> = rows[1..]
+        .iter()
+        .map(|row| row[1].parse().unwrap())
+        .collect();
+    assert!(scores[0] > scores[1] && scores[1] > 0.0, "{table}");
+
+    // A tool's name ranks it first; --server keeps to one server; --limit bounds.
+    let json = |args: &[&str]| -> Value {
+        let output = run(&[&["search", "--demo", "--json"], args].concat());
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let found = json(&["Word-Count"]);
+    let first = &found["tools"][0];
+    assert_eq!(first["qualified_name"], "mcp__text__word_count");
+    assert_eq!(first["server"], "text");
+    assert_eq!(first["tool"], "word_count");
+    assert_eq!(
+        first["description"],
+        "Count the whitespace-separated words in the text"
+    );
+    assert!(first["score"].as_f64().unwrap() > 0.0);
+    let names = |found: &Value| -> Vec<String> {
+        found["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["qualified_name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        names(&json(&["text", "--server", "math"])),
+        Vec::<String>::new()
+    );
+    assert_eq!(names(&json(&["text", "--limit", "1"])).len(), 1);
+    assert_eq!(names(&json(&["kubernetes"])), Vec::<String>::new());
+
+    let output = run(&["search", "add", "--demo", "--server", "nowhere"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        "mcp-runtime: no server is named `nowhere` (list them with `mcp-runtime list`)\n"
+    );
+}
+
+#[test]
 fn servers_shows_state_transport_and_tools() {
     let output = run(&["servers"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
