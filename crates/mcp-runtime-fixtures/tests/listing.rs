@@ -165,3 +165,40 @@ async fn a_tool_added_by_a_refresh_takes_the_suffix_and_no_name_changes() {
     assert_eq!(added.map(|t| t.tool.name.as_ref()), Some("tool-name"));
     runtime.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_search_finds_a_tool_its_server_added_after_the_list_changed() {
+    let (runtime, _) = start(config([fixture("ops", &[]), fixture("other", &[])])).await;
+    let first = runtime.catalog();
+    assert!(first.search("kubernetes deploy", 5).is_empty());
+    let echo = first.search("echo", 5);
+    assert_eq!(echo[0].tool.qualified_name.as_ref(), "mcp__ops__echo");
+    assert!(echo[0].exact_name);
+
+    // The server adds a tool and says its list changed; the runtime lists it again.
+    let mut catalogs = runtime.subscribe_catalog();
+    let arguments = serde_json::json!({"name": "kubernetes_deploy"});
+    runtime
+        .call_tool("mcp__ops__add_tool", arguments.as_object().cloned())
+        .await
+        .unwrap();
+    let updated = catalogs
+        .wait_for(|catalog| catalog.len() == first.len() + 1)
+        .await
+        .unwrap()
+        .clone();
+    let hits = updated.search("kubernetes deploy", 5);
+    let found: Vec<&str> = hits.iter().map(|hit| &*hit.tool.qualified_name).collect();
+    assert_eq!(found, ["mcp__ops__kubernetes_deploy"]);
+    // Its name, as given or qualified, ranks it first among the tools it matches.
+    for query in ["kubernetes-deploy", "MCP__OPS__KUBERNETES_DEPLOY"] {
+        let hits = updated.search(query, 5);
+        assert_eq!(
+            hits[0].tool.qualified_name.as_ref(),
+            "mcp__ops__kubernetes_deploy"
+        );
+        assert!(hits[0].exact_name, "{query}");
+    }
+    assert!(updated.search_server("other", "kubernetes", 5).is_empty());
+    runtime.shutdown().await;
+}
