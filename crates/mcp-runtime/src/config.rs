@@ -60,8 +60,8 @@ mod keys;
 mod parse;
 mod serve;
 pub use self::serve::{
-    Connections, DEFAULT_LISTING_BURST, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SESSIONS,
-    DEFAULT_SESSION_IDLE, JwtAuth, ServeAuth, ServeConfig, ToolNames,
+    Connections, DEFAULT_LISTING_BURST, DEFAULT_MAX_EXPOSED_TOOLS, DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, Expose, JwtAuth, ServeAuth, ServeConfig, ToolNames,
 };
 pub(crate) mod servers;
 #[cfg(test)]

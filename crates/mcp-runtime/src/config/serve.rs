@@ -9,6 +9,8 @@ pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(600);
 pub const DEFAULT_LISTING_BURST: Duration = Duration::from_secs(1);
 /// Default `[serve] max_sessions`.
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+/// Default `[serve] max_exposed_tools`.
+pub const DEFAULT_MAX_EXPOSED_TOOLS: usize = 64;
 /// Default `[serve] max_request_bytes`: rmcp's bound on a request body.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 
@@ -18,6 +20,14 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 pub struct ServeConfig {
     /// `tool_names`: the names the served `tools/list` gives.
     pub tool_names: ToolNames,
+    /// `expose`: every tool in `tools/list`, or a search over them.
+    pub expose: Expose,
+    /// `always_expose`: the qualified names of the tools a search-mode list always
+    /// holds.
+    pub always_expose: Vec<String>,
+    /// `max_exposed_tools`: how many found tools a search-mode session's list holds
+    /// at most; the least recently found leave first.
+    pub max_exposed_tools: usize,
     /// `session_idle_sec`: a client session with nothing in flight for this long
     /// ends, and its servers with it.
     pub session_idle: Duration,
@@ -43,6 +53,9 @@ impl Default for ServeConfig {
     fn default() -> Self {
         Self {
             tool_names: ToolNames::default(),
+            expose: Expose::default(),
+            always_expose: Vec::new(),
+            max_exposed_tools: DEFAULT_MAX_EXPOSED_TOOLS,
             session_idle: DEFAULT_SESSION_IDLE,
             listing_burst: DEFAULT_LISTING_BURST,
             max_sessions: DEFAULT_MAX_SESSIONS,
@@ -64,6 +77,18 @@ pub enum ToolNames {
     /// `"original"`: the servers' own names; a name two servers share takes its
     /// qualified form.
     Original,
+}
+
+/// `[serve] expose`: what a client's `tools/list` holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Expose {
+    /// `"all"`: every tool of the catalog.
+    #[default]
+    All,
+    /// `"search"`: a tool that searches the catalog, one that calls any tool by its
+    /// qualified name, the `always_expose` tools, and those the session has found.
+    Search,
 }
 
 /// A server's `connections`: how `mcp-runtime serve` connects to it for its client

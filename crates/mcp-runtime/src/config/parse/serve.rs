@@ -3,10 +3,15 @@
 use toml::{Table, Value};
 
 use super::File;
-use crate::config::{JwtAuth, ServeAuth, ServeConfig, ToolNames, checks, error::ConfigError};
+use crate::config::{
+    Expose, JwtAuth, ServeAuth, ServeConfig, ToolNames, checks, error::ConfigError,
+};
 
 const SERVE_KEYS: &[&str] = &[
     "tool_names",
+    "expose",
+    "always_expose",
+    "max_exposed_tools",
     "session_idle_sec",
     "listing_burst_sec",
     "max_sessions",
@@ -38,6 +43,26 @@ impl File<'_> {
                 _ => Err(self.invalid("serve", "tool_names", "`qualified` or `original`")),
             };
             self.set(&mut serve.tool_names, names);
+        }
+        if let Some(value) = table.get("expose") {
+            let expose = match value.as_str() {
+                Some("all") => Ok(Expose::All),
+                Some("search") => Ok(Expose::Search),
+                _ => Err(self.invalid("serve", "expose", "`all` or `search`")),
+            };
+            self.set(&mut serve.expose, expose);
+        }
+        if let Some(value) = table.get("always_expose") {
+            self.set(
+                &mut serve.always_expose,
+                self.strings(value, "serve", "always_expose"),
+            );
+        }
+        if let Some(value) = table.get("max_exposed_tools") {
+            self.set(
+                &mut serve.max_exposed_tools,
+                self.positive(value, "max_exposed_tools"),
+            );
         }
         if let Some(value) = table.get("session_idle_sec") {
             self.set(

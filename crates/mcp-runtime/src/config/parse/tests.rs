@@ -782,12 +782,16 @@ fn the_serve_table_is_read_key_by_key() {
     assert_eq!(parse_ok("").serve, ServeConfig::default());
     let serve = parse_ok(
         "[serve]\ntool_names = \"original\"\nsession_idle_sec = 30\nlisting_burst_sec = 0\n\
+         expose = \"search\"\nalways_expose = [\"mcp__a__b\"]\nmax_exposed_tools = 8\n\
          max_sessions = 5\nmax_request_bytes = 1024\nallowed_hosts = [\"gw.example.com\"]\n\
          allowed_origins = [\"https://app.example.com\"]\n\
          [serve.auth]\nbearer_token_env_var = \"GATEWAY_TOKEN\"\n",
     )
     .serve;
     assert_eq!(serve.tool_names, ToolNames::Original);
+    assert_eq!(serve.expose, crate::config::Expose::Search);
+    assert_eq!(serve.always_expose, ["mcp__a__b"]);
+    assert_eq!(serve.max_exposed_tools, 8);
     assert_eq!(serve.session_idle, Duration::from_secs(30));
     assert_eq!(serve.listing_burst, Duration::ZERO);
     assert_eq!(serve.max_sessions, 5);
@@ -805,12 +809,14 @@ fn every_error_of_the_serve_table_is_reported() {
     let f = "`/etc/mcp.toml`:";
     assert_eq!(
         parse_errors(
-            "[serve]\ntool_names = \"short\"\nlisting_burst_sec = -1\nmax_sessions = 0\nallowed_origins = [\"app.example.com\"]\n\
+            "[serve]\ntool_names = \"short\"\nexpose = \"some\"\nmax_exposed_tools = 0\nlisting_burst_sec = -1\nmax_sessions = 0\nallowed_origins = [\"app.example.com\"]\n\
              idle = 3\n[serve.auth]\nbearer_token = \"secret-value\"\n",
         ),
         [
             format!("{f} unknown key `idle` in `[serve]` (check its spelling)"),
             format!("{f} key `tool_names` in `[serve]` must be `qualified` or `original`"),
+            format!("{f} key `expose` in `[serve]` must be `all` or `search`"),
+            format!("{f} key `max_exposed_tools` in `[serve]` must be a positive integer"),
             format!("{f} key `listing_burst_sec` in `[serve]` must be zero or a positive number"),
             format!("{f} key `max_sessions` in `[serve]` must be a positive integer"),
             format!(
