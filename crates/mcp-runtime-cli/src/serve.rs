@@ -7,7 +7,7 @@ use std::{net::SocketAddr, sync::Arc};
 
 use anyhow::Context;
 use mcp_runtime::{Config, StartOptions};
-use mcp_runtime_serve::{Gateway, Upstreams, http};
+use mcp_runtime_serve::{Exposure, Gateway, Upstreams, http};
 use rmcp::{ServiceExt, service::ServerInitializeError};
 
 /// Serves `config`'s servers on stdio until the client closes stdin, then shuts them
@@ -19,8 +19,7 @@ use rmcp::{ServiceExt, service::ServerInitializeError};
 /// Dropping the future drops the runtime, which ends every server process it started.
 pub async fn stdio(config: Config, options: StartOptions) -> anyhow::Result<()> {
     let upstreams = Upstreams::per_client(config.clone(), options);
-    let gateway =
-        Gateway::for_upstreams(upstreams.clone()).with_tool_names(config.serve.tool_names);
+    let gateway = gateway(&config, upstreams.clone());
     let served = gateway
         .clone()
         .serve(mcp_runtime_serve::stdio::stdio())
@@ -67,11 +66,22 @@ pub async fn http(
         .with_context(|| format!("cannot listen on {listen}"))?;
     let local = listener.local_addr()?;
     println!("listening on http://{local}{}", http::MCP_PATH);
-    let gateway = Gateway::for_upstreams(Upstreams::per_client(config.clone(), options))
-        .with_tool_names(config.serve.tool_names);
+    let gateway = gateway(&config, Upstreams::per_client(config.clone(), options));
     http::serve(listener, gateway, settings, async {
         shutdown.await;
     })
     .await
     .context("serving HTTP")
+}
+
+/// The gateway over `upstreams`, its lists as `config`'s `[serve]` table says.
+fn gateway(config: &Config, upstreams: Upstreams) -> Gateway {
+    let serve = &config.serve;
+    Gateway::for_upstreams(upstreams)
+        .with_tool_names(serve.tool_names)
+        .with_exposure(Exposure::new(
+            serve.expose,
+            serve.always_expose.clone(),
+            serve.max_exposed_tools,
+        ))
 }

@@ -63,6 +63,10 @@
 //!     the answer's `instructions` are theirs, each under a `## server` heading, for
 //!     the servers ready by then; a line of a server's that would begin a heading is
 //!     escaped, so no server starts a section of another's.
+//! 12. Under `[serve] expose = "search"` a client's list holds the gateway's
+//!     `search_tools` and `call_tool`, the `always_expose` tools and, for a handshake
+//!     session, the tools its searches found; a tool it was not shown is refused by
+//!     its own name ([`crate::exposure`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -90,6 +94,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use crate::{
     bridge::{Answer, Askers, Call, Event, Rounds, Target},
+    exposure::{self, Exposure, Found},
     features, names, paging,
     shared::{Notice, Served},
     upstreams::{ClientKey, Held, NoRuntime, Owned, Upstreams},
@@ -113,6 +118,10 @@ pub struct Gateway {
     /// Where this session's servers' log messages go, once it has a runtime.
     logs: Arc<std::sync::OnceLock<crate::forward::LogQueue>>,
     tool_names: ToolNames,
+    /// What the clients' lists hold (invariant 12), shared by every session.
+    exposure: Arc<Exposure>,
+    /// The tools this session's searches found (invariant 12).
+    found: Arc<Found>,
     /// Sends the client `notifications/tools/list_changed` at each change of the
     /// catalog, once the client is initialized (invariant 4); ends with the gateway.
     announcer: Arc<Mutex<Option<AbortOnDropHandle<()>>>>,
@@ -136,9 +145,17 @@ impl Gateway {
             askers: Arc::default(),
             logs: Arc::default(),
             tool_names: ToolNames::default(),
+            exposure: Arc::default(),
+            found: Arc::default(),
             announcer: Arc::default(),
             rounds: Arc::new(Rounds::new()),
         }
+    }
+
+    /// The gateway, its clients' lists holding what `exposure` says (invariant 12).
+    pub fn with_exposure(mut self, exposure: Exposure) -> Self {
+        self.exposure = Arc::new(exposure);
+        self
     }
 
     /// The gateway, its tools named as `names` says (invariant 1).
@@ -159,6 +176,7 @@ impl Gateway {
             log_level: Arc::default(),
             askers: Arc::default(),
             logs: Arc::default(),
+            found: Arc::default(),
             announcer: Arc::default(),
             ..self.clone()
         }
@@ -596,15 +614,28 @@ impl ServerHandler for Gateway {
     ) -> Result<ListToolsResult, ErrorData> {
         let runtime = self.runtime(&context).await?;
         let catalog = runtime.catalog();
-        let tools: Vec<(String, Tool)> = catalog
-            .tools()
-            .map(|tool| tool.qualified_name.to_string())
-            .zip(self.tools(&catalog))
-            .collect();
+        let tools: Vec<(String, Tool)> = if self.exposure.searching() {
+            self.exposure
+                .list(&catalog, self.found(&context))
+                .into_iter()
+                .map(|tool| (tool.name.to_string(), tool))
+                .collect()
+        } else {
+            catalog
+                .tools()
+                .map(|tool| tool.qualified_name.to_string())
+                .zip(self.tools(&catalog))
+                .collect()
+        };
         let (page, next) = paging::page(tools, cursor(&request), |(key, _)| key.clone());
         let mut result =
             ListToolsResult::with_all_items(page.into_iter().map(|(_, tool)| tool).collect());
         result.next_cursor = next;
+        if self.found(&context).is_some() {
+            // The session's own list (invariant 12).
+            result.ttl_ms = Some(0);
+            result.cache_scope = Some(rmcp::model::CacheScope::Private);
+        }
         Ok(result)
     }
 
@@ -743,6 +774,12 @@ impl ServerHandler for Gateway {
     ) -> Result<CallToolResponse, ErrorData> {
         let mut request = request;
         let (state, given) = (request.request_state.take(), request.input_responses.take());
+        if self.exposure.searching()
+            && let Some(searched) =
+                Box::pin(self.exposed(&mut request, state.is_some(), &context)).await?
+        {
+            return Ok(searched);
+        }
         let name = request.name.clone();
         let target = Target {
             method: "tools/call",
@@ -770,6 +807,61 @@ impl ServerHandler for Gateway {
 }
 
 impl Gateway {
+    /// The found tools of `context`'s client, when its list is a search-mode
+    /// session's own (invariant 12): a handshake-era client's.
+    fn found(&self, context: &RequestContext<RoleServer>) -> Option<&Found> {
+        (self.exposure.searching() && context.meta.protocol_version().is_none())
+            .then_some(&*self.found)
+    }
+
+    /// A search-mode call (invariant 12): `search_tools` answered here; `call_tool`
+    /// turned into the call it carries; a tool the client was not shown refused,
+    /// unless the call `resumes` one already let through.
+    async fn exposed(
+        &self,
+        request: &mut CallToolRequestParams,
+        resumes: bool,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<CallToolResponse>, ErrorData> {
+        let invalid = |message: String| ErrorData::invalid_params(message, None);
+        match &*request.name {
+            exposure::SEARCH_TOOLS => {
+                let runtime = self.runtime(context).await?;
+                let found = self.found(context);
+                let (tools, changed) = self
+                    .exposure
+                    .search(&runtime.catalog(), request.arguments.as_ref(), found)
+                    .map_err(invalid)?;
+                if changed {
+                    // The client lists again and calls what it found by name. A
+                    // client gone before it hears this has no list to refresh.
+                    let _ = context.peer.notify_tool_list_changed().await;
+                }
+                let tools = serde_json::to_value(&tools).unwrap_or_default();
+                let structured = serde_json::json!({ "tools": tools });
+                return Ok(Some(CallToolResponse::from(CallToolResult::structured(
+                    structured,
+                ))));
+            }
+            exposure::CALL_TOOL => {
+                let (name, arguments) =
+                    exposure::unwrap_call(request.arguments.as_ref()).map_err(invalid)?;
+                request.name = name.into();
+                request.arguments = arguments;
+            }
+            name if !resumes && !self.exposure.shown(name, self.found(context)) => {
+                return Err(invalid(format!(
+                    "tool `{name}` is not in this client's tool list: find it with `{}` \
+                     and call it by name, or through `{}`",
+                    exposure::SEARCH_TOOLS,
+                    exposure::CALL_TOOL
+                )));
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
     /// Calls a tool for a client that can be asked the servers' questions as they
     /// come (invariants 2, 3 and 7).
     async fn call(

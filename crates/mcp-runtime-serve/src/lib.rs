@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 mod bridge;
+mod exposure;
 mod features;
 mod forward;
 mod gateway;
@@ -24,5 +25,6 @@ pub mod stdio;
 mod sync;
 mod upstreams;
 
+pub use exposure::Exposure;
 pub use gateway::Gateway;
 pub use upstreams::Upstreams;
