@@ -29,6 +29,7 @@ mod progress;
 mod protocol_eras;
 mod restart;
 mod sandbox;
+mod search_quality;
 mod shared_listing;
 mod startup;
 mod subscriptions;
