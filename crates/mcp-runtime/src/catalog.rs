@@ -211,13 +211,16 @@ pub struct Catalog {
 struct ServerTools {
     /// The qualified names of the server's tools, in order.
     names: Box<[Arc<str>]>,
+    /// What the server says about how to use it, which its index holds too.
+    instructions: Option<Arc<str>>,
     index: OnceLock<search::ServerIndex>,
 }
 
 impl ServerTools {
-    fn new(names: Vec<Arc<str>>) -> Arc<Self> {
+    fn new(names: Vec<Arc<str>>, instructions: Option<Arc<str>>) -> Arc<Self> {
         Arc::new(Self {
             names: names.into_boxed_slice(),
+            instructions,
             index: OnceLock::new(),
         })
     }
@@ -227,6 +230,7 @@ impl std::fmt::Debug for ServerTools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerTools")
             .field("names", &self.names)
+            .field("instructions", &self.instructions.is_some())
             .field("indexed", &self.index.get().is_some())
             .finish()
     }
@@ -295,7 +299,14 @@ impl Catalog {
         }
         for (server, mut keys) in by_server.into_values() {
             keys.sort_unstable();
-            catalog.servers.insert(server, ServerTools::new(keys));
+            // The server's instructions stay until it is told others.
+            let instructions = previous
+                .servers
+                .get(&server)
+                .and_then(|tools| tools.instructions.clone());
+            catalog
+                .servers
+                .insert(server, ServerTools::new(keys, instructions));
         }
         catalog.check();
         catalog
@@ -317,14 +328,14 @@ impl Catalog {
         let mut catalog = self.clone();
         // A server new to the catalog has no entry to share: its tools are not
         // looked up in it.
-        let (server, previous) = match catalog.servers.remove_with_key(server) {
+        let (server, previous, instructions) = match catalog.servers.remove_with_key(server) {
             Some((key, old)) => {
                 for name in &old.names {
                     catalog.tools.remove(name);
                 }
-                (key, Some(self))
+                (key, Some(self), old.instructions.clone())
             }
-            None => (Arc::from(server), None),
+            None => (Arc::from(server), None, None),
         };
         let mut keys = Vec::with_capacity(listed.len());
         for ((_, listed), qualified_name) in listed.into_iter().zip(names) {
@@ -334,9 +345,39 @@ impl Catalog {
         }
         if !keys.is_empty() {
             keys.sort_unstable();
-            catalog.servers.insert(server, ServerTools::new(keys));
+            catalog
+                .servers
+                .insert(server, ServerTools::new(keys, instructions));
         }
         catalog.check();
+        catalog
+    }
+
+    /// This catalog with `server`'s instructions (what it says about how to use it)
+    /// set to `instructions`, for [`Catalog::search`] to match: every tool of the
+    /// server holds their words, weighted below its own. Its tools and names are
+    /// unchanged; the server's index is built again only when they differ. A server
+    /// the catalog has no tool of is left out.
+    pub fn with_server_instructions(&self, server: &str, instructions: Option<&str>) -> Self {
+        let Some(tools) = self.servers.get(server) else {
+            return self.clone();
+        };
+        if tools.instructions.as_deref() == instructions {
+            return self.clone();
+        }
+        let mut catalog = self.clone();
+        let entry = Arc::new(ServerTools {
+            names: tools.names.clone(),
+            instructions: instructions.map(Arc::from),
+            index: OnceLock::new(),
+        });
+        let key = self
+            .servers
+            .get_key_value(server)
+            .map(|(key, _)| key.clone());
+        catalog
+            .servers
+            .insert(key.unwrap_or_else(|| server.into()), entry);
         catalog
     }
 
@@ -367,9 +408,10 @@ impl Catalog {
                 // Every tool kept: the entry, and its index, are shared.
                 catalog.servers.insert(server.clone(), theirs.clone());
             } else if !kept.is_empty() {
-                catalog
-                    .servers
-                    .insert(server.clone(), ServerTools::new(kept));
+                catalog.servers.insert(
+                    server.clone(),
+                    ServerTools::new(kept, theirs.instructions.clone()),
+                );
             }
         }
         catalog.check();
@@ -431,9 +473,10 @@ impl Catalog {
         servers: impl Iterator<Item = (&'a Arc<str>, &'a Arc<ServerTools>)> + 'a,
     ) -> impl Iterator<Item = (&'a search::ServerIndex, &'a [Arc<str>])> + 'a {
         servers.map(|(server, tools)| {
-            let index = tools
-                .index
-                .get_or_init(|| search::ServerIndex::build(server, &tools.names, &self.tools));
+            let index = tools.index.get_or_init(|| {
+                let instructions = tools.instructions.as_deref();
+                search::ServerIndex::build(server, instructions, &tools.names, &self.tools)
+            });
             (index, &tools.names[..])
         })
     }

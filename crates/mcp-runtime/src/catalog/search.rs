@@ -4,7 +4,8 @@
 //! Ranking is BM25F (Robertson and Zaragoza's field-weighted BM25) over five fields
 //! of each tool: its names (qualified and original, split on `_`, `-` and
 //! camelCase), its title, its description, its input schema's property names and
-//! descriptions, and its server's name. Before any score, a name pass puts the
+//! descriptions, and its server's name and instructions (which every tool of the
+//! server shares). Before any score, a name pass puts the
 //! tools whose qualified name, or original name, is the query itself (case and `-`
 //! against `_` aside) first.
 //!
@@ -58,6 +59,9 @@ const WEIGHTS: [f64; FIELDS] = [3.0, 2.0, 1.0, 0.6];
 const LENGTH_NORMALISATION: [f64; FIELDS] = [0.3, 0.5, 0.75, 0.75];
 /// The weight of a term of the server's name, which every tool of the server holds.
 const SERVER_WEIGHT: f64 = 0.5;
+/// The weight of a term of the server's instructions, which every tool of the server
+/// holds too: less than its name's, as instructions run long and cover much.
+const INSTRUCTIONS_WEIGHT: f64 = 0.25;
 /// BM25's term-frequency saturation.
 const K1: f64 = 1.2;
 
@@ -84,21 +88,32 @@ pub(super) struct ServerIndex {
     lengths: Vec<[u16; FIELDS]>,
     /// The sum of each field's lengths over the documents.
     total_lengths: [u64; FIELDS],
-    /// The terms of the server's name.
-    server_terms: Vec<Box<str>>,
+    /// The terms of the server's name and instructions, each with its weight.
+    server_terms: Vec<(Box<str>, f64)>,
     /// Each document's names, normalised (see [`normalised_name`]), to the documents.
     names: HashMap<Box<str>, Vec<u32>>,
 }
 
 impl ServerIndex {
-    /// The index of `server`'s tools `names`, looked up in `tools`.
+    /// The index of `server`'s tools `names`, looked up in `tools`, with the server's
+    /// `instructions`.
     pub(super) fn build(
         server: &str,
+        instructions: Option<&str>,
         names: &[Arc<str>],
         tools: &OrdMap<Arc<str>, Arc<QualifiedTool>>,
     ) -> Self {
+        let mut server_terms: Vec<(Box<str>, f64)> = unique_terms(server)
+            .into_iter()
+            .map(|term| (term, SERVER_WEIGHT))
+            .collect();
+        for term in unique_terms(instructions.unwrap_or_default()) {
+            if !server_terms.iter().any(|(own, _)| *own == term) {
+                server_terms.push((term, INSTRUCTIONS_WEIGHT));
+            }
+        }
         let mut index = Self {
-            server_terms: unique_terms(server),
+            server_terms,
             ..Self::default()
         };
         let mut counts: HashMap<String, [u8; FIELDS]> = HashMap::new();
@@ -165,13 +180,21 @@ impl ServerIndex {
         index
     }
 
+    /// The weight of `term` as one of the server's own, if it is.
+    fn server_weight(&self, term: &str) -> Option<f64> {
+        self.server_terms
+            .iter()
+            .find(|(own, _)| &**own == term)
+            .map(|(_, weight)| *weight)
+    }
+
     fn documents(&self) -> usize {
         self.lengths.len()
     }
 
     /// How many of the server's tools hold `term` in any field.
     fn frequency(&self, term: &str) -> usize {
-        if self.server_terms.iter().any(|own| &**own == term) {
+        if self.server_weight(term).is_some() {
             self.documents()
         } else {
             self.postings.get(term).map_or(0, Vec::len)
@@ -221,18 +244,18 @@ impl Scoring {
         scores.clear();
         scores.resize(index.documents(), 0.0);
         for (term, idf) in &self.terms {
-            let server = index.server_terms.iter().any(|own| **own == **term);
+            let server = index.server_weight(term);
             let postings = index
                 .postings
                 .get(term.as_str())
                 .map_or(&[][..], Vec::as_slice);
-            if server {
-                // Every tool holds the server's name: one weighted count each, beside
-                // the counts of its own fields.
+            if let Some(server) = server {
+                // Every tool holds the server's name and instructions: one weighted
+                // count each, beside the counts of its own fields.
                 let mut own = postings.iter().peekable();
                 for doc in 0..index.documents() as u32 {
                     let counts = own.next_if(|posting| posting.doc == doc).map(|p| p.counts);
-                    let weighted = self.weighted(index, doc, counts) + SERVER_WEIGHT;
+                    let weighted = self.weighted(index, doc, counts) + server;
                     scores[doc as usize] += idf * weighted / (K1 + weighted);
                 }
             } else {

@@ -621,3 +621,44 @@ fn a_joined_catalog_shares_the_indexes_of_the_servers_it_keeps_whole() {
         catalog.search("read a file", 10).len()
     );
 }
+
+#[test]
+fn a_servers_instructions_lead_a_search_to_its_tools_and_survive_its_changes() {
+    let (catalog, [files, _]) = search_catalog();
+    assert!(catalog.search("hiking trails", 5).is_empty());
+    let told = catalog.with_server_instructions(
+        "web",
+        Some("Use these tools to look up hiking trails and their maps."),
+    );
+    let hits = told.search("hiking trails", 5);
+    assert_eq!(found(&hits), ["mcp__web__fetch", "mcp__web__read"]);
+    // Weighted below a tool's own words: a tool whose description holds the word
+    // still ranks above the server's other tools.
+    let hits = told.search("maps page", 5);
+    assert_eq!(found(&hits)[0], "mcp__web__read", "{hits:?}");
+
+    // The same instructions change nothing; another server's change keeps them.
+    let same = told.with_server_instructions(
+        "web",
+        Some("Use these tools to look up hiking trails and their maps."),
+    );
+    assert!(Arc::ptr_eq(&same.servers["web"], &told.servers["web"]));
+    let changed = told.with_server(&files, &[described("stat", "File metadata.", &[])]);
+    assert_eq!(changed.search("hiking", 5).len(), 2);
+    // A server the catalog has no tool of is left out.
+    assert!(
+        told.with_server_instructions("nowhere", Some("x"))
+            .servers
+            .get("nowhere")
+            .is_none()
+    );
+    // Its own listing changing keeps them too.
+    let web = server("web");
+    let relisted = told.with_server(&web, &[described("browse", "Open a page.", &[])]);
+    assert_eq!(found(&relisted.search("hiking", 5)), ["mcp__web__browse"]);
+    assert!(
+        told.with_server_instructions("web", None)
+            .search("hiking", 5)
+            .is_empty()
+    );
+}

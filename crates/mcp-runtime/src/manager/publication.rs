@@ -108,14 +108,31 @@ impl Shared {
     /// The catalog of every server's listing, each filtered by its server's tool
     /// filters, built from `previous` (whose names stay, catalog invariant 2).
     pub(super) fn build_catalog(&self, previous: &Catalog) -> Catalog {
-        let listings = lock(&self.listings);
-        Catalog::build(
-            previous,
-            listings
-                .by_server
-                .iter()
-                .map(|(name, listing)| (&self.servers[name].config, listing.tools.as_slice())),
-        )
+        let (catalog, names) = {
+            let listings = lock(&self.listings);
+            let catalog = Catalog::build(
+                previous,
+                listings
+                    .by_server
+                    .iter()
+                    .map(|(name, listing)| (&self.servers[name].config, listing.tools.as_slice())),
+            );
+            (
+                catalog,
+                listings.by_server.keys().cloned().collect::<Vec<_>>(),
+            )
+        };
+        names.iter().fold(catalog, |catalog, name| {
+            catalog.with_server_instructions(name, self.instructions(name).as_deref())
+        })
+    }
+
+    /// What `name`'s server says about how to use it, on its current connection; the
+    /// catalog's search matches it.
+    fn instructions(&self, name: &str) -> Option<String> {
+        self.servers[name]
+            .connection()
+            .and_then(|connection| connection.instructions())
     }
 
     /// The listings' version, and the listings stored after version `since` with
@@ -144,11 +161,15 @@ impl Shared {
             if version <= published {
                 return false;
             }
-            let catalog = changed
-                .iter()
-                .fold(Catalog::clone(current), |catalog, (config, tools)| {
-                    catalog.with_server(config, tools)
-                });
+            let catalog =
+                changed
+                    .iter()
+                    .fold(Catalog::clone(current), |catalog, (config, tools)| {
+                        let instructions = self.instructions(&config.name);
+                        catalog
+                            .with_server(config, tools)
+                            .with_server_instructions(&config.name, instructions.as_deref())
+                    });
             self.published.store(version, Ordering::Relaxed);
             *current = Arc::new(catalog);
             true
