@@ -328,9 +328,14 @@ fn a_python_sdk_client_finds_tools_in_search_mode_in_both_eras() {
     std::fs::write(
         &config,
         format!(
-            "[serve]\nexpose = \"search\"\nalways_expose = [\"mcp__up__pid\"]\n\n\
-             [mcp_servers.up]\ncommand = {:?}\nrequired = true\n",
-            fixture_server().to_str().unwrap()
+            // `original` names do not apply in search mode: `other` lists a tool named
+            // as up's echo is qualified, and a call by that name must reach up's.
+            "[serve]\nexpose = \"search\"\nalways_expose = [\"mcp__up__pid\"]\n\
+             tool_names = \"original\"\n\n\
+             [mcp_servers.up]\ncommand = {fixture:?}\nrequired = true\n\n\
+             [mcp_servers.other]\ncommand = {fixture:?}\nrequired = true\n\
+             args = [\"--tool-name\", \"mcp__up__echo\"]\nenabled_tools = [\"mcp__up__echo\"]\n",
+            fixture = fixture_server().to_str().unwrap()
         ),
     )
     .unwrap();

@@ -280,7 +280,9 @@ impl Gateway {
     /// The qualified name of the tool the client calls `name` (invariant 1); a name
     /// the list never gave stays as it is, to be refused with the nearest name.
     fn qualified<'a>(&self, catalog: &'a Catalog, name: &'a str) -> &'a str {
-        if self.tool_names == ToolNames::Qualified {
+        // Search mode names every tool by its qualified name (invariant 12): a name
+        // a server gave its own tool must not stand for another server's.
+        if self.tool_names == ToolNames::Qualified || self.exposure.searching() {
             return name;
         }
         let items = tool_items(catalog);
