@@ -35,6 +35,8 @@ pub(crate) const CALL_TOOL: &str = "call_tool";
 const DEFAULT_LIMIT: usize = 10;
 /// The most tools one search returns.
 const MAX_LIMIT: usize = 50;
+/// The longest query a search takes, in bytes: a query is a few words or a name.
+const MAX_QUERY: usize = 1024;
 
 /// What the clients' lists hold (`[serve] expose`, `always_expose`,
 /// `max_exposed_tools`).
@@ -103,6 +105,11 @@ impl Exposure {
         let Some(query) = arguments.get("query").and_then(|query| query.as_str()) else {
             return Err(format!("`{SEARCH_TOOLS}` takes a `query` string"));
         };
+        if query.len() > MAX_QUERY {
+            return Err(format!(
+                "`{SEARCH_TOOLS}`'s `query` is at most {MAX_QUERY} bytes: a few words, or a tool's name"
+            ));
+        }
         let limit = match arguments.get("limit") {
             None => DEFAULT_LIMIT,
             Some(limit) => match limit.as_u64() {
@@ -251,6 +258,25 @@ mod tests {
         // `a` was found least recently and leaves.
         assert_eq!(names(&found), ["c", "d", "b"]);
         assert!(found.contains("d") && !found.contains("a"));
+    }
+
+    #[test]
+    fn a_search_takes_a_query_of_a_few_words_and_a_bounded_limit() {
+        let exposure = Exposure::new(Expose::Search, Vec::new(), 8);
+        let catalog = Catalog::default();
+        let search =
+            |arguments: serde_json::Value| exposure.search(&catalog, arguments.as_object(), None);
+        assert!(search(json!({"query": "read a file"})).is_ok());
+        assert!(search(json!({"query": "read", "limit": 1_000_000})).is_ok());
+        for refused in [
+            json!({}),
+            json!({"query": 3}),
+            json!({"query": "read", "limit": 0}),
+            json!({"query": "read", "limit": "ten"}),
+            json!({"query": "word ".repeat(300)}),
+        ] {
+            assert!(search(refused.clone()).is_err(), "{refused}");
+        }
     }
 
     #[test]

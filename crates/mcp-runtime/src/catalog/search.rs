@@ -23,7 +23,7 @@
 
 use std::{
     cmp::Ordering,
-    collections::{BinaryHeap, HashMap},
+    collections::{BinaryHeap, HashMap, HashSet},
     sync::Arc,
 };
 
@@ -89,7 +89,7 @@ pub(super) struct ServerIndex {
     /// The sum of each field's lengths over the documents.
     total_lengths: [u64; FIELDS],
     /// The terms of the server's name and instructions, each with its weight.
-    server_terms: Vec<(Box<str>, f64)>,
+    server_terms: HashMap<Box<str>, f64>,
     /// Each document's names, normalised (see [`normalised_name`]), to the documents.
     names: HashMap<Box<str>, Vec<u32>>,
 }
@@ -103,15 +103,14 @@ impl ServerIndex {
         names: &[Arc<str>],
         tools: &OrdMap<Arc<str>, Arc<QualifiedTool>>,
     ) -> Self {
-        let mut server_terms: Vec<(Box<str>, f64)> = unique_terms(server)
+        let mut server_terms: HashMap<Box<str>, f64> = unique_terms(server)
             .into_iter()
             .map(|term| (term, SERVER_WEIGHT))
             .collect();
         for term in unique_terms(instructions.unwrap_or_default()) {
-            if !server_terms.iter().any(|(own, _)| *own == term) {
-                server_terms.push((term, INSTRUCTIONS_WEIGHT));
-            }
+            server_terms.entry(term).or_insert(INSTRUCTIONS_WEIGHT);
         }
+        server_terms.shrink_to_fit();
         let mut index = Self {
             server_terms,
             ..Self::default()
@@ -182,10 +181,7 @@ impl ServerIndex {
 
     /// The weight of `term` as one of the server's own, if it is.
     fn server_weight(&self, term: &str) -> Option<f64> {
-        self.server_terms
-            .iter()
-            .find(|(own, _)| &**own == term)
-            .map(|(_, weight)| *weight)
+        self.server_terms.get(term).copied()
     }
 
     fn documents(&self) -> usize {
@@ -339,14 +335,20 @@ pub(super) fn search<'a>(
     let indexes: Vec<&ServerIndex> = servers.iter().map(|(index, _)| *index).collect();
     let scoring = Scoring::new(query, &indexes);
     let name = normalised_name(query.trim());
-    let mut heap: BinaryHeap<Ranked> = BinaryHeap::with_capacity(limit + 1);
+    let documents: usize = indexes.iter().map(|index| index.documents()).sum();
+    let mut heap: BinaryHeap<Ranked> =
+        BinaryHeap::with_capacity(limit.min(documents).saturating_add(1));
     let mut scores = Vec::new();
     for (index, names) in servers {
         scoring.scores(index, &mut scores);
-        let exact = index
-            .names
-            .get(name.as_str())
-            .map_or(&[][..], Vec::as_slice);
+        // A blank query names no tool (a tool listed with an empty name included).
+        let exact = match name.is_empty() {
+            true => &[][..],
+            false => index
+                .names
+                .get(name.as_str())
+                .map_or(&[][..], Vec::as_slice),
+        };
         for (doc, &score) in scores.iter().enumerate() {
             let exact_name = exact.contains(&(doc as u32));
             if score <= 0.0 && !exact_name {
@@ -387,21 +389,18 @@ pub(super) fn search<'a>(
 /// A name as the name pass compares it: lowercase, `-` as `_`.
 fn normalised_name(name: &str) -> String {
     name.chars()
-        .map(|c| {
-            if c == '-' {
-                '_'
-            } else {
-                c.to_ascii_lowercase()
-            }
-        })
+        .flat_map(char::to_lowercase)
+        .map(|c| if c == '-' { '_' } else { c })
         .collect()
 }
 
 /// `text`'s distinct terms, in order of first appearance.
 fn unique_terms(text: &str) -> Vec<Box<str>> {
+    let mut seen: HashSet<Box<str>> = HashSet::new();
     let mut unique: Vec<Box<str>> = Vec::new();
     terms(text, |term| {
-        if !unique.iter().any(|seen| &**seen == term) {
+        if !seen.contains(term) {
+            seen.insert(term.into());
             unique.push(term.into());
         }
     });

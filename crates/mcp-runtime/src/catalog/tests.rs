@@ -553,6 +553,12 @@ fn a_search_ranks_tools_by_their_names_descriptions_and_parameters() {
     assert!(catalog.search("kubernetes", 5).is_empty());
     assert!(catalog.search("the", 5).is_empty());
     assert!(catalog.search("read", 0).is_empty());
+    assert!(
+        catalog.search("  ", 5).is_empty(),
+        "a blank query names no tool"
+    );
+    // A limit past the catalog's size is every match, not an allocation of its size.
+    assert_eq!(catalog.search("read a file", usize::MAX).len(), hits.len());
 }
 
 #[test]
@@ -632,9 +638,9 @@ fn a_servers_instructions_lead_a_search_to_its_tools_and_survive_its_changes() {
     );
     let hits = told.search("hiking trails", 5);
     assert_eq!(found(&hits), ["mcp__web__fetch", "mcp__web__read"]);
-    // Weighted below a tool's own words: a tool whose description holds the word
-    // still ranks above the server's other tools.
-    let hits = told.search("maps page", 5);
+    // Weighted below a tool's own words: the one tool whose description holds the
+    // other word ranks above the server's other tool.
+    let hits = told.search("maps search", 5);
     assert_eq!(found(&hits)[0], "mcp__web__read", "{hits:?}");
 
     // The same instructions change nothing; another server's change keeps them.
