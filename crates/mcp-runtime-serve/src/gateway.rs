@@ -528,11 +528,14 @@ impl ServerHandler for Gateway {
             .resource_subscriptions
             .clone()
             .unwrap_or_default();
-        for uri in &uris {
-            runtime
-                .subscribe_resource(uri)
-                .await
-                .map_err(|error| features::feature_error(&error))?;
+        for (made, uri) in uris.iter().enumerate() {
+            if let Err(error) = runtime.subscribe_resource(uri).await {
+                // The stream is refused: the subscriptions it made so far are undone.
+                for uri in &uris[..made] {
+                    let _ = runtime.unsubscribe_resource(uri).await;
+                }
+                return Err(features::feature_error(&error));
+            }
         }
         let sink = context.sink();
         // rmcp acknowledges the stream before this runs, and the servers' own

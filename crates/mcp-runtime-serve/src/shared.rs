@@ -556,11 +556,10 @@ impl Served {
         {
             return release(&shared.caller.shared, uri).await;
         }
-        let unsubscribed = Box::pin(self.own.unsubscribe_resource(uri, None)).await;
-        if unsubscribed.is_ok() {
-            self.subscribed.remove(uri);
-        }
-        unsubscribed
+        // The client gives the subscription up whatever its server answers: one that
+        // cannot be told (it stopped, or no longer lists the URI) keeps none anyway.
+        self.subscribed.remove(uri);
+        Box::pin(self.own.unsubscribe_resource(uri, None)).await
     }
 
     /// Every server's prompts.
