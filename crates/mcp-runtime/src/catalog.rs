@@ -452,7 +452,7 @@ impl Catalog {
     /// The `limit` tools that best match `query`, best first, with their scores: the
     /// tools whose qualified or original name is the query itself (case, and `-`
     /// against `_`, aside) first, then by BM25F score over their names, titles,
-    /// descriptions, parameters and server names (see [`search`]). Tools no term of
+    /// descriptions, parameters and server names and instructions. Tools no term of
     /// the query matches are left out.
     ///
     /// The first search indexes the catalog's servers, each once; later catalogs of

@@ -10,7 +10,7 @@
 
 use tokio::sync::broadcast;
 
-/// How many changes a slow receiver of [`Runtime::changes`] may fall behind, unless
+/// How many changes a slow receiver of [`Runtime::changes`](crate::Runtime::changes) may fall behind, unless
 /// the host sets another number ([`StartOptions::with_change_backlog`]), before it
 /// misses some (it is told how many, by `broadcast`'s `Lagged`).
 ///
