@@ -321,15 +321,14 @@ fn a_large_catalog_is_listed_page_by_page_in_name_order_in_both_eras() {
     }
 }
 
-#[test]
-fn a_python_sdk_client_finds_tools_in_search_mode_in_both_eras() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("config.toml");
+/// A gateway's configuration in search mode: the fixture `up`, and `other`, whose one
+/// tool is named as up's echo is qualified (`original` names do not apply in search
+/// mode: a call by that name must reach up's echo).
+pub(crate) fn search_config(dir: &Path) -> std::path::PathBuf {
+    let config = dir.join("config.toml");
     std::fs::write(
         &config,
         format!(
-            // `original` names do not apply in search mode: `other` lists a tool named
-            // as up's echo is qualified, and a call by that name must reach up's.
             "[serve]\nexpose = \"search\"\nalways_expose = [\"mcp__up__pid\"]\n\
              tool_names = \"original\"\n\n\
              [mcp_servers.up]\ncommand = {fixture:?}\nrequired = true\n\n\
@@ -339,6 +338,43 @@ fn a_python_sdk_client_finds_tools_in_search_mode_in_both_eras() {
         ),
     )
     .unwrap();
+    config
+}
+
+/// What `serve_search_client.py` reported for `mode` (see the client's docs).
+pub(crate) fn assert_search_report(mode: &str, report: &Value) {
+    // The search and call tools and the always exposed one; none of the rest.
+    assert_eq!(
+        report["listed"],
+        json!(["call_tool", "mcp__up__pid", "search_tools"]),
+        "{mode}"
+    );
+    let unshown = report["unshown"].as_str().unwrap();
+    assert!(
+        unshown.contains("`mcp__up__echo` is not in this client's tool list"),
+        "{mode}: {unshown}"
+    );
+    assert_eq!(report["found"][0], "mcp__up__echo", "{mode}: {report}");
+    assert_eq!(report["through"], json!({"text": "through"}), "{mode}");
+    if mode == "legacy" {
+        // The session heard its list changed, and its list now holds what it found,
+        // which it calls by name. A 2026-07-28 client's list is fixed.
+        let relisted = report["relisted"].as_array().unwrap();
+        for name in report["found"].as_array().unwrap() {
+            assert!(relisted.contains(name), "{name} in {relisted:?}");
+        }
+        assert_eq!(
+            relisted.len(),
+            3 + report["found"].as_array().unwrap().len()
+        );
+        assert_eq!(report["by_name"], json!({"text": "by name"}));
+    }
+}
+
+#[test]
+fn a_python_sdk_client_finds_tools_in_search_mode_in_both_eras() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = search_config(dir.path());
     for mode in ["legacy", "2026-07-28"] {
         let mut client = python_client("serve_search_client.py");
         client.args([
@@ -346,32 +382,6 @@ fn a_python_sdk_client_finds_tools_in_search_mode_in_both_eras() {
             env!("CARGO_BIN_EXE_mcp-runtime"),
             config.to_str().unwrap(),
         ]);
-        let report = report_of(client, mode);
-        // The search and call tools and the always exposed one; none of the rest.
-        assert_eq!(
-            report["listed"],
-            json!(["call_tool", "mcp__up__pid", "search_tools"]),
-            "{mode}"
-        );
-        let unshown = report["unshown"].as_str().unwrap();
-        assert!(
-            unshown.contains("`mcp__up__echo` is not in this client's tool list"),
-            "{mode}: {unshown}"
-        );
-        assert_eq!(report["found"][0], "mcp__up__echo", "{mode}: {report}");
-        assert_eq!(report["through"], json!({"text": "through"}), "{mode}");
-        if mode == "legacy" {
-            // The session heard its list changed, and its list now holds what it found,
-            // which it calls by name. A 2026-07-28 client's list is fixed.
-            let relisted = report["relisted"].as_array().unwrap();
-            for name in report["found"].as_array().unwrap() {
-                assert!(relisted.contains(name), "{name} in {relisted:?}");
-            }
-            assert_eq!(
-                relisted.len(),
-                3 + report["found"].as_array().unwrap().len()
-            );
-            assert_eq!(report["by_name"], json!({"text": "by name"}));
-        }
+        assert_search_report(mode, &report_of(client, mode));
     }
 }

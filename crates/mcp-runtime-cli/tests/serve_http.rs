@@ -217,6 +217,24 @@ fn sessions_opened_within_the_burst_window_cost_one_listing() {
 }
 
 #[test]
+fn python_sdk_clients_find_tools_in_search_mode_over_http_in_both_eras() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = crate::serve::search_config(dir.path());
+    let (mut child, url) = gateway(&config, &[]);
+    let guard = KillOnDrop(&mut child);
+    for mode in ["legacy", "2026-07-28"] {
+        let mut client = python_client("serve_search_client.py");
+        client.args([mode, url.as_str()]);
+        crate::serve::assert_search_report(mode, &report_of(client, mode));
+    }
+    // A second session's list is its own: it starts without what the first found.
+    let mut client = python_client("serve_search_client.py");
+    client.args(["legacy", url.as_str()]);
+    crate::serve::assert_search_report("legacy", &report_of(client, "legacy"));
+    assert!(terminate(&mut *guard.0).success());
+}
+
+#[test]
 fn sessions_past_the_bound_are_refused_and_idle_ones_end_with_their_servers() {
     let dir = tempfile::tempdir().unwrap();
     let ended = dir.path().join("ended");

@@ -1,9 +1,11 @@
 """A client of the official Python SDK in front of `mcp-runtime serve` in search mode.
 
     python serve_search_client.py MODE BINARY CONFIG
+    python serve_search_client.py MODE URL
 
 MODE is the SDK client's protocol mode (`legacy`, `2026-07-28`). Starts BINARY
-`serve --config CONFIG` as a stdio server whose `[serve] expose = "search"`; lists
+`serve --config CONFIG` as a stdio server whose `[serve] expose = "search"`, or
+reaches the gateway listening at URL over Streamable HTTP; lists
 its tools, calls a tool it was not shown, searches for `echo`, and (under `legacy`)
 waits for the list change the search causes and lists again; then calls what it
 found by name and through `call_tool`. Prints what it got as one JSON object.
@@ -14,10 +16,14 @@ import sys
 import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 
-async def main(mode, binary, config):
-    server = StdioServerParameters(command=binary, args=["serve", "--config", config])
+async def main(mode, binary_or_url, config=None):
+    if config is None:
+        server = streamable_http_client(binary_or_url)
+    else:
+        server = StdioServerParameters(command=binary_or_url, args=["serve", "--config", config])
     report = {}
     changed = anyio.Event()
 
