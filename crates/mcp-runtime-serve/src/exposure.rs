@@ -17,7 +17,7 @@
 //!    their qualified names in this mode.
 
 use std::{
-    collections::VecDeque,
+    collections::{HashSet, VecDeque},
     sync::{Arc, Mutex},
 };
 
@@ -211,7 +211,7 @@ impl Found {
     /// whether the set changed.
     fn add(&self, names: impl Iterator<Item = Arc<str>>, max: usize) -> bool {
         let mut found = lock(&self.0);
-        let before: Vec<Arc<str>> = found.iter().cloned().collect();
+        let before: HashSet<Arc<str>> = found.iter().cloned().collect();
         let names: Vec<Arc<str>> = names.collect();
         // The best hit is the most recent: it leaves last.
         for name in names.iter().rev() {
@@ -221,11 +221,7 @@ impl Found {
         while found.len() > max {
             found.pop_front();
         }
-        let mut after: Vec<&Arc<str>> = found.iter().collect();
-        let mut before: Vec<&Arc<str>> = before.iter().collect();
-        after.sort();
-        before.sort();
-        after != before
+        found.len() != before.len() || found.iter().any(|name| !before.contains(name))
     }
 
     fn contains(&self, name: &str) -> bool {

@@ -359,25 +359,19 @@ impl Catalog {
     /// unchanged; the server's index is built again only when they differ. A server
     /// the catalog has no tool of is left out.
     pub fn with_server_instructions(&self, server: &str, instructions: Option<&str>) -> Self {
-        let Some(tools) = self.servers.get(server) else {
+        let Some((key, tools)) = self.servers.get_key_value(server) else {
             return self.clone();
         };
         if tools.instructions.as_deref() == instructions {
             return self.clone();
         }
-        let mut catalog = self.clone();
         let entry = Arc::new(ServerTools {
             names: tools.names.clone(),
             instructions: instructions.map(Arc::from),
             index: OnceLock::new(),
         });
-        let key = self
-            .servers
-            .get_key_value(server)
-            .map(|(key, _)| key.clone());
-        catalog
-            .servers
-            .insert(key.unwrap_or_else(|| server.into()), entry);
+        let mut catalog = self.clone();
+        catalog.servers.insert(key.clone(), entry);
         catalog
     }
 

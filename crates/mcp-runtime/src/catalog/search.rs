@@ -342,12 +342,13 @@ pub(super) fn search<'a>(
     for (index, names) in servers {
         scoring.scores(index, &mut scores);
         // A blank query names no tool (a tool listed with an empty name included).
-        let exact = match name.is_empty() {
-            true => &[][..],
-            false => index
+        let exact = if name.is_empty() {
+            &[][..]
+        } else {
+            index
                 .names
                 .get(name.as_str())
-                .map_or(&[][..], Vec::as_slice),
+                .map_or(&[][..], Vec::as_slice)
         };
         for (doc, &score) in scores.iter().enumerate() {
             let exact_name = exact.contains(&(doc as u32));
