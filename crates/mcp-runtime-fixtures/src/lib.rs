@@ -87,6 +87,7 @@ pub mod oauth;
 pub mod raw;
 pub mod resources;
 pub mod server;
+pub mod services;
 pub mod stdio;
 mod tasks;
 pub mod testing;

@@ -12,6 +12,7 @@ mod era_matrix;
 mod everything;
 mod exact_arguments;
 mod faults;
+mod fleet;
 mod host_handlers;
 mod hostile_servers;
 mod http;

@@ -178,6 +178,8 @@ mod connection;
 mod discovery_key;
 pub mod error;
 mod feature_result;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 pub mod host;
 mod json;
 #[cfg(feature = "oauth")]

@@ -69,6 +69,19 @@
 //!     every attempt sent before it (`ListingRegistry::revoke`), for the startups
 //!     pending then as for those that begin later: each takes only what invariant 2
 //!     allows of them.
+//!
+//! One widening, across machines: a registry made with a fleet
+//! ([`ListingRegistry::with_fleet`], the `fleet` feature) shares its listings with the
+//! registries of every runtime linked to the same Redis under the same fleet key:
+//! 12. A startup that would lead an attempt in its own registry first asks the fleet
+//!     (see `fleet`'s invariants): it takes a listing another runtime published that
+//!     invariants 2 and 10 would allow, or a grant, or waits for another runtime's
+//!     attempt (within `FLEET_WAIT`), or leads, publishing its answer to the fleet as
+//!     well as to its own registry. Waiters in its own registry wait on it as before.
+//! 13. A server's `tools/list_changed` seen by any runtime of the fleet revokes the
+//!     fleet's grants and windows for its key, and those of every runtime's registry.
+//! 14. When the fleet cannot be reached, or an entry fails its check, the startup
+//!     leads in its own registry, as without a fleet.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
@@ -142,6 +155,11 @@ impl Grant {
     }
 }
 
+/// The longest a startup waits for another runtime's attempt in the fleet before it
+/// lists alone (invariant 12).
+#[cfg(feature = "fleet")]
+const FLEET_WAIT: Duration = Duration::from_secs(10);
+
 /// A listing a server granted, until it expires.
 struct Granted {
     tools: SharedTools,
@@ -161,6 +179,17 @@ pub struct ListingRegistry {
     /// How long after an attempt's request was sent a startup that begins may still
     /// take it (invariant 10); zero by default.
     window: Duration,
+    /// The fleet this registry shares with (invariant 12).
+    #[cfg(feature = "fleet")]
+    fleet: Option<Arc<FleetLink>>,
+}
+
+/// A registry's fleet, and the task that revokes its listings when another runtime of
+/// the fleet saw a server change (invariant 13).
+#[cfg(feature = "fleet")]
+struct FleetLink {
+    fleet: crate::fleet::Fleet,
+    _listener: tokio_util::task::AbortOnDropHandle<()>,
 }
 
 impl std::fmt::Debug for ListingRegistry {
@@ -173,6 +202,7 @@ impl std::fmt::Debug for ListingRegistry {
             .field("granted_listings", &state.granted.len())
             .field("eras", &self.eras)
             .field("window", &self.window)
+            .field("fleet", &self.fleet_name())
             .finish_non_exhaustive()
     }
 }
@@ -303,6 +333,64 @@ impl ListingRegistry {
         self
     }
 
+    /// This registry, sharing its listings with every runtime linked to `fleet`
+    /// (invariants 12 to 14): a burst of startups of one server across all of them
+    /// lists it once. Must be called inside a tokio runtime.
+    ///
+    /// Clones share the fleet, as they share the registry.
+    #[cfg(feature = "fleet")]
+    pub fn with_fleet(mut self, fleet: crate::fleet::Fleet) -> Self {
+        let state = Arc::downgrade(&self.state);
+        let mut changes = fleet.changes();
+        let listener_fleet = fleet.clone();
+        let listener = tokio::spawn(async move {
+            loop {
+                let id = match changes.recv().await {
+                    Ok(id) => Some(id),
+                    // Changes were missed: every key is revoked.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                };
+                let Some(state) = state.upgrade() else { return };
+                let mut state = crate::sync::lock(&state);
+                let named = |key: &DiscoveryKey| {
+                    id.as_ref()
+                        .is_none_or(|id| listener_fleet.slot(&key.0, &key.0).id == *id)
+                };
+                state.granted.retain(|key, _| !named(key));
+                let clock = state.clock;
+                let now = Instant::now();
+                state.entries.retain(|key, entry| {
+                    if named(key) {
+                        entry.revoked = clock;
+                        entry.prune(now);
+                    }
+                    !entry.is_idle()
+                });
+            }
+        });
+        self.fleet = Some(Arc::new(FleetLink {
+            fleet,
+            _listener: tokio_util::task::AbortOnDropHandle::new(listener),
+        }));
+        self
+    }
+
+    /// The fleet this registry shares with, if any.
+    #[cfg(feature = "fleet")]
+    pub fn fleet(&self) -> Option<&crate::fleet::Fleet> {
+        self.fleet.as_ref().map(|link| &link.fleet)
+    }
+
+    /// The replica name of the registry's fleet, for `Debug`.
+    fn fleet_name(&self) -> Option<&str> {
+        #[cfg(feature = "fleet")]
+        if let Some(fleet) = self.fleet() {
+            return Some(fleet.replica());
+        }
+        None
+    }
+
     /// Whether the registry holds nothing: no pending startup, no attempt, no listing
     /// (a listing kept for a burst window counts until the window has passed, and is
     /// dropped then, here or at the registry's next use), no listing a server granted.
@@ -315,6 +403,21 @@ impl ListingRegistry {
 
     /// Forgets the listings granted for `keys` and ends the burst window of every
     /// attempt sent so far: the server said its tools changed (invariants 8 and 11).
+    ///
+    /// With a fleet, the fleet is told too (invariant 13), before this returns: a
+    /// listing the runtime asks for next is one the fleet may share again. Redis is
+    /// given its short timeout, no more.
+    pub(crate) async fn revoke_everywhere(&self, keys: &StartupKeys) {
+        self.revoke(keys);
+        #[cfg(feature = "fleet")]
+        if let Some(fleet) = self.fleet() {
+            let slot = fleet.slot(&keys.private.0, &keys.public.0);
+            let _ = fleet.revoke(&slot).await;
+        }
+    }
+
+    /// Forgets the listings granted for `keys` in this registry alone, and ends the
+    /// burst window of every attempt sent so far.
     pub(crate) fn revoke(&self, keys: &StartupKeys) {
         let mut state = self.lock();
         state.granted.remove(&keys.private);
@@ -462,6 +565,8 @@ impl Startup {
             stamp: attempt_stamp,
             sent,
             sender,
+            #[cfg(feature = "fleet")]
+            lease: None,
         })
     }
 }
@@ -498,9 +603,107 @@ pub(crate) struct LeaderGuard {
     /// When the attempt's request was sent (invariant 10).
     sent: Instant,
     sender: watch::Sender<Option<SharedTools>>,
+    /// The leader's lease in the fleet, when it leads there too (invariant 12).
+    #[cfg(feature = "fleet")]
+    lease: Option<Box<crate::fleet::Lease>>,
+}
+
+/// What a leader in its own registry does after asking the fleet (invariant 12).
+pub(crate) enum FleetTurn {
+    /// Another runtime's listing: handed to this registry's waiters already.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    Shared {
+        tools: SharedTools,
+        /// Whether the server granted it for reuse (rather than a burst's).
+        granted: bool,
+    },
+    /// List on the startup's own connection: as the fleet's leader, or alone.
+    Lead(LeaderGuard),
 }
 
 impl LeaderGuard {
+    /// Asks the fleet of the registry, if it has one, for a listing this attempt may
+    /// take, waiting for another runtime's attempt if one is in flight; otherwise this
+    /// leader lists, for the fleet too when it holds the fleet's lease (invariants
+    /// 12 and 14).
+    pub(crate) async fn across_fleet(self) -> FleetTurn {
+        #[cfg(feature = "fleet")]
+        if let Some(fleet) = self.registry.fleet().cloned() {
+            return self.ask_fleet(fleet).await;
+        }
+        FleetTurn::Lead(self)
+    }
+
+    #[cfg(feature = "fleet")]
+    async fn ask_fleet(mut self, fleet: crate::fleet::Fleet) -> FleetTurn {
+        use crate::fleet::Acquired;
+        let slot = fleet.slot(&self.keys.private.0, &self.keys.public.0);
+        let watch = fleet.watch(&slot);
+        let deadline = Instant::now() + FLEET_WAIT;
+        let mut since = 0;
+        loop {
+            // Enabled before asking: a publication between the answer and the wait
+            // still wakes it.
+            let woken = watch.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            let (payload, granted) = match fleet.acquire(&slot, since, self.window()).await {
+                Ok(Acquired::Take(payload)) => (payload, false),
+                Ok(Acquired::Granted(payload)) => (payload, true),
+                Ok(Acquired::Wait { since: stamp }) => {
+                    since = stamp;
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return FleetTurn::Lead(self);
+                    }
+                    tokio::select! {
+                        () = &mut woken => {}
+                        () = tokio::time::sleep(fleet.poll().min(deadline - now)) => {}
+                    }
+                    continue;
+                }
+                Ok(Acquired::Lead(lease)) => {
+                    self.lease = Some(lease);
+                    return FleetTurn::Lead(self);
+                }
+                Ok(Acquired::Unusable) | Err(_) => return FleetTurn::Lead(self),
+            };
+            let Some(tools) = decode(&payload) else {
+                return FleetTurn::Lead(self);
+            };
+            self.publish(tools.clone(), None);
+            return FleetTurn::Shared { tools, granted };
+        }
+    }
+
+    /// [`LeaderGuard::publish`], and to the fleet as well when this leader holds its
+    /// lease (invariant 12): the waiters of this registry have the listing before
+    /// Redis is asked.
+    #[cfg(feature = "fleet")]
+    pub(crate) async fn publish_everywhere(mut self, tools: SharedTools, grant: Option<Grant>) {
+        let Some(lease) = self.lease.take() else {
+            return self.publish(tools, grant);
+        };
+        let window = self.registry.window;
+        let payload = encode(&tools);
+        self.publish(tools, grant);
+        let grant = grant.map(|grant| (grant.scope == Scope::Public, grant.ttl.min(MAX_GRANT)));
+        lease.publish(&payload, window, grant).await;
+    }
+
+    /// [`LeaderGuard::publish`]: a build without fleets has no other place to
+    /// publish to.
+    #[cfg(not(feature = "fleet"))]
+    pub(crate) async fn publish_everywhere(self, tools: SharedTools, grant: Option<Grant>) {
+        self.publish(tools, grant);
+    }
+
+    /// The burst window of the registry this attempt's startup began in.
+    #[cfg(feature = "fleet")]
+    fn window(&self) -> Duration {
+        self.registry.window
+    }
+
     /// Hands `tools` to every waiter and to pending startups that may take it, and,
     /// when the server granted it, to later startups until the grant expires.
     pub(crate) fn publish(self, tools: SharedTools, grant: Option<Grant>) {
@@ -553,6 +756,28 @@ impl Drop for LeaderGuard {
         // The sender is dropped after the lock is released: waiters that wake on it
         // find the registry already updated.
     }
+}
+
+/// A listing as the fleet keeps it: each tool's rmcp form and its unmodelled fields.
+#[cfg(feature = "fleet")]
+fn encode(tools: &[ListedTool]) -> Vec<u8> {
+    let wire: Vec<_> = tools
+        .iter()
+        .map(|listed| (listed.tool.as_ref(), listed.unmodelled.as_deref()))
+        .collect();
+    serde_json::to_vec(&wire).expect("a listed tool serializes")
+}
+
+/// A listing the fleet kept, if it reads as one.
+#[cfg(feature = "fleet")]
+fn decode(payload: &[u8]) -> Option<SharedTools> {
+    let wire: Vec<(rmcp::model::Tool, Option<rmcp::model::JsonObject>)> =
+        serde_json::from_slice(payload).ok()?;
+    Some(Arc::new(
+        wire.into_iter()
+            .map(|(tool, unmodelled)| ListedTool::new(tool, unmodelled))
+            .collect(),
+    ))
 }
 
 /// Waits for the attempt behind `receiver`: its listing, or `None` when the attempt

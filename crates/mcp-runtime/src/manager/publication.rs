@@ -212,7 +212,7 @@ pub(super) async fn refresh_on_change(
         if let Some(settled) = shared.servers[&name].settled()
             && let Some((registry, keys)) = &settled.listing_keys
         {
-            registry.revoke(keys);
+            registry.revoke_everywhere(keys).await;
         }
         // Boxed: the task waits with a small future, not a refresh's (every server
         // has a refresher).

@@ -28,7 +28,9 @@ use crate::{
     host::HostHandlers,
     protocol::client_config,
     protocol_era::Detection,
-    shared_listing::{self, LeaderGuard, ListingRegistry, Next, SharedTools, Startup, StartupKeys},
+    shared_listing::{
+        self, FleetTurn, LeaderGuard, ListingRegistry, Next, SharedTools, Startup, StartupKeys,
+    },
     sync::lock,
     transport::{
         Endpoint,
@@ -413,7 +415,9 @@ async fn list(
                 );
                 drop(leader);
             } else {
-                leader.publish(tools.clone(), listing.grant);
+                leader
+                    .publish_everywhere(tools.clone(), listing.grant)
+                    .await;
             }
         }
         Ok(tools)
@@ -429,7 +433,13 @@ async fn list(
                 progress.served_from_cache.store(true, Ordering::Relaxed);
                 break tools;
             }
-            Next::Lead(leader) => return own(Some(leader)).await,
+            Next::Lead(leader) => match leader.across_fleet().await {
+                FleetTurn::Lead(leader) => return own(Some(leader)).await,
+                FleetTurn::Shared { tools, granted } => {
+                    progress.served_from_cache.store(granted, Ordering::Relaxed);
+                    break tools;
+                }
+            },
             Next::Wait(attempt) => {
                 if !std::mem::replace(&mut announced_wait, true) {
                     report.send(StartupEvent::ListingTools {

@@ -1,0 +1,761 @@
+//! A fleet's shared listings in Redis: runtimes on many machines (`mcp-runtime serve`
+//! replicas behind a load balancer, or hosts spread the same way) list a server once
+//! for a burst of startups across all of them.
+//!
+//! This module knows Redis, the fleet key and leases; it knows nothing of tools. The
+//! listing registry (`shared_listing`) hands it a discovery key's digest and opaque
+//! bytes, and gets bytes back.
+//!
+//! Invariants:
+//! 1. Nothing in Redis is authority. Every value is signed with the fleet key
+//!    (HMAC-SHA-256 over its key name and contents) and checked on read; a value that
+//!    fails the check is treated as absent ([`Acquired::Unusable`]), so a forged or
+//!    stale entry costs at most one more `tools/list`. Key names are derived from the
+//!    fleet key too (an HMAC of the discovery key's digest): Redis holds no digest of
+//!    what servers are sent, and two fleets with different keys share nothing.
+//! 2. One discovery key has at most one leader in the fleet: the holder of its lease,
+//!    a fencing token drawn from the key's counter (`INCR`). The leader renews the
+//!    lease while it lists; it publishes by compare-and-set on its token, so a leader
+//!    whose lease lapsed or was replaced publishes nothing. When the lease lapses (the
+//!    leader's process died), the next waiter to look takes it over.
+//! 3. The ordering rule of the in-process registry holds across the fleet, on the
+//!    same counter: a startup's stamp is drawn when it first asks; a listing may
+//!    serve it if its token is greater (its `tools/list` was sent after the startup
+//!    asked), or if it was sent less than the burst window before and after the
+//!    server's last change. Times are Redis's own (`TIME`), never a replica's clock.
+//! 4. Every call is bounded by a short timeout. A failure marks the fleet
+//!    unreachable: it is logged once, with its cause, the callers fall back to their
+//!    own replica's listings, and for a second no call is tried; the first call that
+//!    succeeds afterwards logs the return.
+//! 5. Waiters hear a publication, a released lease and a server's change over one
+//!    pattern subscription per process, and also look again every `poll`: a lost
+//!    message costs time, never a listing.
+
+use std::{
+    collections::HashMap,
+    fmt,
+    sync::{
+        Arc, Mutex, Weak,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use futures::StreamExt;
+use hmac::{Hmac, Mac};
+use redis::{
+    Client, RedisError, Script,
+    aio::{ConnectionManager, ConnectionManagerConfig},
+};
+use sha2::Sha256;
+use tokio::{
+    sync::{Notify, broadcast},
+    time::Instant,
+};
+
+use crate::sync::lock;
+
+/// The shortest fleet key accepted, in bytes.
+pub const MIN_KEY_BYTES: usize = 32;
+
+/// How long a fleet call may take before the fleet counts as unreachable.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(250);
+
+/// How long a leader's lease lasts unless renewed.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(3);
+
+/// How long after a failure no call is tried (invariant 4).
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// How long a published listing stays readable for the waiters that heard of it,
+/// beyond any burst window.
+const HOLD: Duration = Duration::from_secs(30);
+
+/// How long a server's change is remembered (invariant 3): longer than any burst
+/// window or lease.
+const CHANGE_MEMORY: Duration = Duration::from_secs(24 * 60 * 60);
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// A fleet: this runtime's link to the Redis its replicas share, under the fleet key.
+///
+/// Cheap to clone: clones share one link. Made with [`Fleet::connect`], inside a
+/// tokio runtime; it connects lazily and reconnects by itself, so a fleet made while
+/// Redis is down starts without it and joins when Redis is up.
+#[derive(Clone)]
+pub struct Fleet {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    connection: ConnectionManager,
+    key: Vec<u8>,
+    /// The prefix of every key and channel name: derived from the fleet key.
+    prefix: String,
+    replica: String,
+    timeout: Duration,
+    lease: Duration,
+    reachable: AtomicBool,
+    /// When a call may next be tried, after a failure (invariant 4).
+    retry_at: Mutex<Option<Instant>>,
+    /// The waiters of each slot, by channel name.
+    waiters: Mutex<HashMap<String, Weak<Notify>>>,
+    /// The slots whose server changed, as other replicas published them.
+    changes: broadcast::Sender<String>,
+    /// Whether the subscription is up.
+    subscribed: AtomicBool,
+    /// Ends the subscriber task when the last clone is dropped.
+    _subscriber: tokio_util::task::AbortOnDropHandle<()>,
+}
+
+impl fmt::Debug for Fleet {
+    /// The replica's name and whether Redis answers: never the URL (it may hold a
+    /// password) nor the key.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Fleet")
+            .field("replica", &self.inner.replica)
+            .field("reachable", &self.reachable())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a fleet could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FleetError {
+    /// The Redis URL does not parse (the URL itself is not repeated: it may hold a
+    /// password).
+    #[error("the fleet's Redis URL is not valid: {0}")]
+    InvalidUrl(String),
+    /// The fleet key is shorter than [`MIN_KEY_BYTES`].
+    #[error(
+        "the fleet key has {0} bytes; it needs at least {MIN_KEY_BYTES} (`openssl rand -base64 32` makes one)"
+    )]
+    ShortKey(usize),
+}
+
+/// The fleet's state as `/healthz` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct FleetHealth {
+    /// This replica's name.
+    pub replica: String,
+    /// Whether the last call to Redis succeeded.
+    pub redis_reachable: bool,
+    /// Whether this replica hears the others' publications.
+    pub subscribed: bool,
+}
+
+impl Fleet {
+    /// A link to the Redis at `url` (`redis://…`, or `rediss://…` with the
+    /// `fleet-tls` feature) under the fleet `key` (at least [`MIN_KEY_BYTES`] bytes,
+    /// the same on every replica), for the replica named `replica`. Calls time out
+    /// after [`DEFAULT_TIMEOUT`] and leases last [`DEFAULT_LEASE`].
+    ///
+    /// Must be called inside a tokio runtime: it starts the subscriber. Nothing is
+    /// sent yet; Redis may be down.
+    pub fn connect(url: &str, key: &[u8], replica: impl Into<String>) -> Result<Self, FleetError> {
+        Self::connect_with(url, key, replica, DEFAULT_TIMEOUT, DEFAULT_LEASE)
+    }
+
+    /// [`Fleet::connect`] with the calls' `timeout` and the leaders' `lease`.
+    pub fn connect_with(
+        url: &str,
+        key: &[u8],
+        replica: impl Into<String>,
+        timeout: Duration,
+        lease: Duration,
+    ) -> Result<Self, FleetError> {
+        if key.len() < MIN_KEY_BYTES {
+            return Err(FleetError::ShortKey(key.len()));
+        }
+        // The parse error names the part that is wrong, never the URL.
+        let client =
+            Client::open(url).map_err(|error| FleetError::InvalidUrl(error.to_string()))?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout))
+            // One connection attempt per call that finds none: the pause after a
+            // failure (invariant 4) spaces the attempts, not a backoff inside a call.
+            .set_number_of_retries(0);
+        let connection = ConnectionManager::new_lazy_with_config(client.clone(), config)
+            .map_err(|error| FleetError::InvalidUrl(error.to_string()))?;
+        let prefix = format!("mcp-runtime:{}", &hex(&sign(key, &[b"fleet"]))[..16]);
+        let (changes, _) = broadcast::channel(256);
+        let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
+            let subscriber = tokio::spawn(subscribe(client, weak.clone(), prefix.clone(), timeout));
+            Inner {
+                connection,
+                key: key.to_vec(),
+                prefix,
+                replica: replica.into(),
+                timeout,
+                lease,
+                reachable: AtomicBool::new(true),
+                retry_at: Mutex::new(None),
+                waiters: Mutex::new(HashMap::new()),
+                changes,
+                subscribed: AtomicBool::new(false),
+                _subscriber: tokio_util::task::AbortOnDropHandle::new(subscriber),
+            }
+        });
+        Ok(Self { inner })
+    }
+
+    /// This replica's name.
+    pub fn replica(&self) -> &str {
+        &self.inner.replica
+    }
+
+    /// Whether the last call to Redis succeeded (true before the first).
+    pub fn reachable(&self) -> bool {
+        self.inner.reachable.load(Ordering::Relaxed)
+    }
+
+    /// The fleet's state: this replica's name, and whether Redis answers (asked now,
+    /// under the calls' timeout, even within the pause after a failure: an answer
+    /// ends the pause).
+    pub async fn health(&self) -> FleetHealth {
+        let ping = redis::cmd("PING");
+        let reachable = self
+            .answer(|mut connection| {
+                let ping = &ping;
+                Box::pin(async move { ping.query_async::<String>(&mut connection).await })
+            })
+            .await
+            .is_ok();
+        FleetHealth {
+            replica: self.inner.replica.clone(),
+            redis_reachable: reachable,
+            subscribed: self.inner.subscribed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The names of the fleet's entries for a discovery key whose digest is
+    /// `private`, and whose public digest is `public`.
+    pub(crate) fn slot(&self, private: &[u8; 32], public: &[u8; 32]) -> Slot {
+        let name =
+            |digest: &[u8; 32]| hex(&sign(&self.inner.key, &[b"listing", digest]))[..32].to_owned();
+        let id = name(private);
+        let public_id = name(public);
+        let prefix = &self.inner.prefix;
+        Slot {
+            clock: format!("{prefix}:{{{id}}}:clock"),
+            changed: format!("{prefix}:{{{id}}}:changed"),
+            listing: format!("{prefix}:{{{id}}}:listing"),
+            lease: format!("{prefix}:{{{id}}}:lease"),
+            private_grant: format!("{prefix}:{{{id}}}:grant"),
+            public_grant: format!("{prefix}:{{{public_id}}}:public-grant"),
+            channel: format!("{prefix}:ch:{id}"),
+            public_channel: format!("{prefix}:ch:{public_id}"),
+            id,
+        }
+    }
+
+    /// The names of the slots whose server changed, as other replicas publish them
+    /// (the [`Slot::id`]s).
+    pub(crate) fn changes(&self) -> broadcast::Receiver<String> {
+        self.inner.changes.subscribe()
+    }
+
+    /// What is woken when something happens to `slot` in the fleet.
+    pub(crate) fn watch(&self, slot: &Slot) -> Arc<Notify> {
+        let mut waiters = lock(&self.inner.waiters);
+        waiters.retain(|_, waiter| waiter.strong_count() > 0);
+        if let Some(notify) = waiters.get(&slot.channel).and_then(Weak::upgrade) {
+            return notify;
+        }
+        let notify = Arc::new(Notify::new());
+        waiters.insert(slot.channel.clone(), Arc::downgrade(&notify));
+        notify
+    }
+
+    /// How long a waiter waits before looking again, when nothing woke it.
+    pub(crate) fn poll(&self) -> Duration {
+        self.inner.lease / 4
+    }
+
+    /// Looks for a listing of `slot` that a startup with fleet stamp `since` (0:
+    /// none yet, one is drawn) may take, started in a registry with burst `window`;
+    /// or makes it the leader.
+    pub(crate) async fn acquire(
+        &self,
+        slot: &Slot,
+        since: u64,
+        window: Duration,
+    ) -> Result<Acquired, Unreachable> {
+        static ACQUIRE: std::sync::LazyLock<Script> =
+            std::sync::LazyLock::new(|| Script::new(ACQUIRE_LUA));
+        let mut invocation = ACQUIRE.key(&slot.clock);
+        invocation
+            .key(&slot.changed)
+            .key(&slot.listing)
+            .key(&slot.private_grant)
+            .key(&slot.public_grant)
+            .key(&slot.lease)
+            .arg(since)
+            .arg(millis(window))
+            .arg(millis(self.inner.lease));
+        let (kind, since, value, extra) = self
+            .bounded(invoke::<(String, u64, Vec<u8>, u64)>(&invocation))
+            .await?;
+        let key = &self.inner.key;
+        let payload = |name: &str| open(key, name, &value).map(|(_, payload)| payload);
+        Ok(match kind.as_str() {
+            "take" => payload(&slot.listing).map_or(Acquired::Unusable, Acquired::Take),
+            "private-grant" => {
+                payload(&slot.private_grant).map_or(Acquired::Unusable, Acquired::Granted)
+            }
+            "public-grant" => {
+                payload(&slot.public_grant).map_or(Acquired::Unusable, Acquired::Granted)
+            }
+            // A lease its leader has not sealed yet is trusted for the first renewal
+            // period alone (`extra` is Redis's time now); the wait is bounded anyway.
+            "wait" => match open(key, &slot.lease, &value) {
+                Some(_) => Acquired::Wait { since },
+                None => match unsealed_lease(&value) {
+                    Some(sent) if extra.saturating_sub(sent) < millis(self.inner.lease / 3) => {
+                        Acquired::Wait { since }
+                    }
+                    _ => Acquired::Unusable,
+                },
+            },
+            "lead" => {
+                let sent = unsealed_lease(&value).unwrap_or(0);
+                Acquired::Lead(Box::new(Lease::new(self.clone(), slot.clone(), extra, sent)))
+            }
+            _ => Acquired::Unusable,
+        })
+    }
+
+    /// Tells the fleet that `slot`'s server changed its tools: its granted listings
+    /// are dropped, no burst takes a listing sent before now, and every replica hears
+    /// of it.
+    pub(crate) async fn revoke(&self, slot: &Slot) -> Result<(), Unreachable> {
+        static REVOKE: std::sync::LazyLock<Script> =
+            std::sync::LazyLock::new(|| Script::new(REVOKE_LUA));
+        let mut invocation = REVOKE.key(&slot.clock);
+        invocation
+            .key(&slot.changed)
+            .key(&slot.listing)
+            .key(&slot.private_grant)
+            .key(&slot.public_grant)
+            .arg(millis(CHANGE_MEMORY))
+            .arg(&slot.channel)
+            .arg(&slot.public_channel);
+        self.bounded(invoke::<i64>(&invocation)).await.map(drop)
+    }
+
+    /// `call` under the timeout, recording whether Redis answered; not tried within
+    /// the pause after a failure (invariant 4).
+    async fn bounded<'a, T>(
+        &self,
+        call: impl FnMut(ConnectionManager) -> Call<'a, T>,
+    ) -> Result<T, Unreachable> {
+        if let Some(at) = *lock(&self.inner.retry_at)
+            && Instant::now() < at
+        {
+            return Err(Unreachable);
+        }
+        self.answer(call).await
+    }
+
+    /// `call` under the timeout, recording whether Redis answered. A call that finds
+    /// the connection lost is made once more: the connection manager reconnects for
+    /// it (Redis may be back).
+    async fn answer<'a, T>(
+        &self,
+        mut call: impl FnMut(ConnectionManager) -> Call<'a, T>,
+    ) -> Result<T, Unreachable> {
+        let connection = &self.inner.connection;
+        let attempts = async {
+            match call(connection.clone()).await {
+                Err(error)
+                    if error.is_connection_dropped()
+                        || error.is_io_error()
+                        || error.is_connection_refusal() =>
+                {
+                    call(connection.clone()).await
+                }
+                outcome => outcome,
+            }
+        };
+        let outcome = match tokio::time::timeout(self.inner.timeout, attempts).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(_) => Err(format!("no answer within {:?}", self.inner.timeout)),
+        };
+        match outcome {
+            Ok(value) => {
+                *lock(&self.inner.retry_at) = None;
+                if !self.inner.reachable.swap(true, Ordering::Relaxed) {
+                    tracing::info!(replica = %self.inner.replica, "the fleet's Redis answers again; listings are shared across the fleet");
+                }
+                Ok(value)
+            }
+            Err(cause) => {
+                *lock(&self.inner.retry_at) = Some(Instant::now() + RETRY_AFTER);
+                if self.inner.reachable.swap(false, Ordering::Relaxed) {
+                    tracing::warn!(replica = %self.inner.replica, %cause, "the fleet's Redis is unreachable; listings are shared within this replica only until it answers");
+                }
+                Err(Unreachable)
+            }
+        }
+    }
+}
+
+/// One call to Redis, on a clone of the connection.
+type Call<'a, T> = futures::future::BoxFuture<'a, Result<T, RedisError>>;
+
+/// `invocation` as a call [`Fleet::bounded`] can make, and make again.
+fn invoke<'a, T: redis::FromRedisValue + Send + 'a>(
+    invocation: &'a redis::ScriptInvocation<'a>,
+) -> impl FnMut(ConnectionManager) -> Call<'a, T> {
+    move |mut connection| Box::pin(async move { invocation.invoke_async(&mut connection).await })
+}
+
+/// Redis did not answer in time, or failed: the caller goes on alone.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Unreachable;
+
+/// The names of one discovery key's entries (invariant 1).
+#[derive(Clone, Debug)]
+pub(crate) struct Slot {
+    /// The slot's name, derived from the fleet key and the discovery key's digest.
+    pub(crate) id: String,
+    clock: String,
+    changed: String,
+    listing: String,
+    lease: String,
+    private_grant: String,
+    public_grant: String,
+    channel: String,
+    /// The channel of the public key's slot, whose grants a change also revokes.
+    public_channel: String,
+}
+
+/// What the fleet has for a startup.
+pub(crate) enum Acquired {
+    /// A listing the startup may take.
+    Take(Vec<u8>),
+    /// A listing the server granted for reuse.
+    Granted(Vec<u8>),
+    /// Another replica's leader is listing: wait, then ask again with `since`.
+    Wait { since: u64 },
+    /// Nobody is listing: the startup leads, under this lease.
+    Lead(Box<Lease>),
+    /// An entry failed its signature check: the startup lists alone (invariant 1).
+    Unusable,
+}
+
+/// A leader's hold on its slot. Renewed while held; [`Lease::publish`] hands a
+/// listing to the fleet, and dropping it unpublished releases the slot so that a
+/// waiter takes over at once.
+pub(crate) struct Lease {
+    fleet: Fleet,
+    slot: Slot,
+    token: u64,
+    /// When the leader's request was sent, in Redis's milliseconds.
+    sent: u64,
+    renewal: Option<tokio_util::task::AbortOnDropHandle<()>>,
+    published: bool,
+}
+
+impl Lease {
+    fn new(fleet: Fleet, slot: Slot, token: u64, sent: u64) -> Self {
+        let renewal = {
+            let fleet = fleet.clone();
+            let slot = slot.clone();
+            tokio::spawn(async move {
+                // Sealed at once, then renewed a few times per lease.
+                let every = fleet.inner.lease / 3;
+                while renew(&fleet, &slot, token, sent).await {
+                    tokio::time::sleep(every).await;
+                }
+            })
+        };
+        Self {
+            fleet,
+            slot,
+            token,
+            sent,
+            renewal: Some(tokio_util::task::AbortOnDropHandle::new(renewal)),
+            published: false,
+        }
+    }
+
+    /// Hands `payload` to the fleet if this lease still holds the slot: kept for
+    /// `window` (a burst's) and at least long enough for the waiters to read it, and,
+    /// when `grant` names a lifetime, as the slot's granted listing (public or
+    /// private) for that long.
+    pub(crate) async fn publish(
+        mut self,
+        payload: &[u8],
+        window: Duration,
+        grant: Option<(bool, Duration)>,
+    ) {
+        static PUBLISH: std::sync::LazyLock<Script> =
+            std::sync::LazyLock::new(|| Script::new(PUBLISH_LUA));
+        // From here on the lease is never released: if this future is dropped before
+        // Redis answers, it lapses.
+        self.published = true;
+        self.renewal = None;
+        let (fleet, slot) = (&self.fleet, &self.slot);
+        let key = &fleet.inner.key;
+        let listing = seal(key, &slot.listing, self.token, self.sent, payload);
+        let (grant_name, grant_value, grant_ms) = match grant {
+            Some((public, ttl)) => {
+                let name = if public {
+                    &slot.public_grant
+                } else {
+                    &slot.private_grant
+                };
+                let value = seal(key, name, self.token, self.sent, payload);
+                (name.as_str(), value, millis(ttl).max(1))
+            }
+            None => (slot.private_grant.as_str(), Vec::new(), 0),
+        };
+        let mut invocation = PUBLISH.key(&slot.lease);
+        invocation
+            .key(&slot.listing)
+            .key(grant_name)
+            .arg(self.token)
+            .arg(listing)
+            .arg(millis(window.max(HOLD)))
+            .arg(grant_value)
+            .arg(grant_ms)
+            .arg(&slot.channel);
+        let _ = fleet.bounded(invoke::<i64>(&invocation)).await;
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if self.published {
+            return;
+        }
+        self.renewal = None;
+        let fleet = self.fleet.clone();
+        let slot = self.slot.clone();
+        let token = self.token;
+        // Dropped outside a runtime (a host shutting down): the lease lapses instead.
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                static RELEASE: std::sync::LazyLock<Script> =
+                    std::sync::LazyLock::new(|| Script::new(RELEASE_LUA));
+                let mut invocation = RELEASE.key(&slot.lease);
+                invocation.arg(token).arg(&slot.channel);
+                let _ = fleet.bounded(invoke::<i64>(&invocation)).await;
+            });
+        }
+    }
+}
+
+/// Seals and extends the lease of `token` (sent at `sent`) on `slot`: false once it
+/// no longer holds it.
+async fn renew(fleet: &Fleet, slot: &Slot, token: u64, sent: u64) -> bool {
+    static RENEW: std::sync::LazyLock<Script> = std::sync::LazyLock::new(|| Script::new(RENEW_LUA));
+    let sealed = seal(&fleet.inner.key, &slot.lease, token, sent, b"");
+    let mut invocation = RENEW.key(&slot.lease);
+    invocation
+        .arg(token)
+        .arg(millis(fleet.inner.lease))
+        .arg(sealed);
+    // A renewal Redis did not answer is tried again: the lease may still hold.
+    fleet
+        .bounded(invoke::<i64>(&invocation))
+        .await
+        .map_or(true, |held| held == 1)
+}
+
+/// The subscriber: one pattern subscription to the fleet's channels, reconnected
+/// after a failure; a message wakes the slot's waiters, and a change is passed on to
+/// the registries (invariant 5).
+async fn subscribe(client: Client, fleet: Weak<Inner>, prefix: String, timeout: Duration) {
+    let pattern = format!("{prefix}:ch:*");
+    let channel_prefix = format!("{prefix}:ch:");
+    loop {
+        let connected = async {
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.psubscribe(&pattern).await?;
+            Ok::<_, RedisError>(pubsub)
+        };
+        if let Ok(Ok(mut pubsub)) = tokio::time::timeout(timeout * 4, connected).await {
+            let Some(inner) = fleet.upgrade() else { return };
+            inner.subscribed.store(true, Ordering::Relaxed);
+            // Whatever was published while the subscription was down is found by
+            // the waiters' next look.
+            wake_all(&inner);
+            drop(inner);
+            let mut messages = pubsub.on_message();
+            while let Some(message) = messages.next().await {
+                let Some(inner) = fleet.upgrade() else { return };
+                let channel = message.get_channel_name().to_owned();
+                if let Some(notify) = lock(&inner.waiters).get(&channel).and_then(Weak::upgrade) {
+                    notify.notify_waiters();
+                }
+                if message.get_payload_bytes() == b"changed"
+                    && let Some(id) = channel.strip_prefix(&channel_prefix)
+                {
+                    let _ = inner.changes.send(id.to_owned());
+                }
+            }
+        }
+        let Some(inner) = fleet.upgrade() else { return };
+        inner.subscribed.store(false, Ordering::Relaxed);
+        drop(inner);
+        tokio::time::sleep(RETRY_AFTER).await;
+    }
+}
+
+/// Wakes every waiter: they look again.
+fn wake_all(inner: &Inner) {
+    for notify in lock(&inner.waiters).values().filter_map(Weak::upgrade) {
+        notify.notify_waiters();
+    }
+}
+
+/// `payload` signed for the entry `name`: `stamp:sent:mac:payload`.
+fn seal(key: &[u8], name: &str, stamp: u64, sent: u64, payload: &[u8]) -> Vec<u8> {
+    let head = format!("{stamp}:{sent}:");
+    let mac = hex(&sign(
+        key,
+        &[name.as_bytes(), b"\0", head.as_bytes(), payload],
+    ));
+    let mut value = Vec::with_capacity(head.len() + mac.len() + 1 + payload.len());
+    value.extend_from_slice(head.as_bytes());
+    value.extend_from_slice(mac.as_bytes());
+    value.push(b':');
+    value.extend_from_slice(payload);
+    value
+}
+
+/// The stamp and payload of `value` read from the entry `name`, if its signature
+/// holds.
+fn open(key: &[u8], name: &str, value: &[u8]) -> Option<(u64, Vec<u8>)> {
+    let mut parts = value.splitn(4, |&byte| byte == b':');
+    let (stamp, sent, mac, payload) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let head_len = stamp.len() + sent.len() + 2;
+    let head = &value[..head_len];
+    let mut check = HmacSha256::new_from_slice(key).ok()?;
+    for part in [name.as_bytes(), b"\0", head, payload] {
+        check.update(part);
+    }
+    let mac = decode_hex(mac)?;
+    check.verify_slice(&mac).ok()?;
+    let stamp = std::str::from_utf8(stamp).ok()?.parse().ok()?;
+    Some((stamp, payload.to_vec()))
+}
+
+/// When a lease written by the acquiring script (`token:sent:`, not sealed yet) was
+/// taken, in Redis's milliseconds.
+fn unsealed_lease(value: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(value).ok()?;
+    let (_token, rest) = text.split_once(':')?;
+    rest.strip_suffix(':')?.parse().ok()
+}
+
+fn sign(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    let mut mac = HmacSha256::new_from_slice(key).expect("HMAC takes a key of any length");
+    for part in parts {
+        mac.update(part);
+    }
+    mac.finalize().into_bytes().into()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut text, byte| {
+            let _ = write!(text, "{byte:02x}");
+            text
+        })
+}
+
+fn decode_hex(text: &[u8]) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    text.chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+        .collect()
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// KEYS: clock, changed, listing, private grant, public grant, lease.
+/// ARGV: the startup's stamp (0: draw one), the burst window and the lease, in ms.
+/// Returns {kind, stamp, value, extra}: `extra` is the new token of a leader, and
+/// Redis's time of a waiter; values are checked by the caller.
+const ACQUIRE_LUA: &str = r"
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local since = tonumber(ARGV[1])
+if since == 0 then since = redis.call('INCR', KEYS[1]) end
+local window = tonumber(ARGV[2])
+local changed = tonumber(redis.call('GET', KEYS[2]) or '0')
+local function usable(value)
+  local stamp, sent = string.match(value, '^(%d+):(%d+):')
+  if not stamp then return false end
+  stamp = tonumber(stamp)
+  return stamp > since or (stamp > changed and now - tonumber(sent) < window)
+end
+local listing = redis.call('GET', KEYS[3])
+if listing and usable(listing) then return {'take', since, listing, 0} end
+local grant = redis.call('GET', KEYS[4])
+if grant then return {'private-grant', since, grant, 0} end
+grant = redis.call('GET', KEYS[5])
+if grant then return {'public-grant', since, grant, 0} end
+local lease = redis.call('GET', KEYS[6])
+if lease and usable(lease) then return {'wait', since, lease, now} end
+local token = redis.call('INCR', KEYS[1])
+local value = token .. ':' .. now .. ':'
+redis.call('SET', KEYS[6], value, 'PX', ARGV[3])
+return {'lead', since, value, token}
+";
+
+/// KEYS: lease, listing, grant. ARGV: token, listing, keep ms, grant value, grant ms
+/// (0: none), channel.
+const PUBLISH_LUA: &str = r"
+local lease = redis.call('GET', KEYS[1])
+if not lease or string.match(lease, '^(%d+):') ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+if ARGV[5] ~= '0' then redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5]) end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[6], 'published')
+return 1
+";
+
+/// KEYS: lease. ARGV: token, lease ms, the sealed lease.
+const RENEW_LUA: &str = r"
+local lease = redis.call('GET', KEYS[1])
+if not lease or string.match(lease, '^(%d+):') ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2])
+return 1
+";
+
+/// KEYS: lease. ARGV: token, channel.
+const RELEASE_LUA: &str = r"
+local lease = redis.call('GET', KEYS[1])
+if not lease or string.match(lease, '^(%d+):') ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[2], 'released')
+return 1
+";
+
+/// KEYS: clock, changed, listing, private grant, public grant. ARGV: how long the
+/// change is remembered (ms), the slot's channel and its public key's.
+const REVOKE_LUA: &str = r"
+local stamp = redis.call('INCR', KEYS[1])
+redis.call('SET', KEYS[2], stamp, 'PX', ARGV[1])
+redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
+redis.call('PUBLISH', ARGV[2], 'changed')
+redis.call('PUBLISH', ARGV[3], 'changed')
+return stamp
+";
+
+#[cfg(test)]
+mod tests;
