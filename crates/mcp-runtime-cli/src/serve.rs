@@ -6,7 +6,7 @@
 use std::{net::SocketAddr, sync::Arc};
 
 use anyhow::Context;
-use mcp_runtime::{Config, StartOptions};
+use mcp_runtime::{Config, ListingRegistry, StartOptions, fleet::Fleet};
 use mcp_runtime_serve::{Exposure, Gateway, Upstreams, http};
 use rmcp::{ServiceExt, service::ServerInitializeError};
 
@@ -18,6 +18,7 @@ use rmcp::{ServiceExt, service::ServerInitializeError};
 ///
 /// Dropping the future drops the runtime, which ends every server process it started.
 pub async fn stdio(config: Config, options: StartOptions) -> anyhow::Result<()> {
+    let (options, _) = in_fleet(&config, options)?;
     let upstreams = Upstreams::per_client(config.clone(), options);
     let gateway = gateway(&config, upstreams.clone());
     let served = gateway
@@ -60,7 +61,11 @@ pub async fn http(
     listen: SocketAddr,
     shutdown: impl Future<Output = u8>,
 ) -> anyhow::Result<()> {
-    let settings = http::Settings::new(&config.serve, listen)?;
+    let mut settings = http::Settings::new(&config.serve, listen)?;
+    let (options, fleet) = in_fleet(&config, options)?;
+    if let Some(fleet) = fleet {
+        settings = settings.with_fleet(fleet);
+    }
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
@@ -72,6 +77,24 @@ pub async fn http(
     })
     .await
     .context("serving HTTP")
+}
+
+/// `options` sharing listings through the fleet `[serve.fleet]` describes, if the
+/// config has one, and the fleet.
+fn in_fleet(
+    config: &Config,
+    options: StartOptions,
+) -> anyhow::Result<(StartOptions, Option<Fleet>)> {
+    let Some(table) = &config.serve.fleet else {
+        return Ok((options, None));
+    };
+    let fleet = mcp_runtime_serve::fleet::connect(table, config)?;
+    tracing::info!(
+        replica = fleet.replica(),
+        "sharing listings across the fleet"
+    );
+    let registry = ListingRegistry::new().with_fleet(fleet.clone());
+    Ok((options.with_listing_registry(registry), Some(fleet)))
 }
 
 /// The gateway over `upstreams`, its lists as `config`'s `[serve]` table says.

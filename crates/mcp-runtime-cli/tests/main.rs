@@ -20,4 +20,5 @@ mod network;
 mod reports;
 mod results;
 mod serve;
+mod serve_fleet;
 mod serve_http;

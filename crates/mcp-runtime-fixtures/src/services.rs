@@ -1,9 +1,12 @@
-//! Real services the fleet tests run beside the runtime: a Redis server (Debian's
-//! `redis-server`, which `scripts/install-peers` installs) on a Unix socket of a
-//! folder the test owns, stopped and started again at will.
+//! Real services the fleet tests run beside the runtime, from Debian's packages
+//! (`scripts/install-peers` installs them): a Redis server on a Unix socket of a
+//! folder the test owns, stopped and started again at will, and haproxy in front of
+//! a gateway's replicas.
 
 use std::{
     io::{BufRead, BufReader},
+    net::{SocketAddr, TcpListener},
+    os::{fd::AsRawFd, unix::process::CommandExt},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
 };
@@ -100,5 +103,99 @@ impl RedisServer {
 impl Drop for RedisServer {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// haproxy in front of a gateway's replicas, as `docs/fleet.md` deploys it: HTTP,
+/// round-robin, a handshake session kept on the replica whose response named its
+/// `Mcp-Session-Id`. Killed when dropped.
+#[derive(Debug)]
+pub struct Haproxy {
+    child: Child,
+    address: SocketAddr,
+}
+
+impl Haproxy {
+    /// haproxy for `replicas`, its configuration in `dir`. It listens on a loopback
+    /// port this function binds and hands over (haproxy's `fd@3`): connections made
+    /// before haproxy is up wait in the socket's backlog.
+    ///
+    /// # Panics
+    /// When haproxy is not installed (`scripts/install-peers` installs it).
+    pub fn start(dir: &Path, replicas: &[SocketAddr]) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let address = listener.local_addr().unwrap();
+        let servers: String = replicas
+            .iter()
+            .enumerate()
+            .map(|(n, replica)| format!("    server r{n} {replica}\n"))
+            .collect();
+        let config = dir.join("haproxy.cfg");
+        std::fs::write(
+            &config,
+            format!(
+                "global\n    maxconn 4096\n\
+                 defaults\n    mode http\n    timeout connect 5s\n    timeout client 300s\n    timeout server 300s\n\
+                 frontend mcp\n    bind fd@3\n    default_backend replicas\n\
+                 backend replicas\n    balance roundrobin\n\
+                 \x20   stick-table type string len 128 size 100k expire 30m\n\
+                 \x20   stick on req.hdr(mcp-session-id)\n\
+                 \x20   stick store-response res.hdr(mcp-session-id)\n\
+                 {servers}"
+            ),
+        )
+        .unwrap();
+        let fd = listener.as_raw_fd();
+        let mut command = Command::new(haproxy());
+        command
+            .args(["-db", "-f"])
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        // SAFETY: only async-signal-safe calls between fork and exec: dup2 the
+        // listening socket onto descriptor 3, which haproxy's `fd@3` takes.
+        unsafe {
+            command.pre_exec(move || {
+                // dup2 onto itself keeps close-on-exec: cleared by hand then.
+                let done = if fd == 3 {
+                    libc::fcntl(3, libc::F_SETFD, 0)
+                } else {
+                    libc::dup2(fd, 3)
+                };
+                if done == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = command.spawn().unwrap_or_else(|error| {
+            panic!("haproxy did not start ({error}); `scripts/install-peers` installs it")
+        });
+        // haproxy has its own copy now.
+        drop(listener);
+        Self { child, address }
+    }
+
+    /// The gateway's endpoint through haproxy.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.address)
+    }
+}
+
+/// haproxy's path: Debian puts it in `/usr/sbin`, which a user's `PATH` may lack.
+fn haproxy() -> PathBuf {
+    let debian = Path::new("/usr/sbin/haproxy");
+    if debian.exists() {
+        debian.to_owned()
+    } else {
+        PathBuf::from("haproxy")
+    }
+}
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

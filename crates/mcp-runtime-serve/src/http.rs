@@ -308,8 +308,9 @@ async fn handle(
     }))
 }
 
-/// `/healthz`: up, how many sessions, and each server's state in the runtimes
-/// running.
+/// `/healthz`: up, how many sessions, each server's state in the runtimes running,
+/// and, in a fleet, this replica's name and whether Redis answers (a fleet without
+/// Redis still serves: the status stays `up`).
 async fn health(front: &Front) -> Response<Body> {
     let mut servers = serde_json::Map::new();
     for runtime in front.upstreams.running() {
@@ -322,12 +323,15 @@ async fn health(front: &Front) -> Response<Body> {
             counts[state] = count.into();
         }
     }
-    let report = serde_json::json!({
+    let mut report = serde_json::json!({
         "status": "up",
         "sessions": front.sessions.count().await,
         "sessionless_clients": front.upstreams.pooled_count(),
         "servers": servers,
     });
+    if let Some(fleet) = &front.settings.fleet {
+        report["fleet"] = serde_json::json!(fleet.health().await);
+    }
     let mut response = Response::new(Full::new(Bytes::from(report.to_string())).boxed());
     response.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -14,6 +14,7 @@
 mod bridge;
 mod exposure;
 mod features;
+pub mod fleet;
 mod forward;
 mod gateway;
 pub mod http;

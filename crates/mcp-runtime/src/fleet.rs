@@ -9,7 +9,7 @@
 //! Invariants:
 //! 1. Nothing in Redis is authority. Every value is signed with the fleet key
 //!    (HMAC-SHA-256 over its key name and contents) and checked on read; a value that
-//!    fails the check is treated as absent ([`Acquired::Unusable`]), so a forged or
+//!    fails the check is treated as absent (`Acquired::Unusable`), so a forged or
 //!    stale entry costs at most one more `tools/list`. Key names are derived from the
 //!    fleet key too (an HMAC of the discovery key's digest): Redis holds no digest of
 //!    what servers are sent, and two fleets with different keys share nothing.
@@ -322,7 +322,12 @@ impl Fleet {
             },
             "lead" => {
                 let sent = unsealed_lease(&value).unwrap_or(0);
-                Acquired::Lead(Box::new(Lease::new(self.clone(), slot.clone(), extra, sent)))
+                Acquired::Lead(Box::new(Lease::new(
+                    self.clone(),
+                    slot.clone(),
+                    extra,
+                    sent,
+                )))
             }
             _ => Acquired::Unusable,
         })

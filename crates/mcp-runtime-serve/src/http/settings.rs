@@ -18,6 +18,8 @@ pub struct Settings {
     pub(crate) max_request_bytes: usize,
     pub(crate) session_idle: Duration,
     pub(crate) drain: Duration,
+    /// The fleet this replica shares listings with, for `/healthz`.
+    pub(crate) fleet: Option<mcp_runtime::fleet::Fleet>,
 }
 
 impl std::fmt::Debug for Settings {
@@ -30,6 +32,7 @@ impl std::fmt::Debug for Settings {
             .field("max_sessions", &self.max_sessions)
             .field("max_request_bytes", &self.max_request_bytes)
             .field("session_idle", &self.session_idle)
+            .field("fleet", &self.fleet)
             .finish_non_exhaustive()
     }
 }
@@ -138,7 +141,14 @@ impl Settings {
             max_request_bytes: serve.max_request_bytes,
             session_idle: serve.session_idle,
             drain: DRAIN,
+            fleet: None,
         })
+    }
+
+    /// The settings of a replica of the fleet `fleet`: `/healthz` reports it.
+    pub fn with_fleet(mut self, fleet: mcp_runtime::fleet::Fleet) -> Self {
+        self.fleet = Some(fleet);
+        self
     }
 
     /// The settings, calls in flight given `drain` at shutdown.

@@ -47,6 +47,24 @@ pub struct ServeConfig {
     pub allowed_origins: Vec<String>,
     /// `[serve.auth]`: how clients authenticate; `None` when the table is absent.
     pub auth: Option<ServeAuth>,
+    /// `[serve.fleet]`: the Redis this gateway's replicas share listings through;
+    /// `None` when the table is absent.
+    pub fleet: Option<ServeFleet>,
+}
+
+/// `[serve.fleet]`: where the replicas of one gateway find each other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServeFleet {
+    /// `redis_url_env_var`: the environment variable holding the Redis URL
+    /// (`redis://…`, `rediss://…`, `unix://…`), which may carry a password.
+    pub redis_url_env_var: String,
+    /// `key_env_var`: the environment variable holding the fleet key, at least 32
+    /// bytes, the same on every replica.
+    pub key_env_var: String,
+    /// `replica`: this replica's name in `/healthz` and the logs; the host's name and
+    /// the process id when absent.
+    pub replica: Option<String>,
 }
 
 impl Default for ServeConfig {
@@ -63,6 +81,7 @@ impl Default for ServeConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             auth: None,
+            fleet: None,
         }
     }
 }

@@ -4,7 +4,7 @@ use toml::{Table, Value};
 
 use super::File;
 use crate::config::{
-    Expose, JwtAuth, ServeAuth, ServeConfig, ToolNames, checks, error::ConfigError,
+    Expose, JwtAuth, ServeAuth, ServeConfig, ServeFleet, ToolNames, checks, error::ConfigError,
 };
 
 const SERVE_KEYS: &[&str] = &[
@@ -19,7 +19,9 @@ const SERVE_KEYS: &[&str] = &[
     "allowed_hosts",
     "allowed_origins",
     "auth",
+    "fleet",
 ];
+const FLEET_KEYS: &[&str] = &["redis_url_env_var", "key_env_var", "replica"];
 const AUTH_KEYS: &[&str] = &[
     "bearer_token_env_var",
     "issuer",
@@ -113,7 +115,45 @@ impl File<'_> {
                 .ok(self.table(value, "serve", "auth"))
                 .and_then(|auth| self.auth(auth));
         }
+        if let Some(value) = table.get("fleet") {
+            serve.fleet = self
+                .ok(self.table(value, "serve", "fleet"))
+                .and_then(|fleet| self.fleet(fleet));
+        }
         serve
+    }
+
+    /// `[serve.fleet]`: the variables of the Redis URL and of the fleet key, both
+    /// needed, and an optional replica name.
+    fn fleet(&self, table: &Table) -> Option<ServeFleet> {
+        self.unknown_keys(table, "serve.fleet", FLEET_KEYS);
+        let variable = |key: &str| {
+            let Some(value) = table.get(key) else {
+                self.report(self.invalid(
+                    "serve.fleet",
+                    key,
+                    "set, the name of an environment variable",
+                ));
+                return None;
+            };
+            let name = self.ok(self.string(value, "serve.fleet", key))?;
+            if name.is_empty() || name.contains('=') || name.contains('\0') {
+                self.report(self.invalid("serve.fleet", key, "an environment variable's name"));
+                return None;
+            }
+            Some(name)
+        };
+        let redis_url_env_var = variable("redis_url_env_var");
+        let key_env_var = variable("key_env_var");
+        let replica = match table.get("replica") {
+            Some(value) => Some(self.ok(self.string(value, "serve.fleet", "replica"))?),
+            None => None,
+        };
+        Some(ServeFleet {
+            redis_url_env_var: redis_url_env_var?,
+            key_env_var: key_env_var?,
+            replica,
+        })
     }
 
     /// `[serve.auth]`: a bearer token's variable, or an OAuth resource server's

@@ -805,6 +805,39 @@ fn the_serve_table_is_read_key_by_key() {
 }
 
 #[test]
+fn the_fleet_table_names_its_variables_and_never_their_values() {
+    use crate::config::ServeFleet;
+    let serve = parse_ok(
+        "[serve.fleet]\nredis_url_env_var = \"MCP_RUNTIME_REDIS_URL\"\n\
+         key_env_var = \"MCP_RUNTIME_FLEET_KEY\"\nreplica = \"eu-1\"\n",
+    )
+    .serve;
+    assert_eq!(
+        serve.fleet,
+        Some(ServeFleet {
+            redis_url_env_var: "MCP_RUNTIME_REDIS_URL".into(),
+            key_env_var: "MCP_RUNTIME_FLEET_KEY".into(),
+            replica: Some("eu-1".into()),
+        })
+    );
+    let f = "`/etc/mcp.toml`:";
+    assert_eq!(
+        parse_errors("[serve.fleet]\nredis_url = \"redis://:secret@db\"\nkey_env_var = \"A=B\"\n"),
+        [
+            format!(
+                "{f} unknown key `redis_url` in `[serve.fleet]` (did you mean `redis_url_env_var`?)"
+            ),
+            format!(
+                "{f} key `redis_url_env_var` in `[serve.fleet]` must be set, the name of an environment variable"
+            ),
+            format!(
+                "{f} key `key_env_var` in `[serve.fleet]` must be an environment variable's name"
+            ),
+        ]
+    );
+}
+
+#[test]
 fn every_error_of_the_serve_table_is_reported() {
     let f = "`/etc/mcp.toml`:";
     assert_eq!(
