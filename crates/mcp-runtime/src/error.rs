@@ -46,6 +46,7 @@ pub fn is_ours(error: &(dyn std::error::Error + 'static)) -> bool {
         || is::<crate::InvalidToolResult>(error)
         || is::<crate::sandbox_metadata::InvalidSandboxState>(error)
         || is_ours_in_oauth(error)
+        || is_ours_in_fleet(error)
 }
 
 /// Whether `error` is a `T`, or a `T` shared in an `Arc` (as sources are).
@@ -59,6 +60,17 @@ fn is_ours_in_oauth(error: &(dyn std::error::Error + 'static)) -> bool {
     is::<crate::login::LoginError>(error)
         || is::<crate::auth::logout::LogoutError>(error)
         || is::<crate::auth::store::StoreError>(error)
+}
+
+/// [`is_ours`] for the errors of fleets.
+#[cfg(feature = "fleet")]
+fn is_ours_in_fleet(error: &(dyn std::error::Error + 'static)) -> bool {
+    is::<crate::fleet::FleetError>(error)
+}
+
+#[cfg(not(feature = "fleet"))]
+fn is_ours_in_fleet(_error: &(dyn std::error::Error + 'static)) -> bool {
+    false
 }
 
 #[cfg(not(feature = "oauth"))]
