@@ -18,6 +18,8 @@ use rmcp::{ServiceExt, service::ServerInitializeError};
 ///
 /// Dropping the future drops the runtime, which ends every server process it started.
 pub async fn stdio(config: Config, options: StartOptions) -> anyhow::Result<()> {
+    // A gateway killed outright leaves no server behind.
+    mcp_runtime::end_servers_with_this_process();
     let (options, _) = in_fleet(&config, options)?;
     let upstreams = Upstreams::per_client(config.clone(), options);
     let gateway = gateway(&config, upstreams.clone());
@@ -61,6 +63,7 @@ pub async fn http(
     listen: SocketAddr,
     shutdown: impl Future<Output = u8>,
 ) -> anyhow::Result<()> {
+    mcp_runtime::end_servers_with_this_process();
     let mut settings = http::Settings::new(&config.serve, listen)?;
     let (options, fleet) = in_fleet(&config, options)?;
     if let Some(fleet) = fleet {

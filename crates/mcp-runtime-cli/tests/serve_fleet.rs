@@ -2,9 +2,12 @@
 //! Redis, behind a real haproxy (both from Debian's packages, installed by
 //! `scripts/install-peers`), driven by the official Python SDK's clients of both eras.
 
-use std::{net::SocketAddr, path::Path, process::Child};
+use std::{net::SocketAddr, path::Path, process::Child, time::Duration};
 
-use mcp_runtime_fixtures::services::{Haproxy, RedisServer};
+use mcp_runtime_fixtures::{
+    services::{Haproxy, RedisServer},
+    testing::{children, is_alive, wait_for_exit},
+};
 use serde_json::Value;
 
 use crate::{
@@ -112,4 +115,145 @@ fn a_burst_of_sessions_across_three_replicas_behind_haproxy_lists_each_upstream_
                 .is_some_and(|name| !name.is_empty())
         );
     }
+}
+
+/// The config of a fleet serving the fixture as `up` (logging to `log`, with `args`),
+/// its listings shared for a burst window of `window` seconds.
+fn fleet_config(dir: &Path, log: &Path, args: &[&str], window: u32) -> std::path::PathBuf {
+    let config = dir.join("config.toml");
+    let mut all = vec!["--log", log.to_str().unwrap()];
+    all.extend_from_slice(args);
+    std::fs::write(
+        &config,
+        format!(
+            "[serve]\nlisting_burst_sec = {window}\n\n\
+             [serve.fleet]\nredis_url_env_var = \"MCP_RUNTIME_REDIS_URL\"\n\
+             key_env_var = \"MCP_RUNTIME_FLEET_KEY\"\n\n\
+             [mcp_servers.up]\ncommand = {fixture:?}\nargs = {all:?}\nrequired = true\n",
+            fixture = fixture_server().to_str().unwrap(),
+        ),
+    )
+    .unwrap();
+    config
+}
+
+#[test]
+fn a_replica_killed_takes_only_its_own_sessions_and_servers_with_it() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(dir.path());
+    let log = dir.path().join("up.jsonl");
+    // The servers outlive a closed stdin: only the replica's death signal ends them.
+    let config = fleet_config(dir.path(), &log, &["--ignore-stdin-eof"], 60);
+    let mut gateways = replicas(&config, &redis, 3);
+    let addresses: Vec<_> = gateways.iter().map(|(_, url)| address(url)).collect();
+    let haproxy = Haproxy::start(dir.path(), &addresses);
+
+    let mut client = python_client("serve_fleet_client.py");
+    client
+        .args(["hold", &haproxy.url(), "6"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut client = KillOnDrop(crate::support::isolated(client).spawn().unwrap());
+    let mut lines = std::io::BufReader::new(client.0.stdout.take().unwrap()).lines();
+    let held: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let pids: Vec<i32> = held["pids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|pid| i32::try_from(pid.as_u64().unwrap()).unwrap())
+        .collect();
+
+    // The first replica's servers, and which sessions they serve.
+    let victim = i32::try_from(gateways[0].0.0.id()).unwrap();
+    let own = children(victim);
+    let on_victim: Vec<bool> = pids.iter().map(|pid| own.contains(pid)).collect();
+    assert_eq!(
+        on_victim.iter().filter(|on| **on).count(),
+        2,
+        "round-robin puts two of six sessions on each replica: {pids:?} {own:?}"
+    );
+    let survivors: Vec<i32> = gateways[1..]
+        .iter()
+        .flat_map(|(child, _)| children(i32::try_from(child.0.id()).unwrap()))
+        .collect();
+
+    // SAFETY: kill takes a pid and a signal; the replica is ours and not yet reaped.
+    unsafe { libc::kill(victim, libc::SIGKILL) };
+    gateways[0].0.0.wait().unwrap();
+    for pid in &own {
+        assert!(
+            wait_for_exit(*pid, Duration::from_secs(10)),
+            "the killed replica's server {pid} dies with it"
+        );
+    }
+    assert!(
+        survivors.iter().all(|pid| is_alive(*pid)),
+        "the other replicas' servers live on"
+    );
+
+    writeln!(client.0.stdin.as_mut().unwrap()).unwrap();
+    let after: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    for (result, on_victim) in after["sessions"].as_array().unwrap().iter().zip(&on_victim) {
+        if *on_victim {
+            assert_ne!(
+                result, "ok",
+                "a session of the killed replica fails: {after}"
+            );
+        } else {
+            assert_eq!(
+                result, "ok",
+                "a session of another replica carries on: {after}"
+            );
+        }
+    }
+    assert!(
+        after["sessionless"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|result| result == "ok"),
+        "2026-07-28 clients are served by the replicas left: {after}"
+    );
+}
+
+#[test]
+fn without_redis_the_replicas_serve_on_and_healthz_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut redis = RedisServer::start(dir.path());
+    let log = dir.path().join("up.jsonl");
+    let config = fleet_config(dir.path(), &log, &[], 60);
+    let gateways = replicas(&config, &redis, 3);
+    let addresses: Vec<_> = gateways.iter().map(|(_, url)| address(url)).collect();
+    let haproxy = Haproxy::start(dir.path(), &addresses);
+    let burst = |sessions: &str| {
+        let mut client = python_client("serve_fleet_client.py");
+        client.args(["burst", &haproxy.url(), sessions, log.to_str().unwrap()]);
+        report_of(client, "burst")
+    };
+
+    let report = burst("4");
+    assert_eq!(report["errors"], serde_json::json!([]), "{report}");
+    assert_eq!(report["listings"], 1, "{report}");
+
+    redis.stop();
+    let report = burst("8");
+    assert_eq!(
+        report["errors"],
+        serde_json::json!([]),
+        "no call fails without Redis: {report}"
+    );
+    assert_eq!(report["legacy"], 8, "{report}");
+    for (_, url) in &gateways {
+        let health = health(url);
+        assert_eq!(health["status"], "up", "{health}");
+        assert_eq!(health["fleet"]["redis_reachable"], false, "{health}");
+    }
+
+    redis.resume();
+    for (_, url) in &gateways {
+        assert_eq!(health(url)["fleet"]["redis_reachable"], true);
+    }
+    let report = burst("4");
+    assert_eq!(report["errors"], serde_json::json!([]), "{report}");
 }

@@ -2,15 +2,23 @@
 --listen` behind haproxy.
 
     python serve_fleet_client.py burst URL SESSIONS UP_LOG
+    python serve_fleet_client.py hold URL SESSIONS
 
 `burst`: SESSIONS handshake sessions (`legacy`) and SESSIONS 2026-07-28 clients, all
 at once, each list the tools and call `mcp__up__echo` three times and `mcp__up__pid`
 once; reports how many of each succeeded, the pids their calls reached, and the
 number of `tools/list` requests in UP_LOG.
 
-Prints what it saw as one JSON object.
+`hold`: opens SESSIONS handshake sessions (`legacy`) and keeps them; each calls
+`mcp__up__pid`, and the pids are printed as one JSON line. Once a line arrives on
+stdin, each session calls `mcp__up__echo`, and so do SESSIONS 2026-07-28 clients
+opened then; the last line says what each call got: `"ok"` or the error's text.
+
+Prints what it saw as one JSON object (`hold`: two lines).
 """
+import contextlib
 import json
+import os
 import sys
 
 import anyio
@@ -43,7 +51,36 @@ async def burst(url, sessions, up_log):
     return report
 
 
+async def hold(url, sessions):
+    async with contextlib.AsyncExitStack() as stack:
+        held = []
+        for _ in range(sessions):
+            c = await stack.enter_async_context(client(url, "legacy", terminate=False))
+            held.append(c)
+        pids = [(await c.call_tool("mcp__up__pid", {})).structured_content["pid"] for c in held]
+        print(json.dumps({"pids": pids}), flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.readline)
+
+        async def echo(c):
+            try:
+                result = await c.call_tool("mcp__up__echo", {"text": "after"})
+                return "ok" if not result.is_error else f"tool error: {result.content}"
+            except Exception as error:  # noqa: BLE001 - reported, then asserted on
+                return f"{type(error).__name__}: {error}"
+
+        after = [await echo(c) for c in held]
+        sessionless = []
+        for _ in range(sessions):
+            async with client(url, "2026-07-28") as c:
+                sessionless.append(await echo(c))
+        print(json.dumps({"sessions": after, "sessionless": sessionless}), flush=True)
+        # Dropping the sessions on a dead replica may raise; the report is out.
+        os._exit(0)
+
+
 if __name__ == "__main__":
     command, url = sys.argv[1], sys.argv[2]
     if command == "burst":
         print(json.dumps(anyio.run(burst, url, int(sys.argv[3]), sys.argv[4])))
+    elif command == "hold":
+        anyio.run(hold, url, int(sys.argv[3]))

@@ -283,3 +283,4 @@ pub use config::error::ConfigError;
 pub use connection::error::{CallError, FeatureError};
 pub use manager::error::StartError;
 pub use transport::error::{ListToolsError, RestartError, StartupError};
+pub use transport::stdio::end_servers_with_this_process;

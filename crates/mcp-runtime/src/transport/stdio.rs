@@ -135,6 +135,23 @@ impl Launch {
     }
 }
 
+/// Whether servers started from now on are killed when this process dies
+/// ([`end_servers_with_this_process`]).
+static END_WITH_PROCESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on, every stdio server this process starts is killed (`SIGKILL`) when
+/// the process dies, however it dies: a gateway killed with `SIGKILL` leaves no
+/// server behind. Linux only (`PR_SET_PDEATHSIG`); elsewhere a server learns of its
+/// host's death from its closed stdin alone.
+///
+/// The kernel sends the signal when the thread that started the server ends, not
+/// the process: call it only in a process whose tokio worker threads live as long as
+/// it does (`mcp-runtime serve` does; a host that starts servers from a thread that
+/// ends before they should must not).
+pub fn end_servers_with_this_process() {
+    END_WITH_PROCESS.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Starts `launch` for `server`, in a new process group.
 pub(crate) fn spawn(server: &str, launch: &Launch) -> Result<Spawned, StartupError> {
     let (program, args) = launch.argv.split_first().expect("argv is never empty");
@@ -150,6 +167,25 @@ pub(crate) fn spawn(server: &str, launch: &Launch) -> Result<Spawned, StartupErr
         .kill_on_drop(true);
     if let Some(cwd) = &launch.cwd {
         command.current_dir(cwd);
+    }
+    #[cfg(target_os = "linux")]
+    if END_WITH_PROCESS.load(std::sync::atomic::Ordering::Relaxed) {
+        // SAFETY: between fork and exec only async-signal-safe calls are made: prctl,
+        // getppid and _exit.
+        unsafe {
+            let parent = libc::getpid();
+            command.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The host died before the request took effect: nothing would kill
+                // this child.
+                if libc::getppid() != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
     }
     let mut child = command.spawn().map_err(|source| StartupError::Spawn {
         program: program.clone(),
