@@ -3,12 +3,11 @@
 //! result, a log line.
 
 use std::{
-    io::BufRead as _,
     path::{Path, PathBuf},
-    process::{Child, Command, Output, Stdio},
+    process::Output,
 };
 
-use crate::support::{cli, fixture_server, stderr, stdout};
+use crate::support::{cli, fixture_server, http_fixture, stderr, stdout};
 
 /// The bearer token the HTTP server is sent, from the environment.
 const TOKEN: &str = "cli-bearer-4d1f-77aa";
@@ -16,35 +15,6 @@ const TOKEN: &str = "cli-bearer-4d1f-77aa";
 const API_KEY: &str = "cli-api-key-91b0-cc3e";
 /// A credential passed to a local server in its environment.
 const SERVER_TOKEN: &str = "cli-server-token-2e8d";
-
-/// An HTTP fixture process, killed when dropped.
-struct HttpFixture {
-    child: Child,
-    url: String,
-}
-
-impl Drop for HttpFixture {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The fixture serving Streamable HTTP on a free port with `args`.
-fn http_fixture(args: &[&str]) -> HttpFixture {
-    let mut child = Command::new(fixture_server())
-        .args(["--http", "127.0.0.1:0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the fixture starts");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = mcp_runtime_fixtures::testing::announced_url(&line);
-    HttpFixture { child, url }
-}
 
 /// A config file in `dir`: the server `echo` at `url` sent the token and the literal
 /// key, and the local server `local` given [`SERVER_TOKEN`] in `LOCAL_TOKEN`.

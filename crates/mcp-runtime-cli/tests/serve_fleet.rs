@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::{
     serve_http::{KillOnDrop, gateway},
-    support::{fixture_server, python_client, report_of},
+    support::{fixture_server, http_fixture, python_client, report_of},
 };
 
 const KEY: &str = "a fleet key of thirty-two bytes or more";
@@ -256,4 +256,46 @@ fn without_redis_the_replicas_serve_on_and_healthz_says_so() {
     }
     let report = burst("4");
     assert_eq!(report["errors"], serde_json::json!([]), "{report}");
+}
+
+#[test]
+fn a_tool_change_reaches_every_session_on_every_replica() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(dir.path());
+    // One server for every session of every replica, telling all of them of a change.
+    let log = dir.path().join("up.jsonl");
+    let upstream = http_fixture(&["--broadcast-tool-changes", "--log", log.to_str().unwrap()]);
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[serve]\nlisting_burst_sec = 60\n\n\
+             [serve.fleet]\nredis_url_env_var = \"MCP_RUNTIME_REDIS_URL\"\n\
+             key_env_var = \"MCP_RUNTIME_FLEET_KEY\"\n\n\
+             [mcp_servers.up]\nurl = {url:?}\nrequired = true\n",
+            url = upstream.url,
+        ),
+    )
+    .unwrap();
+    let gateways = replicas(&config, &redis, 3);
+    let addresses: Vec<_> = gateways.iter().map(|(_, url)| address(url)).collect();
+    let haproxy = Haproxy::start(dir.path(), &addresses);
+
+    let mut client = python_client("serve_fleet_client.py");
+    client.args(["changes", &haproxy.url(), "6", log.to_str().unwrap()]);
+    let report = report_of(client, "changes");
+    assert_eq!(
+        report["before"],
+        serde_json::json!(vec![false; 6]),
+        "{report}"
+    );
+    assert_eq!(
+        report["after"],
+        serde_json::json!(vec![true; 6]),
+        "every session on every replica: {report}"
+    );
+    // The replicas' burst windows (60 s) ended with the change: a session opened
+    // afterwards, wherever it lands, lists the new tool.
+    assert_eq!(report["new_session"], true, "{report}");
+    assert_eq!(report["new_sessionless"], true, "{report}");
 }

@@ -3,6 +3,7 @@
 
     python serve_fleet_client.py burst URL SESSIONS UP_LOG
     python serve_fleet_client.py hold URL SESSIONS
+    python serve_fleet_client.py changes URL SESSIONS UP_LOG
 
 `burst`: SESSIONS handshake sessions (`legacy`) and SESSIONS 2026-07-28 clients, all
 at once, each list the tools and call `mcp__up__echo` three times and `mcp__up__pid`
@@ -14,6 +15,13 @@ number of `tools/list` requests in UP_LOG.
 stdin, each session calls `mcp__up__echo`, and so do SESSIONS 2026-07-28 clients
 opened then; the last line says what each call got: `"ok"` or the error's text.
 
+`changes`: opens SESSIONS handshake sessions (`legacy`), each listing the tools; once
+the upstream (whose log is UP_LOG) has a listen stream open for each, the first
+calls `mcp__up__add_tool` (a server whose tools all its clients share); once
+every session heard `notifications/tools/list_changed`, each lists the tools again,
+and so do a handshake session and a 2026-07-28 client opened then. Reports whether
+each list holds `mcp__up__late`.
+
 Prints what it saw as one JSON object (`hold`: two lines).
 """
 import contextlib
@@ -22,7 +30,7 @@ import os
 import sys
 
 import anyio
-from serve_common import logged
+from serve_common import logged, wait_until
 from serve_http_client import client
 
 
@@ -78,9 +86,44 @@ async def hold(url, sessions):
         os._exit(0)
 
 
+async def changes(url, sessions, up_log):
+    heard = [0] * sessions
+
+    def hearing(index):
+        async def on_message(message):
+            method = getattr(getattr(message, "root", message), "method", None)
+            if method == "notifications/tools/list_changed":
+                heard[index] += 1
+        return on_message
+
+    def has_late(listed):
+        return "mcp__up__late" in [t.name for t in listed.tools]
+
+    report = {}
+    async with contextlib.AsyncExitStack() as stack:
+        held = [
+            await stack.enter_async_context(client(url, "legacy", message_handler=hearing(index)))
+            for index in range(sessions)
+        ]
+        report["before"] = [has_late(await c.list_tools()) for c in held]
+        # A notification sent before a session's listen stream opens is lost.
+        await wait_until(lambda: logged(up_log, "http/GET") >= sessions, None)
+        await held[0].call_tool("mcp__up__add_tool", {"name": "late"})
+        await wait_until(lambda: all(heard), None)
+        report["heard"] = heard
+        report["after"] = [has_late(await c.list_tools()) for c in held]
+        async with client(url, "legacy") as c:
+            report["new_session"] = has_late(await c.list_tools())
+        async with client(url, "2026-07-28") as c:
+            report["new_sessionless"] = has_late(await c.list_tools())
+    return report
+
+
 if __name__ == "__main__":
     command, url = sys.argv[1], sys.argv[2]
     if command == "burst":
         print(json.dumps(anyio.run(burst, url, int(sys.argv[3]), sys.argv[4])))
+    elif command == "changes":
+        print(json.dumps(anyio.run(changes, url, int(sys.argv[3]), sys.argv[4])))
     elif command == "hold":
         anyio.run(hold, url, int(sys.argv[3]))

@@ -2,8 +2,9 @@
 //! servers, the repository's scripts.
 
 use std::{
+    io::BufRead as _,
     path::{Path, PathBuf},
-    process::{Command, Output},
+    process::{Child, Command, Output, Stdio},
 };
 
 /// The binary, with `HOME` and `CODEX_HOME` in an empty directory, so that no
@@ -89,4 +90,34 @@ pub fn repo() -> PathBuf {
         .join("../..")
         .canonicalize()
         .unwrap()
+}
+
+/// An HTTP fixture process, killed when dropped.
+pub struct HttpFixture {
+    child: Child,
+    /// Its endpoint.
+    pub url: String,
+}
+
+impl Drop for HttpFixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The fixture serving Streamable HTTP on a free port with `args`.
+pub fn http_fixture(args: &[&str]) -> HttpFixture {
+    let mut child = Command::new(fixture_server())
+        .args(["--http", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the fixture starts");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = mcp_runtime_fixtures::testing::announced_url(&line);
+    HttpFixture { child, url }
 }

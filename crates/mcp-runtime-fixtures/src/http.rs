@@ -1,5 +1,6 @@
 //! Serving the fixture over Streamable HTTP at `/mcp`, logging every POST body
-//! before rmcp parses it.
+//! before rmcp parses it (with `--broadcast-tool-changes`, also each listen stream
+//! rmcp opened, as `http/GET`: a test knows when every session will hear a change).
 //!
 //! rmcp's [`StreamableHttpService`] (stateful sessions) does the protocol; this
 //! module puts a plain hyper HTTP/1 server in front of it that answers 404 off
@@ -96,6 +97,8 @@ struct Endpoint {
     echo_headers: bool,
     /// Whether answers are rewritten (`--future`).
     future: bool,
+    /// Whether each listen stream opened is logged (`--broadcast-tool-changes`).
+    log_listens: bool,
     /// The methods whose answers are spoiled, and how.
     mangled: Vec<(String, Mangle)>,
     /// Whether a spoiled answer is a JSON body rather than an event stream.
@@ -204,6 +207,7 @@ pub async fn serve(
     }
 
     let future = fixture.behaviour().future;
+    let log_listens = fixture.behaviour().broadcast_tool_changes;
     let sessions = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(
         move || Ok(fixture.clone()),
@@ -232,6 +236,7 @@ pub async fn serve(
         expire_on_call: AtomicUsize::new(expire_sessions_on_call),
         echo_headers,
         future,
+        log_listens,
         mangled,
         json_answers,
     });
@@ -405,10 +410,20 @@ async fn handle(
         .map(ToString::to_string);
     // Until the answer's body ends, dropping the guard reports the request.
     let mut guard = request_id.map(|id| ClosedEarly { id: Some(id) });
+    let listen = endpoint.log_listens && parts.method == Method::GET;
     let mut response = endpoint
         .mcp
         .handle(Request::from_parts(parts, Full::new(body)))
         .await;
+    // A listen stream, once rmcp has opened it: from here on, what the server sends
+    // outside a request reaches that client. Logged as `http/GET`.
+    if listen
+        && response.status() == StatusCode::OK
+        && let Some(log) = &endpoint.log
+        && let Err(error) = log.record(r#"{"method":"http/GET"}"#, None)
+    {
+        eprintln!("mcp-fixture: cannot write the message log: {error}");
+    }
     let mangle = endpoint
         .mangled
         .iter()

@@ -61,6 +61,9 @@
 //! | HTTP: exits during `tools/call`, before answering or mid-stream | `--http-die-during-call WHEN` |
 //!
 //! With `--progress-steps N` a call that asks for progress gets N reports first.
+//! With `--broadcast-tool-changes`, `add_tool` tells every handshake session that the
+//! list changed (a server whose tools all its clients share), and over HTTP each
+//! listen stream opened is logged (`http/GET`).
 //! With `--asks` it also lists `ask`, `roots` and `sample`, which ask the client for
 //! an elicitation, its roots and a model's message, and answer with the client's
 //! answer (see `asks.rs`). With `--tasks` it lists `task_job`, which runs as a task

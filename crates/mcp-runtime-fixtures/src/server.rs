@@ -103,6 +103,9 @@ pub struct Behaviour {
     /// With `resources`: keep sending on the listen streams a client closed (see
     /// `resources.rs`).
     pub late_streams: bool,
+    /// `add_tool` tells every handshake session that the list changed, as a server
+    /// whose tools are the same for all its clients does, not only the caller's.
+    pub broadcast_tool_changes: bool,
     /// Offer logging: `logging/setLevel` is taken (and logged like every message).
     pub logging: bool,
     /// The `outputSchema` of `echo` (which answers its arguments as structured
@@ -176,6 +179,8 @@ pub struct Fixture {
     tasks: crate::tasks::Tasks,
     /// The resource and its subscribers, shared by all clones.
     resources: Arc<crate::resources::Resources>,
+    /// With `broadcast_tool_changes`: every handshake session.
+    listers: Arc<std::sync::Mutex<Vec<Peer<RoleServer>>>>,
 }
 
 impl Fixture {
@@ -193,6 +198,7 @@ impl Fixture {
             tools,
             tasks: crate::tasks::Tasks::default(),
             resources: Arc::new(resources),
+            listers: Arc::default(),
         }
     }
 
@@ -275,6 +281,12 @@ impl Fixture {
                     Default::default(),
                 ))
                 .await;
+        } else if self.behaviour.broadcast_tool_changes {
+            let listers = self.listers.lock().expect("not poisoned").clone();
+            for lister in listers {
+                // A session that ended is no longer told.
+                let _ = lister.notify_tool_list_changed().await;
+            }
         } else if let Err(error) = peer.notify_tool_list_changed().await {
             return Err(McpError::internal_error(
                 format!("cannot send `notifications/tools/list_changed`: {error}"),
@@ -456,6 +468,12 @@ impl ServerHandler for Fixture {
         }
         if self.behaviour.hang_initialize {
             std::future::pending::<()>().await;
+        }
+        if self.behaviour.broadcast_tool_changes {
+            self.listers
+                .lock()
+                .expect("not poisoned")
+                .push(context.peer.clone());
         }
         if let Some(status) = self.behaviour.crash_initialize {
             fault::exit_with_stderr("initialize", status);

@@ -98,6 +98,9 @@ struct Args {
     /// their ids, as a server that has not yet read their cancellation
     #[arg(long, requires = "resources")]
     late_streams: bool,
+    /// `add_tool` tells every handshake session of the change, not only the caller's
+    #[arg(long)]
+    broadcast_tool_changes: bool,
     /// Offer logging, taking `logging/setLevel`
     #[arg(long)]
     logging: bool,
@@ -377,6 +380,7 @@ impl Args {
             resources: self.resources,
             asking_resource: self.asking_resource,
             late_streams: self.late_streams,
+            broadcast_tool_changes: self.broadcast_tool_changes,
             logging: self.logging,
             instructions: self.instructions.clone(),
             progress_steps: self.progress_steps,
