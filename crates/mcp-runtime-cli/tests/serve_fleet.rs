@@ -47,6 +47,32 @@ fn address(url: &str) -> SocketAddr {
         .unwrap()
 }
 
+/// The messages the fixture logged in `log`.
+fn logged(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// How many `tools/list` requests the fixture logged in `log`.
+fn tools_lists(log: &Path) -> usize {
+    logged(log)
+        .iter()
+        .filter(|message| message["method"] == "tools/list")
+        .count()
+}
+
+/// The distinct client capabilities the `initialize` requests in `log` offered.
+fn offered_capabilities(log: &Path) -> std::collections::BTreeSet<String> {
+    logged(log)
+        .iter()
+        .filter(|message| message["method"] == "initialize")
+        .map(|message| message["params"]["capabilities"].to_string())
+        .collect()
+}
+
 /// A replica's `/healthz`, asked with a plain HTTP/1.0 request.
 fn health(url: &str) -> Value {
     use std::io::{Read, Write};
@@ -85,15 +111,34 @@ fn a_burst_of_sessions_across_three_replicas_behind_haproxy_lists_each_upstream_
     let addresses: Vec<_> = gateways.iter().map(|(_, url)| address(url)).collect();
     let haproxy = Haproxy::start(dir.path(), &addresses);
 
-    let mut client = python_client("serve_fleet_client.py");
-    client.args(["burst", &haproxy.url(), "16", log.to_str().unwrap()]);
-    let report = report_of(client, "burst");
+    // One burst of 64 sessions: the Python SDK's, 24 of each era, and the
+    // TypeScript SDK's, 16 (handshake), at once.
+    let mut python = python_client("serve_fleet_client.py");
+    python.args(["burst", &haproxy.url(), "24", log.to_str().unwrap()]);
+    let mut typescript = std::process::Command::new("node");
+    typescript
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve_fleet_ts_client.mjs"))
+        .args(["burst", &haproxy.url(), "16"]);
+    let (report, ts) = std::thread::scope(|scope| {
+        let typescript = scope.spawn(|| report_of(typescript, "typescript burst"));
+        (
+            report_of(python, "python burst"),
+            typescript.join().unwrap(),
+        )
+    });
     assert_eq!(report["errors"], serde_json::json!([]), "{report}");
-    assert_eq!(report["legacy"], 16, "{report}");
-    assert_eq!(report["2026-07-28"], 16, "{report}");
+    assert_eq!(report["legacy"], 24, "{report}");
+    assert_eq!(report["2026-07-28"], 24, "{report}");
+    assert_eq!(ts["errors"], serde_json::json!([]), "{ts}");
+    assert_eq!(ts["sessions"], 16, "{ts}");
+    // The sessions offer the upstream two sets of capabilities (the Python clients
+    // answer elicitation, the TypeScript ones do not): two discovery keys, one
+    // listing each for the whole fleet.
+    assert_eq!(offered_capabilities(&log).len(), 2);
     assert_eq!(
-        report["listings"], 1,
-        "one tools/list for the whole fleet: {report}"
+        tools_lists(&log),
+        2,
+        "one tools/list per key for the whole fleet: {report}"
     );
 
     // Each handshake session and each replica's sessionless clients had servers of
@@ -104,7 +149,7 @@ fn a_burst_of_sessions_across_three_replicas_behind_haproxy_lists_each_upstream_
         .iter()
         .map(|pid| pid.as_u64().unwrap())
         .collect();
-    assert!(pids.len() > 16, "{report}");
+    assert!(pids.len() > 24, "{report}");
     for (_, url) in &gateways {
         let health = health(url);
         assert_eq!(health["fleet"]["redis_reachable"], true, "{health}");
