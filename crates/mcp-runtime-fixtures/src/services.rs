@@ -17,6 +17,8 @@ use std::{
 pub struct RedisServer {
     dir: PathBuf,
     child: Option<Child>,
+    /// The loopback port it also listens on, if it does.
+    port: Option<u16>,
 }
 
 impl RedisServer {
@@ -30,9 +32,38 @@ impl RedisServer {
         let mut server = Self {
             dir: dir.to_owned(),
             child: None,
+            port: None,
         };
         server.resume();
         server
+    }
+
+    /// [`RedisServer::start`], listening on a free loopback port as well (found by
+    /// binding port 0 and letting it go: for benchmarks, which are not run beside
+    /// other tests).
+    pub fn start_with_port(dir: &Path) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let mut server = Self {
+            dir: dir.to_owned(),
+            child: None,
+            port: Some(port),
+        };
+        server.resume();
+        server
+    }
+
+    /// The URL of its loopback port.
+    ///
+    /// # Panics
+    /// When it was started without one.
+    pub fn tcp_url(&self) -> String {
+        format!(
+            "redis://127.0.0.1:{}",
+            self.port.expect("started with a port")
+        )
     }
 
     /// The URL of the server's socket, for the runtime's fleet and the CLI's `[serve.fleet]`.
@@ -60,7 +91,9 @@ impl RedisServer {
             return;
         }
         let mut child = Command::new("redis-server")
-            .args(["--port", "0", "--unixsocket"])
+            .arg("--port")
+            .arg(self.port.unwrap_or(0).to_string())
+            .args(["--bind", "127.0.0.1", "--unixsocket"])
             .arg(self.socket())
             .args([
                 "--unixsocketperm",

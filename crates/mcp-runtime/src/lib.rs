@@ -247,6 +247,39 @@ pub mod bench_support {
     ) -> Result<crate::Runtime, crate::StartupError> {
         crate::Runtime::in_process(server, stream).await
     }
+
+    /// Publishes a listing of `payload` for the discovery key digest `digest` in
+    /// `fleet`, as a startup leading there does.
+    ///
+    /// # Panics
+    /// When Redis does not answer, or another startup leads.
+    #[cfg(feature = "fleet")]
+    pub async fn fleet_publish(fleet: &crate::fleet::Fleet, digest: [u8; 32], payload: &[u8]) {
+        let slot = fleet.slot(&digest, &digest);
+        let window = std::time::Duration::from_secs(60);
+        match fleet.acquire(&slot, 0, window).await {
+            Ok(crate::fleet::Acquired::Lead(lease)) => lease.publish(payload, window, None).await,
+            _ => panic!("the fleet is reachable and nobody leads"),
+        }
+    }
+
+    /// What a startup of `digest` beginning now asks the fleet (one round trip):
+    /// whether it takes a listing published within the minute.
+    ///
+    /// # Panics
+    /// When Redis does not answer.
+    #[cfg(feature = "fleet")]
+    pub async fn fleet_round_trip(fleet: &crate::fleet::Fleet, digest: [u8; 32]) -> bool {
+        let slot = fleet.slot(&digest, &digest);
+        match fleet
+            .acquire(&slot, 0, std::time::Duration::from_secs(60))
+            .await
+        {
+            Ok(crate::fleet::Acquired::Take(_)) => true,
+            Ok(_) => false,
+            Err(_) => panic!("the fleet's Redis does not answer"),
+        }
+    }
 }
 mod transport;
 
