@@ -10,7 +10,9 @@
 //! 1. Nothing in Redis is authority. Every value is signed with the fleet key
 //!    (HMAC-SHA-256 over its key name and contents) and checked on read; a value that
 //!    fails the check is treated as absent (`Acquired::Unusable`), so a forged or
-//!    stale entry costs at most one more `tools/list`. Key names are derived from the
+//!    stale entry costs at most one more `tools/list` (a lease, which carries no data,
+//!    is waited for until it lapses, and a waiter waits a bounded time: a forged one
+//!    delays, then costs one more `tools/list`). Key names are derived from the
 //!    fleet key too (an HMAC of the discovery key's digest): Redis holds no digest of
 //!    what servers are sent, and two fleets with different keys share nothing.
 //! 2. One discovery key has at most one leader in the fleet: the holder of its lease,
@@ -296,7 +298,7 @@ impl Fleet {
             .arg(since)
             .arg(millis(window))
             .arg(millis(self.inner.lease));
-        let (kind, since, value, extra) = self
+        let (kind, since, value, token) = self
             .bounded(invoke::<(String, u64, Vec<u8>, u64)>(&invocation))
             .await?;
         let key = &self.inner.key;
@@ -309,23 +311,18 @@ impl Fleet {
             "public-grant" => {
                 payload(&slot.public_grant).map_or(Acquired::Unusable, Acquired::Granted)
             }
-            // A lease its leader has not sealed yet is trusted for the first renewal
-            // period alone (`extra` is Redis's time now); the wait is bounded anyway.
-            "wait" => match open(key, &slot.lease, &value) {
-                Some(_) => Acquired::Wait { since },
-                None => match unsealed_lease(&value) {
-                    Some(sent) if extra.saturating_sub(sent) < millis(self.inner.lease / 3) => {
-                        Acquired::Wait { since }
-                    }
-                    _ => Acquired::Unusable,
-                },
-            },
+            // A lease carries nothing but a number. One its leader has not sealed
+            // yet (it does so at once) lapses by itself unless renewed: it is waited
+            // for, as a sealed one is (a waiter waits a bounded time). A seal that
+            // does not hold is another's.
+            "wait" if open(key, &slot.lease, &value).is_some() => Acquired::Wait { since },
+            "wait" if unsealed_lease(&value).is_some() => Acquired::Wait { since },
             "lead" => {
                 let sent = unsealed_lease(&value).unwrap_or(0);
                 Acquired::Lead(Box::new(Lease::new(
                     self.clone(),
                     slot.clone(),
-                    extra,
+                    token,
                     sent,
                 )))
             }
@@ -534,6 +531,15 @@ impl Lease {
     }
 }
 
+#[cfg(test)]
+impl Lease {
+    /// Drops the lease as a leader's death does: no renewal, no release.
+    fn abandon(mut self) {
+        self.renewal = None;
+        self.published = true;
+    }
+}
+
 impl Drop for Lease {
     fn drop(&mut self) {
         if self.published {
@@ -693,8 +699,8 @@ fn millis(duration: Duration) -> u64 {
 
 /// KEYS: clock, changed, listing, private grant, public grant, lease.
 /// ARGV: the startup's stamp (0: draw one), the burst window and the lease, in ms.
-/// Returns {kind, stamp, value, extra}: `extra` is the new token of a leader, and
-/// Redis's time of a waiter; values are checked by the caller.
+/// Returns {kind, stamp, value, token}: `token` is a new leader's; values are
+/// checked by the caller.
 const ACQUIRE_LUA: &str = r"
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -715,7 +721,7 @@ if grant then return {'private-grant', since, grant, 0} end
 grant = redis.call('GET', KEYS[5])
 if grant then return {'public-grant', since, grant, 0} end
 local lease = redis.call('GET', KEYS[6])
-if lease and usable(lease) then return {'wait', since, lease, now} end
+if lease and usable(lease) then return {'wait', since, lease, 0} end
 local token = redis.call('INCR', KEYS[1])
 local value = token .. ':' .. now .. ':'
 redis.call('SET', KEYS[6], value, 'PX', ARGV[3])

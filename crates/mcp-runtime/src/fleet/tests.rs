@@ -53,3 +53,178 @@ async fn slots_are_named_by_the_fleet_key_and_never_by_the_digest() {
         "one hash slot per key"
     );
 }
+
+/// A `redis-server` of the test's own on a Unix socket (installed by
+/// `scripts/install-peers`), killed when dropped.
+struct Redis {
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+    url: String,
+}
+
+impl Redis {
+    fn start() -> Self {
+        use std::io::BufRead;
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("redis.sock");
+        let mut child = std::process::Command::new("redis-server")
+            .args([
+                "--port",
+                "0",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--unixsocket",
+            ])
+            .arg(&socket)
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("redis-server starts (`scripts/install-peers` installs it)");
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        while let Some(Ok(line)) = lines.next() {
+            if line
+                .to_ascii_lowercase()
+                .contains("ready to accept connections")
+            {
+                std::thread::spawn(move || lines.for_each(drop));
+                let url = format!("unix://{}", socket.display());
+                return Self {
+                    child,
+                    _dir: dir,
+                    url,
+                };
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("redis-server exited before accepting connections");
+    }
+
+    /// A replica's link to it, its leases lasting `lease`.
+    fn fleet(&self, replica: &str, lease: Duration) -> Fleet {
+        Fleet::connect_with(&self.url, KEY, replica, DEFAULT_TIMEOUT, lease).unwrap()
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const WINDOW: Duration = Duration::from_secs(60);
+
+#[tokio::test]
+async fn a_lease_whose_leader_died_lapses_and_a_waiter_leads() {
+    let redis = Redis::start();
+    let lease = Duration::from_millis(600);
+    let (dead, alive) = (redis.fleet("dead", lease), redis.fleet("alive", lease));
+    let digest = [3; 32];
+    let Ok(Acquired::Lead(leader)) = dead.acquire(&dead.slot(&digest, &digest), 0, WINDOW).await
+    else {
+        panic!("the first startup leads");
+    };
+    leader.abandon();
+    let slot = alive.slot(&digest, &digest);
+    let Ok(Acquired::Wait { since }) = alive.acquire(&slot, 0, WINDOW).await else {
+        panic!("the lease holds until it lapses");
+    };
+    // Looked at as a waiter does: every `poll`, until the lease has lapsed.
+    let mut looks = 0;
+    loop {
+        looks += 1;
+        match alive.acquire(&slot, since, WINDOW).await {
+            Ok(Acquired::Wait { .. }) => tokio::time::sleep(alive.poll()).await,
+            Ok(Acquired::Lead(_)) => break,
+            _ => panic!("nothing else is there"),
+        }
+        assert!(looks < 40, "the lease lapses within its lifetime");
+    }
+}
+
+#[tokio::test]
+async fn a_published_listing_is_taken_and_a_replaced_leader_publishes_nothing() {
+    let redis = Redis::start();
+    let (first, second) = (
+        redis.fleet("first", DEFAULT_LEASE),
+        redis.fleet("second", DEFAULT_LEASE),
+    );
+    let digest = [4; 32];
+    let slot = first.slot(&digest, &digest);
+    let Ok(Acquired::Lead(leader)) = first.acquire(&slot, 0, WINDOW).await else {
+        panic!("the first startup leads");
+    };
+    // A startup that begins after the lease was taken, with no burst window: the
+    // attempt in flight was sent before it began, so it leads its own, replacing
+    // the lease (invariant 3).
+    let later = second.slot(&digest, &digest);
+    let Ok(Acquired::Lead(replacing)) = second.acquire(&later, 0, Duration::ZERO).await else {
+        panic!("a later startup outside the window leads");
+    };
+    leader.publish(b"stale", WINDOW, None).await;
+    replacing.publish(b"fresh", WINDOW, None).await;
+    match first.acquire(&slot, 0, WINDOW).await {
+        Ok(Acquired::Take(payload)) => assert_eq!(payload, b"fresh"),
+        _ => panic!("the replacing leader's listing is taken"),
+    }
+}
+
+#[tokio::test]
+async fn a_forged_or_foreign_entry_is_never_taken() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    let digest = [5; 32];
+    let slot = fleet.slot(&digest, &digest);
+    let mut connection = redis::Client::open(redis.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let forged = seal(OTHER_KEY, &slot.listing, u64::MAX, u64::MAX, b"[]");
+    redis::cmd("SET")
+        .arg(&slot.listing)
+        .arg(forged)
+        .query_async::<()>(&mut connection)
+        .await
+        .unwrap();
+    assert!(matches!(
+        fleet.acquire(&slot, 0, WINDOW).await,
+        Ok(Acquired::Unusable)
+    ));
+}
+
+#[tokio::test]
+async fn a_change_revokes_the_window_and_the_grants_for_every_replica() {
+    let redis = Redis::start();
+    let (one, other) = (
+        redis.fleet("one", DEFAULT_LEASE),
+        redis.fleet("other", DEFAULT_LEASE),
+    );
+    let digest = [6; 32];
+    let slot = one.slot(&digest, &digest);
+    let Ok(Acquired::Lead(leader)) = one.acquire(&slot, 0, WINDOW).await else {
+        panic!("the first startup leads");
+    };
+    leader
+        .publish(b"[]", WINDOW, Some((false, Duration::from_secs(600))))
+        .await;
+    let mut changes = other.changes();
+    one.revoke(&slot).await.unwrap();
+    let other_slot = other.slot(&digest, &digest);
+    assert_eq!(
+        changes.recv().await.unwrap(),
+        other_slot.id,
+        "the other replica hears of it"
+    );
+    assert!(
+        matches!(
+            other.acquire(&other_slot, 0, WINDOW).await,
+            Ok(Acquired::Lead(_))
+        ),
+        "neither the grant nor the listing of the window serves a later startup"
+    );
+}
