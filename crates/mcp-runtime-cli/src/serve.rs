@@ -20,9 +20,9 @@ use rmcp::{ServiceExt, service::ServerInitializeError};
 pub async fn stdio(config: Config, options: StartOptions) -> anyhow::Result<()> {
     // A gateway killed outright leaves no server behind.
     mcp_runtime::end_servers_with_this_process();
-    let (options, _) = in_fleet(&config, options)?;
+    let (options, fleet) = in_fleet(&config, options)?;
     let upstreams = Upstreams::per_client(config.clone(), options);
-    let gateway = gateway(&config, upstreams.clone());
+    let gateway = gateway(&config, upstreams.clone(), fleet.as_ref());
     let served = gateway
         .clone()
         .serve(mcp_runtime_serve::stdio::stdio())
@@ -66,6 +66,11 @@ pub async fn http(
     mcp_runtime::end_servers_with_this_process();
     let mut settings = http::Settings::new(&config.serve, listen)?;
     let (options, fleet) = in_fleet(&config, options)?;
+    let gateway = gateway(
+        &config,
+        Upstreams::per_client(config.clone(), options),
+        fleet.as_ref(),
+    );
     if let Some(fleet) = fleet {
         settings = settings.with_fleet(fleet);
     }
@@ -74,7 +79,6 @@ pub async fn http(
         .with_context(|| format!("cannot listen on {listen}"))?;
     let local = listener.local_addr()?;
     println!("listening on http://{local}{}", http::MCP_PATH);
-    let gateway = gateway(&config, Upstreams::per_client(config.clone(), options));
     http::serve(listener, gateway, settings, async {
         shutdown.await;
     })
@@ -100,14 +104,19 @@ fn in_fleet(
     Ok((options.with_listing_registry(registry), Some(fleet)))
 }
 
-/// The gateway over `upstreams`, its lists as `config`'s `[serve]` table says.
-fn gateway(config: &Config, upstreams: Upstreams) -> Gateway {
+/// The gateway over `upstreams`, its lists as `config`'s `[serve]` table says, a
+/// replica of `fleet` if it has one.
+fn gateway(config: &Config, upstreams: Upstreams, fleet: Option<&Fleet>) -> Gateway {
     let serve = &config.serve;
-    Gateway::for_upstreams(upstreams)
+    let gateway = Gateway::for_upstreams(upstreams)
         .with_tool_names(serve.tool_names)
         .with_exposure(Exposure::new(
             serve.expose,
             serve.always_expose.clone(),
             serve.max_exposed_tools,
-        ))
+        ));
+    match fleet {
+        Some(fleet) => gateway.with_fleet(fleet),
+        None => gateway,
+    }
 }

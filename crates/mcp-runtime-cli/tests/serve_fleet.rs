@@ -344,3 +344,24 @@ fn a_tool_change_reaches_every_session_on_every_replica() {
     assert_eq!(report["new_session"], true, "{report}");
     assert_eq!(report["new_sessionless"], true, "{report}");
 }
+
+#[test]
+fn a_retry_that_reaches_another_replica_is_refused_naming_the_one_that_keeps_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(dir.path());
+    let log = dir.path().join("up.jsonl");
+    // A handshake-era server that asks its client a question during `ask`.
+    let config = fleet_config(dir.path(), &log, &["--asks"], 60);
+    let gateways = replicas(&config, &redis, 2);
+    let mut client = python_client("serve_fleet_client.py");
+    client.args(["misrouted", &gateways[0].1, &gateways[1].1]);
+    let report = report_of(client, "misrouted");
+    let error = report["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        error.contains("belongs to the call that replica")
+            && error.contains("call the tool again without the state"),
+        "{report}"
+    );
+}

@@ -4,6 +4,7 @@
     python serve_fleet_client.py burst URL SESSIONS UP_LOG
     python serve_fleet_client.py hold URL SESSIONS
     python serve_fleet_client.py changes URL SESSIONS UP_LOG
+    python serve_fleet_client.py misrouted URL OTHER_URL
 
 `burst`: SESSIONS handshake sessions (`legacy`) and SESSIONS 2026-07-28 clients, all
 at once, each list the tools and call `mcp__up__echo` three times and `mcp__up__pid`
@@ -22,6 +23,10 @@ every session heard `notifications/tools/list_changed`, each lists the tools aga
 and so do a handshake session and a 2026-07-28 client opened then. Reports whether
 each list holds `mcp__up__late`.
 
+`misrouted`: a 2026-07-28 client calls `mcp__up__ask` on the replica at URL, whose
+server asks it a question; its retry with the answer and the `requestState` is sent
+to the replica at OTHER_URL instead. Reports the error it got.
+
 Prints what it saw as one JSON object (`hold`: two lines).
 """
 import contextlib
@@ -31,7 +36,10 @@ import sys
 
 import anyio
 from serve_common import logged, wait_until
-from serve_http_client import client
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from serve_http_client import client, on_elicit
 
 
 async def burst(url, sessions, up_log):
@@ -119,11 +127,36 @@ async def changes(url, sessions, up_log):
     return report
 
 
+async def misrouted(url, other_url):
+    other = httpx2.URL(other_url)
+
+    class Misroute(httpx2.AsyncHTTPTransport):
+        """Sends a request that carries a `requestState` to the other replica."""
+
+        async def handle_async_request(self, request):
+            if b'"requestState"' in request.content:
+                request.url = request.url.copy_with(host=other.host, port=other.port)
+                request.headers["host"] = f"{other.host}:{other.port}"
+            return await super().handle_async_request(request)
+
+    http = httpx2.AsyncClient(transport=Misroute(), timeout=httpx2.Timeout(30, read=300))
+    async with Client(
+        streamable_http_client(url, http_client=http), mode="2026-07-28", elicitation_callback=on_elicit
+    ) as c:
+        try:
+            result = await c.call_tool("mcp__up__ask", {})
+            return {"error": None, "result": result.structured_content}
+        except Exception as error:  # noqa: BLE001 - reported, then asserted on
+            return {"error": str(error)}
+
+
 if __name__ == "__main__":
     command, url = sys.argv[1], sys.argv[2]
     if command == "burst":
         print(json.dumps(anyio.run(burst, url, int(sys.argv[3]), sys.argv[4])))
     elif command == "changes":
         print(json.dumps(anyio.run(changes, url, int(sys.argv[3]), sys.argv[4])))
+    elif command == "misrouted":
+        print(json.dumps(anyio.run(misrouted, url, sys.argv[3])))
     elif command == "hold":
         anyio.run(hold, url, int(sys.argv[3]))

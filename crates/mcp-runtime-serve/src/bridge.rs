@@ -532,6 +532,9 @@ pub(crate) struct Rounds {
     codec: RequestStateCodec,
     kept: Mutex<HashMap<u64, Kept>>,
     next: AtomicU64,
+    /// In a fleet, this replica's name: its states name it, and a state another
+    /// replica keeps the call of is refused saying so.
+    replica: Option<String>,
 }
 
 /// A kept call and the principal it is kept for.
@@ -543,11 +546,13 @@ struct Kept {
 /// How many calls one principal may have kept at once (invariant 5).
 pub(crate) const MAX_KEPT: usize = 64;
 
-/// What a `requestState` holds: the kept call's number, nothing secret (rmcp's codec
-/// authenticates, it does not encrypt).
+/// What a `requestState` holds: the kept call's number and, in a fleet, the replica
+/// that keeps it; nothing secret (rmcp's codec authenticates, it does not encrypt).
 #[derive(Serialize, Deserialize)]
 struct State {
     call: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    replica: Option<String>,
 }
 
 impl Rounds {
@@ -556,12 +561,24 @@ impl Rounds {
     pub(crate) fn new() -> Self {
         let mut key = [0_u8; 32];
         getrandom::fill(&mut key).expect("the operating system provides random bytes");
+        Self::with_key(key, None)
+    }
+
+    /// Rounds of the fleet replica `replica`, whose states every replica of the fleet
+    /// opens with `key` (derived from the fleet key): a request that resumes a call
+    /// kept by another replica is refused naming it.
+    pub(crate) fn in_fleet(key: [u8; 32], replica: &str) -> Self {
+        Self::with_key(key, Some(replica.to_owned()))
+    }
+
+    fn with_key(key: [u8; 32], replica: Option<String>) -> Self {
         let codec = RequestStateCodec::try_new(key.to_vec())
             .expect("a 32-byte key is long enough for the request-state codec");
         Self {
             codec,
             kept: Mutex::default(),
             next: AtomicU64::new(0),
+            replica,
         }
     }
 
@@ -584,7 +601,13 @@ impl Rounds {
         let options = SealOptions::new().associated_data(&bound).ttl(HOLD);
         let state = self
             .codec
-            .seal_json_with(&State { call: id }, &options)
+            .seal_json_with(
+                &State {
+                    call: id,
+                    replica: self.replica.clone(),
+                },
+                &options,
+            )
             .expect("a call's number serializes");
         call.questions.kept.store(true, Ordering::Release);
         let mut kept = lock(&self.kept);
@@ -619,12 +642,26 @@ impl Rounds {
         responses: InputResponses,
     ) -> Result<Call, ErrorData> {
         let bound = bound_to(principal, target);
-        let State { call: id } = self.codec.open_json_with(state, &bound).map_err(|error| {
-            ErrorData::invalid_params(
-                format!("the requestState cannot be used: {error}; call the tool again without it"),
+        let State { call: id, replica } =
+            self.codec.open_json_with(state, &bound).map_err(|error| {
+                ErrorData::invalid_params(
+                    format!(
+                        "the requestState cannot be used: {error}; call the tool again without it"
+                    ),
+                    None,
+                )
+            })?;
+        if let (Some(owner), Some(here)) = (&replica, &self.replica)
+            && owner != here
+        {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "this requestState belongs to the call that replica `{owner}` of the gateway's fleet keeps, \
+                     and the request reached replica `{here}`; call the tool again without the state"
+                ),
                 None,
-            )
-        })?;
+            ));
+        }
         // Checked and taken under one lock: a refused answer leaves the call kept,
         // its hold running as before.
         let mut kept = lock(&self.kept);
@@ -794,6 +831,35 @@ mod tests {
             .err()
             .unwrap();
         assert!(replayed.message.contains("resumed already"), "{replayed:?}");
+        assert_eq!(text_of(call.task.await), "\"accept\"");
+    }
+
+    #[tokio::test]
+    async fn a_state_another_replica_keeps_the_call_of_is_refused_naming_it() {
+        let key = [9; 32];
+        let (one, other) = (
+            Arc::new(Rounds::in_fleet(key, "one")),
+            Arc::new(Rounds::in_fleet(key, "other")),
+        );
+        let askers = Arc::new(Askers::default());
+        let ended = Arc::new(AtomicBool::new(false));
+        let call = asking_call(&askers, &ended).await;
+        let (state, keys) = state_of(&one.keep(call, "alice", ASK).unwrap());
+        let answers = || InputResponses::from([(keys[0].clone(), json!({"action": "accept"}))]);
+        let refused = other.resume(&state, "alice", ASK, answers()).err().unwrap();
+        assert_eq!(refused.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert!(
+            refused.message.contains("replica `one`")
+                && refused.message.contains("replica `other`"),
+            "{refused:?}"
+        );
+        // A gateway outside the fleet cannot open it at all.
+        let alone = Rounds::new()
+            .resume(&state, "alice", ASK, answers())
+            .err()
+            .unwrap();
+        assert!(alone.message.contains("cannot be used"), "{alone:?}");
+        let call = one.resume(&state, "alice", ASK, answers()).unwrap();
         assert_eq!(text_of(call.task.await), "\"accept\"");
     }
 

@@ -158,6 +158,17 @@ impl Gateway {
         self
     }
 
+    /// The gateway as a replica of `fleet`: the `requestState` of a call it keeps is
+    /// sealed with a key of the fleet's and names this replica, so that another
+    /// replica the retry reaches refuses it saying which replica keeps the call.
+    pub fn with_fleet(mut self, fleet: &mcp_runtime::fleet::Fleet) -> Self {
+        self.rounds = Arc::new(Rounds::in_fleet(
+            fleet.derived_key("serve request state"),
+            fleet.replica(),
+        ));
+        self
+    }
+
     /// The gateway, its tools named as `names` says (invariant 1).
     pub fn with_tool_names(mut self, names: ToolNames) -> Self {
         self.tool_names = names;

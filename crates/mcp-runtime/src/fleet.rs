@@ -209,6 +209,12 @@ impl Fleet {
         &self.inner.replica
     }
 
+    /// A key for `purpose`, derived from the fleet key: the same on every replica,
+    /// and unlike the key of any other purpose (HMAC-SHA-256 of the purpose).
+    pub fn derived_key(&self, purpose: &str) -> [u8; 32] {
+        sign(&self.inner.key, &[b"purpose\0", purpose.as_bytes()])
+    }
+
     /// Whether the last call to Redis succeeded (true before the first).
     pub fn reachable(&self) -> bool {
         self.inner.reachable.load(Ordering::Relaxed)
