@@ -30,6 +30,7 @@
 //!    gets 404, as for a session that does not exist.
 
 mod bearer;
+mod fleet_sessions;
 mod jwt;
 mod sessions;
 mod settings;
@@ -49,7 +50,12 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use self::settings::{DRAIN, Refused, Settings};
-use self::{jwt::Refusal, sessions::Sessions, settings::Auth};
+use self::{
+    fleet_sessions::{Claim, FleetSessions},
+    jwt::Refusal,
+    sessions::Sessions,
+    settings::Auth,
+};
 use crate::{Gateway, Upstreams, principal::Principal};
 
 /// The path of the MCP endpoint.
@@ -69,6 +75,8 @@ type Body = BoxBody<Bytes, Infallible>;
 struct Front {
     mcp: StreamableHttpService<Gateway, LocalSessionManager>,
     sessions: Arc<Sessions>,
+    /// In a fleet, the sessions any replica can restore.
+    fleet_sessions: Option<Arc<FleetSessions>>,
     settings: Settings,
     upstreams: Upstreams,
 }
@@ -95,7 +103,11 @@ pub async fn serve(
     // The listener's own account decides when a session is idle (invariant 4).
     manager.session_config.keep_alive = None;
     let manager = Arc::new(manager);
-    let config = StreamableHttpServerConfig::default()
+    let fleet_sessions = settings
+        .fleet
+        .clone()
+        .map(|fleet| Arc::new(FleetSessions::new(fleet)));
+    let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(settings.allowed_hosts.clone())
         .with_allowed_origins(settings.allowed_origins.clone())
         .with_max_request_body_bytes(settings.max_request_bytes)
@@ -104,6 +116,11 @@ pub async fn serve(
         // first); handshake sessions always get event streams from rmcp.
         .with_json_response(true)
         .with_cancellation_token(cancel.clone());
+    // In a fleet, a session whose replica is gone is restored on the one its next
+    // request reaches (see `fleet_sessions`).
+    config.session_store = fleet_sessions.clone().map(|sessions| {
+        sessions as Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>
+    });
     let upstreams = gateway.upstreams().clone();
     // Sessionless clients are bounded as sessions are, each count on its own.
     upstreams.bound_clients(settings.max_sessions);
@@ -116,10 +133,12 @@ pub async fn serve(
         manager,
         settings.max_sessions,
         settings.session_idle,
+        fleet_sessions.clone(),
     ));
     let front = Arc::new(Front {
         mcp,
         sessions: sessions.clone(),
+        fleet_sessions,
         settings: settings.clone(),
         upstreams: upstreams.clone(),
     });
@@ -234,6 +253,16 @@ async fn handle(
         .get(SESSION_ID)
         .and_then(|value| value.to_str().ok())
         .map(Arc::<str>::from);
+    // A session of the fleet that this replica does not hold is restored for its
+    // owner alone; for anyone else it does not exist (invariant 6).
+    if let (Some(id), Some(fleet)) = (&session, &front.fleet_sessions)
+        && !front.sessions.knows(id)
+    {
+        match fleet.claim(id, &principal).await {
+            Claim::Owner => front.sessions.own(id.clone(), principal.clone()),
+            Claim::Refused => return Ok(plain(StatusCode::NOT_FOUND, "session not found")),
+        }
+    }
     // A session is its opener's: another principal's request is told it does not
     // exist, as rmcp tells of an unknown one (invariant 6).
     if let Some(id) = &session
@@ -279,7 +308,7 @@ async fn handle(
         .get(MCP_METHOD)
         .is_some_and(|method| method == "subscriptions/listen");
     let post = (post && !listens).then(|| front.sessions.post());
-    let mut in_use = session.map(|id| front.sessions.begin(id));
+    let mut in_use = session.clone().map(|id| front.sessions.begin(id));
 
     let response = front.mcp.handle(request).await;
     drop(opening);
@@ -290,12 +319,24 @@ async fn handle(
             .and_then(|value| value.to_str().ok())
     {
         tracing::info!(session = id, "a session opened");
+        if let Some(fleet) = &front.fleet_sessions {
+            fleet.own(id, &principal).await;
+        }
         front.sessions.own(id.into(), principal);
         in_use = Some(front.sessions.begin(id.into()));
     }
     let mut response = response;
     if response.status().is_client_error() || response.status().is_server_error() {
         close_after(&mut response);
+    } else if front.fleet_sessions.is_some()
+        && let Some(id) = &session
+        && !response.headers().contains_key(SESSION_ID)
+        && let Ok(value) = header::HeaderValue::from_str(id)
+    {
+        // In a fleet, every answer of a session names it: a load balancer that keeps
+        // sessions on their replica by this header learns where a session restored
+        // after its replica's death now lives, from its first answer there.
+        response.headers_mut().insert(SESSION_ID, value);
     }
     // The body holds the guards: the session is in use, and the POST in flight,
     // until the response has been sent or dropped.

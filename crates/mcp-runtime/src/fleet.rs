@@ -239,6 +239,49 @@ impl Fleet {
         }
     }
 
+    /// Keeps `value` in the fleet under `kind` and `id` for `ttl`, signed (the key's
+    /// name is derived from the fleet key, `kind` and `id`). For what replicas share
+    /// besides listings: a `serve` session's state, say.
+    pub async fn put(
+        &self,
+        kind: &str,
+        id: &str,
+        value: &[u8],
+        ttl: Duration,
+    ) -> Result<(), Unreachable> {
+        let name = self.entry(kind, id);
+        let sealed = seal(&self.inner.key, &name, 0, 0, value);
+        let mut set = redis::cmd("SET");
+        set.arg(&name).arg(sealed).arg("PX").arg(millis(ttl).max(1));
+        self.bounded(command::<()>(&set)).await
+    }
+
+    /// The value kept under `kind` and `id`, if there is one and its signature holds
+    /// (invariant 1).
+    pub async fn get(&self, kind: &str, id: &str) -> Result<Option<Vec<u8>>, Unreachable> {
+        let name = self.entry(kind, id);
+        let mut get = redis::cmd("GET");
+        get.arg(&name);
+        let value = self.bounded(command::<Option<Vec<u8>>>(&get)).await?;
+        Ok(value.and_then(|value| open(&self.inner.key, &name, &value).map(|(_, value)| value)))
+    }
+
+    /// Forgets the value kept under `kind` and `id`.
+    pub async fn remove(&self, kind: &str, id: &str) -> Result<(), Unreachable> {
+        let mut del = redis::cmd("DEL");
+        del.arg(self.entry(kind, id));
+        self.bounded(command::<()>(&del)).await
+    }
+
+    /// The name of the entry of `kind` and `id`.
+    fn entry(&self, kind: &str, id: &str) -> String {
+        let name = sign(
+            &self.inner.key,
+            &[b"entry\0", kind.as_bytes(), b"\0", id.as_bytes()],
+        );
+        format!("{}:{kind}:{}", self.inner.prefix, &hex(&name)[..32])
+    }
+
     /// The names of the fleet's entries for a discovery key whose digest is
     /// `private`, and whose public digest is `public`.
     pub(crate) fn slot(&self, private: &[u8; 32], public: &[u8; 32]) -> Slot {
@@ -422,9 +465,19 @@ fn invoke<'a, T: redis::FromRedisValue + Send + 'a>(
     move |mut connection| Box::pin(async move { invocation.invoke_async(&mut connection).await })
 }
 
-/// Redis did not answer in time, or failed: the caller goes on alone.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Unreachable;
+/// `command` as a call [`Fleet::bounded`] can make, and make again.
+fn command<'a, T: redis::FromRedisValue + Send + 'a>(
+    command: &'a redis::Cmd,
+) -> impl FnMut(ConnectionManager) -> Call<'a, T> {
+    move |mut connection| Box::pin(async move { command.query_async(&mut connection).await })
+}
+
+/// Redis did not answer in time, or failed: the caller goes on alone. Its cause is
+/// logged once (invariant 4).
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("the fleet's Redis is unreachable")]
+#[non_exhaustive]
+pub struct Unreachable;
 
 /// The names of one discovery key's entries (invariant 1).
 #[derive(Clone, Debug)]

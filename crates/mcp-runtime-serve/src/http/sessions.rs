@@ -39,6 +39,8 @@ pub(crate) struct Sessions {
     /// POSTs whose responses are still being sent.
     posts: AtomicUsize,
     posts_ended: Notify,
+    /// In a fleet, where the sessions are kept for the other replicas.
+    fleet: Option<Arc<super::fleet_sessions::FleetSessions>>,
 }
 
 #[derive(Debug)]
@@ -64,7 +66,12 @@ pub(crate) struct Opening(Arc<Sessions>);
 pub(crate) struct Post(Arc<Sessions>);
 
 impl Sessions {
-    pub(crate) fn new(manager: Arc<LocalSessionManager>, max: usize, idle: Duration) -> Self {
+    pub(crate) fn new(
+        manager: Arc<LocalSessionManager>,
+        max: usize,
+        idle: Duration,
+        fleet: Option<Arc<super::fleet_sessions::FleetSessions>>,
+    ) -> Self {
         Self {
             manager,
             uses: Mutex::default(),
@@ -73,7 +80,15 @@ impl Sessions {
             idle,
             posts: AtomicUsize::new(0),
             posts_ended: Notify::new(),
+            fleet,
         }
+    }
+
+    /// Whether session `id` is one this listener knows the owner of.
+    pub(crate) fn knows(&self, id: &SessionId) -> bool {
+        lock(&self.uses)
+            .get(id)
+            .is_some_and(|used| used.owner.is_some())
     }
 
     /// A slot for a new session, unless `max` are open or opening (invariant 3).
@@ -149,6 +164,9 @@ impl Sessions {
             match self.manager.close_session(&id).await {
                 Ok(()) => {
                     lock(&self.uses).remove(&id);
+                    if let Some(fleet) = &self.fleet {
+                        fleet.forget(&id).await;
+                    }
                 }
                 Err(error) => {
                     tracing::warn!(session = &*id, %error, "an idle session could not be closed");

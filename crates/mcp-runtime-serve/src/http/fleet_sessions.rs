@@ -1,0 +1,108 @@
+//! Handshake sessions any replica of a fleet can serve: each session's `initialize`
+//! parameters and its owner are kept in the fleet's Redis, so that when the replica
+//! that opened a session is gone, the replica its next request reaches restores it
+//! (rmcp's `SessionStore`: it replays the `initialize` to a new handler, whose
+//! servers start as the session's first did).
+//!
+//! Invariants:
+//! 1. A session belongs to the principal that opened it, on every replica: its
+//!    owner (the principal's SHA-256) is kept beside its state, and a replica
+//!    restores a session only for a request of that principal. A session whose owner
+//!    cannot be read is not restored.
+//! 2. What Redis holds is signed with the fleet key (`mcp_runtime::fleet`): a forged
+//!    entry is no session. It holds no credential: the principal's digest, and the
+//!    client's `initialize` parameters (its name, version and capabilities).
+//! 3. Entries last [`SESSION_TTL`] and are removed when the session ends on the
+//!    replica that holds it (closed by its client, or idle).
+
+use std::time::Duration;
+
+use mcp_runtime::fleet::Fleet;
+use rmcp::transport::streamable_http_server::session::{
+    SessionState, SessionStore, SessionStoreError,
+};
+use sha2::{Digest, Sha256};
+
+/// How long a session's entries are kept without the session ending.
+pub(crate) const SESSION_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// The entries' kinds (their names are derived from the fleet key, the kind and the
+/// session id).
+const STATE: &str = "serve-session";
+const OWNER: &str = "serve-session-owner";
+
+/// The sessions of a fleet's replicas, in its Redis.
+pub(crate) struct FleetSessions {
+    fleet: Fleet,
+}
+
+/// Whether a request's principal may have a session restored here (invariant 1).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// It opened the session.
+    Owner,
+    /// Another principal did, or the fleet knows no such session, or cannot say.
+    Refused,
+}
+
+impl FleetSessions {
+    pub(crate) fn new(fleet: Fleet) -> Self {
+        Self { fleet }
+    }
+
+    /// Records that `principal` opened session `id` (invariant 1).
+    pub(crate) async fn own(&self, id: &str, principal: &str) {
+        if self
+            .fleet
+            .put(OWNER, id, &digest(principal), SESSION_TTL)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                session = id,
+                "the fleet's Redis is unreachable: this session cannot move to another replica"
+            );
+        }
+    }
+
+    /// Whether `principal` opened session `id`, as the fleet says.
+    pub(crate) async fn claim(&self, id: &str, principal: &str) -> Claim {
+        match self.fleet.get(OWNER, id).await {
+            Ok(Some(owner)) if owner == digest(principal) => Claim::Owner,
+            _ => Claim::Refused,
+        }
+    }
+
+    /// Forgets session `id` (invariant 3).
+    pub(crate) async fn forget(&self, id: &str) {
+        let _ = self.fleet.remove(STATE, id).await;
+        let _ = self.fleet.remove(OWNER, id).await;
+    }
+}
+
+fn digest(principal: &str) -> Vec<u8> {
+    Sha256::digest(principal.as_bytes()).to_vec()
+}
+
+#[async_trait::async_trait]
+impl SessionStore for FleetSessions {
+    async fn load(&self, session_id: &str) -> Result<Option<SessionState>, SessionStoreError> {
+        let Some(value) = self.fleet.get(STATE, session_id).await? else {
+            return Ok(None);
+        };
+        Ok(Some(serde_json::from_slice(&value)?))
+    }
+
+    async fn store(&self, session_id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
+        let value = serde_json::to_vec(state)?;
+        Ok(self
+            .fleet
+            .put(STATE, session_id, &value, SESSION_TTL)
+            .await?)
+    }
+
+    async fn delete(&self, session_id: &str) -> Result<(), SessionStoreError> {
+        self.forget(session_id).await;
+        Ok(())
+    }
+}
