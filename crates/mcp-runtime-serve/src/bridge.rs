@@ -535,6 +535,11 @@ pub(crate) struct Rounds {
     /// In a fleet, this replica's name: its states name it, and a state another
     /// replica keeps the call of is refused saying so.
     replica: Option<String>,
+    /// Drawn at random for this instance: in a fleet, where every replica opens every
+    /// state, a state of another process (of a replica of the same name, or of this
+    /// one before a restart) names another instance, and never resumes a call of
+    /// this one that has the same number.
+    instance: u64,
 }
 
 /// A kept call and the principal it is kept for.
@@ -553,6 +558,8 @@ struct State {
     call: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     replica: Option<String>,
+    #[serde(default)]
+    instance: u64,
 }
 
 impl Rounds {
@@ -574,11 +581,14 @@ impl Rounds {
     fn with_key(key: [u8; 32], replica: Option<String>) -> Self {
         let codec = RequestStateCodec::try_new(key.to_vec())
             .expect("a 32-byte key is long enough for the request-state codec");
+        let mut instance = [0_u8; 8];
+        getrandom::fill(&mut instance).expect("the operating system provides random bytes");
         Self {
             codec,
             kept: Mutex::default(),
             next: AtomicU64::new(0),
             replica,
+            instance: u64::from_le_bytes(instance),
         }
     }
 
@@ -605,6 +615,7 @@ impl Rounds {
                 &State {
                     call: id,
                     replica: self.replica.clone(),
+                    instance: self.instance,
                 },
                 &options,
             )
@@ -642,21 +653,22 @@ impl Rounds {
         responses: InputResponses,
     ) -> Result<Call, ErrorData> {
         let bound = bound_to(principal, target);
-        let State { call: id, replica } =
-            self.codec.open_json_with(state, &bound).map_err(|error| {
-                ErrorData::invalid_params(
-                    format!(
-                        "the requestState cannot be used: {error}; call the tool again without it"
-                    ),
-                    None,
-                )
-            })?;
+        let State {
+            call: id,
+            replica,
+            instance,
+        } = self.codec.open_json_with(state, &bound).map_err(|error| {
+            ErrorData::invalid_params(
+                format!("the requestState cannot be used: {error}; call the tool again without it"),
+                None,
+            )
+        })?;
         if let (Some(owner), Some(here)) = (&replica, &self.replica)
-            && owner != here
+            && (owner != here || instance != self.instance)
         {
             return Err(ErrorData::invalid_params(
                 format!(
-                    "this requestState belongs to the call that replica `{owner}` of the gateway's fleet keeps, \
+                    "this requestState belongs to the call that replica `{owner}` of the gateway's fleet keeps (or kept, before it restarted), \
                      and the request reached replica `{here}`; call the tool again without the state"
                 ),
                 None,
@@ -861,6 +873,29 @@ mod tests {
         assert!(alone.message.contains("cannot be used"), "{alone:?}");
         let call = one.resume(&state, "alice", ASK, answers()).unwrap();
         assert_eq!(text_of(call.task.await), "\"accept\"");
+    }
+
+    #[tokio::test]
+    async fn a_state_of_a_same_named_replica_never_resumes_another_call() {
+        let key = [9; 32];
+        let (before, after) = (
+            Arc::new(Rounds::in_fleet(key, "one")),
+            Arc::new(Rounds::in_fleet(key, "one")),
+        );
+        let askers = Arc::new(Askers::default());
+        let ended = Arc::new(AtomicBool::new(false));
+        let (state, keys) = state_of(
+            &before
+                .keep(asking_call(&askers, &ended).await, "alice", ASK)
+                .unwrap(),
+        );
+        // The same call number, kept by the other instance.
+        after
+            .keep(asking_call(&askers, &ended).await, "alice", ASK)
+            .unwrap();
+        let answers = InputResponses::from([(keys[0].clone(), json!({"action": "accept"}))]);
+        let refused = after.resume(&state, "alice", ASK, answers).err().unwrap();
+        assert!(refused.message.contains("replica `one`"), "{refused:?}");
     }
 
     #[tokio::test]

@@ -304,7 +304,8 @@ impl Fleet {
     }
 
     /// The names of the slots whose server changed, as other replicas publish them
-    /// (the [`Slot::id`]s).
+    /// (the [`Slot::id`]s); an empty name when changes may have been missed (the
+    /// subscription was down), which stands for every slot.
     pub(crate) fn changes(&self) -> broadcast::Receiver<String> {
         self.inner.changes.subscribe()
     }
@@ -346,7 +347,8 @@ impl Fleet {
             .key(&slot.lease)
             .arg(since)
             .arg(millis(window))
-            .arg(millis(self.inner.lease));
+            .arg(millis(self.inner.lease))
+            .arg(millis(CHANGE_MEMORY));
         let (kind, since, value, token) = self
             .bounded(invoke::<(String, u64, Vec<u8>, u64)>(&invocation))
             .await?;
@@ -394,7 +396,8 @@ impl Fleet {
             .arg(millis(CHANGE_MEMORY))
             .arg(&slot.channel)
             .arg(&slot.public_channel);
-        self.bounded(invoke::<i64>(&invocation)).await.map(drop)
+        // Tried even within the pause after a failure: a change must be told.
+        self.answer(invoke::<i64>(&invocation)).await.map(drop)
     }
 
     /// `call` under the timeout, recording whether Redis answered; not tried within
@@ -580,6 +583,7 @@ impl Lease {
         invocation
             .key(&slot.listing)
             .key(grant_name)
+            .key(&slot.changed)
             .arg(self.token)
             .arg(listing)
             .arg(millis(window.max(HOLD)))
@@ -644,6 +648,7 @@ async fn renew(fleet: &Fleet, slot: &Slot, token: u64, sent: u64) -> bool {
 async fn subscribe(client: Client, fleet: Weak<Inner>, prefix: String, timeout: Duration) {
     let pattern = format!("{prefix}:ch:*");
     let channel_prefix = format!("{prefix}:ch:");
+    let mut resubscribed = false;
     loop {
         let connected = async {
             let mut pubsub = client.get_async_pubsub().await?;
@@ -654,8 +659,12 @@ async fn subscribe(client: Client, fleet: Weak<Inner>, prefix: String, timeout: 
             let Some(inner) = fleet.upgrade() else { return };
             inner.subscribed.store(true, Ordering::Relaxed);
             // Whatever was published while the subscription was down is found by
-            // the waiters' next look.
+            // the waiters' next look; a change told then was missed, so every
+            // registry takes it that every server may have changed ("" names all).
             wake_all(&inner);
+            if std::mem::replace(&mut resubscribed, true) {
+                let _ = inner.changes.send(String::new());
+            }
             drop(inner);
             let mut messages = pubsub.on_message();
             while let Some(message) = messages.next().await {
@@ -757,14 +766,18 @@ fn millis(duration: Duration) -> u64 {
 }
 
 /// KEYS: clock, changed, listing, private grant, public grant, lease.
-/// ARGV: the startup's stamp (0: draw one), the burst window and the lease, in ms.
+/// ARGV: the startup's stamp (0: draw one), the burst window, the lease, and how long
+/// the counter is kept, in ms.
 /// Returns {kind, stamp, value, token}: `token` is a new leader's; values are
 /// checked by the caller.
 const ACQUIRE_LUA: &str = r"
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local since = tonumber(ARGV[1])
-if since == 0 then since = redis.call('INCR', KEYS[1]) end
+if since == 0 then
+  since = redis.call('INCR', KEYS[1])
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+end
 local window = tonumber(ARGV[2])
 local changed = tonumber(redis.call('GET', KEYS[2]) or '0')
 local function usable(value)
@@ -782,18 +795,23 @@ if grant then return {'public-grant', since, grant, 0} end
 local lease = redis.call('GET', KEYS[6])
 if lease and usable(lease) then return {'wait', since, lease, 0} end
 local token = redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
 local value = token .. ':' .. now .. ':'
 redis.call('SET', KEYS[6], value, 'PX', ARGV[3])
 return {'lead', since, value, token}
 ";
 
-/// KEYS: lease, listing, grant. ARGV: token, listing, keep ms, grant value, grant ms
-/// (0: none), channel.
+/// KEYS: lease, listing, grant, changed. ARGV: token, listing, keep ms, grant value,
+/// grant ms (0: none), channel. A listing asked for before the server's last change
+/// is kept for the startups that began before it, and grants nothing.
 const PUBLISH_LUA: &str = r"
 local lease = redis.call('GET', KEYS[1])
 if not lease or string.match(lease, '^(%d+):') ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-if ARGV[5] ~= '0' then redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5]) end
+local changed = tonumber(redis.call('GET', KEYS[4]) or '0')
+if ARGV[5] ~= '0' and tonumber(ARGV[1]) > changed then
+  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])
+end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[6], 'published')
 return 1
@@ -820,6 +838,7 @@ return 1
 /// change is remembered (ms), the slot's channel and its public key's.
 const REVOKE_LUA: &str = r"
 local stamp = redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('SET', KEYS[2], stamp, 'PX', ARGV[1])
 redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
 redis.call('PUBLISH', ARGV[2], 'changed')

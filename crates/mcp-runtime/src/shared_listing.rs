@@ -189,6 +189,9 @@ pub struct ListingRegistry {
 #[cfg(feature = "fleet")]
 struct FleetLink {
     fleet: crate::fleet::Fleet,
+    /// The keys whose change the fleet could not be told (see
+    /// `ListingRegistry::revoke_everywhere`).
+    untold: Mutex<std::collections::HashSet<DiscoveryKey>>,
     _listener: tokio_util::task::AbortOnDropHandle<()>,
 }
 
@@ -346,6 +349,8 @@ impl ListingRegistry {
         let listener = tokio::spawn(async move {
             loop {
                 let id = match changes.recv().await {
+                    // Changes may have been missed: every key is revoked.
+                    Ok(id) if id.is_empty() => None,
                     Ok(id) => Some(id),
                     // Changes were missed: every key is revoked.
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
@@ -371,6 +376,7 @@ impl ListingRegistry {
         });
         self.fleet = Some(Arc::new(FleetLink {
             fleet,
+            untold: Mutex::default(),
             _listener: tokio_util::task::AbortOnDropHandle::new(listener),
         }));
         self
@@ -407,13 +413,23 @@ impl ListingRegistry {
     /// With a fleet, the fleet is told too (invariant 13), before this returns: a
     /// listing the runtime asks for next is one the fleet may share again. Redis is
     /// given its short timeout, no more.
+    ///
+    /// The fleet is told first: a startup of this registry that asks it after the
+    /// local revocation finds nothing from before the change. A fleet that cannot be
+    /// told is told again before this registry asks it for the key again; until then
+    /// the key's startups list alone (what the fleet holds may be stale).
     pub(crate) async fn revoke_everywhere(&self, keys: &StartupKeys) {
-        self.revoke(keys);
         #[cfg(feature = "fleet")]
-        if let Some(fleet) = self.fleet() {
-            let slot = fleet.slot(&keys.private.0, &keys.public.0);
-            let _ = fleet.revoke(&slot).await;
+        if let Some(link) = &self.fleet {
+            let slot = link.fleet.slot(&keys.private.0, &keys.public.0);
+            if link.fleet.revoke(&slot).await.is_err() {
+                tracing::warn!(
+                    "a server's tool change could not be told to the fleet: this replica lists it alone until Redis answers; the others may serve its old tools until their burst windows pass or its grant expires"
+                );
+                crate::sync::lock(&link.untold).insert(keys.private);
+            }
         }
+        self.revoke(keys);
     }
 
     /// Forgets the listings granted for `keys` in this registry alone, and ends the
@@ -638,6 +654,16 @@ impl LeaderGuard {
     async fn ask_fleet(mut self, fleet: crate::fleet::Fleet) -> FleetTurn {
         use crate::fleet::Acquired;
         let slot = fleet.slot(&self.keys.private.0, &self.keys.public.0);
+        // A change the fleet was not told of is told first; until it is, what the
+        // fleet holds for the key may be older than the change.
+        if let Some(link) = &self.registry.fleet
+            && crate::sync::lock(&link.untold).contains(&self.keys.private)
+        {
+            if fleet.revoke(&slot).await.is_err() {
+                return FleetTurn::Lead(self);
+            }
+            crate::sync::lock(&link.untold).remove(&self.keys.private);
+        }
         let watch = fleet.watch(&slot);
         let deadline = Instant::now() + FLEET_WAIT;
         let mut since = 0;

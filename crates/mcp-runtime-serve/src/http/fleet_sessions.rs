@@ -6,11 +6,12 @@
 //!
 //! Invariants:
 //! 1. A session belongs to the principal that opened it, on every replica: its
-//!    owner (the principal's SHA-256) is kept beside its state, and a replica
+//!    owner (the SHA-256 of a key derived from the fleet key and the principal) is
+//!    kept beside its state, and a replica
 //!    restores a session only for a request of that principal. A session whose owner
 //!    cannot be read is not restored.
 //! 2. What Redis holds is signed with the fleet key (`mcp_runtime::fleet`): a forged
-//!    entry is no session. It holds no credential: the principal's digest, and the
+//!    entry is no session. It holds no credential: the owner's digest, and the
 //!    client's `initialize` parameters (its name, version and capabilities).
 //! 3. Entries last [`SESSION_TTL`] and are removed when the session ends on the
 //!    replica that holds it (closed by its client, or idle).
@@ -34,6 +35,9 @@ const OWNER: &str = "serve-session-owner";
 /// The sessions of a fleet's replicas, in its Redis.
 pub(crate) struct FleetSessions {
     fleet: Fleet,
+    /// Derived from the fleet key: an owner's digest cannot be matched against a
+    /// guessed principal without it.
+    owner_key: [u8; 32],
 }
 
 /// Whether a request's principal may have a session restored here (invariant 1).
@@ -47,14 +51,15 @@ pub(crate) enum Claim {
 
 impl FleetSessions {
     pub(crate) fn new(fleet: Fleet) -> Self {
-        Self { fleet }
+        let owner_key = fleet.derived_key("serve session owner");
+        Self { fleet, owner_key }
     }
 
     /// Records that `principal` opened session `id` (invariant 1).
     pub(crate) async fn own(&self, id: &str, principal: &str) {
         if self
             .fleet
-            .put(OWNER, id, &digest(principal), SESSION_TTL)
+            .put(OWNER, id, &self.digest(principal), SESSION_TTL)
             .await
             .is_err()
         {
@@ -68,7 +73,7 @@ impl FleetSessions {
     /// Whether `principal` opened session `id`, as the fleet says.
     pub(crate) async fn claim(&self, id: &str, principal: &str) -> Claim {
         match self.fleet.get(OWNER, id).await {
-            Ok(Some(owner)) if owner == digest(principal) => Claim::Owner,
+            Ok(Some(owner)) if owner == self.digest(principal) => Claim::Owner,
             _ => Claim::Refused,
         }
     }
@@ -80,8 +85,14 @@ impl FleetSessions {
     }
 }
 
-fn digest(principal: &str) -> Vec<u8> {
-    Sha256::digest(principal.as_bytes()).to_vec()
+impl FleetSessions {
+    /// The principal's digest, keyed with a key derived from the fleet key.
+    fn digest(&self, principal: &str) -> Vec<u8> {
+        let mut hash = Sha256::new();
+        hash.update(self.owner_key);
+        hash.update(principal.as_bytes());
+        hash.finalize().to_vec()
+    }
 }
 
 #[async_trait::async_trait]

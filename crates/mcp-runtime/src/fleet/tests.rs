@@ -228,3 +228,26 @@ async fn a_change_revokes_the_window_and_the_grants_for_every_replica() {
         "neither the grant nor the listing of the window serves a later startup"
     );
 }
+
+#[tokio::test]
+async fn a_listing_asked_for_before_a_change_grants_nothing() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    let digest = [8; 32];
+    let slot = fleet.slot(&digest, &digest);
+    let Ok(Acquired::Lead(leader)) = fleet.acquire(&slot, 0, WINDOW).await else {
+        panic!("the first startup leads");
+    };
+    // The server changes while the leader's request is in flight.
+    fleet.revoke(&slot).await.unwrap();
+    leader
+        .publish(b"[]", WINDOW, Some((false, Duration::from_secs(600))))
+        .await;
+    assert!(
+        matches!(
+            fleet.acquire(&slot, 0, Duration::ZERO).await,
+            Ok(Acquired::Lead(_))
+        ),
+        "no grant from before the change serves a later startup"
+    );
+}
