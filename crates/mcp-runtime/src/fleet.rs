@@ -21,10 +21,11 @@
 //!    whose lease lapsed or was replaced publishes nothing. When the lease lapses (the
 //!    leader's process died), the next waiter to look takes it over.
 //! 3. The ordering rule of the in-process registry holds across the fleet, on the
-//!    same counter: a startup's stamp is drawn when it first asks; a listing may
-//!    serve it if its token is greater (its `tools/list` was sent after the startup
-//!    asked), or if it was sent less than the burst window before and after the
-//!    server's last change. Times are Redis's own (`TIME`), never a replica's clock.
+//!    same counter: a startup's stamp is drawn when it first asks, lowered then to
+//!    just below the oldest attempt (in flight or answered) sent less than the burst
+//!    window before and after the server's last change; a listing may serve it if
+//!    its token is greater than that stamp. Times are Redis's own (`TIME`), never a
+//!    replica's clock.
 //! 4. Every call is bounded by a short timeout. A failure marks the fleet
 //!    unreachable: it is logged once, with its cause, the callers fall back to their
 //!    own replica's listings, and for a second no call is tried; the first call that
@@ -774,17 +775,32 @@ const ACQUIRE_LUA: &str = r"
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local since = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local changed = tonumber(redis.call('GET', KEYS[2]) or '0')
+local function parts(value)
+  local stamp, sent = string.match(value, '^(%d+):(%d+):')
+  if not stamp then return nil end
+  return tonumber(stamp), tonumber(sent)
+end
 if since == 0 then
   since = redis.call('INCR', KEYS[1])
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  -- The window is applied once, as the startup begins: an attempt sent less than
+  -- the window before, and after the last change, may serve it, however long it
+  -- takes; the stamp returned says so for every later look.
+  for _, key in ipairs({KEYS[3], KEYS[6]}) do
+    local value = redis.call('GET', key)
+    if value then
+      local stamp, sent = parts(value)
+      if stamp and stamp > changed and now - sent < window and stamp <= since then
+        since = math.min(since, stamp - 1)
+      end
+    end
+  end
 end
-local window = tonumber(ARGV[2])
-local changed = tonumber(redis.call('GET', KEYS[2]) or '0')
 local function usable(value)
-  local stamp, sent = string.match(value, '^(%d+):(%d+):')
-  if not stamp then return false end
-  stamp = tonumber(stamp)
-  return stamp > since or (stamp > changed and now - tonumber(sent) < window)
+  local stamp = parts(value)
+  return stamp ~= nil and stamp > since
 end
 local listing = redis.call('GET', KEYS[3])
 if listing and usable(listing) then return {'take', since, listing, 0} end

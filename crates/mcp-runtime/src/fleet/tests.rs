@@ -251,3 +251,29 @@ async fn a_listing_asked_for_before_a_change_grants_nothing() {
         "no grant from before the change serves a later startup"
     );
 }
+
+#[tokio::test]
+async fn the_window_is_applied_once_as_a_startup_begins() {
+    let redis = Redis::start();
+    let (leading, waiting) = (
+        redis.fleet("leading", DEFAULT_LEASE),
+        redis.fleet("waiting", DEFAULT_LEASE),
+    );
+    let digest = [10; 32];
+    let Ok(Acquired::Lead(_leader)) = leading
+        .acquire(&leading.slot(&digest, &digest), 0, WINDOW)
+        .await
+    else {
+        panic!("the first startup leads");
+    };
+    let slot = waiting.slot(&digest, &digest);
+    let Ok(Acquired::Wait { since }) = waiting.acquire(&slot, 0, WINDOW).await else {
+        panic!("a startup within the window waits for the attempt in flight");
+    };
+    // Looked at again with no window left (a long `tools/list`), the startup still
+    // waits for that attempt: its stamp was set when it began.
+    assert!(matches!(
+        waiting.acquire(&slot, since, Duration::ZERO).await,
+        Ok(Acquired::Wait { .. })
+    ));
+}
