@@ -93,23 +93,9 @@ fn a_burst_of_sessions_across_three_replicas_behind_haproxy_lists_each_upstream_
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start(dir.path());
     let log = dir.path().join("up.jsonl");
-    let config = dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[serve]\nlisting_burst_sec = 60\n\n\
-             [serve.fleet]\nredis_url_env_var = \"MCP_RUNTIME_REDIS_URL\"\n\
-             key_env_var = \"MCP_RUNTIME_FLEET_KEY\"\n\n\
-             [mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--log\", {log:?}, \"--list-delay-ms\", \"200\"]\n\
-             required = true\n",
-            fixture = fixture_server().to_str().unwrap(),
-            log = log.to_str().unwrap(),
-        ),
-    )
-    .unwrap();
-    let gateways = replicas(&config, &redis, 3);
-    let addresses: Vec<_> = gateways.iter().map(|(_, url)| address(url)).collect();
-    let haproxy = Haproxy::start(dir.path(), &addresses);
+    let upstream = fixture_upstream(&log, &["--list-delay-ms", "200"]);
+    let config = fleet_config(dir.path(), &upstream, 60);
+    let (gateways, haproxy) = behind_haproxy(dir.path(), &config, &redis, 3);
 
     // One burst of 64 sessions: the Python SDK's, 24 of each era, and the
     // TypeScript SDK's, 16 (handshake), at once.
@@ -162,24 +148,44 @@ fn a_burst_of_sessions_across_three_replicas_behind_haproxy_lists_each_upstream_
     }
 }
 
-/// The config of a fleet serving the fixture as `up` (logging to `log`, with `args`),
-/// its listings shared for a burst window of `window` seconds.
-fn fleet_config(dir: &Path, log: &Path, args: &[&str], window: u32) -> std::path::PathBuf {
+/// The config of a fleet serving `upstream` (the keys of its `[mcp_servers.up]`
+/// table) as `up`, its listings shared for a burst window of `window` seconds.
+fn fleet_config(dir: &Path, upstream: &str, window: u32) -> std::path::PathBuf {
     let config = dir.join("config.toml");
-    let mut all = vec!["--log", log.to_str().unwrap()];
-    all.extend_from_slice(args);
     std::fs::write(
         &config,
         format!(
             "[serve]\nlisting_burst_sec = {window}\n\n\
              [serve.fleet]\nredis_url_env_var = \"MCP_RUNTIME_REDIS_URL\"\n\
              key_env_var = \"MCP_RUNTIME_FLEET_KEY\"\n\n\
-             [mcp_servers.up]\ncommand = {fixture:?}\nargs = {all:?}\nrequired = true\n",
-            fixture = fixture_server().to_str().unwrap(),
+             [mcp_servers.up]\n{upstream}required = true\n",
         ),
     )
     .unwrap();
     config
+}
+
+/// The `[mcp_servers.up]` keys of the stdio fixture logging to `log`, with `args`.
+fn fixture_upstream(log: &Path, args: &[&str]) -> String {
+    let mut all = vec!["--log", log.to_str().unwrap()];
+    all.extend_from_slice(args);
+    format!(
+        "command = {fixture:?}\nargs = {all:?}\n",
+        fixture = fixture_server().to_str().unwrap()
+    )
+}
+
+/// `count` replicas of `config` sharing `redis`, behind haproxy (configured in `dir`).
+fn behind_haproxy(
+    dir: &Path,
+    config: &Path,
+    redis: &RedisServer,
+    count: usize,
+) -> (Vec<(KillOnDrop<Child>, String)>, Haproxy) {
+    let gateways = replicas(config, redis, count);
+    let addresses: Vec<_> = gateways.iter().map(|(_, url)| address(url)).collect();
+    let haproxy = Haproxy::start(dir, &addresses);
+    (gateways, haproxy)
 }
 
 #[test]
@@ -189,10 +195,9 @@ fn a_replica_killed_takes_its_servers_with_it_and_its_sessions_move_to_the_other
     let redis = RedisServer::start(dir.path());
     let log = dir.path().join("up.jsonl");
     // The servers outlive a closed stdin: only the replica's death signal ends them.
-    let config = fleet_config(dir.path(), &log, &["--ignore-stdin-eof"], 60);
-    let mut gateways = replicas(&config, &redis, 3);
-    let addresses: Vec<_> = gateways.iter().map(|(_, url)| address(url)).collect();
-    let haproxy = Haproxy::start(dir.path(), &addresses);
+    let upstream = fixture_upstream(&log, &["--ignore-stdin-eof"]);
+    let config = fleet_config(dir.path(), &upstream, 60);
+    let (mut gateways, haproxy) = behind_haproxy(dir.path(), &config, &redis, 3);
 
     let mut client = python_client("serve_fleet_client.py");
     client
@@ -261,10 +266,8 @@ fn without_redis_the_replicas_serve_on_and_healthz_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let mut redis = RedisServer::start(dir.path());
     let log = dir.path().join("up.jsonl");
-    let config = fleet_config(dir.path(), &log, &[], 60);
-    let gateways = replicas(&config, &redis, 3);
-    let addresses: Vec<_> = gateways.iter().map(|(_, url)| address(url)).collect();
-    let haproxy = Haproxy::start(dir.path(), &addresses);
+    let config = fleet_config(dir.path(), &fixture_upstream(&log, &[]), 60);
+    let (gateways, haproxy) = behind_haproxy(dir.path(), &config, &redis, 3);
     let burst = |sessions: &str| {
         let mut client = python_client("serve_fleet_client.py");
         client.args(["burst", &haproxy.url(), sessions, log.to_str().unwrap()]);
@@ -304,21 +307,8 @@ fn a_tool_change_reaches_every_session_on_every_replica() {
     // One server for every session of every replica, telling all of them of a change.
     let log = dir.path().join("up.jsonl");
     let upstream = http_fixture(&["--broadcast-tool-changes", "--log", log.to_str().unwrap()]);
-    let config = dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[serve]\nlisting_burst_sec = 60\n\n\
-             [serve.fleet]\nredis_url_env_var = \"MCP_RUNTIME_REDIS_URL\"\n\
-             key_env_var = \"MCP_RUNTIME_FLEET_KEY\"\n\n\
-             [mcp_servers.up]\nurl = {url:?}\nrequired = true\n",
-            url = upstream.url,
-        ),
-    )
-    .unwrap();
-    let gateways = replicas(&config, &redis, 3);
-    let addresses: Vec<_> = gateways.iter().map(|(_, url)| address(url)).collect();
-    let haproxy = Haproxy::start(dir.path(), &addresses);
+    let config = fleet_config(dir.path(), &format!("url = {:?}\n", upstream.url), 60);
+    let (_gateways, haproxy) = behind_haproxy(dir.path(), &config, &redis, 3);
 
     let mut client = python_client("serve_fleet_client.py");
     client.args(["changes", &haproxy.url(), "6", log.to_str().unwrap()]);
@@ -345,7 +335,7 @@ fn a_retry_that_reaches_another_replica_is_refused_naming_the_one_that_keeps_the
     let redis = RedisServer::start(dir.path());
     let log = dir.path().join("up.jsonl");
     // A handshake-era server that asks its client a question during `ask`.
-    let config = fleet_config(dir.path(), &log, &["--asks"], 60);
+    let config = fleet_config(dir.path(), &fixture_upstream(&log, &["--asks"]), 60);
     let gateways = replicas(&config, &redis, 2);
     let mut client = python_client("serve_fleet_client.py");
     client.args(["misrouted", &gateways[0].1, &gateways[1].1]);
