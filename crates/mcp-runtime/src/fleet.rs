@@ -10,7 +10,8 @@
 //! 1. Nothing in Redis is authority. Every value is signed with the fleet key
 //!    (HMAC-SHA-256 over its key name and contents) and checked on read; a value that
 //!    fails the check is treated as absent (`Acquired::Unusable`), so a forged or
-//!    stale entry costs at most one more `tools/list` (a lease, which carries no data,
+//!    stale entry costs at most one more `tools/list` (a grant carries its expiry under
+//!    the signature, so an old one put back is not served; a lease, which carries no data,
 //!    is waited for until it lapses, and a waiter waits a bounded time: a forged one
 //!    delays, then costs one more `tools/list`). Key names are derived from the
 //!    fleet key too (an HMAC of the discovery key's digest): Redis holds no digest of
@@ -575,7 +576,10 @@ impl Lease {
                 } else {
                     &slot.private_grant
                 };
-                let value = seal(key, name, self.token, self.sent, payload);
+                // A grant's second field is when it expires, in Redis's time, under
+                // the signature: an old grant put back in Redis is never served.
+                let expires = self.sent.saturating_add(millis(ttl));
+                let value = seal(key, name, self.token, expires, payload);
                 (name.as_str(), value, millis(ttl).max(1))
             }
             None => (slot.private_grant.as_str(), Vec::new(), 0),
@@ -804,10 +808,15 @@ local function usable(value)
 end
 local listing = redis.call('GET', KEYS[3])
 if listing and usable(listing) then return {'take', since, listing, 0} end
+local function fresh(grant)
+  if not grant then return false end
+  local _, expires = parts(grant)
+  return expires ~= nil and now < expires
+end
 local grant = redis.call('GET', KEYS[4])
-if grant then return {'private-grant', since, grant, 0} end
+if fresh(grant) then return {'private-grant', since, grant, 0} end
 grant = redis.call('GET', KEYS[5])
-if grant then return {'public-grant', since, grant, 0} end
+if fresh(grant) then return {'public-grant', since, grant, 0} end
 local lease = redis.call('GET', KEYS[6])
 if lease and usable(lease) then return {'wait', since, lease, 0} end
 local token = redis.call('INCR', KEYS[1])

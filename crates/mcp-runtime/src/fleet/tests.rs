@@ -277,3 +277,44 @@ async fn the_window_is_applied_once_as_a_startup_begins() {
         Ok(Acquired::Wait { .. })
     ));
 }
+
+#[tokio::test]
+async fn an_expired_grant_put_back_in_redis_is_never_served() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    let digest = [11; 32];
+    let slot = fleet.slot(&digest, &digest);
+    let mut connection = redis::Client::open(redis.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    // Signed with the fleet key, as a grant captured long ago would be.
+    let old = seal(KEY, &slot.private_grant, 1, 1_000, b"[]");
+    redis::cmd("SET")
+        .arg(&slot.private_grant)
+        .arg(old)
+        .query_async::<()>(&mut connection)
+        .await
+        .unwrap();
+    assert!(matches!(
+        fleet.acquire(&slot, 0, WINDOW).await,
+        Ok(Acquired::Lead(_))
+    ));
+    // A fresh one is served.
+    let Ok(Acquired::Lead(leader)) = fleet
+        .acquire(&fleet.slot(&[12; 32], &[12; 32]), 0, WINDOW)
+        .await
+    else {
+        panic!("leads");
+    };
+    leader
+        .publish(b"[]", WINDOW, Some((false, Duration::from_secs(600))))
+        .await;
+    assert!(matches!(
+        fleet
+            .acquire(&fleet.slot(&[12; 32], &[12; 32]), 0, Duration::ZERO)
+            .await,
+        Ok(Acquired::Granted(_))
+    ));
+}
