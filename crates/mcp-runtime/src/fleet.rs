@@ -40,7 +40,7 @@ use std::{
     fmt,
     sync::{
         Arc, Mutex, Weak,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::Duration,
 };
@@ -53,11 +53,15 @@ use redis::{
 };
 use sha2::Sha256;
 use tokio::{
-    sync::{Notify, broadcast},
+    sync::{Notify, broadcast, mpsc},
     time::Instant,
 };
 
 use crate::sync::lock;
+
+mod mail;
+
+pub use mail::{AskError, Letter};
 
 /// The shortest fleet key accepted, in bytes.
 pub const MIN_KEY_BYTES: usize = 32;
@@ -108,6 +112,14 @@ struct Inner {
     changes: broadcast::Sender<String>,
     /// Whether the subscription is up.
     subscribed: AtomicBool,
+    /// This process's address, for letters (see `mail`).
+    address: String,
+    /// Where this process's letters go, by mailbox name.
+    mailboxes: Mutex<HashMap<String, mpsc::Sender<Letter>>>,
+    /// The askers waiting for the answers to their letters, by letter number.
+    waiting: Mutex<HashMap<u64, mpsc::UnboundedSender<mail::Heard>>>,
+    /// The next letter's number.
+    letters: AtomicU64,
     /// Ends the subscriber task when the last clone is dropped.
     _subscriber: tokio_util::task::AbortOnDropHandle<()>,
 }
@@ -186,8 +198,13 @@ impl Fleet {
             .map_err(|error| FleetError::InvalidUrl(error.to_string()))?;
         let prefix = format!("mcp-runtime:{}", &hex(&sign(key, &[b"fleet"]))[..16]);
         let (changes, _) = broadcast::channel(256);
+        let address = mail::new_address();
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
-            let subscriber = tokio::spawn(subscribe(client, weak.clone(), prefix.clone(), timeout));
+            let channels = Channels {
+                pattern: format!("{prefix}:ch:*"),
+                mail: format!("{prefix}:to:{address}"),
+            };
+            let subscriber = tokio::spawn(subscribe(client, weak.clone(), channels, timeout));
             Inner {
                 connection,
                 key: key.to_vec(),
@@ -200,6 +217,10 @@ impl Fleet {
                 waiters: Mutex::new(HashMap::new()),
                 changes,
                 subscribed: AtomicBool::new(false),
+                address,
+                mailboxes: Mutex::default(),
+                waiting: Mutex::default(),
+                letters: AtomicU64::new(0),
                 _subscriber: tokio_util::task::AbortOnDropHandle::new(subscriber),
             }
         });
@@ -647,17 +668,25 @@ async fn renew(fleet: &Fleet, slot: &Slot, token: u64, sent: u64) -> bool {
         .map_or(true, |held| held == 1)
 }
 
-/// The subscriber: one pattern subscription to the fleet's channels, reconnected
-/// after a failure; a message wakes the slot's waiters, and a change is passed on to
-/// the registries (invariant 5).
-async fn subscribe(client: Client, fleet: Weak<Inner>, prefix: String, timeout: Duration) {
-    let pattern = format!("{prefix}:ch:*");
-    let channel_prefix = format!("{prefix}:ch:");
+/// The channels a process subscribes to: the listings' (a pattern) and its own
+/// letters'.
+struct Channels {
+    pattern: String,
+    mail: String,
+}
+
+/// The subscriber: one pattern subscription to the fleet's channels and one to this
+/// process's letters, reconnected after a failure; a message wakes the slot's
+/// waiters, a change is passed on to the registries (invariant 5), and a letter to
+/// its mailbox or its asker.
+async fn subscribe(client: Client, fleet: Weak<Inner>, channels: Channels, timeout: Duration) {
+    let channel_prefix = channels.pattern.trim_end_matches('*').to_owned();
     let mut resubscribed = false;
     loop {
         let connected = async {
             let mut pubsub = client.get_async_pubsub().await?;
-            pubsub.psubscribe(&pattern).await?;
+            pubsub.psubscribe(&channels.pattern).await?;
+            pubsub.subscribe(&channels.mail).await?;
             Ok::<_, RedisError>(pubsub)
         };
         if let Ok(Ok(mut pubsub)) = tokio::time::timeout(timeout * 4, connected).await {
@@ -675,6 +704,10 @@ async fn subscribe(client: Client, fleet: Weak<Inner>, prefix: String, timeout: 
             while let Some(message) = messages.next().await {
                 let Some(inner) = fleet.upgrade() else { return };
                 let channel = message.get_channel_name().to_owned();
+                if channel == channels.mail {
+                    mail::arrived(&Fleet { inner }, &channel, message.get_payload_bytes());
+                    continue;
+                }
                 if let Some(notify) = lock(&inner.waiters).get(&channel).and_then(Weak::upgrade) {
                     notify.notify_waiters();
                 }
@@ -687,6 +720,8 @@ async fn subscribe(client: Client, fleet: Weak<Inner>, prefix: String, timeout: 
         }
         let Some(inner) = fleet.upgrade() else { return };
         inner.subscribed.store(false, Ordering::Relaxed);
+        // The answers to letters sent before cannot arrive now.
+        mail::forget_all(&inner);
         drop(inner);
         tokio::time::sleep(RETRY_AFTER).await;
     }

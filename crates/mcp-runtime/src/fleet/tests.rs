@@ -318,3 +318,99 @@ async fn an_expired_grant_put_back_in_redis_is_never_served() {
         Ok(Acquired::Granted(_))
     ));
 }
+
+/// Waits until `fleet`'s subscription is up: letters can be answered.
+async fn subscribed(fleet: &Fleet) {
+    for _ in 0..500 {
+        if fleet.inner.subscribed.load(Ordering::Relaxed) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the subscription comes up");
+}
+
+#[tokio::test]
+async fn a_letter_is_answered_by_its_mailbox_and_one_nobody_takes_fails_at_once() {
+    let redis = Redis::start();
+    let (owner, asker) = (redis.fleet("owner", WINDOW), redis.fleet("asker", WINDOW));
+    let mut letters = owner.mailbox("echo");
+    let seen = Arc::new(AtomicU64::new(0));
+    let echo = {
+        let seen = seen.clone();
+        tokio::spawn(async move {
+            while let Some(letter) = letters.recv().await {
+                seen.fetch_add(1, Ordering::SeqCst);
+                let mut body = letter.body().to_vec();
+                body.reverse();
+                letter.reply(&body).await.unwrap();
+            }
+        })
+    };
+    subscribed(&owner).await;
+    subscribed(&asker).await;
+    // A letter unsigned (or signed with another key) is dropped unread.
+    let mut client = redis::Client::open(redis.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let forged = format!("0:0:{}:ask:0:{}:echo:x", "00".repeat(32), asker.address());
+    let heard: i64 = redis::cmd("PUBLISH")
+        .arg(owner.mail_channel(owner.address()))
+        .arg(forged)
+        .query_async(&mut client)
+        .await
+        .unwrap();
+    assert_eq!(heard, 1, "the owner's subscriber hears it");
+    let within = Duration::from_secs(10);
+    let answer = asker.ask(owner.address(), "echo", b"abc", within).await;
+    assert_eq!(answer.unwrap(), b"cba");
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        1,
+        "the forged letter was dropped"
+    );
+    assert!(matches!(
+        asker
+            .ask(&mail::new_address(), "echo", b"abc", within)
+            .await,
+        Err(AskError::Gone)
+    ));
+    assert!(matches!(
+        asker.ask(owner.address(), "nobody", b"abc", within).await,
+        Err(AskError::Gone)
+    ));
+    echo.abort();
+}
+
+#[tokio::test]
+async fn an_asker_waits_while_its_letter_is_answered_and_not_once_it_is_dropped() {
+    let redis = Redis::start();
+    let lease = Duration::from_millis(300);
+    let (owner, asker) = (redis.fleet("owner", lease), redis.fleet("asker", lease));
+    let mut letters = owner.mailbox("slow");
+    subscribed(&owner).await;
+    subscribed(&asker).await;
+    let within = Duration::from_secs(30);
+    let asked = tokio::spawn({
+        let asker = asker.clone();
+        let address = owner.address().to_owned();
+        async move { asker.ask(&address, "slow", b"1", within).await }
+    });
+    // Held for three leases, the addressee saying all along that it answers.
+    let letter = letters.recv().await.unwrap();
+    tokio::time::sleep(lease * 3).await;
+    letter.reply(b"done").await.unwrap();
+    assert_eq!(asked.await.unwrap().unwrap(), b"done");
+    // Dropped unanswered (its process died): the asker stops within a lease or so.
+    let asked = tokio::spawn({
+        let asker = asker.clone();
+        let address = owner.address().to_owned();
+        async move { asker.ask(&address, "slow", b"2", within).await }
+    });
+    drop(letters.recv().await.unwrap());
+    let started = Instant::now();
+    assert!(matches!(asked.await.unwrap(), Err(AskError::Silent)));
+    assert!(started.elapsed() < lease * 3, "{:?}", started.elapsed());
+}

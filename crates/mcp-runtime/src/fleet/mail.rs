@@ -1,0 +1,256 @@
+//! Letters between the processes of a fleet: a request that belongs to another
+//! process (a call it keeps between its client's rounds, say) is sent to it over
+//! Redis pub/sub and answered the same way.
+//!
+//! Invariants:
+//! 1. Each process has an address, drawn at random when its fleet link is made, and
+//!    one channel named by it; its subscriber listens there beside the listings'
+//!    channels. A letter is signed with the fleet key for the channel it is sent on
+//!    and checked on arrival: one that fails the check is dropped.
+//! 2. A letter that no process receives (Redis counts the receivers of a `PUBLISH`)
+//!    fails at once: its addressee is gone. One that reaches a process without a
+//!    mailbox of its name is refused at once, the same way.
+//! 3. While a letter is being answered, its addressee says so every third of a lease;
+//!    an asker that hears nothing for a lease takes it that the addressee died, and
+//!    fails. A letter is answered at most once: an answer nobody waits for (a late
+//!    one, or a replay) is dropped.
+
+use std::{sync::atomic::Ordering, time::Duration};
+
+use tokio::sync::mpsc;
+use tokio_util::task::AbortOnDropHandle;
+
+use super::{Fleet, Inner, Unreachable, command, hex, open, seal};
+use crate::sync::lock;
+
+/// How many letters wait for a mailbox's reader before more are refused.
+const MAILBOX_DEPTH: usize = 256;
+
+/// A letter another process of the fleet sent to a mailbox of this one. Answer it
+/// with [`Letter::reply`]; while it is held, its sender hears that it is being
+/// answered, and once it is dropped unanswered, the sender stops waiting within a
+/// lease.
+pub struct Letter {
+    body: Vec<u8>,
+    fleet: Fleet,
+    from: String,
+    id: u64,
+    _alive: AbortOnDropHandle<()>,
+}
+
+impl std::fmt::Debug for Letter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Letter")
+            .field("from", &self.from)
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Letter {
+    /// What the letter says.
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// Answers the letter with `body`.
+    pub async fn reply(self, body: &[u8]) -> Result<(), Unreachable> {
+        let channel = self.fleet.mail_channel(&self.from);
+        let payload = [format!("reply:{}:", self.id).as_bytes(), body].concat();
+        self.fleet.post(&channel, &payload).await.map(drop)
+    }
+}
+
+/// Why a letter was not answered.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum AskError {
+    /// Redis did not take the letter, or this process cannot hear the answer (its
+    /// subscription is down).
+    #[error(transparent)]
+    Unreachable(#[from] Unreachable),
+    /// No process listens at the address, or it has no mailbox of the name.
+    #[error("no process of the fleet answers at that address")]
+    Gone,
+    /// The addressee stopped saying it was answering (it died, or dropped the letter),
+    /// or took longer than allowed.
+    #[error("the addressee stopped answering")]
+    Silent,
+}
+
+/// What an asker hears about its letter.
+pub(super) enum Heard {
+    /// The addressee is still answering.
+    Alive,
+    /// Its answer.
+    Reply(Vec<u8>),
+    /// It has no mailbox of the letter's name.
+    Refused,
+}
+
+impl Fleet {
+    /// This process's address in the fleet: where [`Fleet::ask`] reaches its
+    /// mailboxes. Drawn at random when the link was made.
+    pub fn address(&self) -> &str {
+        &self.inner.address
+    }
+
+    /// The letters sent to this process's mailbox `name` (no `:` in it). A later call
+    /// with the same name takes the mailbox over.
+    pub fn mailbox(&self, name: &str) -> mpsc::Receiver<Letter> {
+        assert!(!name.contains(':'), "a mailbox's name has no `:`");
+        let (sender, receiver) = mpsc::channel(MAILBOX_DEPTH);
+        lock(&self.inner.mailboxes).insert(name.to_owned(), sender);
+        receiver
+    }
+
+    /// Sends `body` to the mailbox `name` of the process at `address` and waits for
+    /// its answer, at most `within` in all (invariant 3).
+    pub async fn ask(
+        &self,
+        address: &str,
+        name: &str,
+        body: &[u8],
+        within: Duration,
+    ) -> Result<Vec<u8>, AskError> {
+        if !self.inner.subscribed.load(Ordering::Relaxed) {
+            return Err(Unreachable.into());
+        }
+        let id = self.inner.letters.fetch_add(1, Ordering::Relaxed);
+        let (heard, mut hearing) = mpsc::unbounded_channel();
+        lock(&self.inner.waiting).insert(id, heard);
+        let _forget = Forget {
+            inner: &self.inner,
+            id,
+        };
+        let payload = [
+            format!("ask:{id}:{}:{name}:", self.inner.address).as_bytes(),
+            body,
+        ]
+        .concat();
+        let channel = self.mail_channel(address);
+        if self.post(&channel, &payload).await? == 0 {
+            return Err(AskError::Gone);
+        }
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let silence = tokio::time::Instant::now() + self.inner.lease;
+            match tokio::time::timeout_at(silence.min(deadline), hearing.recv()).await {
+                Ok(Some(Heard::Alive)) => {}
+                Ok(Some(Heard::Reply(body))) => return Ok(body),
+                Ok(Some(Heard::Refused)) => return Err(AskError::Gone),
+                Ok(None) | Err(_) => return Err(AskError::Silent),
+            }
+        }
+    }
+
+    /// The channel of the process at `address` (invariant 1).
+    pub(super) fn mail_channel(&self, address: &str) -> String {
+        format!("{}:to:{address}", self.inner.prefix)
+    }
+
+    /// Publishes `payload` on `channel`, signed for it; how many processes heard it.
+    async fn post(&self, channel: &str, payload: &[u8]) -> Result<i64, Unreachable> {
+        let mut publish = redis::cmd("PUBLISH");
+        publish
+            .arg(channel)
+            .arg(seal(&self.inner.key, channel, 0, 0, payload));
+        self.bounded(command::<i64>(&publish)).await
+    }
+}
+
+/// Forgets a letter's waiter when its asker stops waiting.
+struct Forget<'a> {
+    inner: &'a Inner,
+    id: u64,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        lock(&self.inner.waiting).remove(&self.id);
+    }
+}
+
+/// A new random address.
+pub(super) fn new_address() -> String {
+    let mut bytes = [0_u8; 16];
+    getrandom::fill(&mut bytes).expect("the operating system provides random bytes");
+    hex(&bytes)
+}
+
+/// Takes a message that arrived on this process's channel `channel` (invariants 1
+/// and 2).
+pub(super) fn arrived(fleet: &Fleet, channel: &str, message: &[u8]) {
+    let Some((_, payload)) = open(&fleet.inner.key, channel, message) else {
+        tracing::warn!("a fleet letter whose signature does not hold was dropped");
+        return;
+    };
+    let mut parts = payload.splitn(3, |&byte| byte == b':');
+    let (Some(kind), Some(id), Some(rest)) = (parts.next(), parts.next(), parts.next()) else {
+        return;
+    };
+    let Some(id) = std::str::from_utf8(id).ok().and_then(|id| id.parse().ok()) else {
+        return;
+    };
+    let heard = match kind {
+        b"ask" => return deliver(fleet, id, rest),
+        b"alive" => Heard::Alive,
+        b"reply" => Heard::Reply(rest.to_vec()),
+        b"refused" => Heard::Refused,
+        _ => return,
+    };
+    if let Some(waiter) = lock(&fleet.inner.waiting).get(&id) {
+        let _ = waiter.send(heard);
+    }
+}
+
+/// Hands the letter `id` (`from:name:body`) to its mailbox, or refuses it.
+fn deliver(fleet: &Fleet, id: u64, rest: &[u8]) {
+    let mut parts = rest.splitn(3, |&byte| byte == b':');
+    let (Some(from), Some(name), Some(body)) = (parts.next(), parts.next(), parts.next()) else {
+        return;
+    };
+    let (Ok(from), Ok(name)) = (std::str::from_utf8(from), std::str::from_utf8(name)) else {
+        return;
+    };
+    let from = from.to_owned();
+    let mailbox = lock(&fleet.inner.mailboxes).get(name).cloned();
+    let channel = fleet.mail_channel(&from);
+    let alive = {
+        let fleet = fleet.clone();
+        let channel = channel.clone();
+        tokio::spawn(async move {
+            let every = fleet.inner.lease / 3;
+            loop {
+                tokio::time::sleep(every).await;
+                let _ = fleet
+                    .post(&channel, format!("alive:{id}:").as_bytes())
+                    .await;
+            }
+        })
+    };
+    let letter = Letter {
+        body: body.to_vec(),
+        fleet: fleet.clone(),
+        from,
+        id,
+        _alive: AbortOnDropHandle::new(alive),
+    };
+    let refused = match mailbox {
+        Some(mailbox) => mailbox.try_send(letter).is_err(),
+        None => true,
+    };
+    if refused {
+        let fleet = fleet.clone();
+        tokio::spawn(async move {
+            let _ = fleet
+                .post(&channel, format!("refused:{id}:").as_bytes())
+                .await;
+        });
+    }
+}
+
+/// Drops `inner`'s waiters: none of their answers can arrive any more.
+pub(super) fn forget_all(inner: &Inner) {
+    lock(&inner.waiting).clear();
+}
