@@ -330,21 +330,33 @@ fn a_tool_change_reaches_every_session_on_every_replica() {
 }
 
 #[test]
-fn a_retry_that_reaches_another_replica_is_refused_naming_the_one_that_keeps_the_call() {
+fn a_retry_that_reaches_another_replica_is_resumed_by_the_one_that_keeps_the_call() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start(dir.path());
     let log = dir.path().join("up.jsonl");
     // A handshake-era server that asks its client a question during `ask`.
     let config = fleet_config(dir.path(), &fixture_upstream(&log, &["--asks"]), 60);
-    let gateways = replicas(&config, &redis, 2);
+    let gateways = replicas(&config, &redis, 3);
     let mut client = python_client("serve_fleet_client.py");
     client.args(["misrouted", &gateways[0].1, &gateways[1].1]);
+    let report = report_of(client, "misrouted");
+    assert_eq!(report["error"], serde_json::Value::Null, "{report}");
+    assert_eq!(
+        report["result"]["content"]["name"], "http client",
+        "the server got the answer given on the other replica: {report}"
+    );
+
+    // The replica that keeps the call is killed before the retry: the retry fails at
+    // once, saying so.
+    let mut client = python_client("serve_fleet_client.py");
+    let pid = gateways[0].0.0.id().to_string();
+    client.args(["misrouted", &gateways[0].1, &gateways[2].1, &pid]);
     let report = report_of(client, "misrouted");
     let error = report["error"]
         .as_str()
         .unwrap_or_else(|| panic!("{report}"));
     assert!(
-        error.contains("belongs to the call that replica")
+        (error.contains("is gone") || error.contains("stopped answering"))
             && error.contains("call the tool again without the state"),
         "{report}"
     );

@@ -4,7 +4,7 @@
     python serve_fleet_client.py burst URL SESSIONS UP_LOG
     python serve_fleet_client.py hold URL SESSIONS
     python serve_fleet_client.py changes URL SESSIONS UP_LOG
-    python serve_fleet_client.py misrouted URL OTHER_URL
+    python serve_fleet_client.py misrouted URL OTHER_URL [KILL_PID]
 
 `burst`: SESSIONS handshake sessions (`legacy`) and SESSIONS 2026-07-28 clients, all
 at once, each list the tools and call `mcp__up__echo` three times and `mcp__up__pid`
@@ -25,13 +25,15 @@ each list holds `mcp__up__late`.
 
 `misrouted`: a 2026-07-28 client calls `mcp__up__ask` on the replica at URL, whose
 server asks it a question; its retry with the answer and the `requestState` is sent
-to the replica at OTHER_URL instead. Reports the error it got.
+to the replica at OTHER_URL instead, after the process KILL_PID (the first replica)
+is killed, if given. Reports the result's structured content, or the error it got.
 
 Prints what it saw as one JSON object (`hold`: two lines).
 """
 import contextlib
 import json
 import os
+import signal
 import sys
 
 import anyio
@@ -127,7 +129,7 @@ async def changes(url, sessions, up_log):
     return report
 
 
-async def misrouted(url, other_url):
+async def misrouted(url, other_url, kill_pid=None):
     other = httpx2.URL(other_url)
 
     class Misroute(httpx2.AsyncHTTPTransport):
@@ -135,6 +137,8 @@ async def misrouted(url, other_url):
 
         async def handle_async_request(self, request):
             if b'"requestState"' in request.content:
+                if kill_pid is not None:
+                    os.kill(kill_pid, signal.SIGKILL)
                 request.url = request.url.copy_with(host=other.host, port=other.port)
                 request.headers["host"] = f"{other.host}:{other.port}"
             return await super().handle_async_request(request)
@@ -157,6 +161,7 @@ if __name__ == "__main__":
     elif command == "changes":
         print(json.dumps(anyio.run(changes, url, int(sys.argv[3]), sys.argv[4])))
     elif command == "misrouted":
-        print(json.dumps(anyio.run(misrouted, url, sys.argv[3])))
+        kill_pid = int(sys.argv[4]) if len(sys.argv) > 4 else None
+        print(json.dumps(anyio.run(misrouted, url, sys.argv[3], kill_pid)))
     elif command == "hold":
         anyio.run(hold, url, int(sys.argv[3]))

@@ -42,6 +42,10 @@
 //!    runtime's client waiting on its server, which passes it on at the level its
 //!    request asks for (`io.modelcontextprotocol/logLevel`), and not at all
 //!    without one.
+//! 7. In a fleet, a state is sealed with a key derived from the fleet key, so every
+//!    replica opens it, and it names the process that keeps its call. A request that
+//!    resumes a call another process keeps is resumed there, over the fleet's Redis
+//!    (`gateway::relay`); when that process is gone, it fails at once saying so.
 
 #![allow(
     deprecated,
@@ -58,6 +62,7 @@ use std::{
 };
 
 use crate::sync::lock;
+use mcp_runtime::fleet::Fleet;
 use mcp_runtime::host::{
     Elicitation, ElicitationModes, HandlerFuture, HostHandlers, Logs, Root, Roots, Sampling,
 };
@@ -532,14 +537,10 @@ pub(crate) struct Rounds {
     codec: RequestStateCodec,
     kept: Mutex<HashMap<u64, Kept>>,
     next: AtomicU64,
-    /// In a fleet, this replica's name: its states name it, and a state another
-    /// replica keeps the call of is refused saying so.
-    replica: Option<String>,
-    /// Drawn at random for this instance: in a fleet, where every replica opens every
-    /// state, a state of another process (of a replica of the same name, or of this
-    /// one before a restart) names another instance, and never resumes a call of
-    /// this one that has the same number.
-    instance: u64,
+    /// In a fleet, the link to it and this replica's name: its states name this
+    /// process, and a state another process keeps the call of is resumed there
+    /// (invariant 7).
+    fleet: Option<(Fleet, String)>,
 }
 
 /// A kept call and the principal it is kept for.
@@ -552,14 +553,45 @@ struct Kept {
 pub(crate) const MAX_KEPT: usize = 64;
 
 /// What a `requestState` holds: the kept call's number and, in a fleet, the replica
-/// that keeps it; nothing secret (rmcp's codec authenticates, it does not encrypt).
+/// and the process that keep it; nothing secret (rmcp's codec authenticates, it does
+/// not encrypt).
 #[derive(Serialize, Deserialize)]
 struct State {
     call: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     replica: Option<String>,
-    #[serde(default)]
-    instance: u64,
+    /// The keeping process's address in the fleet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    address: Option<String>,
+}
+
+/// Where a state's call is.
+pub(crate) enum Resumed {
+    /// Here: taken, its answers given.
+    Here(Call),
+    /// In another process of the fleet, with the answers for it (invariant 7).
+    Elsewhere(Elsewhere),
+}
+
+#[cfg(test)]
+impl Resumed {
+    /// The call, resumed here.
+    fn here(self) -> Call {
+        match self {
+            Self::Here(call) => call,
+            Self::Elsewhere(elsewhere) => panic!("kept by `{}`", elsewhere.replica),
+        }
+    }
+}
+
+/// A call another process of the fleet keeps, and the answers to take it.
+pub(crate) struct Elsewhere {
+    pub(crate) fleet: Fleet,
+    /// The keeping replica's name, for messages.
+    pub(crate) replica: String,
+    /// The keeping process's address.
+    pub(crate) address: String,
+    pub(crate) responses: InputResponses,
 }
 
 impl Rounds {
@@ -571,25 +603,28 @@ impl Rounds {
         Self::with_key(key, None)
     }
 
-    /// Rounds of the fleet replica `replica`, whose states every replica of the fleet
-    /// opens with `key` (derived from the fleet key): a request that resumes a call
-    /// kept by another replica is refused naming it.
-    pub(crate) fn in_fleet(key: [u8; 32], replica: &str) -> Self {
-        Self::with_key(key, Some(replica.to_owned()))
+    /// Rounds of a replica of `fleet`, whose states every replica opens with a key
+    /// derived from the fleet key: a request that resumes a call another process
+    /// keeps is resumed there (invariant 7).
+    pub(crate) fn in_fleet(fleet: &Fleet) -> Self {
+        let key = fleet.derived_key("serve request state");
+        Self::with_key(key, Some((fleet.clone(), fleet.replica().to_owned())))
     }
 
-    fn with_key(key: [u8; 32], replica: Option<String>) -> Self {
+    fn with_key(key: [u8; 32], fleet: Option<(Fleet, String)>) -> Self {
         let codec = RequestStateCodec::try_new(key.to_vec())
             .expect("a 32-byte key is long enough for the request-state codec");
-        let mut instance = [0_u8; 8];
-        getrandom::fill(&mut instance).expect("the operating system provides random bytes");
         Self {
             codec,
             kept: Mutex::default(),
             next: AtomicU64::new(0),
-            replica,
-            instance: u64::from_le_bytes(instance),
+            fleet,
         }
+    }
+
+    /// The fleet these rounds are kept in, if any.
+    pub(crate) fn fleet(&self) -> Option<&Fleet> {
+        self.fleet.as_ref().map(|(fleet, _)| fleet)
     }
 
     /// Keeps `call`, whose questions are open, for its client to resume, and the
@@ -614,8 +649,8 @@ impl Rounds {
             .seal_json_with(
                 &State {
                     call: id,
-                    replica: self.replica.clone(),
-                    instance: self.instance,
+                    replica: self.fleet.as_ref().map(|(_, replica)| replica.clone()),
+                    address: self.fleet().map(|fleet| fleet.address().to_owned()),
                 },
                 &options,
             )
@@ -644,35 +679,34 @@ impl Rounds {
     }
 
     /// The call `state` names, taken to be resumed with `responses` (invariants 3
-    /// and 4).
+    /// and 4), or where it is kept in the fleet (invariant 7).
     pub(crate) fn resume(
         &self,
         state: &str,
         principal: &str,
         target: Target<'_>,
         responses: InputResponses,
-    ) -> Result<Call, ErrorData> {
+    ) -> Result<Resumed, ErrorData> {
         let bound = bound_to(principal, target);
         let State {
             call: id,
             replica,
-            instance,
+            address,
         } = self.codec.open_json_with(state, &bound).map_err(|error| {
             ErrorData::invalid_params(
                 format!("the requestState cannot be used: {error}; call the tool again without it"),
                 None,
             )
         })?;
-        if let (Some(owner), Some(here)) = (&replica, &self.replica)
-            && (owner != here || instance != self.instance)
+        if let (Some(fleet), Some(address)) = (self.fleet(), address)
+            && address != fleet.address()
         {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "this requestState belongs to the call that replica `{owner}` of the gateway's fleet keeps (or kept, before it restarted), \
-                     and the request reached replica `{here}`; call the tool again without the state"
-                ),
-                None,
-            ));
+            return Ok(Resumed::Elsewhere(Elsewhere {
+                fleet: fleet.clone(),
+                replica: replica.unwrap_or_default(),
+                address,
+                responses,
+            }));
         }
         // Checked and taken under one lock: a refused answer leaves the call kept,
         // its hold running as before.
@@ -688,7 +722,7 @@ impl Rounds {
         let mut call = kept.remove(&id).expect("the call was just found").call;
         drop(kept);
         call.answer(responses);
-        Ok(call)
+        Ok(Resumed::Here(call))
     }
 }
 
@@ -836,7 +870,10 @@ mod tests {
         let refused = rounds.resume(&state, "alice", ASK, wrong).err().unwrap();
         assert!(refused.message.contains("elicitation-1"), "{refused:?}");
 
-        let call = rounds.resume(&state, "alice", ASK, answers()).unwrap();
+        let call = rounds
+            .resume(&state, "alice", ASK, answers())
+            .unwrap()
+            .here();
         assert!(!call.has_open_questions());
         let replayed = rounds
             .resume(&state, "alice", ASK, answers())
@@ -846,56 +883,71 @@ mod tests {
         assert_eq!(text_of(call.task.await), "\"accept\"");
     }
 
+    /// A replica `name` of a fleet whose Redis is never reached: its address and key
+    /// are all these tests need.
+    fn replica(name: &str) -> Fleet {
+        Fleet::connect("redis://127.0.0.1:1", &[9; 32], name).unwrap()
+    }
+
+    /// Where `resumed` says the call is kept, and the answers it carries there.
+    fn elsewhere(resumed: Result<Resumed, ErrorData>) -> Elsewhere {
+        match resumed {
+            Ok(Resumed::Elsewhere(elsewhere)) => elsewhere,
+            Ok(Resumed::Here(_)) => panic!("resumed here"),
+            Err(error) => panic!("{error:?}"),
+        }
+    }
+
     #[tokio::test]
-    async fn a_state_another_replica_keeps_the_call_of_is_refused_naming_it() {
-        let key = [9; 32];
-        let (one, other) = (
-            Arc::new(Rounds::in_fleet(key, "one")),
-            Arc::new(Rounds::in_fleet(key, "other")),
+    async fn a_state_another_process_keeps_the_call_of_is_sent_there_with_its_answers() {
+        let (one, other) = (replica("one"), replica("other"));
+        let (kept_by_one, reached) = (
+            Arc::new(Rounds::in_fleet(&one)),
+            Arc::new(Rounds::in_fleet(&other)),
         );
         let askers = Arc::new(Askers::default());
         let ended = Arc::new(AtomicBool::new(false));
         let call = asking_call(&askers, &ended).await;
-        let (state, keys) = state_of(&one.keep(call, "alice", ASK).unwrap());
+        let (state, keys) = state_of(&kept_by_one.keep(call, "alice", ASK).unwrap());
         let answers = || InputResponses::from([(keys[0].clone(), json!({"action": "accept"}))]);
-        let refused = other.resume(&state, "alice", ASK, answers()).err().unwrap();
-        assert_eq!(refused.code, rmcp::model::ErrorCode::INVALID_PARAMS);
-        assert!(
-            refused.message.contains("replica `one`")
-                && refused.message.contains("replica `other`"),
-            "{refused:?}"
-        );
+        let there = elsewhere(reached.resume(&state, "alice", ASK, answers()));
+        assert_eq!(there.replica, "one");
+        assert_eq!(there.address, one.address());
+        assert_eq!(there.responses, answers());
+        // Opened first where it landed: another principal's retry goes nowhere.
+        let refused = reached.resume(&state, "mallory", ASK, answers()).err();
+        assert!(refused.unwrap().message.contains("cannot be used"));
         // A gateway outside the fleet cannot open it at all.
         let alone = Rounds::new()
             .resume(&state, "alice", ASK, answers())
             .err()
             .unwrap();
         assert!(alone.message.contains("cannot be used"), "{alone:?}");
-        let call = one.resume(&state, "alice", ASK, answers()).unwrap();
+        let Ok(Resumed::Here(call)) = kept_by_one.resume(&state, "alice", ASK, answers()) else {
+            panic!("the keeping process resumes it");
+        };
         assert_eq!(text_of(call.task.await), "\"accept\"");
     }
 
     #[tokio::test]
     async fn a_state_of_a_same_named_replica_never_resumes_another_call() {
-        let key = [9; 32];
-        let (before, after) = (
-            Arc::new(Rounds::in_fleet(key, "one")),
-            Arc::new(Rounds::in_fleet(key, "one")),
-        );
+        let (before, after) = (replica("one"), replica("one"));
+        let kept_before = Arc::new(Rounds::in_fleet(&before));
+        let kept_after = Arc::new(Rounds::in_fleet(&after));
         let askers = Arc::new(Askers::default());
         let ended = Arc::new(AtomicBool::new(false));
         let (state, keys) = state_of(
-            &before
+            &kept_before
                 .keep(asking_call(&askers, &ended).await, "alice", ASK)
                 .unwrap(),
         );
-        // The same call number, kept by the other instance.
-        after
+        // The same call number, kept by the other process.
+        kept_after
             .keep(asking_call(&askers, &ended).await, "alice", ASK)
             .unwrap();
         let answers = InputResponses::from([(keys[0].clone(), json!({"action": "accept"}))]);
-        let refused = after.resume(&state, "alice", ASK, answers).err().unwrap();
-        assert!(refused.message.contains("replica `one`"), "{refused:?}");
+        let there = elsewhere(kept_after.resume(&state, "alice", ASK, answers));
+        assert_eq!(there.address, before.address());
     }
 
     #[tokio::test]
@@ -906,7 +958,10 @@ mod tests {
         let call = asking_call(&askers, &ended).await;
         let (state, _) = state_of(&rounds.keep(call, "alice", ASK).unwrap());
         let unrelated = InputResponses::from([("other".to_owned(), json!({"action": "accept"}))]);
-        let call = rounds.resume(&state, "alice", ASK, unrelated).unwrap();
+        let call = rounds
+            .resume(&state, "alice", ASK, unrelated)
+            .unwrap()
+            .here();
         assert!(call.has_open_questions());
         let (again, keys) = state_of(&rounds.keep(call, "alice", ASK).unwrap());
         assert_ne!(again, state, "a new round has a new state");
@@ -1011,7 +1066,7 @@ mod tests {
         let (state, keys) = state_of(&rounds.keep(call, "alice", ASK).unwrap());
         assert_eq!(keys, ["colour", "name"], "the server's own keys");
         let one = InputResponses::from([("name".to_owned(), json!({"action": "accept"}))]);
-        let call = rounds.resume(&state, "alice", ASK, one).unwrap();
+        let call = rounds.resume(&state, "alice", ASK, one).unwrap().here();
         assert_eq!(
             answers.remove(0).await.unwrap(),
             json!({"action": "accept"})

@@ -171,6 +171,9 @@ fn log_failure(server: &str, question: &str, error: Option<ServiceError>) {
 /// The level a client set with `logging/setLevel`, shared by its session.
 pub(crate) type ClientLevel = Arc<Mutex<Option<LoggingLevel>>>;
 
+/// The least level of the log messages a request asks for.
+pub(crate) type Level = LoggingLevel;
+
 /// A session's servers' log messages on their way to its client (invariant 3).
 #[derive(Clone)]
 pub(crate) struct LogQueue {

@@ -90,10 +90,12 @@ use rmcp::{
     service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSendError},
 };
 use tokio::sync::{OnceCell, mpsc::UnboundedReceiver};
-use tokio_util::task::AbortOnDropHandle;
+use tokio_util::{sync::CancellationToken, task::AbortOnDropHandle};
+
+mod relay;
 
 use crate::{
-    bridge::{Answer, Askers, Call, Event, Rounds, Target},
+    bridge::{Answer, Askers, Call, Event, Resumed, Rounds, Target},
     exposure::{self, Exposure, Found},
     features, names, paging,
     shared::{Notice, Served},
@@ -128,6 +130,8 @@ pub struct Gateway {
     /// The calls of sessionless clients kept between their requests (invariant 10),
     /// shared by every session.
     rounds: Arc<Rounds>,
+    /// In a fleet, resumes the calls of `rounds` that reach other replicas.
+    relay: Option<Arc<AbortOnDropHandle<()>>>,
 }
 
 impl Gateway {
@@ -149,6 +153,7 @@ impl Gateway {
             found: Arc::default(),
             announcer: Arc::default(),
             rounds: Arc::new(Rounds::new()),
+            relay: None,
         }
     }
 
@@ -159,13 +164,13 @@ impl Gateway {
     }
 
     /// The gateway as a replica of `fleet`: the `requestState` of a call it keeps is
-    /// sealed with a key of the fleet's and names this replica, so that another
-    /// replica the retry reaches refuses it saying which replica keeps the call.
+    /// sealed with a key of the fleet's and names this process, so that a retry that
+    /// reaches another replica is resumed here, and one of this replica's that reaches
+    /// it is resumed on its own (`relay`).
     pub fn with_fleet(mut self, fleet: &mcp_runtime::fleet::Fleet) -> Self {
-        self.rounds = Arc::new(Rounds::in_fleet(
-            fleet.derived_key("serve request state"),
-            fleet.replica(),
-        ));
+        let rounds = Arc::new(Rounds::in_fleet(fleet));
+        self.relay = Some(Arc::new(relay::serve(fleet, rounds.clone())));
+        self.rounds = rounds;
         self
     }
 
@@ -989,8 +994,16 @@ impl Gateway {
         let principal = crate::principal::of(&context.extensions);
         let call = match state {
             Some(state) => {
-                self.rounds
+                match self
+                    .rounds
                     .resume(state, &principal, target, given.unwrap_or_default())?
+                {
+                    Resumed::Here(call) => call,
+                    Resumed::Elsewhere(elsewhere) => {
+                        let resume = relay::Resume::new(&principal, target, state);
+                        return relay::forward(elsewhere, resume, &context.ct).await;
+                    }
+                }
             }
             None => {
                 let runtime = self.runtime(context).await?;
@@ -1000,60 +1013,14 @@ impl Gateway {
                 apart(runtime, request)?.with_answers(given.unwrap_or_default())
             }
         };
-        self.drive(call, &principal, target, context).await
-    }
-
-    /// Serves `call` to this request's client until it ends or asks a question,
-    /// which the answer asks in turn; a call whose client goes away is dropped,
-    /// which cancels it (invariant 10).
-    async fn drive(
-        &self,
-        mut call: Call,
-        principal: &str,
-        target: Target<'_>,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<Round, ErrorData> {
-        let token = context.meta.get_progress_token();
-        let level = context.meta.log_level();
-        let started = std::time::Instant::now();
-        // Until the call ends, or asks questions and every question of their round
-        // has come: a server's questions asked together go to the client together.
-        while !call.has_open_questions() || call.round_incomplete() {
-            tokio::select! {
-                // The reports and log messages sent before the result go out before it.
-                biased;
-                Some(report) = call.progress.recv() => {
-                    forward_progress(&context.peer, token.as_ref(), report).await;
-                }
-                ended = &mut call.task => {
-                    while let Ok(report) = call.progress.try_recv() {
-                        forward_progress(&context.peer, token.as_ref(), report).await;
-                    }
-                    while let Ok(logged) = call.questions.logs.try_recv() {
-                        crate::forward::send_at(&context.peer, level, logged).await;
-                    }
-                    let answer = ended.unwrap_or_else(|error| {
-                        Err(ErrorData::internal_error(
-                            format!("the request ended without an answer: {error}"),
-                            None,
-                        ))
-                    });
-                    return answer.map(Round::Ended);
-                }
-                Some(event) = call.questions.next_event() => match event {
-                    Event::Asked(question) => call.asks(question),
-                    Event::Logged(logged) => {
-                        crate::forward::send_at(&context.peer, level, logged).await;
-                    }
-                },
-                () = context.ct.cancelled() => return Err(cancelled(target.name, started)),
-            }
-        }
-        tracing::info!(
-            method = target.method,
-            "a request asks its client for input"
-        );
-        self.rounds.keep(call, principal, target).map(Round::Asks)
+        drive(
+            &self.rounds,
+            call,
+            &principal,
+            target,
+            &Reporter::of(context),
+        )
+        .await
     }
 
     /// Reads a resource apart from the request, for a client asked the servers'
@@ -1100,6 +1067,97 @@ impl Gateway {
         let (_, progress) = tokio::sync::mpsc::unbounded_channel();
         Call::new(AbortOnDropHandle::new(task), questions, progress)
     }
+}
+
+/// Where a driven call's progress reports and log messages go, and what cancels it:
+/// the request of the client it serves, or nothing (a call resumed for a client of
+/// another replica, `relay`).
+struct Reporter<'a> {
+    peer: Option<&'a Peer<RoleServer>>,
+    token: Option<ProgressToken>,
+    level: Option<crate::forward::Level>,
+    cancelled: CancellationToken,
+}
+
+impl<'a> Reporter<'a> {
+    /// The reports of `context`'s request.
+    fn of(context: &'a RequestContext<RoleServer>) -> Self {
+        Self {
+            peer: Some(&context.peer),
+            token: context.meta.get_progress_token(),
+            level: context.meta.log_level(),
+            cancelled: context.ct.clone(),
+        }
+    }
+
+    /// Nowhere: nothing is reported, and nothing cancels.
+    fn nowhere() -> Self {
+        Self {
+            peer: None,
+            token: None,
+            level: None,
+            cancelled: CancellationToken::new(),
+        }
+    }
+
+    async fn progress(&self, report: Progress) {
+        if let Some(peer) = self.peer {
+            forward_progress(peer, self.token.as_ref(), report).await;
+        }
+    }
+
+    async fn log(&self, logged: crate::bridge::Logged) {
+        if let Some(peer) = self.peer {
+            crate::forward::send_at(peer, self.level, logged).await;
+        }
+    }
+}
+
+/// Serves `call` to its client (through `reporter`) until it ends or asks a
+/// question, which the answer asks in turn, the call kept in `rounds`; a call whose
+/// client goes away is dropped, which cancels it (invariant 10).
+async fn drive(
+    rounds: &Arc<Rounds>,
+    mut call: Call,
+    principal: &str,
+    target: Target<'_>,
+    reporter: &Reporter<'_>,
+) -> Result<Round, ErrorData> {
+    let started = std::time::Instant::now();
+    // Until the call ends, or asks questions and every question of their round
+    // has come: a server's questions asked together go to the client together.
+    while !call.has_open_questions() || call.round_incomplete() {
+        tokio::select! {
+            // The reports and log messages sent before the result go out before it.
+            biased;
+            Some(report) = call.progress.recv() => reporter.progress(report).await,
+            ended = &mut call.task => {
+                while let Ok(report) = call.progress.try_recv() {
+                    reporter.progress(report).await;
+                }
+                while let Ok(logged) = call.questions.logs.try_recv() {
+                    reporter.log(logged).await;
+                }
+                let answer = ended.unwrap_or_else(|error| {
+                    Err(ErrorData::internal_error(
+                        format!("the request ended without an answer: {error}"),
+                        None,
+                    ))
+                });
+                return answer.map(Round::Ended);
+            }
+            Some(event) = call.questions.next_event() => match event {
+                Event::Asked(question) => call.asks(question),
+                Event::Logged(logged) => reporter.log(logged).await,
+            },
+            () = reporter.cancelled.cancelled() => return Err(cancelled(target.name, started)),
+        }
+    }
+    tracing::info!(
+        method = target.method,
+        "a request asks its client for input"
+    );
+    rounds.keep(call, principal, target).map(Round::Asks)
 }
 
 /// `resources/read` of `uri` on the one server that offers it (invariant 6).

@@ -1,0 +1,227 @@
+//! A fleet's retries of kept calls, resumed on the process that keeps them
+//! (invariant 7 of [`crate::bridge`]).
+//!
+//! A 2026-07-28 client's requests go round-robin across the replicas, but a call
+//! that asked it a question is kept by one process: the one whose upstream
+//! connection waits for the answer. A retry with that call's `requestState` that
+//! reaches another replica is sent to the keeping process as a letter over the
+//! fleet's Redis ([`Fleet::ask`]); that process resumes the call as if the retry had
+//! reached it, and its answer (the call's result, its next questions under a new
+//! state, or an error) goes back as the retry's answer.
+//!
+//! Invariants:
+//! 1. The replica the retry reaches opens its state first: only a state sealed for
+//!    this principal, method and name is sent on, and the keeping process checks it
+//!    again. A letter carries the principal as the sending replica authenticated it;
+//!    letters are signed with the fleet key.
+//! 2. A keeping process that is gone fails the retry at once, saying so; one that
+//!    dies while it resumes the call fails it within a fleet lease (the letter's
+//!    sender hears it stop). Either way the client is told to call again without the
+//!    state.
+//! 3. A call resumed for another replica reports no progress and passes on no log
+//!    message: those would go to a client this process does not hold.
+
+use std::sync::Arc;
+
+use mcp_runtime::fleet::{AskError, Fleet, Letter};
+use rmcp::{
+    ErrorData,
+    model::{
+        CallToolResponse, CallToolResult, CreateTaskResult, GetPromptResponse, GetPromptResult,
+        InputRequiredResult, InputResponses, ReadResourceResponse, ReadResourceResult,
+    },
+};
+use serde::{Deserialize, Serialize};
+use tokio_util::{sync::CancellationToken, task::AbortOnDropHandle};
+
+use super::{Answer, Reporter, Resumed, Round, Rounds, Target, drive};
+use crate::bridge::{Elsewhere, HOLD};
+
+/// The mailbox of every replica's relay.
+const MAILBOX: &str = "rounds";
+
+/// A retry sent on to the process that keeps its call.
+#[derive(Serialize, Deserialize)]
+pub(super) struct Resume {
+    principal: String,
+    method: String,
+    name: String,
+    state: String,
+    responses: InputResponses,
+}
+
+impl Resume {
+    /// The retry of `principal`'s request `target` with `state`; its answers are
+    /// those [`Elsewhere`] holds.
+    pub(super) fn new(principal: &str, target: Target<'_>, state: &str) -> Self {
+        Self {
+            principal: principal.to_owned(),
+            method: target.method.to_owned(),
+            name: target.name.to_owned(),
+            state: state.to_owned(),
+            responses: InputResponses::new(),
+        }
+    }
+}
+
+/// A resumed call's answer, as it goes back.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "camelCase")]
+enum Outcome {
+    Tool(CallToolResult),
+    Task(CreateTaskResult),
+    Prompt(GetPromptResult),
+    Resource(ReadResourceResult),
+    Asks(InputRequiredResult),
+    Failed(ErrorData),
+}
+
+impl From<Result<Round, ErrorData>> for Outcome {
+    fn from(round: Result<Round, ErrorData>) -> Self {
+        match round {
+            Ok(Round::Ended(Answer::Tool(CallToolResponse::Complete(result)))) => {
+                Self::Tool(result)
+            }
+            Ok(Round::Ended(Answer::Tool(CallToolResponse::Task(task)))) => Self::Task(task),
+            Ok(Round::Ended(Answer::Prompt(GetPromptResponse::Complete(result)))) => {
+                Self::Prompt(result)
+            }
+            Ok(Round::Ended(Answer::Resource(ReadResourceResponse::Complete(result)))) => {
+                Self::Resource(result)
+            }
+            Ok(Round::Ended(
+                Answer::Tool(CallToolResponse::InputRequired(asks))
+                | Answer::Prompt(GetPromptResponse::InputRequired(asks))
+                | Answer::Resource(ReadResourceResponse::InputRequired(asks)),
+            ))
+            | Ok(Round::Asks(asks)) => Self::Asks(asks),
+            Ok(Round::Ended(answer)) => Self::Failed(ErrorData::internal_error(
+                format!(
+                    "a resumed request ended with an answer that cannot be sent on: {answer:?}"
+                ),
+                None,
+            )),
+            Err(error) => Self::Failed(error),
+        }
+    }
+}
+
+impl From<Outcome> for Result<Round, ErrorData> {
+    fn from(resumed: Outcome) -> Self {
+        match resumed {
+            Outcome::Tool(result) => Ok(Round::Ended(Answer::Tool(result.into()))),
+            Outcome::Task(task) => Ok(Round::Ended(Answer::Tool(task.into()))),
+            Outcome::Prompt(result) => Ok(Round::Ended(Answer::Prompt(result.into()))),
+            Outcome::Resource(result) => Ok(Round::Ended(Answer::Resource(result.into()))),
+            Outcome::Asks(asks) => Ok(Round::Asks(asks)),
+            Outcome::Failed(error) => Err(error),
+        }
+    }
+}
+
+/// Resumes `resume` on the process that keeps its call, `elsewhere`, and gives its
+/// answer (invariant 2); stops waiting for it once `cancelled`, when the client has
+/// gone.
+pub(super) async fn forward(
+    elsewhere: Elsewhere,
+    mut resume: Resume,
+    cancelled: &CancellationToken,
+) -> Result<Round, ErrorData> {
+    let Elsewhere {
+        fleet,
+        replica,
+        address,
+        responses,
+    } = elsewhere;
+    resume.responses = responses;
+    let letter = serde_json::to_vec(&resume).expect("a retry serializes");
+    let started = std::time::Instant::now();
+    // The call may run for as long as it is kept; a keeper that dies is heard of
+    // within a lease.
+    let answer = tokio::select! {
+        answer = fleet.ask(&address, MAILBOX, &letter, HOLD) => answer,
+        () = cancelled.cancelled() => return Err(super::cancelled(&resume.name, started)),
+    };
+    let again = "call the tool again without the state";
+    let answer = answer.map_err(|error| match error {
+        AskError::Gone => ErrorData::invalid_params(
+            format!(
+                "replica `{replica}` of the gateway's fleet kept the request of this requestState and is gone \
+                 (it stopped or restarted, and the request ended with it); {again}"
+            ),
+            None,
+        ),
+        AskError::Silent => ErrorData::internal_error(
+            format!(
+                "replica `{replica}` of the gateway's fleet, which keeps the request of this requestState, \
+                 stopped answering while it resumed it (it may have died); {again}"
+            ),
+            None,
+        ),
+        _ => ErrorData::internal_error(
+            format!(
+                "replica `{replica}` of the gateway's fleet keeps the request of this requestState, \
+                 and the fleet's Redis, through which it is reached, does not answer; try again, or {again}"
+            ),
+            None,
+        ),
+    })?;
+    let resumed: Outcome = serde_json::from_slice(&answer).map_err(|error| {
+        ErrorData::internal_error(
+            format!("replica `{replica}`'s answer to a resumed request cannot be read: {error}"),
+            None,
+        )
+    })?;
+    resumed.into()
+}
+
+/// Resumes the calls of `rounds` whose retries reached other replicas, until
+/// dropped.
+pub(super) fn serve(fleet: &Fleet, rounds: Arc<Rounds>) -> AbortOnDropHandle<()> {
+    let mut letters = fleet.mailbox(MAILBOX);
+    AbortOnDropHandle::new(tokio::spawn(async move {
+        while let Some(letter) = letters.recv().await {
+            tokio::spawn(answer(rounds.clone(), letter));
+        }
+    }))
+}
+
+/// Resumes the call `letter` names, and answers it with the call's answer.
+async fn answer(rounds: Arc<Rounds>, letter: Letter) {
+    let round = match serde_json::from_slice::<Resume>(letter.body()) {
+        Ok(resume) => resumed(&rounds, resume).await,
+        Err(error) => Err(ErrorData::internal_error(
+            format!("a resumed request from another replica cannot be read: {error}"),
+            None,
+        )),
+    };
+    let answer =
+        serde_json::to_vec(&Outcome::from(round)).expect("a resumed request's answer serializes");
+    // A lost answer is heard by the asker as silence (invariant 2).
+    let _ = letter.reply(&answer).await;
+}
+
+/// `resume`'s call, resumed here (invariant 3).
+async fn resumed(rounds: &Arc<Rounds>, resume: Resume) -> Result<Round, ErrorData> {
+    let target = Target {
+        method: &resume.method,
+        name: &resume.name,
+    };
+    match rounds.resume(&resume.state, &resume.principal, target, resume.responses)? {
+        Resumed::Here(call) => {
+            drive(
+                rounds,
+                call,
+                &resume.principal,
+                target,
+                &Reporter::nowhere(),
+            )
+            .await
+        }
+        // Sent here because it names this process: never another.
+        Resumed::Elsewhere(_) => Err(ErrorData::internal_error(
+            "a request resumed for another replica names a third",
+            None,
+        )),
+    }
+}
