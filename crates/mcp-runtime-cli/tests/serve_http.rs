@@ -457,6 +457,48 @@ fn a_resource_whose_server_asks_first_is_read_by_clients_of_both_eras() {
     }
 }
 
+/// A handshake session that never opens a listen stream is asked its servers'
+/// questions on the event stream of the request each belongs to: a call's, a read's.
+#[test]
+fn a_question_goes_on_the_stream_of_the_request_it_belongs_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.up]\ncommand = {fixture:?}\n\
+             args = [\"--asks\", \"--resources\", \"--asking-resource\"]\n",
+            fixture = fixture_server().to_str().unwrap(),
+        ),
+    );
+    let (mut child, url) = gateway(&config, &[]);
+    let guard = KillOnDrop(&mut child);
+    let report = python(&["unlistened", &url]);
+    let answered = json!({"action": "accept", "content": {"name": "unlistened", "count": 1}});
+    assert_eq!(
+        report["call"]["came"],
+        json!(["elicitation/create"]),
+        "{report}"
+    );
+    assert_eq!(
+        report["call"]["result"]["structuredContent"], answered,
+        "{report}"
+    );
+    assert_eq!(
+        report["read"]["came"],
+        json!(["elicitation/create"]),
+        "{report}"
+    );
+    let text = report["read"]["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap(),
+        answered,
+        "{report}"
+    );
+    assert!(terminate(&mut *guard.0).success());
+}
+
 /// A shared server's resource: each session hears the updates of its own
 /// subscriptions only, and the server is subscribed while any session is.
 #[test]

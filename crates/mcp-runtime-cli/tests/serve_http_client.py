@@ -39,6 +39,11 @@ in turn; the report says what each got.
 `read_asking`: a client of each era reads `fixture://asked`, whose server asks
 it a question first, and reports the text it read.
 
+`unlistened`: a handshake session that never opens a listen stream (plain HTTP)
+calls `mcp__up__ask` and reads `fixture://asked`, each of whose servers asks a
+question; reports, for each, the methods that came on the request's own event
+stream and the result.
+
 `subscriptions` (server `one`, shared, with the fixture's resource): two sessions
 take turns subscribing to `fixture://counter` while the other bumps it; each
 reports the notifications it heard.
@@ -362,6 +367,52 @@ async def read_asking(url):
     return report
 
 
+async def unlistened(url):
+    """A handshake session without a listen stream is asked on its requests' streams."""
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    report = {}
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(30)) as http:
+        init = await http.post(url, headers=headers, json={
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
+                       "clientInfo": {"name": "unlistened", "version": "1"}},
+        })
+        headers["Mcp-Session-Id"] = init.headers["mcp-session-id"]
+        await http.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+        async def request(id, method, params):
+            came, result = [], []
+            body = {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
+            with anyio.move_on_after(20):
+                await exchange(body, came, result.append)
+            return {"came": came, "result": result[0] if result else "no answer within 20 s"}
+
+        async def exchange(body, came, answered):
+            async with http.stream("POST", url, headers=headers, json=body) as stream:
+                async for line in stream.aiter_lines():
+                    if not line.startswith("data:") or not line[5:].strip():
+                        continue
+                    message = json.loads(line[5:])
+                    if "method" in message:
+                        came.append(message["method"])
+                    if message.get("method") == "elicitation/create":
+                        answer = {"action": "accept", "content": {"name": "unlistened", "count": 1}}
+                        await http.post(url, headers=headers,
+                                        json={"jsonrpc": "2.0", "id": message["id"], "result": answer})
+                    elif message.get("id") == body["id"]:
+                        answered(message.get("result", message.get("error")))
+                        break
+
+        report["call"] = await request(1, "tools/call", {"name": "mcp__up__ask", "arguments": {}})
+        report["read"] = await request(2, "resources/read", {"uri": "fixture://asked"})
+        await http.delete(url, headers=headers)
+    return report
+
+
 async def subscriptions(url):
     """Two sessions subscribe to a shared server's resource in turn."""
     heard = {"first": [], "second": []}
@@ -421,6 +472,8 @@ if __name__ == "__main__":
         print(json.dumps(anyio.run(sessionless_bound, url)))
     elif command == "read_asking":
         print(json.dumps(anyio.run(read_asking, url)))
+    elif command == "unlistened":
+        print(json.dumps(anyio.run(unlistened, url)))
     elif command == "one_after_another":
         print(json.dumps(anyio.run(one_after_another, url, sys.argv[3])))
     elif command == "subscriptions":

@@ -11,7 +11,13 @@
 //! 2. A question the client cannot be asked (it is gone, or it answers with an error)
 //!    is cancelled (elicitation), fails with the client's error (sampling), or has no
 //!    roots (roots); the failure is logged, never answered as if the client had.
-//! 3. The servers' log messages go to the client in the order the runtime read them,
+//! 3. A question goes out on the event stream of the client's request it belongs to:
+//!    the earliest of the session's requests in flight to the server that asked (a
+//!    `tools/call`), else the earliest in flight whose server is not known (a read, a
+//!    prompt); only a question no request waits for (asked while listing) goes on the
+//!    session's listen stream. A client without a listen stream is asked all the
+//!    same, as the protocol has servers do ("related to the originating request").
+//! 4. The servers' log messages go to the client in the order the runtime read them,
 //!    as `notifications/message` with the server's name as (the start of) the
 //!    logger, unless less severe than the level the client set; [`LogQueue::flush`]
 //!    returns once every message queued before it has been sent.
@@ -23,7 +29,7 @@
 
 use std::sync::{
     Arc, Mutex,
-    atomic::{AtomicUsize, Ordering},
+    atomic::{AtomicU64, AtomicUsize, Ordering},
 };
 
 use crate::sync::lock;
@@ -35,20 +41,23 @@ use rmcp::{
     model::{
         ClientCapabilities, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
         CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
-        ListRootsRequest, LoggingLevel, LoggingMessageNotification,
-        LoggingMessageNotificationParam, ServerNotification, ServerRequest,
+        GetExtensions, ListRootsRequest, LoggingLevel, LoggingMessageNotification,
+        LoggingMessageNotificationParam, RequestId, ServerNotification, ServerRequest,
     },
-    service::{Peer, ServiceError},
+    service::{OriginatingRequestId, Peer, ServiceError},
 };
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::task::AbortOnDropHandle;
 
 /// The handlers that pass a session's questions to `peer`, its client, as far as
-/// `capabilities` (what it declared) go (invariant 1), and its servers' log messages
-/// to `logs` (invariant 3).
+/// `capabilities` (what it declared) go (invariant 1), each on the stream of the
+/// request of `waiting` it belongs to (invariant 3), and its servers' log messages to
+/// `logs` (invariant 4).
 pub(crate) fn handlers(
     peer: &Peer<RoleServer>,
     capabilities: &ClientCapabilities,
     logs: &LogQueue,
+    waiting: &Arc<Waiting>,
 ) -> HostHandlers {
     // Every message is asked for (a 2026-07-28 server sends none unless asked); the
     // queue passes on those at the level the client set.
@@ -57,16 +66,87 @@ pub(crate) fn handlers(
         .with_log_level(LoggingLevel::Debug);
     crate::bridge::offered(capabilities, handlers, |modes, sampling_tools| Client {
         peer: peer.clone(),
+        waiting: waiting.clone(),
         modes,
         sampling_tools,
     })
 }
 
+/// The requests of a session's client in flight, by the server they wait on, in
+/// the order they came (invariant 3).
+#[derive(Default)]
+pub(crate) struct Waiting {
+    requests: Mutex<Vec<(u64, Option<String>, RequestId)>>,
+    next: AtomicU64,
+}
+
+impl Waiting {
+    /// Records that the client's request `id` waits on `server` (`None`: not known)
+    /// until the guard is dropped.
+    pub(crate) fn enter(self: &Arc<Self>, id: RequestId, server: Option<&str>) -> Entered {
+        let number = self.next.fetch_add(1, Ordering::Relaxed);
+        lock(&self.requests).push((number, server.map(str::to_owned), id));
+        Entered {
+            waiting: self.clone(),
+            number,
+        }
+    }
+
+    /// The request a question of `server` belongs to (invariant 3).
+    fn of(&self, server: &str) -> Option<RequestId> {
+        let requests = lock(&self.requests);
+        let on = |wanted: Option<&str>| {
+            requests
+                .iter()
+                .find(|(_, waits_on, _)| waits_on.as_deref() == wanted)
+                .map(|(_, _, id)| id.clone())
+        };
+        on(Some(server)).or_else(|| on(None))
+    }
+}
+
+/// A request's place in [`Waiting`], left when dropped.
+pub(crate) struct Entered {
+    waiting: Arc<Waiting>,
+    number: u64,
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        lock(&self.waiting.requests).retain(|(number, _, _)| *number != self.number);
+    }
+}
+
 /// The session's client, asked on the servers' behalf.
 struct Client {
     peer: Peer<RoleServer>,
+    waiting: Arc<Waiting>,
     modes: ElicitationModes,
     sampling_tools: bool,
+}
+
+impl Client {
+    /// Asks the client `server`'s question `request` on the stream of the request it
+    /// belongs to (invariant 3).
+    async fn ask(
+        &self,
+        server: &str,
+        mut request: ServerRequest,
+    ) -> Result<ClientResult, ServiceError> {
+        if let Some(id) = self.waiting.of(server) {
+            request.extensions_mut().insert(OriginatingRequestId(id));
+        }
+        // Sent from a task of its own: rmcp marks a request sent while it handles
+        // another with that one's id, and the question is asked while the gateway's
+        // link to the server handles the server's request, whose id means nothing to
+        // this client.
+        let peer = self.peer.clone();
+        let asked = tokio::spawn(async move { peer.send_request(request).await });
+        match AbortOnDropHandle::new(asked).await {
+            Ok(answer) => answer,
+            Err(_) => Err(ServiceError::TransportClosed),
+        }
+    }
 }
 
 impl Elicitation for Client {
@@ -81,8 +161,10 @@ impl Elicitation for Client {
     ) -> HandlerFuture<'a, ElicitResult> {
         Box::pin(async move {
             let asked = self
-                .peer
-                .send_request(ServerRequest::ElicitRequest(ElicitRequest::new(request)))
+                .ask(
+                    server,
+                    ServerRequest::ElicitRequest(ElicitRequest::new(request)),
+                )
                 .await;
             match asked {
                 Ok(ClientResult::ElicitResult(result)) => result,
@@ -107,10 +189,10 @@ impl Sampling for Client {
     ) -> HandlerFuture<'a, Result<CreateMessageResult, ErrorData>> {
         Box::pin(async move {
             let asked = self
-                .peer
-                .send_request(ServerRequest::CreateMessageRequest(
-                    CreateMessageRequest::new(request),
-                ))
+                .ask(
+                    server,
+                    ServerRequest::CreateMessageRequest(CreateMessageRequest::new(request)),
+                )
                 .await;
             match asked {
                 Ok(ClientResult::CreateMessageResult(result)) => Ok(*result),
@@ -131,8 +213,10 @@ impl Roots for Client {
     fn roots<'a>(&'a self, server: &'a str) -> HandlerFuture<'a, Vec<Root>> {
         Box::pin(async move {
             let asked = self
-                .peer
-                .send_request(ServerRequest::ListRootsRequest(ListRootsRequest::default()))
+                .ask(
+                    server,
+                    ServerRequest::ListRootsRequest(ListRootsRequest::default()),
+                )
                 .await;
             match asked {
                 Ok(ClientResult::ListRootsResult(result)) => result
@@ -174,7 +258,7 @@ pub(crate) type ClientLevel = Arc<Mutex<Option<LoggingLevel>>>;
 /// The least level of the log messages a request asks for.
 pub(crate) type Level = LoggingLevel;
 
-/// A session's servers' log messages on their way to its client (invariant 3).
+/// A session's servers' log messages on their way to its client (invariant 4).
 #[derive(Clone)]
 pub(crate) struct LogQueue {
     sender: mpsc::UnboundedSender<Queued>,
@@ -255,7 +339,7 @@ pub(crate) async fn send_at(
 }
 
 /// Sends `message` of `server` to `peer`, the server's name at the start of its
-/// logger (invariant 3); whether the client is still there.
+/// logger (invariant 4); whether the client is still there.
 async fn send(
     peer: &Peer<RoleServer>,
     server: &str,
@@ -295,5 +379,31 @@ fn rank(level: LoggingLevel) -> u8 {
         LoggingLevel::Critical => 5,
         LoggingLevel::Alert => 6,
         LoggingLevel::Emergency => 7,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_question_goes_with_the_earliest_request_to_its_server_else_one_to_any() {
+        let waiting = Arc::new(Waiting::default());
+        assert_eq!(waiting.of("one"), None, "nothing waits: the listen stream");
+        let read = waiting.enter(RequestId::Number(1), None);
+        let first = waiting.enter(RequestId::Number(2), Some("one"));
+        let _second = waiting.enter(RequestId::Number(3), Some("one"));
+        let _other = waiting.enter(RequestId::Number(4), Some("two"));
+        assert_eq!(waiting.of("one"), Some(RequestId::Number(2)));
+        assert_eq!(waiting.of("two"), Some(RequestId::Number(4)));
+        assert_eq!(
+            waiting.of("three"),
+            Some(RequestId::Number(1)),
+            "a request whose server is not known"
+        );
+        drop(first);
+        assert_eq!(waiting.of("one"), Some(RequestId::Number(3)));
+        drop(read);
+        assert_eq!(waiting.of("three"), None);
     }
 }

@@ -119,6 +119,8 @@ pub struct Gateway {
     askers: Arc<std::sync::OnceLock<Arc<Askers>>>,
     /// Where this session's servers' log messages go, once it has a runtime.
     logs: Arc<std::sync::OnceLock<crate::forward::LogQueue>>,
+    /// This session's requests in flight, which its servers' questions go with.
+    waiting: Arc<crate::forward::Waiting>,
     tool_names: ToolNames,
     /// What the clients' lists hold (invariant 12), shared by every session.
     exposure: Arc<Exposure>,
@@ -148,6 +150,7 @@ impl Gateway {
             log_level: Arc::default(),
             askers: Arc::default(),
             logs: Arc::default(),
+            waiting: Arc::default(),
             tool_names: ToolNames::default(),
             exposure: Arc::default(),
             found: Arc::default(),
@@ -192,6 +195,7 @@ impl Gateway {
             log_level: Arc::default(),
             askers: Arc::default(),
             logs: Arc::default(),
+            waiting: Arc::default(),
             found: Arc::default(),
             announcer: Arc::default(),
             ..self.clone()
@@ -249,7 +253,7 @@ impl Gateway {
                         let logs = self.logs.get_or_init(|| {
                             crate::forward::LogQueue::new(peer.clone(), self.log_level.clone())
                         });
-                        crate::forward::handlers(peer, &info.capabilities, logs)
+                        crate::forward::handlers(peer, &info.capabilities, logs, &self.waiting)
                     }
                     None => crate::bridge::handlers(
                         &capabilities.unwrap_or_default(),
@@ -709,7 +713,11 @@ impl ServerHandler for Gateway {
             target,
             (state.as_deref(), given),
             request.uri.clone(),
-            async |runtime, uri| read(&runtime, &uri).await.map(Answer::Resource),
+            async |runtime, uri| {
+                // The questions of a handshake session's servers go with this request.
+                let _waiting = self.waiting.enter(context.id.clone(), None);
+                read(&runtime, &uri).await.map(Answer::Resource)
+            },
             |runtime, uri| Ok(self.read_apart(runtime, uri)),
         ))
         .await?;
@@ -765,6 +773,8 @@ impl ServerHandler for Gateway {
             (state.as_deref(), given),
             request,
             async |runtime, request| {
+                // The questions of a handshake session's servers go with this request.
+                let _waiting = self.waiting.enter(context.id.clone(), None);
                 features::get(&runtime, self.tool_names, request, None)
                     .await
                     .map(Answer::Prompt)
@@ -906,6 +916,9 @@ impl Gateway {
         }
         let catalog = runtime.catalog();
         let name = self.qualified(&catalog, &request.name);
+        // The questions its server asks meanwhile go with this request.
+        let server = catalog.resolve(name).map(|tool| &*tool.server);
+        let _waiting = self.waiting.enter(context.id.clone(), server);
         let started = std::time::Instant::now();
         let call = runtime.call_tool_with(name, request.arguments, options);
         tokio::pin!(call);
