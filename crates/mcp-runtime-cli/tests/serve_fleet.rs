@@ -195,7 +195,8 @@ fn a_replica_killed_takes_its_servers_with_it_and_its_sessions_move_to_the_other
     let redis = RedisServer::start(dir.path());
     let log = dir.path().join("up.jsonl");
     // The servers outlive a closed stdin: only the replica's death signal ends them.
-    let upstream = fixture_upstream(&log, &["--ignore-stdin-eof"]);
+    // Their `ask` asks the client a question.
+    let upstream = fixture_upstream(&log, &["--ignore-stdin-eof", "--asks"]);
     let config = fleet_config(dir.path(), &upstream, 60);
     let (mut gateways, haproxy) = behind_haproxy(dir.path(), &config, &redis, 3);
 
@@ -250,6 +251,13 @@ fn a_replica_killed_takes_its_servers_with_it_and_its_sessions_move_to_the_other
         after["sessions"],
         serde_json::json!(vec!["ok"; 6]),
         "every session carries on: {after} (on the killed replica: {on_victim:?})"
+    );
+    // A restored session's server asks its questions on the session's listen stream,
+    // which the client opened again on the replica it moved to.
+    assert_eq!(
+        after["asked"],
+        serde_json::json!(vec!["ok"; 6]),
+        "every session is asked its servers' questions: {after}"
     );
     assert!(
         after["sessionless"]

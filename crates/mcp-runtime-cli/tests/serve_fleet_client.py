@@ -13,8 +13,9 @@ number of `tools/list` requests in UP_LOG.
 
 `hold`: opens SESSIONS handshake sessions (`legacy`) and keeps them; each calls
 `mcp__up__pid`, and the pids are printed as one JSON line. Once a line arrives on
-stdin, each session calls `mcp__up__echo`, and so do SESSIONS 2026-07-28 clients
-opened then; the last line says what each call got: `"ok"` or the error's text.
+stdin, each session calls `mcp__up__echo`, then `mcp__up__ask` (whose server asks it
+a question, within 20 s), and SESSIONS 2026-07-28 clients opened then call
+`mcp__up__echo`; the last line says what each call got: `"ok"` or the error's text.
 
 `changes`: opens SESSIONS handshake sessions (`legacy`), each listing the tools; once
 the upstream (whose log is UP_LOG) has a listen stream open for each, the first
@@ -86,12 +87,21 @@ async def hold(url, sessions):
             except Exception as error:  # noqa: BLE001 - reported, then asserted on
                 return f"{type(error).__name__}: {error}"
 
+        async def ask(c):
+            try:
+                with anyio.fail_after(20):
+                    result = await c.call_tool("mcp__up__ask", {})
+                return "ok" if not result.is_error else f"tool error: {result.content}"
+            except BaseException as error:  # noqa: BLE001 - reported, then asserted on
+                return f"{type(error).__name__}: {error}"
+
         after = [await echo(c) for c in held]
+        asked = [await ask(c) for c in held]
         sessionless = []
         for _ in range(sessions):
             async with client(url, "2026-07-28") as c:
                 sessionless.append(await echo(c))
-        print(json.dumps({"sessions": after, "sessionless": sessionless}), flush=True)
+        print(json.dumps({"sessions": after, "asked": asked, "sessionless": sessionless}), flush=True)
         # Dropping the sessions on a dead replica may raise; the report is out.
         os._exit(0)
 
