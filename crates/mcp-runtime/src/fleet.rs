@@ -33,7 +33,9 @@
 //!    succeeds afterwards logs the return.
 //! 5. Waiters hear a publication, a released lease and a server's change over one
 //!    pattern subscription per process, and also look again every `poll`: a lost
-//!    message costs time, never a listing.
+//!    message costs time, never a listing. The subscription is pinged every lease;
+//!    one that does not answer is made again, and every registry is told that any
+//!    server may have changed meanwhile.
 
 use std::{
     collections::HashMap,
@@ -676,9 +678,9 @@ struct Channels {
 }
 
 /// The subscriber: one pattern subscription to the fleet's channels and one to this
-/// process's letters, reconnected after a failure; a message wakes the slot's
-/// waiters, a change is passed on to the registries (invariant 5), and a letter to
-/// its mailbox or its asker.
+/// process's letters, pinged every lease and made again after a failure or a ping
+/// not answered in time; a message wakes the slot's waiters, a change is passed on
+/// to the registries (invariant 5), and a letter to its mailbox or its asker.
 async fn subscribe(client: Client, fleet: Weak<Inner>, channels: Channels, timeout: Duration) {
     let channel_prefix = channels.pattern.trim_end_matches('*').to_owned();
     let mut resubscribed = false;
@@ -689,7 +691,7 @@ async fn subscribe(client: Client, fleet: Weak<Inner>, channels: Channels, timeo
             pubsub.subscribe(&channels.mail).await?;
             Ok::<_, RedisError>(pubsub)
         };
-        if let Ok(Ok(mut pubsub)) = tokio::time::timeout(timeout * 4, connected).await {
+        if let Ok(Ok(pubsub)) = tokio::time::timeout(timeout * 4, connected).await {
             let Some(inner) = fleet.upgrade() else { return };
             inner.subscribed.store(true, Ordering::Relaxed);
             // Whatever was published while the subscription was down is found by
@@ -699,9 +701,27 @@ async fn subscribe(client: Client, fleet: Weak<Inner>, channels: Channels, timeo
             if std::mem::replace(&mut resubscribed, true) {
                 let _ = inner.changes.send(String::new());
             }
+            let (beat_every, replica) = (inner.lease, inner.replica.clone());
             drop(inner);
-            let mut messages = pubsub.on_message();
-            while let Some(message) = messages.next().await {
+            let (mut sink, mut messages) = pubsub.split();
+            // A connection that died without a word (a peer gone, a network split) is
+            // found by a ping every lease that is not answered in time.
+            let mut beat = tokio::time::interval(beat_every);
+            beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            beat.tick().await;
+            loop {
+                let message = tokio::select! {
+                    message = messages.next() => message,
+                    _ = beat.tick() => {
+                        let ping = sink.ping::<redis::Value>();
+                        if matches!(tokio::time::timeout(timeout * 4, ping).await, Ok(Ok(_))) {
+                            continue;
+                        }
+                        tracing::warn!(%replica, "the fleet's subscription did not answer a ping; it is made again");
+                        break;
+                    }
+                };
+                let Some(message) = message else { break };
                 let Some(inner) = fleet.upgrade() else { return };
                 let channel = message.get_channel_name().to_owned();
                 if channel == channels.mail {

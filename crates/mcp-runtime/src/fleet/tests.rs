@@ -414,3 +414,29 @@ async fn an_asker_waits_while_its_letter_is_answered_and_not_once_it_is_dropped(
     assert!(matches!(asked.await.unwrap(), Err(AskError::Silent)));
     assert!(started.elapsed() < lease * 3, "{:?}", started.elapsed());
 }
+
+#[tokio::test]
+async fn a_subscription_that_stops_answering_is_made_again_and_every_change_assumed() {
+    let redis = Redis::start();
+    let lease = Duration::from_millis(300);
+    let fleet = redis.fleet("r1", lease);
+    let mut changes = fleet.changes();
+    subscribed(&fleet).await;
+    // Redis answers nobody for a while: the subscription's ping goes unanswered.
+    let mut client = redis::Client::open(redis.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(3000)
+        .arg("ALL")
+        .query_async(&mut client)
+        .await
+        .unwrap();
+    // Made again once Redis answers, the changes missed meanwhile taken as every one.
+    let heard = tokio::time::timeout(Duration::from_secs(20), changes.recv()).await;
+    assert_eq!(heard.expect("told within 20 s").unwrap(), "");
+    subscribed(&fleet).await;
+}
