@@ -298,6 +298,47 @@ impl Fleet {
         self.bounded(command::<()>(&del)).await
     }
 
+    /// Keeps the entries of `kinds` under `id` for `ttl` from now, those that exist.
+    pub async fn touch(&self, id: &str, kinds: &[&str], ttl: Duration) -> Result<(), Unreachable> {
+        let mut touch = redis::pipe();
+        for kind in kinds {
+            touch
+                .cmd("PEXPIRE")
+                .arg(self.entry(kind, id))
+                .arg(millis(ttl).max(1))
+                .ignore();
+        }
+        self.bounded(move |mut connection| {
+            let touch = touch.clone();
+            Box::pin(async move { touch.query_async::<()>(&mut connection).await })
+        })
+        .await
+    }
+
+    /// Removes the entries of `guard` and of `kinds` under `id` if the entry of
+    /// `guard` holds `value`, at once (a script): whether they were removed. For an
+    /// entry only its holder may end, as a session of one replica that moved to
+    /// another.
+    pub async fn remove_if(
+        &self,
+        id: &str,
+        (guard, value): (&str, &[u8]),
+        kinds: &[&str],
+    ) -> Result<bool, Unreachable> {
+        static REMOVE_IF: std::sync::LazyLock<Script> =
+            std::sync::LazyLock::new(|| Script::new(REMOVE_IF_LUA));
+        let guard = self.entry(guard, id);
+        let sealed = seal(&self.inner.key, &guard, 0, 0, value);
+        let mut invocation = REMOVE_IF.key(&guard);
+        for kind in kinds {
+            invocation.key(self.entry(kind, id));
+        }
+        invocation.arg(sealed);
+        self.bounded(invoke::<i64>(&invocation))
+            .await
+            .map(|removed| removed > 0)
+    }
+
     /// The name of the entry of `kind` and `id`.
     fn entry(&self, kind: &str, id: &str) -> String {
         let name = sign(
@@ -924,6 +965,15 @@ redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
 redis.call('PUBLISH', ARGV[2], 'changed')
 redis.call('PUBLISH', ARGV[3], 'changed')
 return stamp
+";
+
+/// KEYS: the guard, then the entries removed with it. ARGV: the guard's sealed
+/// value. Returns how many entries were removed (0: the guard holds another value).
+const REMOVE_IF_LUA: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', unpack(KEYS))
+end
+return 0
 ";
 
 #[cfg(test)]

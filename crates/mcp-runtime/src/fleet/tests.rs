@@ -440,3 +440,52 @@ async fn a_subscription_that_stops_answering_is_made_again_and_every_change_assu
     assert_eq!(heard.expect("told within 20 s").unwrap(), "");
     subscribed(&fleet).await;
 }
+
+#[tokio::test]
+async fn entries_are_kept_longer_when_touched_and_removed_by_their_holder_only() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", WINDOW);
+    let short = Duration::from_secs(5);
+    fleet
+        .put("holder", "s1", b"replica a", short)
+        .await
+        .unwrap();
+    fleet.put("state", "s1", b"{}", short).await.unwrap();
+    let mut client = redis::Client::open(redis.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let ttl = async |client: &mut redis::aio::MultiplexedConnection, kind: &str| -> i64 {
+        redis::cmd("PTTL")
+            .arg(fleet.entry(kind, "s1"))
+            .query_async(client)
+            .await
+            .unwrap()
+    };
+    assert!(ttl(&mut client, "state").await <= 5_000);
+    let long = Duration::from_secs(3600);
+    fleet
+        .touch("s1", &["holder", "state", "absent"], long)
+        .await
+        .unwrap();
+    assert!(ttl(&mut client, "holder").await > 3_000_000);
+    assert!(ttl(&mut client, "state").await > 3_000_000);
+    assert_eq!(ttl(&mut client, "absent").await, -2, "not made by a touch");
+
+    // Another holder's removal leaves them; the holder's takes them all.
+    let removed = fleet
+        .remove_if("s1", ("holder", b"replica b"), &["state"])
+        .await;
+    assert!(!removed.unwrap());
+    assert_eq!(
+        fleet.get("state", "s1").await.unwrap(),
+        Some(b"{}".to_vec())
+    );
+    let removed = fleet
+        .remove_if("s1", ("holder", b"replica a"), &["state"])
+        .await;
+    assert!(removed.unwrap());
+    assert_eq!(fleet.get("state", "s1").await.unwrap(), None);
+    assert_eq!(fleet.get("holder", "s1").await.unwrap(), None);
+}
