@@ -5,6 +5,7 @@
     python serve_fleet_client.py hold URL SESSIONS
     python serve_fleet_client.py changes URL SESSIONS UP_LOG
     python serve_fleet_client.py misrouted URL OTHER_URL [KILL_PID]
+    python serve_fleet_client.py moved URL_A URL_B URL_C PID_B
 
 `burst`: SESSIONS handshake sessions (`legacy`) and SESSIONS 2026-07-28 clients, all
 at once, each list the tools and call `mcp__up__echo` three times and `mcp__up__pid`
@@ -28,6 +29,12 @@ each list holds `mcp__up__late`.
 server asks it a question; its retry with the answer and the `requestState` is sent
 to the replica at OTHER_URL instead, after the process KILL_PID (the first replica)
 is killed, if given. Reports the result's structured content, or the error it got.
+
+`moved`: a handshake session without a listen stream is opened on the replica at
+URL_A and calls `mcp__up__echo` there, then on URL_B (which restores it), again
+and again until URL_A has closed its idle copy of the session (its `/healthz` counts
+none); then the process PID_B is killed and the session calls again on URL_C. Reports what each
+call got: `"ok"` or the error's text.
 
 Prints what it saw as one JSON object (`hold`: two lines).
 """
@@ -164,6 +171,53 @@ async def misrouted(url, other_url, kill_pid=None):
             return {"error": str(error)}
 
 
+async def moved(url_a, url_b, url_c, pid_b):
+    target = [httpx2.URL(url_a)]
+
+    class Route(httpx2.AsyncHTTPTransport):
+        """Sends each request to the current target; refuses a listen stream."""
+
+        async def handle_async_request(self, request):
+            if request.method == "GET":
+                return httpx2.Response(405, request=request)
+            to = target[0]
+            request.url = request.url.copy_with(host=to.host, port=to.port)
+            request.headers["host"] = f"{to.host}:{to.port}"
+            return await super().handle_async_request(request)
+
+    async def echo(c, text):
+        try:
+            result = await c.call_tool("mcp__up__echo", {"text": text})
+            return "ok" if not result.is_error else f"tool error: {result.content}"
+        except Exception as error:  # noqa: BLE001 - reported, then asserted on
+            return f"{type(error).__name__}: {error}"
+
+    report = {}
+    http = httpx2.AsyncClient(transport=Route(), timeout=httpx2.Timeout(30, read=300))
+    async with Client(
+        streamable_http_client(url_a, http_client=http, terminate_on_close=False), mode="legacy"
+    ) as c:
+        report["a"] = await echo(c, "a")
+        target[0] = httpx2.URL(url_b)
+        report["b"] = await echo(c, "b")
+
+        async def a_sessions():
+            async with httpx2.AsyncClient() as plain:
+                health = await plain.get(str(httpx2.URL(url_a).copy_with(path="/healthz")))
+                return health.json()["sessions"]
+
+        # URL_A's copy is idle from its last answer, and closed within a second or
+        # so; the session keeps URL_B's copy in use meanwhile.
+        with anyio.fail_after(20):
+            while await a_sessions() != 0:
+                report["b"] = await echo(c, "b")
+                await anyio.sleep(0.2)
+        os.kill(pid_b, signal.SIGKILL)
+        target[0] = httpx2.URL(url_c)
+        report["c"] = await echo(c, "c")
+    return report
+
+
 if __name__ == "__main__":
     command, url = sys.argv[1], sys.argv[2]
     if command == "burst":
@@ -173,5 +227,9 @@ if __name__ == "__main__":
     elif command == "misrouted":
         kill_pid = int(sys.argv[4]) if len(sys.argv) > 4 else None
         print(json.dumps(anyio.run(misrouted, url, sys.argv[3], kill_pid)))
+    elif command == "moved":
+        print(json.dumps(anyio.run(moved, url, sys.argv[3], sys.argv[4], int(sys.argv[5]))))
+        # Dropping the session on a dead replica may raise; the report is out.
+        os._exit(0)
     elif command == "hold":
         anyio.run(hold, url, int(sys.argv[3]))

@@ -259,7 +259,12 @@ async fn handle(
         && !front.sessions.knows(id)
     {
         match fleet.claim(id, &principal).await {
-            Claim::Owner => front.sessions.own(id.clone(), principal.clone()),
+            Claim::Owner => {
+                // Held here from now: the replica it moved from, if alive, no longer
+                // removes it from the fleet when it ends its copy.
+                let _ = fleet.hold(id).await;
+                front.sessions.own(id.clone(), principal.clone());
+            }
             Claim::Refused => return Ok(plain(StatusCode::NOT_FOUND, "session not found")),
         }
     }

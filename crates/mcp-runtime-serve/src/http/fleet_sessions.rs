@@ -13,24 +13,32 @@
 //! 2. What Redis holds is signed with the fleet key (`mcp_runtime::fleet`): a forged
 //!    entry is no session. It holds no credential: the owner's digest, and the
 //!    client's `initialize` parameters (its name, version and capabilities).
-//! 3. Entries last [`SESSION_TTL`] and are removed when the session ends on the
-//!    replica that holds it (closed by its client, or idle).
+//! 3. Entries last [`SESSION_TTL`] from the last time the replica holding the
+//!    session kept them (every [`KEEP_EVERY`] while it is open), and are removed
+//!    when the session ends on the replica that holds it (closed by its client, or
+//!    idle). The holder is the process that opened or last restored the session; a
+//!    replica it moved away from (one the load balancer took for dead, say) ends its
+//!    own copy without removing what the holder uses.
 
 use std::time::Duration;
 
-use mcp_runtime::fleet::Fleet;
+use mcp_runtime::fleet::{Fleet, Unreachable};
 use rmcp::transport::streamable_http_server::session::{
     SessionState, SessionStore, SessionStoreError,
 };
 use sha2::{Digest, Sha256};
 
-/// How long a session's entries are kept without the session ending.
+/// How long a session's entries are kept after the last time they were kept again.
 pub(crate) const SESSION_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How often an open session's entries are kept again (invariant 3).
+pub(crate) const KEEP_EVERY: Duration = Duration::from_secs(60 * 60);
 
 /// The entries' kinds (their names are derived from the fleet key, the kind and the
 /// session id).
 const STATE: &str = "serve-session";
 const OWNER: &str = "serve-session-owner";
+const HOLDER: &str = "serve-session-holder";
 
 /// The sessions of a fleet's replicas, in its Redis.
 pub(crate) struct FleetSessions {
@@ -55,19 +63,31 @@ impl FleetSessions {
         Self { fleet, owner_key }
     }
 
-    /// Records that `principal` opened session `id` (invariant 1).
+    /// Records that `principal` opened session `id` here (invariants 1 and 3).
     pub(crate) async fn own(&self, id: &str, principal: &str) {
-        if self
+        let owned = self
             .fleet
             .put(OWNER, id, &self.digest(principal), SESSION_TTL)
-            .await
-            .is_err()
-        {
+            .await;
+        if owned.is_err() || self.hold(id).await.is_err() {
             tracing::warn!(
                 session = id,
                 "the fleet's Redis is unreachable: this session cannot move to another replica"
             );
         }
+    }
+
+    /// Records that session `id` is held here: opened, or restored (invariant 3).
+    pub(crate) async fn hold(&self, id: &str) -> Result<(), Unreachable> {
+        let holder = self.fleet.address().as_bytes();
+        self.fleet.put(HOLDER, id, holder, SESSION_TTL).await
+    }
+
+    /// Keeps session `id`'s entries for another [`SESSION_TTL`] (invariant 3).
+    pub(crate) async fn keep(&self, id: &str) -> Result<(), Unreachable> {
+        self.fleet
+            .touch(id, &[STATE, OWNER, HOLDER], SESSION_TTL)
+            .await
     }
 
     /// Whether `principal` opened session `id`, as the fleet says.
@@ -78,10 +98,19 @@ impl FleetSessions {
         }
     }
 
-    /// Forgets session `id` (invariant 3).
+    /// Forgets session `id`, if it is held here (invariant 3).
     pub(crate) async fn forget(&self, id: &str) {
-        let _ = self.fleet.remove(STATE, id).await;
-        let _ = self.fleet.remove(OWNER, id).await;
+        let holder = self.fleet.address().as_bytes();
+        let removed = self
+            .fleet
+            .remove_if(id, (HOLDER, holder), &[STATE, OWNER])
+            .await;
+        if let Ok(false) = removed {
+            tracing::info!(
+                session = id,
+                "a session that moved to another replica ended here; the fleet keeps it for that one"
+            );
+        }
     }
 }
 

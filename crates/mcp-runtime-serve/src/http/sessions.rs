@@ -30,6 +30,8 @@ use rmcp::transport::streamable_http_server::session::{
 };
 use tokio::{sync::Notify, time::Instant};
 
+use super::fleet_sessions::{FleetSessions, KEEP_EVERY};
+
 pub(crate) struct Sessions {
     pub(crate) manager: Arc<LocalSessionManager>,
     uses: Mutex<HashMap<SessionId, Use>>,
@@ -40,7 +42,7 @@ pub(crate) struct Sessions {
     posts: AtomicUsize,
     posts_ended: Notify,
     /// In a fleet, where the sessions are kept for the other replicas.
-    fleet: Option<Arc<super::fleet_sessions::FleetSessions>>,
+    fleet: Option<Arc<FleetSessions>>,
 }
 
 #[derive(Debug)]
@@ -51,6 +53,8 @@ struct Use {
     last: Instant,
     /// The principal that opened it (invariant 4).
     owner: Option<String>,
+    /// When its entries in the fleet were last kept again.
+    kept: Instant,
 }
 
 /// A session's response being sent: the session is in use until dropped.
@@ -70,7 +74,7 @@ impl Sessions {
         manager: Arc<LocalSessionManager>,
         max: usize,
         idle: Duration,
-        fleet: Option<Arc<super::fleet_sessions::FleetSessions>>,
+        fleet: Option<Arc<FleetSessions>>,
     ) -> Self {
         Self {
             manager,
@@ -175,6 +179,28 @@ impl Sessions {
         }
         let open = self.manager.sessions.read().await;
         lock(&self.uses).retain(|id, _| open.contains_key(id));
+        drop(open);
+        if let Some(fleet) = &self.fleet {
+            self.keep_in(fleet, now).await;
+        }
+    }
+
+    /// Keeps the fleet's entries of the sessions open here for another day, each
+    /// once per [`KEEP_EVERY`].
+    async fn keep_in(&self, fleet: &FleetSessions, now: Instant) {
+        let due: Vec<SessionId> = lock(&self.uses)
+            .iter()
+            .filter(|(_, used)| now.duration_since(used.kept) >= KEEP_EVERY)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            // One Redis did not keep is tried again at the next reap.
+            if fleet.keep(&id).await.is_ok()
+                && let Some(used) = lock(&self.uses).get_mut(&id)
+            {
+                used.kept = now;
+            }
+        }
     }
 }
 
@@ -184,6 +210,7 @@ impl Use {
             open: 0,
             last: Instant::now(),
             owner: None,
+            kept: Instant::now(),
         }
     }
 }
