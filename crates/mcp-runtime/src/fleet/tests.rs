@@ -103,6 +103,15 @@ impl Redis {
         panic!("redis-server exited before accepting connections");
     }
 
+    /// A plain connection to it, for what a test does behind the fleet's back.
+    async fn client(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.url.as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    }
+
     /// A replica's link to it, its leases lasting `lease`.
     fn fleet(&self, replica: &str, lease: Duration) -> Fleet {
         Fleet::connect_with(&self.url, KEY, replica, DEFAULT_TIMEOUT, lease).unwrap()
@@ -179,11 +188,7 @@ async fn a_forged_or_foreign_entry_is_never_taken() {
     let fleet = redis.fleet("r1", DEFAULT_LEASE);
     let digest = [5; 32];
     let slot = fleet.slot(&digest, &digest);
-    let mut connection = redis::Client::open(redis.url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut connection = redis.client().await;
     let forged = seal(OTHER_KEY, &slot.listing, u64::MAX, u64::MAX, b"[]");
     redis::cmd("SET")
         .arg(&slot.listing)
@@ -284,11 +289,7 @@ async fn an_expired_grant_put_back_in_redis_is_never_served() {
     let fleet = redis.fleet("r1", DEFAULT_LEASE);
     let digest = [11; 32];
     let slot = fleet.slot(&digest, &digest);
-    let mut connection = redis::Client::open(redis.url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut connection = redis.client().await;
     // Signed with the fleet key, as a grant captured long ago would be.
     let old = seal(KEY, &slot.private_grant, 1, 1_000, b"[]");
     redis::cmd("SET")
@@ -350,11 +351,7 @@ async fn a_letter_is_answered_by_its_mailbox_and_one_nobody_takes_fails_at_once(
     subscribed(&owner).await;
     subscribed(&asker).await;
     // A letter unsigned (or signed with another key) is dropped unread.
-    let mut client = redis::Client::open(redis.url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut client = redis.client().await;
     let forged = format!("0:0:{}:ask:0:{}:echo:x", "00".repeat(32), asker.address());
     let heard: i64 = redis::cmd("PUBLISH")
         .arg(owner.mail_channel(owner.address()))
@@ -423,11 +420,7 @@ async fn a_subscription_that_stops_answering_is_made_again_and_every_change_assu
     let mut changes = fleet.changes();
     subscribed(&fleet).await;
     // Redis answers nobody for a while: the subscription's ping goes unanswered.
-    let mut client = redis::Client::open(redis.url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut client = redis.client().await;
     let () = redis::cmd("CLIENT")
         .arg("PAUSE")
         .arg(3000)
@@ -451,11 +444,7 @@ async fn entries_are_kept_longer_when_touched_and_removed_by_their_holder_only()
         .await
         .unwrap();
     fleet.put("state", "s1", b"{}", short).await.unwrap();
-    let mut client = redis::Client::open(redis.url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut client = redis.client().await;
     let ttl = async |client: &mut redis::aio::MultiplexedConnection, kind: &str| -> i64 {
         redis::cmd("PTTL")
             .arg(fleet.entry(kind, "s1"))
