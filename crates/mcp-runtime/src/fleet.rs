@@ -116,6 +116,8 @@ struct Inner {
     subscribed: AtomicBool,
     /// This process's address, for letters (see `mail`).
     address: String,
+    /// The key letters are encrypted under, derived from the fleet key.
+    letter_key: [u8; 32],
     /// Where this process's letters go, by mailbox name.
     mailboxes: Mutex<HashMap<String, mpsc::Sender<Letter>>>,
     /// The askers waiting for the answers to their letters, by letter number.
@@ -220,6 +222,7 @@ impl Fleet {
                 changes,
                 subscribed: AtomicBool::new(false),
                 address,
+                letter_key: sign(key, &[b"purpose\0", b"fleet letters"]),
                 mailboxes: Mutex::default(),
                 waiting: Mutex::default(),
                 letters: AtomicU64::new(0),

@@ -13,7 +13,8 @@
 //! 1. The replica the retry reaches opens its state first: only a state sealed for
 //!    this principal, method and name is sent on, and the keeping process checks it
 //!    again. A letter carries the principal as the sending replica authenticated it;
-//!    letters are signed with the fleet key.
+//!    letters are encrypted under a key derived from the fleet key, so only a
+//!    replica of the fleet can write or read one.
 //! 2. A keeping process that is gone fails the retry at once, saying so; one that
 //!    dies while it resumes the call fails it within a fleet lease (the letter's
 //!    sender hears it stop). Either way the client is told to call again without the

@@ -5,8 +5,10 @@
 //! Invariants:
 //! 1. Each process has an address, drawn at random when its fleet link is made, and
 //!    one channel named by it; its subscriber listens there beside the listings'
-//!    channels. A letter is signed with the fleet key for the channel it is sent on
-//!    and checked on arrival: one that fails the check is dropped.
+//!    channels. A letter is encrypted (XChaCha20-Poly1305, under a key derived from
+//!    the fleet key, bound to the channel it is sent on): what it carries (a
+//!    client's answers, a tool's result) is never readable in Redis, and one that
+//!    does not open is dropped.
 //! 2. A letter that no process receives (Redis counts the receivers of a `PUBLISH`)
 //!    fails at once: its addressee is gone. One that reaches a process without a
 //!    mailbox of its name is refused at once, the same way.
@@ -20,7 +22,12 @@ use std::{sync::atomic::Ordering, time::Duration};
 use tokio::sync::mpsc;
 use tokio_util::task::AbortOnDropHandle;
 
-use super::{Fleet, Inner, Unreachable, command, hex, open, seal};
+use chacha20poly1305::{
+    KeyInit, XChaCha20Poly1305, XNonce,
+    aead::{Aead, Payload},
+};
+
+use super::{Fleet, Inner, Unreachable, command, hex};
 use crate::sync::lock;
 
 /// How many letters wait for a mailbox's reader before more are refused.
@@ -149,12 +156,13 @@ impl Fleet {
         format!("{}:to:{address}", self.inner.prefix)
     }
 
-    /// Publishes `payload` on `channel`, signed for it; how many processes heard it.
+    /// Publishes `payload` on `channel`, encrypted for it (invariant 1); how many
+    /// processes heard it.
     async fn post(&self, channel: &str, payload: &[u8]) -> Result<i64, Unreachable> {
         let mut publish = redis::cmd("PUBLISH");
         publish
             .arg(channel)
-            .arg(seal(&self.inner.key, channel, 0, 0, payload));
+            .arg(enclose(&self.inner.letter_key, channel, payload));
         self.bounded(command::<i64>(&publish)).await
     }
 }
@@ -171,6 +179,37 @@ impl Drop for Forget<'_> {
     }
 }
 
+/// `payload` encrypted under `key` for `channel`: a random nonce, then the
+/// ciphertext and its tag (invariant 1).
+pub(super) fn enclose(key: &[u8; 32], channel: &str, payload: &[u8]) -> Vec<u8> {
+    let mut nonce = [0_u8; 24];
+    getrandom::fill(&mut nonce).expect("the operating system provides random bytes");
+    let sealed = XChaCha20Poly1305::new(key.into())
+        .encrypt(
+            XNonce::from_slice(&nonce),
+            Payload {
+                msg: payload,
+                aad: channel.as_bytes(),
+            },
+        )
+        .expect("a letter is far shorter than the cipher's limit");
+    [&nonce[..], &sealed].concat()
+}
+
+/// What `message`, read on `channel`, says, if it opens under `key`.
+pub(super) fn disclose(key: &[u8; 32], channel: &str, message: &[u8]) -> Option<Vec<u8>> {
+    let (nonce, sealed) = message.split_at_checked(24)?;
+    XChaCha20Poly1305::new(key.into())
+        .decrypt(
+            XNonce::from_slice(nonce),
+            Payload {
+                msg: sealed,
+                aad: channel.as_bytes(),
+            },
+        )
+        .ok()
+}
+
 /// A new random address.
 pub(super) fn new_address() -> String {
     let mut bytes = [0_u8; 16];
@@ -181,8 +220,8 @@ pub(super) fn new_address() -> String {
 /// Takes a message that arrived on this process's channel `channel` (invariants 1
 /// and 2).
 pub(super) fn arrived(fleet: &Fleet, channel: &str, message: &[u8]) {
-    let Some((_, payload)) = open(&fleet.inner.key, channel, message) else {
-        tracing::warn!("a fleet letter whose signature does not hold was dropped");
+    let Some(payload) = disclose(&fleet.inner.letter_key, channel, message) else {
+        tracing::warn!("a fleet letter that does not open under the fleet key was dropped");
         return;
     };
     let mut parts = payload.splitn(3, |&byte| byte == b':');

@@ -21,6 +21,23 @@ fn a_sealed_value_opens_under_its_own_name_and_key_only() {
 }
 
 #[test]
+fn a_letter_cannot_be_read_and_opens_on_its_own_channel_under_its_own_key_only() {
+    let (key, other) = ([1; 32], [2; 32]);
+    let enclosed = mail::enclose(&key, "ch", b"the answer is 42");
+    assert!(!enclosed.windows(6).any(|part| part == b"answer"));
+    assert_eq!(
+        mail::disclose(&key, "ch", &enclosed),
+        Some(b"the answer is 42".to_vec())
+    );
+    assert_eq!(mail::disclose(&key, "another", &enclosed), None);
+    assert_eq!(mail::disclose(&other, "ch", &enclosed), None);
+    assert_eq!(mail::disclose(&key, "ch", b"short"), None);
+    let mut altered = enclosed.clone();
+    *altered.last_mut().unwrap() ^= 1;
+    assert_eq!(mail::disclose(&key, "ch", &altered), None);
+}
+
+#[test]
 fn an_unsealed_lease_reads_its_time_and_a_sealed_one_does_not() {
     assert_eq!(
         unsealed_lease(b"12:1700000000000:"),
@@ -350,16 +367,22 @@ async fn a_letter_is_answered_by_its_mailbox_and_one_nobody_takes_fails_at_once(
     };
     subscribed(&owner).await;
     subscribed(&asker).await;
-    // A letter unsigned (or signed with another key) is dropped unread.
+    // A letter in the clear, or encrypted under another key, is dropped unread.
     let mut client = redis.client().await;
-    let forged = format!("0:0:{}:ask:0:{}:echo:x", "00".repeat(32), asker.address());
-    let heard: i64 = redis::cmd("PUBLISH")
-        .arg(owner.mail_channel(owner.address()))
-        .arg(forged)
-        .query_async(&mut client)
-        .await
-        .unwrap();
-    assert_eq!(heard, 1, "the owner's subscriber hears it");
+    let channel = owner.mail_channel(owner.address());
+    let forged = format!("ask:0:{}:echo:x", asker.address());
+    for letter in [
+        forged.clone().into_bytes(),
+        mail::enclose(&[7; 32], &channel, forged.as_bytes()),
+    ] {
+        let heard: i64 = redis::cmd("PUBLISH")
+            .arg(&channel)
+            .arg(letter)
+            .query_async(&mut client)
+            .await
+            .unwrap();
+        assert_eq!(heard, 1, "the owner's subscriber hears it");
+    }
     let within = Duration::from_secs(10);
     let answer = asker.ask(owner.address(), "echo", b"abc", within).await;
     assert_eq!(answer.unwrap(), b"cba");
