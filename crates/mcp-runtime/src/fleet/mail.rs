@@ -16,6 +16,9 @@
 //!    an asker that hears nothing for a lease takes it that the addressee died, and
 //!    fails. A letter is answered at most once: an answer nobody waits for (a late
 //!    one, or a replay) is dropped.
+//! 4. Before its answer, an addressee may send its asker notes (what the asker
+//!    passes on meanwhile: a call's progress, say); they arrive in the order sent,
+//!    all before the answer, and each counts as word that it is answering.
 
 use std::{sync::atomic::Ordering, time::Duration};
 
@@ -60,6 +63,13 @@ impl Letter {
         &self.body
     }
 
+    /// Sends the asker `body` as a note, before the answer (invariant 4).
+    pub async fn note(&self, body: &[u8]) -> Result<(), Unreachable> {
+        let channel = self.fleet.mail_channel(&self.from);
+        let payload = [format!("note:{}:", self.id).as_bytes(), body].concat();
+        self.fleet.post(&channel, &payload).await.map(drop)
+    }
+
     /// Answers the letter with `body`.
     pub async fn reply(self, body: &[u8]) -> Result<(), Unreachable> {
         let channel = self.fleet.mail_channel(&self.from);
@@ -89,6 +99,8 @@ pub enum AskError {
 pub(super) enum Heard {
     /// The addressee is still answering.
     Alive,
+    /// A note of the addressee's (invariant 4).
+    Note(Vec<u8>),
     /// Its answer.
     Reply(Vec<u8>),
     /// It has no mailbox of the letter's name.
@@ -120,6 +132,20 @@ impl Fleet {
         body: &[u8],
         within: Duration,
     ) -> Result<Vec<u8>, AskError> {
+        let (notes, _) = mpsc::unbounded_channel();
+        self.ask_noting(address, name, body, within, &notes).await
+    }
+
+    /// [`Fleet::ask`], the addressee's notes passed to `notes` as they come
+    /// (invariant 4).
+    pub async fn ask_noting(
+        &self,
+        address: &str,
+        name: &str,
+        body: &[u8],
+        within: Duration,
+        notes: &mpsc::UnboundedSender<Vec<u8>>,
+    ) -> Result<Vec<u8>, AskError> {
         if !self.inner.subscribed.load(Ordering::Relaxed) {
             return Err(Unreachable.into());
         }
@@ -144,6 +170,9 @@ impl Fleet {
             let silence = tokio::time::Instant::now() + self.inner.lease;
             match tokio::time::timeout_at(silence.min(deadline), hearing.recv()).await {
                 Ok(Some(Heard::Alive)) => {}
+                Ok(Some(Heard::Note(note))) => {
+                    let _ = notes.send(note);
+                }
                 Ok(Some(Heard::Reply(body))) => return Ok(body),
                 Ok(Some(Heard::Refused)) => return Err(AskError::Gone),
                 Ok(None) | Err(_) => return Err(AskError::Silent),
@@ -234,6 +263,7 @@ pub(super) fn arrived(fleet: &Fleet, channel: &str, message: &[u8]) {
     let heard = match kind {
         b"ask" => return deliver(fleet, id, rest),
         b"alive" => Heard::Alive,
+        b"note" => Heard::Note(rest.to_vec()),
         b"reply" => Heard::Reply(rest.to_vec()),
         b"refused" => Heard::Refused,
         _ => return,

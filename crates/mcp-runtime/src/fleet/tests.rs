@@ -360,6 +360,8 @@ async fn a_letter_is_answered_by_its_mailbox_and_one_nobody_takes_fails_at_once(
             while let Some(letter) = letters.recv().await {
                 seen.fetch_add(1, Ordering::SeqCst);
                 let mut body = letter.body().to_vec();
+                letter.note(b"reversing").await.unwrap();
+                letter.note(&body).await.unwrap();
                 body.reverse();
                 letter.reply(&body).await.unwrap();
             }
@@ -384,8 +386,15 @@ async fn a_letter_is_answered_by_its_mailbox_and_one_nobody_takes_fails_at_once(
         assert_eq!(heard, 1, "the owner's subscriber hears it");
     }
     let within = Duration::from_secs(10);
-    let answer = asker.ask(owner.address(), "echo", b"abc", within).await;
+    let (notes, mut noted) = tokio::sync::mpsc::unbounded_channel();
+    let answer = asker
+        .ask_noting(owner.address(), "echo", b"abc", within, &notes)
+        .await;
     assert_eq!(answer.unwrap(), b"cba");
+    // The notes came first, in their order.
+    assert_eq!(noted.try_recv().unwrap(), b"reversing");
+    assert_eq!(noted.try_recv().unwrap(), b"abc");
+    assert!(noted.try_recv().is_err());
     assert_eq!(
         seen.load(Ordering::SeqCst),
         1,
