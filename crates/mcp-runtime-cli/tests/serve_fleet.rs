@@ -355,6 +355,11 @@ fn a_retry_that_reaches_another_replica_is_resumed_by_the_one_that_keeps_the_cal
         report["result"]["content"]["name"], "http client",
         "the server got the answer given on the other replica: {report}"
     );
+    assert_eq!(
+        report["progress"],
+        serde_json::json!(["answered"]),
+        "the progress reported after the answer came through the replica reached: {report}"
+    );
 
     // The replica that keeps the call is killed before the retry: the retry fails at
     // once, saying so.

@@ -28,7 +28,9 @@ each list holds `mcp__up__late`.
 `misrouted`: a 2026-07-28 client calls `mcp__up__ask` on the replica at URL, whose
 server asks it a question; its retry with the answer and the `requestState` is sent
 to the replica at OTHER_URL instead, after the process KILL_PID (the first replica)
-is killed, if given. Reports the result's structured content, or the error it got.
+is killed, if given. Reports the result's structured content, or the error it got,
+and the messages of the progress reports it heard (the server reports `answered`
+once it has the answer).
 
 `moved`: a handshake session without a listen stream is opened on the replica at
 URL_A and calls `mcp__up__echo` there, then on URL_B (which restores it), again
@@ -164,11 +166,16 @@ async def misrouted(url, other_url, kill_pid=None):
     async with Client(
         streamable_http_client(url, http_client=http), mode="2026-07-28", elicitation_callback=on_elicit
     ) as c:
+        progress = []
+
+        async def on_progress(done, total, message):
+            progress.append(message)
+
         try:
-            result = await c.call_tool("mcp__up__ask", {})
-            return {"error": None, "result": result.structured_content}
+            result = await c.call_tool("mcp__up__ask", {}, progress_callback=on_progress)
+            return {"error": None, "result": result.structured_content, "progress": progress}
         except Exception as error:  # noqa: BLE001 - reported, then asserted on
-            return {"error": str(error)}
+            return {"error": str(error), "progress": progress}
 
 
 async def moved(url_a, url_b, url_c, pid_b):

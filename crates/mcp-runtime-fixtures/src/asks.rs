@@ -19,8 +19,9 @@ use rmcp::{
     ErrorData as McpError, RoleServer,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-        CreateMessageRequestParams, ElicitRequestParams, JsonObject, ReadResourceRequestParams,
-        ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, Tool,
+        CreateMessageRequestParams, ElicitRequestParams, JsonObject, ProgressNotificationParam,
+        ProgressToken, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+        Resource, ResourceContents, Tool,
     },
     service::Peer,
 };
@@ -111,19 +112,27 @@ fn request(tool: &str, arguments: &JsonObject) -> Option<(&'static str, Value)> 
 }
 
 /// Answers a call of one of the tools, made in a revision without server requests
-/// when `stateless`; `None` for another tool.
+/// when `stateless`; `None` for another tool. A handshake-era call with a progress
+/// `token` hears one report once its question is answered: `answered`.
 pub(crate) async fn call(
     request: &CallToolRequestParams,
     peer: &Peer<RoleServer>,
     stateless: bool,
+    token: Option<ProgressToken>,
 ) -> Option<Result<CallToolResponse, McpError>> {
     let arguments = request.arguments.clone().unwrap_or_default();
     let (method, params) = self::request(&request.name, &arguments)?;
-    Some(if stateless {
-        answer_in_rounds(request, method, params)
-    } else {
-        ask(peer, method, params).await.map(CallToolResponse::from)
-    })
+    if stateless {
+        return Some(answer_in_rounds(request, method, params));
+    }
+    let answered = ask(peer, method, params).await;
+    if let (Ok(_), Some(token)) = (&answered, token) {
+        let report = ProgressNotificationParam::new(token, 1.0)
+            .with_total(1.0)
+            .with_message("answered");
+        let _ = peer.notify_progress(report).await;
+    }
+    Some(answered.map(CallToolResponse::from))
 }
 
 /// The resource whose read asks first.

@@ -682,7 +682,13 @@ impl ServerHandler for Fixture {
             .protocol_version()
             .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
         if self.behaviour.asks
-            && let Some(answer) = crate::asks::call(&request, &context.peer, stateless).await
+            && let Some(answer) = crate::asks::call(
+                &request,
+                &context.peer,
+                stateless,
+                context.meta.get_progress_token(),
+            )
+            .await
         {
             return answer;
         }

@@ -330,12 +330,22 @@ async fn deliver(
 pub(crate) async fn send_at(
     peer: &Peer<RoleServer>,
     least: Option<LoggingLevel>,
-    (server, message): (String, LoggingMessageNotificationParam),
+    logged: (String, LoggingMessageNotificationParam),
 ) -> bool {
-    if least.is_none_or(|least| rank(message.level) < rank(least)) {
+    if !wanted(least, &logged) {
         return true;
     }
+    let (server, message) = logged;
     send(peer, &server, message).await
+}
+
+/// Whether a 2026-07-28 request whose level is `least` (none: it wants none) wants
+/// the log message `logged`.
+pub(crate) fn wanted(
+    least: Option<LoggingLevel>,
+    (_, message): &(String, LoggingMessageNotificationParam),
+) -> bool {
+    least.is_some_and(|least| rank(message.level) >= rank(least))
 }
 
 /// Sends `message` of `server` to `peer`, the server's name at the start of its

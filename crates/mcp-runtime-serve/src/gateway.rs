@@ -73,7 +73,7 @@ use std::sync::{Arc, Mutex};
 use mcp_runtime::{
     CallAuthority, CallError, CallOptions, CapturedAuthority, Catalog, FeatureError, OnProgress,
     Progress, Runtime, SANDBOX_STATE_CAPABILITY, SANDBOX_STATE_META_CAPABILITY, config::ToolNames,
-    error::RequestError,
+    error::RequestError, fleet::Letter,
 };
 use rmcp::{
     ErrorData, Peer, RoleServer, ServerHandler,
@@ -1013,8 +1013,9 @@ impl Gateway {
                 {
                     Resumed::Here(call) => call,
                     Resumed::Elsewhere(elsewhere) => {
-                        let resume = relay::Resume::new(&principal, target, state);
-                        return relay::forward(elsewhere, resume, &context.ct).await;
+                        let reporter = Reporter::of(context);
+                        let resume = relay::Resume::new(&principal, target, state, &reporter);
+                        return relay::forward(elsewhere, resume, &reporter).await;
                     }
                 }
             }
@@ -1083,45 +1084,61 @@ impl Gateway {
 }
 
 /// Where a driven call's progress reports and log messages go, and what cancels it:
-/// the request of the client it serves, or nothing (a call resumed for a client of
-/// another replica, `relay`).
+/// the request of the client it serves, or the replica that sent the call's retry
+/// here (`relay`).
 struct Reporter<'a> {
-    peer: Option<&'a Peer<RoleServer>>,
-    token: Option<ProgressToken>,
+    sink: Sink<'a>,
     level: Option<crate::forward::Level>,
     cancelled: CancellationToken,
+}
+
+/// Where a [`Reporter`]'s reports go.
+enum Sink<'a> {
+    /// To the client, progress under the request's token (none without one).
+    Client(&'a Peer<RoleServer>, Option<ProgressToken>),
+    /// Back to the replica the retry reached, as notes of its letter; progress when
+    /// the retry asked for it.
+    Letter(&'a Letter, bool),
 }
 
 impl<'a> Reporter<'a> {
     /// The reports of `context`'s request.
     fn of(context: &'a RequestContext<RoleServer>) -> Self {
         Self {
-            peer: Some(&context.peer),
-            token: context.meta.get_progress_token(),
+            sink: Sink::Client(&context.peer, context.meta.get_progress_token()),
             level: context.meta.log_level(),
             cancelled: context.ct.clone(),
         }
     }
 
-    /// Nowhere: nothing is reported, and nothing cancels.
-    fn nowhere() -> Self {
+    /// The reports of a retry another replica sent in `letter`, which asked for
+    /// progress if `progress` and for log messages down to `level`; nothing cancels
+    /// it here.
+    fn to(letter: &'a Letter, progress: bool, level: Option<crate::forward::Level>) -> Self {
         Self {
-            peer: None,
-            token: None,
-            level: None,
+            sink: Sink::Letter(letter, progress),
+            level,
             cancelled: CancellationToken::new(),
         }
     }
 
     async fn progress(&self, report: Progress) {
-        if let Some(peer) = self.peer {
-            forward_progress(peer, self.token.as_ref(), report).await;
+        match &self.sink {
+            Sink::Client(peer, token) => forward_progress(peer, token.as_ref(), report).await,
+            Sink::Letter(letter, true) => relay::note(letter, relay::Note::progress(report)).await,
+            Sink::Letter(_, false) => {}
         }
     }
 
     async fn log(&self, logged: crate::bridge::Logged) {
-        if let Some(peer) = self.peer {
-            crate::forward::send_at(peer, self.level, logged).await;
+        match &self.sink {
+            Sink::Client(peer, _) => {
+                crate::forward::send_at(peer, self.level, logged).await;
+            }
+            Sink::Letter(letter, _) if crate::forward::wanted(self.level, &logged) => {
+                relay::note(letter, relay::Note::Log(logged)).await;
+            }
+            Sink::Letter(..) => {}
         }
     }
 }

@@ -19,12 +19,17 @@
 //!    dies while it resumes the call fails it within a fleet lease (the letter's
 //!    sender hears it stop). Either way the client is told to call again without the
 //!    state.
-//! 3. A call resumed for another replica reports no progress and passes on no log
-//!    message: those would go to a client this process does not hold.
+//! 3. A call resumed for another replica sends its progress reports and log messages
+//!    (those the retry asked for) back to that replica as notes of the letter, in
+//!    order and before its answer; that replica passes them on to its client as if
+//!    the call ran there.
 
 use std::sync::Arc;
 
-use mcp_runtime::fleet::{AskError, Fleet, Letter};
+use mcp_runtime::{
+    Progress,
+    fleet::{AskError, Fleet, Letter},
+};
 use rmcp::{
     ErrorData,
     model::{
@@ -33,10 +38,14 @@ use rmcp::{
     },
 };
 use serde::{Deserialize, Serialize};
-use tokio_util::{sync::CancellationToken, task::AbortOnDropHandle};
+use tokio::sync::mpsc;
+use tokio_util::task::AbortOnDropHandle;
 
-use super::{Answer, Reporter, Resumed, Round, Rounds, Target, drive};
-use crate::bridge::{Elsewhere, HOLD};
+use super::{Answer, Reporter, Resumed, Round, Rounds, Sink, Target, drive};
+use crate::{
+    bridge::{Elsewhere, HOLD, Logged},
+    forward::Level,
+};
 
 /// The mailbox of every replica's relay.
 const MAILBOX: &str = "rounds";
@@ -49,18 +58,77 @@ pub(super) struct Resume {
     name: String,
     state: String,
     responses: InputResponses,
+    /// Whether the retry asked for progress reports.
+    progress: bool,
+    /// The least level of the log messages the retry asked for.
+    level: Option<Level>,
+}
+
+/// What a resumed call reports before its answer (invariant 3).
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub(super) enum Note {
+    Progress {
+        server: String,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
+    Log(Logged),
+}
+
+impl Note {
+    pub(super) fn progress(report: Progress) -> Self {
+        Self::Progress {
+            server: report.server,
+            progress: report.progress,
+            total: report.total,
+            message: report.message,
+        }
+    }
+
+    /// Passes the note on to `reporter`'s client.
+    async fn pass(self, reporter: &Reporter<'_>) {
+        match self {
+            Self::Progress {
+                server,
+                progress,
+                total,
+                message,
+            } => {
+                let mut report = Progress::new(server, progress);
+                report.total = total;
+                report.message = message;
+                reporter.progress(report).await;
+            }
+            Self::Log(logged) => reporter.log(logged).await,
+        }
+    }
+}
+
+/// Sends `note` back through `letter` (invariant 3); one Redis does not take is lost.
+pub(super) async fn note(letter: &Letter, note: Note) {
+    let body = serde_json::to_vec(&note).expect("a note serializes");
+    let _ = letter.note(&body).await;
 }
 
 impl Resume {
-    /// The retry of `principal`'s request `target` with `state`; its answers are
-    /// those [`Elsewhere`] holds.
-    pub(super) fn new(principal: &str, target: Target<'_>, state: &str) -> Self {
+    /// The retry of `principal`'s request `target` with `state`, reporting to
+    /// `reporter`; its answers are those [`Elsewhere`] holds.
+    pub(super) fn new(
+        principal: &str,
+        target: Target<'_>,
+        state: &str,
+        reporter: &Reporter<'_>,
+    ) -> Self {
         Self {
             principal: principal.to_owned(),
             method: target.method.to_owned(),
             name: target.name.to_owned(),
             state: state.to_owned(),
             responses: InputResponses::new(),
+            progress: matches!(reporter.sink, Sink::Client(_, Some(_))),
+            level: reporter.level,
         }
     }
 }
@@ -121,12 +189,13 @@ impl From<Outcome> for Result<Round, ErrorData> {
 }
 
 /// Resumes `resume` on the process that keeps its call, `elsewhere`, and gives its
-/// answer (invariant 2); stops waiting for it once `cancelled`, when the client has
-/// gone.
+/// answer (invariant 2), passing its notes on to `reporter`'s client meanwhile
+/// (invariant 3); stops waiting once `reporter`'s request is cancelled, when the
+/// client has gone.
 pub(super) async fn forward(
     elsewhere: Elsewhere,
     mut resume: Resume,
-    cancelled: &CancellationToken,
+    reporter: &Reporter<'_>,
 ) -> Result<Round, ErrorData> {
     let Elsewhere {
         fleet,
@@ -137,12 +206,25 @@ pub(super) async fn forward(
     resume.responses = responses;
     let letter = serde_json::to_vec(&resume).expect("a retry serializes");
     let started = std::time::Instant::now();
+    let (notes, mut noted) = mpsc::unbounded_channel();
     // The call may run for as long as it is kept; a keeper that dies is heard of
     // within a lease.
-    let answer = tokio::select! {
-        answer = fleet.ask(&address, MAILBOX, &letter, HOLD) => answer,
-        () = cancelled.cancelled() => return Err(super::cancelled(&resume.name, started)),
+    let asked = fleet.ask_noting(&address, MAILBOX, &letter, HOLD, &notes);
+    tokio::pin!(asked);
+    let answer = loop {
+        tokio::select! {
+            // The notes sent before the answer go out before it.
+            biased;
+            Some(note) = noted.recv() => pass(note, reporter).await,
+            answer = &mut asked => break answer,
+            () = reporter.cancelled.cancelled() => {
+                return Err(super::cancelled(&resume.name, started));
+            }
+        }
     };
+    while let Ok(note) = noted.try_recv() {
+        pass(note, reporter).await;
+    }
     let again = "call the tool again without the state";
     let answer = answer.map_err(|error| match error {
         AskError::Gone => ErrorData::invalid_params(
@@ -187,10 +269,18 @@ pub(super) fn serve(fleet: &Fleet, rounds: Arc<Rounds>) -> AbortOnDropHandle<()>
     }))
 }
 
+/// Passes a note the keeping replica sent on to `reporter`'s client; one that cannot
+/// be read is dropped.
+async fn pass(note: Vec<u8>, reporter: &Reporter<'_>) {
+    if let Ok(note) = serde_json::from_slice::<Note>(&note) {
+        note.pass(reporter).await;
+    }
+}
+
 /// Resumes the call `letter` names, and answers it with the call's answer.
 async fn answer(rounds: Arc<Rounds>, letter: Letter) {
     let round = match serde_json::from_slice::<Resume>(letter.body()) {
-        Ok(resume) => resumed(&rounds, resume).await,
+        Ok(resume) => resumed(&rounds, resume, &letter).await,
         Err(error) => Err(ErrorData::internal_error(
             format!("a resumed request from another replica cannot be read: {error}"),
             None,
@@ -202,22 +292,21 @@ async fn answer(rounds: Arc<Rounds>, letter: Letter) {
     let _ = letter.reply(&answer).await;
 }
 
-/// `resume`'s call, resumed here (invariant 3).
-async fn resumed(rounds: &Arc<Rounds>, resume: Resume) -> Result<Round, ErrorData> {
+/// `resume`'s call, resumed here, its reports sent back through `letter`
+/// (invariant 3).
+async fn resumed(
+    rounds: &Arc<Rounds>,
+    resume: Resume,
+    letter: &Letter,
+) -> Result<Round, ErrorData> {
     let target = Target {
         method: &resume.method,
         name: &resume.name,
     };
     match rounds.resume(&resume.state, &resume.principal, target, resume.responses)? {
         Resumed::Here(call) => {
-            drive(
-                rounds,
-                call,
-                &resume.principal,
-                target,
-                &Reporter::nowhere(),
-            )
-            .await
+            let reporter = Reporter::to(letter, resume.progress, resume.level);
+            drive(rounds, call, &resume.principal, target, &reporter).await
         }
         // Sent here because it names this process: never another.
         Resumed::Elsewhere(_) => Err(ErrorData::internal_error(
