@@ -127,6 +127,31 @@ async fn fleets_under_different_keys_share_nothing() {
 }
 
 #[tokio::test]
+async fn a_listing_taken_from_the_fleet_is_kept_within_the_window_of_when_it_was_sent() {
+    let dir = temp_dir();
+    let redis = RedisServer::start(dir.path());
+    let window = Duration::from_secs(3);
+    let (first, second) = (
+        replica(&redis.url(), KEY, "first", window),
+        replica(&redis.url(), KEY, "second", window),
+    );
+    let log = dir.path().join("log.jsonl");
+    let server = fixture("srv", &["--log", path_str(&log)]);
+    let sent = tokio::time::Instant::now();
+    let listed = start(server.clone(), &first).await;
+    // Within the window of the first listing: the second replica takes it.
+    tokio::time::sleep_until(sent + Duration::from_secs(1)).await;
+    let took = start(server.clone(), &second).await;
+    assert_eq!(count_method(&read_log(&log), "tools/list"), 1);
+    // Past the window of when the listing was sent, though within the window of
+    // when the second replica took it: that replica lists anew.
+    tokio::time::sleep_until(sent + window + Duration::from_millis(400)).await;
+    let later = start(server, &second).await;
+    assert_eq!(count_method(&read_log(&log), "tools/list"), 2);
+    shutdown(vec![listed, took, later]).await;
+}
+
+#[tokio::test]
 async fn without_redis_each_replica_lists_alone_and_shares_again_once_it_is_back() {
     let dir = temp_dir();
     let mut redis = RedisServer::start(dir.path());

@@ -418,13 +418,20 @@ impl Fleet {
             .arg(millis(window))
             .arg(millis(self.inner.lease))
             .arg(millis(CHANGE_MEMORY));
-        let (kind, since, value, token) = self
-            .bounded(invoke::<(String, u64, Vec<u8>, u64)>(&invocation))
+        let (kind, since, value, token, now) = self
+            .bounded(invoke::<(String, u64, Vec<u8>, u64, u64)>(&invocation))
             .await?;
         let key = &self.inner.key;
         let payload = |name: &str| open(key, name, &value).map(|(_, payload)| payload);
         Ok(match kind.as_str() {
-            "take" => payload(&slot.listing).map_or(Acquired::Unusable, Acquired::Take),
+            // Its age, on Redis's clock: how long ago its leader's request was sent.
+            "take" => match (payload(&slot.listing), sent_of(&value)) {
+                (Some(payload), Some(sent)) => Acquired::Take {
+                    payload,
+                    age: Duration::from_millis(now.saturating_sub(sent)),
+                },
+                _ => Acquired::Unusable,
+            },
             "private-grant" => {
                 payload(&slot.private_grant).map_or(Acquired::Unusable, Acquired::Granted)
             }
@@ -569,8 +576,8 @@ pub(crate) struct Slot {
 
 /// What the fleet has for a startup.
 pub(crate) enum Acquired {
-    /// A listing the startup may take.
-    Take(Vec<u8>),
+    /// A listing the startup may take, and how long ago its request was sent.
+    Take { payload: Vec<u8>, age: Duration },
     /// A listing the server granted for reuse.
     Granted(Vec<u8>),
     /// Another replica's leader is listing: wait, then ask again with `since`.
@@ -830,6 +837,14 @@ fn open(key: &[u8], name: &str, value: &[u8]) -> Option<(u64, Vec<u8>)> {
     Some((stamp, payload.to_vec()))
 }
 
+/// The second field of a value's head (`stamp:sent:`): when a listing's request was
+/// sent, in Redis's milliseconds.
+fn sent_of(value: &[u8]) -> Option<u64> {
+    let mut parts = value.splitn(3, |&byte| byte == b':');
+    let (_stamp, sent) = (parts.next()?, parts.next()?);
+    std::str::from_utf8(sent).ok()?.parse().ok()
+}
+
 /// When a lease written by the acquiring script (`token:sent:`, not sealed yet) was
 /// taken, in Redis's milliseconds.
 fn unsealed_lease(value: &[u8]) -> Option<u64> {
@@ -872,8 +887,8 @@ fn millis(duration: Duration) -> u64 {
 /// KEYS: clock, changed, listing, private grant, public grant, lease.
 /// ARGV: the startup's stamp (0: draw one), the burst window, the lease, and how long
 /// the counter is kept, in ms.
-/// Returns {kind, stamp, value, token}: `token` is a new leader's; values are
-/// checked by the caller.
+/// Returns {kind, stamp, value, token, now}: `token` is a new leader's, `now` Redis's
+/// time; values are checked by the caller.
 const ACQUIRE_LUA: &str = r"
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -906,23 +921,23 @@ local function usable(value)
   return stamp ~= nil and stamp > since
 end
 local listing = redis.call('GET', KEYS[3])
-if listing and usable(listing) then return {'take', since, listing, 0} end
+if listing and usable(listing) then return {'take', since, listing, 0, now} end
 local function fresh(grant)
   if not grant then return false end
   local _, expires = parts(grant)
   return expires ~= nil and now < expires
 end
 local grant = redis.call('GET', KEYS[4])
-if fresh(grant) then return {'private-grant', since, grant, 0} end
+if fresh(grant) then return {'private-grant', since, grant, 0, now} end
 grant = redis.call('GET', KEYS[5])
-if fresh(grant) then return {'public-grant', since, grant, 0} end
+if fresh(grant) then return {'public-grant', since, grant, 0, now} end
 local lease = redis.call('GET', KEYS[6])
-if lease and usable(lease) then return {'wait', since, lease, 0} end
+if lease and usable(lease) then return {'wait', since, lease, 0, now} end
 local token = redis.call('INCR', KEYS[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 local value = token .. ':' .. now .. ':'
 redis.call('SET', KEYS[6], value, 'PX', ARGV[3])
-return {'lead', since, value, token}
+return {'lead', since, value, token, now}
 ";
 
 /// KEYS: lease, listing, grant, changed. ARGV: token, listing, keep ms, grant value,

@@ -275,7 +275,7 @@ pub mod bench_support {
             .acquire(&slot, 0, std::time::Duration::from_secs(60))
             .await
         {
-            Ok(crate::fleet::Acquired::Take(_)) => true,
+            Ok(crate::fleet::Acquired::Take { .. }) => true,
             Ok(_) => false,
             Err(_) => panic!("the fleet's Redis does not answer"),
         }

@@ -674,7 +674,14 @@ impl LeaderGuard {
             tokio::pin!(woken);
             woken.as_mut().enable();
             let (payload, granted) = match fleet.acquire(&slot, since, self.window()).await {
-                Ok(Acquired::Take(payload)) => (payload, false),
+                Ok(Acquired::Take { payload, age }) => {
+                    // Kept here within the window of when its request was sent, as
+                    // the fleet's clock says: not of when this startup took it.
+                    if let Some(sent) = Instant::now().checked_sub(age) {
+                        self.sent = self.sent.min(sent);
+                    }
+                    (payload, false)
+                }
                 Ok(Acquired::Granted(payload)) => (payload, true),
                 Ok(Acquired::Wait { since: stamp }) => {
                     since = stamp;

@@ -194,7 +194,7 @@ async fn a_published_listing_is_taken_and_a_replaced_leader_publishes_nothing() 
     leader.publish(b"stale", WINDOW, None).await;
     replacing.publish(b"fresh", WINDOW, None).await;
     match first.acquire(&slot, 0, WINDOW).await {
-        Ok(Acquired::Take(payload)) => assert_eq!(payload, b"fresh"),
+        Ok(Acquired::Take { payload, .. }) => assert_eq!(payload, b"fresh"),
         _ => panic!("the replacing leader's listing is taken"),
     }
 }
