@@ -45,7 +45,7 @@
 //! 7. In a fleet, a state is sealed with a key derived from the fleet key, so every
 //!    replica opens it, and it names the process that keeps its call. A request that
 //!    resumes a call another process keeps is resumed there, over the fleet's Redis
-//!    (`gateway::relay`); when that process is gone, it fails at once saying so.
+//!    (`gateway::relay`); when that process is gone, it fails within a lease saying so.
 
 #![allow(
     deprecated,
@@ -698,25 +698,39 @@ impl Rounds {
                 None,
             )
         })?;
-        if let (Some(fleet), Some(address)) = (self.fleet(), address)
-            && address != fleet.address()
-        {
-            return Ok(Resumed::Elsewhere(Elsewhere {
-                fleet: fleet.clone(),
-                replica: replica.unwrap_or_default(),
-                address,
-                responses,
-            }));
+        if let Some(fleet) = self.fleet() {
+            // In a fleet every state names the process that keeps its call: one that
+            // does not is of no process here, and a call number alone names a call
+            // of every process.
+            let Some(address) = address else {
+                return Err(ErrorData::invalid_params(
+                    "the requestState names no replica of the gateway's fleet; call the tool again without it",
+                    None,
+                ));
+            };
+            if address != fleet.address() {
+                return Ok(Resumed::Elsewhere(Elsewhere {
+                    fleet: fleet.clone(),
+                    replica: replica.unwrap_or_default(),
+                    address,
+                    responses,
+                }));
+            }
         }
         // Checked and taken under one lock: a refused answer leaves the call kept,
         // its hold running as before.
         let mut kept = lock(&self.kept);
-        let call = kept.get(&id).map(|kept| &kept.call).ok_or_else(|| {
-            ErrorData::invalid_params(
-                "the request of this requestState was resumed already or has ended; send it again without the state",
-                None,
-            )
-        })?;
+        let call = kept
+            .get(&id)
+            // The state is bound to its principal already; its call is too.
+            .filter(|kept| kept.principal == principal)
+            .map(|kept| &kept.call)
+            .ok_or_else(|| {
+                ErrorData::invalid_params(
+                    "the request of this requestState was resumed already or has ended; send it again without the state",
+                    None,
+                )
+            })?;
         call.check(&responses)
             .map_err(|error| ErrorData::invalid_params(error, None))?;
         let mut call = kept.remove(&id).expect("the call was just found").call;
@@ -927,6 +941,27 @@ mod tests {
             panic!("the keeping process resumes it");
         };
         assert_eq!(text_of(call.task.await), "\"accept\"");
+    }
+
+    #[tokio::test]
+    async fn in_a_fleet_a_state_that_names_no_process_is_refused() {
+        let fleet = replica("one");
+        // Sealed with the fleet's key by rounds that name no process (as an older
+        // version's were), for a call whose number this process also keeps.
+        let unnamed = Rounds::with_key(fleet.derived_key("serve request state"), None);
+        let kept = Arc::new(Rounds::in_fleet(&fleet));
+        let askers = Arc::new(Askers::default());
+        let ended = Arc::new(AtomicBool::new(false));
+        let (state, keys) = state_of(
+            &Arc::new(unnamed)
+                .keep(asking_call(&askers, &ended).await, "alice", ASK)
+                .unwrap(),
+        );
+        kept.keep(asking_call(&askers, &ended).await, "bob", ASK)
+            .unwrap();
+        let answers = InputResponses::from([(keys[0].clone(), json!({"action": "accept"}))]);
+        let refused = kept.resume(&state, "alice", ASK, answers).err().unwrap();
+        assert!(refused.message.contains("names no replica"), "{refused:?}");
     }
 
     #[tokio::test]
