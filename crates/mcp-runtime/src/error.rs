@@ -65,7 +65,9 @@ fn is_ours_in_oauth(error: &(dyn std::error::Error + 'static)) -> bool {
 /// [`is_ours`] for the errors of fleets.
 #[cfg(feature = "fleet")]
 fn is_ours_in_fleet(error: &(dyn std::error::Error + 'static)) -> bool {
-    is::<crate::fleet::FleetError>(error) || is::<crate::fleet::Unreachable>(error)
+    is::<crate::fleet::FleetError>(error)
+        || is::<crate::fleet::Unreachable>(error)
+        || is::<crate::fleet::AskError>(error)
 }
 
 #[cfg(not(feature = "fleet"))]

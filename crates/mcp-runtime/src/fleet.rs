@@ -122,6 +122,8 @@ struct Inner {
     mailboxes: Mutex<HashMap<String, mpsc::Sender<Letter>>>,
     /// The askers waiting for the answers to their letters, by letter number.
     waiting: Mutex<HashMap<u64, mpsc::UnboundedSender<mail::Heard>>>,
+    /// The letters taken lately, by sender and number, and when.
+    delivered: Mutex<HashMap<(String, u64), Instant>>,
     /// The next letter's number.
     letters: AtomicU64,
     /// Ends the subscriber task when the last clone is dropped.
@@ -222,9 +224,11 @@ impl Fleet {
                 changes,
                 subscribed: AtomicBool::new(false),
                 address,
-                letter_key: sign(key, &[b"purpose\0", b"fleet letters"]),
+                // Under a label `derived_key` never signs: no purpose shares it.
+                letter_key: sign(key, &[b"letters"]),
                 mailboxes: Mutex::default(),
                 waiting: Mutex::default(),
+                delivered: Mutex::default(),
                 letters: AtomicU64::new(0),
                 _subscriber: tokio_util::task::AbortOnDropHandle::new(subscriber),
             }

@@ -10,12 +10,17 @@
 //!    client's answers, a tool's result) is never readable in Redis, and one that
 //!    does not open is dropped.
 //! 2. A letter that no process receives (Redis counts the receivers of a `PUBLISH`)
-//!    fails at once: its addressee is gone. One that reaches a process without a
-//!    mailbox of its name is refused at once, the same way.
+//!    is sent again for a lease (its addressee may be making its subscription
+//!    again), then fails: its addressee is gone. One that reaches a process without
+//!    a mailbox of its name is refused at once, the same way; one whose mailbox is
+//!    full, as busy. A letter is taken once: one that arrives again (sent twice, or
+//!    replayed) is dropped.
 //! 3. While a letter is being answered, its addressee says so every third of a lease;
 //!    an asker that hears nothing for a lease takes it that the addressee died, and
 //!    fails. A letter is answered at most once: an answer nobody waits for (a late
-//!    one, or a replay) is dropped.
+//!    one, or a replay) is dropped. Answers and notes are sent even within the pause
+//!    after a failure of Redis, and an answer Redis does not take is tried again for
+//!    half a lease: a lost answer would have the asker's client do the work again.
 //! 4. Before its answer, an addressee may send its asker notes (what the asker
 //!    passes on meanwhile: a call's progress, say); they arrive in the order sent,
 //!    all before the answer, and each counts as word that it is answering.
@@ -67,14 +72,18 @@ impl Letter {
     pub async fn note(&self, body: &[u8]) -> Result<(), Unreachable> {
         let channel = self.fleet.mail_channel(&self.from);
         let payload = [format!("note:{}:", self.id).as_bytes(), body].concat();
-        self.fleet.post(&channel, &payload).await.map(drop)
+        self.fleet.post_surely(&channel, &payload).await
     }
 
     /// Answers the letter with `body`.
     pub async fn reply(self, body: &[u8]) -> Result<(), Unreachable> {
         let channel = self.fleet.mail_channel(&self.from);
         let payload = [format!("reply:{}:", self.id).as_bytes(), body].concat();
-        self.fleet.post(&channel, &payload).await.map(drop)
+        let posted = self.fleet.post_surely(&channel, &payload).await;
+        if posted.is_err() {
+            tracing::warn!(replica = %self.fleet.inner.replica, "the answer to a fleet letter was lost: Redis did not take it");
+        }
+        posted
     }
 }
 
@@ -89,6 +98,9 @@ pub enum AskError {
     /// No process listens at the address, or it has no mailbox of the name.
     #[error("no process of the fleet answers at that address")]
     Gone,
+    /// The addressee has more letters waiting than it takes.
+    #[error("the addressee has too many letters waiting")]
+    Busy,
     /// The addressee stopped saying it was answering (it died, or dropped the letter),
     /// or took longer than allowed.
     #[error("the addressee stopped answering")]
@@ -105,6 +117,8 @@ pub(super) enum Heard {
     Reply(Vec<u8>),
     /// It has no mailbox of the letter's name.
     Refused,
+    /// Its mailbox is full.
+    Busy,
 }
 
 impl Fleet {
@@ -156,14 +170,23 @@ impl Fleet {
             inner: &self.inner,
             id,
         };
+        // Looked at again with the waiter in place: a subscription lost meanwhile
+        // forgot it, and its answer could not arrive.
+        if !self.inner.subscribed.load(Ordering::Relaxed) {
+            return Err(Unreachable.into());
+        }
         let payload = [
             format!("ask:{id}:{}:{name}:", self.inner.address).as_bytes(),
             body,
         ]
         .concat();
         let channel = self.mail_channel(address);
-        if self.post(&channel, &payload).await? == 0 {
-            return Err(AskError::Gone);
+        let gone_after = tokio::time::Instant::now() + self.inner.lease;
+        while self.post(&channel, &payload).await? == 0 {
+            if tokio::time::Instant::now() >= gone_after {
+                return Err(AskError::Gone);
+            }
+            tokio::time::sleep(self.inner.lease / 8).await;
         }
         let deadline = tokio::time::Instant::now() + within;
         loop {
@@ -175,6 +198,7 @@ impl Fleet {
                 }
                 Ok(Some(Heard::Reply(body))) => return Ok(body),
                 Ok(Some(Heard::Refused)) => return Err(AskError::Gone),
+                Ok(Some(Heard::Busy)) => return Err(AskError::Busy),
                 Ok(None) | Err(_) => return Err(AskError::Silent),
             }
         }
@@ -193,6 +217,25 @@ impl Fleet {
             .arg(channel)
             .arg(enclose(&self.inner.letter_key, channel, payload));
         self.bounded(command::<i64>(&publish)).await
+    }
+
+    /// Publishes `payload` on `channel` even within the pause after a failure, and
+    /// again for half a lease while Redis does not take it (invariant 3).
+    async fn post_surely(&self, channel: &str, payload: &[u8]) -> Result<(), Unreachable> {
+        let mut publish = redis::cmd("PUBLISH");
+        publish
+            .arg(channel)
+            .arg(enclose(&self.inner.letter_key, channel, payload));
+        let until = tokio::time::Instant::now() + self.inner.lease / 2;
+        loop {
+            match self.answer(command::<i64>(&publish)).await {
+                Ok(_) => return Ok(()),
+                Err(unreachable) if tokio::time::Instant::now() >= until => {
+                    return Err(unreachable);
+                }
+                Err(_) => tokio::time::sleep(self.inner.lease / 16).await,
+            }
+        }
     }
 }
 
@@ -266,6 +309,7 @@ pub(super) fn arrived(fleet: &Fleet, channel: &str, message: &[u8]) {
         b"note" => Heard::Note(rest.to_vec()),
         b"reply" => Heard::Reply(rest.to_vec()),
         b"refused" => Heard::Refused,
+        b"busy" => Heard::Busy,
         _ => return,
     };
     if let Some(waiter) = lock(&fleet.inner.waiting).get(&id) {
@@ -283,6 +327,9 @@ fn deliver(fleet: &Fleet, id: u64, rest: &[u8]) {
         return;
     };
     let from = from.to_owned();
+    if !first_delivery(&fleet.inner, &from, id) {
+        return;
+    }
     let mailbox = lock(&fleet.inner.mailboxes).get(name).cloned();
     let channel = fleet.mail_channel(&from);
     let alive = {
@@ -305,18 +352,30 @@ fn deliver(fleet: &Fleet, id: u64, rest: &[u8]) {
         id,
         _alive: AbortOnDropHandle::new(alive),
     };
-    let refused = match mailbox {
-        Some(mailbox) => mailbox.try_send(letter).is_err(),
-        None => true,
+    let refused = match mailbox.map(|mailbox| mailbox.try_send(letter)) {
+        Some(Ok(())) => return,
+        Some(Err(mpsc::error::TrySendError::Full(_))) => "busy",
+        Some(Err(mpsc::error::TrySendError::Closed(_))) | None => "refused",
     };
-    if refused {
-        let fleet = fleet.clone();
-        tokio::spawn(async move {
-            let _ = fleet
-                .post(&channel, format!("refused:{id}:").as_bytes())
-                .await;
-        });
+    let fleet = fleet.clone();
+    tokio::spawn(async move {
+        let _ = fleet
+            .post_surely(&channel, format!("{refused}:{id}:").as_bytes())
+            .await;
+    });
+}
+
+/// How long a letter taken is remembered, so that it is not taken again (invariant 2).
+const REMEMBERED: Duration = Duration::from_secs(15 * 60);
+
+/// Whether letter `id` of `from` arrives here for the first time (invariant 2).
+fn first_delivery(inner: &Inner, from: &str, id: u64) -> bool {
+    let now = tokio::time::Instant::now();
+    let mut delivered = lock(&inner.delivered);
+    if delivered.len() >= 1024 {
+        delivered.retain(|_, at| now.duration_since(*at) < REMEMBERED);
     }
+    delivered.insert((from.to_owned(), id), now).is_none()
 }
 
 /// Drops `inner`'s waiters: none of their answers can arrive any more.

@@ -349,9 +349,11 @@ async fn subscribed(fleet: &Fleet) {
 }
 
 #[tokio::test]
-async fn a_letter_is_answered_by_its_mailbox_and_one_nobody_takes_fails_at_once() {
+async fn a_letter_is_answered_by_its_mailbox_and_one_nobody_takes_fails() {
     let redis = Redis::start();
-    let (owner, asker) = (redis.fleet("owner", WINDOW), redis.fleet("asker", WINDOW));
+    // A letter nobody hears is sent again for a lease: a short one here.
+    let lease = Duration::from_millis(400);
+    let (owner, asker) = (redis.fleet("owner", lease), redis.fleet("asker", lease));
     let mut letters = owner.mailbox("echo");
     let seen = Arc::new(AtomicU64::new(0));
     let echo = {
@@ -369,13 +371,18 @@ async fn a_letter_is_answered_by_its_mailbox_and_one_nobody_takes_fails_at_once(
     };
     subscribed(&owner).await;
     subscribed(&asker).await;
-    // A letter in the clear, or encrypted under another key, is dropped unread.
+    // A letter in the clear, or encrypted under another key, is dropped unread; one
+    // that arrives twice (sent twice, or replayed) is taken once.
     let mut client = redis.client().await;
     let channel = owner.mail_channel(owner.address());
     let forged = format!("ask:0:{}:echo:x", asker.address());
+    let twice = format!("ask:999:{}:echo:x", asker.address());
+    let twice = mail::enclose(&owner.inner.letter_key, &channel, twice.as_bytes());
     for letter in [
         forged.clone().into_bytes(),
         mail::enclose(&[7; 32], &channel, forged.as_bytes()),
+        twice.clone(),
+        twice,
     ] {
         let heard: i64 = redis::cmd("PUBLISH")
             .arg(&channel)
@@ -397,8 +404,8 @@ async fn a_letter_is_answered_by_its_mailbox_and_one_nobody_takes_fails_at_once(
     assert!(noted.try_recv().is_err());
     assert_eq!(
         seen.load(Ordering::SeqCst),
-        1,
-        "the forged letter was dropped"
+        2,
+        "the forged letters were dropped, the repeated one taken once"
     );
     assert!(matches!(
         asker
