@@ -262,7 +262,12 @@ async fn handle(
             Claim::Owner => {
                 // Held here from now: the replica it moved from, if alive, no longer
                 // removes it from the fleet when it ends its copy.
-                let _ = fleet.hold(id).await;
+                if fleet.hold(id).await.is_err() {
+                    tracing::warn!(
+                        session = &**id,
+                        "the fleet's Redis is unreachable: the replica this session moved from may still remove it"
+                    );
+                }
                 front.sessions.own(id.clone(), principal.clone());
             }
             Claim::Refused => return Ok(plain(StatusCode::NOT_FOUND, "session not found")),

@@ -15,9 +15,9 @@
 //!    again. A letter carries the principal as the sending replica authenticated it;
 //!    letters are encrypted under a key derived from the fleet key, so only a
 //!    replica of the fleet can write or read one.
-//! 2. A keeping process that is gone fails the retry at once, saying so; one that
-//!    dies while it resumes the call fails it within a fleet lease (the letter's
-//!    sender hears it stop). Either way the client is told to call again without the
+//! 2. A keeping process that is gone fails the retry within a fleet lease, saying
+//!    so; so does one that dies while it resumes the call (the letter's sender hears
+//!    it stop). Either way the client is told to call again without the
 //!    state.
 //! 3. A call resumed for another replica sends its progress reports and log messages
 //!    (those the retry asked for) back to that replica as notes of the letter, in
@@ -49,6 +49,11 @@ use crate::{
 
 /// The mailbox of every replica's relay.
 const MAILBOX: &str = "rounds";
+
+/// The largest retry or answer sent between replicas, in bytes: well under what Redis
+/// lets pile up for one subscriber before it drops the subscriber's connection
+/// (`client-output-buffer-limit pubsub`, 8 MB held for a minute by default).
+const MAX_ANSWER: usize = 4 * 1024 * 1024;
 
 /// A retry sent on to the process that keeps its call.
 #[derive(Serialize, Deserialize)]
@@ -205,6 +210,16 @@ pub(super) async fn forward(
     } = elsewhere;
     resume.responses = responses;
     let letter = serde_json::to_vec(&resume).expect("a retry serializes");
+    if letter.len() > MAX_ANSWER {
+        return Err(ErrorData::invalid_params(
+            format!(
+                "this retry's answers, {} bytes, are more than the {MAX_ANSWER} bytes the gateway's fleet \
+                 passes between its replicas to the one keeping the request; call the tool again without the state",
+                letter.len()
+            ),
+            None,
+        ));
+    }
     let started = std::time::Instant::now();
     let (notes, mut noted) = mpsc::unbounded_channel();
     // The call may run for as long as it is kept; a keeper that dies is heard of
@@ -238,6 +253,13 @@ pub(super) async fn forward(
             format!(
                 "replica `{replica}` of the gateway's fleet, which keeps the request of this requestState, \
                  stopped answering while it resumed it (it may have died); {again}"
+            ),
+            None,
+        ),
+        AskError::Busy => ErrorData::internal_error(
+            format!(
+                "replica `{replica}` of the gateway's fleet, which keeps the request of this requestState, \
+                 has too many requests from other replicas waiting; try again"
             ),
             None,
         ),
@@ -286,8 +308,19 @@ async fn answer(rounds: Arc<Rounds>, letter: Letter) {
             None,
         )),
     };
-    let answer =
+    let mut answer =
         serde_json::to_vec(&Outcome::from(round)).expect("a resumed request's answer serializes");
+    if answer.len() > MAX_ANSWER {
+        let too_large = ErrorData::internal_error(
+            format!(
+                "the answer of the request resumed for this retry, {} bytes, is larger than the {MAX_ANSWER} \
+                 bytes the gateway's fleet passes between its replicas; call the tool again without the state",
+                answer.len()
+            ),
+            None,
+        );
+        answer = serde_json::to_vec(&Outcome::Failed(too_large)).expect("an error serializes");
+    }
     // A lost answer is heard by the asker as silence (invariant 2).
     let _ = letter.reply(&answer).await;
 }

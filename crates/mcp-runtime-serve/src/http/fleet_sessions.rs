@@ -14,9 +14,9 @@
 //!    entry is no session. It holds no credential: the owner's digest, and the
 //!    client's `initialize` parameters (its name, version and capabilities).
 //! 3. Entries last [`SESSION_TTL`] from the last time the replica holding the
-//!    session kept them (every [`KEEP_EVERY`] while it is open), and are removed
-//!    when the session ends on the replica that holds it (closed by its client, or
-//!    idle). The holder is the process that opened or last restored the session; a
+//!    session kept them (when it took the session, then every [`KEEP_EVERY`] while
+//!    it is open), and are removed when the client ends the session, or when it
+//!    ends idle on the replica that holds it. The holder is the process that opened or last restored the session; a
 //!    replica it moved away from (one the load balancer took for dead, say) ends its
 //!    own copy without removing what the holder uses.
 
@@ -77,10 +77,12 @@ impl FleetSessions {
         }
     }
 
-    /// Records that session `id` is held here: opened, or restored (invariant 3).
+    /// Records that session `id` is held here, and keeps its entries for another
+    /// [`SESSION_TTL`]: opened, or restored (invariant 3).
     pub(crate) async fn hold(&self, id: &str) -> Result<(), Unreachable> {
         let holder = self.fleet.address().as_bytes();
-        self.fleet.put(HOLDER, id, holder, SESSION_TTL).await
+        self.fleet.put(HOLDER, id, holder, SESSION_TTL).await?;
+        self.keep(id).await
     }
 
     /// Keeps session `id`'s entries for another [`SESSION_TTL`] (invariant 3).
@@ -141,8 +143,12 @@ impl SessionStore for FleetSessions {
             .await?)
     }
 
+    /// The client ended the session (rmcp asks only then): it is removed from the
+    /// fleet wherever it is held.
     async fn delete(&self, session_id: &str) -> Result<(), SessionStoreError> {
-        self.forget(session_id).await;
+        for kind in [STATE, OWNER, HOLDER] {
+            self.fleet.remove(kind, session_id).await?;
+        }
         Ok(())
     }
 }
