@@ -1112,13 +1112,13 @@ impl<'a> Reporter<'a> {
     }
 
     /// The reports of a retry another replica sent in `letter`, which asked for
-    /// progress if `progress` and for log messages down to `level`; nothing cancels
-    /// it here.
+    /// progress if `progress` and for log messages down to `level`; cancelled when
+    /// that replica stops waiting (its client went away).
     fn to(letter: &'a Letter, progress: bool, level: Option<crate::forward::Level>) -> Self {
         Self {
             sink: Sink::Letter(letter, progress),
             level,
-            cancelled: CancellationToken::new(),
+            cancelled: letter.cancelled(),
         }
     }
 

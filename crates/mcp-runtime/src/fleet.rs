@@ -124,6 +124,9 @@ struct Inner {
     waiting: Mutex<HashMap<u64, mpsc::UnboundedSender<mail::Heard>>>,
     /// The letters taken lately, by sender and number, and when.
     delivered: Mutex<HashMap<(String, u64), Instant>>,
+    /// The letters being answered here, by sender and number: cancelled when their
+    /// askers stop waiting.
+    answering: Mutex<HashMap<(String, u64), tokio_util::sync::CancellationToken>>,
     /// The next letter's number.
     letters: AtomicU64,
     /// Ends the subscriber task when the last clone is dropped.
@@ -229,6 +232,7 @@ impl Fleet {
                 mailboxes: Mutex::default(),
                 waiting: Mutex::default(),
                 delivered: Mutex::default(),
+                answering: Mutex::default(),
                 letters: AtomicU64::new(0),
                 _subscriber: tokio_util::task::AbortOnDropHandle::new(subscriber),
             }

@@ -22,7 +22,8 @@
 //! 3. A call resumed for another replica sends its progress reports and log messages
 //!    (those the retry asked for) back to that replica as notes of the letter, in
 //!    order and before its answer; that replica passes them on to its client as if
-//!    the call ran there.
+//!    the call ran there. A retry whose client goes away stops waiting, and the
+//!    keeping process cancels the resumed call, as it would its own client's.
 
 use std::sync::Arc;
 

@@ -24,11 +24,13 @@
 //! 4. Before its answer, an addressee may send its asker notes (what the asker
 //!    passes on meanwhile: a call's progress, say); they arrive in the order sent,
 //!    all before the answer, and each counts as word that it is answering.
+//! 5. An asker that stops waiting before the answer (its own client went away, say)
+//!    tells the addressee, whose letter is then cancelled ([`Letter::cancelled`]).
 
 use std::{sync::atomic::Ordering, time::Duration};
 
 use tokio::sync::mpsc;
-use tokio_util::task::AbortOnDropHandle;
+use tokio_util::{sync::CancellationToken, task::AbortOnDropHandle};
 
 use chacha20poly1305::{
     KeyInit, XChaCha20Poly1305, XNonce,
@@ -50,7 +52,15 @@ pub struct Letter {
     fleet: Fleet,
     from: String,
     id: u64,
+    /// Cancelled when the asker stops waiting (invariant 5).
+    cancelled: CancellationToken,
     _alive: AbortOnDropHandle<()>,
+}
+
+impl Drop for Letter {
+    fn drop(&mut self) {
+        lock(&self.fleet.inner.answering).remove(&(self.from.clone(), self.id));
+    }
 }
 
 impl std::fmt::Debug for Letter {
@@ -66,6 +76,11 @@ impl Letter {
     /// What the letter says.
     pub fn body(&self) -> &[u8] {
         &self.body
+    }
+
+    /// Cancelled once the asker stops waiting for the answer (invariant 5).
+    pub fn cancelled(&self) -> CancellationToken {
+        self.cancelled.clone()
     }
 
     /// Sends the asker `body` as a note, before the answer (invariant 4).
@@ -166,9 +181,10 @@ impl Fleet {
         let id = self.inner.letters.fetch_add(1, Ordering::Relaxed);
         let (heard, mut hearing) = mpsc::unbounded_channel();
         lock(&self.inner.waiting).insert(id, heard);
-        let _forget = Forget {
-            inner: &self.inner,
+        let mut forget = Forget {
+            fleet: self,
             id,
+            withdraw: None,
         };
         // Looked at again with the waiter in place: a subscription lost meanwhile
         // forgot it, and its answer could not arrive.
@@ -188,6 +204,7 @@ impl Fleet {
             }
             tokio::time::sleep(self.inner.lease / 8).await;
         }
+        forget.withdraw = Some(channel);
         let deadline = tokio::time::Instant::now() + within;
         loop {
             let silence = tokio::time::Instant::now() + self.inner.lease;
@@ -196,9 +213,18 @@ impl Fleet {
                 Ok(Some(Heard::Note(note))) => {
                     let _ = notes.send(note);
                 }
-                Ok(Some(Heard::Reply(body))) => return Ok(body),
-                Ok(Some(Heard::Refused)) => return Err(AskError::Gone),
-                Ok(Some(Heard::Busy)) => return Err(AskError::Busy),
+                Ok(Some(Heard::Reply(body))) => {
+                    forget.withdraw = None;
+                    return Ok(body);
+                }
+                Ok(Some(Heard::Refused)) => {
+                    forget.withdraw = None;
+                    return Err(AskError::Gone);
+                }
+                Ok(Some(Heard::Busy)) => {
+                    forget.withdraw = None;
+                    return Err(AskError::Busy);
+                }
                 Ok(None) | Err(_) => return Err(AskError::Silent),
             }
         }
@@ -241,13 +267,26 @@ impl Fleet {
 
 /// Forgets a letter's waiter when its asker stops waiting.
 struct Forget<'a> {
-    inner: &'a Inner,
+    fleet: &'a Fleet,
     id: u64,
+    /// The addressee's channel, once the letter is sent and until it is answered:
+    /// dropped then, the asker tells the addressee it stopped waiting (invariant 5).
+    withdraw: Option<String>,
 }
 
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
-        lock(&self.inner.waiting).remove(&self.id);
+        lock(&self.fleet.inner.waiting).remove(&self.id);
+        // Told from a task of its own, while there is a runtime to run it.
+        if let Some(channel) = self.withdraw.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let fleet = self.fleet.clone();
+            let payload = format!("cancel:{}:{}:", self.id, fleet.inner.address);
+            runtime.spawn(async move {
+                let _ = fleet.post(&channel, payload.as_bytes()).await;
+            });
+        }
     }
 }
 
@@ -305,6 +344,7 @@ pub(super) fn arrived(fleet: &Fleet, channel: &str, message: &[u8]) {
     };
     let heard = match kind {
         b"ask" => return deliver(fleet, id, rest),
+        b"cancel" => return cancel(fleet, id, rest),
         b"alive" => Heard::Alive,
         b"note" => Heard::Note(rest.to_vec()),
         b"reply" => Heard::Reply(rest.to_vec()),
@@ -345,11 +385,14 @@ fn deliver(fleet: &Fleet, id: u64, rest: &[u8]) {
             }
         })
     };
+    let cancelled = CancellationToken::new();
+    lock(&fleet.inner.answering).insert((from.clone(), id), cancelled.clone());
     let letter = Letter {
         body: body.to_vec(),
         fleet: fleet.clone(),
         from,
         id,
+        cancelled,
         _alive: AbortOnDropHandle::new(alive),
     };
     let refused = match mailbox.map(|mailbox| mailbox.try_send(letter)) {
@@ -363,6 +406,20 @@ fn deliver(fleet: &Fleet, id: u64, rest: &[u8]) {
             .post_surely(&channel, format!("{refused}:{id}:").as_bytes())
             .await;
     });
+}
+
+/// Cancels the letter `id` of the asker `rest` names (`from:`), if it is being
+/// answered here (invariant 5).
+fn cancel(fleet: &Fleet, id: u64, rest: &[u8]) {
+    let Some(from) = rest
+        .strip_suffix(b":")
+        .and_then(|from| std::str::from_utf8(from).ok())
+    else {
+        return;
+    };
+    if let Some(cancelled) = lock(&fleet.inner.answering).get(&(from.to_owned(), id)) {
+        cancelled.cancel();
+    }
 }
 
 /// How long a letter taken is remembered, so that it is not taken again (invariant 2).

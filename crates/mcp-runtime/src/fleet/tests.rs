@@ -517,3 +517,45 @@ async fn entries_are_kept_longer_when_touched_and_removed_by_their_holder_only()
     assert_eq!(fleet.get("state", "s1").await.unwrap(), None);
     assert_eq!(fleet.get("holder", "s1").await.unwrap(), None);
 }
+
+#[tokio::test]
+async fn a_letter_is_cancelled_when_its_asker_stops_waiting() {
+    let redis = Redis::start();
+    let lease = Duration::from_millis(600);
+    let (owner, asker) = (redis.fleet("owner", lease), redis.fleet("asker", lease));
+    let mut letters = owner.mailbox("slow");
+    subscribed(&owner).await;
+    subscribed(&asker).await;
+    let asked = tokio::spawn({
+        let asker = asker.clone();
+        let address = owner.address().to_owned();
+        async move {
+            asker
+                .ask(&address, "slow", b"1", Duration::from_secs(30))
+                .await
+        }
+    });
+    let letter = letters.recv().await.unwrap();
+    let cancelled = letter.cancelled();
+    assert!(!cancelled.is_cancelled());
+    // The asker stops waiting: the addressee hears of it.
+    asked.abort();
+    tokio::time::timeout(Duration::from_secs(10), cancelled.cancelled())
+        .await
+        .expect("cancelled within 10 s");
+    // An answered letter is not cancelled afterwards.
+    let asked = tokio::spawn({
+        let asker = asker.clone();
+        let address = owner.address().to_owned();
+        async move {
+            asker
+                .ask(&address, "slow", b"2", Duration::from_secs(30))
+                .await
+        }
+    });
+    let letter = letters.recv().await.unwrap();
+    let cancelled = letter.cancelled();
+    letter.reply(b"done").await.unwrap();
+    assert_eq!(asked.await.unwrap().unwrap(), b"done");
+    assert!(!cancelled.is_cancelled());
+}
