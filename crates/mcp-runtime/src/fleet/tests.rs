@@ -420,6 +420,18 @@ async fn a_letter_is_answered_by_its_mailbox_and_one_nobody_takes_fails() {
     echo.abort();
 }
 
+/// `asker` asking `owner`'s mailbox `slow` with `body`, in a task of its own.
+fn ask_slowly(
+    asker: &Fleet,
+    owner: &Fleet,
+    body: &'static [u8],
+    within: Duration,
+) -> tokio::task::JoinHandle<Result<Vec<u8>, AskError>> {
+    let asker = asker.clone();
+    let address = owner.address().to_owned();
+    tokio::spawn(async move { asker.ask(&address, "slow", body, within).await })
+}
+
 #[tokio::test]
 async fn an_asker_waits_while_its_letter_is_answered_and_not_once_it_is_dropped() {
     let redis = Redis::start();
@@ -429,22 +441,14 @@ async fn an_asker_waits_while_its_letter_is_answered_and_not_once_it_is_dropped(
     subscribed(&owner).await;
     subscribed(&asker).await;
     let within = Duration::from_secs(30);
-    let asked = tokio::spawn({
-        let asker = asker.clone();
-        let address = owner.address().to_owned();
-        async move { asker.ask(&address, "slow", b"1", within).await }
-    });
+    let asked = ask_slowly(&asker, &owner, b"1", within);
     // Held for three leases, the addressee saying all along that it answers.
     let letter = letters.recv().await.unwrap();
     tokio::time::sleep(lease * 3).await;
     letter.reply(b"done").await.unwrap();
     assert_eq!(asked.await.unwrap().unwrap(), b"done");
     // Dropped unanswered (its process died): the asker stops within a lease or so.
-    let asked = tokio::spawn({
-        let asker = asker.clone();
-        let address = owner.address().to_owned();
-        async move { asker.ask(&address, "slow", b"2", within).await }
-    });
+    let asked = ask_slowly(&asker, &owner, b"2", within);
     drop(letters.recv().await.unwrap());
     let started = Instant::now();
     assert!(matches!(asked.await.unwrap(), Err(AskError::Silent)));
@@ -526,15 +530,7 @@ async fn a_letter_is_cancelled_when_its_asker_stops_waiting() {
     let mut letters = owner.mailbox("slow");
     subscribed(&owner).await;
     subscribed(&asker).await;
-    let asked = tokio::spawn({
-        let asker = asker.clone();
-        let address = owner.address().to_owned();
-        async move {
-            asker
-                .ask(&address, "slow", b"1", Duration::from_secs(30))
-                .await
-        }
-    });
+    let asked = ask_slowly(&asker, &owner, b"1", Duration::from_secs(30));
     let letter = letters.recv().await.unwrap();
     let cancelled = letter.cancelled();
     assert!(!cancelled.is_cancelled());
@@ -544,15 +540,7 @@ async fn a_letter_is_cancelled_when_its_asker_stops_waiting() {
         .await
         .expect("cancelled within 10 s");
     // An answered letter is not cancelled afterwards.
-    let asked = tokio::spawn({
-        let asker = asker.clone();
-        let address = owner.address().to_owned();
-        async move {
-            asker
-                .ask(&address, "slow", b"2", Duration::from_secs(30))
-                .await
-        }
-    });
+    let asked = ask_slowly(&asker, &owner, b"2", Duration::from_secs(30));
     let letter = letters.recv().await.unwrap();
     let cancelled = letter.cancelled();
     letter.reply(b"done").await.unwrap();
