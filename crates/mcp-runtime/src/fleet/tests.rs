@@ -353,8 +353,7 @@ async fn a_letter_is_answered_by_its_mailbox_and_one_nobody_takes_fails() {
     let redis = Redis::start();
     // A letter nobody hears is sent again for a lease: a short one here.
     let lease = Duration::from_millis(400);
-    let (owner, asker) = (redis.fleet("owner", lease), redis.fleet("asker", lease));
-    let mut letters = owner.mailbox("echo");
+    let (owner, asker, mut letters) = correspondents(&redis, lease, "echo").await;
     let seen = Arc::new(AtomicU64::new(0));
     let echo = {
         let seen = seen.clone();
@@ -369,8 +368,6 @@ async fn a_letter_is_answered_by_its_mailbox_and_one_nobody_takes_fails() {
             }
         })
     };
-    subscribed(&owner).await;
-    subscribed(&asker).await;
     // A letter in the clear, or encrypted under another key, is dropped unread; one
     // that arrives twice (sent twice, or replayed) is taken once.
     let mut client = redis.client().await;
@@ -420,6 +417,20 @@ async fn a_letter_is_answered_by_its_mailbox_and_one_nobody_takes_fails() {
     echo.abort();
 }
 
+/// Two processes of one fleet on `redis` whose leases last `lease`, both subscribed:
+/// one with a mailbox `name`, and one to ask it.
+async fn correspondents(
+    redis: &Redis,
+    lease: Duration,
+    name: &str,
+) -> (Fleet, Fleet, tokio::sync::mpsc::Receiver<Letter>) {
+    let (owner, asker) = (redis.fleet("owner", lease), redis.fleet("asker", lease));
+    let letters = owner.mailbox(name);
+    subscribed(&owner).await;
+    subscribed(&asker).await;
+    (owner, asker, letters)
+}
+
 /// `asker` asking `owner`'s mailbox `slow` with `body`, in a task of its own.
 fn ask_slowly(
     asker: &Fleet,
@@ -436,10 +447,7 @@ fn ask_slowly(
 async fn an_asker_waits_while_its_letter_is_answered_and_not_once_it_is_dropped() {
     let redis = Redis::start();
     let lease = Duration::from_millis(300);
-    let (owner, asker) = (redis.fleet("owner", lease), redis.fleet("asker", lease));
-    let mut letters = owner.mailbox("slow");
-    subscribed(&owner).await;
-    subscribed(&asker).await;
+    let (owner, asker, mut letters) = correspondents(&redis, lease, "slow").await;
     let within = Duration::from_secs(30);
     let asked = ask_slowly(&asker, &owner, b"1", within);
     // Held for three leases, the addressee saying all along that it answers.
@@ -526,10 +534,7 @@ async fn entries_are_kept_longer_when_touched_and_removed_by_their_holder_only()
 async fn a_letter_is_cancelled_when_its_asker_stops_waiting() {
     let redis = Redis::start();
     let lease = Duration::from_millis(600);
-    let (owner, asker) = (redis.fleet("owner", lease), redis.fleet("asker", lease));
-    let mut letters = owner.mailbox("slow");
-    subscribed(&owner).await;
-    subscribed(&asker).await;
+    let (owner, asker, mut letters) = correspondents(&redis, lease, "slow").await;
     let asked = ask_slowly(&asker, &owner, b"1", Duration::from_secs(30));
     let letter = letters.recv().await.unwrap();
     let cancelled = letter.cancelled();
