@@ -6,7 +6,7 @@ use std::{net::SocketAddr, path::Path, process::Child, time::Duration};
 
 use mcp_runtime_fixtures::{
     services::{Haproxy, RedisServer},
-    testing::{children, is_alive, wait_for_exit},
+    testing::{children, count_method, is_alive, read_log, wait_for_exit},
 };
 use serde_json::Value;
 
@@ -47,26 +47,14 @@ fn address(url: &str) -> SocketAddr {
         .unwrap()
 }
 
-/// The messages the fixture logged in `log`.
-fn logged(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
 /// How many `tools/list` requests the fixture logged in `log`.
 fn tools_lists(log: &Path) -> usize {
-    logged(log)
-        .iter()
-        .filter(|message| message["method"] == "tools/list")
-        .count()
+    count_method(&read_log(log), "tools/list")
 }
 
 /// The distinct client capabilities the `initialize` requests in `log` offered.
 fn offered_capabilities(log: &Path) -> std::collections::BTreeSet<String> {
-    logged(log)
+    read_log(log)
         .iter()
         .filter(|message| message["method"] == "initialize")
         .map(|message| message["params"]["capabilities"].to_string())
@@ -231,8 +219,8 @@ fn a_replica_killed_takes_its_servers_with_it_and_its_sessions_move_to_the_other
         .flat_map(|(child, _)| children(i32::try_from(child.0.id()).unwrap()))
         .collect();
 
-    // SAFETY: kill takes a pid and a signal; the replica is ours and not yet reaped.
-    unsafe { libc::kill(victim, libc::SIGKILL) };
+    // SIGKILL, on Unix.
+    gateways[0].0.0.kill().unwrap();
     gateways[0].0.0.wait().unwrap();
     for pid in &own {
         assert!(
