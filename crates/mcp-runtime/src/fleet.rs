@@ -261,13 +261,7 @@ impl Fleet {
     /// ends the pause).
     pub async fn health(&self) -> FleetHealth {
         let ping = redis::cmd("PING");
-        let reachable = self
-            .answer(|mut connection| {
-                let ping = &ping;
-                Box::pin(async move { ping.query_async::<String>(&mut connection).await })
-            })
-            .await
-            .is_ok();
+        let reachable = self.answer(command::<String>(&ping)).await.is_ok();
         FleetHealth {
             replica: self.inner.replica.clone(),
             redis_reachable: reachable,
@@ -362,10 +356,8 @@ impl Fleet {
     /// The names of the fleet's entries for a discovery key whose digest is
     /// `private`, and whose public digest is `public`.
     pub(crate) fn slot(&self, private: &[u8; 32], public: &[u8; 32]) -> Slot {
-        let name =
-            |digest: &[u8; 32]| hex(&sign(&self.inner.key, &[b"listing", digest]))[..32].to_owned();
-        let id = name(private);
-        let public_id = name(public);
+        let id = self.slot_id(private);
+        let public_id = self.slot_id(public);
         let prefix = &self.inner.prefix;
         Slot {
             clock: format!("{prefix}:{{{id}}}:clock"),
@@ -376,12 +368,17 @@ impl Fleet {
             public_grant: format!("{prefix}:{{{public_id}}}:public-grant"),
             channel: format!("{prefix}:ch:{id}"),
             public_channel: format!("{prefix}:ch:{public_id}"),
-            id,
         }
     }
 
+    /// The name of the slot of the discovery key whose digest is `digest`: derived
+    /// from the fleet key and the digest.
+    pub(crate) fn slot_id(&self, digest: &[u8; 32]) -> String {
+        hex(&sign(&self.inner.key, &[b"listing", digest]))[..32].to_owned()
+    }
+
     /// The names of the slots whose server changed, as other replicas publish them
-    /// (the [`Slot::id`]s); an empty name when changes may have been missed (the
+    /// (their [`Fleet::slot_id`]s); an empty name when changes may have been missed (the
     /// subscription was down), which stands for every slot.
     pub(crate) fn changes(&self) -> broadcast::Receiver<String> {
         self.inner.changes.subscribe()
@@ -415,12 +412,8 @@ impl Fleet {
     ) -> Result<Acquired, Unreachable> {
         static ACQUIRE: std::sync::LazyLock<Script> =
             std::sync::LazyLock::new(|| Script::new(ACQUIRE_LUA));
-        let mut invocation = ACQUIRE.key(&slot.clock);
+        let mut invocation = slot.invocation(&ACQUIRE);
         invocation
-            .key(&slot.changed)
-            .key(&slot.listing)
-            .key(&slot.private_grant)
-            .key(&slot.public_grant)
             .key(&slot.lease)
             .arg(since)
             .arg(millis(window))
@@ -471,12 +464,8 @@ impl Fleet {
     pub(crate) async fn revoke(&self, slot: &Slot) -> Result<(), Unreachable> {
         static REVOKE: std::sync::LazyLock<Script> =
             std::sync::LazyLock::new(|| Script::new(REVOKE_LUA));
-        let mut invocation = REVOKE.key(&slot.clock);
+        let mut invocation = slot.invocation(&REVOKE);
         invocation
-            .key(&slot.changed)
-            .key(&slot.listing)
-            .key(&slot.private_grant)
-            .key(&slot.public_grant)
             .arg(millis(CHANGE_MEMORY))
             .arg(&slot.channel)
             .arg(&slot.public_channel);
@@ -569,8 +558,6 @@ pub struct Unreachable;
 /// The names of one discovery key's entries (invariant 1).
 #[derive(Clone, Debug)]
 pub(crate) struct Slot {
-    /// The slot's name, derived from the fleet key and the discovery key's digest.
-    pub(crate) id: String,
     clock: String,
     changed: String,
     listing: String,
@@ -580,6 +567,20 @@ pub(crate) struct Slot {
     channel: String,
     /// The channel of the public key's slot, whose grants a change also revokes.
     public_channel: String,
+}
+
+impl Slot {
+    /// `script` on the slot's counter, change mark, listing and grants: the first
+    /// keys of the scripts that take and revoke listings.
+    fn invocation<'a>(&'a self, script: &'a Script) -> redis::ScriptInvocation<'a> {
+        let mut invocation = script.key(&self.clock);
+        invocation
+            .key(&self.changed)
+            .key(&self.listing)
+            .key(&self.private_grant)
+            .key(&self.public_grant);
+        invocation
+    }
 }
 
 /// What the fleet has for a startup.
@@ -856,9 +857,11 @@ fn sent_of(value: &[u8]) -> Option<u64> {
 /// When a lease written by the acquiring script (`token:sent:`, not sealed yet) was
 /// taken, in Redis's milliseconds.
 fn unsealed_lease(value: &[u8]) -> Option<u64> {
-    let text = std::str::from_utf8(value).ok()?;
-    let (_token, rest) = text.split_once(':')?;
-    rest.strip_suffix(':')?.parse().ok()
+    // The head alone: nothing after its second `:`.
+    let colons = value.iter().filter(|&&byte| byte == b':').count();
+    (colons == 2 && value.ends_with(b":"))
+        .then(|| sent_of(value))
+        .flatten()
 }
 
 fn sign(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {

@@ -296,6 +296,13 @@ impl Entry {
         at > self.revoked && now.saturating_duration_since(sent) < window
     }
 
+    /// Ends the window of every attempt made so far, the counter standing at
+    /// `clock`: the server changed (invariants 8 and 11).
+    fn revoke(&mut self, clock: u64, now: Instant) {
+        self.revoked = clock;
+        self.prune(now);
+    }
+
     /// Drops listings that no pending startup may take (invariant 2), and whose
     /// window has passed or was ended (invariants 10 and 11).
     fn prune(&mut self, now: Instant) {
@@ -360,15 +367,14 @@ impl ListingRegistry {
                 let mut state = crate::sync::lock(&state);
                 let named = |key: &DiscoveryKey| {
                     id.as_ref()
-                        .is_none_or(|id| listener_fleet.slot(&key.0, &key.0).id == *id)
+                        .is_none_or(|id| listener_fleet.slot_id(&key.0) == *id)
                 };
                 state.granted.retain(|key, _| !named(key));
                 let clock = state.clock;
                 let now = Instant::now();
                 state.entries.retain(|key, entry| {
                     if named(key) {
-                        entry.revoked = clock;
-                        entry.prune(now);
+                        entry.revoke(clock, now);
                     }
                     !entry.is_idle()
                 });
@@ -440,8 +446,7 @@ impl ListingRegistry {
         state.granted.remove(&keys.public);
         let clock = state.clock;
         if let Some(entry) = state.entries.get_mut(&keys.private) {
-            entry.revoked = clock;
-            entry.prune(Instant::now());
+            entry.revoke(clock, Instant::now());
             if entry.is_idle() {
                 state.entries.remove(&keys.private);
             }

@@ -238,20 +238,23 @@ impl Fleet {
     /// Publishes `payload` on `channel`, encrypted for it (invariant 1); how many
     /// processes heard it.
     async fn post(&self, channel: &str, payload: &[u8]) -> Result<i64, Unreachable> {
+        let publish = self.publish(channel, payload);
+        self.bounded(command::<i64>(&publish)).await
+    }
+
+    /// The `PUBLISH` of `payload` on `channel`, encrypted for it (invariant 1).
+    fn publish(&self, channel: &str, payload: &[u8]) -> redis::Cmd {
         let mut publish = redis::cmd("PUBLISH");
         publish
             .arg(channel)
             .arg(enclose(&self.inner.letter_key, channel, payload));
-        self.bounded(command::<i64>(&publish)).await
+        publish
     }
 
     /// Publishes `payload` on `channel` even within the pause after a failure, and
     /// again for half a lease while Redis does not take it (invariant 3).
     async fn post_surely(&self, channel: &str, payload: &[u8]) -> Result<(), Unreachable> {
-        let mut publish = redis::cmd("PUBLISH");
-        publish
-            .arg(channel)
-            .arg(enclose(&self.inner.letter_key, channel, payload));
+        let publish = self.publish(channel, payload);
         let until = tokio::time::Instant::now() + self.inner.lease / 2;
         loop {
             match self.answer(command::<i64>(&publish)).await {
