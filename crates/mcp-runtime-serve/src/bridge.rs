@@ -537,10 +537,9 @@ pub(crate) struct Rounds {
     codec: RequestStateCodec,
     kept: Mutex<HashMap<u64, Kept>>,
     next: AtomicU64,
-    /// In a fleet, the link to it and this replica's name: its states name this
-    /// process, and a state another process keeps the call of is resumed there
-    /// (invariant 7).
-    fleet: Option<(Fleet, String)>,
+    /// In a fleet, the link to it: its states name this process, and a state
+    /// another process keeps the call of is resumed there (invariant 7).
+    fleet: Option<Fleet>,
 }
 
 /// A kept call and the principal it is kept for.
@@ -608,10 +607,10 @@ impl Rounds {
     /// keeps is resumed there (invariant 7).
     pub(crate) fn in_fleet(fleet: &Fleet) -> Self {
         let key = fleet.derived_key("serve request state");
-        Self::with_key(key, Some((fleet.clone(), fleet.replica().to_owned())))
+        Self::with_key(key, Some(fleet.clone()))
     }
 
-    fn with_key(key: [u8; 32], fleet: Option<(Fleet, String)>) -> Self {
+    fn with_key(key: [u8; 32], fleet: Option<Fleet>) -> Self {
         let codec = RequestStateCodec::try_new(key.to_vec())
             .expect("a 32-byte key is long enough for the request-state codec");
         Self {
@@ -624,7 +623,7 @@ impl Rounds {
 
     /// The fleet these rounds are kept in, if any.
     pub(crate) fn fleet(&self) -> Option<&Fleet> {
-        self.fleet.as_ref().map(|(fleet, _)| fleet)
+        self.fleet.as_ref()
     }
 
     /// Keeps `call`, whose questions are open, for its client to resume, and the
@@ -649,7 +648,7 @@ impl Rounds {
             .seal_json_with(
                 &State {
                     call: id,
-                    replica: self.fleet.as_ref().map(|(_, replica)| replica.clone()),
+                    replica: self.fleet().map(|fleet| fleet.replica().to_owned()),
                     address: self.fleet().map(|fleet| fleet.address().to_owned()),
                 },
                 &options,

@@ -76,16 +76,16 @@ pub(crate) fn handlers(
 /// the order they came (invariant 3).
 #[derive(Default)]
 pub(crate) struct Waiting {
-    requests: Mutex<Vec<(u64, Option<String>, RequestId)>>,
+    requests: Mutex<Vec<InFlight>>,
     next: AtomicU64,
 }
 
 impl Waiting {
     /// Records that the client's request `id` waits on `server` (`None`: not known)
     /// until the guard is dropped.
-    pub(crate) fn enter(self: &Arc<Self>, id: RequestId, server: Option<&str>) -> Entered {
+    pub(crate) fn enter(self: &Arc<Self>, id: RequestId, server: Option<Arc<str>>) -> Entered {
         let number = self.next.fetch_add(1, Ordering::Relaxed);
-        lock(&self.requests).push((number, server.map(str::to_owned), id));
+        lock(&self.requests).push((number, server, id));
         Entered {
             waiting: self.clone(),
             number,
@@ -104,6 +104,10 @@ impl Waiting {
         on(Some(server)).or_else(|| on(None))
     }
 }
+
+/// A request in flight: its place in the order, the server it waits on (`None`: not
+/// known), and its id.
+type InFlight = (u64, Option<Arc<str>>, RequestId);
 
 /// A request's place in [`Waiting`], left when dropped.
 pub(crate) struct Entered {
@@ -401,9 +405,9 @@ mod tests {
         let waiting = Arc::new(Waiting::default());
         assert_eq!(waiting.of("one"), None, "nothing waits: the listen stream");
         let read = waiting.enter(RequestId::Number(1), None);
-        let first = waiting.enter(RequestId::Number(2), Some("one"));
-        let _second = waiting.enter(RequestId::Number(3), Some("one"));
-        let _other = waiting.enter(RequestId::Number(4), Some("two"));
+        let first = waiting.enter(RequestId::Number(2), Some("one".into()));
+        let _second = waiting.enter(RequestId::Number(3), Some("one".into()));
+        let _other = waiting.enter(RequestId::Number(4), Some("two".into()));
         assert_eq!(waiting.of("one"), Some(RequestId::Number(2)));
         assert_eq!(waiting.of("two"), Some(RequestId::Number(4)));
         assert_eq!(

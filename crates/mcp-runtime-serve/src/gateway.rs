@@ -917,7 +917,7 @@ impl Gateway {
         let catalog = runtime.catalog();
         let name = self.qualified(&catalog, &request.name);
         // The questions its server asks meanwhile go with this request.
-        let server = catalog.resolve(name).map(|tool| &*tool.server);
+        let server = catalog.resolve(name).map(|tool| tool.server.clone());
         let _waiting = self.waiting.enter(context.id.clone(), server);
         let started = std::time::Instant::now();
         let call = runtime.call_tool_with(name, request.arguments, options);
@@ -1013,9 +1013,12 @@ impl Gateway {
                 {
                     Resumed::Here(call) => call,
                     Resumed::Elsewhere(elsewhere) => {
-                        let reporter = Reporter::of(context);
-                        let resume = relay::Resume::new(&principal, target, state, &reporter);
-                        return relay::forward(elsewhere, resume, &reporter).await;
+                        let retry = relay::Retry {
+                            principal: &principal,
+                            target,
+                            state,
+                        };
+                        return relay::forward(elsewhere, retry, &Reporter::of(context)).await;
                     }
                 }
             }

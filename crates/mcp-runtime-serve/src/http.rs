@@ -262,7 +262,7 @@ async fn handle(
             Claim::Owner => {
                 // Held here from now: the replica it moved from, if alive, no longer
                 // removes it from the fleet when it ends its copy.
-                if fleet.hold(id).await.is_err() {
+                if fleet.take_over(id).await.is_err() {
                     tracing::warn!(
                         session = &**id,
                         "the fleet's Redis is unreachable: the replica this session moved from may still remove it"

@@ -58,7 +58,7 @@ const MAX_ANSWER: usize = 4 * 1024 * 1024;
 
 /// A retry sent on to the process that keeps its call.
 #[derive(Serialize, Deserialize)]
-pub(super) struct Resume {
+struct Resume {
     principal: String,
     method: String,
     name: String,
@@ -118,25 +118,12 @@ pub(super) async fn note(letter: &Letter, note: Note) {
     let _ = letter.note(&body).await;
 }
 
-impl Resume {
-    /// The retry of `principal`'s request `target` with `state`, reporting to
-    /// `reporter`; its answers are those [`Elsewhere`] holds.
-    pub(super) fn new(
-        principal: &str,
-        target: Target<'_>,
-        state: &str,
-        reporter: &Reporter<'_>,
-    ) -> Self {
-        Self {
-            principal: principal.to_owned(),
-            method: target.method.to_owned(),
-            name: target.name.to_owned(),
-            state: state.to_owned(),
-            responses: InputResponses::new(),
-            progress: matches!(reporter.sink, Sink::Client(_, Some(_))),
-            level: reporter.level,
-        }
-    }
+/// `principal`'s retry of its request `target` with `state`; its answers are those
+/// [`Elsewhere`] holds.
+pub(super) struct Retry<'a> {
+    pub(super) principal: &'a str,
+    pub(super) target: Target<'a>,
+    pub(super) state: &'a str,
 }
 
 /// A resumed call's answer, as it goes back.
@@ -194,13 +181,13 @@ impl From<Outcome> for Result<Round, ErrorData> {
     }
 }
 
-/// Resumes `resume` on the process that keeps its call, `elsewhere`, and gives its
+/// Resumes `retry` on the process that keeps its call, `elsewhere`, and gives its
 /// answer (invariant 2), passing its notes on to `reporter`'s client meanwhile
 /// (invariant 3); stops waiting once `reporter`'s request is cancelled, when the
 /// client has gone.
 pub(super) async fn forward(
     elsewhere: Elsewhere,
-    mut resume: Resume,
+    retry: Retry<'_>,
     reporter: &Reporter<'_>,
 ) -> Result<Round, ErrorData> {
     let Elsewhere {
@@ -209,7 +196,15 @@ pub(super) async fn forward(
         address,
         responses,
     } = elsewhere;
-    resume.responses = responses;
+    let resume = Resume {
+        principal: retry.principal.to_owned(),
+        method: retry.target.method.to_owned(),
+        name: retry.target.name.to_owned(),
+        state: retry.state.to_owned(),
+        responses,
+        progress: matches!(reporter.sink, Sink::Client(_, Some(_))),
+        level: reporter.level,
+    };
     let letter = serde_json::to_vec(&resume).expect("a retry serializes");
     if letter.len() > MAX_ANSWER {
         return Err(ErrorData::invalid_params(

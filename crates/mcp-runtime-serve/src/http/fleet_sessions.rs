@@ -6,9 +6,8 @@
 //!
 //! Invariants:
 //! 1. A session belongs to the principal that opened it, on every replica: its
-//!    owner (the SHA-256 of a key derived from the fleet key and the principal) is
-//!    kept beside its state, and a replica
-//!    restores a session only for a request of that principal. A session whose owner
+//!    owner (an HMAC of the principal under the fleet key) is kept beside its
+//!    state, and a replica restores a session only for a request of that principal. A session whose owner
 //!    cannot be read is not restored.
 //! 2. What Redis holds is signed with the fleet key (`mcp_runtime::fleet`): a forged
 //!    entry is no session. It holds no credential: the owner's digest, and the
@@ -26,7 +25,6 @@ use mcp_runtime::fleet::{Fleet, Unreachable};
 use rmcp::transport::streamable_http_server::session::{
     SessionState, SessionStore, SessionStoreError,
 };
-use sha2::{Digest, Sha256};
 
 /// How long a session's entries are kept after the last time they were kept again.
 pub(crate) const SESSION_TTL: Duration = Duration::from_secs(24 * 60 * 60);
@@ -43,9 +41,6 @@ const HOLDER: &str = "serve-session-holder";
 /// The sessions of a fleet's replicas, in its Redis.
 pub(crate) struct FleetSessions {
     fleet: Fleet,
-    /// Derived from the fleet key: an owner's digest cannot be matched against a
-    /// guessed principal without it.
-    owner_key: [u8; 32],
 }
 
 /// Whether a request's principal may have a session restored here (invariant 1).
@@ -59,8 +54,7 @@ pub(crate) enum Claim {
 
 impl FleetSessions {
     pub(crate) fn new(fleet: Fleet) -> Self {
-        let owner_key = fleet.derived_key("serve session owner");
-        Self { fleet, owner_key }
+        Self { fleet }
     }
 
     /// Records that `principal` opened session `id` here (invariants 1 and 3).
@@ -77,11 +71,16 @@ impl FleetSessions {
         }
     }
 
-    /// Records that session `id` is held here, and keeps its entries for another
-    /// [`SESSION_TTL`]: opened, or restored (invariant 3).
-    pub(crate) async fn hold(&self, id: &str) -> Result<(), Unreachable> {
+    /// Records that session `id` is held here (invariant 3).
+    async fn hold(&self, id: &str) -> Result<(), Unreachable> {
         let holder = self.fleet.address().as_bytes();
-        self.fleet.put(HOLDER, id, holder, SESSION_TTL).await?;
+        self.fleet.put(HOLDER, id, holder, SESSION_TTL).await
+    }
+
+    /// Records that session `id`, restored here, is held here now, and keeps its
+    /// entries for another [`SESSION_TTL`] (invariant 3).
+    pub(crate) async fn take_over(&self, id: &str) -> Result<(), Unreachable> {
+        self.hold(id).await?;
         self.keep(id).await
     }
 
@@ -117,12 +116,11 @@ impl FleetSessions {
 }
 
 impl FleetSessions {
-    /// The principal's digest, keyed with a key derived from the fleet key.
+    /// The principal's digest: an HMAC of it under the fleet key, which cannot be
+    /// matched against a guessed principal without the key.
     fn digest(&self, principal: &str) -> Vec<u8> {
-        let mut hash = Sha256::new();
-        hash.update(self.owner_key);
-        hash.update(principal.as_bytes());
-        hash.finalize().to_vec()
+        let purpose = format!("serve session owner\0{principal}");
+        self.fleet.derived_key(&purpose).to_vec()
     }
 }
 
