@@ -168,7 +168,7 @@ impl Haproxy {
             &config,
             format!(
                 "global\n    maxconn 4096\n\
-                 defaults\n    mode http\n    timeout connect 5s\n    timeout client 300s\n    timeout server 300s\n\
+                 defaults\n    mode http\n    option http-no-delay\n    timeout connect 5s\n    timeout client 300s\n    timeout server 300s\n\
                  frontend mcp\n    bind fd@3\n    default_backend replicas\n\
                  backend replicas\n    balance roundrobin\n    option redispatch\n    retries 2\n\
                  \x20   stick-table type string len 128 size 100k expire 30m\n\
