@@ -122,8 +122,8 @@ struct Inner {
     mailboxes: Mutex<HashMap<String, mpsc::Sender<Letter>>>,
     /// The askers waiting for the answers to their letters, by letter number.
     waiting: Mutex<HashMap<u64, mpsc::UnboundedSender<mail::Heard>>>,
-    /// The letters taken lately, by sender and number, and when.
-    delivered: Mutex<HashMap<(String, u64), Instant>>,
+    /// The letters taken lately.
+    delivered: Mutex<mail::Delivered>,
     /// The letters being answered here, by sender and number: cancelled when their
     /// askers stop waiting.
     answering: Mutex<HashMap<(String, u64), tokio_util::sync::CancellationToken>>,
@@ -296,10 +296,12 @@ impl Fleet {
         Ok(value.and_then(|value| open(&self.inner.key, &name, &value).map(|(_, value)| value)))
     }
 
-    /// Forgets the value kept under `kind` and `id`.
-    pub async fn remove(&self, kind: &str, id: &str) -> Result<(), Unreachable> {
+    /// Forgets the values kept under `id` for each of `kinds`, in one command.
+    pub async fn remove(&self, id: &str, kinds: &[&str]) -> Result<(), Unreachable> {
         let mut del = redis::cmd("DEL");
-        del.arg(self.entry(kind, id));
+        for kind in kinds {
+            del.arg(self.entry(kind, id));
+        }
         self.bounded(command::<()>(&del)).await
     }
 

@@ -144,9 +144,9 @@ impl SessionStore for FleetSessions {
     /// The client ended the session (rmcp asks only then): it is removed from the
     /// fleet wherever it is held.
     async fn delete(&self, session_id: &str) -> Result<(), SessionStoreError> {
-        for kind in [STATE, OWNER, HOLDER] {
-            self.fleet.remove(kind, session_id).await?;
-        }
-        Ok(())
+        Ok(self
+            .fleet
+            .remove(session_id, &[STATE, OWNER, HOLDER])
+            .await?)
     }
 }

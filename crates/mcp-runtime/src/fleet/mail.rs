@@ -27,7 +27,11 @@
 //! 5. An asker that stops waiting before the answer (its own client went away, say)
 //!    tells the addressee, whose letter is then cancelled ([`Letter::cancelled`]).
 
-use std::{sync::atomic::Ordering, time::Duration};
+use std::{
+    collections::{HashSet, VecDeque},
+    sync::atomic::Ordering,
+    time::Duration,
+};
 
 use tokio::sync::mpsc;
 use tokio_util::{sync::CancellationToken, task::AbortOnDropHandle};
@@ -426,16 +430,45 @@ fn cancel(fleet: &Fleet, id: u64, rest: &[u8]) {
 }
 
 /// How long a letter taken is remembered, so that it is not taken again (invariant 2).
-const REMEMBERED: Duration = Duration::from_secs(15 * 60);
+pub(super) const REMEMBERED: Duration = Duration::from_secs(15 * 60);
 
 /// Whether letter `id` of `from` arrives here for the first time (invariant 2).
 fn first_delivery(inner: &Inner, from: &str, id: u64) -> bool {
-    let now = tokio::time::Instant::now();
-    let mut delivered = lock(&inner.delivered);
-    if delivered.len() >= 1024 {
-        delivered.retain(|_, at| now.duration_since(*at) < REMEMBERED);
+    lock(&inner.delivered).first(from, id, tokio::time::Instant::now())
+}
+
+/// The letters taken lately, by sender and number (invariant 2): a set to find them
+/// in, and a queue in the order they came, to forget each once it is
+/// [`REMEMBERED`] long.
+#[derive(Default)]
+pub(super) struct Delivered {
+    taken: HashSet<(String, u64)>,
+    order: VecDeque<(tokio::time::Instant, (String, u64))>,
+}
+
+impl Delivered {
+    /// Whether letter `id` of `from`, arriving `now`, is new; it is remembered.
+    pub(super) fn first(&mut self, from: &str, id: u64, now: tokio::time::Instant) -> bool {
+        while let Some((at, _)) = self.order.front()
+            && now.duration_since(*at) >= REMEMBERED
+        {
+            if let Some((_, letter)) = self.order.pop_front() {
+                self.taken.remove(&letter);
+            }
+        }
+        let letter = (from.to_owned(), id);
+        if !self.taken.insert(letter.clone()) {
+            return false;
+        }
+        self.order.push_back((now, letter));
+        true
     }
-    delivered.insert((from.to_owned(), id), now).is_none()
+
+    /// How many letters are remembered.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.order.len()
+    }
 }
 
 /// Drops `inner`'s waiters: none of their answers can arrive any more.

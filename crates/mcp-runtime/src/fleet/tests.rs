@@ -21,6 +21,24 @@ fn a_sealed_value_opens_under_its_own_name_and_key_only() {
 }
 
 #[test]
+fn a_letter_is_taken_once_while_remembered_and_forgotten_after() {
+    let mut delivered = mail::Delivered::default();
+    let start = tokio::time::Instant::now();
+    assert!(delivered.first("a", 1, start));
+    assert!(!delivered.first("a", 1, start), "the same letter again");
+    assert!(delivered.first("b", 1, start), "another sender's letter 1");
+    let later = start + mail::REMEMBERED / 2;
+    assert!(!delivered.first("a", 1, later));
+    assert!(delivered.first("a", 2, later));
+    // Those of `start` are forgotten a while after; the later one is not yet.
+    let after = start + mail::REMEMBERED;
+    assert!(delivered.first("c", 1, after));
+    assert_eq!(delivered.len(), 2, "a:2 and c:1 are left");
+    assert!(!delivered.first("a", 2, after));
+    assert!(delivered.first("a", 1, after), "forgotten, so taken again");
+}
+
+#[test]
 fn a_letter_cannot_be_read_and_opens_on_its_own_channel_under_its_own_key_only() {
     let (key, other) = ([1; 32], [2; 32]);
     let enclosed = mail::enclose(&key, "ch", b"the answer is 42");
@@ -475,7 +493,7 @@ async fn a_subscription_that_stops_answering_is_made_again_and_every_change_assu
 }
 
 #[tokio::test]
-async fn entries_are_kept_longer_when_touched_and_removed_by_their_holder_only() {
+async fn entries_are_kept_longer_when_touched_and_removed_by_their_holder_or_by_name() {
     let redis = Redis::start();
     let fleet = redis.fleet("r1", WINDOW);
     let short = Duration::from_secs(5);
@@ -517,6 +535,18 @@ async fn entries_are_kept_longer_when_touched_and_removed_by_their_holder_only()
     assert!(removed.unwrap());
     assert_eq!(fleet.get("state", "s1").await.unwrap(), None);
     assert_eq!(fleet.get("holder", "s1").await.unwrap(), None);
+
+    // An unconditional removal takes every kind named, whoever holds them.
+    fleet
+        .put("holder", "s2", b"replica b", short)
+        .await
+        .unwrap();
+    fleet.put("state", "s2", b"{}", short).await.unwrap();
+    fleet.put("owner", "s2", b"o", short).await.unwrap();
+    fleet.remove("s2", &["holder", "state"]).await.unwrap();
+    assert_eq!(fleet.get("holder", "s2").await.unwrap(), None);
+    assert_eq!(fleet.get("state", "s2").await.unwrap(), None);
+    assert_eq!(fleet.get("owner", "s2").await.unwrap(), Some(b"o".to_vec()));
 }
 
 #[tokio::test]
