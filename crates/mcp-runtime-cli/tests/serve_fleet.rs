@@ -235,6 +235,26 @@ fn a_replica_killed_takes_its_servers_with_it_and_its_sessions_move_to_the_other
 
     writeln!(client.0.stdin.as_mut().unwrap()).unwrap();
     let after: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    // The calls in flight on the killed replica fail, with a clear error; the
+    // others' end as their questions are answered.
+    let in_flight: Vec<&str> = after["in_flight"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|result| result.as_str().unwrap())
+        .collect();
+    for (result, on_victim) in in_flight.iter().zip(&on_victim) {
+        if *on_victim {
+            assert!(
+                result.contains(
+                    "this request's answer is lost: the gateway process that ran it is gone"
+                ),
+                "{after}"
+            );
+        } else {
+            assert_eq!(*result, "ok", "{after}");
+        }
+    }
     // The killed replica's sessions are restored on the replica haproxy sends their
     // next request to, from what the fleet kept of them; the others carry on.
     assert_eq!(

@@ -13,10 +13,12 @@ once; reports how many of each succeeded, the pids their calls reached, and the
 number of `tools/list` requests in UP_LOG.
 
 `hold`: opens SESSIONS handshake sessions (`legacy`) and keeps them; each calls
-`mcp__up__pid`, and the pids are printed as one JSON line. Once a line arrives on
-stdin, each session calls `mcp__up__echo`, then `mcp__up__ask` (whose server asks it
-a question, within 20 s), and SESSIONS 2026-07-28 clients opened then call
-`mcp__up__echo`; the last line says what each call got: `"ok"` or the error's text.
+`mcp__up__pid`, then `mcp__up__ask`, whose server's question it holds unanswered;
+once every session is asked, the pids are printed as one JSON line. Once a line
+arrives on stdin, the questions are answered and those calls end (`in_flight`); each
+session calls `mcp__up__echo`, then `mcp__up__ask` again (within 20 s), and SESSIONS
+2026-07-28 clients opened then call `mcp__up__echo`; the last line says what each
+call got: `"ok"` or the error's text.
 
 `changes`: opens SESSIONS handshake sessions (`legacy`), each listing the tools; once
 the upstream (whose log is UP_LOG) has a listen stream open for each, the first
@@ -49,7 +51,7 @@ import sys
 import anyio
 from serve_common import logged, wait_until
 import httpx2
-from mcp import Client
+from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 from serve_http_client import client, on_elicit
 
@@ -80,14 +82,48 @@ async def burst(url, sessions, up_log):
 
 
 async def hold(url, sessions):
+    release = anyio.Event()
+    questioned = [anyio.Event() for _ in range(sessions)]
+
+    def holding(index):
+        # The session's first question is held unanswered until the stdin line.
+        async def on_elicit(context, params):
+            questioned[index].set()
+            await release.wait()
+            return types.ElicitResult(action="accept", content={"name": "held", "count": 1})
+        return on_elicit
+
     async with contextlib.AsyncExitStack() as stack:
         held = []
-        for _ in range(sessions):
-            c = await stack.enter_async_context(client(url, "legacy", terminate=False))
+        for index in range(sessions):
+            c = await stack.enter_async_context(client(url, "legacy", terminate=False, on_elicit=holding(index)))
             held.append(c)
         pids = [(await c.call_tool("mcp__up__pid", {})).structured_content["pid"] for c in held]
+        in_flight = [None] * sessions
+        ended = [anyio.Event() for _ in range(sessions)]
+        group = await stack.enter_async_context(anyio.create_task_group())
+
+        async def asking(index):
+            try:
+                with anyio.fail_after(30):
+                    result = await held[index].call_tool("mcp__up__ask", {})
+                in_flight[index] = "ok" if not result.is_error else f"tool error: {result.content}"
+            except Exception as error:  # noqa: BLE001 - reported, then asserted on
+                in_flight[index] = f"{type(error).__name__}: {error}"
+            finally:
+                ended[index].set()
+
+        for index in range(sessions):
+            group.start_soon(asking, index)
+        with anyio.fail_after(20):
+            for event in questioned:
+                await event.wait()
         print(json.dumps({"pids": pids}), flush=True)
         await anyio.to_thread.run_sync(sys.stdin.readline)
+        release.set()
+        with anyio.fail_after(40):
+            for event in ended:
+                await event.wait()
 
         async def echo(c):
             try:
@@ -110,7 +146,8 @@ async def hold(url, sessions):
         for _ in range(sessions):
             async with client(url, "2026-07-28") as c:
                 sessionless.append(await echo(c))
-        print(json.dumps({"sessions": after, "asked": asked, "sessionless": sessionless}), flush=True)
+        print(json.dumps({"in_flight": in_flight, "sessions": after, "asked": asked,
+                          "sessionless": sessionless}), flush=True)
         # Dropping the sessions on a dead replica may raise; the report is out.
         os._exit(0)
 

@@ -28,10 +28,13 @@
 //!    every server process ends.
 //! 6. A handshake session is its opener's: a request of another principal naming it
 //!    gets 404, as for a session that does not exist.
+//! 7. A request's event stream that cannot be resumed here ends with the request's
+//!    error, never with nothing (see `resumable`).
 
 mod bearer;
 mod fleet_sessions;
 mod jwt;
+mod resumable;
 mod sessions;
 mod settings;
 
@@ -53,6 +56,7 @@ pub use self::settings::{DRAIN, Refused, Settings};
 use self::{
     fleet_sessions::{Claim, FleetSessions},
     jwt::Refusal,
+    resumable::Resumable,
     sessions::Sessions,
     settings::Auth,
 };
@@ -73,7 +77,7 @@ type Body = BoxBody<Bytes, Infallible>;
 
 /// What serves every request of the listener.
 struct Front {
-    mcp: StreamableHttpService<Gateway, LocalSessionManager>,
+    mcp: StreamableHttpService<Gateway, Resumable>,
     sessions: Arc<Sessions>,
     /// In a fleet, the sessions any replica can restore.
     fleet_sessions: Option<Arc<FleetSessions>>,
@@ -126,7 +130,7 @@ pub async fn serve(
     upstreams.bound_clients(settings.max_sessions);
     let mcp = StreamableHttpService::new(
         move || Ok(gateway.for_new_session()),
-        manager.clone(),
+        Arc::new(Resumable::new(manager.clone())),
         config,
     );
     let sessions = Arc::new(Sessions::new(
