@@ -1,21 +1,26 @@
 //! Request streams that end with their request's error when they cannot be resumed.
 //!
 //! rmcp's session manager numbers a request's events `index/stream`. A client whose
-//! stream breaks before the answer (its replica of a fleet was killed, say) asks to
-//! resume it with the last such id. When the stream is not in this process (it ran on
-//! a replica that is gone, or ended longer ago than rmcp keeps it), rmcp answers with
-//! an empty stream, which a client takes as "ask again later" (SEP-1699 polling) and
-//! does forever: its call hangs.
+//! stream breaks before the answer (its replica of a fleet was killed, or its
+//! connection dropped) asks to resume it with the last such id. When the stream is
+//! not in this process (it ran on a replica that is gone, or rmcp dropped it once
+//! its answer was sent), rmcp answers with an empty stream, which a client takes as
+//! "ask again later" (SEP-1699 polling) and does forever: its call hangs.
 //!
 //! Invariants:
-//! 1. Every event of a request's stream carries, after rmcp's id, the request's
-//!    JSON-RPC id (`index/stream/tag`), so that any replica can name the request of a
-//!    stream it never had. A request whose id is too long to carry has no tag.
-//! 2. A resumption rmcp can serve is served by it, its events tagged as before; one
-//!    for a stream this process does not have ends at once with the request's error,
-//!    under the request's own id, saying that its answer is lost.
+//! 1. Every event of a request's stream carries, after rmcp's id, a tag: this
+//!    process's mark and the request's JSON-RPC id (`index/stream/tag`), so that any
+//!    process can name the request of a stream it never had. A request whose id is
+//!    too long to carry has no tag.
+//! 2. A resumption whose tag bears another process's mark is answered at once with
+//!    the request's error, under the request's own id, saying that its answer is
+//!    lost: rmcp is not asked, as its stream numbers start again in each process and
+//!    the one named may be another request's here. One bearing this process's mark
+//!    is rmcp's to serve, its events tagged as before; when rmcp cannot, it ends
+//!    with the request's error the same way. An untagged one is rmcp's alone.
 //! 3. The tag is the client's own id and gives no authority: a forged one earns its
 //!    sender an error for a request of its own session.
+//! 4. rmcp's own ids are kept as it made them (the gateway sets no event store).
 
 use std::sync::Arc;
 
@@ -24,21 +29,44 @@ use rmcp::{
     model::{ClientJsonRpcMessage, ErrorData, JsonRpcMessage, RequestId, ServerJsonRpcMessage},
     transport::streamable_http_server::session::{
         RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
-        local::{LocalSessionManager, LocalSessionManagerError, SessionError},
+        local::{LocalSessionManager, LocalSessionManagerError},
     },
 };
 
 /// The longest string id a stream's events carry (invariant 1).
 const LONGEST_TAGGED_ID: usize = 128;
 
+/// The length of a process's mark: 16 hex digits.
+const MARK_LEN: usize = 16;
+
 /// rmcp's session manager, with request streams that name their requests.
 pub(crate) struct Resumable {
     inner: Arc<LocalSessionManager>,
+    /// This process's mark, drawn at random (invariant 2).
+    mark: String,
 }
 
 impl Resumable {
     pub(crate) fn new(inner: Arc<LocalSessionManager>) -> Self {
-        Self { inner }
+        debug_assert!(inner.event_store().is_none(), "invariant 4");
+        let mut mark = [0; MARK_LEN / 2];
+        getrandom::fill(&mut mark).expect("the operating system provides random bytes");
+        Self {
+            inner,
+            mark: hex(&mark),
+        }
+    }
+
+    /// The tag of the events of request `id` (invariant 1).
+    fn tag(&self, id: &RequestId) -> Option<String> {
+        let named = match id {
+            RequestId::Number(number) => format!("n{number}"),
+            RequestId::String(text) if text.len() <= LONGEST_TAGGED_ID => {
+                format!("s{}", hex(text.as_bytes()))
+            }
+            RequestId::String(_) => return None,
+        };
+        Some(format!("{}{named}", self.mark))
     }
 }
 
@@ -72,7 +100,7 @@ impl SessionManager for Resumable {
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let tag = match &message {
-            JsonRpcMessage::Request(request) => tag(&request.id),
+            JsonRpcMessage::Request(request) => self.tag(&request.id),
             _ => None,
         };
         let events = self.inner.create_stream(id, message).await?;
@@ -101,20 +129,23 @@ impl SessionManager for Resumable {
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let (event, tag) = split(&last_event_id);
-        match self.inner.resume(id, event.to_owned()).await {
-            Ok(events) => Ok(tagged(events, tag.map(str::to_owned)).left_stream()),
-            Err(LocalSessionManagerError::SessionError(SessionError::ChannelClosed(Some(_)))) => {
-                let Some(request) = tag.and_then(untag) else {
-                    return Err(SessionError::ChannelClosed(None).into());
-                };
-                tracing::info!(
-                    session = %id,
-                    "a client resumed the stream of a request this process does not have; it is told the answer is lost"
-                );
-                Ok(stream::iter([lost(request)]).right_stream())
+        let Some((mark, request)) = tag.and_then(untag) else {
+            let events = self.inner.resume(id, event.to_owned()).await?;
+            return Ok(tagged(events, None).left_stream());
+        };
+        let gone = if mark == self.mark {
+            match self.inner.resume(id, event.to_owned()).await {
+                Ok(events) => return Ok(tagged(events, self.tag(&request)).left_stream()),
+                Err(error) => {
+                    tracing::info!(session = %id, %error, "a client resumed a request's stream this process no longer has; it is told the answer is lost");
+                    "its stream ended here before the client read it all, and cannot be resumed"
+                }
             }
-            Err(error) => Err(error),
-        }
+        } else {
+            tracing::info!(session = %id, "a client resumed the stream of a request another process ran; it is told the answer is lost");
+            "the gateway process that ran it is gone"
+        };
+        Ok(stream::iter([lost(request, gone)]).right_stream())
     }
 
     async fn restore_session(
@@ -139,49 +170,60 @@ fn tagged(
     })
 }
 
-/// The error that ends the stream of `request`, whose answer is lost.
-fn lost(request: RequestId) -> ServerSseMessage {
+/// The error that ends the stream of `request`, whose answer is lost because of
+/// `why`.
+fn lost(request: RequestId, why: &str) -> ServerSseMessage {
     let error = ErrorData::internal_error(
-        "this request's answer is lost: the gateway process that ran it is gone, or it \
-         ended too long ago to be resumed; whether it took effect is unknown",
+        format!("this request's answer is lost: {why}; whether it took effect is unknown"),
         None,
     );
     ServerSseMessage::from_message(ServerJsonRpcMessage::error(error, Some(request)))
 }
 
-/// A request id as an event id's tag: `n` and a number, or `s` and the string in hex
-/// (an event id travels back as a header, whose value must be visible ASCII).
-fn tag(id: &RequestId) -> Option<String> {
-    match id {
-        RequestId::Number(number) => Some(format!("n{number}")),
-        RequestId::String(text) if text.len() <= LONGEST_TAGGED_ID => {
-            let mut tag = String::with_capacity(1 + 2 * text.len());
-            tag.push('s');
-            for byte in text.bytes() {
-                tag.push_str(&format!("{byte:02x}"));
-            }
-            Some(tag)
-        }
-        RequestId::String(_) => None,
+/// `bytes` in lowercase hex (an event id travels back as a header, whose value must
+/// be visible ASCII).
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut hex = String::with_capacity(2 * bytes.len());
+    for byte in bytes {
+        let _ = write!(hex, "{byte:02x}");
     }
+    hex
 }
 
-/// The request id a tag names, if it names one.
-fn untag(tag: &str) -> Option<RequestId> {
-    if let Some(number) = tag.strip_prefix('n') {
-        return number.parse().ok().map(RequestId::Number);
+/// The process mark and the request id a tag names, if it names one: the mark, then
+/// `n` and a number, or `s` and the string in hex.
+fn untag(tag: &str) -> Option<(&str, RequestId)> {
+    let mark = tag.get(..MARK_LEN)?;
+    let named = &tag[MARK_LEN..];
+    if let Some(number) = named.strip_prefix('n') {
+        if !number
+            .bytes()
+            .all(|byte| byte.is_ascii_digit() || byte == b'-')
+        {
+            return None;
+        }
+        return number
+            .parse()
+            .ok()
+            .map(|number| (mark, RequestId::Number(number)));
     }
-    let hex = tag.strip_prefix('s')?;
+    let hex = named.strip_prefix('s')?;
     if hex.len() > 2 * LONGEST_TAGGED_ID || hex.len() % 2 != 0 {
         return None;
     }
     let bytes = (0..hex.len())
         .step_by(2)
-        .map(|at| u8::from_str_radix(hex.get(at..at + 2)?, 16).ok())
+        .map(|at| {
+            let pair = hex.get(at..at + 2)?;
+            if !pair.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+                return None;
+            }
+            u8::from_str_radix(pair, 16).ok()
+        })
         .collect::<Option<Vec<u8>>>()?;
-    String::from_utf8(bytes)
-        .ok()
-        .map(|text| RequestId::String(text.into()))
+    let text = String::from_utf8(bytes).ok()?;
+    Some((mark, RequestId::String(text.into())))
 }
 
 /// rmcp's part of an event id, and the tag after it, if any.
@@ -194,102 +236,183 @@ fn split(event_id: &str) -> (&str, Option<&str>) {
 
 #[cfg(test)]
 mod tests {
+    use rmcp::{
+        ErrorData as McpError, ServerHandler, ServiceExt as _,
+        model::{
+            CallToolRequestParams, CallToolResponse, CallToolResult, ServerCapabilities,
+            ServerConfig,
+        },
+        service::RequestContext,
+    };
+    use tokio::sync::Notify;
+
     use super::*;
 
-    fn request(id: RequestId) -> ClientJsonRpcMessage {
-        serde_json::from_value(serde_json::json!({
-            "jsonrpc": "2.0", "id": id, "method": "ping"
-        }))
-        .unwrap()
+    /// A server whose tool calls end when told to.
+    #[derive(Clone, Default)]
+    struct Held(Arc<Notify>);
+
+    impl ServerHandler for Held {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        }
+
+        async fn call_tool(
+            &self,
+            _request: CallToolRequestParams,
+            _context: RequestContext<rmcp::RoleServer>,
+        ) -> Result<CallToolResponse, McpError> {
+            self.0.notified().await;
+            Ok(CallToolResult::success(Vec::new()).into())
+        }
+    }
+
+    fn message(value: serde_json::Value) -> ClientJsonRpcMessage {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn call(id: i64) -> ClientJsonRpcMessage {
+        message(
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "t", "arguments": {}}}),
+        )
+    }
+
+    /// A session of `sessions` whose server is `server`, past its handshake.
+    async fn open(sessions: &Resumable, server: Held) -> SessionId {
+        let (session, transport) = sessions.create_session().await.unwrap();
+        tokio::spawn(async move {
+            if let Ok(running) = server.serve(transport).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let initialize = message(serde_json::json!({"jsonrpc": "2.0", "id": 0,
+            "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+            "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}));
+        sessions
+            .initialize_session(&session, initialize)
+            .await
+            .unwrap();
+        let initialized = message(serde_json::json!({"jsonrpc": "2.0",
+            "method": "notifications/initialized"}));
+        sessions
+            .accept_message(&session, initialized)
+            .await
+            .unwrap();
+        session
+    }
+
+    fn id_of(event: &ServerSseMessage) -> &str {
+        event.event_id.as_deref().unwrap()
+    }
+
+    fn json_of(event: &ServerSseMessage) -> serde_json::Value {
+        serde_json::to_value(event.message.as_deref().unwrap()).unwrap()
     }
 
     #[test]
-    fn a_tag_names_the_request_it_was_made_of() {
+    fn a_tag_names_its_process_and_request() {
+        let sessions = Resumable::new(Arc::default());
         for id in [
             RequestId::Number(7),
             RequestId::Number(-1),
             RequestId::String("call-1 é/\n".into()),
             RequestId::String("".into()),
         ] {
-            let tag = tag(&id).unwrap();
+            let tag = sessions.tag(&id).unwrap();
             assert!(
                 tag.bytes()
                     .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-')
             );
-            assert_eq!(untag(&tag), Some(id));
+            assert_eq!(untag(&tag), Some((sessions.mark.as_str(), id)));
         }
-        assert_eq!(tag(&RequestId::String("x".repeat(129).into())), None);
-        for forged in ["", "n", "nx", "s0", "szz", "sff", "q1"] {
-            assert_eq!(untag(forged), None, "{forged}");
+        let long = RequestId::String("x".repeat(LONGEST_TAGGED_ID + 1).into());
+        assert_eq!(sessions.tag(&long), None);
+        let mark = "0123456789abcdef";
+        for forged in ["", "q1", "n", "nx", "n+7", "s0", "szz", "s+f", "sff"] {
+            assert_eq!(untag(&format!("{mark}{forged}")), None, "{forged}");
         }
-        assert_eq!(split("3/5/n7"), ("3/5", Some("n7")));
+        assert_eq!(untag("n7"), None, "no mark");
+        assert_eq!(split("3/5/t"), ("3/5", Some("t")));
         assert_eq!(split("3/5"), ("3/5", None));
         assert_eq!(split("3"), ("3", None));
     }
 
-    /// A server that answers `initialize` and `ping` only.
-    struct Quiet;
-    impl rmcp::ServerHandler for Quiet {}
+    #[tokio::test]
+    async fn a_broken_stream_is_resumed_here_and_named_the_same() {
+        let sessions = Resumable::new(Arc::default());
+        let server = Held::default();
+        let session = open(&sessions, server.clone()).await;
+        let mut events = Box::pin(sessions.create_stream(&session, call(7)).await.unwrap());
+        let priming = events.next().await.unwrap();
+        assert!(id_of(&priming).ends_with(&format!("/{}n7", sessions.mark)));
+        drop(events);
+
+        let resumed = sessions
+            .resume(&session, id_of(&priming).to_owned())
+            .await
+            .unwrap();
+        server.0.notify_one();
+        let resumed: Vec<ServerSseMessage> = resumed.collect().await;
+        let answer = resumed.last().unwrap();
+        assert_eq!(json_of(answer)["id"], 7);
+        assert!(json_of(answer)["result"].is_object(), "{}", json_of(answer));
+        for event in &resumed {
+            assert!(id_of(event).ends_with("n7"), "{}", id_of(event));
+        }
+
+        // Its answer sent, rmcp keeps the stream no more: a resumption now is told so.
+        let late = sessions
+            .resume(&session, id_of(&priming).to_owned())
+            .await
+            .unwrap();
+        let late: Vec<ServerSseMessage> = late.collect().await;
+        assert_eq!(late.len(), 1);
+        assert_eq!(json_of(&late[0])["id"], 7);
+        let text = json_of(&late[0])["error"]["message"].to_string();
+        assert!(
+            text.contains("answer is lost: its stream ended here"),
+            "{text}"
+        );
+    }
 
     #[tokio::test]
-    async fn a_stream_that_is_not_here_ends_with_its_requests_error() {
-        use rmcp::ServiceExt as _;
-        let sessions = Resumable::new(Arc::default());
-        let (session, transport) = sessions.create_session().await.unwrap();
-        let _server = tokio::spawn(Quiet.serve(transport));
-        let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"}}});
-        sessions
-            .initialize_session(&session, serde_json::from_value(initialize).unwrap())
-            .await
-            .unwrap();
-        let initialized =
-            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        sessions
-            .accept_message(&session, serde_json::from_value(initialized).unwrap())
-            .await
-            .unwrap();
-
-        // Every event of a request's stream names the request.
-        let events: Vec<ServerSseMessage> = sessions
-            .create_stream(&session, request(RequestId::Number(7)))
-            .await
-            .unwrap()
-            .collect()
-            .await;
-        assert!(events.len() >= 2, "a priming event, then the answer");
-        for event in &events {
-            let id = event.event_id.as_deref().unwrap();
-            assert!(id.ends_with("/n7"), "{id}");
-        }
-        let answer = serde_json::to_value(events.last().unwrap().message.as_deref().unwrap());
-        assert_eq!(answer.unwrap()["id"], 7);
-
-        // A stream this process never had: the request's error, under its own id.
-        let resumed = sessions
-            .resume(&session, "0/99/n7".to_owned())
-            .await
-            .unwrap();
-        let ended: Vec<ServerSseMessage> = resumed.collect().await;
+    async fn a_stream_of_another_process_ends_with_its_requests_error_and_touches_none_here() {
+        let (gone, here) = (
+            Resumable::new(Arc::default()),
+            Resumable::new(Arc::default()),
+        );
+        let server = Held::default();
+        let session = open(&here, server.clone()).await;
+        // This process's stream 0 is another request: the one the gone process named
+        // by the same number is not it.
+        let live = here.create_stream(&session, call(1)).await.unwrap();
+        let elsewhere = format!("1/0/{}", gone.tag(&RequestId::Number(7)).unwrap());
+        let resumed = here.resume(&session, elsewhere).await.unwrap();
+        // Bounded: a resumption of the live stream would wait for its answer.
+        let ended: Vec<ServerSseMessage> =
+            tokio::time::timeout(std::time::Duration::from_secs(10), resumed.collect())
+                .await
+                .expect("ends at once");
         assert_eq!(ended.len(), 1);
-        let message = serde_json::to_value(ended[0].message.as_deref().unwrap()).unwrap();
-        assert_eq!(message["id"], 7);
+        assert_eq!(json_of(&ended[0])["id"], 7);
+        let text = json_of(&ended[0])["error"]["message"].to_string();
         assert!(
-            message["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("answer is lost"),
-            "{message}"
+            text.contains("answer is lost: the gateway process that ran it is gone"),
+            "{text}"
+        );
+        server.0.notify_one();
+        let live: Vec<ServerSseMessage> = live.collect().await;
+        assert_eq!(
+            json_of(live.last().unwrap())["id"],
+            1,
+            "the live call is answered"
         );
 
-        // Without a tag, or with one that names nothing, rmcp's own answer stands.
-        for untagged in ["0/99", "0/99/sz"] {
+        // Untagged, or with a tag that names nothing: rmcp's own answer stands.
+        for untagged in ["0/99".to_owned(), format!("0/99/{}sz", here.mark)] {
             assert!(
-                sessions
-                    .resume(&session, untagged.to_owned())
-                    .await
-                    .is_err(),
+                here.resume(&session, untagged.clone()).await.is_err(),
                 "{untagged}"
             );
         }
