@@ -499,6 +499,48 @@ fn a_question_goes_on_the_stream_of_the_request_it_belongs_to() {
     assert!(terminate(&mut *guard.0).success());
 }
 
+/// A call's broken stream is resumed where it runs; once its answer went, or when it
+/// ran in another process, its resumption ends with the call's error, under its id.
+#[test]
+fn a_broken_call_stream_is_resumed_or_ended_with_the_calls_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.up]\ncommand = {fixture:?}\nargs = [\"--asks\"]\n",
+            fixture = fixture_server().to_str().unwrap(),
+        ),
+    );
+    let (mut child, url) = gateway(&config, &[]);
+    let guard = KillOnDrop(&mut child);
+    let report = python(&["resumed", &url]);
+    assert_eq!(report["tags_alike"], true, "{report}");
+    assert_eq!(report["tags_alike_after_resuming"], true, "{report}");
+    assert_eq!(report["resumed"]["id"], "call-1", "{report}");
+    assert_eq!(
+        report["resumed"]["result"]["structuredContent"],
+        json!({"action": "accept", "content": {"name": "resumed", "count": 1}}),
+        "{report}"
+    );
+    for (case, why) in [
+        (
+            "late",
+            "its stream ended here before the client read it all",
+        ),
+        ("foreign", "the gateway process that ran it is gone"),
+    ] {
+        let ended = &report[case];
+        assert_eq!(ended.as_array().map(Vec::len), Some(1), "{case}: {report}");
+        assert_eq!(ended[0]["id"], "call-1", "{case}: {report}");
+        let message = ended[0]["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with(&format!("this request's answer is lost: {why}")),
+            "{case}: {report}"
+        );
+    }
+    assert!(terminate(&mut *guard.0).success());
+}
+
 /// A shared server's resource: each session hears the updates of its own
 /// subscriptions only, and the server is subscribed while any session is.
 #[test]

@@ -39,6 +39,13 @@ in turn; the report says what each got.
 `read_asking`: a client of each era reads `fixture://asked`, whose server asks
 it a question first, and reports the text it read.
 
+`resumed`: a handshake session (plain HTTP) calls `mcp__up__ask` and drops the
+call's stream once the server's question is on it; resumes it (`Last-Event-ID`),
+answers, and reports the message that ended it; then resumes it again with its
+first event's id (`late`), and with that id bearing another process's mark
+(`foreign`), reporting what each resumption carried; and whether every event id of
+the call named it alike.
+
 `unlistened`: a handshake session that never opens a listen stream (plain HTTP)
 calls `mcp__up__ask` and reads `fixture://asked`, each of whose servers asks a
 question; reports, for each, the methods that came on the request's own event
@@ -413,6 +420,83 @@ async def unlistened(url):
     return report
 
 
+async def resumed(url):
+    """A handshake session's call stream broken and resumed (`Last-Event-ID`), over
+    plain HTTP: while the call waits, after it ended, and with another process's mark
+    in its event id."""
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    report = {}
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(30)) as http:
+        init = await http.post(url, headers=headers, json={
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                       "clientInfo": {"name": "resumed", "version": "1"}},
+        })
+        headers["Mcp-Session-Id"] = init.headers["mcp-session-id"]
+        await http.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+        async def events(response):
+            """Each event's id and message (None for an event without data)."""
+            event_id, data = None, ""
+            async for line in response.aiter_lines():
+                if line.startswith("id:"):
+                    event_id = line[3:].strip()
+                elif line.startswith("data:"):
+                    data += line[5:].strip()
+                elif line == "":
+                    if event_id is not None or data:
+                        yield event_id, json.loads(data) if data else None
+                    event_id, data = None, ""
+
+        def resume(last_event_id):
+            return http.stream("GET", url, headers={**headers, "Last-Event-ID": last_event_id})
+
+        # The call's stream is dropped once the server's question is on it.
+        call = {"jsonrpc": "2.0", "id": "call-1", "method": "tools/call",
+                "params": {"name": "mcp__up__ask", "arguments": {}}}
+        seen = []
+        with anyio.fail_after(20):
+            async with http.stream("POST", url, headers=headers, json=call) as stream:
+                async for event_id, message in events(stream):
+                    seen.append(event_id)
+                    if message and message.get("method") == "elicitation/create":
+                        question = message
+                        break
+        priming, asked = seen[0], seen[-1]
+        report["tags_alike"] = len({event_id.split("/", 2)[2] for event_id in seen}) == 1
+
+        # Resumed in place while the call waits: the answer comes on the resumed stream.
+        with anyio.fail_after(20):
+            async with resume(asked) as stream:
+                answer = {"action": "accept", "content": {"name": "resumed", "count": 1}}
+                await http.post(url, headers=headers,
+                                json={"jsonrpc": "2.0", "id": question["id"], "result": answer})
+                async for event_id, message in events(stream):
+                    seen.append(event_id)
+                    if message and "id" in message and "method" not in message:
+                        report["resumed"] = message
+                        break
+        report["tags_alike_after_resuming"] = len({event_id.split("/", 2)[2] for event_id in seen}) == 1
+
+        async def ended(last_event_id):
+            with anyio.fail_after(20):
+                async with resume(last_event_id) as stream:
+                    return [message async for _, message in events(stream) if message]
+
+        # Its answer sent, the stream is gone: the call's error, under its id.
+        report["late"] = await ended(priming)
+        # Another process's mark: the same, without this process's streams asked.
+        rmcp_id, tag = priming.rsplit("/", 1)
+        foreign = ("0" if tag[0] != "0" else "1") + tag[1:]
+        report["foreign"] = await ended(f"{rmcp_id}/{foreign}")
+        await http.delete(url, headers=headers)
+    return report
+
+
 async def subscriptions(url):
     """Two sessions subscribe to a shared server's resource in turn."""
     heard = {"first": [], "second": []}
@@ -472,6 +556,8 @@ if __name__ == "__main__":
         print(json.dumps(anyio.run(sessionless_bound, url)))
     elif command == "read_asking":
         print(json.dumps(anyio.run(read_asking, url)))
+    elif command == "resumed":
+        print(json.dumps(anyio.run(resumed, url)))
     elif command == "unlistened":
         print(json.dumps(anyio.run(unlistened, url)))
     elif command == "one_after_another":
