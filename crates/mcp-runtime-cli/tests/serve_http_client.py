@@ -374,22 +374,29 @@ async def read_asking(url):
     return report
 
 
-async def unlistened(url):
-    """A handshake session without a listen stream is asked on its requests' streams."""
+async def raw_session(http, url, version, name):
+    """Opens a handshake session of protocol `version` over plain HTTP, offering
+    elicitation, without a listen stream; returns the headers its requests carry."""
     headers = {
         "Accept": "application/json, text/event-stream",
         "Content-Type": "application/json",
-        "MCP-Protocol-Version": "2025-06-18",
+        "MCP-Protocol-Version": version,
     }
+    init = await http.post(url, headers=headers, json={
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {"elicitation": {}},
+                   "clientInfo": {"name": name, "version": "1"}},
+    })
+    headers["Mcp-Session-Id"] = init.headers["mcp-session-id"]
+    await http.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return headers
+
+
+async def unlistened(url):
+    """A handshake session without a listen stream is asked on its requests' streams."""
     report = {}
     async with httpx2.AsyncClient(timeout=httpx2.Timeout(30)) as http:
-        init = await http.post(url, headers=headers, json={
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
-                       "clientInfo": {"name": "unlistened", "version": "1"}},
-        })
-        headers["Mcp-Session-Id"] = init.headers["mcp-session-id"]
-        await http.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        headers = await raw_session(http, url, "2025-06-18", "unlistened")
 
         async def request(id, method, params):
             came, result = [], []
@@ -424,20 +431,9 @@ async def resumed(url):
     """A handshake session's call stream broken and resumed (`Last-Event-ID`), over
     plain HTTP: while the call waits, after it ended, and with another process's mark
     in its event id."""
-    headers = {
-        "Accept": "application/json, text/event-stream",
-        "Content-Type": "application/json",
-        "MCP-Protocol-Version": "2025-11-25",
-    }
     report = {}
     async with httpx2.AsyncClient(timeout=httpx2.Timeout(30)) as http:
-        init = await http.post(url, headers=headers, json={
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
-                       "clientInfo": {"name": "resumed", "version": "1"}},
-        })
-        headers["Mcp-Session-Id"] = init.headers["mcp-session-id"]
-        await http.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        headers = await raw_session(http, url, "2025-11-25", "resumed")
 
         async def events(response):
             """Each event's id and message (None for an event without data)."""
