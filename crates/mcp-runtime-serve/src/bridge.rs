@@ -147,7 +147,11 @@ pub(crate) enum Event {
 }
 
 /// A server's log message: the server's name, and the message.
-pub(crate) type Logged = (String, LoggingMessageNotificationParam);
+pub(crate) type Logged = (String, LogMessage);
+
+/// A server's log message (rmcp's deprecated type, named here so that the modules
+/// passing it on need no `allow(deprecated)`).
+pub(crate) type LogMessage = LoggingMessageNotificationParam;
 
 impl Asker {
     /// `request`, run as this asker's: the questions answered inside it come here.

@@ -1128,7 +1128,7 @@ impl<'a> Reporter<'a> {
     async fn progress(&self, report: Progress) {
         match &self.sink {
             Sink::Client(peer, token) => forward_progress(peer, token.as_ref(), report).await,
-            Sink::Letter(letter, true) => relay::note(letter, relay::Note::progress(report)).await,
+            Sink::Letter(letter, true) => relay::note(letter, relay::Note::Progress(report)).await,
             Sink::Letter(_, false) => {}
         }
     }
@@ -1139,7 +1139,7 @@ impl<'a> Reporter<'a> {
                 crate::forward::send_at(peer, self.level, logged).await;
             }
             Sink::Letter(letter, _) if crate::forward::wanted(self.level, &logged) => {
-                relay::note(letter, relay::Note::Log(logged)).await;
+                relay::note(letter, relay::Note::log(logged)).await;
             }
             Sink::Letter(..) => {}
         }

@@ -11,8 +11,9 @@
 
 use std::{fmt, sync::Arc};
 
-/// One progress report of a call.
-#[derive(Clone, Debug, PartialEq)]
+/// One progress report of a call (serialized as its fields, for hosts that pass
+/// reports between processes).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Progress {
     /// The server that reported it.

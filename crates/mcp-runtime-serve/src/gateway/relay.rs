@@ -44,7 +44,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::{Answer, Reporter, Resumed, Round, Rounds, Sink, Target, drive};
 use crate::{
-    bridge::{Elsewhere, HOLD, Logged},
+    bridge::{Elsewhere, HOLD, LogMessage, Logged},
     forward::Level,
 };
 
@@ -74,40 +74,24 @@ struct Resume {
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub(super) enum Note {
-    Progress {
+    Progress(Progress),
+    /// A log message of `server` (a struct: a tagged note cannot hold a tuple).
+    Log {
         server: String,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<String>,
+        message: LogMessage,
     },
-    Log(Logged),
 }
 
 impl Note {
-    pub(super) fn progress(report: Progress) -> Self {
-        Self::Progress {
-            server: report.server,
-            progress: report.progress,
-            total: report.total,
-            message: report.message,
-        }
+    pub(super) fn log((server, message): Logged) -> Self {
+        Self::Log { server, message }
     }
 
     /// Passes the note on to `reporter`'s client.
     async fn pass(self, reporter: &Reporter<'_>) {
         match self {
-            Self::Progress {
-                server,
-                progress,
-                total,
-                message,
-            } => {
-                let mut report = Progress::new(server, progress);
-                report.total = total;
-                report.message = message;
-                reporter.progress(report).await;
-            }
-            Self::Log(logged) => reporter.log(logged).await,
+            Self::Progress(report) => reporter.progress(report).await,
+            Self::Log { server, message } => reporter.log((server, message)).await,
         }
     }
 }
@@ -342,5 +326,29 @@ async fn resumed(
             "a request resumed for another replica names a third",
             None,
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_note_goes_between_replicas_and_comes_back_as_sent() {
+        let mut report = Progress::new("up", 1.0);
+        report.total = Some(2.0);
+        report.message = Some("half".to_owned());
+        let message: LogMessage = serde_json::from_value(
+            serde_json::json!({"level": "warning", "logger": "db", "data": "slow"}),
+        )
+        .unwrap();
+        for note in [
+            Note::Progress(report),
+            Note::log(("up".to_owned(), message)),
+        ] {
+            let sent = serde_json::to_value(&note).expect("a note serializes");
+            let back: Note = serde_json::from_value(sent.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&back).unwrap(), sent);
+        }
     }
 }
