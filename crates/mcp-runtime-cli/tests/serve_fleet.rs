@@ -369,8 +369,8 @@ fn a_retry_that_reaches_another_replica_is_resumed_by_the_one_that_keeps_the_cal
         "the progress reported after the answer came through the replica reached: {report}"
     );
 
-    // The replica that keeps the call is killed before the retry: the retry fails at
-    // once, saying so.
+    // The replica that keeps the call is killed before the retry: the retry fails
+    // within a lease, saying so.
     let mut client = python_client("serve_fleet_client.py");
     let pid = gateways[0].0.0.id().to_string();
     client.args(["misrouted", &gateways[0].1, &gateways[2].1, &pid]);

@@ -7,17 +7,18 @@
 //! Invariants:
 //! 1. A session belongs to the principal that opened it, on every replica: its
 //!    owner (an HMAC of the principal under the fleet key) is kept beside its
-//!    state, and a replica restores a session only for a request of that principal. A session whose owner
-//!    cannot be read is not restored.
+//!    state, and a replica restores a session only for a request of that
+//!    principal. A session whose owner cannot be read is not restored.
 //! 2. What Redis holds is signed with the fleet key (`mcp_runtime::fleet`): a forged
 //!    entry is no session. It holds no credential: the owner's digest, and the
 //!    client's `initialize` parameters (its name, version and capabilities).
 //! 3. Entries last [`SESSION_TTL`] from the last time the replica holding the
 //!    session kept them (when it took the session, then every [`KEEP_EVERY`] while
 //!    it is open), and are removed when the client ends the session, or when it
-//!    ends idle on the replica that holds it. The holder is the process that opened or last restored the session; a
-//!    replica it moved away from (one the load balancer took for dead, say) ends its
-//!    own copy without removing what the holder uses.
+//!    ends idle on the replica that holds it. The holder is the process that opened
+//!    or last restored the session; a replica it moved away from (one the load
+//!    balancer took for dead, say) ends its own copy without removing what the
+//!    holder uses.
 
 use std::time::Duration;
 

@@ -59,14 +59,19 @@ impl Resumable {
 
     /// The tag of the events of request `id` (invariant 1).
     fn tag(&self, id: &RequestId) -> Option<String> {
-        let named = match id {
-            RequestId::Number(number) => format!("n{number}"),
+        use std::fmt::Write as _;
+        let mut tag = self.mark.clone();
+        match id {
+            RequestId::Number(number) => {
+                let _ = write!(tag, "n{number}");
+            }
             RequestId::String(text) if text.len() <= LONGEST_TAGGED_ID => {
-                format!("s{}", hex(text.as_bytes()))
+                tag.push('s');
+                hex_into(&mut tag, text.as_bytes());
             }
             RequestId::String(_) => return None,
-        };
-        Some(format!("{}{named}", self.mark))
+        }
+        Some(tag)
     }
 }
 
@@ -183,12 +188,17 @@ fn lost(request: RequestId, why: &str) -> ServerSseMessage {
 /// `bytes` in lowercase hex (an event id travels back as a header, whose value must
 /// be visible ASCII).
 fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
     let mut hex = String::with_capacity(2 * bytes.len());
-    for byte in bytes {
-        let _ = write!(hex, "{byte:02x}");
-    }
+    hex_into(&mut hex, bytes);
     hex
+}
+
+/// Appends `bytes` to `out` in lowercase hex.
+fn hex_into(out: &mut String, bytes: &[u8]) {
+    use std::fmt::Write as _;
+    for byte in bytes {
+        let _ = write!(out, "{byte:02x}");
+    }
 }
 
 /// The process mark and the request id a tag names, if it names one: the mark, then
