@@ -563,11 +563,23 @@ async fn a_letter_is_cancelled_when_its_asker_stops_waiting() {
     tokio::time::timeout(Duration::from_secs(10), cancelled.cancelled())
         .await
         .expect("cancelled within 10 s");
-    // An answered letter is not cancelled afterwards.
-    let asked = ask_slowly(&asker, &owner, b"2", Duration::from_secs(30));
-    let letter = letters.recv().await.unwrap();
-    let cancelled = letter.cancelled();
-    letter.reply(b"done").await.unwrap();
-    assert_eq!(asked.await.unwrap().unwrap(), b"done");
-    assert!(!cancelled.is_cancelled());
+    // The asker stops waiting for one of two letters: only that one is cancelled.
+    let kept = ask_slowly(&asker, &owner, b"2", Duration::from_secs(30));
+    let dropped = ask_slowly(&asker, &owner, b"3", Duration::from_secs(30));
+    let (first, second) = (letters.recv().await.unwrap(), letters.recv().await.unwrap());
+    let (kept_letter, dropped_letter) = if first.body() == b"2" {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    let cancelled = dropped_letter.cancelled();
+    dropped.abort();
+    tokio::time::timeout(Duration::from_secs(10), cancelled.cancelled())
+        .await
+        .expect("cancelled within 10 s");
+    // Messages are taken one at a time, in order: a cancel that reached the kept
+    // letter as well would have done so by now.
+    assert!(!kept_letter.cancelled().is_cancelled());
+    kept_letter.reply(b"done").await.unwrap();
+    assert_eq!(kept.await.unwrap().unwrap(), b"done");
 }
