@@ -4,9 +4,12 @@
 //! a gateway's replicas.
 
 use std::{
-    io::{BufRead, BufReader},
+    io::{BufRead, BufReader, Write},
     net::{SocketAddr, TcpListener},
-    os::{fd::AsRawFd, unix::process::CommandExt},
+    os::{
+        fd::AsRawFd,
+        unix::{net::UnixStream, process::CommandExt},
+    },
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
 };
@@ -29,13 +32,7 @@ impl RedisServer {
     /// When `redis-server` is not installed (`scripts/install-peers` installs it) or
     /// does not start.
     pub fn start(dir: &Path) -> Self {
-        let mut server = Self {
-            dir: dir.to_owned(),
-            child: None,
-            port: None,
-        };
-        server.resume();
-        server
+        Self::started(dir, None)
     }
 
     /// [`RedisServer::start`], listening on a free loopback port as well (found by
@@ -46,13 +43,43 @@ impl RedisServer {
             .and_then(|listener| listener.local_addr())
             .expect("a free loopback port")
             .port();
+        Self::started(dir, Some(port))
+    }
+
+    fn started(dir: &Path, port: Option<u16>) -> Self {
         let mut server = Self {
             dir: dir.to_owned(),
             child: None,
-            port: Some(port),
+            port,
         };
         server.resume();
         server
+    }
+
+    /// The server's own clock (`TIME`), in milliseconds since the epoch: the clock a
+    /// fleet's windows and leases are measured by.
+    ///
+    /// # Panics
+    /// When the server is stopped or answers with something else.
+    pub fn time_ms(&self) -> u64 {
+        let mut stream = UnixStream::connect(self.socket()).expect("the Redis server is up");
+        stream.write_all(b"*1\r\n$4\r\nTIME\r\n").unwrap();
+        // An array of two bulk strings: seconds, then microseconds.
+        let lines: Vec<String> = BufReader::new(stream)
+            .lines()
+            .take(5)
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let number = |line: &str| -> u64 {
+            line.parse()
+                .unwrap_or_else(|_| panic!("TIME answered {lines:?}"))
+        };
+        assert_eq!(
+            lines.first().map(String::as_str),
+            Some("*2"),
+            "TIME answered {lines:?}"
+        );
+        number(&lines[2]) * 1000 + number(&lines[4]) / 1000
     }
 
     /// The URL of its loopback port.

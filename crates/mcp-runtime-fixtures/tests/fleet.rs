@@ -137,15 +137,21 @@ async fn a_listing_taken_from_the_fleet_is_kept_within_the_window_of_when_it_was
     );
     let log = dir.path().join("log.jsonl");
     let server = fixture("srv", &["--log", path_str(&log)]);
-    let sent = tokio::time::Instant::now();
     let listed = start(server.clone(), &first).await;
-    // Within the window of the first listing: the second replica takes it.
-    tokio::time::sleep_until(sent + Duration::from_secs(1)).await;
+    // No earlier than the listing was sent, by the fleet's clock (Redis's).
+    let listed_by = redis.time_ms();
+    // A second later, within the window of the first listing: the second replica
+    // takes it.
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let took = start(server.clone(), &second).await;
     assert_eq!(count_method(&read_log(&log), "tools/list"), 1);
-    // Past the window of when the listing was sent, though within the window of
-    // when the second replica took it: that replica lists anew.
-    tokio::time::sleep_until(sent + window + Duration::from_millis(400)).await;
+    // Past the window of when the listing was sent (10 ms more for the rounding of
+    // Redis's milliseconds and the two clocks' drift), though still within the window
+    // of when the second replica took it, a second later: that replica lists anew.
+    let past = listed_by + u64::try_from(window.as_millis()).unwrap() + 10;
+    while redis.time_ms() < past {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let later = start(server, &second).await;
     assert_eq!(count_method(&read_log(&log), "tools/list"), 2);
     shutdown(vec![listed, took, later]).await;
