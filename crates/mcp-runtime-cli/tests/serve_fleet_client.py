@@ -3,6 +3,7 @@
 
     python serve_fleet_client.py burst URL SESSIONS UP_LOG
     python serve_fleet_client.py hold URL SESSIONS
+    python serve_fleet_client.py outage URL SESSIONS
     python serve_fleet_client.py changes URL SESSIONS UP_LOG
     python serve_fleet_client.py misrouted URL OTHER_URL [KILL_PID]
     python serve_fleet_client.py moved URL_A URL_B URL_C PID_B
@@ -19,6 +20,15 @@ arrives on stdin, the questions are answered and those calls end (`in_flight`); 
 session calls `mcp__up__echo`, then `mcp__up__ask` again (within 20 s), and SESSIONS
 2026-07-28 clients opened then call `mcp__up__echo`; the last line says what each
 call got: `"ok"` or the error's text.
+
+`outage`: three phases, each begun by a line on stdin but the first. In each, the
+sessions opened in earlier phases call `mcp__up__echo`, SESSIONS handshake sessions
+(`legacy`) are opened and kept, each calling `mcp__up__echo`, and SESSIONS 2026-07-28
+clients each call it once. In the first phase, each session opened also calls
+`mcp__up__ask`, whose server's question is held unanswered into the second phase, and
+answered then. Each phase ends with a JSON line of what each call got (`"ok"` or the
+error's text): `held` (the earlier sessions' calls), `asked` (the held questions'
+calls, second phase), `opened` and `sessionless`.
 
 `changes`: opens SESSIONS handshake sessions (`legacy`), each listing the tools; once
 the upstream (whose log is UP_LOG) has a listen stream open for each, the first
@@ -152,6 +162,68 @@ async def hold(url, sessions):
         os._exit(0)
 
 
+async def outcome(call):
+    """`"ok"` for a call that succeeds, or the text of its error."""
+    try:
+        result = await call
+        return "ok" if not result.is_error else f"tool error: {result.content}"
+    except Exception as error:  # noqa: BLE001 - reported, then asserted on
+        return f"{type(error).__name__}: {error}"
+
+
+async def outage(url, sessions):
+    release = anyio.Event()
+    questioned = anyio.Event()
+
+    async def held_question(context, params):
+        questioned.set()
+        await release.wait()
+        return types.ElicitResult(action="accept", content={"name": "held", "count": 1})
+
+    asked = {}
+
+    async def ask(index, c):
+        async def call():
+            with anyio.fail_after(30):
+                return await c.call_tool("mcp__up__ask", {})
+        asked[index] = await outcome(call())
+
+    async with contextlib.AsyncExitStack() as stack:
+        group = await stack.enter_async_context(anyio.create_task_group())
+        held = []
+        for phase in ["before", "without", "after"]:
+            if phase != "before":
+                await anyio.to_thread.run_sync(sys.stdin.readline)
+            report = {"held": [await outcome(c.call_tool("mcp__up__echo", {"text": phase})) for c in held]}
+            if phase == "without":
+                release.set()
+                # Each ends within its 30 s.
+                with anyio.fail_after(60):
+                    while len(asked) < sessions:
+                        await anyio.sleep(0.02)
+                report["asked"] = [asked[index] for index in range(sessions)]
+            report["opened"] = []
+            for index in range(sessions):
+                handler = held_question if phase == "before" else on_elicit
+                try:
+                    c = await stack.enter_async_context(client(url, "legacy", on_elicit=handler))
+                except Exception as error:  # noqa: BLE001 - reported, then asserted on
+                    report["opened"].append(f"{type(error).__name__}: {error}")
+                    continue
+                report["opened"].append(await outcome(c.call_tool("mcp__up__echo", {"text": phase})))
+                held.append(c)
+                if phase == "before":
+                    questioned = anyio.Event()
+                    group.start_soon(ask, index, c)
+                    with anyio.fail_after(20):
+                        await questioned.wait()
+            report["sessionless"] = []
+            for _ in range(sessions):
+                async with client(url, "2026-07-28") as c:
+                    report["sessionless"].append(await outcome(c.call_tool("mcp__up__echo", {"text": phase})))
+            print(json.dumps(report), flush=True)
+
+
 async def changes(url, sessions, up_log):
     heard = [0] * sessions
 
@@ -275,5 +347,7 @@ if __name__ == "__main__":
         print(json.dumps(anyio.run(moved, url, sys.argv[3], sys.argv[4], int(sys.argv[5]))))
         # Dropping the session on a dead replica may raise; the report is out.
         os._exit(0)
+    elif command == "outage":
+        anyio.run(outage, url, int(sys.argv[3]))
     elif command == "hold":
         anyio.run(hold, url, int(sys.argv[3]))
