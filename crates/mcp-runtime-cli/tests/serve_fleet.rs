@@ -165,6 +165,45 @@ fn fixture_upstream(log: &Path, args: &[&str]) -> String {
     )
 }
 
+/// The Python fleet client doing `args`, step by step: each JSON line it prints
+/// reports a step, and a line sent to it begins the next.
+struct Conversation {
+    _client: KillOnDrop<Child>,
+    stdin: std::process::ChildStdin,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl Conversation {
+    fn start(args: &[&str]) -> Self {
+        use std::process::Stdio;
+        let mut client = python_client("serve_fleet_client.py");
+        client
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        let mut client = KillOnDrop(crate::support::isolated(client).spawn().unwrap());
+        let stdin = client.0.stdin.take().unwrap();
+        let stdout = client.0.stdout.take().unwrap();
+        Self {
+            _client: client,
+            stdin,
+            lines: std::io::BufRead::lines(std::io::BufReader::new(stdout)),
+        }
+    }
+
+    /// The report of the step under way.
+    fn report(&mut self) -> Value {
+        let line = self.lines.next().expect("the client reports the step");
+        serde_json::from_str(&line.unwrap()).unwrap()
+    }
+
+    /// Begins the next step, and returns its report.
+    fn next(&mut self) -> Value {
+        std::io::Write::write_all(&mut self.stdin, b"\n").unwrap();
+        self.report()
+    }
+}
+
 /// `count` replicas of `config` sharing `redis`, behind haproxy (configured in `dir`).
 fn behind_haproxy(
     dir: &Path,
@@ -180,7 +219,6 @@ fn behind_haproxy(
 
 #[test]
 fn a_replica_killed_takes_its_servers_with_it_and_its_sessions_move_to_the_others() {
-    use std::io::{BufRead, Write};
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start(dir.path());
     let log = dir.path().join("up.jsonl");
@@ -190,14 +228,8 @@ fn a_replica_killed_takes_its_servers_with_it_and_its_sessions_move_to_the_other
     let config = fleet_config(dir.path(), &upstream, 60);
     let (mut gateways, haproxy) = behind_haproxy(dir.path(), &config, &redis, 3);
 
-    let mut client = python_client("serve_fleet_client.py");
-    client
-        .args(["hold", &haproxy.url(), "6"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
-    let mut client = KillOnDrop(crate::support::isolated(client).spawn().unwrap());
-    let mut lines = std::io::BufReader::new(client.0.stdout.take().unwrap()).lines();
-    let held: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let mut client = Conversation::start(&["hold", &haproxy.url(), "6"]);
+    let held = client.report();
     let pids: Vec<i32> = held["pids"]
         .as_array()
         .unwrap()
@@ -233,8 +265,7 @@ fn a_replica_killed_takes_its_servers_with_it_and_its_sessions_move_to_the_other
         "the other replicas' servers live on"
     );
 
-    writeln!(client.0.stdin.as_mut().unwrap()).unwrap();
-    let after: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let after = client.next();
     // The calls in flight on the killed replica fail, with a clear error; the
     // others' end as their questions are answered.
     let in_flight: Vec<&str> = after["in_flight"]
@@ -281,7 +312,6 @@ fn a_replica_killed_takes_its_servers_with_it_and_its_sessions_move_to_the_other
 
 #[test]
 fn redis_stopped_and_started_under_load_fails_no_call_and_healthz_says_so() {
-    use std::io::{BufRead, Write};
     let dir = tempfile::tempdir().unwrap();
     let mut redis = RedisServer::start(dir.path());
     let log = dir.path().join("up.jsonl");
@@ -290,20 +320,7 @@ fn redis_stopped_and_started_under_load_fails_no_call_and_healthz_says_so() {
     let config = fleet_config(dir.path(), &fixture_upstream(&log, &["--asks"]), 60);
     let (gateways, haproxy) = behind_haproxy(dir.path(), &config, &redis, 3);
 
-    let mut client = python_client("serve_fleet_client.py");
-    client
-        .args(["outage", &haproxy.url(), "3"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
-    let mut client = KillOnDrop(crate::support::isolated(client).spawn().unwrap());
-    let mut lines = std::io::BufReader::new(client.0.stdout.take().unwrap()).lines();
-    let mut stdin = client.0.stdin.take().unwrap();
-    let mut phase = |begin: bool| -> Value {
-        if begin {
-            writeln!(stdin).unwrap();
-        }
-        serde_json::from_str(&lines.next().expect("a phase's report").unwrap()).unwrap()
-    };
+    let mut client = Conversation::start(&["outage", &haproxy.url(), "3"]);
     // Every call of a phase: `held`, `asked`, `opened`, `sessionless`, in that order.
     let calls = |report: &Value| -> Vec<String> {
         ["held", "asked", "opened", "sessionless"]
@@ -313,11 +330,11 @@ fn redis_stopped_and_started_under_load_fails_no_call_and_healthz_says_so() {
             .collect()
     };
 
-    let before = phase(false);
+    let before = client.report();
     assert_eq!(calls(&before), vec!["ok"; 6], "{before}");
 
     redis.stop();
-    let without = phase(true);
+    let without = client.next();
     // The sessions opened before, their calls in flight as Redis went, the sessions
     // opened and the 2026-07-28 clients served meanwhile: none needed Redis.
     assert_eq!(
@@ -335,7 +352,7 @@ fn redis_stopped_and_started_under_load_fails_no_call_and_healthz_says_so() {
     for (_, url) in &gateways {
         assert_eq!(health(url)["fleet"]["redis_reachable"], true);
     }
-    let after = phase(true);
+    let after = client.next();
     assert_eq!(
         calls(&after),
         vec!["ok"; 12],
