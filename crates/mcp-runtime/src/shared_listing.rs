@@ -52,7 +52,8 @@
 //!    a listing of a handshake-era connection, or with `ttlMs` 0 or absent on any page,
 //!    grants nothing, and the burst-only rule above stands unchanged.
 //! 8. A `notifications/tools/list_changed` from the server revokes its grants
-//!    (`ListingRegistry::revoke`): the next startup asks again.
+//!    (`ListingRegistry::revoke`): the next startup asks again, and an answer to a
+//!    request sent before the change grants nothing, under either key.
 //! 9. A fresh burst listing (invariant 2) is preferred to a granted one; a granted one
 //!    is preferred to waiting for an attempt or leading one.
 //!
@@ -218,6 +219,9 @@ struct State {
     /// Listings servers let later startups reuse, by private or public key
     /// (invariants 6 and 7).
     granted: HashMap<DiscoveryKey, Granted>,
+    /// The clock at each grant key's last revocation, while an attempt sent before it
+    /// may still answer: its answer grants nothing (invariant 8).
+    grants_revoked: HashMap<DiscoveryKey, u64>,
 }
 
 impl State {
@@ -410,7 +414,7 @@ impl ListingRegistry {
     pub fn is_empty(&self) -> bool {
         let mut state = self.lock();
         state.prune(Instant::now());
-        state.entries.is_empty() && state.granted.is_empty()
+        state.entries.is_empty() && state.granted.is_empty() && state.grants_revoked.is_empty()
     }
 
     /// Forgets the listings granted for `keys` and ends the burst window of every
@@ -445,6 +449,8 @@ impl ListingRegistry {
         state.granted.remove(&keys.private);
         state.granted.remove(&keys.public);
         let clock = state.clock;
+        state.grants_revoked.insert(keys.private, clock);
+        state.grants_revoked.insert(keys.public, clock);
         if let Some(entry) = state.entries.get_mut(&keys.private) {
             entry.revoke(clock, Instant::now());
             if entry.is_idle() {
@@ -493,6 +499,14 @@ impl State {
             entry.prune(now);
             !entry.is_idle()
         });
+        // A revocation matters while an attempt older than it is in flight.
+        let oldest = self
+            .entries
+            .values()
+            .filter_map(|entry| entry.attempts.keys().next().copied())
+            .min();
+        self.grants_revoked
+            .retain(|_, revoked| oldest.is_some_and(|oldest| oldest <= *revoked));
     }
 }
 
@@ -724,6 +738,10 @@ impl LeaderGuard {
         };
         let window = self.registry.window;
         let payload = encode(&tools);
+        // Nor does the fleet keep a grant this registry refuses.
+        let grant = grant.filter(|grant| {
+            !self.revoked_since_sent(&self.registry.lock(), self.grant_key(*grant))
+        });
         self.publish(tools, grant);
         let grant = grant.map(|grant| (grant.scope == Scope::Public, grant.ttl.min(MAX_GRANT)));
         lease.publish(&payload, window, grant).await;
@@ -742,18 +760,35 @@ impl LeaderGuard {
         self.registry.window
     }
 
+    /// The key `grant` is kept under.
+    fn grant_key(&self, grant: Grant) -> DiscoveryKey {
+        match grant.scope {
+            Scope::Private => self.keys.private,
+            Scope::Public => self.keys.public,
+        }
+    }
+
+    /// Whether the grant key `key` was revoked after this attempt's request was sent:
+    /// its answer may be the old tools, and grants nothing (invariant 8).
+    fn revoked_since_sent(&self, state: &State, key: DiscoveryKey) -> bool {
+        state
+            .grants_revoked
+            .get(&key)
+            .is_some_and(|&revoked| self.stamp <= revoked)
+    }
+
     /// Hands `tools` to every waiter and to pending startups that may take it, and,
-    /// when the server granted it, to later startups until the grant expires.
+    /// when the server granted it and has not changed since the request was sent, to
+    /// later startups until the grant expires.
     pub(crate) fn publish(self, tools: SharedTools, grant: Option<Grant>) {
         {
             let mut state = self.registry.lock();
-            if let Some(grant) = grant {
+            if let Some(grant) = grant
+                && let key = self.grant_key(grant)
+                && !self.revoked_since_sent(&state, key)
+            {
                 let now = Instant::now();
                 state.granted.retain(|_, granted| granted.expires > now);
-                let key = match grant.scope {
-                    Scope::Private => self.keys.private,
-                    Scope::Public => self.keys.public,
-                };
                 let granted = Granted {
                     tools: tools.clone(),
                     expires: now + grant.ttl.min(MAX_GRANT),

@@ -333,6 +333,38 @@ async fn without_a_grant_or_after_a_revocation_a_later_startup_asks_itself() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_answer_to_a_request_sent_before_a_change_grants_nothing() {
+    let registry = ListingRegistry::new();
+    // Alice's and Bob's startups differ only in their credentials.
+    let alice = key(1);
+    let bob = StartupKeys {
+        private: DiscoveryKey([2; 32]),
+        public: alice.public,
+    };
+    let mut first = registry.begin(alice);
+    let private = lead(first.next());
+    let mut second = registry.begin(bob);
+    let public = lead(second.next());
+    // The server changes while both requests are in flight; the change is heard on
+    // Alice's connection alone.
+    registry.revoke(&alice);
+    private.publish(tools(&["old"]), grant(60, Scope::Private));
+    public.publish(tools(&["old"]), grant(60, Scope::Public));
+    drop((first, second));
+    assert!(registry.is_empty(), "neither answer is kept");
+    for keys in [alice, bob] {
+        let mut later = registry.begin(keys);
+        let _own = lead(later.next());
+    }
+    // A request sent after the change grants again.
+    let mut third = registry.begin(alice);
+    lead(third.next()).publish(tools(&["new"]), grant(60, Scope::Private));
+    drop(third);
+    let mut later = registry.begin(alice);
+    assert_eq!(granted(later.next())[0].tool.name, "new");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_burst_listing_is_preferred_to_a_granted_one() {
     let registry = ListingRegistry::new();
     let mut first = registry.begin(key(1));
