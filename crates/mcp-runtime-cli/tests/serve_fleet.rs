@@ -457,3 +457,30 @@ fn a_session_that_moved_is_kept_for_its_new_replica_when_its_old_one_ends_its_co
         "the replica it left ended its copy without taking it from the fleet: {report}"
     );
 }
+
+#[test]
+fn a_session_restored_past_the_bound_is_refused_and_served_on_by_its_own_replica() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(dir.path());
+    let log = dir.path().join("up.jsonl");
+    let config = fleet_config(dir.path(), &fixture_upstream(&log, &[]), 60);
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("[serve]\n", "[serve]\nmax_sessions = 1\n"),
+    )
+    .unwrap();
+    let gateways = replicas(&config, &redis, 2);
+    let mut client = python_client("serve_fleet_client.py");
+    client.args(["bounded", &gateways[0].1, &gateways[1].1]);
+    let report = report_of(client, "bounded");
+    assert_eq!(
+        report["elsewhere"],
+        serde_json::json!([503, "5"]),
+        "a replica with its one session open restores no other: {report}"
+    );
+    assert_eq!(report["home"], 200, "{report}");
+    for (_, url) in &gateways {
+        assert_eq!(health(url)["sessions"], 1, "{url}");
+    }
+}

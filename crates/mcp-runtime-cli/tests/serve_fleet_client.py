@@ -7,6 +7,7 @@
     python serve_fleet_client.py changes URL SESSIONS UP_LOG
     python serve_fleet_client.py misrouted URL OTHER_URL [KILL_PID]
     python serve_fleet_client.py moved URL_A URL_B URL_C PID_B
+    python serve_fleet_client.py bounded URL_A URL_B
 
 `burst`: SESSIONS handshake sessions (`legacy`) and SESSIONS 2026-07-28 clients, all
 at once, each list the tools and call `mcp__up__echo` three times and `mcp__up__pid`
@@ -50,7 +51,11 @@ and again until URL_A has closed its idle copy of the session (its `/healthz` co
 none); then the process PID_B is killed and the session calls again on URL_C. Reports what each
 call got: `"ok"` or the error's text.
 
-Prints what it saw as one JSON object (`hold`: two lines).
+`bounded`: a handshake session opened on the replica at URL_A and another on URL_B,
+over plain HTTP; the first's `tools/list` is sent to URL_B, then to URL_A. Reports
+the status and `Retry-After` of the first answer, and the status of the second.
+
+Prints what it saw as one JSON object (`hold`, `outage`: a line per step).
 """
 import contextlib
 import json
@@ -63,7 +68,7 @@ from serve_common import logged, wait_until
 import httpx2
 from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
-from serve_http_client import client, on_elicit
+from serve_http_client import client, on_elicit, raw_session
 
 
 async def burst(url, sessions, up_log):
@@ -334,6 +339,17 @@ async def moved(url_a, url_b, url_c, pid_b):
     return report
 
 
+async def bounded(url_a, url_b):
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(30)) as http:
+        moving = await raw_session(http, url_a, "2025-06-18", "moving")
+        await raw_session(http, url_b, "2025-06-18", "staying")
+        listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        elsewhere = await http.post(url_b, headers=moving, json=listing)
+        home = await http.post(url_a, headers=moving, json=listing)
+        return {"elsewhere": [elsewhere.status_code, elsewhere.headers.get("retry-after")],
+                "home": home.status_code}
+
+
 if __name__ == "__main__":
     command, url = sys.argv[1], sys.argv[2]
     if command == "burst":
@@ -347,6 +363,8 @@ if __name__ == "__main__":
         print(json.dumps(anyio.run(moved, url, sys.argv[3], sys.argv[4], int(sys.argv[5]))))
         # Dropping the session on a dead replica may raise; the report is out.
         os._exit(0)
+    elif command == "bounded":
+        print(json.dumps(anyio.run(bounded, url, sys.argv[3])))
     elif command == "outage":
         anyio.run(outage, url, int(sys.argv[3]))
     elif command == "hold":

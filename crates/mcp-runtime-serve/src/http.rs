@@ -17,8 +17,9 @@
 //!    `allowed_hosts`) and a present `Origin` must be a loopback one or in
 //!    `allowed_origins`, else 403 (rmcp's checks, against DNS rebinding). A body over
 //!    `max_request_bytes` gets 413.
-//! 3. A request that would open a session past `max_sessions` gets 503 with
-//!    `Retry-After`; the sessions already open go on as before. At most
+//! 3. A request that would open a session past `max_sessions`, or in a fleet restore
+//!    one here, gets 503 with `Retry-After`; the sessions already open go on as
+//!    before. At most
 //!    `max_sessions` sessionless clients have servers at once, besides: a new one
 //!    past the bound has its request refused with an error saying so.
 //! 4. A session with nothing being sent for `session_idle_sec` is closed, and its
@@ -259,11 +260,19 @@ async fn handle(
         .map(Arc::<str>::from);
     // A session of the fleet that this replica does not hold is restored for its
     // owner alone; for anyone else it does not exist (invariant 6).
+    let mut restoring = None;
     if let (Some(id), Some(fleet)) = (&session, &front.fleet_sessions)
         && !front.sessions.knows(id)
     {
         match fleet.claim(id, &principal).await {
             Claim::Owner => {
+                // A restored session counts against the bound as an opened one does
+                // (invariant 3): a replica that takes a dead one's sessions stays
+                // within its own.
+                let Some(slot) = front.sessions.open().await else {
+                    return Ok(sessions_full(&front.settings));
+                };
+                restoring = Some(slot);
                 // Held here from now: the replica it moved from, if alive, no longer
                 // removes it from the fleet when it ends its copy.
                 if fleet.take_over(id).await.is_err() {
@@ -298,22 +307,9 @@ async fn handle(
     let opening = match opens_session {
         true => match front.sessions.open().await {
             Some(opening) => Some(opening),
-            None => {
-                tracing::warn!(
-                    max_sessions = front.settings.max_sessions,
-                    "refused a new session: the bound is reached"
-                );
-                let mut response = plain(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "the gateway serves as many sessions as it may (`[serve] max_sessions`); try again later",
-                );
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
-                return Ok(response);
-            }
+            None => return Ok(sessions_full(&front.settings)),
         },
-        false => None,
+        false => restoring,
     };
     // A listen stream stays open until the client closes it: it is not a call for
     // shutdown to wait for.
@@ -425,6 +421,22 @@ fn refused(auth: &Auth, path: &str, refusal: &Refusal) -> Response<Body> {
 }
 
 /// A JSON document.
+/// The answer to a session opened or restored past `[serve] max_sessions`.
+fn sessions_full(settings: &Settings) -> Response<Body> {
+    tracing::warn!(
+        max_sessions = settings.max_sessions,
+        "refused a session: the bound is reached"
+    );
+    let mut response = plain(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the gateway serves as many sessions as it may (`[serve] max_sessions`); try again later",
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+    response
+}
+
 fn json(document: String) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from(document)).boxed());
     response.headers_mut().insert(

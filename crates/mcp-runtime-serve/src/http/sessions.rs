@@ -11,8 +11,8 @@
 //! 1. A session with a response still being sent is never closed by the reaper.
 //! 2. A session idle for `idle` or longer is closed at the next reap, and its runtime
 //!    with it (rmcp drops the session's handler).
-//! 3. Sessions open plus sessions opening never exceed `max`: an opening past it is
-//!    refused before rmcp sees it.
+//! 3. Sessions open plus sessions opening never exceed `max`: an opening past it (a
+//!    fleet's session restored here among them) is refused before rmcp sees it.
 //! 4. A session belongs to the principal that opened it: no other may use it.
 
 use std::{
