@@ -15,9 +15,9 @@
 //!    a mailbox of its name is refused at once, the same way; one whose mailbox is
 //!    full, as busy. A letter is taken once: one that arrives again (sent twice, or
 //!    replayed) is dropped.
-//! 3. While a letter is being answered, its addressee says so every third of a lease;
-//!    an asker that hears nothing for a lease takes it that the addressee died, and
-//!    fails. A letter is answered at most once: an answer nobody waits for (a late
+//! 3. While a letter is being answered, its addressee says so every third of a lease,
+//!    even within the pause after a failure of Redis; an asker that hears nothing for
+//!    a lease takes it that the addressee died, and fails. A letter is answered at most once: an answer nobody waits for (a late
 //!    one, or a replay) is dropped. Answers and notes are sent even within the pause
 //!    after a failure of Redis, and an answer Redis does not take is tried again for
 //!    half a lease: a lost answer would have the asker's client do the work again.
@@ -255,6 +255,12 @@ impl Fleet {
         publish
     }
 
+    /// [`Fleet::post`], even within the pause after a failure (invariant 3).
+    async fn post_anyway(&self, channel: &str, payload: &[u8]) -> Result<i64, Unreachable> {
+        let publish = self.publish(channel, payload);
+        self.answer(command::<i64>(&publish)).await
+    }
+
     /// Publishes `payload` on `channel` even within the pause after a failure, and
     /// again for half a lease while Redis does not take it (invariant 3).
     async fn post_surely(&self, channel: &str, payload: &[u8]) -> Result<(), Unreachable> {
@@ -387,7 +393,7 @@ fn deliver(fleet: &Fleet, id: u64, rest: &[u8]) {
             loop {
                 tokio::time::sleep(every).await;
                 let _ = fleet
-                    .post(&channel, format!("alive:{id}:").as_bytes())
+                    .post_anyway(&channel, format!("alive:{id}:").as_bytes())
                     .await;
             }
         })

@@ -471,6 +471,29 @@ async fn an_asker_waits_while_its_letter_is_answered_and_not_once_it_is_dropped(
 }
 
 #[tokio::test]
+async fn an_addressee_says_it_is_answering_within_the_pause_after_a_failure() {
+    let redis = Redis::start();
+    let lease = Duration::from_millis(300);
+    let (owner, asker, mut letters) = correspondents(&redis, lease, "slow").await;
+    let asked = ask_slowly(&asker, &owner, b"1", Duration::from_secs(30));
+    let letter = letters.recv().await.unwrap();
+    // A call of the addressee's fails (an entry of the wrong type): its link pauses
+    // for a second, more than three leases.
+    let mut client = redis.client().await;
+    let () = redis::cmd("LPUSH")
+        .arg(owner.entry("state", "s1"))
+        .arg("not a string")
+        .query_async(&mut client)
+        .await
+        .unwrap();
+    assert!(owner.get("state", "s1").await.is_err());
+    assert!(!owner.reachable());
+    tokio::time::sleep(lease * 3).await;
+    letter.reply(b"done").await.unwrap();
+    assert_eq!(asked.await.unwrap().unwrap(), b"done");
+}
+
+#[tokio::test]
 async fn a_subscription_that_stops_answering_is_made_again_and_every_change_assumed() {
     let redis = Redis::start();
     let lease = Duration::from_millis(300);
