@@ -24,8 +24,9 @@
 //! 4. Before its answer, an addressee may send its asker notes (what the asker
 //!    passes on meanwhile: a call's progress, say); they arrive in the order sent,
 //!    all before the answer, and each counts as word that it is answering.
-//! 5. An asker that stops waiting before the answer (its own client went away, say)
-//!    tells the addressee, whose letter is then cancelled ([`Letter::cancelled`]).
+//! 5. An asker that stops waiting before the answer (its own client went away, or
+//!    Redis failed to take the letter in time, though it may have taken it) tells
+//!    the addressee, whose letter is then cancelled ([`Letter::cancelled`]).
 
 use std::{
     collections::{HashSet, VecDeque},
@@ -201,14 +202,18 @@ impl Fleet {
         ]
         .concat();
         let channel = self.mail_channel(address);
+        // Withdrawn from the moment it is sent: a post that fails may still have
+        // reached Redis, and its letter the addressee, which must not answer it
+        // unheard (invariant 5).
+        forget.withdraw = Some(channel.clone());
         let gone_after = tokio::time::Instant::now() + self.inner.lease;
         while self.post(&channel, &payload).await? == 0 {
             if tokio::time::Instant::now() >= gone_after {
+                forget.withdraw = None;
                 return Err(AskError::Gone);
             }
             tokio::time::sleep(self.inner.lease / 8).await;
         }
-        forget.withdraw = Some(channel);
         let deadline = tokio::time::Instant::now() + within;
         loop {
             let silence = tokio::time::Instant::now() + self.inner.lease;
@@ -296,8 +301,10 @@ impl Drop for Forget<'_> {
         {
             let fleet = self.fleet.clone();
             let payload = format!("cancel:{}:{}:", self.id, fleet.inner.address);
+            // Even within the pause after a failure: the failure may be this
+            // letter's own post.
             runtime.spawn(async move {
-                let _ = fleet.post(&channel, payload.as_bytes()).await;
+                let _ = fleet.post_anyway(&channel, payload.as_bytes()).await;
             });
         }
     }
