@@ -177,8 +177,10 @@ impl Sessions {
                 }
             }
         }
+        // A session in use may not be open yet: one being restored from the fleet is
+        // owned here before rmcp has it.
         let open = self.manager.sessions.read().await;
-        lock(&self.uses).retain(|id, _| open.contains_key(id));
+        lock(&self.uses).retain(|id, used| used.open > 0 || open.contains_key(id));
         drop(open);
         if let Some(fleet) = &self.fleet {
             self.keep_in(fleet, now).await;
@@ -235,5 +237,30 @@ impl Drop for Post {
         if self.0.posts.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.0.posts_ended.notify_waiters();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_session_in_use_before_rmcp_has_it_keeps_its_owner_through_a_reap() {
+        let sessions = Arc::new(Sessions::new(
+            Arc::new(LocalSessionManager::default()),
+            10,
+            Duration::from_secs(60),
+            None,
+        ));
+        let id = SessionId::from("restoring");
+        // Owned and in use, as a session being restored is while rmcp loads it.
+        sessions.own(id.clone(), "alice".into());
+        let in_use = sessions.begin(id.clone());
+        sessions.reap().await;
+        assert!(sessions.knows(&id), "kept while in use");
+        // Once nothing is being sent, a session rmcp does not have is forgotten.
+        drop(in_use);
+        sessions.reap().await;
+        assert!(!sessions.knows(&id));
     }
 }
