@@ -35,7 +35,8 @@
 //!    pattern subscription per process, and also look again every `poll`: a lost
 //!    message costs time, never a listing. The subscription is pinged every lease;
 //!    one that does not answer is made again, and every registry is told that any
-//!    server may have changed meanwhile.
+//!    server may have changed meanwhile; so are they when the first subscription
+//!    comes up only after a failed attempt.
 
 use std::{
     collections::HashMap,
@@ -745,7 +746,9 @@ struct Channels {
 /// to the registries (invariant 5), and a letter to its mailbox or its asker.
 async fn subscribe(client: Client, fleet: Weak<Inner>, channels: Channels, timeout: Duration) {
     let channel_prefix = channels.pattern.trim_end_matches('*').to_owned();
-    let mut resubscribed = false;
+    // Whether a change may have gone unheard: after any attempt but a first that
+    // succeeds at once.
+    let mut missed = false;
     loop {
         let connected = async {
             let mut pubsub = client.get_async_pubsub().await?;
@@ -760,7 +763,7 @@ async fn subscribe(client: Client, fleet: Weak<Inner>, channels: Channels, timeo
             // the waiters' next look; a change told then was missed, so every
             // registry takes it that every server may have changed ("" names all).
             wake_all(&inner);
-            if std::mem::replace(&mut resubscribed, true) {
+            if std::mem::replace(&mut missed, true) {
                 let _ = inner.changes.send(String::new());
             }
             let (beat_every, replica) = (inner.lease, inner.replica.clone());
@@ -800,6 +803,7 @@ async fn subscribe(client: Client, fleet: Weak<Inner>, channels: Channels, timeo
                 }
             }
         }
+        missed = true;
         let Some(inner) = fleet.upgrade() else { return };
         inner.subscribed.store(false, Ordering::Relaxed);
         // The answers to letters sent before cannot arrive now.

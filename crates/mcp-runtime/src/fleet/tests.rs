@@ -100,8 +100,12 @@ struct Redis {
 
 impl Redis {
     fn start() -> Self {
+        Self::start_in(tempfile::tempdir().unwrap())
+    }
+
+    /// A Redis whose socket is `redis.sock` in `dir`.
+    fn start_in(dir: tempfile::TempDir) -> Self {
         use std::io::BufRead;
-        let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("redis.sock");
         let mut child = std::process::Command::new("redis-server")
             .args([
@@ -491,6 +495,22 @@ async fn an_addressee_says_it_is_answering_within_the_pause_after_a_failure() {
     tokio::time::sleep(lease * 3).await;
     letter.reply(b"done").await.unwrap();
     assert_eq!(asked.await.unwrap().unwrap(), b"done");
+}
+
+#[tokio::test]
+async fn a_first_subscription_made_late_assumes_every_change() {
+    // The fleet is linked before its Redis is up: its first subscription fails.
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("unix://{}", dir.path().join("redis.sock").display());
+    let fleet = Fleet::connect(&url, KEY, "r1").unwrap();
+    let mut changes = fleet.changes();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!fleet.inner.subscribed.load(Ordering::Relaxed));
+    let _redis = Redis::start_in(dir);
+    subscribed(&fleet).await;
+    // What other replicas changed meanwhile went unheard: every server may have.
+    let heard = tokio::time::timeout(Duration::from_secs(10), changes.recv()).await;
+    assert_eq!(heard.expect("told within 10 s").unwrap(), "");
 }
 
 #[tokio::test]
