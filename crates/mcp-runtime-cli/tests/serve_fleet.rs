@@ -427,20 +427,24 @@ fn a_retry_that_reaches_another_replica_is_resumed_by_the_one_that_keeps_the_cal
     );
 }
 
-#[test]
-fn a_session_that_moved_is_kept_for_its_new_replica_when_its_old_one_ends_its_copy() {
-    let dir = tempfile::tempdir().unwrap();
-    let redis = RedisServer::start(dir.path());
-    let log = dir.path().join("up.jsonl");
-    let config = fleet_config(dir.path(), &fixture_upstream(&log, &[]), 60);
-    // Sessions idle for a second are closed.
+/// The replicas of a fleet whose sessions end after a second idle.
+fn quickly_idle_replicas(dir: &Path, redis: &RedisServer) -> Vec<(KillOnDrop<Child>, String)> {
+    let log = dir.join("up.jsonl");
+    let config = fleet_config(dir, &fixture_upstream(&log, &[]), 60);
     let text = std::fs::read_to_string(&config).unwrap();
     std::fs::write(
         &config,
         text.replace("[serve]\n", "[serve]\nsession_idle_sec = 1\n"),
     )
     .unwrap();
-    let gateways = replicas(&config, &redis, 3);
+    replicas(&config, redis, 3)
+}
+
+#[test]
+fn a_session_that_moved_is_kept_for_its_new_replica_when_its_old_one_ends_its_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(dir.path());
+    let gateways = quickly_idle_replicas(dir.path(), &redis);
     let mut client = python_client("serve_fleet_client.py");
     let pid_b = gateways[1].0.0.id().to_string();
     client.args([
@@ -453,8 +457,32 @@ fn a_session_that_moved_is_kept_for_its_new_replica_when_its_old_one_ends_its_co
     let report = report_of(client, "moved");
     assert_eq!(
         report,
-        serde_json::json!({"a": "ok", "b": "ok", "c": "ok"}),
+        serde_json::json!({"visits": ["ok", "ok"], "last": "ok"}),
         "the replica it left ended its copy without taking it from the fleet: {report}"
+    );
+}
+
+#[test]
+fn a_session_sent_back_to_its_first_replica_is_held_there_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(dir.path());
+    let gateways = quickly_idle_replicas(dir.path(), &redis);
+    let mut client = python_client("serve_fleet_client.py");
+    let pid_a = gateways[0].0.0.id().to_string();
+    client.args([
+        "moved",
+        &gateways[0].1,
+        &gateways[1].1,
+        &gateways[2].1,
+        &pid_a,
+        "--back",
+    ]);
+    let report = report_of(client, "moved");
+    assert_eq!(
+        report,
+        serde_json::json!({"visits": ["ok", "ok", "ok"], "last": "ok"}),
+        "the copy left idle on the second replica did not take the session from the \
+         fleet, and the third restored it once the first died: {report}"
     );
 }
 

@@ -6,7 +6,7 @@
     python serve_fleet_client.py outage URL SESSIONS
     python serve_fleet_client.py changes URL SESSIONS UP_LOG
     python serve_fleet_client.py misrouted URL OTHER_URL [KILL_PID]
-    python serve_fleet_client.py moved URL_A URL_B URL_C PID_B
+    python serve_fleet_client.py moved URL_A URL_B URL_C PID [--back]
     python serve_fleet_client.py bounded URL_A URL_B
 
 `burst`: SESSIONS handshake sessions (`legacy`) and SESSIONS 2026-07-28 clients, all
@@ -46,10 +46,11 @@ and the messages of the progress reports it heard (the server reports `answered`
 once it has the answer).
 
 `moved`: a handshake session without a listen stream is opened on the replica at
-URL_A and calls `mcp__up__echo` there, then on URL_B (which restores it), again
-and again until URL_A has closed its idle copy of the session (its `/healthz` counts
-none); then the process PID_B is killed and the session calls again on URL_C. Reports what each
-call got: `"ok"` or the error's text.
+URL_A and calls `mcp__up__echo` there, then on URL_B (which restores it), with
+`--back` then on URL_A again; it calls again and again there until the replica it
+left last has closed its idle copy of the session (its `/healthz` counts none); then
+the process PID (the replica it calls) is killed and the session calls again on
+URL_C. Reports what each call got (`visits`, `last`): `"ok"` or the error's text.
 
 `bounded`: a handshake session opened on the replica at URL_A and another on URL_B,
 over plain HTTP; the first's `tools/list` is sent to URL_B, then to URL_A. Reports
@@ -292,8 +293,10 @@ async def misrouted(url, other_url, kill_pid=None):
             return {"error": str(error), "progress": progress}
 
 
-async def moved(url_a, url_b, url_c, pid_b):
-    target = [httpx2.URL(url_a)]
+async def moved(url_a, url_b, url_c, pid, back=False):
+    a, b, c = httpx2.URL(url_a), httpx2.URL(url_b), httpx2.URL(url_c)
+    visits = [a, b, a] if back else [a, b]
+    target = [a]
 
     class Route(httpx2.AsyncHTTPTransport):
         """Sends each request to the current target; refuses a listen stream."""
@@ -306,36 +309,28 @@ async def moved(url_a, url_b, url_c, pid_b):
             request.headers["host"] = f"{to.host}:{to.port}"
             return await super().handle_async_request(request)
 
-    async def echo(c, text):
-        try:
-            result = await c.call_tool("mcp__up__echo", {"text": text})
-            return "ok" if not result.is_error else f"tool error: {result.content}"
-        except Exception as error:  # noqa: BLE001 - reported, then asserted on
-            return f"{type(error).__name__}: {error}"
+    async def sessions_at(url):
+        async with httpx2.AsyncClient() as plain:
+            health = await plain.get(str(url.copy_with(path="/healthz")))
+            return health.json()["sessions"]
 
-    report = {}
+    report = {"visits": []}
     http = httpx2.AsyncClient(transport=Route(), timeout=httpx2.Timeout(30, read=300))
     async with Client(
         streamable_http_client(url_a, http_client=http, terminate_on_close=False), mode="legacy"
-    ) as c:
-        report["a"] = await echo(c, "a")
-        target[0] = httpx2.URL(url_b)
-        report["b"] = await echo(c, "b")
-
-        async def a_sessions():
-            async with httpx2.AsyncClient() as plain:
-                health = await plain.get(str(httpx2.URL(url_a).copy_with(path="/healthz")))
-                return health.json()["sessions"]
-
-        # URL_A's copy is idle from its last answer, and closed within a second or
-        # so; the session keeps URL_B's copy in use meanwhile.
+    ) as session:
+        for to in visits:
+            target[0] = to
+            report["visits"].append(await outcome(session.call_tool("mcp__up__echo", {"text": str(to)})))
+        # The copy on the replica left last is idle from its last answer, and closed
+        # within a second or so; the session keeps the last one's in use meanwhile.
         with anyio.fail_after(20):
-            while await a_sessions() != 0:
-                report["b"] = await echo(c, "b")
+            while await sessions_at(visits[-2]) != 0:
+                report["visits"][-1] = await outcome(session.call_tool("mcp__up__echo", {"text": "again"}))
                 await anyio.sleep(0.2)
-        os.kill(pid_b, signal.SIGKILL)
-        target[0] = httpx2.URL(url_c)
-        report["c"] = await echo(c, "c")
+        os.kill(pid, signal.SIGKILL)
+        target[0] = c
+        report["last"] = await outcome(session.call_tool("mcp__up__echo", {"text": "c"}))
     return report
 
 
@@ -360,7 +355,8 @@ if __name__ == "__main__":
         kill_pid = int(sys.argv[4]) if len(sys.argv) > 4 else None
         print(json.dumps(anyio.run(misrouted, url, sys.argv[3], kill_pid)))
     elif command == "moved":
-        print(json.dumps(anyio.run(moved, url, sys.argv[3], sys.argv[4], int(sys.argv[5]))))
+        back = sys.argv[6:] == ["--back"]
+        print(json.dumps(anyio.run(moved, url, sys.argv[3], sys.argv[4], int(sys.argv[5]), back)))
         # Dropping the session on a dead replica may raise; the report is out.
         os._exit(0)
     elif command == "bounded":

@@ -152,6 +152,16 @@ pub async fn serve(
         upstreams.clone(),
         settings.session_idle,
     )));
+    let _moves = front.fleet_sessions.as_ref().map(|fleet| {
+        let (mut moves, sessions) = (fleet.moves(), sessions.clone());
+        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+            while let Some(letter) = moves.recv().await {
+                if let Ok(id) = std::str::from_utf8(letter.body()) {
+                    sessions.moved_away(id);
+                }
+            }
+        }))
+    });
 
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
@@ -284,6 +294,19 @@ async fn handle(
                 front.sessions.own(id.clone(), principal.clone());
             }
             Claim::Refused => return Ok(plain(StatusCode::NOT_FOUND, "session not found")),
+        }
+    } else if let (Some(id), Some(fleet)) = (&session, &front.fleet_sessions)
+        && front.sessions.has_moved(id)
+        && front.sessions.owned_by(id, &principal)
+    {
+        // Sent back here from the replica it moved to: held here again, so that the
+        // copy there, once idle, leaves the session's entries to this one.
+        match fleet.take_over(id).await {
+            Ok(()) => front.sessions.settle(id),
+            Err(_) => tracing::warn!(
+                session = &**id,
+                "the fleet's Redis is unreachable: the replica this session came back from may remove it"
+            ),
         }
     }
     // A session is its opener's: another principal's request is told it does not

@@ -19,6 +19,10 @@
 //!    or last restored the session; a replica it moved away from (one the load
 //!    balancer took for dead, say) ends its own copy without removing what the
 //!    holder uses.
+//! 4. A replica that takes a session over tells the one that held it, which, if its
+//!    copy is still open, takes the session back at its next request there: a
+//!    session the load balancer sends back and forth is held where it is served,
+//!    and the copy left idle never removes what the other uses.
 
 use std::time::Duration;
 
@@ -38,6 +42,9 @@ pub(crate) const KEEP_EVERY: Duration = Duration::from_secs(60 * 60);
 const STATE: &str = "serve-session";
 const OWNER: &str = "serve-session-owner";
 const HOLDER: &str = "serve-session-holder";
+
+/// The mailbox where a replica hears that a session it held moved (invariant 4).
+const MOVED: &str = "serve-session-moved";
 
 /// The sessions of a fleet's replicas, in its Redis.
 pub(crate) struct FleetSessions {
@@ -78,11 +85,27 @@ impl FleetSessions {
         self.fleet.put(HOLDER, id, holder, SESSION_TTL).await
     }
 
-    /// Records that session `id`, restored here, is held here now, and keeps its
-    /// entries for another [`SESSION_TTL`] (invariant 3).
+    /// Records that session `id`, restored here or served here again, is held here
+    /// now, keeps its entries for another [`SESSION_TTL`] (invariant 3), and tells
+    /// the replica that held it (invariant 4).
     pub(crate) async fn take_over(&self, id: &str) -> Result<(), Unreachable> {
+        let previous = self.fleet.get(HOLDER, id).await?;
         self.hold(id).await?;
-        self.keep(id).await
+        self.keep(id).await?;
+        let here = self.fleet.address().as_bytes();
+        if let Some(previous) = previous.filter(|previous| previous.as_slice() != here)
+            && let Ok(previous) = std::str::from_utf8(&previous)
+        {
+            // One that is gone hears nothing, and needs not.
+            let _ = self.fleet.tell(previous, MOVED, id.as_bytes()).await;
+        }
+        Ok(())
+    }
+
+    /// The sessions held here that moved to another replica, as it tells
+    /// (invariant 4).
+    pub(crate) fn moves(&self) -> tokio::sync::mpsc::Receiver<mcp_runtime::fleet::Letter> {
+        self.fleet.mailbox(MOVED)
     }
 
     /// Keeps session `id`'s entries for another [`SESSION_TTL`] (invariant 3).

@@ -55,6 +55,8 @@ struct Use {
     owner: Option<String>,
     /// When its entries in the fleet were last kept again.
     kept: Instant,
+    /// In a fleet, whether another replica took it over since it was held here.
+    moved: bool,
 }
 
 /// A session's response being sent: the session is in use until dropped.
@@ -124,6 +126,25 @@ impl Sessions {
     /// Session `id` was opened by `principal` (invariant 4).
     pub(crate) fn own(&self, id: SessionId, principal: String) {
         lock(&self.uses).entry(id).or_insert_with(Use::new).owner = Some(principal);
+    }
+
+    /// Another replica of the fleet took session `id` over.
+    pub(crate) fn moved_away(&self, id: &str) {
+        if let Some(used) = lock(&self.uses).get_mut(id) {
+            used.moved = true;
+        }
+    }
+
+    /// Whether session `id` moved away since it was held here.
+    pub(crate) fn has_moved(&self, id: &SessionId) -> bool {
+        lock(&self.uses).get(id).is_some_and(|used| used.moved)
+    }
+
+    /// Session `id` is held here again.
+    pub(crate) fn settle(&self, id: &SessionId) {
+        if let Some(used) = lock(&self.uses).get_mut(id) {
+            used.moved = false;
+        }
     }
 
     /// Whether `principal` may use session `id`: it opened it, or the session is not
@@ -213,6 +234,7 @@ impl Use {
             last: Instant::now(),
             owner: None,
             kept: Instant::now(),
+            moved: false,
         }
     }
 }

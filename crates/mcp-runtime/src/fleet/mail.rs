@@ -170,6 +170,19 @@ impl Fleet {
         self.ask_noting(address, name, body, within, &notes).await
     }
 
+    /// Sends `body` to the mailbox `name` of the process at `address`, once, and
+    /// waits for no answer: whether a process of the fleet heard it. A letter told
+    /// is taken as one asked is, and its answer, if any, is dropped.
+    pub async fn tell(&self, address: &str, name: &str, body: &[u8]) -> Result<bool, Unreachable> {
+        let id = self.inner.letters.fetch_add(1, Ordering::Relaxed);
+        let payload = [
+            format!("ask:{id}:{}:{name}:", self.inner.address).as_bytes(),
+            body,
+        ]
+        .concat();
+        Ok(self.post(&self.mail_channel(address), &payload).await? > 0)
+    }
+
     /// [`Fleet::ask`], the addressee's notes passed to `notes` as they come
     /// (invariant 4).
     pub async fn ask_noting(

@@ -651,3 +651,17 @@ async fn a_letter_redis_took_too_late_for_its_asker_is_cancelled() {
         .await
         .expect("cancelled within 10 s");
 }
+
+#[tokio::test]
+async fn a_letter_told_reaches_its_mailbox_and_none_says_whether_anyone_heard() {
+    let redis = Redis::start();
+    let (owner, teller, mut letters) = correspondents(&redis, WINDOW, "told").await;
+    assert!(
+        teller
+            .tell(owner.address(), "told", b"moved")
+            .await
+            .unwrap()
+    );
+    assert_eq!(letters.recv().await.unwrap().body(), b"moved");
+    assert!(!teller.tell("nobody", "told", b"moved").await.unwrap());
+}
