@@ -796,8 +796,12 @@ async fn subscribe(client: Client, fleet: Weak<Inner>, channels: Channels, timeo
                 if let Some(notify) = lock(&inner.waiters).get(&channel).and_then(Weak::upgrade) {
                     notify.notify_waiters();
                 }
+                // Only a slot's name: the empty one, which stands for every slot, is
+                // this subscriber's own to send, never a message's.
                 if message.get_payload_bytes() == b"changed"
                     && let Some(id) = channel.strip_prefix(&channel_prefix)
+                    && id.len() == 32
+                    && id.bytes().all(|byte| byte.is_ascii_hexdigit())
                 {
                     let _ = inner.changes.send(id.to_owned());
                 }

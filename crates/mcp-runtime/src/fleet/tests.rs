@@ -665,3 +665,29 @@ async fn a_letter_told_reaches_its_mailbox_and_none_says_whether_anyone_heard() 
     assert_eq!(letters.recv().await.unwrap().body(), b"moved");
     assert!(!teller.tell("nobody", "told", b"moved").await.unwrap());
 }
+
+#[tokio::test]
+async fn a_change_published_for_no_slot_is_not_taken_for_every_slot() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", WINDOW);
+    let mut changes = fleet.changes();
+    subscribed(&fleet).await;
+    let mut client = redis.client().await;
+    let prefix = fleet.inner.prefix.clone();
+    for channel in [format!("{prefix}:ch:"), format!("{prefix}:ch:not-a-slot")] {
+        let _: i64 = redis::cmd("PUBLISH")
+            .arg(channel)
+            .arg("changed")
+            .query_async(&mut client)
+            .await
+            .unwrap();
+    }
+    // A real change after them: messages come in order, so it is the first heard.
+    let slot = fleet.slot(&[1; 32], &[2; 32]);
+    fleet.revoke(&slot).await.unwrap();
+    let heard = tokio::time::timeout(Duration::from_secs(10), changes.recv()).await;
+    assert_eq!(
+        heard.expect("told within 10 s").unwrap(),
+        fleet.slot_id(&[1; 32])
+    );
+}
