@@ -52,6 +52,17 @@ fn granted(next: Next) -> SharedTools {
     }
 }
 
+/// The keys of two startups with the same inputs but the credentials: their public
+/// keys agree, their private ones do not.
+fn alice_and_bob() -> (StartupKeys, StartupKeys) {
+    let alice = key(1);
+    let bob = StartupKeys {
+        private: DiscoveryKey([2; 32]),
+        public: alice.public,
+    };
+    (alice, bob)
+}
+
 fn grant(secs: u64, scope: Scope) -> Option<Grant> {
     Some(Grant {
         ttl: Duration::from_secs(secs),
@@ -288,12 +299,7 @@ async fn a_granted_listing_serves_later_startups_until_it_expires() {
 #[tokio::test(start_paused = true)]
 async fn a_private_grant_serves_only_the_same_credentials_and_a_public_one_any() {
     let registry = ListingRegistry::new();
-    // Same inputs but the credentials: the public keys agree, the private ones do not.
-    let alice = key(1);
-    let bob = StartupKeys {
-        private: DiscoveryKey([2; 32]),
-        public: alice.public,
-    };
+    let (alice, bob) = alice_and_bob();
     let mut first = registry.begin(alice);
     lead(first.next()).publish(tools(&["private"]), grant(60, Scope::Private));
     drop(first);
@@ -335,12 +341,7 @@ async fn without_a_grant_or_after_a_revocation_a_later_startup_asks_itself() {
 #[tokio::test(start_paused = true)]
 async fn an_answer_to_a_request_sent_before_a_change_grants_nothing() {
     let registry = ListingRegistry::new();
-    // Alice's and Bob's startups differ only in their credentials.
-    let alice = key(1);
-    let bob = StartupKeys {
-        private: DiscoveryKey([2; 32]),
-        public: alice.public,
-    };
+    let (alice, bob) = alice_and_bob();
     let mut first = registry.begin(alice);
     let private = lead(first.next());
     let mut second = registry.begin(bob);
