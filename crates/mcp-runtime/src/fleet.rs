@@ -287,6 +287,28 @@ impl Fleet {
         self.bounded(command::<()>(&set)).await
     }
 
+    /// [`Fleet::put`], in the same command reading the value it replaces, if there
+    /// was one and its signature holds (invariant 1): of two replicas replacing it at
+    /// once, each reads what the other wrote, or what was there before both.
+    pub async fn replace(
+        &self,
+        kind: &str,
+        id: &str,
+        value: &[u8],
+        ttl: Duration,
+    ) -> Result<Option<Vec<u8>>, Unreachable> {
+        let name = self.entry(kind, id);
+        let sealed = seal(&self.inner.key, &name, 0, 0, value);
+        let mut set = redis::cmd("SET");
+        set.arg(&name)
+            .arg(sealed)
+            .arg("PX")
+            .arg(millis(ttl).max(1))
+            .arg("GET");
+        let replaced = self.bounded(command::<Option<Vec<u8>>>(&set)).await?;
+        Ok(replaced.and_then(|value| open(&self.inner.key, &name, &value).map(|(_, value)| value)))
+    }
+
     /// The value kept under `kind` and `id`, if there is one and its signature holds
     /// (invariant 1).
     pub async fn get(&self, kind: &str, id: &str) -> Result<Option<Vec<u8>>, Unreachable> {
@@ -482,12 +504,16 @@ impl Fleet {
         &self,
         call: impl FnMut(ConnectionManager) -> Call<'a, T>,
     ) -> Result<T, Unreachable> {
-        if let Some(at) = *lock(&self.inner.retry_at)
-            && Instant::now() < at
-        {
+        if self.paused() {
             return Err(Unreachable);
         }
         self.answer(call).await
+    }
+
+    /// Whether calls are not tried now: within the pause after a failure
+    /// (invariant 4).
+    fn paused(&self) -> bool {
+        lock(&self.inner.retry_at).is_some_and(|at| Instant::now() < at)
     }
 
     /// `call` under the timeout, recording whether Redis answered. A call that finds

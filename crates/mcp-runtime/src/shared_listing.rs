@@ -260,6 +260,9 @@ struct Entry {
 struct Attempt {
     sent: Instant,
     receiver: watch::Receiver<Option<SharedTools>>,
+    /// The public key its answer may be granted under.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    public: DiscoveryKey,
 }
 
 /// An answered attempt: when its request was sent, until when it is kept for the
@@ -375,6 +378,19 @@ impl ListingRegistry {
                 };
                 state.granted.retain(|key, _| !named(key));
                 let clock = state.clock;
+                // An answer in flight grants nothing under a key named (invariant 8).
+                let revoked: Vec<DiscoveryKey> = state
+                    .entries
+                    .iter()
+                    .flat_map(|(key, entry)| {
+                        let publics = entry.attempts.values().map(|attempt| attempt.public);
+                        publics.chain((!entry.attempts.is_empty()).then_some(*key))
+                    })
+                    .filter(|key| named(key))
+                    .collect();
+                for key in revoked {
+                    state.grants_revoked.insert(key, clock);
+                }
                 let now = Instant::now();
                 state.entries.retain(|key, entry| {
                     if named(key) {
@@ -390,6 +406,12 @@ impl ListingRegistry {
             _listener: tokio_util::task::AbortOnDropHandle::new(listener),
         }));
         self
+    }
+
+    /// Whether a revocation of `key` holds back the answers in flight.
+    #[cfg(all(test, feature = "fleet"))]
+    pub(crate) fn heard_revoked(&self, key: &DiscoveryKey) -> bool {
+        self.lock().grants_revoked.contains_key(key)
     }
 
     /// The fleet this registry shares with, if any.
@@ -591,9 +613,15 @@ impl Startup {
         }
         let (sender, receiver) = watch::channel(None);
         let sent = Instant::now();
-        entry
-            .attempts
-            .insert(attempt_stamp, Attempt { sent, receiver });
+        let public = self.keys.public;
+        entry.attempts.insert(
+            attempt_stamp,
+            Attempt {
+                sent,
+                receiver,
+                public,
+            },
+        );
         Next::Lead(LeaderGuard {
             registry: self.registry.clone(),
             keys: self.keys,

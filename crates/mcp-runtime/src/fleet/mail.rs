@@ -170,9 +170,11 @@ impl Fleet {
         self.ask_noting(address, name, body, within, &notes).await
     }
 
-    /// Sends `body` to the mailbox `name` of the process at `address`, once, and
-    /// waits for no answer: whether a process of the fleet heard it. A letter told
-    /// is taken as one asked is, and its answer, if any, is dropped.
+    /// Sends `body` to the mailbox `name` of the process at `address` and waits for
+    /// no answer: whether a process of the fleet heard it. Like a letter asked, one
+    /// nobody hears is sent again for a lease (invariant 2), and even within the
+    /// pause after a failure; a letter told is taken as one asked is, and its answer,
+    /// if any, is dropped.
     pub async fn tell(&self, address: &str, name: &str, body: &[u8]) -> Result<bool, Unreachable> {
         let id = self.inner.letters.fetch_add(1, Ordering::Relaxed);
         let payload = [
@@ -180,7 +182,15 @@ impl Fleet {
             body,
         ]
         .concat();
-        Ok(self.post(&self.mail_channel(address), &payload).await? > 0)
+        let channel = self.mail_channel(address);
+        let gone_after = tokio::time::Instant::now() + self.inner.lease;
+        while self.post_anyway(&channel, &payload).await? == 0 {
+            if tokio::time::Instant::now() >= gone_after {
+                return Ok(false);
+            }
+            tokio::time::sleep(self.inner.lease / 8).await;
+        }
+        Ok(true)
     }
 
     /// [`Fleet::ask`], the addressee's notes passed to `notes` as they come
@@ -215,6 +225,10 @@ impl Fleet {
         ]
         .concat();
         let channel = self.mail_channel(address);
+        // Not sent at all within the pause after a failure.
+        if self.paused() {
+            return Err(Unreachable.into());
+        }
         // Withdrawn from the moment it is sent: a post that fails may still have
         // reached Redis, and its letter the addressee, which must not answer it
         // unheard (invariant 5).

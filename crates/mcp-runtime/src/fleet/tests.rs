@@ -477,12 +477,13 @@ async fn an_asker_waits_while_its_letter_is_answered_and_not_once_it_is_dropped(
 #[tokio::test]
 async fn an_addressee_says_it_is_answering_within_the_pause_after_a_failure() {
     let redis = Redis::start();
-    let lease = Duration::from_millis(300);
+    // Shorter than the pause (a second), so that a silence through it is heard.
+    let lease = Duration::from_millis(600);
     let (owner, asker, mut letters) = correspondents(&redis, lease, "slow").await;
     let asked = ask_slowly(&asker, &owner, b"1", Duration::from_secs(30));
     let letter = letters.recv().await.unwrap();
     // A call of the addressee's fails (an entry of the wrong type): its link pauses
-    // for a second, more than three leases.
+    // for a second, longer than a lease.
     let mut client = redis.client().await;
     let () = redis::cmd("LPUSH")
         .arg(owner.entry("state", "s1"))
@@ -655,7 +656,9 @@ async fn a_letter_redis_took_too_late_for_its_asker_is_cancelled() {
 #[tokio::test]
 async fn a_letter_told_reaches_its_mailbox_and_none_says_whether_anyone_heard() {
     let redis = Redis::start();
-    let (owner, teller, mut letters) = correspondents(&redis, WINDOW, "told").await;
+    // One nobody hears is sent again for a lease: a short one here.
+    let lease = Duration::from_millis(300);
+    let (owner, teller, mut letters) = correspondents(&redis, lease, "told").await;
     assert!(
         teller
             .tell(owner.address(), "told", b"moved")
@@ -689,5 +692,49 @@ async fn a_change_published_for_no_slot_is_not_taken_for_every_slot() {
     assert_eq!(
         heard.expect("told within 10 s").unwrap(),
         fleet.slot_id(&[1; 32])
+    );
+}
+
+#[tokio::test]
+async fn an_answer_in_flight_when_another_replica_revokes_grants_nothing() {
+    use crate::{
+        discovery_key::DiscoveryKey,
+        shared_listing::{Grant, ListingRegistry, Next, Scope, StartupKeys},
+    };
+    let redis = Redis::start();
+    let (here, there) = (redis.fleet("r1", WINDOW), redis.fleet("r2", WINDOW));
+    subscribed(&here).await;
+    let registry = ListingRegistry::new().with_fleet(here.clone());
+    let keys = StartupKeys {
+        private: DiscoveryKey([1; 32]),
+        public: DiscoveryKey([2; 32]),
+    };
+    let mut startup = registry.begin(keys);
+    let Next::Lead(leader) = startup.next() else {
+        panic!("the first startup leads")
+    };
+    // Another replica saw the server change, while this one's request is in flight.
+    there
+        .revoke(&there.slot(&keys.private.0, &keys.public.0))
+        .await
+        .unwrap();
+    for _ in 0..500 {
+        if registry.heard_revoked(&keys.public) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(registry.heard_revoked(&keys.private));
+    assert!(registry.heard_revoked(&keys.public));
+    let grant = Some(Grant {
+        ttl: Duration::from_secs(60),
+        scope: Scope::Public,
+    });
+    leader.publish(Arc::new(Vec::new()), grant);
+    drop(startup);
+    let mut later = registry.begin(keys);
+    assert!(
+        matches!(later.next(), Next::Lead(_)),
+        "the old answer granted nothing"
     );
 }
