@@ -511,4 +511,6 @@ fn a_session_restored_past_the_bound_is_refused_and_served_on_by_its_own_replica
     for (_, url) in &gateways {
         assert_eq!(health(url)["sessions"], 1, "{url}");
     }
+    // Ending it needs no room: it is not restored for that.
+    assert_eq!(report["ended_elsewhere"], 202, "{report}");
 }

@@ -53,8 +53,9 @@ the process PID (the replica it calls) is killed and the session calls again on
 URL_C. Reports what each call got (`visits`, `last`): `"ok"` or the error's text.
 
 `bounded`: a handshake session opened on the replica at URL_A and another on URL_B,
-over plain HTTP; the first's `tools/list` is sent to URL_B, then to URL_A. Reports
-the status and `Retry-After` of the first answer, and the status of the second.
+over plain HTTP; the first's `tools/list` is sent to URL_B, then to URL_A, and its
+`DELETE` to URL_B. Reports the status and `Retry-After` of the first answer, and the
+status of the other two.
 
 Prints what it saw as one JSON object (`hold`, `outage`: a line per step).
 """
@@ -341,8 +342,9 @@ async def bounded(url_a, url_b):
         listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
         elsewhere = await http.post(url_b, headers=moving, json=listing)
         home = await http.post(url_a, headers=moving, json=listing)
+        ended = await http.delete(url_b, headers=moving)
         return {"elsewhere": [elsewhere.status_code, elsewhere.headers.get("retry-after")],
-                "home": home.status_code}
+                "home": home.status_code, "ended_elsewhere": ended.status_code}
 
 
 if __name__ == "__main__":

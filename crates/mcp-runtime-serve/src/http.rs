@@ -268,6 +268,9 @@ async fn handle(
         .get(SESSION_ID)
         .and_then(|value| value.to_str().ok())
         .map(Arc::<str>::from);
+    // In use from here: a reap meanwhile keeps the account of a session being
+    // restored, which rmcp does not have yet.
+    let mut in_use = session.clone().map(|id| front.sessions.begin(id));
     // A session of the fleet that this replica does not hold is restored for its
     // owner alone; for anyone else it does not exist (invariant 6).
     let mut restoring = None;
@@ -275,6 +278,8 @@ async fn handle(
         && !front.sessions.knows(id)
     {
         match fleet.claim(id, &principal).await {
+            // Ended, not restored: rmcp removes it from the fleet.
+            Claim::Owner if request.method() == Method::DELETE => {}
             Claim::Owner => {
                 // A restored session counts against the bound as an opened one does
                 // (invariant 3): a replica that takes a dead one's sessions stays
@@ -341,7 +346,6 @@ async fn handle(
         .get(MCP_METHOD)
         .is_some_and(|method| method == "subscriptions/listen");
     let post = (post && !listens).then(|| front.sessions.post());
-    let mut in_use = session.clone().map(|id| front.sessions.begin(id));
 
     let response = front.mcp.handle(request).await;
     drop(opening);
@@ -443,7 +447,6 @@ fn refused(auth: &Auth, path: &str, refusal: &Refusal) -> Response<Body> {
     response
 }
 
-/// A JSON document.
 /// The answer to a session opened or restored past `[serve] max_sessions`.
 fn sessions_full(settings: &Settings) -> Response<Body> {
     tracing::warn!(
@@ -460,6 +463,7 @@ fn sessions_full(settings: &Settings) -> Response<Body> {
     response
 }
 
+/// A JSON document.
 fn json(document: String) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from(document)).boxed());
     response.headers_mut().insert(

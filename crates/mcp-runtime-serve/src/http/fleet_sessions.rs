@@ -89,15 +89,25 @@ impl FleetSessions {
     /// now, keeps its entries for another [`SESSION_TTL`] (invariant 3), and tells
     /// the replica that held it (invariant 4).
     pub(crate) async fn take_over(&self, id: &str) -> Result<(), Unreachable> {
-        let previous = self.fleet.get(HOLDER, id).await?;
-        self.hold(id).await?;
+        let here = self.fleet.address();
+        // Read as it is replaced: of two replicas taking the session at once, the
+        // second tells the first.
+        let previous = self
+            .fleet
+            .replace(HOLDER, id, here.as_bytes(), SESSION_TTL)
+            .await?;
         self.keep(id).await?;
-        let here = self.fleet.address().as_bytes();
-        if let Some(previous) = previous.filter(|previous| previous.as_slice() != here)
-            && let Ok(previous) = std::str::from_utf8(&previous)
+        if let Some(previous) = previous
+            .and_then(|previous| String::from_utf8(previous).ok())
+            .filter(|previous| previous != here)
         {
-            // One that is gone hears nothing, and needs not.
-            let _ = self.fleet.tell(previous, MOVED, id.as_bytes()).await;
+            // Told meanwhile, and again for a while if it is not listening (it may
+            // be making its subscription again); one that is gone hears nothing, and
+            // needs not.
+            let (fleet, id) = (self.fleet.clone(), id.to_owned());
+            tokio::spawn(async move {
+                let _ = fleet.tell(&previous, MOVED, id.as_bytes()).await;
+            });
         }
         Ok(())
     }
