@@ -7,7 +7,7 @@
 //!
 //! No protocol, no runtime, blocking reads: what it costs this machine to wake another
 //! process with a message and be woken by its answer. A proxy in front of a server adds
-//! one such round trip to every call at the least (its wake-up for the request, and the
+//! two wake-ups to every call, one round trip's (its own for the request, and the
 //! client's for the answer coming from the proxy instead of the server), so
 //! bench/compare (scenario k) reports it beside the proxies, the two processes on two
 //! CPUs and on one.
@@ -16,7 +16,7 @@ use std::{
     io::{self, Read, Write},
     net::{TcpListener, TcpStream},
     os::unix::net::{UnixListener, UnixStream},
-    process::{Command, ExitCode, Stdio},
+    process::{Child, Command, ExitCode, Stdio},
     time::Instant,
 };
 
@@ -126,6 +126,25 @@ fn pin(cpu: usize) -> io::Result<()> {
     }
 }
 
+/// The peer's connection, from a listener that does not block: an error once the
+/// peer has exited without connecting (it could not connect, or pin itself).
+fn accepted<S>(mut accept: impl FnMut() -> io::Result<S>, peer: &mut Child) -> io::Result<S> {
+    loop {
+        match accept() {
+            Ok(stream) => return Ok(stream),
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                if let Some(status) = peer.try_wait()? {
+                    return Err(io::Error::other(format!(
+                        "the peer exited ({status}) without connecting"
+                    )));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
 fn run(options: &Options) -> io::Result<Vec<f64>> {
     if let Some(cpu) = options.on {
         pin(cpu)?;
@@ -161,12 +180,16 @@ fn run(options: &Options) -> io::Result<Vec<f64>> {
     let mut peer = peer.stdin(Stdio::null()).spawn()?;
     let times = match listener {
         Ok(tcp) => {
-            let (stream, _) = tcp.accept()?;
+            tcp.set_nonblocking(true)?;
+            let stream = accepted(|| tcp.accept().map(|(stream, _)| stream), &mut peer)?;
+            stream.set_nonblocking(false)?;
             stream.set_nodelay(true)?;
             round_trips(stream, options.count, options.size)
         }
         Err(unix) => {
-            let (stream, _) = unix.accept()?;
+            unix.set_nonblocking(true)?;
+            let stream = accepted(|| unix.accept().map(|(stream, _)| stream), &mut peer)?;
+            stream.set_nonblocking(false)?;
             round_trips(stream, options.count, options.size)
         }
     };
