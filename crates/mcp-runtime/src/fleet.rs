@@ -206,7 +206,7 @@ impl Fleet {
             .set_number_of_retries(0);
         let connection = ConnectionManager::new_lazy_with_config(client.clone(), config)
             .map_err(|error| FleetError::InvalidUrl(error.to_string()))?;
-        let prefix = format!("mcp-runtime:{}", &hex(&sign(key, &[b"fleet"]))[..16]);
+        let prefix = format!("mcp-runtime:{}", &hex::encode(sign(key, &[b"fleet"]))[..16]);
         let (changes, _) = broadcast::channel(256);
         let address = mail::new_address();
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
@@ -375,7 +375,7 @@ impl Fleet {
             &self.inner.key,
             &[b"entry\0", kind.as_bytes(), b"\0", id.as_bytes()],
         );
-        format!("{}:{kind}:{}", self.inner.prefix, &hex(&name)[..32])
+        format!("{}:{kind}:{}", self.inner.prefix, &hex::encode(name)[..32])
     }
 
     /// The names of the fleet's entries for a discovery key whose digest is
@@ -399,7 +399,7 @@ impl Fleet {
     /// The name of the slot of the discovery key whose digest is `digest`: derived
     /// from the fleet key and the digest.
     pub(crate) fn slot_id(&self, digest: &[u8; 32]) -> String {
-        hex(&sign(&self.inner.key, &[b"listing", digest]))[..32].to_owned()
+        hex::encode(sign(&self.inner.key, &[b"listing", digest]))[..32].to_owned()
     }
 
     /// The names of the slots whose server changed, as other replicas publish them
@@ -853,7 +853,7 @@ fn wake_all(inner: &Inner) {
 /// `payload` signed for the entry `name`: `stamp:sent:mac:payload`.
 fn seal(key: &[u8], name: &str, stamp: u64, sent: u64, payload: &[u8]) -> Vec<u8> {
     let head = format!("{stamp}:{sent}:");
-    let mac = hex(&sign(
+    let mac = hex::encode(sign(
         key,
         &[name.as_bytes(), b"\0", head.as_bytes(), payload],
     ));
@@ -876,7 +876,7 @@ fn open(key: &[u8], name: &str, value: &[u8]) -> Option<(u64, Vec<u8>)> {
     for part in [name.as_bytes(), b"\0", head, payload] {
         check.update(part);
     }
-    let mac = decode_hex(mac)?;
+    let mac = hex::decode(mac).ok()?;
     check.verify_slice(&mac).ok()?;
     let stamp = std::str::from_utf8(stamp).ok()?.parse().ok()?;
     Some((stamp, payload.to_vec()))
@@ -906,25 +906,6 @@ fn sign(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
         mac.update(part);
     }
     mac.finalize().into_bytes().into()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut text, byte| {
-            let _ = write!(text, "{byte:02x}");
-            text
-        })
-}
-
-fn decode_hex(text: &[u8]) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    text.chunks(2)
-        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
-        .collect()
 }
 
 fn millis(duration: Duration) -> u64 {

@@ -53,7 +53,7 @@ impl Resumable {
         getrandom::fill(&mut mark).expect("the operating system provides random bytes");
         Self {
             inner,
-            mark: hex(&mark),
+            mark: hex::encode(mark),
         }
     }
 
@@ -65,9 +65,11 @@ impl Resumable {
             RequestId::Number(number) => {
                 let _ = write!(tag, "n{number}");
             }
+            // In hex: an event id travels back as a header, whose value must be
+            // visible ASCII.
             RequestId::String(text) if text.len() <= LONGEST_TAGGED_ID => {
                 tag.push('s');
-                hex_into(&mut tag, text.as_bytes());
+                tag.push_str(&hex::encode(text.as_bytes()));
             }
             RequestId::String(_) => return None,
         }
@@ -185,22 +187,6 @@ fn lost(request: RequestId, why: &str) -> ServerSseMessage {
     ServerSseMessage::from_message(ServerJsonRpcMessage::error(error, Some(request)))
 }
 
-/// `bytes` in lowercase hex (an event id travels back as a header, whose value must
-/// be visible ASCII).
-fn hex(bytes: &[u8]) -> String {
-    let mut hex = String::with_capacity(2 * bytes.len());
-    hex_into(&mut hex, bytes);
-    hex
-}
-
-/// Appends `bytes` to `out` in lowercase hex.
-fn hex_into(out: &mut String, bytes: &[u8]) {
-    use std::fmt::Write as _;
-    for byte in bytes {
-        let _ = write!(out, "{byte:02x}");
-    }
-}
-
 /// The process mark and the request id a tag names, if it names one: the mark, then
 /// `n` and a number, or `s` and the string in hex.
 fn untag(tag: &str) -> Option<(&str, RequestId)> {
@@ -218,21 +204,11 @@ fn untag(tag: &str) -> Option<(&str, RequestId)> {
             .ok()
             .map(|number| (mark, RequestId::Number(number)));
     }
-    let hex = named.strip_prefix('s')?;
-    if hex.len() > 2 * LONGEST_TAGGED_ID || hex.len() % 2 != 0 {
+    let digits = named.strip_prefix('s')?;
+    if digits.len() > 2 * LONGEST_TAGGED_ID {
         return None;
     }
-    let bytes = (0..hex.len())
-        .step_by(2)
-        .map(|at| {
-            let pair = hex.get(at..at + 2)?;
-            if !pair.bytes().all(|byte| byte.is_ascii_hexdigit()) {
-                return None;
-            }
-            u8::from_str_radix(pair, 16).ok()
-        })
-        .collect::<Option<Vec<u8>>>()?;
-    let text = String::from_utf8(bytes).ok()?;
+    let text = String::from_utf8(hex::decode(digits).ok()?).ok()?;
     Some((mark, RequestId::String(text.into())))
 }
 

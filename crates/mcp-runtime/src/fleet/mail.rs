@@ -42,7 +42,7 @@ use chacha20poly1305::{
     aead::{Aead, Payload},
 };
 
-use super::{Fleet, Inner, Unreachable, command, hex};
+use super::{Fleet, Inner, Unreachable, command};
 use crate::sync::lock;
 
 /// How many letters wait for a mailbox's reader before more are refused.
@@ -372,7 +372,7 @@ pub(super) fn disclose(key: &[u8; 32], channel: &str, message: &[u8]) -> Option<
 pub(super) fn new_address() -> String {
     let mut bytes = [0_u8; 16];
     getrandom::fill(&mut bytes).expect("the operating system provides random bytes");
-    hex(&bytes)
+    hex::encode(bytes)
 }
 
 /// Takes a message that arrived on this process's channel `channel` (invariants 1

@@ -83,7 +83,7 @@ async fn slots_are_named_by_the_fleet_key_and_never_by_the_digest() {
     let id = fleet.slot_id(&digest);
     assert_eq!(slot.listing, fleet.slot(&digest, &[1; 32]).listing);
     assert_ne!(id, other.slot_id(&digest));
-    assert!(!slot.listing.contains(&hex(&digest)));
+    assert!(!slot.listing.contains(&hex::encode(digest)));
     assert!(
         slot.listing.contains(&format!("{{{id}}}")),
         "one hash slot per key"
