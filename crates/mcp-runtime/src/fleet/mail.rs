@@ -17,8 +17,8 @@
 //!    replayed) is dropped.
 //! 3. While a letter is being answered, its addressee says so every third of a lease,
 //!    even within the pause after a failure of Redis; an asker that hears nothing for
-//!    a lease takes it that the addressee died, and fails. A letter is answered at most once: an answer nobody waits for (a late
-//!    one, or a replay) is dropped. Answers and notes are sent even within the pause
+//!    a lease takes it that the addressee died, and fails. A letter is answered at
+//!    most once: an answer nobody waits for (a late one, or a replay) is dropped. Answers and notes are sent even within the pause
 //!    after a failure of Redis, and an answer Redis does not take is tried again for
 //!    half a lease: a lost answer would have the asker's client do the work again.
 //! 4. Before its answer, an addressee may send its asker notes (what the asker
@@ -177,20 +177,9 @@ impl Fleet {
     /// if any, is dropped.
     pub async fn tell(&self, address: &str, name: &str, body: &[u8]) -> Result<bool, Unreachable> {
         let id = self.inner.letters.fetch_add(1, Ordering::Relaxed);
-        let payload = [
-            format!("ask:{id}:{}:{name}:", self.inner.address).as_bytes(),
-            body,
-        ]
-        .concat();
         let channel = self.mail_channel(address);
-        let gone_after = tokio::time::Instant::now() + self.inner.lease;
-        while self.post_anyway(&channel, &payload).await? == 0 {
-            if tokio::time::Instant::now() >= gone_after {
-                return Ok(false);
-            }
-            tokio::time::sleep(self.inner.lease / 8).await;
-        }
-        Ok(true)
+        self.post_until_heard(&channel, &self.letter(id, name, body), true)
+            .await
     }
 
     /// [`Fleet::ask`], the addressee's notes passed to `notes` as they come
@@ -219,11 +208,6 @@ impl Fleet {
         if !self.inner.subscribed.load(Ordering::Relaxed) {
             return Err(Unreachable.into());
         }
-        let payload = [
-            format!("ask:{id}:{}:{name}:", self.inner.address).as_bytes(),
-            body,
-        ]
-        .concat();
         let channel = self.mail_channel(address);
         // Not sent at all within the pause after a failure.
         if self.paused() {
@@ -233,13 +217,10 @@ impl Fleet {
         // reached Redis, and its letter the addressee, which must not answer it
         // unheard (invariant 5).
         forget.withdraw = Some(channel.clone());
-        let gone_after = tokio::time::Instant::now() + self.inner.lease;
-        while self.post(&channel, &payload).await? == 0 {
-            if tokio::time::Instant::now() >= gone_after {
-                forget.withdraw = None;
-                return Err(AskError::Gone);
-            }
-            tokio::time::sleep(self.inner.lease / 8).await;
+        let letter = self.letter(id, name, body);
+        if !self.post_until_heard(&channel, &letter, false).await? {
+            forget.withdraw = None;
+            return Err(AskError::Gone);
         }
         let deadline = tokio::time::Instant::now() + within;
         loop {
@@ -285,6 +266,41 @@ impl Fleet {
             .arg(channel)
             .arg(enclose(&self.inner.letter_key, channel, payload));
         publish
+    }
+
+    /// The letter `id` of this process to the mailbox `name`, saying `body`.
+    fn letter(&self, id: u64, name: &str, body: &[u8]) -> Vec<u8> {
+        [
+            format!("ask:{id}:{}:{name}:", self.inner.address).as_bytes(),
+            body,
+        ]
+        .concat()
+    }
+
+    /// Posts `letter` on `channel`, and again for a lease while no process hears it
+    /// (invariant 2): whether one did. With `anyway`, even within the pause after a
+    /// failure.
+    async fn post_until_heard(
+        &self,
+        channel: &str,
+        letter: &[u8],
+        anyway: bool,
+    ) -> Result<bool, Unreachable> {
+        let gone_after = tokio::time::Instant::now() + self.inner.lease;
+        loop {
+            let heard = if anyway {
+                self.post_anyway(channel, letter).await?
+            } else {
+                self.post(channel, letter).await?
+            };
+            if heard > 0 {
+                return Ok(true);
+            }
+            if tokio::time::Instant::now() >= gone_after {
+                return Ok(false);
+            }
+            tokio::time::sleep(self.inner.lease / 8).await;
+        }
     }
 
     /// [`Fleet::post`], even within the pause after a failure (invariant 3).
