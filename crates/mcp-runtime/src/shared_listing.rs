@@ -378,18 +378,21 @@ impl ListingRegistry {
                 };
                 state.granted.retain(|key, _| !named(key));
                 let clock = state.clock;
-                // An answer in flight grants nothing under a key named (invariant 8).
-                let revoked: Vec<DiscoveryKey> = state
-                    .entries
+                // An answer in flight grants nothing under a key named (invariant 8):
+                // its attempt's private key, or the public one it carries.
+                let State {
+                    entries,
+                    grants_revoked,
+                    ..
+                } = &mut *state;
+                for (key, entry) in entries
                     .iter()
-                    .flat_map(|(key, entry)| {
-                        let publics = entry.attempts.values().map(|attempt| attempt.public);
-                        publics.chain((!entry.attempts.is_empty()).then_some(*key))
-                    })
-                    .filter(|key| named(key))
-                    .collect();
-                for key in revoked {
-                    state.grants_revoked.insert(key, clock);
+                    .filter(|(_, entry)| !entry.attempts.is_empty())
+                {
+                    let publics = entry.attempts.values().map(|attempt| attempt.public);
+                    for key in publics.chain([*key]).filter(|key| named(key)) {
+                        grants_revoked.insert(key, clock);
+                    }
                 }
                 let now = Instant::now();
                 state.entries.retain(|key, entry| {
@@ -762,15 +765,13 @@ impl LeaderGuard {
     #[cfg(feature = "fleet")]
     pub(crate) async fn publish_everywhere(mut self, tools: SharedTools, grant: Option<Grant>) {
         let Some(lease) = self.lease.take() else {
-            return self.publish(tools, grant);
+            self.publish(tools, grant);
+            return;
         };
         let window = self.registry.window;
         let payload = encode(&tools);
-        // Nor does the fleet keep a grant this registry refuses.
-        let grant = grant.filter(|grant| {
-            !self.revoked_since_sent(&self.registry.lock(), self.grant_key(*grant))
-        });
-        self.publish(tools, grant);
+        // The fleet keeps the grant this registry kept, if any.
+        let grant = self.publish(tools, grant);
         let grant = grant.map(|grant| (grant.scope == Scope::Public, grant.ttl.min(MAX_GRANT)));
         lease.publish(&payload, window, grant).await;
     }
@@ -807,14 +808,14 @@ impl LeaderGuard {
 
     /// Hands `tools` to every waiter and to pending startups that may take it, and,
     /// when the server granted it and has not changed since the request was sent, to
-    /// later startups until the grant expires.
-    pub(crate) fn publish(self, tools: SharedTools, grant: Option<Grant>) {
-        {
+    /// later startups until the grant expires: the grant kept, if any.
+    pub(crate) fn publish(self, tools: SharedTools, grant: Option<Grant>) -> Option<Grant> {
+        let grant = {
             let mut state = self.registry.lock();
-            if let Some(grant) = grant
-                && let key = self.grant_key(grant)
-                && !self.revoked_since_sent(&state, key)
-            {
+            let grant =
+                grant.filter(|grant| !self.revoked_since_sent(&state, self.grant_key(*grant)));
+            if let Some(grant) = grant {
+                let key = self.grant_key(grant);
                 let now = Instant::now();
                 state.granted.retain(|_, granted| granted.expires > now);
                 let granted = Granted {
@@ -839,9 +840,11 @@ impl LeaderGuard {
                 entry.listings.insert(self.stamp, listing);
                 entry.prune(Instant::now());
             }
-        }
+            grant
+        };
         self.sender.send_replace(Some(tools));
         // `Drop` withdraws the attempt; its waiters already have the listing.
+        grant
     }
 }
 
