@@ -19,9 +19,9 @@
 //!    `max_request_bytes` gets 413.
 //! 3. A request that would open a session past `max_sessions`, or in a fleet restore
 //!    one here, gets 503 with `Retry-After`; the sessions already open go on as
-//!    before. At most
-//!    `max_sessions` sessionless clients have servers at once, besides: a new one
-//!    past the bound has its request refused with an error saying so.
+//!    before. At most `max_sessions` sessionless clients have servers at once,
+//!    besides: a new one past the bound has its request refused with an error saying
+//!    so.
 //! 4. A session with nothing being sent for `session_idle_sec` is closed, and its
 //!    servers end; so is a sessionless client's runtime.
 //! 5. At shutdown the listener stops accepting, calls in flight get the drain time

@@ -500,12 +500,18 @@ async fn an_addressee_says_it_is_answering_within_the_pause_after_a_failure() {
 
 #[tokio::test]
 async fn a_first_subscription_made_late_assumes_every_change() {
-    // The fleet is linked before its Redis is up: its first subscription fails.
+    // The fleet is linked before its Redis is up: its first subscription reaches a
+    // socket that is no Redis (the link connects lazily: the subscriber alone
+    // connects), and fails.
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("unix://{}", dir.path().join("redis.sock").display());
+    let socket = dir.path().join("redis.sock");
+    let impostor = tokio::net::UnixListener::bind(&socket).unwrap();
+    let url = format!("unix://{}", socket.display());
     let fleet = Fleet::connect(&url, KEY, "r1").unwrap();
     let mut changes = fleet.changes();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (attempt, _) = impostor.accept().await.unwrap();
+    drop((attempt, impostor));
+    std::fs::remove_file(&socket).unwrap();
     assert!(!fleet.inner.subscribed.load(Ordering::Relaxed));
     let _redis = Redis::start_in(dir);
     subscribed(&fleet).await;
