@@ -188,12 +188,15 @@ async def outage(url, sessions):
         return types.ElicitResult(action="accept", content={"name": "held", "count": 1})
 
     asked = {}
+    all_asked = anyio.Event()
 
     async def ask(index, c):
         async def call():
             with anyio.fail_after(30):
                 return await c.call_tool("mcp__up__ask", {})
         asked[index] = await outcome(call())
+        if len(asked) == sessions:
+            all_asked.set()
 
     async with contextlib.AsyncExitStack() as stack:
         group = await stack.enter_async_context(anyio.create_task_group())
@@ -206,8 +209,7 @@ async def outage(url, sessions):
                 release.set()
                 # Each ends within its 30 s.
                 with anyio.fail_after(60):
-                    while len(asked) < sessions:
-                        await anyio.sleep(0.02)
+                    await all_asked.wait()
                 report["asked"] = [asked[index] for index in range(sessions)]
             report["opened"] = []
             for index in range(sessions):
