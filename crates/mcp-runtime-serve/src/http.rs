@@ -293,7 +293,7 @@ async fn handle(
                 if fleet.take_over(id).await.is_err() {
                     tracing::warn!(
                         session = &**id,
-                        "the fleet's Redis is unreachable: the replica this session moved from may still remove it"
+                        "the fleet's Redis gave no usable answer: the replica this session moved from may still remove it"
                     );
                 }
                 front.sessions.own(id.clone(), principal.clone());
@@ -310,7 +310,7 @@ async fn handle(
             Ok(()) => front.sessions.settle(id),
             Err(_) => tracing::warn!(
                 session = &**id,
-                "the fleet's Redis is unreachable: the replica this session came back from may remove it"
+                "the fleet's Redis gave no usable answer: the replica this session came back from may remove it"
             ),
         }
     }

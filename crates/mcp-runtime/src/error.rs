@@ -66,7 +66,7 @@ fn is_ours_in_oauth(error: &(dyn std::error::Error + 'static)) -> bool {
 #[cfg(feature = "fleet")]
 fn is_ours_in_fleet(error: &(dyn std::error::Error + 'static)) -> bool {
     is::<crate::fleet::FleetError>(error)
-        || is::<crate::fleet::Unreachable>(error)
+        || is::<crate::fleet::Unavailable>(error)
         || is::<crate::fleet::AskError>(error)
 }
 

@@ -27,10 +27,15 @@
 //!    window before and after the server's last change; a listing may serve it if
 //!    its token is greater than that stamp. Times are Redis's own (`TIME`), never a
 //!    replica's clock.
-//! 4. Every call is bounded by a short timeout. A failure marks the fleet
-//!    unreachable: it is logged once, with its cause, the callers fall back to their
-//!    own replica's listings, and for a second no call is tried; the first call that
-//!    succeeds afterwards logs the return.
+//! 4. Every call is bounded by a short timeout. A failure of the link (no answer in
+//!    time, a lost connection, or an error of Redis itself: out of memory, loading,
+//!    authentication refused…) marks the fleet unreachable: it is logged once, with
+//!    its cause, the callers fall back to their own replica's listings, and for a
+//!    second no call is tried; the first call that succeeds afterwards logs the
+//!    return. An answer that shows an entry no replica wrote (one of the wrong type,
+//!    a value a script cannot read, a reply of the wrong shape) fails its own call
+//!    only: it is logged, its caller falls back, and the link stays up, so that a
+//!    forged entry costs what invariant 1 says and no pause of every other call.
 //! 5. Waiters hear a publication, a released lease and a server's change over one
 //!    pattern subscription per process, and also look again every `poll`: a lost
 //!    message costs time, never a listing. The subscription is pinged every lease;
@@ -279,7 +284,7 @@ impl Fleet {
         id: &str,
         value: &[u8],
         ttl: Duration,
-    ) -> Result<(), Unreachable> {
+    ) -> Result<(), Unavailable> {
         let name = self.entry(kind, id);
         let sealed = seal(&self.inner.key, &name, 0, 0, value);
         let mut set = redis::cmd("SET");
@@ -296,7 +301,7 @@ impl Fleet {
         id: &str,
         value: &[u8],
         ttl: Duration,
-    ) -> Result<Option<Vec<u8>>, Unreachable> {
+    ) -> Result<Option<Vec<u8>>, Unavailable> {
         let name = self.entry(kind, id);
         let sealed = seal(&self.inner.key, &name, 0, 0, value);
         let mut set = redis::cmd("SET");
@@ -311,7 +316,7 @@ impl Fleet {
 
     /// The value kept under `kind` and `id`, if there is one and its signature holds
     /// (invariant 1).
-    pub async fn get(&self, kind: &str, id: &str) -> Result<Option<Vec<u8>>, Unreachable> {
+    pub async fn get(&self, kind: &str, id: &str) -> Result<Option<Vec<u8>>, Unavailable> {
         let name = self.entry(kind, id);
         let mut get = redis::cmd("GET");
         get.arg(&name);
@@ -320,7 +325,7 @@ impl Fleet {
     }
 
     /// Forgets the values kept under `id` for each of `kinds`, in one command.
-    pub async fn remove(&self, id: &str, kinds: &[&str]) -> Result<(), Unreachable> {
+    pub async fn remove(&self, id: &str, kinds: &[&str]) -> Result<(), Unavailable> {
         let mut del = redis::cmd("DEL");
         for kind in kinds {
             del.arg(self.entry(kind, id));
@@ -329,7 +334,7 @@ impl Fleet {
     }
 
     /// Keeps the entries of `kinds` under `id` for `ttl` from now, those that exist.
-    pub async fn touch(&self, id: &str, kinds: &[&str], ttl: Duration) -> Result<(), Unreachable> {
+    pub async fn touch(&self, id: &str, kinds: &[&str], ttl: Duration) -> Result<(), Unavailable> {
         let mut touch = redis::pipe();
         for kind in kinds {
             touch
@@ -354,7 +359,7 @@ impl Fleet {
         id: &str,
         (guard, value): (&str, &[u8]),
         kinds: &[&str],
-    ) -> Result<bool, Unreachable> {
+    ) -> Result<bool, Unavailable> {
         static REMOVE_IF: std::sync::LazyLock<Script> =
             std::sync::LazyLock::new(|| Script::new(REMOVE_IF_LUA));
         let guard = self.entry(guard, id);
@@ -434,7 +439,7 @@ impl Fleet {
         slot: &Slot,
         since: u64,
         window: Duration,
-    ) -> Result<Acquired, Unreachable> {
+    ) -> Result<Acquired, Unavailable> {
         static ACQUIRE: std::sync::LazyLock<Script> =
             std::sync::LazyLock::new(|| Script::new(ACQUIRE_LUA));
         let mut invocation = slot.invocation(&ACQUIRE);
@@ -486,7 +491,7 @@ impl Fleet {
     /// Tells the fleet that `slot`'s server changed its tools: its granted listings
     /// are dropped, no burst takes a listing sent before now, and every replica hears
     /// of it.
-    pub(crate) async fn revoke(&self, slot: &Slot) -> Result<(), Unreachable> {
+    pub(crate) async fn revoke(&self, slot: &Slot) -> Result<(), Unavailable> {
         static REVOKE: std::sync::LazyLock<Script> =
             std::sync::LazyLock::new(|| Script::new(REVOKE_LUA));
         let mut invocation = slot.invocation(&REVOKE);
@@ -503,9 +508,9 @@ impl Fleet {
     async fn bounded<'a, T>(
         &self,
         call: impl FnMut(ConnectionManager) -> Call<'a, T>,
-    ) -> Result<T, Unreachable> {
+    ) -> Result<T, Unavailable> {
         if self.paused() {
-            return Err(Unreachable);
+            return Err(Unavailable);
         }
         self.answer(call).await
     }
@@ -522,7 +527,7 @@ impl Fleet {
     async fn answer<'a, T>(
         &self,
         mut call: impl FnMut(ConnectionManager) -> Call<'a, T>,
-    ) -> Result<T, Unreachable> {
+    ) -> Result<T, Unavailable> {
         let connection = &self.inner.connection;
         let attempts = async {
             match call(connection.clone()).await {
@@ -537,26 +542,49 @@ impl Fleet {
             }
         };
         let outcome = match tokio::time::timeout(self.inner.timeout, attempts).await {
-            Ok(Ok(value)) => Ok(value),
+            Ok(Ok(value)) => Ok(Ok(value)),
+            Ok(Err(error)) if names_a_bad_entry(&error) => Ok(Err(error)),
             Ok(Err(error)) => Err(error.to_string()),
             Err(_) => Err(format!("no answer within {:?}", self.inner.timeout)),
         };
         match outcome {
-            Ok(value) => {
+            Ok(answer) => {
                 *lock(&self.inner.retry_at) = None;
                 if !self.inner.reachable.swap(true, Ordering::Relaxed) {
                     tracing::info!(replica = %self.inner.replica, "the fleet's Redis answers again; listings are shared across the fleet");
                 }
-                Ok(value)
+                answer.map_err(|cause| {
+                    tracing::warn!(replica = %self.inner.replica, %cause, "an entry in the fleet's Redis is not one a replica wrote; this call goes on without the fleet");
+                    Unavailable
+                })
             }
             Err(cause) => {
                 *lock(&self.inner.retry_at) = Some(Instant::now() + RETRY_AFTER);
                 if self.inner.reachable.swap(false, Ordering::Relaxed) {
                     tracing::warn!(replica = %self.inner.replica, %cause, "the fleet's Redis is unreachable; listings are shared within this replica only until it answers");
                 }
-                Err(Unreachable)
+                Err(Unavailable)
             }
         }
+    }
+}
+
+/// Whether `error` is Redis answering about one entry, not a failure of the link
+/// (invariant 4): an entry of the wrong type (`WRONGTYPE`), an error a script raised
+/// on a value it read (Redis 7 ends those `script: SHA, on @user_script:LINE.`), or a
+/// reply the call cannot read as what it asked for. Every other error, `ERR` and
+/// those of unknown codes among them, counts as the link's.
+fn names_a_bad_entry(error: &RedisError) -> bool {
+    use redis::ErrorKind;
+    match error.kind() {
+        ErrorKind::Parse | ErrorKind::UnexpectedReturnType => true,
+        _ => match error.code() {
+            Some("WRONGTYPE") => true,
+            Some("ERR") => error
+                .detail()
+                .is_some_and(|detail| detail.contains(" script: ")),
+            _ => false,
+        },
     }
 }
 
@@ -577,12 +605,13 @@ fn command<'a, T: redis::FromRedisValue + Send + 'a>(
     move |mut connection| Box::pin(async move { command.query_async(&mut connection).await })
 }
 
-/// Redis did not answer in time, or failed: the caller goes on alone. Its cause is
-/// logged once (invariant 4).
+/// Redis gave no usable answer: it did not answer in time, it failed, or the entry
+/// the call read is not one a replica wrote. The caller goes on alone; the cause is
+/// logged (invariant 4).
 #[derive(Debug, Clone, Copy, thiserror::Error)]
-#[error("the fleet's Redis is unreachable")]
+#[error("the fleet's Redis gave no usable answer")]
 #[non_exhaustive]
-pub struct Unreachable;
+pub struct Unavailable;
 
 /// The names of one discovery key's entries (invariant 1).
 #[derive(Clone, Debug)]

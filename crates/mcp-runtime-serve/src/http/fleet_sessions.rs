@@ -26,7 +26,7 @@
 
 use std::time::Duration;
 
-use mcp_runtime::fleet::{Fleet, Unreachable};
+use mcp_runtime::fleet::{Fleet, Unavailable};
 use rmcp::transport::streamable_http_server::session::{
     SessionState, SessionStore, SessionStoreError,
 };
@@ -74,13 +74,13 @@ impl FleetSessions {
         if owned.is_err() || self.hold(id).await.is_err() {
             tracing::warn!(
                 session = id,
-                "the fleet's Redis is unreachable: this session cannot move to another replica"
+                "the fleet's Redis gave no usable answer: this session cannot move to another replica"
             );
         }
     }
 
     /// Records that session `id` is held here (invariant 3).
-    async fn hold(&self, id: &str) -> Result<(), Unreachable> {
+    async fn hold(&self, id: &str) -> Result<(), Unavailable> {
         let holder = self.fleet.address().as_bytes();
         self.fleet.put(HOLDER, id, holder, SESSION_TTL).await
     }
@@ -88,7 +88,7 @@ impl FleetSessions {
     /// Records that session `id`, restored here or served here again, is held here
     /// now, keeps its entries for another [`SESSION_TTL`] (invariant 3), and tells
     /// the replica that held it (invariant 4).
-    pub(crate) async fn take_over(&self, id: &str) -> Result<(), Unreachable> {
+    pub(crate) async fn take_over(&self, id: &str) -> Result<(), Unavailable> {
         let here = self.fleet.address();
         // Read as it is replaced: of two replicas taking the session at once, the
         // second tells the first.
@@ -119,7 +119,7 @@ impl FleetSessions {
     }
 
     /// Keeps session `id`'s entries for another [`SESSION_TTL`] (invariant 3).
-    pub(crate) async fn keep(&self, id: &str) -> Result<(), Unreachable> {
+    pub(crate) async fn keep(&self, id: &str) -> Result<(), Unavailable> {
         self.fleet
             .touch(id, &[STATE, OWNER, HOLDER], SESSION_TTL)
             .await

@@ -42,7 +42,7 @@ use chacha20poly1305::{
     aead::{Aead, Payload},
 };
 
-use super::{Fleet, Inner, Unreachable, command};
+use super::{Fleet, Inner, Unavailable, command};
 use crate::sync::lock;
 
 /// How many letters wait for a mailbox's reader before more are refused.
@@ -89,14 +89,14 @@ impl Letter {
     }
 
     /// Sends the asker `body` as a note, before the answer (invariant 4).
-    pub async fn note(&self, body: &[u8]) -> Result<(), Unreachable> {
+    pub async fn note(&self, body: &[u8]) -> Result<(), Unavailable> {
         let channel = self.fleet.mail_channel(&self.from);
         let payload = [format!("note:{}:", self.id).as_bytes(), body].concat();
         self.fleet.post_surely(&channel, &payload).await
     }
 
     /// Answers the letter with `body`.
-    pub async fn reply(self, body: &[u8]) -> Result<(), Unreachable> {
+    pub async fn reply(self, body: &[u8]) -> Result<(), Unavailable> {
         let channel = self.fleet.mail_channel(&self.from);
         let payload = [format!("reply:{}:", self.id).as_bytes(), body].concat();
         let posted = self.fleet.post_surely(&channel, &payload).await;
@@ -114,7 +114,7 @@ pub enum AskError {
     /// Redis did not take the letter, or this process cannot hear the answer (its
     /// subscription is down).
     #[error(transparent)]
-    Unreachable(#[from] Unreachable),
+    Unavailable(#[from] Unavailable),
     /// No process listens at the address, or it has no mailbox of the name.
     #[error("no process of the fleet answers at that address")]
     Gone,
@@ -175,7 +175,7 @@ impl Fleet {
     /// nobody hears is sent again for a lease (invariant 2), and even within the
     /// pause after a failure; a letter told is taken as one asked is, and its answer,
     /// if any, is dropped.
-    pub async fn tell(&self, address: &str, name: &str, body: &[u8]) -> Result<bool, Unreachable> {
+    pub async fn tell(&self, address: &str, name: &str, body: &[u8]) -> Result<bool, Unavailable> {
         let id = self.inner.letters.fetch_add(1, Ordering::Relaxed);
         let channel = self.mail_channel(address);
         self.post_until_heard(&channel, &self.letter(id, name, body), true)
@@ -193,7 +193,7 @@ impl Fleet {
         notes: &mpsc::UnboundedSender<Vec<u8>>,
     ) -> Result<Vec<u8>, AskError> {
         if !self.inner.subscribed.load(Ordering::Relaxed) {
-            return Err(Unreachable.into());
+            return Err(Unavailable.into());
         }
         let id = self.inner.letters.fetch_add(1, Ordering::Relaxed);
         let (heard, mut hearing) = mpsc::unbounded_channel();
@@ -206,12 +206,12 @@ impl Fleet {
         // Looked at again with the waiter in place: a subscription lost meanwhile
         // forgot it, and its answer could not arrive.
         if !self.inner.subscribed.load(Ordering::Relaxed) {
-            return Err(Unreachable.into());
+            return Err(Unavailable.into());
         }
         let channel = self.mail_channel(address);
         // Not sent at all within the pause after a failure.
         if self.paused() {
-            return Err(Unreachable.into());
+            return Err(Unavailable.into());
         }
         // Withdrawn from the moment it is sent: a post that fails may still have
         // reached Redis, and its letter the addressee, which must not answer it
@@ -254,7 +254,7 @@ impl Fleet {
 
     /// Publishes `payload` on `channel`, encrypted for it (invariant 1); how many
     /// processes heard it.
-    async fn post(&self, channel: &str, payload: &[u8]) -> Result<i64, Unreachable> {
+    async fn post(&self, channel: &str, payload: &[u8]) -> Result<i64, Unavailable> {
         let publish = self.publish(channel, payload);
         self.bounded(command::<i64>(&publish)).await
     }
@@ -285,7 +285,7 @@ impl Fleet {
         channel: &str,
         letter: &[u8],
         anyway: bool,
-    ) -> Result<bool, Unreachable> {
+    ) -> Result<bool, Unavailable> {
         let gone_after = tokio::time::Instant::now() + self.inner.lease;
         loop {
             let heard = if anyway {
@@ -304,21 +304,21 @@ impl Fleet {
     }
 
     /// [`Fleet::post`], even within the pause after a failure (invariant 3).
-    async fn post_anyway(&self, channel: &str, payload: &[u8]) -> Result<i64, Unreachable> {
+    async fn post_anyway(&self, channel: &str, payload: &[u8]) -> Result<i64, Unavailable> {
         let publish = self.publish(channel, payload);
         self.answer(command::<i64>(&publish)).await
     }
 
     /// Publishes `payload` on `channel` even within the pause after a failure, and
     /// again for half a lease while Redis does not take it (invariant 3).
-    async fn post_surely(&self, channel: &str, payload: &[u8]) -> Result<(), Unreachable> {
+    async fn post_surely(&self, channel: &str, payload: &[u8]) -> Result<(), Unavailable> {
         let publish = self.publish(channel, payload);
         let until = tokio::time::Instant::now() + self.inner.lease / 2;
         loop {
             match self.answer(command::<i64>(&publish)).await {
                 Ok(_) => return Ok(()),
-                Err(unreachable) if tokio::time::Instant::now() >= until => {
-                    return Err(unreachable);
+                Err(unavailable) if tokio::time::Instant::now() >= until => {
+                    return Err(unavailable);
                 }
                 Err(_) => tokio::time::sleep(self.inner.lease / 16).await,
             }

@@ -478,24 +478,64 @@ async fn an_asker_waits_while_its_letter_is_answered_and_not_once_it_is_dropped(
 async fn an_addressee_says_it_is_answering_within_the_pause_after_a_failure() {
     let redis = Redis::start();
     // Shorter than the pause (a second), so that a silence through it is heard.
-    let lease = Duration::from_millis(600);
+    let lease = Duration::from_millis(900);
     let (owner, asker, mut letters) = correspondents(&redis, lease, "slow").await;
     let asked = ask_slowly(&asker, &owner, b"1", Duration::from_secs(30));
     let letter = letters.recv().await.unwrap();
-    // A call of the addressee's fails (an entry of the wrong type): its link pauses
-    // for a second, longer than a lease.
+    // Redis holds writes for longer than a call may take, and shorter than what the
+    // asker bears of silence: a write of the addressee's goes unanswered, and its link
+    // pauses for a second, longer than a lease.
     let mut client = redis.client().await;
-    let () = redis::cmd("LPUSH")
-        .arg(owner.entry("state", "s1"))
-        .arg("not a string")
+    let () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(450)
+        .arg("WRITE")
         .query_async(&mut client)
         .await
         .unwrap();
-    assert!(owner.get("state", "s1").await.is_err());
+    assert!(owner.put("state", "s1", b"x", lease).await.is_err());
     assert!(!owner.reachable());
     tokio::time::sleep(lease * 3).await;
     letter.reply(b"done").await.unwrap();
     assert_eq!(asked.await.unwrap().unwrap(), b"done");
+}
+
+#[tokio::test]
+async fn an_entry_no_replica_wrote_fails_its_own_call_and_pauses_no_other() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", Duration::from_millis(600));
+    let mut client = redis.client().await;
+    // Of the wrong type: a list where a value is kept.
+    let () = redis::cmd("LPUSH")
+        .arg(fleet.entry("state", "s1"))
+        .arg("not a string")
+        .query_async(&mut client)
+        .await
+        .unwrap();
+    assert!(fleet.get("state", "s1").await.is_err());
+    assert!(fleet.reachable());
+    fleet.put("state", "s2", b"kept", WINDOW).await.unwrap();
+    // A value a script cannot use: a slot's counter that is no number.
+    let slot = fleet.slot(&[5; 32], &[5; 32]);
+    redis.set(&slot.clock, b"not a number".to_vec()).await;
+    assert!(fleet.acquire(&slot, 0, WINDOW).await.is_err());
+    assert!(fleet.reachable());
+    let other = fleet.slot(&[6; 32], &[6; 32]);
+    lead(&fleet, &other, WINDOW).await.abandon();
+    // A reply the call cannot read as what it asked for.
+    let mut get = redis::cmd("GET");
+    get.arg(fleet.entry("state", "s2"));
+    assert!(fleet.answer(command::<i64>(&get)).await.is_err());
+    assert_eq!(fleet.get("state", "s2").await.unwrap().unwrap(), b"kept");
+    // Any other error Redis answers with is the link's: an unknown `ERR` among them.
+    let mut incr = redis::cmd("INCR");
+    incr.arg(fleet.entry("state", "s2"));
+    assert!(fleet.answer(command::<i64>(&incr)).await.is_err());
+    assert!(!fleet.reachable());
+    assert!(
+        fleet.get("state", "s2").await.is_err(),
+        "not tried within the pause"
+    );
 }
 
 #[tokio::test]
@@ -652,7 +692,7 @@ async fn a_letter_redis_took_too_late_for_its_asker_is_cancelled() {
     let asked = asker
         .ask(owner.address(), "slow", b"1", Duration::from_secs(30))
         .await;
-    assert!(matches!(asked, Err(AskError::Unreachable(_))), "{asked:?}");
+    assert!(matches!(asked, Err(AskError::Unavailable(_))), "{asked:?}");
     let letter = letters.recv().await.unwrap();
     tokio::time::timeout(Duration::from_secs(10), letter.cancelled().cancelled())
         .await
