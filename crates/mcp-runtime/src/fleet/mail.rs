@@ -18,19 +18,23 @@
 //! 3. While a letter is being answered, its addressee says so every third of a lease,
 //!    even within the pause after a failure of Redis; an asker that hears nothing for
 //!    a lease takes it that the addressee died, and fails. A letter is answered at
-//!    most once: an answer nobody waits for (a late one, or a replay) is dropped. Answers and notes are sent even within the pause
-//!    after a failure of Redis, and an answer Redis does not take is tried again for
-//!    half a lease: a lost answer would have the asker's client do the work again.
+//!    most once: an answer nobody waits for (a late one, or a replay) is dropped.
+//!    Answers and notes are sent even within the pause after a failure of Redis, and
+//!    an answer Redis does not take is tried again for half a lease: a lost answer
+//!    would have the asker's client do the work again.
 //! 4. Before its answer, an addressee may send its asker notes (what the asker
 //!    passes on meanwhile: a call's progress, say); they arrive in the order sent,
-//!    all before the answer, and each counts as word that it is answering.
+//!    all before the answer, and each counts as word that it is answering. Notes are
+//!    numbered, and the asker passes on only one numbered after the last it passed
+//!    on: a note Redis took twice (sent again when it was slow to answer) or one
+//!    replayed is passed on once, so a progress report never repeats.
 //! 5. An asker that stops waiting before the answer (its own client went away, or
 //!    Redis failed to take the letter in time, though it may have taken it) tells
 //!    the addressee, whose letter is then cancelled ([`Letter::cancelled`]).
 
 use std::{
     collections::{HashSet, VecDeque},
-    sync::atomic::Ordering,
+    sync::atomic::{AtomicU64, Ordering},
     time::Duration,
 };
 
@@ -57,6 +61,8 @@ pub struct Letter {
     fleet: Fleet,
     from: String,
     id: u64,
+    /// How many notes were sent (invariant 4).
+    notes: AtomicU64,
     /// Cancelled when the asker stops waiting (invariant 5).
     cancelled: CancellationToken,
     _alive: AbortOnDropHandle<()>,
@@ -91,7 +97,8 @@ impl Letter {
     /// Sends the asker `body` as a note, before the answer (invariant 4).
     pub async fn note(&self, body: &[u8]) -> Result<(), Unavailable> {
         let channel = self.fleet.mail_channel(&self.from);
-        let payload = [format!("note:{}:", self.id).as_bytes(), body].concat();
+        let number = self.notes.fetch_add(1, Ordering::Relaxed);
+        let payload = [format!("note:{}:{number}:", self.id).as_bytes(), body].concat();
         self.fleet.post_surely(&channel, &payload).await
     }
 
@@ -131,8 +138,8 @@ pub enum AskError {
 pub(super) enum Heard {
     /// The addressee is still answering.
     Alive,
-    /// A note of the addressee's (invariant 4).
-    Note(Vec<u8>),
+    /// A note of the addressee's, and its number (invariant 4).
+    Note(u64, Vec<u8>),
     /// Its answer.
     Reply(Vec<u8>),
     /// It has no mailbox of the letter's name.
@@ -223,12 +230,16 @@ impl Fleet {
             return Err(AskError::Gone);
         }
         let deadline = tokio::time::Instant::now() + within;
+        let mut next_note = 0;
         loop {
             let silence = tokio::time::Instant::now() + self.inner.lease;
             match tokio::time::timeout_at(silence.min(deadline), hearing.recv()).await {
                 Ok(Some(Heard::Alive)) => {}
-                Ok(Some(Heard::Note(note))) => {
-                    let _ = notes.send(note);
+                Ok(Some(Heard::Note(number, note))) => {
+                    if number >= next_note {
+                        next_note = number + 1;
+                        let _ = notes.send(note);
+                    }
                 }
                 Ok(Some(Heard::Reply(body))) => {
                     forget.withdraw = None;
@@ -409,7 +420,12 @@ pub(super) fn arrived(fleet: &Fleet, channel: &str, message: &[u8]) {
         b"ask" => return deliver(fleet, id, rest),
         b"cancel" => return cancel(fleet, id, rest),
         b"alive" => Heard::Alive,
-        b"note" => Heard::Note(rest.to_vec()),
+        b"note" => {
+            let Some((number, note)) = numbered(rest) else {
+                return;
+            };
+            Heard::Note(number, note.to_vec())
+        }
         b"reply" => Heard::Reply(rest.to_vec()),
         b"refused" => Heard::Refused,
         b"busy" => Heard::Busy,
@@ -418,6 +434,13 @@ pub(super) fn arrived(fleet: &Fleet, channel: &str, message: &[u8]) {
     if let Some(waiter) = lock(&fleet.inner.waiting).get(&id) {
         let _ = waiter.send(heard);
     }
+}
+
+/// A note's number and body, from `number:body` (invariant 4).
+fn numbered(rest: &[u8]) -> Option<(u64, &[u8])> {
+    let (number, body) = rest.split_at(rest.iter().position(|&byte| byte == b':')?);
+    let number = std::str::from_utf8(number).ok()?.parse().ok()?;
+    Some((number, &body[1..]))
 }
 
 /// Hands the letter `id` (`from:name:body`) to its mailbox, or refuses it.
@@ -455,6 +478,7 @@ fn deliver(fleet: &Fleet, id: u64, rest: &[u8]) {
         fleet: fleet.clone(),
         from,
         id,
+        notes: AtomicU64::new(0),
         cancelled,
         _alive: AbortOnDropHandle::new(alive),
     };

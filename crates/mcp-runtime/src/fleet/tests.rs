@@ -501,6 +501,43 @@ async fn an_addressee_says_it_is_answering_within_the_pause_after_a_failure() {
 }
 
 #[tokio::test]
+async fn a_note_redis_took_twice_is_passed_on_once() {
+    let redis = Redis::start();
+    // Long enough that a note is sent again while Redis holds writes.
+    let lease = Duration::from_millis(900);
+    let (owner, asker, mut letters) = correspondents(&redis, lease, "slow").await;
+    let (notes, mut noted) = mpsc::unbounded_channel();
+    let asked = {
+        let (asker, address) = (asker.clone(), owner.address().to_owned());
+        tokio::spawn(async move {
+            let within = Duration::from_secs(30);
+            asker
+                .ask_noting(&address, "slow", b"1", within, &notes)
+                .await
+        })
+    };
+    let letter = letters.recv().await.unwrap();
+    // Redis holds writes for longer than a call may take: the first note's `PUBLISH`
+    // goes unanswered and is sent again, and Redis runs both once it goes on.
+    let () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(450)
+        .arg("WRITE")
+        .query_async(&mut redis.client().await)
+        .await
+        .unwrap();
+    letter.note(b"half").await.unwrap();
+    letter.note(b"all").await.unwrap();
+    letter.reply(b"done").await.unwrap();
+    assert_eq!(asked.await.unwrap().unwrap(), b"done");
+    let mut heard = Vec::new();
+    while let Ok(note) = noted.try_recv() {
+        heard.push(note);
+    }
+    assert_eq!(heard, [b"half".to_vec(), b"all".to_vec()]);
+}
+
+#[tokio::test]
 async fn an_entry_no_replica_wrote_fails_its_own_call_and_pauses_no_other() {
     let redis = Redis::start();
     let fleet = redis.fleet("r1", Duration::from_millis(600));
