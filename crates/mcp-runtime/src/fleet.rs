@@ -10,10 +10,13 @@
 //! 1. Nothing in Redis is authority. Every value is signed with the fleet key
 //!    (HMAC-SHA-256 over its key name and contents) and checked on read; a value that
 //!    fails the check is treated as absent (`Acquired::Unusable`), so a forged or
-//!    stale entry costs at most one more `tools/list` (a grant carries its expiry under
-//!    the signature, so an old one put back is not served; a lease, which carries no data,
-//!    is waited for until it lapses, and a waiter waits a bounded time: a forged one
-//!    delays, then costs one more `tools/list`). Key names are derived from the
+//!    stale entry costs at most one more `tools/list` (a grant carries its expiry and
+//!    its listing's token under the signature, so an old one put back is not served,
+//!    nor one put back after the server's change while the change's mark is there;
+//!    the mark is a counter's value, not signed, so a grant put back with the mark
+//!    removed is served until it expires. A lease, which carries no data, is waited
+//!    for until it lapses, and a waiter waits a bounded time: a forged one delays,
+//!    then costs one more `tools/list`). Key names are derived from the
 //!    fleet key too (an HMAC of the discovery key's digest): Redis holds no digest of
 //!    what servers are sent, and two fleets with different keys share nothing.
 //! 2. One discovery key has at most one leader in the fleet: the holder of its lease,
@@ -979,10 +982,12 @@ local function usable(value)
 end
 local listing = redis.call('GET', KEYS[3])
 if listing and usable(listing) then return {'take', since, listing, 0, now} end
+-- A grant is stamped with its listing's token, greater than the server's last
+-- change when granted: one put back after a change revoked it is not served.
 local function fresh(grant)
   if not grant then return false end
-  local _, expires = parts(grant)
-  return expires ~= nil and now < expires
+  local stamp, expires = parts(grant)
+  return expires ~= nil and now < expires and stamp > changed
 end
 local grant = redis.call('GET', KEYS[4])
 if fresh(grant) then return {'private-grant', since, grant, 0, now} end

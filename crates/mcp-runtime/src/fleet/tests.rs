@@ -345,6 +345,31 @@ async fn an_expired_grant_put_back_in_redis_is_never_served() {
     ));
 }
 
+#[tokio::test]
+async fn a_grant_put_back_after_its_revocation_is_not_served() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    let digest = [13; 32];
+    let slot = fleet.slot(&digest, &digest);
+    let leader = lead(&fleet, &slot, WINDOW).await;
+    leader
+        .publish(b"[]", WINDOW, Some((false, Duration::from_secs(600))))
+        .await;
+    let mut client = redis.client().await;
+    let granted: Vec<u8> = redis::cmd("GET")
+        .arg(&slot.private_grant)
+        .query_async(&mut client)
+        .await
+        .unwrap();
+    fleet.revoke(&slot).await.unwrap();
+    // Genuine, signed and unexpired: only its stamp, older than the change, tells.
+    redis.set(&slot.private_grant, granted).await;
+    assert!(matches!(
+        fleet.acquire(&slot, 0, Duration::ZERO).await,
+        Ok(Acquired::Lead(_))
+    ));
+}
+
 /// Waits until `fleet`'s subscription is up: letters can be answered.
 async fn subscribed(fleet: &Fleet) {
     for _ in 0..500 {
