@@ -185,6 +185,12 @@ async fn lead(fleet: &Fleet, slot: &Slot, window: Duration) -> Box<Lease> {
     }
 }
 
+/// Publishes an empty listing from `leader`, granted for ten minutes to its key.
+async fn publish_granted(leader: Box<Lease>) {
+    let grant = Some((false, Duration::from_secs(600)));
+    leader.publish(b"[]", WINDOW, grant).await;
+}
+
 #[tokio::test]
 async fn a_lease_whose_leader_died_lapses_and_a_waiter_leads() {
     let redis = Redis::start();
@@ -257,9 +263,7 @@ async fn a_change_revokes_the_window_and_the_grants_for_every_replica() {
     let digest = [6; 32];
     let slot = one.slot(&digest, &digest);
     let leader = lead(&one, &slot, WINDOW).await;
-    leader
-        .publish(b"[]", WINDOW, Some((false, Duration::from_secs(600))))
-        .await;
+    publish_granted(leader).await;
     let mut changes = other.changes();
     one.revoke(&slot).await.unwrap();
     let other_slot = other.slot(&digest, &digest);
@@ -286,9 +290,7 @@ async fn a_listing_asked_for_before_a_change_grants_nothing() {
     let leader = lead(&fleet, &slot, WINDOW).await;
     // The server changes while the leader's request is in flight.
     fleet.revoke(&slot).await.unwrap();
-    leader
-        .publish(b"[]", WINDOW, Some((false, Duration::from_secs(600))))
-        .await;
+    publish_granted(leader).await;
     assert!(
         matches!(
             fleet.acquire(&slot, 0, Duration::ZERO).await,
@@ -334,9 +336,7 @@ async fn an_expired_grant_put_back_in_redis_is_never_served() {
     ));
     // A fresh one is served.
     let leader = lead(&fleet, &fleet.slot(&[12; 32], &[12; 32]), WINDOW).await;
-    leader
-        .publish(b"[]", WINDOW, Some((false, Duration::from_secs(600))))
-        .await;
+    publish_granted(leader).await;
     assert!(matches!(
         fleet
             .acquire(&fleet.slot(&[12; 32], &[12; 32]), 0, Duration::ZERO)
@@ -352,9 +352,7 @@ async fn a_grant_put_back_after_its_revocation_is_not_served() {
     let digest = [13; 32];
     let slot = fleet.slot(&digest, &digest);
     let leader = lead(&fleet, &slot, WINDOW).await;
-    leader
-        .publish(b"[]", WINDOW, Some((false, Duration::from_secs(600))))
-        .await;
+    publish_granted(leader).await;
     let mut client = redis.client().await;
     let granted: Vec<u8> = redis::cmd("GET")
         .arg(&slot.private_grant)
