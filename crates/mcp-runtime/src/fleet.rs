@@ -12,13 +12,14 @@
 //!    fails the check is treated as absent (`Acquired::Unusable`), so a forged or
 //!    stale entry costs at most one more `tools/list` (a grant carries its expiry and
 //!    its listing's token under the signature, so an old one put back is not served,
-//!    nor one put back after the server's change while the change's mark is there;
-//!    the mark is a counter's value, not signed, so a grant put back with the mark
-//!    removed is served until it expires. A lease, which carries no data, is waited
-//!    for until it lapses, and a waiter waits a bounded time: a forged one delays,
-//!    then costs one more `tools/list`). Key names are derived from the
-//!    fleet key too (an HMAC of the discovery key's digest): Redis holds no digest of
-//!    what servers are sent, and two fleets with different keys share nothing.
+//!    nor a private one put back after the server's change while the change's mark
+//!    is there; the mark is a counter's value, not signed, so a private grant put back
+//!    with the mark removed, or a public one put back, is served until it expires. A
+//!    lease, which carries no data, is waited for until it lapses, and a waiter waits
+//!    a bounded time: a forged one delays, then costs one more `tools/list`). Key
+//!    names are derived from the fleet key too (an HMAC of the discovery key's
+//!    digest): Redis holds no digest of what servers are sent, and two fleets with
+//!    different keys share nothing.
 //! 2. One discovery key has at most one leader in the fleet: the holder of its lease,
 //!    a fencing token drawn from the key's counter (`INCR`). The leader renews the
 //!    lease while it lists; it publishes by compare-and-set on its token, so a leader
@@ -982,15 +983,16 @@ local function usable(value)
 end
 local listing = redis.call('GET', KEYS[3])
 if listing and usable(listing) then return {'take', since, listing, 0, now} end
--- A grant is stamped with its listing's token, greater than the server's last
--- change when granted: one put back after a change revoked it is not served.
 local function fresh(grant)
   if not grant then return false end
-  local stamp, expires = parts(grant)
-  return expires ~= nil and now < expires and stamp > changed
+  local _, expires = parts(grant)
+  return expires ~= nil and now < expires
 end
+-- A private grant is stamped with a token of this key's counter, greater than the
+-- server's last change when granted: one put back after a change revoked it is not
+-- served. A public grant's stamp is of the counter of the key that granted it.
 local grant = redis.call('GET', KEYS[4])
-if fresh(grant) then return {'private-grant', since, grant, 0, now} end
+if fresh(grant) and parts(grant) > changed then return {'private-grant', since, grant, 0, now} end
 grant = redis.call('GET', KEYS[5])
 if fresh(grant) then return {'public-grant', since, grant, 0, now} end
 local lease = redis.call('GET', KEYS[6])

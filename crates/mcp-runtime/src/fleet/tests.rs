@@ -368,6 +368,30 @@ async fn a_grant_put_back_after_its_revocation_is_not_served() {
     ));
 }
 
+#[tokio::test]
+async fn a_public_grant_serves_a_key_whose_own_change_is_later_than_its_stamp() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    let public = [22; 32];
+    let (granting, taking) = (
+        fleet.slot(&[20; 32], &public),
+        fleet.slot(&[21; 32], &public),
+    );
+    // The taking key's server changed three times: its mark is 3, on its own counter.
+    for _ in 0..3 {
+        fleet.revoke(&taking).await.unwrap();
+    }
+    // The granting key's counter is its own: its leader's token is lower.
+    let leader = lead(&fleet, &granting, WINDOW).await;
+    leader
+        .publish(b"[]", WINDOW, Some((true, Duration::from_secs(600))))
+        .await;
+    assert!(matches!(
+        fleet.acquire(&taking, 0, Duration::ZERO).await,
+        Ok(Acquired::Granted(_))
+    ));
+}
+
 /// Waits until `fleet`'s subscription is up: letters can be answered.
 async fn subscribed(fleet: &Fleet) {
     for _ in 0..500 {
