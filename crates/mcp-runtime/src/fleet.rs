@@ -349,7 +349,10 @@ impl Fleet {
         }
         self.bounded(move |mut connection| {
             let touch = touch.clone();
-            Box::pin(async move { touch.query_async::<()>(&mut connection).await })
+            Box::pin(async move {
+                let reply: redis::Value = touch.query_async(&mut connection).await?;
+                Ok(redis::from_redis_value(reply))
+            })
         })
         .await
     }
@@ -546,8 +549,9 @@ impl Fleet {
             }
         };
         let outcome = match tokio::time::timeout(self.inner.timeout, attempts).await {
-            Ok(Ok(value)) => Ok(Ok(value)),
-            Ok(Err(error)) if names_a_bad_entry(&error) => Ok(Err(error)),
+            Ok(Ok(Ok(value))) => Ok(Ok(value)),
+            Ok(Ok(Err(unreadable))) => Ok(Err(unreadable.to_string())),
+            Ok(Err(error)) if names_a_bad_entry(&error) => Ok(Err(error.to_string())),
             Ok(Err(error)) => Err(error.to_string()),
             Err(_) => Err(format!("no answer within {:?}", self.inner.timeout)),
         };
@@ -574,39 +578,50 @@ impl Fleet {
 }
 
 /// Whether `error` is Redis answering about one entry, not a failure of the link
-/// (invariant 4): an entry of the wrong type (`WRONGTYPE`), an error a script raised
-/// on a value it read (Redis 7 ends those `script: SHA, on @user_script:LINE.`), or a
-/// reply the call cannot read as what it asked for. Every other error, `ERR` and
-/// those of unknown codes among them, counts as the link's.
+/// (invariant 4): an entry of the wrong type (`WRONGTYPE`, also from within a
+/// script), a counter that is no integer, or a script's own runtime error on a value
+/// it read (Redis 7 words it `user_script:LINE: …`). Every other error counts as the
+/// link's: other `ERR`s, unknown codes, and an ACL refusing a script's command, which
+/// Redis 7 words as an `ERR` within a script too.
 fn names_a_bad_entry(error: &RedisError) -> bool {
-    use redis::ErrorKind;
-    match error.kind() {
-        ErrorKind::Parse | ErrorKind::UnexpectedReturnType => true,
-        _ => match error.code() {
-            Some("WRONGTYPE") => true,
-            Some("ERR") => error
-                .detail()
-                .is_some_and(|detail| detail.contains(" script: ")),
-            _ => false,
-        },
+    match error.code() {
+        Some("WRONGTYPE") => true,
+        Some("ERR") => error.detail().is_some_and(|detail| {
+            detail.starts_with("user_script:")
+                || detail.starts_with("value is not an integer or out of range")
+        }),
+        _ => false,
     }
 }
 
-/// One call to Redis, on a clone of the connection.
-type Call<'a, T> = futures::future::BoxFuture<'a, Result<T, RedisError>>;
+/// One call to Redis, on a clone of the connection: Redis's reply, and then that
+/// reply read as a `T`. A reply that is not one is an entry no replica wrote; a
+/// reply the connection cannot decode at all is the link's failure (invariant 4).
+type Call<'a, T> =
+    futures::future::BoxFuture<'a, Result<Result<T, redis::ParsingError>, RedisError>>;
 
 /// `invocation` as a call [`Fleet::bounded`] can make, and make again.
 fn invoke<'a, T: redis::FromRedisValue + Send + 'a>(
     invocation: &'a redis::ScriptInvocation<'a>,
 ) -> impl FnMut(ConnectionManager) -> Call<'a, T> {
-    move |mut connection| Box::pin(async move { invocation.invoke_async(&mut connection).await })
+    move |mut connection| {
+        Box::pin(async move {
+            let reply: redis::Value = invocation.invoke_async(&mut connection).await?;
+            Ok(redis::from_redis_value(reply))
+        })
+    }
 }
 
 /// `command` as a call [`Fleet::bounded`] can make, and make again.
 fn command<'a, T: redis::FromRedisValue + Send + 'a>(
     command: &'a redis::Cmd,
 ) -> impl FnMut(ConnectionManager) -> Call<'a, T> {
-    move |mut connection| Box::pin(async move { command.query_async(&mut connection).await })
+    move |mut connection| {
+        Box::pin(async move {
+            let reply: redis::Value = command.query_async(&mut connection).await?;
+            Ok(redis::from_redis_value(reply))
+        })
+    }
 }
 
 /// Redis gave no usable answer: it did not answer in time, it failed, or the entry
