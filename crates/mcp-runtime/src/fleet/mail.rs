@@ -94,7 +94,9 @@ impl Letter {
         self.cancelled.clone()
     }
 
-    /// Sends the asker `body` as a note, before the answer (invariant 4).
+    /// Sends the asker `body` as a note, before the answer (invariant 4). A letter's
+    /// notes are sent one at a time: one sent while another is on its way may arrive
+    /// first, and then the other is dropped.
     pub async fn note(&self, body: &[u8]) -> Result<(), Unavailable> {
         let channel = self.fleet.mail_channel(&self.from);
         let number = self.notes.fetch_add(1, Ordering::Relaxed);
@@ -237,7 +239,7 @@ impl Fleet {
                 Ok(Some(Heard::Alive)) => {}
                 Ok(Some(Heard::Note(number, note))) => {
                     if number >= next_note {
-                        next_note = number + 1;
+                        next_note = number.saturating_add(1);
                         let _ = notes.send(note);
                     }
                 }

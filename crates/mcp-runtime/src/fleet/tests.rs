@@ -392,6 +392,38 @@ async fn a_public_grant_serves_a_key_whose_own_change_is_later_than_its_stamp() 
     ));
 }
 
+/// Has Redis hold every client's writes (`CLIENT PAUSE … WRITE`, `PUBLISH` and
+/// scripts among them) until [`let_writes_go`].
+async fn hold_writes(client: &mut redis::aio::MultiplexedConnection) {
+    let () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(60_000)
+        .arg("WRITE")
+        .query_async(client)
+        .await
+        .unwrap();
+}
+
+/// Ends [`hold_writes`]: Redis runs the writes it held.
+async fn let_writes_go(client: &mut redis::aio::MultiplexedConnection) {
+    let () = redis::cmd("CLIENT")
+        .arg("UNPAUSE")
+        .query_async(client)
+        .await
+        .unwrap();
+}
+
+/// Waits until a call of `fleet`'s has gone unanswered.
+async fn gone_unanswered(fleet: &Fleet) {
+    for _ in 0..1000 {
+        if !fleet.reachable() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no call of the fleet's went unanswered within 10 s");
+}
+
 /// Waits until `fleet`'s subscription is up: letters can be answered.
 async fn subscribed(fleet: &Fleet) {
     for _ in 0..500 {
@@ -529,19 +561,13 @@ async fn an_addressee_says_it_is_answering_within_the_pause_after_a_failure() {
     let (owner, asker, mut letters) = correspondents(&redis, lease, "slow").await;
     let asked = ask_slowly(&asker, &owner, b"1", Duration::from_secs(30));
     let letter = letters.recv().await.unwrap();
-    // Redis holds writes for longer than a call may take, and shorter than what the
-    // asker bears of silence: a write of the addressee's goes unanswered, and its link
+    // Redis holds writes until one of the addressee's goes unanswered: its link
     // pauses for a second, longer than a lease.
     let mut client = redis.client().await;
-    let () = redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(450)
-        .arg("WRITE")
-        .query_async(&mut client)
-        .await
-        .unwrap();
+    hold_writes(&mut client).await;
     assert!(owner.put("state", "s1", b"x", lease).await.is_err());
     assert!(!owner.reachable());
+    let_writes_go(&mut client).await;
     tokio::time::sleep(lease * 3).await;
     letter.reply(b"done").await.unwrap();
     assert_eq!(asked.await.unwrap().unwrap(), b"done");
@@ -564,16 +590,17 @@ async fn a_note_redis_took_twice_is_passed_on_once() {
         })
     };
     let letter = letters.recv().await.unwrap();
-    // Redis holds writes for longer than a call may take: the first note's `PUBLISH`
-    // goes unanswered and is sent again, and Redis runs both once it goes on.
-    let () = redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(450)
-        .arg("WRITE")
-        .query_async(&mut redis.client().await)
-        .await
-        .unwrap();
-    letter.note(b"half").await.unwrap();
+    // Redis holds writes until the first note's `PUBLISH` has gone unanswered, so
+    // that it is sent again; Redis runs both once it goes on.
+    let mut client = redis.client().await;
+    hold_writes(&mut client).await;
+    let first = tokio::spawn(async move {
+        letter.note(b"half").await.unwrap();
+        letter
+    });
+    gone_unanswered(&owner).await;
+    let_writes_go(&mut client).await;
+    let letter = first.await.unwrap();
     letter.note(b"all").await.unwrap();
     letter.reply(b"done").await.unwrap();
     assert_eq!(asked.await.unwrap().unwrap(), b"done");
@@ -606,18 +633,38 @@ async fn an_entry_no_replica_wrote_fails_its_own_call_and_pauses_no_other() {
     assert!(fleet.reachable());
     let other = fleet.slot(&[6; 32], &[6; 32]);
     lead(&fleet, &other, WINDOW).await.abandon();
+    // A value a script cannot read: a change mark that is no number, beside a grant.
+    let marked = fleet.slot(&[7; 32], &[7; 32]);
+    publish_granted(lead(&fleet, &marked, WINDOW).await).await;
+    redis.set(&marked.changed, b"not a number".to_vec()).await;
+    assert!(fleet.acquire(&marked, 0, WINDOW).await.is_err());
+    assert!(fleet.reachable());
     // A reply the call cannot read as what it asked for.
     let mut get = redis::cmd("GET");
     get.arg(fleet.entry("state", "s2"));
     assert!(fleet.answer(command::<i64>(&get)).await.is_err());
     assert_eq!(fleet.get("state", "s2").await.unwrap().unwrap(), b"kept");
-    // Any other error Redis answers with is the link's: an unknown `ERR` among them.
-    let mut incr = redis::cmd("INCR");
-    incr.arg(fleet.entry("state", "s2"));
-    assert!(fleet.answer(command::<i64>(&incr)).await.is_err());
-    assert!(!fleet.reachable());
+    // Any other error Redis answers with is the link's: here a script's command that
+    // the replica's user may not run, which Redis words as an `ERR` of the script.
+    let () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("limited")
+        .arg("on")
+        .arg(">a password")
+        .arg("~*")
+        .arg("&*")
+        .arg("+@all")
+        .arg("-time")
+        .query_async(&mut client)
+        .await
+        .unwrap();
+    let url = format!("{}?user=limited&pass=a%20password", redis.url);
+    let limited = Fleet::connect_with(&url, KEY, "r2", DEFAULT_TIMEOUT, DEFAULT_LEASE).unwrap();
+    limited.put("state", "s3", b"kept", WINDOW).await.unwrap();
+    assert!(limited.acquire(&other, 0, WINDOW).await.is_err());
+    assert!(!limited.reachable());
     assert!(
-        fleet.get("state", "s2").await.is_err(),
+        limited.get("state", "s3").await.is_err(),
         "not tried within the pause"
     );
 }
