@@ -459,7 +459,7 @@ impl ListingRegistry {
             let slot = link.fleet.slot(&keys.private.0, &keys.public.0);
             if link.fleet.revoke(&slot).await.is_err() {
                 tracing::warn!(
-                    "a server's tool change could not be told to the fleet: this replica lists it alone until Redis answers; the others may serve its old tools until their burst windows pass or its grant expires"
+                    "a server's tool change could not be told to the fleet: this replica lists it alone until the fleet takes the change; the others may serve its old tools until their burst windows pass or its grant expires"
                 );
                 crate::sync::lock(&link.untold).insert(keys.private);
             }
