@@ -810,20 +810,15 @@ async fn a_letter_redis_took_too_late_for_its_asker_is_cancelled() {
     let redis = Redis::start();
     let lease = Duration::from_millis(600);
     let (owner, asker, mut letters) = correspondents(&redis, lease, "slow").await;
-    // Redis holds every write for longer than a call may take: the letter's post
-    // fails, though Redis runs it once the pause ends.
+    // Redis holds every write until the letter's post has gone unanswered, and runs
+    // it then.
     let mut client = redis.client().await;
-    let () = redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(600)
-        .arg("WRITE")
-        .query_async(&mut client)
-        .await
-        .unwrap();
+    hold_writes(&mut client).await;
     let asked = asker
         .ask(owner.address(), "slow", b"1", Duration::from_secs(30))
         .await;
     assert!(matches!(asked, Err(AskError::Unavailable(_))), "{asked:?}");
+    let_writes_go(&mut client).await;
     let letter = letters.recv().await.unwrap();
     tokio::time::timeout(Duration::from_secs(10), letter.cancelled().cancelled())
         .await
