@@ -11,12 +11,15 @@
 //!    (HMAC-SHA-256 over its key name and contents) and checked on read; a value that
 //!    fails the check is treated as absent (`Acquired::Unusable`), so a forged or
 //!    stale entry costs at most one more `tools/list` (a grant carries its expiry and
-//!    its listing's token under the signature, so an old one put back is not served,
-//!    nor a private one put back after the server's change while the change's mark
-//!    is there; the mark is a counter's value, not signed, so a private grant put back
-//!    with the mark removed, or a public one put back, is served until it expires. A
-//!    lease, which carries no data, is waited for until it lapses, and a waiter waits
-//!    a bounded time: a forged one delays, then costs one more `tools/list`). Key
+//!    a stamp under the signature, so an old one put back is not served, nor one put
+//!    back after the server's change: a private grant's stamp is its listing's token,
+//!    which must be greater than the key's mark of the server's last change; a public
+//!    one's is the public key's revocation count when its leader began, which every
+//!    change of any of its keys raises, and which must not have moved. Mark and count
+//!    are counters' values, not signed: a grant put back with its mark removed or its
+//!    count set back is served until it expires. A lease, which carries no data, is
+//!    waited for until it lapses, and a waiter waits a bounded time: a forged one
+//!    delays, then costs one more `tools/list`). Key
 //!    names are derived from the fleet key too (an HMAC of the discovery key's
 //!    digest): Redis holds no digest of what servers are sent, and two fleets with
 //!    different keys share nothing.
@@ -403,6 +406,7 @@ impl Fleet {
             lease: format!("{prefix}:{{{id}}}:lease"),
             private_grant: format!("{prefix}:{{{id}}}:grant"),
             public_grant: format!("{prefix}:{{{public_id}}}:public-grant"),
+            public_epoch: format!("{prefix}:{{{public_id}}}:public-epoch"),
             channel: format!("{prefix}:ch:{id}"),
             public_channel: format!("{prefix}:ch:{public_id}"),
         }
@@ -456,8 +460,8 @@ impl Fleet {
             .arg(millis(window))
             .arg(millis(self.inner.lease))
             .arg(millis(CHANGE_MEMORY));
-        let (kind, since, value, token, now) = self
-            .bounded(invoke::<(String, u64, Vec<u8>, u64, u64)>(&invocation))
+        let (kind, since, value, token, now, epoch) = self
+            .bounded(invoke::<(String, u64, Vec<u8>, u64, u64, u64)>(&invocation))
             .await?;
         let key = &self.inner.key;
         let payload = |name: &str| open(key, name, &value).map(|(_, payload)| payload);
@@ -489,6 +493,7 @@ impl Fleet {
                     slot.clone(),
                     token,
                     sent,
+                    epoch,
                 )))
             }
             _ => Acquired::Unusable,
@@ -641,21 +646,26 @@ pub(crate) struct Slot {
     lease: String,
     private_grant: String,
     public_grant: String,
+    /// The public key's revocation count: a public grant serves while it is the one
+    /// its leader read (invariant 1).
+    public_epoch: String,
     channel: String,
     /// The channel of the public key's slot, whose grants a change also revokes.
     public_channel: String,
 }
 
 impl Slot {
-    /// `script` on the slot's counter, change mark, listing and grants: the first
-    /// keys of the scripts that take and revoke listings.
+    /// `script` on the slot's counter, change mark, listing, grants and the public
+    /// key's revocation count: the first keys of the scripts that take and revoke
+    /// listings.
     fn invocation<'a>(&'a self, script: &'a Script) -> redis::ScriptInvocation<'a> {
         let mut invocation = script.key(&self.clock);
         invocation
             .key(&self.changed)
             .key(&self.listing)
             .key(&self.private_grant)
-            .key(&self.public_grant);
+            .key(&self.public_grant)
+            .key(&self.public_epoch);
         invocation
     }
 }
@@ -683,12 +693,14 @@ pub(crate) struct Lease {
     token: u64,
     /// When the leader's request was sent, in Redis's milliseconds.
     sent: u64,
+    /// The public key's revocation count when the leader's request was sent.
+    epoch: u64,
     renewal: Option<tokio_util::task::AbortOnDropHandle<()>>,
     published: bool,
 }
 
 impl Lease {
-    fn new(fleet: Fleet, slot: Slot, token: u64, sent: u64) -> Self {
+    fn new(fleet: Fleet, slot: Slot, token: u64, sent: u64, epoch: u64) -> Self {
         let renewal = {
             let fleet = fleet.clone();
             let slot = slot.clone();
@@ -705,6 +717,7 @@ impl Lease {
             slot,
             token,
             sent,
+            epoch,
             renewal: Some(tokio_util::task::AbortOnDropHandle::new(renewal)),
             published: false,
         }
@@ -731,15 +744,18 @@ impl Lease {
         let listing = seal(key, &slot.listing, self.token, self.sent, payload);
         let (grant_name, grant_value, grant_ms) = match grant {
             Some((public, ttl)) => {
-                let name = if public {
-                    &slot.public_grant
+                // A grant is stamped with what a startup checks it against: a private
+                // one with the leader's token, of this key's counter, a public one
+                // with the public key's revocation count (invariant 1).
+                let (name, stamp) = if public {
+                    (&slot.public_grant, self.epoch)
                 } else {
-                    &slot.private_grant
+                    (&slot.private_grant, self.token)
                 };
                 // A grant's second field is when it expires, in Redis's time, under
                 // the signature: an old grant put back in Redis is never served.
                 let expires = self.sent.saturating_add(millis(ttl));
-                let value = seal(key, name, self.token, expires, payload);
+                let value = seal(key, name, stamp, expires, payload);
                 (name.as_str(), value, millis(ttl).max(1))
             }
             None => (slot.private_grant.as_str(), Vec::new(), 0),
@@ -960,17 +976,20 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// KEYS: clock, changed, listing, private grant, public grant, lease.
+/// KEYS: clock, changed, listing, private grant, public grant, the public key's
+/// revocation count, lease.
 /// ARGV: the startup's stamp (0: draw one), the burst window, the lease, and how long
 /// the counter is kept, in ms.
-/// Returns {kind, stamp, value, token, now}: `token` is a new leader's, `now` Redis's
-/// time; values are checked by the caller.
+/// Returns {kind, stamp, value, token, now, epoch}: `token` is a new leader's, `now`
+/// Redis's time, `epoch` the public key's revocation count; values are checked by the
+/// caller.
 const ACQUIRE_LUA: &str = r"
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local since = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local changed = tonumber(redis.call('GET', KEYS[2]) or '0')
+local epoch = tonumber(redis.call('GET', KEYS[6]) or '0')
 local function parts(value)
   local stamp, sent = string.match(value, '^(%d+):(%d+):')
   if not stamp then return nil end
@@ -982,7 +1001,7 @@ if since == 0 then
   -- The window is applied once, as the startup begins: an attempt sent less than
   -- the window before, and after the last change, may serve it, however long it
   -- takes; the stamp returned says so for every later look.
-  for _, key in ipairs({KEYS[3], KEYS[6]}) do
+  for _, key in ipairs({KEYS[3], KEYS[7]}) do
     local value = redis.call('GET', key)
     if value then
       local stamp, sent = parts(value)
@@ -997,31 +1016,33 @@ local function usable(value)
   return stamp ~= nil and stamp > since
 end
 local listing = redis.call('GET', KEYS[3])
-if listing and usable(listing) then return {'take', since, listing, 0, now} end
+if listing and usable(listing) then return {'take', since, listing, 0, now, epoch} end
 local function fresh(grant)
   if not grant then return false end
   local _, expires = parts(grant)
   return expires ~= nil and now < expires
 end
 -- A private grant is stamped with a token of this key's counter, greater than the
--- server's last change when granted: one put back after a change revoked it is not
--- served. A public grant's stamp is of the counter of the key that granted it.
+-- server's last change when granted; a public one with the public key's revocation
+-- count when its leader began. One put back after a change revoked it is not served.
 local grant = redis.call('GET', KEYS[4])
-if fresh(grant) and parts(grant) > changed then return {'private-grant', since, grant, 0, now} end
+if fresh(grant) and parts(grant) > changed then return {'private-grant', since, grant, 0, now, epoch} end
 grant = redis.call('GET', KEYS[5])
-if fresh(grant) then return {'public-grant', since, grant, 0, now} end
-local lease = redis.call('GET', KEYS[6])
-if lease and usable(lease) then return {'wait', since, lease, 0, now} end
+if fresh(grant) and parts(grant) == epoch then return {'public-grant', since, grant, 0, now, epoch} end
+local lease = redis.call('GET', KEYS[7])
+if lease and usable(lease) then return {'wait', since, lease, 0, now, epoch} end
 local token = redis.call('INCR', KEYS[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 local value = token .. ':' .. now .. ':'
-redis.call('SET', KEYS[6], value, 'PX', ARGV[3])
-return {'lead', since, value, token, now}
+redis.call('SET', KEYS[7], value, 'PX', ARGV[3])
+return {'lead', since, value, token, now, epoch}
 ";
 
 /// KEYS: lease, listing, grant, changed. ARGV: token, listing, keep ms, grant value,
 /// grant ms (0: none), channel. A listing asked for before the server's last change
-/// is kept for the startups that began before it, and grants nothing.
+/// is kept for the startups that began before it, and grants nothing (a public grant
+/// stamped before another key's change revoked the public grants is written, and
+/// never served).
 const PUBLISH_LUA: &str = r"
 local lease = redis.call('GET', KEYS[1])
 if not lease or string.match(lease, '^(%d+):') ~= ARGV[1] then return 0 end
@@ -1052,12 +1073,15 @@ redis.call('PUBLISH', ARGV[2], 'released')
 return 1
 ";
 
-/// KEYS: clock, changed, listing, private grant, public grant. ARGV: how long the
-/// change is remembered (ms), the slot's channel and its public key's.
+/// KEYS: clock, changed, listing, private grant, public grant, the public key's
+/// revocation count. ARGV: how long the change is remembered (ms), the slot's channel
+/// and its public key's.
 const REVOKE_LUA: &str = r"
 local stamp = redis.call('INCR', KEYS[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('SET', KEYS[2], stamp, 'PX', ARGV[1])
+redis.call('INCR', KEYS[6])
+redis.call('PEXPIRE', KEYS[6], ARGV[1])
 redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
 redis.call('PUBLISH', ARGV[2], 'changed')
 redis.call('PUBLISH', ARGV[3], 'changed')

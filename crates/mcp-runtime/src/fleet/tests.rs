@@ -392,6 +392,55 @@ async fn a_public_grant_serves_a_key_whose_own_change_is_later_than_its_stamp() 
     ));
 }
 
+#[tokio::test]
+async fn a_public_grant_put_back_after_another_keys_change_is_not_served() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    let public = [23; 32];
+    let (granting, changing) = (
+        fleet.slot(&[24; 32], &public),
+        fleet.slot(&[25; 32], &public),
+    );
+    let leader = lead(&fleet, &granting, WINDOW).await;
+    leader
+        .publish(b"[]", WINDOW, Some((true, Duration::from_secs(600))))
+        .await;
+    let granted: Vec<u8> = redis::cmd("GET")
+        .arg(&granting.public_grant)
+        .query_async(&mut redis.client().await)
+        .await
+        .unwrap();
+    // Another identity's startup hears the server change: every public grant goes.
+    fleet.revoke(&changing).await.unwrap();
+    redis.set(&granting.public_grant, granted).await;
+    assert!(matches!(
+        fleet.acquire(&granting, 0, Duration::ZERO).await,
+        Ok(Acquired::Lead(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_public_listing_asked_for_before_another_keys_change_grants_nothing() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    let public = [26; 32];
+    let (granting, changing) = (
+        fleet.slot(&[27; 32], &public),
+        fleet.slot(&[28; 32], &public),
+    );
+    let leader = lead(&fleet, &granting, WINDOW).await;
+    // The server changes, as another identity's connection hears, while this
+    // leader's request is in flight.
+    fleet.revoke(&changing).await.unwrap();
+    leader
+        .publish(b"[]", WINDOW, Some((true, Duration::from_secs(600))))
+        .await;
+    assert!(matches!(
+        fleet.acquire(&changing, 0, Duration::ZERO).await,
+        Ok(Acquired::Lead(_))
+    ));
+}
+
 /// Has Redis hold every client's writes (`CLIENT PAUSE … WRITE`, `PUBLISH` and
 /// scripts among them) until [`let_writes_go`].
 async fn hold_writes(client: &mut redis::aio::MultiplexedConnection) {
