@@ -10,19 +10,21 @@
 //! 1. Nothing in Redis is authority. Every value is signed with the fleet key
 //!    (HMAC-SHA-256 over its key name and contents) and checked on read; a value that
 //!    fails the check is treated as absent (`Acquired::Unusable`), so a forged or
-//!    stale entry costs at most one more `tools/list` (a grant carries its expiry and
+//!    stale entry costs at most one more `tools/list`. A grant carries its expiry and
 //!    a stamp under the signature, so an old one put back is not served, nor one put
 //!    back after the server's change: a private grant's stamp is its listing's token,
 //!    which must be greater than the key's mark of the server's last change; a public
-//!    one's is the public key's revocation count when its leader began, which every
-//!    change of any of its keys raises, and which must not have moved. Mark and count
-//!    are counters' values, not signed: a grant put back with its mark removed or its
-//!    count set back is served until it expires. A lease, which carries no data, is
-//!    waited for until it lapses, and a waiter waits a bounded time: a forged one
-//!    delays, then costs one more `tools/list`). Key
-//!    names are derived from the fleet key too (an HMAC of the discovery key's
-//!    digest): Redis holds no digest of what servers are sent, and two fleets with
-//!    different keys share nothing.
+//!    grant's is the public key's revocation count when its leader began. Every
+//!    change of any of the public key's keys raises the count past Redis's time in
+//!    µs, and a public grant stamped below it is neither served nor written: a leader
+//!    whose request was sent before such a change grants nothing and replaces no
+//!    grant. Mark and count are not signed: a grant put back with its mark removed or
+//!    its count set back is served until it expires. A counter or count that no
+//!    replica wrote is started again, never an error. A lease, which carries no data,
+//!    is waited for until it lapses, and a waiter waits a bounded time: a forged one
+//!    delays, then costs one more `tools/list`. Key names are derived from the fleet
+//!    key too (an HMAC of the discovery key's digest): Redis holds no digest of what
+//!    servers are sent, and two fleets with different keys share nothing.
 //! 2. One discovery key has at most one leader in the fleet: the holder of its lease,
 //!    a fencing token drawn from the key's counter (`INCR`). The leader renews the
 //!    lease while it lists; it publishes by compare-and-set on its token, so a leader
@@ -584,17 +586,17 @@ impl Fleet {
 
 /// Whether `error` is Redis answering about one entry, not a failure of the link
 /// (invariant 4): an entry of the wrong type (`WRONGTYPE`, also from within a
-/// script), a counter that is no integer, or a script's own runtime error on a value
-/// it read (Redis 7 words it `user_script:LINE: …`). Every other error counts as the
-/// link's: other `ERR`s, unknown codes, and an ACL refusing a script's command, which
-/// Redis 7 words as an `ERR` within a script too.
+/// script), or a script's own runtime error on a value it read (Redis 7 words it
+/// `user_script:LINE: …`). Every other error counts as the link's: other `ERR`s,
+/// unknown codes, and an ACL refusing a script's command, which Redis 7 words as an
+/// `ERR` within a script too. (The scripts start a counter that is no integer again
+/// rather than fail on it.)
 fn names_a_bad_entry(error: &RedisError) -> bool {
     match error.code() {
         Some("WRONGTYPE") => true,
-        Some("ERR") => error.detail().is_some_and(|detail| {
-            detail.starts_with("user_script:")
-                || detail.starts_with("value is not an integer or out of range")
-        }),
+        Some("ERR") => error
+            .detail()
+            .is_some_and(|detail| detail.starts_with("user_script:")),
         _ => false,
     }
 }
@@ -646,8 +648,8 @@ pub(crate) struct Slot {
     lease: String,
     private_grant: String,
     public_grant: String,
-    /// The public key's revocation count: a public grant serves while it is the one
-    /// its leader read (invariant 1).
+    /// The public key's revocation count: a public grant serves while its stamp, the
+    /// count its leader read, is not below it (invariant 1).
     public_epoch: String,
     channel: String,
     /// The channel of the public key's slot, whose grants a change also revokes.
@@ -742,7 +744,7 @@ impl Lease {
         let (fleet, slot) = (&self.fleet, &self.slot);
         let key = &fleet.inner.key;
         let listing = seal(key, &slot.listing, self.token, self.sent, payload);
-        let (grant_name, grant_value, grant_ms) = match grant {
+        let (grant_name, grant_value, grant_ms, public) = match grant {
             Some((public, ttl)) => {
                 // A grant is stamped with what a startup checks it against: a private
                 // one with the leader's token, of this key's counter, a public one
@@ -756,21 +758,27 @@ impl Lease {
                 // the signature: an old grant put back in Redis is never served.
                 let expires = self.sent.saturating_add(millis(ttl));
                 let value = seal(key, name, stamp, expires, payload);
-                (name.as_str(), value, millis(ttl).max(1))
+                (name.as_str(), value, millis(ttl).max(1), public)
             }
-            None => (slot.private_grant.as_str(), Vec::new(), 0),
+            None => (slot.private_grant.as_str(), Vec::new(), 0, false),
         };
         let mut invocation = PUBLISH.key(&slot.lease);
         invocation
             .key(&slot.listing)
             .key(grant_name)
             .key(&slot.changed)
+            .key(&slot.public_epoch)
             .arg(self.token)
             .arg(listing)
             .arg(millis(window.max(HOLD)))
             .arg(grant_value)
             .arg(grant_ms)
-            .arg(&slot.channel);
+            .arg(&slot.channel)
+            .arg(if public {
+                self.epoch.to_string()
+            } else {
+                String::new()
+            });
         let _ = fleet.bounded(invoke::<i64>(&invocation)).await;
     }
 }
@@ -976,6 +984,29 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// The start of the scripts that draw tokens: `now`, Redis's time in ms, and
+/// `draw(key, keep)`, which moves the counter `key` on by one and keeps it `keep` ms.
+/// A counter that is no integer (written by hand) starts again from `now`, above
+/// every token drawn before, so that it costs a burst one more `tools/list` and
+/// stops no change from being told.
+macro_rules! redis_now_and_draw {
+    () => {
+        r"
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local function draw(key, keep)
+  local value = redis.pcall('INCR', key)
+  if type(value) ~= 'number' then
+    redis.call('SET', key, now)
+    value = redis.call('INCR', key)
+  end
+  redis.call('PEXPIRE', key, keep)
+  return value
+end
+"
+    };
+}
+
 /// KEYS: clock, changed, listing, private grant, public grant, the public key's
 /// revocation count, lease.
 /// ARGV: the startup's stamp (0: draw one), the burst window, the lease, and how long
@@ -983,21 +1014,22 @@ fn millis(duration: Duration) -> u64 {
 /// Returns {kind, stamp, value, token, now, epoch}: `token` is a new leader's, `now`
 /// Redis's time, `epoch` the public key's revocation count; values are checked by the
 /// caller.
-const ACQUIRE_LUA: &str = r"
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+const ACQUIRE_LUA: &str = concat!(
+    redis_now_and_draw!(),
+    r"
 local since = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local changed = tonumber(redis.call('GET', KEYS[2]) or '0')
-local epoch = tonumber(redis.call('GET', KEYS[6]) or '0')
+-- Unreadable (written by hand): no public grant is served until a change sets it.
+local raw = redis.pcall('GET', KEYS[6])
+local epoch = raw == false and 0 or tonumber(raw)
 local function parts(value)
   local stamp, sent = string.match(value, '^(%d+):(%d+):')
   if not stamp then return nil end
   return tonumber(stamp), tonumber(sent)
 end
 if since == 0 then
-  since = redis.call('INCR', KEYS[1])
-  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  since = draw(KEYS[1], ARGV[4])
   -- The window is applied once, as the startup begins: an attempt sent less than
   -- the window before, and after the last change, may serve it, however long it
   -- takes; the stamp returned says so for every later look.
@@ -1016,7 +1048,7 @@ local function usable(value)
   return stamp ~= nil and stamp > since
 end
 local listing = redis.call('GET', KEYS[3])
-if listing and usable(listing) then return {'take', since, listing, 0, now, epoch} end
+if listing and usable(listing) then return {'take', since, listing, 0, now, epoch or 0} end
 local function fresh(grant)
   if not grant then return false end
   local _, expires = parts(grant)
@@ -1024,31 +1056,38 @@ local function fresh(grant)
 end
 -- A private grant is stamped with a token of this key's counter, greater than the
 -- server's last change when granted; a public one with the public key's revocation
--- count when its leader began. One put back after a change revoked it is not served.
+-- count when its leader began, which no change has passed since. One put back after
+-- a change revoked it is not served.
 local grant = redis.call('GET', KEYS[4])
-if fresh(grant) and parts(grant) > changed then return {'private-grant', since, grant, 0, now, epoch} end
+if fresh(grant) and parts(grant) > changed then return {'private-grant', since, grant, 0, now, epoch or 0} end
 grant = redis.call('GET', KEYS[5])
-if fresh(grant) and parts(grant) == epoch then return {'public-grant', since, grant, 0, now, epoch} end
+if epoch and fresh(grant) and parts(grant) >= epoch then return {'public-grant', since, grant, 0, now, epoch} end
 local lease = redis.call('GET', KEYS[7])
-if lease and usable(lease) then return {'wait', since, lease, 0, now, epoch} end
-local token = redis.call('INCR', KEYS[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
+if lease and usable(lease) then return {'wait', since, lease, 0, now, epoch or 0} end
+local token = draw(KEYS[1], ARGV[4])
 local value = token .. ':' .. now .. ':'
 redis.call('SET', KEYS[7], value, 'PX', ARGV[3])
-return {'lead', since, value, token, now, epoch}
-";
+return {'lead', since, value, token, now, epoch or 0}
+"
+);
 
-/// KEYS: lease, listing, grant, changed. ARGV: token, listing, keep ms, grant value,
-/// grant ms (0: none), channel. A listing asked for before the server's last change
-/// is kept for the startups that began before it, and grants nothing (a public grant
-/// stamped before another key's change revoked the public grants is written, and
-/// never served).
+/// KEYS: lease, listing, grant, changed, the public key's revocation count. ARGV:
+/// token, listing, keep ms, grant value, grant ms (0: none), channel, and for a public
+/// grant the revocation count its leader read (else empty). A listing asked for
+/// before the server's last change, or (public) before another key's change, is kept
+/// for the startups that began before it, and grants nothing: an older grant stays.
 const PUBLISH_LUA: &str = r"
 local lease = redis.call('GET', KEYS[1])
 if not lease or string.match(lease, '^(%d+):') ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
 local changed = tonumber(redis.call('GET', KEYS[4]) or '0')
-if ARGV[5] ~= '0' and tonumber(ARGV[1]) > changed then
+local current = true
+if ARGV[7] ~= '' then
+  local raw = redis.pcall('GET', KEYS[5])
+  local epoch = raw == false and 0 or tonumber(raw)
+  current = epoch ~= nil and tonumber(ARGV[7]) >= epoch
+end
+if ARGV[5] ~= '0' and tonumber(ARGV[1]) > changed and current then
   redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])
 end
 redis.call('DEL', KEYS[1])
@@ -1075,18 +1114,24 @@ return 1
 
 /// KEYS: clock, changed, listing, private grant, public grant, the public key's
 /// revocation count. ARGV: how long the change is remembered (ms), the slot's channel
-/// and its public key's.
-const REVOKE_LUA: &str = r"
-local stamp = redis.call('INCR', KEYS[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
+/// and its public key's. No entry written by hand stops it: a change must be told.
+/// The revocation count moves past its last value and Redis's time in µs, so that
+/// it never goes back, though it lapses a day after the last change.
+const REVOKE_LUA: &str = concat!(
+    redis_now_and_draw!(),
+    r"
+local stamp = draw(KEYS[1], ARGV[1])
 redis.call('SET', KEYS[2], stamp, 'PX', ARGV[1])
-redis.call('INCR', KEYS[6])
-redis.call('PEXPIRE', KEYS[6], ARGV[1])
+local raw = redis.pcall('GET', KEYS[6])
+local last = raw == false and 0 or tonumber(raw) or 0
+local now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
+redis.call('SET', KEYS[6], math.max(last + 1, now_us), 'PX', ARGV[1])
 redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
 redis.call('PUBLISH', ARGV[2], 'changed')
 redis.call('PUBLISH', ARGV[3], 'changed')
 return stamp
-";
+"
+);
 
 /// KEYS: the guard, then the entries removed with it. ARGV: the guard's sealed
 /// value. Returns how many entries were removed (0: the guard holds another value).

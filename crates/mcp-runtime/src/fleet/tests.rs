@@ -377,11 +377,12 @@ async fn a_public_grant_serves_a_key_whose_own_change_is_later_than_its_stamp() 
         fleet.slot(&[20; 32], &public),
         fleet.slot(&[21; 32], &public),
     );
-    // The taking key's server changed three times: its mark is 3, on its own counter.
+    // The taking key's server changed three times: its change mark (3) is above the
+    // tokens of the granting key's own counter.
     for _ in 0..3 {
         fleet.revoke(&taking).await.unwrap();
     }
-    // The granting key's counter is its own: its leader's token is lower.
+    // A leader of the granting key begins after the changes.
     let leader = lead(&fleet, &granting, WINDOW).await;
     leader
         .publish(b"[]", WINDOW, Some((true, Duration::from_secs(600))))
@@ -428,15 +429,98 @@ async fn a_public_listing_asked_for_before_another_keys_change_grants_nothing() 
         fleet.slot(&[27; 32], &public),
         fleet.slot(&[28; 32], &public),
     );
-    let leader = lead(&fleet, &granting, WINDOW).await;
+    let late = lead(&fleet, &granting, WINDOW).await;
     // The server changes, as another identity's connection hears, while this
     // leader's request is in flight.
     fleet.revoke(&changing).await.unwrap();
-    leader
-        .publish(b"[]", WINDOW, Some((true, Duration::from_secs(600))))
+    late.publish(b"[]", WINDOW, Some((true, Duration::from_secs(600))))
         .await;
     assert!(matches!(
         fleet.acquire(&changing, 0, Duration::ZERO).await,
+        Ok(Acquired::Lead(_))
+    ));
+    // Nor does it replace a grant made since: a third identity's leader, begun after
+    // the change, grants before the late one publishes.
+    let late = lead(&fleet, &fleet.slot(&[35; 32], &public), WINDOW).await;
+    fleet.revoke(&changing).await.unwrap();
+    let third = fleet.slot(&[29; 32], &public);
+    let leader = lead(&fleet, &third, WINDOW).await;
+    leader
+        .publish(b"[]", WINDOW, Some((true, Duration::from_secs(600))))
+        .await;
+    late.publish(b"[]", WINDOW, Some((true, Duration::from_secs(600))))
+        .await;
+    assert!(matches!(
+        fleet.acquire(&changing, 0, Duration::ZERO).await,
+        Ok(Acquired::Granted(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_public_grant_outlives_its_revocation_count() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    let slot = fleet.slot(&[31; 32], &[30; 32]);
+    fleet.revoke(&slot).await.unwrap();
+    let leader = lead(&fleet, &slot, WINDOW).await;
+    leader
+        .publish(b"[]", WINDOW, Some((true, Duration::from_secs(600))))
+        .await;
+    let mut client = redis.client().await;
+    let granted: Vec<u8> = redis::cmd("GET")
+        .arg(&slot.public_grant)
+        .query_async(&mut client)
+        .await
+        .unwrap();
+    // The count lapses a day after the last change; the grant may live on.
+    let () = redis::cmd("DEL")
+        .arg(&slot.public_epoch)
+        .query_async(&mut client)
+        .await
+        .unwrap();
+    assert!(matches!(
+        fleet.acquire(&slot, 0, Duration::ZERO).await,
+        Ok(Acquired::Granted(_))
+    ));
+    // A change after that still revokes it: the count never goes back.
+    fleet.revoke(&slot).await.unwrap();
+    redis.set(&slot.public_grant, granted).await;
+    assert!(matches!(
+        fleet.acquire(&slot, 0, Duration::ZERO).await,
+        Ok(Acquired::Lead(_))
+    ));
+}
+
+#[tokio::test]
+async fn counters_no_replica_wrote_stop_no_change_and_no_startup() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    let slot = fleet.slot(&[33; 32], &[34; 32]);
+    publish_granted(lead(&fleet, &slot, WINDOW).await).await;
+    // A counter that is no integer, and a revocation count of the wrong type.
+    redis.set(&slot.clock, b"not a number".to_vec()).await;
+    let () = redis::cmd("LPUSH")
+        .arg(&slot.public_epoch)
+        .arg("not a count")
+        .query_async(&mut redis.client().await)
+        .await
+        .unwrap();
+    assert!(matches!(
+        fleet.acquire(&slot, 0, Duration::ZERO).await,
+        Ok(Acquired::Granted(_))
+    ));
+    fleet.revoke(&slot).await.unwrap();
+    assert!(fleet.reachable());
+    assert!(matches!(
+        fleet.acquire(&slot, 0, Duration::ZERO).await,
+        Ok(Acquired::Lead(_))
+    ));
+    // A counter at its largest starts again too.
+    redis
+        .set(&slot.clock, i64::MAX.to_string().into_bytes())
+        .await;
+    assert!(matches!(
+        fleet.acquire(&slot, 0, Duration::ZERO).await,
         Ok(Acquired::Lead(_))
     ));
 }
@@ -675,11 +759,6 @@ async fn an_entry_no_replica_wrote_fails_its_own_call_and_pauses_no_other() {
     assert!(fleet.get("state", "s1").await.is_err());
     assert!(fleet.reachable());
     fleet.put("state", "s2", b"kept", WINDOW).await.unwrap();
-    // A value a script cannot use: a slot's counter that is no number.
-    let slot = fleet.slot(&[5; 32], &[5; 32]);
-    redis.set(&slot.clock, b"not a number".to_vec()).await;
-    assert!(fleet.acquire(&slot, 0, WINDOW).await.is_err());
-    assert!(fleet.reachable());
     let other = fleet.slot(&[6; 32], &[6; 32]);
     lead(&fleet, &other, WINDOW).await.abandon();
     // A value a script cannot read: a change mark that is no number, beside a grant.
@@ -868,7 +947,10 @@ async fn a_letter_redis_took_too_late_for_its_asker_is_cancelled() {
         .await;
     assert!(matches!(asked, Err(AskError::Unavailable(_))), "{asked:?}");
     let_writes_go(&mut client).await;
-    let letter = letters.recv().await.unwrap();
+    let letter = tokio::time::timeout(Duration::from_secs(10), letters.recv())
+        .await
+        .expect("delivered within 10 s")
+        .unwrap();
     tokio::time::timeout(Duration::from_secs(10), letter.cancelled().cancelled())
         .await
         .expect("cancelled within 10 s");
