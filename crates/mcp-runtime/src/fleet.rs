@@ -15,16 +15,18 @@
 //!    back after the server's change: a private grant's stamp is its listing's token,
 //!    which must be greater than the key's mark of the server's last change; a public
 //!    grant's is the public key's revocation count when its leader began. Every
-//!    change of any of the public key's keys raises the count past Redis's time in
-//!    µs, and a public grant stamped below it is neither served nor written: a leader
-//!    whose request was sent before such a change grants nothing and replaces no
-//!    grant. Mark and count are not signed: a grant put back with its mark removed or
-//!    its count set back is served until it expires. A counter or count that no
-//!    replica wrote is started again, never an error. A lease, which carries no data,
-//!    is waited for until it lapses, and a waiter waits a bounded time: a forged one
-//!    delays, then costs one more `tools/list`. Key names are derived from the fleet
-//!    key too (an HMAC of the discovery key's digest): Redis holds no digest of what
-//!    servers are sent, and two fleets with different keys share nothing.
+//!    change of any of the public key's keys raises the count past its last value and
+//!    to at least Redis's time in µs, and a public grant stamped below it is neither
+//!    served nor written: a leader whose request was sent before such a change grants
+//!    nothing and replaces no grant. Mark and count are not signed: a grant put back
+//!    with its mark removed or its count set back is served until it expires. A
+//!    counter that no replica wrote is started again; a count that no replica wrote
+//!    serves no public grant until the next change writes it; neither is an error. A
+//!    lease, which carries no data, is waited for until it lapses, and a waiter waits
+//!    a bounded time: a forged one delays, then costs one more `tools/list`. Key
+//!    names are derived from the fleet key too (an HMAC of the discovery key's
+//!    digest): Redis holds no digest of what servers are sent, and two fleets with
+//!    different keys share nothing.
 //! 2. One discovery key has at most one leader in the fleet: the holder of its lease,
 //!    a fencing token drawn from the key's counter (`INCR`). The leader renews the
 //!    lease while it lists; it publishes by compare-and-set on its token, so a leader
@@ -984,23 +986,42 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The start of the scripts that draw tokens: `now`, Redis's time in ms, and
-/// `draw(key, keep)`, which moves the counter `key` on by one and keeps it `keep` ms.
-/// A counter that is no integer (written by hand) starts again from `now`, above
-/// every token drawn before, so that it costs a burst one more `tools/list` and
-/// stops no change from being told.
-macro_rules! redis_now_and_draw {
+/// The start of the scripts that draw tokens and read the public revocation count
+/// (invariant 1):
+/// - `now`, Redis's time in ms;
+/// - `draw(key, keep, mark)` moves the counter `key` on by one and keeps it `keep`
+///   ms. A counter that is no integer, or one far past any clock (written by hand),
+///   starts again from `now`, or from `mark` (the key's change mark) if that is
+///   higher: above the mark, so a leader after it grants, and above the tokens drawn
+///   before unless the counter ran ahead of the clock or the clock went back, when a
+///   token may come again and two leaders list the server once each. Tokens stay
+///   below 10^14, which Lua writes exactly;
+/// - `count(key)`, the revocation count at `key`: 0 when there is none, `nil` when it
+///   is not a count a replica writes (digits only, below 2^53).
+///
+/// Effects replication, the default since Redis 5, lets a script write after `TIME`.
+macro_rules! redis_now_draw_and_count {
     () => {
         r"
+redis.replicate_commands()
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local function draw(key, keep)
+local function draw(key, keep, mark)
   local value = redis.pcall('INCR', key)
-  if type(value) ~= 'number' then
-    redis.call('SET', key, now)
+  if type(value) ~= 'number' or value >= 1e14 then
+    local floor = mark ~= nil and mark < 1e14 and mark or 0
+    redis.call('SET', key, math.max(now, floor))
     value = redis.call('INCR', key)
   end
   redis.call('PEXPIRE', key, keep)
+  return value
+end
+local function count(key)
+  local raw = redis.pcall('GET', key)
+  if raw == false then return 0 end
+  if type(raw) ~= 'string' or #raw > 16 or not string.match(raw, '^%d+$') then return nil end
+  local value = tonumber(raw)
+  if value >= 9007199254740992 then return nil end
   return value
 end
 "
@@ -1015,21 +1036,20 @@ end
 /// Redis's time, `epoch` the public key's revocation count; values are checked by the
 /// caller.
 const ACQUIRE_LUA: &str = concat!(
-    redis_now_and_draw!(),
+    redis_now_draw_and_count!(),
     r"
 local since = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local changed = tonumber(redis.call('GET', KEYS[2]) or '0')
 -- Unreadable (written by hand): no public grant is served until a change sets it.
-local raw = redis.pcall('GET', KEYS[6])
-local epoch = raw == false and 0 or tonumber(raw)
+local epoch = count(KEYS[6])
 local function parts(value)
   local stamp, sent = string.match(value, '^(%d+):(%d+):')
   if not stamp then return nil end
   return tonumber(stamp), tonumber(sent)
 end
 if since == 0 then
-  since = draw(KEYS[1], ARGV[4])
+  since = draw(KEYS[1], ARGV[4], changed)
   -- The window is applied once, as the startup begins: an attempt sent less than
   -- the window before, and after the last change, may serve it, however long it
   -- takes; the stamp returned says so for every later look.
@@ -1064,7 +1084,7 @@ grant = redis.call('GET', KEYS[5])
 if epoch and fresh(grant) and parts(grant) >= epoch then return {'public-grant', since, grant, 0, now, epoch} end
 local lease = redis.call('GET', KEYS[7])
 if lease and usable(lease) then return {'wait', since, lease, 0, now, epoch or 0} end
-local token = draw(KEYS[1], ARGV[4])
+local token = draw(KEYS[1], ARGV[4], changed)
 local value = token .. ':' .. now .. ':'
 redis.call('SET', KEYS[7], value, 'PX', ARGV[3])
 return {'lead', since, value, token, now, epoch or 0}
@@ -1076,15 +1096,16 @@ return {'lead', since, value, token, now, epoch or 0}
 /// grant the revocation count its leader read (else empty). A listing asked for
 /// before the server's last change, or (public) before another key's change, is kept
 /// for the startups that began before it, and grants nothing: an older grant stays.
-const PUBLISH_LUA: &str = r"
+const PUBLISH_LUA: &str = concat!(
+    redis_now_draw_and_count!(),
+    r"
 local lease = redis.call('GET', KEYS[1])
 if not lease or string.match(lease, '^(%d+):') ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
 local changed = tonumber(redis.call('GET', KEYS[4]) or '0')
 local current = true
 if ARGV[7] ~= '' then
-  local raw = redis.pcall('GET', KEYS[5])
-  local epoch = raw == false and 0 or tonumber(raw)
+  local epoch = count(KEYS[5])
   current = epoch ~= nil and tonumber(ARGV[7]) >= epoch
 end
 if ARGV[5] ~= '0' and tonumber(ARGV[1]) > changed and current then
@@ -1093,7 +1114,8 @@ end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[6], 'published')
 return 1
-";
+"
+);
 
 /// KEYS: lease. ARGV: token, lease ms, the sealed lease.
 const RENEW_LUA: &str = r"
@@ -1118,12 +1140,11 @@ return 1
 /// The revocation count moves past its last value and Redis's time in µs, so that
 /// it never goes back, though it lapses a day after the last change.
 const REVOKE_LUA: &str = concat!(
-    redis_now_and_draw!(),
+    redis_now_draw_and_count!(),
     r"
-local stamp = draw(KEYS[1], ARGV[1])
+local stamp = draw(KEYS[1], ARGV[1], tonumber(redis.pcall('GET', KEYS[2])))
 redis.call('SET', KEYS[2], stamp, 'PX', ARGV[1])
-local raw = redis.pcall('GET', KEYS[6])
-local last = raw == false and 0 or tonumber(raw) or 0
+local last = count(KEYS[6]) or 0
 local now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
 redis.call('SET', KEYS[6], math.max(last + 1, now_us), 'PX', ARGV[1])
 redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])

@@ -495,6 +495,7 @@ async fn a_public_grant_outlives_its_revocation_count() {
 async fn counters_no_replica_wrote_stop_no_change_and_no_startup() {
     let redis = Redis::start();
     let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    let mut client = redis.client().await;
     let slot = fleet.slot(&[33; 32], &[34; 32]);
     publish_granted(lead(&fleet, &slot, WINDOW).await).await;
     // A counter that is no integer, and a revocation count of the wrong type.
@@ -502,7 +503,7 @@ async fn counters_no_replica_wrote_stop_no_change_and_no_startup() {
     let () = redis::cmd("LPUSH")
         .arg(&slot.public_epoch)
         .arg("not a count")
-        .query_async(&mut redis.client().await)
+        .query_async(&mut client)
         .await
         .unwrap();
     assert!(matches!(
@@ -511,18 +512,48 @@ async fn counters_no_replica_wrote_stop_no_change_and_no_startup() {
     ));
     fleet.revoke(&slot).await.unwrap();
     assert!(fleet.reachable());
-    assert!(matches!(
-        fleet.acquire(&slot, 0, Duration::ZERO).await,
-        Ok(Acquired::Lead(_))
-    ));
-    // A counter at its largest starts again too.
-    redis
-        .set(&slot.clock, i64::MAX.to_string().into_bytes())
-        .await;
-    assert!(matches!(
-        fleet.acquire(&slot, 0, Duration::ZERO).await,
-        Ok(Acquired::Lead(_))
-    ));
+    lead(&fleet, &slot, Duration::ZERO).await.abandon();
+    // A counter at its largest, or past any clock, starts again too, and its leader
+    // publishes.
+    for written in [i64::MAX.to_string(), "100000000000000".to_owned()] {
+        let () = redis::cmd("DEL")
+            .arg(&slot.lease)
+            .query_async(&mut client)
+            .await
+            .unwrap();
+        redis.set(&slot.clock, written.into_bytes()).await;
+        publish_granted(lead(&fleet, &slot, Duration::ZERO).await).await;
+        assert!(matches!(
+            fleet.acquire(&slot, 0, Duration::ZERO).await,
+            Ok(Acquired::Granted(_))
+        ));
+        fleet.revoke(&slot).await.unwrap();
+    }
+    // Revocation counts no replica writes: no startup fails on one, and a change
+    // starts it again, after which public grants serve.
+    let written = ["nan", "inf", "1e300", "-5", "18014398509481988", "1.5"];
+    for (n, written) in (40_u8..).zip(written) {
+        let public = [n; 32];
+        let (waiting, granting) = (
+            fleet.slot(&[n + 10; 32], &public),
+            fleet.slot(&[n + 20; 32], &public),
+        );
+        redis.set(&waiting.public_epoch, written.into()).await;
+        lead(&fleet, &waiting, Duration::ZERO).await.abandon();
+        fleet.revoke(&waiting).await.unwrap();
+        let leader = lead(&fleet, &granting, Duration::ZERO).await;
+        leader
+            .publish(b"[]", WINDOW, Some((true, Duration::from_secs(600))))
+            .await;
+        assert!(
+            matches!(
+                fleet.acquire(&waiting, 0, Duration::ZERO).await,
+                Ok(Acquired::Granted(_))
+            ),
+            "{written}"
+        );
+    }
+    assert!(fleet.reachable());
 }
 
 /// Has Redis hold every client's writes (`CLIENT PAUSE … WRITE`, `PUBLISH` and
