@@ -990,12 +990,14 @@ fn millis(duration: Duration) -> u64 {
 /// (invariant 1):
 /// - `now`, Redis's time in ms;
 /// - `draw(key, keep, mark)` moves the counter `key` on by one and keeps it `keep`
-///   ms. A counter that is no integer, or one far past any clock (written by hand),
-///   starts again from `now`, or from `mark` (the key's change mark) if that is
-///   higher: above the mark, so a leader after it grants, and above the tokens drawn
-///   before unless the counter ran ahead of the clock or the clock went back, when a
-///   token may come again and two leaders list the server once each. Tokens stay
-///   below 10^14, which Lua writes exactly;
+///   ms. A counter that is no integer, one far past any clock (written by hand), or
+///   one not above `mark` (the key's change mark; the counter was evicted) starts
+///   again from `now`, or from the mark if that is higher and a whole number below
+///   10^13: above the mark, so a leader after it grants. It is above the tokens
+///   drawn before unless the counter ran ahead of the clock or the clock went back:
+///   then a token may come again, two leaders list the server once each, and one
+///   holding a token from before may grant after a change, as when the mark is
+///   removed (invariant 1). Tokens stay below 10^14, which Lua writes exactly;
 /// - `count(key)`, the revocation count at `key`: 0 when there is none, `nil` when it
 ///   is not a count a replica writes (digits only, below 2^53).
 ///
@@ -1007,9 +1009,10 @@ redis.replicate_commands()
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local function draw(key, keep, mark)
+  local floor = 0
+  if mark and mark == math.floor(mark) and mark >= 0 and mark < 1e13 then floor = mark end
   local value = redis.pcall('INCR', key)
-  if type(value) ~= 'number' or value >= 1e14 then
-    local floor = mark ~= nil and mark < 1e14 and mark or 0
+  if type(value) ~= 'number' or value >= 1e14 or value <= floor then
     redis.call('SET', key, math.max(now, floor))
     value = redis.call('INCR', key)
   end

@@ -152,6 +152,15 @@ impl Redis {
             .unwrap()
     }
 
+    /// Redis's own clock, in ms.
+    async fn time_ms(&self) -> u64 {
+        let (seconds, micros): (u64, u64) = redis::cmd("TIME")
+            .query_async(&mut self.client().await)
+            .await
+            .unwrap();
+        seconds * 1000 + micros / 1000
+    }
+
     /// Writes `value` under `name`, behind the fleet's back.
     async fn set(&self, name: &str, value: Vec<u8>) {
         let () = redis::cmd("SET")
@@ -165,6 +174,13 @@ impl Redis {
     /// A replica's link to it, its leases lasting `lease`.
     fn fleet(&self, replica: &str, lease: Duration) -> Fleet {
         Fleet::connect_with(&self.url, KEY, replica, DEFAULT_TIMEOUT, lease).unwrap()
+    }
+
+    /// A replica's link whose calls may take 5 s: for a test of many calls that is
+    /// not about timeouts, so that no stall of a loaded machine fails it.
+    fn patient_fleet(&self) -> Fleet {
+        let patience = Duration::from_secs(5);
+        Fleet::connect_with(&self.url, KEY, "r1", patience, DEFAULT_LEASE).unwrap()
     }
 }
 
@@ -494,7 +510,7 @@ async fn a_public_grant_outlives_its_revocation_count() {
 #[tokio::test]
 async fn counters_no_replica_wrote_stop_no_change_and_no_startup() {
     let redis = Redis::start();
-    let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    let fleet = redis.patient_fleet();
     let mut client = redis.client().await;
     let slot = fleet.slot(&[33; 32], &[34; 32]);
     publish_granted(lead(&fleet, &slot, WINDOW).await).await;
@@ -514,8 +530,16 @@ async fn counters_no_replica_wrote_stop_no_change_and_no_startup() {
     assert!(fleet.reachable());
     lead(&fleet, &slot, Duration::ZERO).await.abandon();
     // A counter at its largest, or past any clock, starts again too, and its leader
-    // publishes.
-    for written in [i64::MAX.to_string(), "100000000000000".to_owned()] {
+    // publishes; so does one not above the key's change mark (evicted), from the mark
+    // when that is ahead of Redis's clock; a mark that is no whole number is not
+    // started from, and the revocation writes a good one.
+    let ahead = (redis.time_ms().await + 60_000).to_string();
+    redis.set(&slot.changed, ahead.clone().into_bytes()).await;
+    for written in [
+        i64::MAX.to_string(),
+        "100000000000000".to_owned(),
+        "1".to_owned(),
+    ] {
         let () = redis::cmd("DEL")
             .arg(&slot.lease)
             .query_async(&mut client)
@@ -528,7 +552,17 @@ async fn counters_no_replica_wrote_stop_no_change_and_no_startup() {
             Ok(Acquired::Granted(_))
         ));
         fleet.revoke(&slot).await.unwrap();
+        redis.set(&slot.changed, ahead.clone().into_bytes()).await;
     }
+    redis.set(&slot.clock, b"not a number".to_vec()).await;
+    redis.set(&slot.changed, b"5000000000000.5".to_vec()).await;
+    let () = redis::cmd("DEL")
+        .arg(&slot.lease)
+        .query_async(&mut client)
+        .await
+        .unwrap();
+    lead(&fleet, &slot, Duration::ZERO).await.abandon();
+    fleet.revoke(&slot).await.unwrap();
     // Revocation counts no replica writes: no startup fails on one, and a change
     // starts it again, after which public grants serve.
     let written = ["nan", "inf", "1e300", "-5", "18014398509481988", "1.5"];
