@@ -161,6 +161,15 @@ impl Redis {
         seconds * 1000 + micros / 1000
     }
 
+    /// What is written under `name`, read behind the fleet's back.
+    async fn get(&self, name: &str) -> Vec<u8> {
+        redis::cmd("GET")
+            .arg(name)
+            .query_async(&mut self.client().await)
+            .await
+            .unwrap()
+    }
+
     /// Writes `value` under `name`, behind the fleet's back.
     async fn set(&self, name: &str, value: Vec<u8>) {
         let () = redis::cmd("SET")
@@ -201,9 +210,41 @@ async fn lead(fleet: &Fleet, slot: &Slot, window: Duration) -> Box<Lease> {
     }
 }
 
+/// Whether a startup on `slot` that begins now, with no burst window, leads.
+async fn leads_now(fleet: &Fleet, slot: &Slot) -> bool {
+    matches!(
+        fleet.acquire(slot, 0, Duration::ZERO).await,
+        Ok(Acquired::Lead(_))
+    )
+}
+
+/// Whether a startup on `slot` that begins now, with no burst window, takes a grant.
+async fn granted_now(fleet: &Fleet, slot: &Slot) -> bool {
+    matches!(
+        fleet.acquire(slot, 0, Duration::ZERO).await,
+        Ok(Acquired::Granted(_))
+    )
+}
+
+/// Two identities' slots sharing one public key, named after `n`.
+fn two_identities(fleet: &Fleet, n: u8) -> (Slot, Slot) {
+    let public = [n; 32];
+    (
+        fleet.slot(&[n + 1; 32], &public),
+        fleet.slot(&[n + 2; 32], &public),
+    )
+}
+
 /// Publishes an empty listing from `leader`, granted for ten minutes to its key.
 async fn publish_granted(leader: Box<Lease>) {
     let grant = Some((false, Duration::from_secs(600)));
+    leader.publish(b"[]", WINDOW, grant).await;
+}
+
+/// Publishes an empty listing from `leader`, granted for ten minutes to its public
+/// key.
+async fn publish_granted_publicly(leader: Box<Lease>) {
+    let grant = Some((true, Duration::from_secs(600)));
     leader.publish(b"[]", WINDOW, grant).await;
 }
 
@@ -369,30 +410,18 @@ async fn a_grant_put_back_after_its_revocation_is_not_served() {
     let slot = fleet.slot(&digest, &digest);
     let leader = lead(&fleet, &slot, WINDOW).await;
     publish_granted(leader).await;
-    let mut client = redis.client().await;
-    let granted: Vec<u8> = redis::cmd("GET")
-        .arg(&slot.private_grant)
-        .query_async(&mut client)
-        .await
-        .unwrap();
+    let granted = redis.get(&slot.private_grant).await;
     fleet.revoke(&slot).await.unwrap();
     // Genuine, signed and unexpired: only its stamp, older than the change, tells.
     redis.set(&slot.private_grant, granted).await;
-    assert!(matches!(
-        fleet.acquire(&slot, 0, Duration::ZERO).await,
-        Ok(Acquired::Lead(_))
-    ));
+    assert!(leads_now(&fleet, &slot).await);
 }
 
 #[tokio::test]
 async fn a_public_grant_serves_a_key_whose_own_change_is_later_than_its_stamp() {
     let redis = Redis::start();
     let fleet = redis.fleet("r1", DEFAULT_LEASE);
-    let public = [22; 32];
-    let (granting, taking) = (
-        fleet.slot(&[20; 32], &public),
-        fleet.slot(&[21; 32], &public),
-    );
+    let (granting, taking) = two_identities(&fleet, 20);
     // The taking key's server changed three times: its change mark (3) is above the
     // tokens of the granting key's own counter.
     for _ in 0..3 {
@@ -400,76 +429,43 @@ async fn a_public_grant_serves_a_key_whose_own_change_is_later_than_its_stamp() 
     }
     // A leader of the granting key begins after the changes.
     let leader = lead(&fleet, &granting, WINDOW).await;
-    leader
-        .publish(b"[]", WINDOW, Some((true, Duration::from_secs(600))))
-        .await;
-    assert!(matches!(
-        fleet.acquire(&taking, 0, Duration::ZERO).await,
-        Ok(Acquired::Granted(_))
-    ));
+    publish_granted_publicly(leader).await;
+    assert!(granted_now(&fleet, &taking).await);
 }
 
 #[tokio::test]
 async fn a_public_grant_put_back_after_another_keys_change_is_not_served() {
     let redis = Redis::start();
     let fleet = redis.fleet("r1", DEFAULT_LEASE);
-    let public = [23; 32];
-    let (granting, changing) = (
-        fleet.slot(&[24; 32], &public),
-        fleet.slot(&[25; 32], &public),
-    );
-    let leader = lead(&fleet, &granting, WINDOW).await;
-    leader
-        .publish(b"[]", WINDOW, Some((true, Duration::from_secs(600))))
-        .await;
-    let granted: Vec<u8> = redis::cmd("GET")
-        .arg(&granting.public_grant)
-        .query_async(&mut redis.client().await)
-        .await
-        .unwrap();
+    let (granting, changing) = two_identities(&fleet, 23);
+    publish_granted_publicly(lead(&fleet, &granting, WINDOW).await).await;
+    let granted = redis.get(&granting.public_grant).await;
     // Another identity's startup hears the server change: every public grant goes.
     fleet.revoke(&changing).await.unwrap();
     redis.set(&granting.public_grant, granted).await;
-    assert!(matches!(
-        fleet.acquire(&granting, 0, Duration::ZERO).await,
-        Ok(Acquired::Lead(_))
-    ));
+    assert!(leads_now(&fleet, &granting).await);
 }
 
 #[tokio::test]
 async fn a_public_listing_asked_for_before_another_keys_change_grants_nothing() {
     let redis = Redis::start();
     let fleet = redis.fleet("r1", DEFAULT_LEASE);
-    let public = [26; 32];
-    let (granting, changing) = (
-        fleet.slot(&[27; 32], &public),
-        fleet.slot(&[28; 32], &public),
-    );
+    let (granting, changing) = two_identities(&fleet, 26);
     let late = lead(&fleet, &granting, WINDOW).await;
     // The server changes, as another identity's connection hears, while this
     // leader's request is in flight.
     fleet.revoke(&changing).await.unwrap();
-    late.publish(b"[]", WINDOW, Some((true, Duration::from_secs(600))))
-        .await;
-    assert!(matches!(
-        fleet.acquire(&changing, 0, Duration::ZERO).await,
-        Ok(Acquired::Lead(_))
-    ));
+    publish_granted_publicly(late).await;
+    assert!(leads_now(&fleet, &changing).await);
     // Nor does it replace a grant made since: a third identity's leader, begun after
     // the change, grants before the late one publishes.
+    let public = [26; 32];
     let late = lead(&fleet, &fleet.slot(&[35; 32], &public), WINDOW).await;
     fleet.revoke(&changing).await.unwrap();
     let third = fleet.slot(&[29; 32], &public);
-    let leader = lead(&fleet, &third, WINDOW).await;
-    leader
-        .publish(b"[]", WINDOW, Some((true, Duration::from_secs(600))))
-        .await;
-    late.publish(b"[]", WINDOW, Some((true, Duration::from_secs(600))))
-        .await;
-    assert!(matches!(
-        fleet.acquire(&changing, 0, Duration::ZERO).await,
-        Ok(Acquired::Granted(_))
-    ));
+    publish_granted_publicly(lead(&fleet, &third, WINDOW).await).await;
+    publish_granted_publicly(late).await;
+    assert!(granted_now(&fleet, &changing).await);
 }
 
 #[tokio::test]
@@ -479,32 +475,20 @@ async fn a_public_grant_outlives_its_revocation_count() {
     let slot = fleet.slot(&[31; 32], &[30; 32]);
     fleet.revoke(&slot).await.unwrap();
     let leader = lead(&fleet, &slot, WINDOW).await;
-    leader
-        .publish(b"[]", WINDOW, Some((true, Duration::from_secs(600))))
-        .await;
+    publish_granted_publicly(leader).await;
     let mut client = redis.client().await;
-    let granted: Vec<u8> = redis::cmd("GET")
-        .arg(&slot.public_grant)
-        .query_async(&mut client)
-        .await
-        .unwrap();
+    let granted = redis.get(&slot.public_grant).await;
     // The count lapses a day after the last change; the grant may live on.
     let () = redis::cmd("DEL")
         .arg(&slot.public_epoch)
         .query_async(&mut client)
         .await
         .unwrap();
-    assert!(matches!(
-        fleet.acquire(&slot, 0, Duration::ZERO).await,
-        Ok(Acquired::Granted(_))
-    ));
+    assert!(granted_now(&fleet, &slot).await);
     // A change after that still revokes it: the count never goes back.
     fleet.revoke(&slot).await.unwrap();
     redis.set(&slot.public_grant, granted).await;
-    assert!(matches!(
-        fleet.acquire(&slot, 0, Duration::ZERO).await,
-        Ok(Acquired::Lead(_))
-    ));
+    assert!(leads_now(&fleet, &slot).await);
 }
 
 #[tokio::test]
@@ -522,10 +506,7 @@ async fn counters_no_replica_wrote_stop_no_change_and_no_startup() {
         .query_async(&mut client)
         .await
         .unwrap();
-    assert!(matches!(
-        fleet.acquire(&slot, 0, Duration::ZERO).await,
-        Ok(Acquired::Granted(_))
-    ));
+    assert!(granted_now(&fleet, &slot).await);
     fleet.revoke(&slot).await.unwrap();
     assert!(fleet.reachable());
     lead(&fleet, &slot, Duration::ZERO).await.abandon();
@@ -547,10 +528,7 @@ async fn counters_no_replica_wrote_stop_no_change_and_no_startup() {
             .unwrap();
         redis.set(&slot.clock, written.into_bytes()).await;
         publish_granted(lead(&fleet, &slot, Duration::ZERO).await).await;
-        assert!(matches!(
-            fleet.acquire(&slot, 0, Duration::ZERO).await,
-            Ok(Acquired::Granted(_))
-        ));
+        assert!(granted_now(&fleet, &slot).await);
         fleet.revoke(&slot).await.unwrap();
         redis.set(&slot.changed, ahead.clone().into_bytes()).await;
     }
@@ -576,9 +554,7 @@ async fn counters_no_replica_wrote_stop_no_change_and_no_startup() {
         lead(&fleet, &waiting, Duration::ZERO).await.abandon();
         fleet.revoke(&waiting).await.unwrap();
         let leader = lead(&fleet, &granting, Duration::ZERO).await;
-        leader
-            .publish(b"[]", WINDOW, Some((true, Duration::from_secs(600))))
-            .await;
+        publish_granted_publicly(leader).await;
         assert!(
             matches!(
                 fleet.acquire(&waiting, 0, Duration::ZERO).await,
