@@ -354,14 +354,7 @@ impl Fleet {
                 .arg(millis(ttl).max(1))
                 .ignore();
         }
-        self.bounded(move |mut connection| {
-            let touch = touch.clone();
-            Box::pin(async move {
-                let reply: redis::Value = touch.query_async(&mut connection).await?;
-                Ok(redis::from_redis_value(reply))
-            })
-        })
-        .await
+        self.bounded(pipeline::<()>(&touch)).await
     }
 
     /// Removes the entries of `guard` and of `kinds` under `id` if the entry of
@@ -559,7 +552,9 @@ impl Fleet {
         };
         let outcome = match tokio::time::timeout(self.inner.timeout, attempts).await {
             Ok(Ok(Ok(value))) => Ok(Ok(value)),
-            Ok(Ok(Err(unreadable))) => Ok(Err(unreadable.to_string())),
+            // Not the parser's words: they quote the reply, which may hold a listing
+            // (a server's text).
+            Ok(Ok(Err(_))) => Ok(Err("a reply not of the type the call asked for".into())),
             Ok(Err(error)) if names_a_bad_entry(&error) => Ok(Err(error.to_string())),
             Ok(Err(error)) => Err(error.to_string()),
             Err(_) => Err(format!("no answer within {:?}", self.inner.timeout)),
@@ -606,18 +601,22 @@ fn names_a_bad_entry(error: &RedisError) -> bool {
 /// One call to Redis, on a clone of the connection: Redis's reply, and then that
 /// reply read as a `T`. A reply that is not one is an entry no replica wrote; a
 /// reply the connection cannot decode at all is the link's failure (invariant 4).
-type Call<'a, T> =
-    futures::future::BoxFuture<'a, Result<Result<T, redis::ParsingError>, RedisError>>;
+type Call<'a, T> = futures::future::BoxFuture<'a, CallResult<T>>;
+
+/// What a [`Call`] comes to.
+type CallResult<T> = Result<Result<T, redis::ParsingError>, RedisError>;
+
+/// Redis's `reply`, read as a `T` (see [`Call`]).
+fn read<T: redis::FromRedisValue>(reply: redis::RedisResult<redis::Value>) -> CallResult<T> {
+    reply.map(redis::from_redis_value)
+}
 
 /// `invocation` as a call [`Fleet::bounded`] can make, and make again.
 fn invoke<'a, T: redis::FromRedisValue + Send + 'a>(
     invocation: &'a redis::ScriptInvocation<'a>,
 ) -> impl FnMut(ConnectionManager) -> Call<'a, T> {
     move |mut connection| {
-        Box::pin(async move {
-            let reply: redis::Value = invocation.invoke_async(&mut connection).await?;
-            Ok(redis::from_redis_value(reply))
-        })
+        Box::pin(async move { read(invocation.invoke_async(&mut connection).await) })
     }
 }
 
@@ -625,12 +624,14 @@ fn invoke<'a, T: redis::FromRedisValue + Send + 'a>(
 fn command<'a, T: redis::FromRedisValue + Send + 'a>(
     command: &'a redis::Cmd,
 ) -> impl FnMut(ConnectionManager) -> Call<'a, T> {
-    move |mut connection| {
-        Box::pin(async move {
-            let reply: redis::Value = command.query_async(&mut connection).await?;
-            Ok(redis::from_redis_value(reply))
-        })
-    }
+    move |mut connection| Box::pin(async move { read(command.query_async(&mut connection).await) })
+}
+
+/// `pipeline` as a call [`Fleet::bounded`] can make, and make again.
+fn pipeline<'a, T: redis::FromRedisValue + Send + 'a>(
+    pipeline: &'a redis::Pipeline,
+) -> impl FnMut(ConnectionManager) -> Call<'a, T> {
+    move |mut connection| Box::pin(async move { read(pipeline.query_async(&mut connection).await) })
 }
 
 /// Redis gave no usable answer: it did not answer in time, it failed, or the entry
@@ -986,8 +987,7 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The start of the scripts that draw tokens and read the public revocation count
-/// (invariant 1):
+/// The start of the scripts that draw tokens (invariant 1):
 /// - `now`, Redis's time in ms;
 /// - `draw(key, keep, mark)` moves the counter `key` on by one and keeps it `keep`
 ///   ms. A counter that is no integer, one far past any clock (written by hand), or
@@ -997,12 +997,10 @@ fn millis(duration: Duration) -> u64 {
 ///   drawn before unless the counter ran ahead of the clock or the clock went back:
 ///   then a token may come again, two leaders list the server once each, and one
 ///   holding a token from before may grant after a change, as when the mark is
-///   removed (invariant 1). Tokens stay below 10^14, which Lua writes exactly;
-/// - `count(key)`, the revocation count at `key`: 0 when there is none, `nil` when it
-///   is not a count a replica writes (digits only, below 2^53).
+///   removed (invariant 1). Tokens stay below 10^14, which Lua writes exactly.
 ///
 /// Effects replication, the default since Redis 5, lets a script write after `TIME`.
-macro_rules! redis_now_draw_and_count {
+macro_rules! lua_now_and_draw {
     () => {
         r"
 redis.replicate_commands()
@@ -1019,6 +1017,16 @@ local function draw(key, keep, mark)
   redis.call('PEXPIRE', key, keep)
   return value
 end
+"
+    };
+}
+
+/// The start of the scripts that read the public revocation count (invariant 1):
+/// `count(key)`, the count at `key`: 0 when there is none, `nil` when it is not a
+/// count a replica writes (digits only, below 2^53).
+macro_rules! lua_count {
+    () => {
+        r"
 local function count(key)
   local raw = redis.pcall('GET', key)
   if raw == false then return 0 end
@@ -1039,7 +1047,8 @@ end
 /// Redis's time, `epoch` the public key's revocation count; values are checked by the
 /// caller.
 const ACQUIRE_LUA: &str = concat!(
-    redis_now_draw_and_count!(),
+    lua_now_and_draw!(),
+    lua_count!(),
     r"
 local since = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
@@ -1100,7 +1109,7 @@ return {'lead', since, value, token, now, epoch or 0}
 /// before the server's last change, or (public) before another key's change, is kept
 /// for the startups that began before it, and grants nothing: an older grant stays.
 const PUBLISH_LUA: &str = concat!(
-    redis_now_draw_and_count!(),
+    lua_count!(),
     r"
 local lease = redis.call('GET', KEYS[1])
 if not lease or string.match(lease, '^(%d+):') ~= ARGV[1] then return 0 end
@@ -1143,7 +1152,8 @@ return 1
 /// The revocation count moves past its last value and Redis's time in µs, so that
 /// it never goes back, though it lapses a day after the last change.
 const REVOKE_LUA: &str = concat!(
-    redis_now_draw_and_count!(),
+    lua_now_and_draw!(),
+    lua_count!(),
     r"
 local stamp = draw(KEYS[1], ARGV[1], tonumber(redis.pcall('GET', KEYS[2])))
 redis.call('SET', KEYS[2], stamp, 'PX', ARGV[1])
