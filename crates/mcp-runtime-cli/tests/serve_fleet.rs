@@ -2,7 +2,12 @@
 //! Redis, behind a real haproxy (both from Debian's packages, installed by
 //! `scripts/install-peers`), driven by the official Python SDK's clients of both eras.
 
-use std::{net::SocketAddr, path::Path, process::Child, time::Duration};
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::Child,
+    time::Duration,
+};
 
 use mcp_runtime_fixtures::{
     services::{Haproxy, RedisServer},
@@ -427,34 +432,46 @@ fn a_retry_that_reaches_another_replica_is_resumed_by_the_one_that_keeps_the_cal
     );
 }
 
-/// The replicas of a fleet whose sessions end after a second idle.
-fn quickly_idle_replicas(dir: &Path, redis: &RedisServer) -> Vec<(KillOnDrop<Child>, String)> {
+/// A fleet's config for the fixture upstream, with `line` added to its `[serve]`
+/// table.
+fn fleet_config_with(dir: &Path, line: &str) -> PathBuf {
     let log = dir.join("up.jsonl");
     let config = fleet_config(dir, &fixture_upstream(&log, &[]), 60);
     let text = std::fs::read_to_string(&config).unwrap();
     std::fs::write(
         &config,
-        text.replace("[serve]\n", "[serve]\nsession_idle_sec = 1\n"),
+        text.replace("[serve]\n", &format!("[serve]\n{line}\n")),
     )
     .unwrap();
-    replicas(&config, redis, 3)
+    config
 }
 
-#[test]
-fn a_session_that_moved_is_kept_for_its_new_replica_when_its_old_one_ends_its_copy() {
+/// The `moved` client's report on three replicas whose sessions end after a second
+/// idle, the one at `killed` killed along the way; with `back`, the session is sent
+/// back to the first replica before.
+fn moved_report(killed: usize, back: bool) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start(dir.path());
-    let gateways = quickly_idle_replicas(dir.path(), &redis);
+    let config = fleet_config_with(dir.path(), "session_idle_sec = 1");
+    let gateways = replicas(&config, &redis, 3);
     let mut client = python_client("serve_fleet_client.py");
-    let pid_b = gateways[1].0.0.id().to_string();
+    let pid = gateways[killed].0.0.id().to_string();
     client.args([
         "moved",
         &gateways[0].1,
         &gateways[1].1,
         &gateways[2].1,
-        &pid_b,
+        &pid,
     ]);
-    let report = report_of(client, "moved");
+    if back {
+        client.arg("--back");
+    }
+    report_of(client, "moved")
+}
+
+#[test]
+fn a_session_that_moved_is_kept_for_its_new_replica_when_its_old_one_ends_its_copy() {
+    let report = moved_report(1, false);
     assert_eq!(
         report,
         serde_json::json!({"visits": ["ok", "ok"], "last": "ok"}),
@@ -464,20 +481,7 @@ fn a_session_that_moved_is_kept_for_its_new_replica_when_its_old_one_ends_its_co
 
 #[test]
 fn a_session_sent_back_to_its_first_replica_is_held_there_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let redis = RedisServer::start(dir.path());
-    let gateways = quickly_idle_replicas(dir.path(), &redis);
-    let mut client = python_client("serve_fleet_client.py");
-    let pid_a = gateways[0].0.0.id().to_string();
-    client.args([
-        "moved",
-        &gateways[0].1,
-        &gateways[1].1,
-        &gateways[2].1,
-        &pid_a,
-        "--back",
-    ]);
-    let report = report_of(client, "moved");
+    let report = moved_report(0, true);
     assert_eq!(
         report,
         serde_json::json!({"visits": ["ok", "ok", "ok"], "last": "ok"}),
@@ -490,14 +494,7 @@ fn a_session_sent_back_to_its_first_replica_is_held_there_again() {
 fn a_session_restored_past_the_bound_is_refused_and_served_on_by_its_own_replica() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start(dir.path());
-    let log = dir.path().join("up.jsonl");
-    let config = fleet_config(dir.path(), &fixture_upstream(&log, &[]), 60);
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        text.replace("[serve]\n", "[serve]\nmax_sessions = 1\n"),
-    )
-    .unwrap();
+    let config = fleet_config_with(dir.path(), "max_sessions = 1");
     let gateways = replicas(&config, &redis, 2);
     let mut client = python_client("serve_fleet_client.py");
     client.args(["bounded", &gateways[0].1, &gateways[1].1]);
