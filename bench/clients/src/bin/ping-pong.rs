@@ -45,57 +45,27 @@ fn round_trips(mut stream: impl Read + Write, count: usize, size: usize) -> io::
     Ok(times)
 }
 
+#[derive(clap::Parser)]
+#[command(about = "A message's round trip between two processes")]
 struct Options {
+    /// Over a Unix socket instead of loopback TCP.
+    #[arg(long)]
     unix: bool,
-    count: usize,
-    size: usize,
-    /// The CPU this process runs on, and the peer's.
+    /// How many round trips.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u32).range(1..))]
+    count: u32,
+    /// The message's size in bytes.
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..))]
+    size: u32,
+    /// The CPU this process runs on.
+    #[arg(long)]
     on: Option<usize>,
+    /// The CPU the peer runs on.
+    #[arg(long)]
     peer_on: Option<usize>,
     /// As the peer: the address to connect to and echo on.
+    #[arg(long, hide = true)]
     peer_of: Option<String>,
-}
-
-fn options() -> Result<Options, String> {
-    let mut options = Options {
-        unix: false,
-        count: 20_000,
-        size: 300,
-        on: None,
-        peer_on: None,
-        peer_of: None,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        match arg.as_str() {
-            "--unix" => options.unix = true,
-            "--count" => {
-                options.count = value("--count")?
-                    .parse()
-                    .map_err(|e| format!("--count: {e}"))?
-            }
-            "--size" => {
-                options.size = value("--size")?
-                    .parse()
-                    .map_err(|e| format!("--size: {e}"))?
-            }
-            "--on" => options.on = Some(value("--on")?.parse().map_err(|e| format!("--on: {e}"))?),
-            "--peer-on" => {
-                options.peer_on = Some(
-                    value("--peer-on")?
-                        .parse()
-                        .map_err(|e| format!("--peer-on: {e}"))?,
-                );
-            }
-            "--peer-of" => options.peer_of = Some(value("--peer-of")?),
-            other => return Err(format!("unknown argument {other}")),
-        }
-    }
-    if options.count == 0 || options.size == 0 {
-        return Err("--count and --size must be positive".into());
-    }
-    Ok(options)
 }
 
 /// The `q`-quantile of sorted `values`.
@@ -145,17 +115,24 @@ fn accepted<S>(mut accept: impl FnMut() -> io::Result<S>, peer: &mut Child) -> i
     }
 }
 
+/// Where the peer connects.
+enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener),
+}
+
 fn run(options: &Options) -> io::Result<Vec<f64>> {
+    let (count, size) = (options.count as usize, options.size as usize);
     if let Some(cpu) = options.on {
         pin(cpu)?;
     }
     if let Some(address) = &options.peer_of {
         if options.unix {
-            echo(UnixStream::connect(address)?, options.size)?;
+            echo(UnixStream::connect(address)?, size)?;
         } else {
             let stream = TcpStream::connect(address)?;
             stream.set_nodelay(true)?;
-            echo(stream, options.size)?;
+            echo(stream, size)?;
         }
         return Ok(Vec::new());
     }
@@ -164,13 +141,13 @@ fn run(options: &Options) -> io::Result<Vec<f64>> {
         std::fs::create_dir_all(&directory)?;
         let path = directory.join("socket");
         let listener = UnixListener::bind(&path)?;
-        (path.display().to_string(), Err(listener))
+        (path.display().to_string(), Listener::Unix(listener))
     } else {
         let listener = TcpListener::bind("127.0.0.1:0")?;
-        (listener.local_addr()?.to_string(), Ok(listener))
+        (listener.local_addr()?.to_string(), Listener::Tcp(listener))
     };
     let mut peer = Command::new(std::env::current_exe()?);
-    peer.args(["--peer-of", &address, "--size", &options.size.to_string()]);
+    peer.args(["--peer-of", &address, "--size", &size.to_string()]);
     if options.unix {
         peer.arg("--unix");
     }
@@ -179,18 +156,18 @@ fn run(options: &Options) -> io::Result<Vec<f64>> {
     }
     let mut peer = peer.stdin(Stdio::null()).spawn()?;
     let times = match listener {
-        Ok(tcp) => {
+        Listener::Tcp(tcp) => {
             tcp.set_nonblocking(true)?;
             let stream = accepted(|| tcp.accept().map(|(stream, _)| stream), &mut peer)?;
             stream.set_nonblocking(false)?;
             stream.set_nodelay(true)?;
-            round_trips(stream, options.count, options.size)
+            round_trips(stream, count, size)
         }
-        Err(unix) => {
+        Listener::Unix(unix) => {
             unix.set_nonblocking(true)?;
             let stream = accepted(|| unix.accept().map(|(stream, _)| stream), &mut peer)?;
             stream.set_nonblocking(false)?;
-            round_trips(stream, options.count, options.size)
+            round_trips(stream, count, size)
         }
     };
     // The peer ends with the stream, dropped above.
@@ -200,13 +177,7 @@ fn run(options: &Options) -> io::Result<Vec<f64>> {
 }
 
 fn main() -> ExitCode {
-    let options = match options() {
-        Ok(options) => options,
-        Err(error) => {
-            eprintln!("ping-pong: {error}\nusage: ping-pong [--unix] [--count N] [--size BYTES]");
-            return ExitCode::from(2);
-        }
-    };
+    let options = <Options as clap::Parser>::parse();
     let mut times = match run(&options) {
         Ok(times) => times,
         Err(error) => {
