@@ -98,6 +98,15 @@ async def burst(url, sessions, up_log):
     return report
 
 
+async def outcome(call):
+    """`"ok"` for a call that succeeds, or the text of its error."""
+    try:
+        result = await call
+        return "ok" if not result.is_error else f"tool error: {result.content}"
+    except Exception as error:  # noqa: BLE001 - reported, then asserted on
+        return f"{type(error).__name__}: {error}"
+
+
 async def hold(url, sessions):
     release = anyio.Event()
     questioned = [anyio.Event() for _ in range(sessions)]
@@ -121,12 +130,11 @@ async def hold(url, sessions):
         group = await stack.enter_async_context(anyio.create_task_group())
 
         async def asking(index):
-            try:
+            async def call():
                 with anyio.fail_after(30):
-                    result = await held[index].call_tool("mcp__up__ask", {})
-                in_flight[index] = "ok" if not result.is_error else f"tool error: {result.content}"
-            except Exception as error:  # noqa: BLE001 - reported, then asserted on
-                in_flight[index] = f"{type(error).__name__}: {error}"
+                    return await held[index].call_tool("mcp__up__ask", {})
+            try:
+                in_flight[index] = await outcome(call())
             finally:
                 ended[index].set()
 
@@ -142,12 +150,8 @@ async def hold(url, sessions):
             for event in ended:
                 await event.wait()
 
-        async def echo(c):
-            try:
-                result = await c.call_tool("mcp__up__echo", {"text": "after"})
-                return "ok" if not result.is_error else f"tool error: {result.content}"
-            except Exception as error:  # noqa: BLE001 - reported, then asserted on
-                return f"{type(error).__name__}: {error}"
+        def echo(c):
+            return outcome(c.call_tool("mcp__up__echo", {"text": "after"}))
 
         async def ask(c):
             try:
@@ -167,15 +171,6 @@ async def hold(url, sessions):
                           "sessionless": sessionless}), flush=True)
         # Dropping the sessions on a dead replica may raise; the report is out.
         os._exit(0)
-
-
-async def outcome(call):
-    """`"ok"` for a call that succeeds, or the text of its error."""
-    try:
-        result = await call
-        return "ok" if not result.is_error else f"tool error: {result.content}"
-    except Exception as error:  # noqa: BLE001 - reported, then asserted on
-        return f"{type(error).__name__}: {error}"
 
 
 async def outage(url, sessions):
