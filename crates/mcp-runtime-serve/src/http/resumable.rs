@@ -10,8 +10,9 @@
 //! Invariants:
 //! 1. Every event of a request's stream carries, after rmcp's id, a tag: this
 //!    process's mark and the request's JSON-RPC id (`index/stream/tag`), so that any
-//!    process can name the request of a stream it never had. A request whose id is
-//!    too long to carry has no tag.
+//!    process can name the request of a stream it never had. A request whose string
+//!    id is longer than [`LONGEST_STRING_ID`] is not run: its stream is its error
+//!    alone, as a stream it could not name would end empty on another replica.
 //! 2. A resumption whose tag bears another process's mark is answered at once with
 //!    the request's error, under the request's own id, saying that its answer is
 //!    lost: rmcp is not asked, as its stream numbers start again in each process and
@@ -33,8 +34,10 @@ use rmcp::{
     },
 };
 
-/// The longest string id a stream's events carry (invariant 1).
-const LONGEST_TAGGED_ID: usize = 128;
+/// The longest string id of a request this gateway runs (invariant 1). In hex, as a
+/// tag carries it, it is 2 KiB of the `Last-Event-ID` header a resumption sends:
+/// within what haproxy (16 KiB for a request's headers by default) and hyper admit.
+const LONGEST_STRING_ID: usize = 1024;
 
 /// The length of a process's mark: 16 hex digits.
 const MARK_LEN: usize = 16;
@@ -57,7 +60,7 @@ impl Resumable {
         }
     }
 
-    /// The tag of the events of request `id` (invariant 1).
+    /// The tag of the events of request `id`, if it can carry it (invariant 1).
     fn tag(&self, id: &RequestId) -> Option<String> {
         use std::fmt::Write as _;
         let mut tag = self.mark.clone();
@@ -67,7 +70,7 @@ impl Resumable {
             }
             // In hex: an event id travels back as a header, whose value must be
             // visible ASCII.
-            RequestId::String(text) if text.len() <= LONGEST_TAGGED_ID => {
+            RequestId::String(text) if text.len() <= LONGEST_STRING_ID => {
                 tag.push('s');
                 tag.push_str(&hex::encode(text.as_bytes()));
             }
@@ -107,11 +110,16 @@ impl SessionManager for Resumable {
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let tag = match &message {
-            JsonRpcMessage::Request(request) => self.tag(&request.id),
+            JsonRpcMessage::Request(request) => {
+                let Some(tag) = self.tag(&request.id) else {
+                    return Ok(stream::iter([too_long(request.id.clone())]).right_stream());
+                };
+                Some(tag)
+            }
             _ => None,
         };
         let events = self.inner.create_stream(id, message).await?;
-        Ok(tagged(events, tag))
+        Ok(tagged(events, tag).left_stream())
     }
 
     async fn accept_message(
@@ -187,6 +195,20 @@ fn lost(request: RequestId, why: &str) -> ServerSseMessage {
     ServerSseMessage::from_message(ServerJsonRpcMessage::error(error, Some(request)))
 }
 
+/// The error that answers request `id`, not run: its id is longer than a stream's
+/// events can carry (invariant 1).
+fn too_long(id: RequestId) -> ServerSseMessage {
+    let error = ErrorData::invalid_request(
+        format!(
+            "request ids longer than {LONGEST_STRING_ID} bytes are refused: a request's \
+             id travels in the event ids of its answer's stream, so that a broken stream \
+             can be resumed; send a shorter id"
+        ),
+        None,
+    );
+    ServerSseMessage::from_message(ServerJsonRpcMessage::error(error, Some(id)))
+}
+
 /// The process mark and the request id a tag names, if it names one: the mark, then
 /// `n` and a number, or `s` and the string in hex.
 fn untag(tag: &str) -> Option<(&str, RequestId)> {
@@ -205,7 +227,7 @@ fn untag(tag: &str) -> Option<(&str, RequestId)> {
             .map(|number| (mark, RequestId::Number(number)));
     }
     let digits = named.strip_prefix('s')?;
-    if digits.len() > 2 * LONGEST_TAGGED_ID {
+    if digits.len() > 2 * LONGEST_STRING_ID {
         return None;
     }
     let text = String::from_utf8(hex::decode(digits).ok()?).ok()?;
@@ -257,9 +279,9 @@ mod tests {
         serde_json::from_value(value).unwrap()
     }
 
-    fn call(id: i64) -> ClientJsonRpcMessage {
+    fn call(id: impl Into<serde_json::Value>) -> ClientJsonRpcMessage {
         message(
-            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            serde_json::json!({"jsonrpc": "2.0", "id": id.into(), "method": "tools/call",
             "params": {"name": "t", "arguments": {}}}),
         )
     }
@@ -312,7 +334,10 @@ mod tests {
             );
             assert_eq!(untag(&tag), Some((sessions.mark.as_str(), id)));
         }
-        let long = RequestId::String("x".repeat(LONGEST_TAGGED_ID + 1).into());
+        let longest = RequestId::String("x".repeat(LONGEST_STRING_ID).into());
+        let tag = sessions.tag(&longest).unwrap();
+        assert_eq!(untag(&tag), Some((sessions.mark.as_str(), longest)));
+        let long = RequestId::String("x".repeat(LONGEST_STRING_ID + 1).into());
         assert_eq!(sessions.tag(&long), None);
         let mark = "0123456789abcdef";
         for forged in ["", "q1", "n", "nx", "n+7", "s0", "szz", "s+f", "sff"] {
@@ -402,5 +427,51 @@ mod tests {
                 "{untagged}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn a_request_whose_id_no_event_can_carry_is_refused_and_not_run() {
+        let sessions = Resumable::new(Arc::default());
+        let server = Held::default();
+        let session = open(&sessions, server.clone()).await;
+        let long = "x".repeat(LONGEST_STRING_ID + 1);
+        let refused = sessions
+            .create_stream(&session, call(long.clone()))
+            .await
+            .unwrap();
+        // Bounded: a request that ran would wait for its answer, which never comes.
+        let refused: Vec<ServerSseMessage> =
+            tokio::time::timeout(std::time::Duration::from_secs(10), refused.collect())
+                .await
+                .expect("refused at once");
+        assert_eq!(refused.len(), 1);
+        assert_eq!(json_of(&refused[0])["id"], long.as_str());
+        let text = json_of(&refused[0])["error"]["message"].to_string();
+        assert!(
+            text.contains("longer than 1024 bytes are refused"),
+            "{text}"
+        );
+
+        // The longest that is run is tagged, and resumed on another process as lost.
+        let longest = "y".repeat(LONGEST_STRING_ID);
+        let mut events = Box::pin(
+            sessions
+                .create_stream(&session, call(longest.clone()))
+                .await
+                .unwrap(),
+        );
+        let priming = events.next().await.unwrap();
+        let elsewhere = Resumable::new(Arc::default());
+        let other = open(&elsewhere, Held::default()).await;
+        let resumed: Vec<ServerSseMessage> = elsewhere
+            .resume(&other, id_of(&priming).to_owned())
+            .await
+            .unwrap()
+            .collect()
+            .await;
+        assert_eq!(json_of(&resumed[0])["id"], longest.as_str());
+        server.0.notify_one();
+        let answer = events.collect::<Vec<_>>().await;
+        assert_eq!(json_of(answer.last().unwrap())["id"], longest.as_str());
     }
 }
