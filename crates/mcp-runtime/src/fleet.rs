@@ -45,8 +45,11 @@
 //!    second no call is tried; the first call that succeeds afterwards logs the
 //!    return. An answer that shows an entry no replica wrote (one of the wrong type,
 //!    a value a script cannot read, a reply of the wrong shape) fails its own call
-//!    only: it is logged, its caller falls back, and the link stays up, so that a
-//!    forged entry costs what invariant 1 says and no pause of every other call.
+//!    only: its caller falls back, and the link stays up, so that a forged entry
+//!    costs what invariant 1 says and no pause of every other call. Such answers are
+//!    logged as a warning at most once a minute, with how many came since the last,
+//!    as a key written by hand may be read on every startup; the others at debug
+//!    level.
 //! 5. Waiters hear a publication, a released lease and a server's change over one
 //!    pattern subscription per process, and also look again every `poll`: a lost
 //!    message costs time, never a listing. The subscription is pinged every lease;
@@ -94,6 +97,9 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(3);
 /// How long after a failure no call is tried (invariant 4).
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
+/// The least time between two warnings of answers about bad entries (invariant 4).
+const BAD_ENTRY_WARNING_EVERY: Duration = Duration::from_secs(60);
+
 /// How long a published listing stays readable for the waiters that heard of it,
 /// beyond any burst window.
 const HOLD: Duration = Duration::from_secs(30);
@@ -125,6 +131,8 @@ struct Inner {
     reachable: AtomicBool,
     /// When a call may next be tried, after a failure (invariant 4).
     retry_at: Mutex<Option<Instant>>,
+    /// The warnings of answers about bad entries (invariant 4).
+    bad_entries: Mutex<BadEntries>,
     /// The waiters of each slot, by channel name.
     waiters: Mutex<HashMap<String, Weak<Notify>>>,
     /// The slots whose server changed, as other replicas published them.
@@ -240,6 +248,7 @@ impl Fleet {
                 lease,
                 reachable: AtomicBool::new(true),
                 retry_at: Mutex::new(None),
+                bad_entries: Mutex::default(),
                 waiters: Mutex::new(HashMap::new()),
                 changes,
                 subscribed: AtomicBool::new(false),
@@ -566,7 +575,15 @@ impl Fleet {
                     tracing::info!(replica = %self.inner.replica, "the fleet's Redis answers again; listings are shared across the fleet");
                 }
                 answer.map_err(|cause| {
-                    tracing::warn!(replica = %self.inner.replica, %cause, "an entry in the fleet's Redis is not one a replica wrote; this call goes on without the fleet");
+                    let replica = &self.inner.replica;
+                    match lock(&self.inner.bad_entries).count(Instant::now()) {
+                        Some(answers) => {
+                            tracing::warn!(%replica, %cause, answers, "an entry in the fleet's Redis is not one a replica wrote; the calls that read one go on without the fleet (`answers`: how many since the last such warning)");
+                        }
+                        None => {
+                            tracing::debug!(%replica, %cause, "an entry in the fleet's Redis is not one a replica wrote; this call goes on without the fleet");
+                        }
+                    }
                     Unavailable
                 })
             }
@@ -578,6 +595,29 @@ impl Fleet {
                 Err(Unavailable)
             }
         }
+    }
+}
+
+/// The warnings of answers about bad entries: one at most every
+/// [`BAD_ENTRY_WARNING_EVERY`], counting the answers since the last (invariant 4).
+#[derive(Debug, Default)]
+struct BadEntries {
+    /// When the next warning may be logged; none yet: now.
+    next: Option<Instant>,
+    /// The answers no warning has counted yet.
+    unwarned: u64,
+}
+
+impl BadEntries {
+    /// Counts one answer, come at `now`: how many answers a warning logged now
+    /// counts, if one is due.
+    fn count(&mut self, now: Instant) -> Option<u64> {
+        self.unwarned = self.unwarned.saturating_add(1);
+        if self.next.is_some_and(|next| now < next) {
+            return None;
+        }
+        self.next = Some(now + BAD_ENTRY_WARNING_EVERY);
+        Some(std::mem::take(&mut self.unwarned))
     }
 }
 

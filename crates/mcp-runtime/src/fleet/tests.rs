@@ -787,6 +787,8 @@ async fn a_note_redis_took_twice_is_passed_on_once() {
 
 #[tokio::test]
 async fn an_entry_no_replica_wrote_fails_its_own_call_and_pauses_no_other() {
+    let events = crate::test_events::Events::default();
+    let _default = tracing::subscriber::set_default(events.clone());
     let redis = Redis::start();
     let fleet = redis.fleet("r1", Duration::from_millis(600));
     let mut client = redis.client().await;
@@ -813,6 +815,21 @@ async fn an_entry_no_replica_wrote_fails_its_own_call_and_pauses_no_other() {
     get.arg(fleet.entry("state", "s2"));
     assert!(fleet.answer(command::<i64>(&get)).await.is_err());
     assert_eq!(fleet.get("state", "s2").await.unwrap().unwrap(), b"kept");
+    // Three answers about bad entries, one warning: the first.
+    let warnings: Vec<String> = events
+        .with_targets()
+        .into_iter()
+        .filter(|line| line.contains("not one a replica wrote"))
+        .collect();
+    assert_eq!(warnings.len(), 3, "{warnings:#?}");
+    assert!(
+        warnings[0].contains(" WARN") && warnings[0].contains("answers=1"),
+        "{warnings:#?}"
+    );
+    assert!(
+        warnings[1..].iter().all(|line| line.contains(" DEBUG")),
+        "{warnings:#?}"
+    );
     // Any other error Redis answers with is the link's: here a script's command that
     // the replica's user may not run, which Redis words as an `ERR` of the script.
     let () = redis::cmd("ACL")
@@ -1081,4 +1098,17 @@ async fn an_answer_in_flight_when_another_replica_revokes_grants_nothing() {
         matches!(later.next(), Next::Lead(_)),
         "the old answer granted nothing"
     );
+}
+
+#[test]
+fn a_bad_entry_is_warned_of_once_a_minute_with_the_answers_since() {
+    let mut warnings = BadEntries::default();
+    let start = Instant::now();
+    let at = |seconds| start + Duration::from_secs(seconds);
+    assert_eq!(warnings.count(at(0)), Some(1));
+    assert_eq!(warnings.count(at(1)), None);
+    assert_eq!(warnings.count(at(59)), None);
+    assert_eq!(warnings.count(at(60)), Some(3));
+    assert_eq!(warnings.count(at(61)), None);
+    assert_eq!(warnings.count(at(600)), Some(2));
 }
