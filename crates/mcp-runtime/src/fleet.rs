@@ -190,8 +190,12 @@ pub enum FleetError {
 pub struct FleetHealth {
     /// This replica's name.
     pub replica: String,
-    /// Whether the last call to Redis succeeded.
+    /// Whether Redis answers a `PING` now.
     pub redis_reachable: bool,
+    /// Whether this replica's last call to Redis got a usable answer: while not, it
+    /// lists and serves on its own. Redis may answer a `PING` and still refuse the
+    /// fleet's calls (an ACL, say).
+    pub last_call_answered: bool,
     /// Whether this replica hears the others' publications.
     pub subscribed: bool,
 }
@@ -282,15 +286,21 @@ impl Fleet {
         self.inner.reachable.load(Ordering::Relaxed)
     }
 
-    /// The fleet's state: this replica's name, and whether Redis answers (asked now,
+    /// The fleet's state: this replica's name, whether Redis answers (asked now,
     /// under the calls' timeout, even within the pause after a failure: an answer
-    /// ends the pause).
+    /// ends the pause), and whether the last call got a usable answer.
     pub async fn health(&self) -> FleetHealth {
         let ping = redis::cmd("PING");
-        let reachable = self.answer(command::<String>(&ping)).await.is_ok();
+        // Not `answer`: a `PING` answered shows Redis up, not that the fleet's calls
+        // work, so the calls alone say whether the link is (and log it).
+        let reachable = matches!(self.attempt(command::<String>(&ping)).await, Ok(Ok(_)));
+        if reachable {
+            *lock(&self.inner.retry_at) = None;
+        }
         FleetHealth {
             replica: self.inner.replica.clone(),
             redis_reachable: reachable,
+            last_call_answered: self.reachable(),
             subscribed: self.inner.subscribed.load(Ordering::Relaxed),
         }
     }
@@ -539,36 +549,13 @@ impl Fleet {
         lock(&self.inner.retry_at).is_some_and(|at| Instant::now() < at)
     }
 
-    /// `call` under the timeout, recording whether Redis answered. A call that finds
-    /// the connection lost is made once more: the connection manager reconnects for
-    /// it (Redis may be back).
+    /// `call` under the timeout, recording whether Redis answered (see
+    /// [`Fleet::attempt`]).
     async fn answer<'a, T>(
         &self,
-        mut call: impl FnMut(ConnectionManager) -> Call<'a, T>,
+        call: impl FnMut(ConnectionManager) -> Call<'a, T>,
     ) -> Result<T, Unavailable> {
-        let connection = &self.inner.connection;
-        let attempts = async {
-            match call(connection.clone()).await {
-                Err(error)
-                    if error.is_connection_dropped()
-                        || error.is_io_error()
-                        || error.is_connection_refusal() =>
-                {
-                    call(connection.clone()).await
-                }
-                outcome => outcome,
-            }
-        };
-        let outcome = match tokio::time::timeout(self.inner.timeout, attempts).await {
-            Ok(Ok(Ok(value))) => Ok(Ok(value)),
-            // Not the parser's words: they quote the reply, which may hold a listing
-            // (a server's text).
-            Ok(Ok(Err(_))) => Ok(Err("a reply not of the type the call asked for".into())),
-            Ok(Err(error)) if names_a_bad_entry(&error) => Ok(Err(error.to_string())),
-            Ok(Err(error)) => Err(error.to_string()),
-            Err(_) => Err(format!("no answer within {:?}", self.inner.timeout)),
-        };
-        match outcome {
+        match self.attempt(call).await {
             Ok(answer) => {
                 *lock(&self.inner.retry_at) = None;
                 if !self.inner.reachable.swap(true, Ordering::Relaxed) {
@@ -594,6 +581,37 @@ impl Fleet {
                 }
                 Err(Unavailable)
             }
+        }
+    }
+
+    /// `call` under the timeout: Redis's answer, or what is wrong with the entry it
+    /// read; or the link's failure. A call that finds the connection lost is made
+    /// once more: the connection manager reconnects for it (Redis may be back).
+    async fn attempt<'a, T>(
+        &self,
+        mut call: impl FnMut(ConnectionManager) -> Call<'a, T>,
+    ) -> Result<Result<T, String>, String> {
+        let connection = &self.inner.connection;
+        let attempts = async {
+            match call(connection.clone()).await {
+                Err(error)
+                    if error.is_connection_dropped()
+                        || error.is_io_error()
+                        || error.is_connection_refusal() =>
+                {
+                    call(connection.clone()).await
+                }
+                outcome => outcome,
+            }
+        };
+        match tokio::time::timeout(self.inner.timeout, attempts).await {
+            Ok(Ok(Ok(value))) => Ok(Ok(value)),
+            // Not the parser's words: they quote the reply, which may hold a listing
+            // (a server's text).
+            Ok(Ok(Err(_))) => Ok(Err("a reply not of the type the call asked for".into())),
+            Ok(Err(error)) if names_a_bad_entry(&error) => Ok(Err(error.to_string())),
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(_) => Err(format!("no answer within {:?}", self.inner.timeout)),
         }
     }
 }

@@ -853,6 +853,26 @@ async fn an_entry_no_replica_wrote_fails_its_own_call_and_pauses_no_other() {
         limited.get("state", "s3").await.is_err(),
         "not tried within the pause"
     );
+    // Redis answers its PING all the same: the health check says both, and takes
+    // the link for up no sooner than a call of the fleet's gets an answer.
+    let health = limited.health().await;
+    assert!(
+        health.redis_reachable && !health.last_call_answered,
+        "{health:?}"
+    );
+    assert!(!limited.reachable());
+    let back = |events: &crate::test_events::Events| {
+        events
+            .lines()
+            .iter()
+            .filter(|line| line.contains("answers again"))
+            .count()
+    };
+    assert_eq!(back(&events), 0);
+    // The pause is over: the next call is tried, and what the ACL admits is answered.
+    assert_eq!(limited.get("state", "s3").await.unwrap().unwrap(), b"kept");
+    assert!(limited.health().await.last_call_answered);
+    assert_eq!(back(&events), 1);
 }
 
 #[tokio::test]
