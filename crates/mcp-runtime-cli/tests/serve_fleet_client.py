@@ -154,12 +154,10 @@ async def hold(url, sessions):
             return outcome(c.call_tool("mcp__up__echo", {"text": "after"}))
 
         async def ask(c):
-            try:
+            async def call():
                 with anyio.fail_after(20):
-                    result = await c.call_tool("mcp__up__ask", {})
-                return "ok" if not result.is_error else f"tool error: {result.content}"
-            except BaseException as error:  # noqa: BLE001 - reported, then asserted on
-                return f"{type(error).__name__}: {error}"
+                    return await c.call_tool("mcp__up__ask", {})
+            return await outcome(call())
 
         after = [await echo(c) for c in held]
         asked = [await ask(c) for c in held]
