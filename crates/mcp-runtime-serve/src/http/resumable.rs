@@ -8,11 +8,12 @@
 //! "ask again later" (SEP-1699 polling) and does forever: its call hangs.
 //!
 //! Invariants:
-//! 1. Every event of a request's stream carries, after rmcp's id, a tag: this
-//!    process's mark and the request's JSON-RPC id (`index/stream/tag`), so that any
-//!    process can name the request of a stream it never had. A request whose string
-//!    id is longer than [`LONGEST_STRING_ID`] is not run: its stream is its error
-//!    alone, as a stream it could not name would end empty on another replica.
+//! 1. Every event of a request's stream that has an id carries, after rmcp's id, a
+//!    tag: this process's mark and the request's JSON-RPC id (`index/stream/tag`),
+//!    so that any process can name the request of a stream it never had. A request
+//!    whose string id is longer than [`LONGEST_STRING_ID`] bytes of UTF-8 is not
+//!    run: its stream is its error alone (an event without an id), as a stream it
+//!    could not name would end empty on another replica.
 //! 2. A resumption whose tag bears another process's mark is answered at once with
 //!    the request's error, under the request's own id, saying that its answer is
 //!    lost: rmcp is not asked, as its stream numbers start again in each process and
@@ -34,9 +35,10 @@ use rmcp::{
     },
 };
 
-/// The longest string id of a request this gateway runs (invariant 1). In hex, as a
-/// tag carries it, it is 2 KiB of the `Last-Event-ID` header a resumption sends:
-/// within what haproxy (16 KiB for a request's headers by default) and hyper admit.
+/// The longest string id of a handshake session's request that this gateway runs
+/// (invariant 1). In hex, as a tag carries it, it is 2 KiB of the `Last-Event-ID`
+/// header a resumption sends: within what haproxy (15 KiB of request head by
+/// default: `tune.bufsize` less `tune.maxrewrite`) and hyper admit.
 const LONGEST_STRING_ID: usize = 1024;
 
 /// The length of a process's mark: 16 hex digits.
@@ -200,7 +202,7 @@ fn lost(request: RequestId, why: &str) -> ServerSseMessage {
 fn too_long(id: RequestId) -> ServerSseMessage {
     let error = ErrorData::invalid_request(
         format!(
-            "request ids longer than {LONGEST_STRING_ID} bytes are refused: a request's \
+            "request ids longer than {LONGEST_STRING_ID} bytes of UTF-8 are refused: a request's \
              id travels in the event ids of its answer's stream, so that a broken stream \
              can be resumed; send a shorter id"
         ),
@@ -448,7 +450,7 @@ mod tests {
         assert_eq!(json_of(&refused[0])["id"], long.as_str());
         let text = json_of(&refused[0])["error"]["message"].to_string();
         assert!(
-            text.contains("longer than 1024 bytes are refused"),
+            text.contains("longer than 1024 bytes of UTF-8 are refused"),
             "{text}"
         );
 
