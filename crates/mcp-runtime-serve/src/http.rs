@@ -387,8 +387,9 @@ async fn handle(
 }
 
 /// `/healthz`: up, how many sessions, each server's state in the runtimes running,
-/// and, in a fleet, this replica's name and whether Redis answers (a fleet without
-/// Redis still serves: the status stays `up`).
+/// and, in a fleet, this replica's name, whether Redis answers a `PING`, and whether
+/// it answered the replica's last call (a fleet without Redis still serves: the
+/// status stays `up`).
 async fn health(front: &Front) -> Response<Body> {
     let mut servers = serde_json::Map::new();
     for runtime in front.upstreams.running() {

@@ -192,9 +192,10 @@ pub struct FleetHealth {
     pub replica: String,
     /// Whether Redis answers a `PING` now.
     pub redis_reachable: bool,
-    /// Whether this replica's last call to Redis got a usable answer: while not, it
-    /// lists and serves on its own. Redis may answer a `PING` and still refuse the
-    /// fleet's calls (an ACL, say).
+    /// Whether Redis answered this replica's last call (true before the first): while
+    /// not, the replica lists and serves on its own. Redis may answer a `PING` and
+    /// still refuse the fleet's calls (an ACL, say). An answer about an entry no
+    /// replica wrote counts: it fails that call alone.
     pub last_call_answered: bool,
     /// Whether this replica hears the others' publications.
     pub subscribed: bool,
@@ -288,15 +289,19 @@ impl Fleet {
 
     /// The fleet's state: this replica's name, whether Redis answers (asked now,
     /// under the calls' timeout, even within the pause after a failure: an answer
-    /// ends the pause), and whether the last call got a usable answer.
+    /// ends the pause), and whether it answered the replica's last call.
     pub async fn health(&self) -> FleetHealth {
         let ping = redis::cmd("PING");
+        let sent = Instant::now();
         // Not `answer`: a `PING` answered shows Redis up, not that the fleet's calls
         // work, so the calls alone say whether the link is (and log it).
         let reachable = matches!(self.attempt(command::<String>(&ping)).await, Ok(Ok(_)));
-        if reachable {
-            *lock(&self.inner.retry_at) = None;
+        let mut retry_at = lock(&self.inner.retry_at);
+        // A pause begun by a call that failed while the PING was out stands.
+        if reachable && retry_at.is_some_and(|at| at <= sent + RETRY_AFTER) {
+            *retry_at = None;
         }
+        drop(retry_at);
         FleetHealth {
             replica: self.inner.replica.clone(),
             redis_reachable: reachable,
@@ -563,7 +568,8 @@ impl Fleet {
                 }
                 answer.map_err(|cause| {
                     let replica = &self.inner.replica;
-                    match lock(&self.inner.bad_entries).count(Instant::now()) {
+                    let due = lock(&self.inner.bad_entries).count(Instant::now());
+                    match due {
                         Some(answers) => {
                             tracing::warn!(%replica, %cause, answers, "an entry in the fleet's Redis is not one a replica wrote; the calls that read one go on without the fleet (`answers`: how many since the last such warning)");
                         }

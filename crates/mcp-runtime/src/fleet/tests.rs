@@ -1120,6 +1120,20 @@ async fn an_answer_in_flight_when_another_replica_revokes_grants_nothing() {
     );
 }
 
+#[tokio::test]
+async fn a_health_check_ends_no_pause_begun_while_its_ping_was_out() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    // A pause begun before the PING was sent ends when it is answered.
+    *lock(&fleet.inner.retry_at) = Some(Instant::now() + RETRY_AFTER);
+    assert!(fleet.health().await.redis_reachable);
+    assert!(!fleet.paused());
+    // One that ends later than any begun before it was sent: a call failed meanwhile.
+    *lock(&fleet.inner.retry_at) = Some(Instant::now() + RETRY_AFTER * 5);
+    assert!(fleet.health().await.redis_reachable);
+    assert!(fleet.paused());
+}
+
 #[test]
 fn a_bad_entry_is_warned_of_once_a_minute_with_the_answers_since() {
     let mut warnings = BadEntries::default();
