@@ -145,6 +145,11 @@ fn a_burst_of_sessions_across_three_replicas_behind_haproxy_lists_each_upstream_
 
 /// The config of a fleet serving `upstream` (the keys of its `[mcp_servers.up]`
 /// table) as `up`, its listings shared for a burst window of `window` seconds.
+///
+/// Its calls to Redis may take the longest time allowed, a second: these tests run
+/// many processes at once on a small machine, and a stall past the default 250 ms
+/// would have a replica go on without the fleet, which no test here is about (a
+/// Redis killed fails its calls at once).
 fn fleet_config(dir: &Path, upstream: &str, window: u32) -> std::path::PathBuf {
     let config = dir.join("config.toml");
     std::fs::write(
@@ -152,12 +157,44 @@ fn fleet_config(dir: &Path, upstream: &str, window: u32) -> std::path::PathBuf {
         format!(
             "[serve]\nlisting_burst_sec = {window}\n\n\
              [serve.fleet]\nredis_url_env_var = \"MCP_RUNTIME_REDIS_URL\"\n\
-             key_env_var = \"MCP_RUNTIME_FLEET_KEY\"\n\n\
+             key_env_var = \"MCP_RUNTIME_FLEET_KEY\"\nredis_timeout_ms = 1000\n\n\
              [mcp_servers.up]\n{upstream}required = true\n",
         ),
     )
     .unwrap();
     config
+}
+
+#[test]
+fn a_replica_waits_for_redis_as_long_as_its_config_says() {
+    use std::os::unix::net::UnixListener;
+    // A "Redis" that takes connections and never answers.
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("silent.sock");
+    let listener = UnixListener::bind(&socket).unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for connection in listener.incoming() {
+            held.push(connection);
+        }
+    });
+    let config = fleet_config_with(dir.path(), "");
+    let url = format!("unix://{}", socket.display());
+    let (gateway, endpoint) = gateway(
+        &config,
+        &[
+            ("MCP_RUNTIME_REDIS_URL", &url),
+            ("MCP_RUNTIME_FLEET_KEY", KEY),
+        ],
+    );
+    let _gateway = KillOnDrop(gateway);
+    // The health check's PING waits out `redis_timeout_ms`, a second, never less (a
+    // timeout does not end early), where the default would give up after 250 ms.
+    let asked = std::time::Instant::now();
+    let health = health(&endpoint);
+    assert!(asked.elapsed() >= Duration::from_secs(1), "{health}");
+    assert_eq!(health["status"], "up", "{health}");
+    assert_eq!(health["fleet"]["redis_reachable"], false, "{health}");
 }
 
 /// The `[mcp_servers.up]` keys of the stdio fixture logging to `log`, with `args`.

@@ -4,7 +4,7 @@
 use mcp_runtime::{
     Config,
     config::{OAuthConfig, ServeFleet},
-    fleet::{Fleet, FleetError},
+    fleet::{DEFAULT_LEASE, DEFAULT_TIMEOUT, Fleet, FleetError},
 };
 
 /// Why a replica cannot join its fleet: it refuses to start.
@@ -66,7 +66,14 @@ pub fn connect(fleet: &ServeFleet, config: &Config) -> Result<Fleet, FleetRefuse
         "the fleet key, 32 bytes or more, the same on every replica",
     )?;
     let replica = fleet.replica.clone().unwrap_or_else(default_replica);
-    Ok(Fleet::connect(&url, key.as_bytes(), replica)?)
+    let timeout = fleet.redis_timeout.unwrap_or(DEFAULT_TIMEOUT);
+    Ok(Fleet::connect_with(
+        &url,
+        key.as_bytes(),
+        replica,
+        timeout,
+        DEFAULT_LEASE,
+    )?)
 }
 
 /// The host's name and this process's id.

@@ -61,8 +61,8 @@ mod parse;
 mod serve;
 pub use self::serve::{
     Connections, DEFAULT_LISTING_BURST, DEFAULT_MAX_EXPOSED_TOOLS, DEFAULT_MAX_REQUEST_BYTES,
-    DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, Expose, JwtAuth, ServeAuth, ServeConfig,
-    ServeFleet, ToolNames,
+    DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, Expose, JwtAuth, MAX_REDIS_TIMEOUT, ServeAuth,
+    ServeConfig, ServeFleet, ToolNames,
 };
 pub(crate) mod servers;
 #[cfg(test)]

@@ -65,7 +65,15 @@ pub struct ServeFleet {
     /// `replica`: this replica's name in `/healthz` and the logs; the host's name and
     /// the process id when absent.
     pub replica: Option<String>,
+    /// `redis_timeout_ms`: how long a call to Redis may take before the replica goes
+    /// on without the fleet, up to [`MAX_REDIS_TIMEOUT`]; the fleet's default (250
+    /// ms) when absent.
+    pub redis_timeout: Option<Duration>,
 }
+
+/// The longest `redis_timeout_ms`: a listing's leader renews its 3-second lease
+/// every second, and a renewal that waits longer than this may see it lapse.
+pub const MAX_REDIS_TIMEOUT: Duration = Duration::from_secs(1);
 
 impl Default for ServeConfig {
     fn default() -> Self {

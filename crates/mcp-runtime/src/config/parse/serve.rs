@@ -4,7 +4,8 @@ use toml::{Table, Value};
 
 use super::File;
 use crate::config::{
-    Expose, JwtAuth, ServeAuth, ServeConfig, ServeFleet, ToolNames, checks, error::ConfigError,
+    Expose, JwtAuth, MAX_REDIS_TIMEOUT, ServeAuth, ServeConfig, ServeFleet, ToolNames, checks,
+    error::ConfigError,
 };
 
 const SERVE_KEYS: &[&str] = &[
@@ -21,7 +22,12 @@ const SERVE_KEYS: &[&str] = &[
     "auth",
     "fleet",
 ];
-const FLEET_KEYS: &[&str] = &["redis_url_env_var", "key_env_var", "replica"];
+const FLEET_KEYS: &[&str] = &[
+    "redis_url_env_var",
+    "key_env_var",
+    "replica",
+    "redis_timeout_ms",
+];
 const AUTH_KEYS: &[&str] = &[
     "bearer_token_env_var",
     "issuer",
@@ -124,7 +130,7 @@ impl File<'_> {
     }
 
     /// `[serve.fleet]`: the variables of the Redis URL and of the fleet key, both
-    /// needed, and an optional replica name.
+    /// needed, an optional replica name and an optional timeout of Redis's calls.
     fn fleet(&self, table: &Table) -> Option<ServeFleet> {
         self.unknown_keys(table, "serve.fleet", FLEET_KEYS);
         let variable = |key: &str| {
@@ -149,10 +155,28 @@ impl File<'_> {
             Some(value) => Some(self.ok(self.string(value, "serve.fleet", "replica"))?),
             None => None,
         };
+        let redis_timeout = match table.get("redis_timeout_ms") {
+            Some(value) => {
+                let timeout = self
+                    .seconds(value, "serve.fleet", "redis_timeout_ms", 1e-3)
+                    .and_then(|timeout| {
+                        (timeout <= MAX_REDIS_TIMEOUT).then_some(timeout).ok_or_else(|| {
+                            self.invalid(
+                                "serve.fleet",
+                                "redis_timeout_ms",
+                                "at most 1000 (a listing's leader renews its 3-second lease every second)",
+                            )
+                        })
+                    });
+                Some(self.ok(timeout)?)
+            }
+            None => None,
+        };
         Some(ServeFleet {
             redis_url_env_var: redis_url_env_var?,
             key_env_var: key_env_var?,
             replica,
+            redis_timeout,
         })
     }
 

@@ -809,7 +809,7 @@ fn the_fleet_table_names_its_variables_and_never_their_values() {
     use crate::config::ServeFleet;
     let serve = parse_ok(
         "[serve.fleet]\nredis_url_env_var = \"MCP_RUNTIME_REDIS_URL\"\n\
-         key_env_var = \"MCP_RUNTIME_FLEET_KEY\"\nreplica = \"eu-1\"\n",
+         key_env_var = \"MCP_RUNTIME_FLEET_KEY\"\nreplica = \"eu-1\"\nredis_timeout_ms = 1000\n",
     )
     .serve;
     assert_eq!(
@@ -818,9 +818,33 @@ fn the_fleet_table_names_its_variables_and_never_their_values() {
             redis_url_env_var: "MCP_RUNTIME_REDIS_URL".into(),
             key_env_var: "MCP_RUNTIME_FLEET_KEY".into(),
             replica: Some("eu-1".into()),
+            redis_timeout: Some(std::time::Duration::from_secs(1)),
         })
     );
+    let fleet = |timeout: &str| {
+        format!(
+            "[serve.fleet]\nredis_url_env_var = \"U\"\nkey_env_var = \"K\"\nredis_timeout_ms = {timeout}\n"
+        )
+    };
+    assert_eq!(
+        parse_ok(&fleet("2.5")).serve.fleet.unwrap().redis_timeout,
+        Some(std::time::Duration::from_micros(2500))
+    );
     let f = "`/etc/mcp.toml`:";
+    for (timeout, expected) in [
+        ("0", "a positive number"),
+        (
+            "1001",
+            "at most 1000 (a listing's leader renews its 3-second lease every second)",
+        ),
+    ] {
+        assert_eq!(
+            parse_errors(&fleet(timeout)),
+            [format!(
+                "{f} key `redis_timeout_ms` in `[serve.fleet]` must be {expected}"
+            )]
+        );
+    }
     assert_eq!(
         parse_errors("[serve.fleet]\nredis_url = \"redis://:secret@db\"\nkey_env_var = \"A=B\"\n"),
         [
