@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use mcp_runtime::{
-    ListingRegistry, Runtime, ServerConfig, ServerState, StartOptions, fleet::Fleet,
+    ListingRegistry, Runtime, ServerConfig, ServerState, StartOptions,
+    fleet::{self, Fleet},
 };
 use mcp_runtime_fixtures::services::RedisServer;
 use serde_json::json;
@@ -16,8 +17,14 @@ const KEY: &[u8] = b"a fleet key of thirty-two bytes or more";
 
 /// A registry of its own (one replica's), linked to the fleet at `url` under `key`,
 /// counting startups within `window` of another's listing as one burst.
+///
+/// Its calls to Redis may take a second, four times the default: the tests run side
+/// by side on a small machine, and a stall past the default would have a replica
+/// list alone, which no test here is about (a Redis stopped fails its calls at once).
 fn replica(url: &str, key: &[u8], name: &str, window: Duration) -> ListingRegistry {
-    let fleet = Fleet::connect(url, key, name).expect("a valid fleet");
+    let patience = Duration::from_secs(1);
+    let fleet =
+        Fleet::connect_with(url, key, name, patience, fleet::DEFAULT_LEASE).expect("a valid fleet");
     ListingRegistry::new()
         .with_burst_window(window)
         .with_fleet(fleet)

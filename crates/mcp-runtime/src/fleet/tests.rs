@@ -180,8 +180,18 @@ impl Redis {
             .unwrap();
     }
 
-    /// A replica's link to it, its leases lasting `lease`.
+    /// A replica's link to it, its leases lasting `lease`, its calls taking up to a
+    /// second, four times the default: the tests run side by side on a small
+    /// machine, and a stall past the default would pause the link for a second,
+    /// which only the tests of [`Redis::fleet_timing_out`] are about.
     fn fleet(&self, replica: &str, lease: Duration) -> Fleet {
+        let patience = Duration::from_secs(1);
+        Fleet::connect_with(&self.url, KEY, replica, patience, lease).unwrap()
+    }
+
+    /// [`Redis::fleet`] with the default timeout: for a test of a call, or a
+    /// subscription's ping, that goes unanswered.
+    fn fleet_timing_out(&self, replica: &str, lease: Duration) -> Fleet {
         Fleet::connect_with(&self.url, KEY, replica, DEFAULT_TIMEOUT, lease).unwrap()
     }
 
@@ -685,7 +695,10 @@ async fn correspondents(
     lease: Duration,
     name: &str,
 ) -> (Fleet, Fleet, tokio::sync::mpsc::Receiver<Letter>) {
-    let (owner, asker) = (redis.fleet("owner", lease), redis.fleet("asker", lease));
+    let (owner, asker) = (
+        redis.fleet_timing_out("owner", lease),
+        redis.fleet_timing_out("asker", lease),
+    );
     let letters = owner.mailbox(name);
     subscribed(&owner).await;
     subscribed(&asker).await;
@@ -901,7 +914,7 @@ async fn a_first_subscription_made_late_assumes_every_change() {
 async fn a_subscription_that_stops_answering_is_made_again_and_every_change_assumed() {
     let redis = Redis::start();
     let lease = Duration::from_millis(300);
-    let fleet = redis.fleet("r1", lease);
+    let fleet = redis.fleet_timing_out("r1", lease);
     let mut changes = fleet.changes();
     subscribed(&fleet).await;
     // Redis answers nobody for a while: the subscription's ping goes unanswered.
