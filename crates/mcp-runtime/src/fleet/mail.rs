@@ -30,7 +30,12 @@
 //!    replayed is passed on once, so a progress report never repeats.
 //! 5. An asker that stops waiting before the answer (its own client went away, or
 //!    Redis failed to take the letter in time, though it may have taken it) tells
-//!    the addressee, whose letter is then cancelled ([`Letter::cancelled`]).
+//!    the addressee, again for a lease while no process hears it (the addressee may
+//!    be making its subscription again), and the letter is then cancelled
+//!    ([`Letter::cancelled`]). So is a letter whose asker no process hears for a
+//!    lease of the addressee's word that it is answering: the asker's process died,
+//!    or lost its subscription and with it every waiter (an asker whose
+//!    subscription is lost fails as Redis being unavailable).
 
 use std::{
     collections::{HashSet, VecDeque},
@@ -255,7 +260,9 @@ impl Fleet {
                     forget.withdraw = None;
                     return Err(AskError::Busy);
                 }
-                Ok(None) | Err(_) => return Err(AskError::Silent),
+                // This process's subscription was lost: the answer cannot arrive.
+                Ok(None) => return Err(Unavailable.into()),
+                Err(_) => return Err(AskError::Silent),
             }
         }
     }
@@ -267,7 +274,7 @@ impl Fleet {
 
     /// Publishes `payload` on `channel`, encrypted for it (invariant 1); how many
     /// processes heard it.
-    async fn post(&self, channel: &str, payload: &[u8]) -> Result<i64, Unavailable> {
+    pub(super) async fn post(&self, channel: &str, payload: &[u8]) -> Result<i64, Unavailable> {
         let publish = self.publish(channel, payload);
         self.bounded(command::<i64>(&publish)).await
     }
@@ -360,7 +367,9 @@ impl Drop for Forget<'_> {
             // Even within the pause after a failure: the failure may be this
             // letter's own post.
             runtime.spawn(async move {
-                let _ = fleet.post_anyway(&channel, payload.as_bytes()).await;
+                let _ = fleet
+                    .post_until_heard(&channel, payload.as_bytes(), true)
+                    .await;
             });
         }
     }
@@ -460,20 +469,30 @@ fn deliver(fleet: &Fleet, id: u64, rest: &[u8]) {
     }
     let mailbox = lock(&fleet.inner.mailboxes).get(name).cloned();
     let channel = fleet.mail_channel(&from);
+    let cancelled = CancellationToken::new();
     let alive = {
-        let fleet = fleet.clone();
-        let channel = channel.clone();
+        let (fleet, channel, cancelled) = (fleet.clone(), channel.clone(), cancelled.clone());
         tokio::spawn(async move {
             let every = fleet.inner.lease / 3;
+            // Since when no process has heard this word (invariant 5).
+            let mut unheard_since = None;
             loop {
                 tokio::time::sleep(every).await;
-                let _ = fleet
-                    .post_anyway(&channel, format!("alive:{id}:").as_bytes())
-                    .await;
+                let alive = format!("alive:{id}:");
+                match fleet.post_anyway(&channel, alive.as_bytes()).await {
+                    Ok(0) => {
+                        let since = *unheard_since.get_or_insert_with(tokio::time::Instant::now);
+                        if since.elapsed() >= fleet.inner.lease {
+                            cancelled.cancel();
+                            return;
+                        }
+                    }
+                    // Heard, or not sent: Redis failing says nothing of the asker.
+                    _ => unheard_since = None,
+                }
             }
         })
     };
-    let cancelled = CancellationToken::new();
     lock(&fleet.inner.answering).insert((from.clone(), id), cancelled.clone());
     let letter = Letter {
         body: body.to_vec(),

@@ -718,6 +718,49 @@ fn ask_slowly(
 }
 
 #[tokio::test]
+async fn a_letter_whose_asker_no_process_hears_is_cancelled() {
+    let redis = Redis::start();
+    let owner = redis.fleet("owner", Duration::from_millis(300));
+    let mut letters = owner.mailbox("slow");
+    subscribed(&owner).await;
+    // The letter of a process that died once it was sent: none listens at its
+    // address, so none hears the owner say it is answering.
+    let gone = "0".repeat(32);
+    let channel = owner.mail_channel(owner.address());
+    let letter = format!("ask:7:{gone}:slow:1");
+    assert_eq!(owner.post(&channel, letter.as_bytes()).await.unwrap(), 1);
+    let letter = letters.recv().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), letter.cancelled().cancelled())
+        .await
+        .expect("cancelled within 10 s");
+}
+
+#[tokio::test]
+async fn an_asker_that_loses_its_subscription_fails_and_its_letter_is_cancelled() {
+    let redis = Redis::start();
+    // Longer than a subscriber's pause before it subscribes again (a second): the
+    // asker tells the owner it stopped waiting until the owner hears it.
+    let (owner, asker, mut letters) = correspondents(&redis, DEFAULT_LEASE, "slow").await;
+    let asked = ask_slowly(&asker, &owner, b"1", Duration::from_secs(30));
+    let letter = letters.recv().await.unwrap();
+    // Redis drops every subscription: the asker's answer can no longer arrive, and
+    // the owner hears nothing until its own is made again.
+    let () = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query_async::<i64>(&mut redis.client().await)
+        .await
+        .map(drop)
+        .unwrap();
+    let asked = asked.await.unwrap();
+    assert!(matches!(asked, Err(AskError::Unavailable(_))), "{asked:?}");
+    tokio::time::timeout(Duration::from_secs(10), letter.cancelled().cancelled())
+        .await
+        .expect("cancelled within 10 s");
+}
+
+#[tokio::test]
 async fn an_asker_waits_while_its_letter_is_answered_and_not_once_it_is_dropped() {
     let redis = Redis::start();
     let lease = Duration::from_millis(300);
