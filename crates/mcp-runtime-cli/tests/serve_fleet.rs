@@ -165,6 +165,51 @@ fn fleet_config(dir: &Path, upstream: &str, window: u32) -> std::path::PathBuf {
     config
 }
 
+/// The status line and the headers of the answer to a POST of `body` to the replica
+/// at `url`, in session `session` if any (the connection closed after it).
+fn post(url: &str, session: Option<&str>, body: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address(url)).unwrap();
+    let session = session.map_or(String::new(), |id| format!("Mcp-Session-Id: {id}\r\n"));
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         {session}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, _) = response.split_once("\r\n\r\n").unwrap();
+    let (status, headers) = head.split_once("\r\n").unwrap();
+    (status.to_owned(), headers.to_ascii_lowercase())
+}
+
+#[test]
+fn a_session_asked_of_another_replica_while_redis_is_down_is_not_taken_for_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut redis = RedisServer::start(dir.path());
+    let config = fleet_config_with(dir.path(), "");
+    let gateways = replicas(&config, &redis, 2);
+    let initialize = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let (status, headers) = post(&gateways[0].1, None, initialize);
+    assert!(status.ends_with("200 OK"), "{status}");
+    let session = headers
+        .lines()
+        .find_map(|line| line.strip_prefix("mcp-session-id: "))
+        .expect("a session id")
+        .to_owned();
+
+    // The other replica cannot learn whose the session is: it does not answer 404,
+    // which would have the client open a new one, but asks it to try again.
+    redis.stop();
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let (status, headers) = post(&gateways[1].1, Some(&session), ping);
+    assert!(status.ends_with("503 Service Unavailable"), "{status}");
+    assert!(headers.contains("retry-after: 1"), "{headers}");
+}
+
 #[test]
 fn a_replica_waits_for_redis_as_long_as_its_config_says() {
     use std::os::unix::net::UnixListener;

@@ -19,7 +19,8 @@
 //!    `max_request_bytes` gets 413.
 //! 3. A request that would open a session past `max_sessions`, or in a fleet restore
 //!    one here, gets 503 with `Retry-After`; the sessions already open go on as
-//!    before. At most `max_sessions` sessionless clients have servers at once,
+//!    before. So does one for a session of the fleet this replica would restore
+//!    while Redis gives no answer: the session is not taken for ended. At most `max_sessions` sessionless clients have servers at once,
 //!    besides: a new one past the bound has its request refused with an error saying
 //!    so.
 //! 4. A session with nothing being sent for `session_idle_sec` is closed, and its
@@ -299,6 +300,8 @@ async fn handle(
                 front.sessions.own(id.clone(), principal.clone());
             }
             Claim::Refused => return Ok(plain(StatusCode::NOT_FOUND, "session not found")),
+            // Not a 404, which would end the session for its client.
+            Claim::Unknown => return Ok(fleet_unavailable()),
         }
     } else if let (Some(id), Some(fleet)) = (&session, &front.fleet_sessions)
         && front.sessions.has_moved(id)
@@ -461,6 +464,20 @@ fn sessions_full(settings: &Settings) -> Response<Body> {
     response
         .headers_mut()
         .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+    response
+}
+
+/// The answer to a request for a session of the fleet that this replica cannot
+/// restore now, as Redis gives no answer (invariant 3).
+fn fleet_unavailable() -> Response<Body> {
+    tracing::warn!("a session of the fleet was not restored: its Redis gives no answer");
+    let mut response = plain(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "this session cannot be restored on this replica while the fleet's Redis does not answer; try again",
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
     response
 }
 

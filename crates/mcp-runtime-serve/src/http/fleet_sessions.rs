@@ -56,8 +56,12 @@ pub(crate) struct FleetSessions {
 pub(crate) enum Claim {
     /// It opened the session.
     Owner,
-    /// Another principal did, or the fleet knows no such session, or cannot say.
+    /// Another principal did, or the fleet knows no such session (or only an entry
+    /// no replica wrote).
     Refused,
+    /// The fleet cannot say now: its Redis gave no answer. Nothing is known of the
+    /// session, so it is neither restored nor taken for ended.
+    Unknown,
 }
 
 impl FleetSessions {
@@ -129,7 +133,10 @@ impl FleetSessions {
     pub(crate) async fn claim(&self, id: &str, principal: &str) -> Claim {
         match self.fleet.get(OWNER, id).await {
             Ok(Some(owner)) if owner == self.digest(principal) => Claim::Owner,
-            _ => Claim::Refused,
+            // The link is up: Redis answered about an entry no replica wrote.
+            Err(_) if self.fleet.reachable() => Claim::Refused,
+            Err(_) => Claim::Unknown,
+            Ok(_) => Claim::Refused,
         }
     }
 
