@@ -271,7 +271,11 @@ async fn handle(
         .map(Arc::<str>::from);
     // In use from here: a reap meanwhile keeps the account of a session being
     // restored, which rmcp does not have yet.
-    let mut in_use = session.clone().map(|id| front.sessions.begin(id));
+    let mut in_use = match session.clone().map(|id| front.sessions.begin(id)) {
+        // Being closed for idleness: it has ended.
+        Some(None) => return Ok(plain(StatusCode::NOT_FOUND, "session not found")),
+        in_use => in_use.flatten(),
+    };
     // A session of the fleet that this replica does not hold is restored for its
     // owner alone; for anyone else it does not exist (invariant 6).
     let mut restoring = None;
@@ -363,7 +367,7 @@ async fn handle(
             fleet.own(id, &principal).await;
         }
         front.sessions.own(id.into(), principal);
-        in_use = Some(front.sessions.begin(id.into()));
+        in_use = front.sessions.begin(id.into());
     }
     let mut response = response;
     if response.status().is_client_error() || response.status().is_server_error() {

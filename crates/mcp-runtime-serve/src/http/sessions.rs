@@ -8,7 +8,9 @@
 //! stream, its GET stream), and idle from the end of the last one.
 //!
 //! Invariants:
-//! 1. A session with a response still being sent is never closed by the reaper.
+//! 1. A session with a response still being sent is never closed by the reaper. One
+//!    the reaper has begun to close is closing: a request for it is refused as for
+//!    a session that has ended, until it is closed and forgotten.
 //! 2. A session idle for `idle` or longer is closed at the next reap, and its runtime
 //!    with it (rmcp drops the session's handler).
 //! 3. Sessions open plus sessions opening never exceed `max`: an opening past it (a
@@ -57,6 +59,8 @@ struct Use {
     kept: Instant,
     /// In a fleet, whether another replica took it over since it was held here.
     moved: bool,
+    /// Whether the reaper is closing it (invariant 1).
+    closing: bool,
 }
 
 /// A session's response being sent: the session is in use until dropped.
@@ -111,16 +115,19 @@ impl Sessions {
         self.manager.sessions.read().await.len()
     }
 
-    /// Session `id` is in use until the guard is dropped (invariant 1).
-    pub(crate) fn begin(self: &Arc<Self>, id: SessionId) -> InUse {
-        lock(&self.uses)
-            .entry(id.clone())
-            .or_insert_with(Use::new)
-            .open += 1;
-        InUse {
+    /// Session `id` is in use until the guard is dropped; none if the reaper is
+    /// closing it (invariant 1).
+    pub(crate) fn begin(self: &Arc<Self>, id: SessionId) -> Option<InUse> {
+        let mut uses = lock(&self.uses);
+        let used = uses.entry(id.clone()).or_insert_with(Use::new);
+        if used.closing {
+            return None;
+        }
+        used.open += 1;
+        Some(InUse {
             sessions: self.clone(),
             id,
-        }
+        })
     }
 
     /// Session `id` was opened by `principal` (invariant 4).
@@ -183,17 +190,33 @@ impl Sessions {
             .map(|(id, _)| id.clone())
             .collect();
         for id in idle {
+            // Looked at again as it is marked: a request may have begun since the
+            // list was made, while the sessions before it were closed (invariant 1).
+            {
+                let mut uses = lock(&self.uses);
+                let Some(used) = uses.get_mut(&id) else {
+                    continue;
+                };
+                if used.open > 0 || Instant::now().duration_since(used.last) < self.idle {
+                    continue;
+                }
+                used.closing = true;
+            }
             tracing::info!(session = &*id, "closing a session idle for {:?}", self.idle);
-            // Forgotten once closed: a session that could not be closed keeps its
-            // owner (invariant 4), and is tried again at the next reap.
+            // Forgotten once closed, and in the fleet: until then, a request for it
+            // finds it closing. A session that could not be closed keeps its owner
+            // (invariant 4), and is tried again at the next reap.
             match self.manager.close_session(&id).await {
                 Ok(()) => {
-                    lock(&self.uses).remove(&id);
                     if let Some(fleet) = &self.fleet {
                         fleet.forget(&id).await;
                     }
+                    lock(&self.uses).remove(&id);
                 }
                 Err(error) => {
+                    if let Some(used) = lock(&self.uses).get_mut(&id) {
+                        used.closing = false;
+                    }
                     tracing::warn!(session = &*id, %error, "an idle session could not be closed");
                 }
             }
@@ -235,6 +258,7 @@ impl Use {
             owner: None,
             kept: Instant::now(),
             moved: false,
+            closing: false,
         }
     }
 }
@@ -277,12 +301,57 @@ mod tests {
         let id = SessionId::from("restoring");
         // Owned and in use, as a session being restored is while rmcp loads it.
         sessions.own(id.clone(), "alice".into());
-        let in_use = sessions.begin(id.clone());
+        let in_use = sessions.begin(id.clone()).unwrap();
         sessions.reap().await;
         assert!(sessions.knows(&id), "kept while in use");
         // Once nothing is being sent, a session rmcp does not have is forgotten.
         drop(in_use);
         sessions.reap().await;
         assert!(!sessions.knows(&id));
+    }
+
+    #[tokio::test]
+    async fn a_session_a_request_begins_while_the_reaper_closes_another_stays_open() {
+        let manager = Arc::new(LocalSessionManager::default());
+        // Every session idle at once.
+        let sessions = Arc::new(Sessions::new(manager.clone(), 10, Duration::ZERO, None));
+        let mut ids = Vec::new();
+        let mut transports = Vec::new();
+        for _ in 0..2 {
+            let (id, transport) = manager.create_session().await.unwrap();
+            sessions.own(id.clone(), "alice".into());
+            ids.push(id);
+            transports.push(transport);
+        }
+        // The reaper's first close waits while rmcp's sessions are read.
+        let reading = manager.sessions.read().await;
+        let reap = tokio::spawn({
+            let sessions = sessions.clone();
+            async move { sessions.reap().await }
+        });
+        let closing = |id: &SessionId| lock(&sessions.uses)[id].closing;
+        for _ in 0..1000 {
+            if ids.iter().any(closing) {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        let (first, second) = match closing(&ids[0]) {
+            true => (&ids[0], &ids[1]),
+            false => (&ids[1], &ids[0]),
+        };
+        assert!(closing(first), "the reaper is closing one");
+        // A request for the session being closed is refused; one for the other,
+        // which the reaper listed as idle too, keeps it open.
+        assert!(sessions.begin(first.clone()).is_none());
+        let in_use = sessions.begin(second.clone()).expect("not closing");
+        drop(reading);
+        reap.await.unwrap();
+        let open = manager.sessions.read().await;
+        assert!(!open.contains_key(first));
+        assert!(open.contains_key(second), "in use: not closed");
+        drop(open);
+        assert!(sessions.knows(second));
+        drop(in_use);
     }
 }
