@@ -22,8 +22,11 @@
 //! 3. A call resumed for another replica sends its progress reports and log messages
 //!    (those the retry asked for) back to that replica as notes of the letter, in
 //!    order and before its answer; that replica passes them on to its client as if
-//!    the call ran there. A retry whose client goes away stops waiting, and the
-//!    keeping process cancels the resumed call, as it would its own client's.
+//!    the call ran there. A note larger than a letter may be ([`MAX_ANSWER`]) is
+//!    dropped, and logged without its text: a log message of any size would have
+//!    Redis drop the other replica's subscription. A retry whose client goes away
+//!    stops waiting, and the keeping process cancels the resumed call, as it would
+//!    its own client's.
 
 use std::sync::Arc;
 
@@ -98,8 +101,28 @@ impl Note {
 
 /// Sends `note` back through `letter` (invariant 3); one Redis does not take is lost.
 pub(super) async fn note(letter: &Letter, note: Note) {
-    let body = serde_json::to_vec(&note).expect("a note serializes");
-    let _ = letter.note(&body).await;
+    if let Some(body) = written(&note) {
+        let _ = letter.note(&body).await;
+    }
+}
+
+/// `note` as a letter's note carries it; none if it is too large for one
+/// (invariant 3).
+fn written(note: &Note) -> Option<Vec<u8>> {
+    let body = serde_json::to_vec(note).expect("a note serializes");
+    if body.len() <= MAX_ANSWER {
+        return Some(body);
+    }
+    let (what, server) = match note {
+        Note::Progress(report) => ("a progress report", &report.server),
+        Note::Log { server, .. } => ("a log message", server),
+    };
+    tracing::warn!(
+        server = %server,
+        bytes = body.len(),
+        "{what} of a call resumed for another replica is larger than the {MAX_ANSWER} bytes a fleet letter carries: it is not passed on"
+    );
+    None
 }
 
 /// `principal`'s retry of its request `target` with `state`; its answers are those
@@ -350,5 +373,18 @@ mod tests {
             let back: Note = serde_json::from_value(sent.clone()).unwrap();
             assert_eq!(serde_json::to_value(&back).unwrap(), sent);
         }
+    }
+
+    #[test]
+    fn a_note_larger_than_a_letter_is_not_sent() {
+        let log = |data: String| {
+            let message: LogMessage = serde_json::from_value(
+                serde_json::json!({"level": "warning", "logger": "db", "data": data}),
+            )
+            .unwrap();
+            Note::log(("up".to_owned(), message))
+        };
+        assert!(written(&log("slow".to_owned())).is_some());
+        assert!(written(&log("x".repeat(MAX_ANSWER))).is_none());
     }
 }
