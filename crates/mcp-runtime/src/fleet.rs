@@ -97,8 +97,9 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(3);
 /// How long after a failure no call is tried (invariant 4).
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
-/// The least time between two warnings of answers about bad entries (invariant 4).
-const BAD_ENTRY_WARNING_EVERY: Duration = Duration::from_secs(60);
+/// The least time between two warnings of one kind that anyone who can write to the
+/// fleet's Redis could make (invariant 4, and the mail's invariant 1).
+const WARNING_EVERY: Duration = Duration::from_secs(60);
 
 /// How long a published listing stays readable for the waiters that heard of it,
 /// beyond any burst window.
@@ -132,7 +133,9 @@ struct Inner {
     /// When a call may next be tried, after a failure (invariant 4).
     retry_at: Mutex<Option<Instant>>,
     /// The warnings of answers about bad entries (invariant 4).
-    bad_entries: Mutex<BadEntries>,
+    bad_entries: Mutex<Warnings>,
+    /// The warnings of letters that do not open (the mail's invariant 1).
+    unopened: Mutex<Warnings>,
     /// The waiters of each slot, by channel name.
     waiters: Mutex<HashMap<String, Weak<Notify>>>,
     /// The slots whose server changed, as other replicas published them.
@@ -254,6 +257,7 @@ impl Fleet {
                 reachable: AtomicBool::new(true),
                 retry_at: Mutex::new(None),
                 bad_entries: Mutex::default(),
+                unopened: Mutex::default(),
                 waiters: Mutex::new(HashMap::new()),
                 changes,
                 subscribed: AtomicBool::new(false),
@@ -622,25 +626,25 @@ impl Fleet {
     }
 }
 
-/// The warnings of answers about bad entries: one at most every
-/// [`BAD_ENTRY_WARNING_EVERY`], counting the answers since the last (invariant 4).
+/// The warnings of one kind of event: one at most every [`WARNING_EVERY`], counting
+/// the events since the last.
 #[derive(Debug, Default)]
-struct BadEntries {
+struct Warnings {
     /// When the next warning may be logged; none yet: now.
     next: Option<Instant>,
-    /// The answers no warning has counted yet.
+    /// The events no warning has counted yet.
     unwarned: u64,
 }
 
-impl BadEntries {
-    /// Counts one answer, come at `now`: how many answers a warning logged now
-    /// counts, if one is due.
+impl Warnings {
+    /// Counts one event, come at `now`: how many events a warning logged now counts,
+    /// if one is due.
     fn count(&mut self, now: Instant) -> Option<u64> {
         self.unwarned = self.unwarned.saturating_add(1);
         if self.next.is_some_and(|next| now < next) {
             return None;
         }
-        self.next = Some(now + BAD_ENTRY_WARNING_EVERY);
+        self.next = Some(now + WARNING_EVERY);
         Some(std::mem::take(&mut self.unwarned))
     }
 }

@@ -8,7 +8,7 @@
 //!    channels. A letter is encrypted (XChaCha20-Poly1305, under a key derived from
 //!    the fleet key, bound to the channel it is sent on): what it carries (a
 //!    client's answers, a tool's result) is never readable in Redis, and one that
-//!    does not open is dropped.
+//!    does not open is dropped (and warned of once a minute at most).
 //! 2. A letter that no process receives (Redis counts the receivers of a `PUBLISH`)
 //!    is sent again for a lease (its addressee may be making its subscription
 //!    again), then fails: its addressee is gone. One that reaches a process without
@@ -417,7 +417,17 @@ pub(super) fn new_address() -> String {
 /// and 2).
 pub(super) fn arrived(fleet: &Fleet, channel: &str, message: &[u8]) {
     let Some(payload) = disclose(&fleet.inner.letter_key, channel, message) else {
-        tracing::warn!("a fleet letter that does not open under the fleet key was dropped");
+        // Anyone who can publish there can send them: warned of once a minute.
+        let due = lock(&fleet.inner.unopened).count(tokio::time::Instant::now());
+        match due {
+            Some(letters) => tracing::warn!(
+                letters,
+                "a fleet letter that does not open under the fleet key was dropped (`letters`: how many since the last such warning)"
+            ),
+            None => {
+                tracing::debug!("a fleet letter that does not open under the fleet key was dropped")
+            }
+        }
         return;
     };
     let mut parts = payload.splitn(3, |&byte| byte == b':');

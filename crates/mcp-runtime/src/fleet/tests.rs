@@ -736,6 +736,41 @@ async fn a_letter_whose_asker_no_process_hears_is_cancelled() {
 }
 
 #[tokio::test]
+async fn letters_that_do_not_open_are_warned_of_once_a_minute() {
+    let events = crate::test_events::Events::default();
+    let _default = tracing::subscriber::set_default(events.clone());
+    let redis = Redis::start();
+    let owner = redis.fleet("owner", DEFAULT_LEASE);
+    let mut letters = owner.mailbox("slow");
+    subscribed(&owner).await;
+    let channel = owner.mail_channel(owner.address());
+    let mut client = redis.client().await;
+    for forged in ["not sealed", "nor this"] {
+        let _: i64 = redis::cmd("PUBLISH")
+            .arg(&channel)
+            .arg(forged)
+            .query_async(&mut client)
+            .await
+            .unwrap();
+    }
+    // A letter sent after them arrives after them.
+    let letter = format!("ask:7:{}:slow:1", "0".repeat(32));
+    owner.post(&channel, letter.as_bytes()).await.unwrap();
+    letters.recv().await.unwrap();
+    let warnings: Vec<String> = events
+        .with_targets()
+        .into_iter()
+        .filter(|line| line.contains("does not open"))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:#?}");
+    assert!(
+        warnings[0].contains(" WARN") && warnings[0].contains("letters=1"),
+        "{warnings:#?}"
+    );
+    assert!(warnings[1].contains(" DEBUG"), "{warnings:#?}");
+}
+
+#[tokio::test]
 async fn an_asker_that_loses_its_subscription_fails_and_its_letter_is_cancelled() {
     let redis = Redis::start();
     // Longer than a subscriber's pause before it subscribes again (a second): the
@@ -1192,7 +1227,7 @@ async fn a_health_check_ends_no_pause_begun_while_its_ping_was_out() {
 
 #[test]
 fn a_bad_entry_is_warned_of_once_a_minute_with_the_answers_since() {
-    let mut warnings = BadEntries::default();
+    let mut warnings = Warnings::default();
     let start = Instant::now();
     let at = |seconds| start + Duration::from_secs(seconds);
     assert_eq!(warnings.count(at(0)), Some(1));
