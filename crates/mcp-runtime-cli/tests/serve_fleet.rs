@@ -562,6 +562,24 @@ fn a_session_that_moved_is_kept_for_its_new_replica_when_its_old_one_ends_its_co
 }
 
 #[test]
+fn a_session_still_listened_to_on_its_first_replica_is_held_there_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(dir.path());
+    // Idle after 2 s: each replica looks at its sessions every half second.
+    let config = fleet_config_with(dir.path(), "session_idle_sec = 2");
+    let gateways = replicas(&config, &redis, 2);
+    let mut client = python_client("serve_fleet_client.py");
+    client.args(["listening", &gateways[0].1, &gateways[1].1]);
+    let report = report_of(client, "listening");
+    assert_eq!(
+        report,
+        serde_json::json!({"moved": 200, "later": 200}),
+        "the first replica, whose listen stream was open, took the session back, so \
+         the copy on the second ended idle without removing it from the fleet: {report}"
+    );
+}
+
+#[test]
 fn a_session_sent_back_to_its_first_replica_is_held_there_again() {
     let report = moved_report(0, true);
     assert_eq!(

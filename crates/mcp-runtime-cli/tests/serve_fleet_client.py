@@ -330,6 +330,24 @@ async def moved(url_a, url_b, url_c, pid, back=False):
     return report
 
 
+async def listening(url_a, url_b):
+    """A session whose listen stream stays open on its first replica while a request
+    goes to the second (as when the load balancer forgot where it lived), and, once
+    the second's copy has ended idle, another request goes there again."""
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300)) as http:
+        headers = await raw_session(http, url_a, "2025-06-18", "listening")
+        listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        listen = {**headers, "Accept": "text/event-stream"}
+        async with http.stream("GET", url_a, headers=listen) as stream:
+            assert stream.status_code == 200, stream.status_code
+            moved = await http.post(url_b, headers=headers, json=listing)
+            with anyio.fail_after(20):
+                while (await http.get(httpx2.URL(url_b).copy_with(path="/healthz"))).json()["sessions"] != 0:
+                    await anyio.sleep(0.2)
+            later = await http.post(url_b, headers=headers, json={**listing, "id": 2})
+        return {"moved": moved.status_code, "later": later.status_code}
+
+
 async def bounded(url_a, url_b):
     async with httpx2.AsyncClient(timeout=httpx2.Timeout(30)) as http:
         moving = await raw_session(http, url_a, "2025-06-18", "moving")
@@ -348,6 +366,8 @@ if __name__ == "__main__":
         print(json.dumps(anyio.run(burst, url, int(sys.argv[3]), sys.argv[4])))
     elif command == "changes":
         print(json.dumps(anyio.run(changes, url, int(sys.argv[3]), sys.argv[4])))
+    elif command == "listening":
+        print(json.dumps(anyio.run(listening, url, sys.argv[3])))
     elif command == "misrouted":
         kill_pid = int(sys.argv[4]) if len(sys.argv) > 4 else None
         print(json.dumps(anyio.run(misrouted, url, sys.argv[3], kill_pid)))

@@ -20,9 +20,11 @@
 //!    balancer took for dead, say) ends its own copy without removing what the
 //!    holder uses.
 //! 4. A replica that takes a session over tells the one that held it, which, if its
-//!    copy is still open, takes the session back at its next request there: a
-//!    session the load balancer sends back and forth is held where it is served,
-//!    and the copy left idle never removes what the other uses.
+//!    copy is still open, takes the session back at its next request there, or at
+//!    its next reap while a response of the session is still being sent there (a
+//!    listen stream): a session the load balancer sends back and forth is held
+//!    where it is served, and the copy left idle never removes what the other
+//!    uses.
 
 use std::time::Duration;
 

@@ -227,7 +227,25 @@ impl Sessions {
         lock(&self.uses).retain(|id, used| used.open > 0 || open.contains_key(id));
         drop(open);
         if let Some(fleet) = &self.fleet {
+            self.hold_again(fleet).await;
             self.keep_in(fleet, now).await;
+        }
+    }
+
+    /// Takes back the sessions that moved to another replica while a response of
+    /// theirs is still being sent here (a listen stream, say): the copy there, once
+    /// idle, then leaves the session's entries to this one, which still serves it.
+    async fn hold_again(&self, fleet: &FleetSessions) {
+        let in_use: Vec<SessionId> = lock(&self.uses)
+            .iter()
+            .filter(|(_, used)| used.moved && used.open > 0)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in in_use {
+            // One Redis did not answer for is tried again at the next reap.
+            if fleet.take_over(&id).await.is_ok() {
+                self.settle(&id);
+            }
         }
     }
 
