@@ -28,7 +28,7 @@
 //!    stops waiting, and the keeping process cancels the resumed call, as it would
 //!    its own client's.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use mcp_runtime::{
     Progress,
@@ -47,7 +47,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::{Answer, Reporter, Resumed, Round, Rounds, Sink, Target, drive};
 use crate::{
-    bridge::{Elsewhere, HOLD, LogMessage, Logged},
+    bridge::{Elsewhere, LogMessage, Logged},
     forward::Level,
 };
 
@@ -225,9 +225,10 @@ pub(super) async fn forward(
     }
     let started = std::time::Instant::now();
     let (notes, mut noted) = mpsc::unbounded_channel();
-    // The call may run for as long as it is kept; a keeper that dies is heard of
-    // within a lease.
-    let asked = fleet.ask_noting(&address, MAILBOX, &letter, HOLD, &notes);
+    // No bound of its own: the keeper bounds the call by its server's timeouts, as
+    // it would its own client's, and says it is answering while it runs; a keeper
+    // that dies is heard of within a lease.
+    let asked = fleet.ask_noting(&address, MAILBOX, &letter, Duration::MAX, &notes);
     tokio::pin!(asked);
     let answer = loop {
         tokio::select! {

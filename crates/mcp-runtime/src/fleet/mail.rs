@@ -172,7 +172,8 @@ impl Fleet {
     }
 
     /// Sends `body` to the mailbox `name` of the process at `address` and waits for
-    /// its answer, at most `within` in all (invariant 3).
+    /// its answer, at most `within` in all (invariant 3); `Duration::MAX` sets no
+    /// bound but the addressee's word that it is answering.
     pub async fn ask(
         &self,
         address: &str,
@@ -236,11 +237,12 @@ impl Fleet {
             forget.withdraw = None;
             return Err(AskError::Gone);
         }
-        let deadline = tokio::time::Instant::now() + within;
+        let deadline = tokio::time::Instant::now().checked_add(within);
         let mut next_note = 0;
         loop {
             let silence = tokio::time::Instant::now() + self.inner.lease;
-            match tokio::time::timeout_at(silence.min(deadline), hearing.recv()).await {
+            let until = deadline.map_or(silence, |deadline| silence.min(deadline));
+            match tokio::time::timeout_at(until, hearing.recv()).await {
                 Ok(Some(Heard::Alive)) => {}
                 Ok(Some(Heard::Note(number, note))) => {
                     if number >= next_note {

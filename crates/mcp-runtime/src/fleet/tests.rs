@@ -718,6 +718,15 @@ fn ask_slowly(
 }
 
 #[tokio::test]
+async fn an_asker_may_wait_without_a_bound_but_its_addressees_word() {
+    let redis = Redis::start();
+    let (owner, asker, mut letters) = correspondents(&redis, DEFAULT_LEASE, "slow").await;
+    let asked = ask_slowly(&asker, &owner, b"1", Duration::MAX);
+    letters.recv().await.unwrap().reply(b"done").await.unwrap();
+    assert_eq!(asked.await.unwrap().unwrap(), b"done");
+}
+
+#[tokio::test]
 async fn a_letter_whose_asker_no_process_hears_is_cancelled() {
     let redis = Redis::start();
     let owner = redis.fleet("owner", Duration::from_millis(300));
