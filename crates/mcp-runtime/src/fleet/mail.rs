@@ -17,7 +17,9 @@
 //!    replayed) is dropped.
 //! 3. While a letter is being answered, its addressee says so every third of a lease,
 //!    even within the pause after a failure of Redis; an asker that hears nothing for
-//!    a lease takes it that the addressee died, and fails. A letter is answered at
+//!    a lease takes it that the addressee died, and fails. Each word is numbered,
+//!    and only one numbered after the last heard counts: one replayed keeps no asker
+//!    waiting. A letter is answered at
 //!    most once: an answer nobody waits for (a late one, or a replay) is dropped.
 //!    Answers and notes are sent even within the pause after a failure of Redis, and
 //!    an answer Redis does not take is tried again for half a lease: a lost answer
@@ -143,8 +145,8 @@ pub enum AskError {
 
 /// What an asker hears about its letter.
 pub(super) enum Heard {
-    /// The addressee is still answering.
-    Alive,
+    /// The addressee is still answering: its word's number (invariant 3).
+    Alive(u64),
     /// A note of the addressee's, and its number (invariant 4).
     Note(u64, Vec<u8>),
     /// Its answer.
@@ -238,15 +240,22 @@ impl Fleet {
             return Err(AskError::Gone);
         }
         let deadline = tokio::time::Instant::now().checked_add(within);
-        let mut next_note = 0;
+        let (mut next_word, mut next_note) = (0, 0);
+        // Moved on by the addressee's new words alone (invariants 3 and 4).
+        let mut silence = tokio::time::Instant::now() + self.inner.lease;
         loop {
-            let silence = tokio::time::Instant::now() + self.inner.lease;
             let until = deadline.map_or(silence, |deadline| silence.min(deadline));
             match tokio::time::timeout_at(until, hearing.recv()).await {
-                Ok(Some(Heard::Alive)) => {}
+                Ok(Some(Heard::Alive(number))) => {
+                    if number >= next_word {
+                        next_word = number.saturating_add(1);
+                        silence = tokio::time::Instant::now() + self.inner.lease;
+                    }
+                }
                 Ok(Some(Heard::Note(number, note))) => {
                     if number >= next_note {
                         next_note = number.saturating_add(1);
+                        silence = tokio::time::Instant::now() + self.inner.lease;
                         let _ = notes.send(note);
                     }
                 }
@@ -442,7 +451,12 @@ pub(super) fn arrived(fleet: &Fleet, channel: &str, message: &[u8]) {
     let heard = match kind {
         b"ask" => return deliver(fleet, id, rest),
         b"cancel" => return cancel(fleet, id, rest),
-        b"alive" => Heard::Alive,
+        b"alive" => {
+            let Some((number, _)) = numbered(rest) else {
+                return;
+            };
+            Heard::Alive(number)
+        }
         b"note" => {
             let Some((number, note)) = numbered(rest) else {
                 return;
@@ -488,9 +502,9 @@ fn deliver(fleet: &Fleet, id: u64, rest: &[u8]) {
             let every = fleet.inner.lease / 3;
             // Since when no process has heard this word (invariant 5).
             let mut unheard_since = None;
-            loop {
+            for number in 0_u64.. {
                 tokio::time::sleep(every).await;
-                let alive = format!("alive:{id}:");
+                let alive = format!("alive:{id}:{number}:");
                 match fleet.post_anyway(&channel, alive.as_bytes()).await {
                     Ok(0) => {
                         let since = *unheard_since.get_or_insert_with(tokio::time::Instant::now);

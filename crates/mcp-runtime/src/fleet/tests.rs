@@ -727,6 +727,52 @@ async fn an_asker_may_wait_without_a_bound_but_its_addressees_word() {
 }
 
 #[tokio::test]
+async fn an_addressees_word_replayed_keeps_no_asker_waiting() {
+    use futures::StreamExt as _;
+    let redis = Redis::start();
+    let lease = Duration::from_millis(300);
+    let (owner, asker, mut letters) = correspondents(&redis, lease, "slow").await;
+    // What the owner sends the asker, as anyone subscribed to the asker's channel
+    // sees it: sealed.
+    let mut overheard = redis::Client::open(redis.url.as_str())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    let channel = asker.mail_channel(asker.address());
+    overheard.subscribe(&channel).await.unwrap();
+    let asked = ask_slowly(&asker, &owner, b"1", Duration::MAX);
+    let letter = letters.recv().await.unwrap();
+    let word: Vec<u8> = overheard
+        .on_message()
+        .next()
+        .await
+        .unwrap()
+        .get_payload()
+        .unwrap();
+    // The owner stops answering; its word is sent again and again in its place.
+    drop(letter);
+    let replaying = tokio::spawn(async move {
+        let mut client = redis.client().await;
+        loop {
+            let _: i64 = redis::cmd("PUBLISH")
+                .arg(&channel)
+                .arg(&word)
+                .query_async(&mut client)
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    let asked = tokio::time::timeout(Duration::from_secs(10), asked)
+        .await
+        .expect("given up on within 10 s")
+        .unwrap();
+    assert!(matches!(asked, Err(AskError::Silent)), "{asked:?}");
+    replaying.abort();
+}
+
+#[tokio::test]
 async fn a_letter_whose_asker_no_process_hears_is_cancelled() {
     let redis = Redis::start();
     let owner = redis.fleet("owner", Duration::from_millis(300));
