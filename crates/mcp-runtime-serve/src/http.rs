@@ -308,13 +308,13 @@ async fn handle(
             Claim::Unknown => return Ok(fleet_unavailable()),
         }
     } else if let (Some(id), Some(fleet)) = (&session, &front.fleet_sessions)
-        && front.sessions.has_moved(id)
+        && let Some(moves) = front.sessions.has_moved(id)
         && front.sessions.owned_by(id, &principal)
     {
         // Sent back here from the replica it moved to: held here again, so that the
         // copy there, once idle, leaves the session's entries to this one.
         match fleet.take_over(id).await {
-            Ok(()) => front.sessions.settle(id),
+            Ok(()) => front.sessions.settle(id, moves),
             Err(_) => tracing::warn!(
                 session = &**id,
                 "the fleet's Redis gave no usable answer: the replica this session came back from may remove it"

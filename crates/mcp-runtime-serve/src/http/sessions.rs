@@ -57,8 +57,11 @@ struct Use {
     owner: Option<String>,
     /// When its entries in the fleet were last kept again.
     kept: Instant,
-    /// In a fleet, whether another replica took it over since it was held here.
-    moved: bool,
+    /// In a fleet, how many times another replica said it took the session over.
+    moved: u64,
+    /// How many of those the replica had heard when it last held the session again:
+    /// the session moved away since if fewer than `moved`.
+    settled: u64,
     /// Whether the reaper is closing it (invariant 1).
     closing: bool,
 }
@@ -138,19 +141,23 @@ impl Sessions {
     /// Another replica of the fleet took session `id` over.
     pub(crate) fn moved_away(&self, id: &str) {
         if let Some(used) = lock(&self.uses).get_mut(id) {
-            used.moved = true;
+            used.moved += 1;
         }
     }
 
-    /// Whether session `id` moved away since it was held here.
-    pub(crate) fn has_moved(&self, id: &SessionId) -> bool {
-        lock(&self.uses).get(id).is_some_and(|used| used.moved)
+    /// If session `id` moved away since it was held here, how many moves have been
+    /// told: what [`Sessions::settle`] takes once it is held here again.
+    pub(crate) fn has_moved(&self, id: &SessionId) -> Option<u64> {
+        lock(&self.uses)
+            .get(id)
+            .and_then(|used| (used.moved > used.settled).then_some(used.moved))
     }
 
-    /// Session `id` is held here again.
-    pub(crate) fn settle(&self, id: &SessionId) {
+    /// Session `id` is held here again, as of the `moves` told before it was taken
+    /// back: a move told meanwhile still stands.
+    pub(crate) fn settle(&self, id: &SessionId, moves: u64) {
         if let Some(used) = lock(&self.uses).get_mut(id) {
-            used.moved = false;
+            used.settled = used.settled.max(moves);
         }
     }
 
@@ -236,15 +243,15 @@ impl Sessions {
     /// theirs is still being sent here (a listen stream, say): the copy there, once
     /// idle, then leaves the session's entries to this one, which still serves it.
     async fn hold_again(&self, fleet: &FleetSessions) {
-        let in_use: Vec<SessionId> = lock(&self.uses)
+        let in_use: Vec<(SessionId, u64)> = lock(&self.uses)
             .iter()
-            .filter(|(_, used)| used.moved && used.open > 0)
-            .map(|(id, _)| id.clone())
+            .filter(|(_, used)| used.moved > used.settled && used.open > 0)
+            .map(|(id, used)| (id.clone(), used.moved))
             .collect();
-        for id in in_use {
+        for (id, moves) in in_use {
             // One Redis did not answer for is tried again at the next reap.
             if fleet.take_over(&id).await.is_ok() {
-                self.settle(&id);
+                self.settle(&id, moves);
             }
         }
     }
@@ -275,7 +282,8 @@ impl Use {
             last: Instant::now(),
             owner: None,
             kept: Instant::now(),
-            moved: false,
+            moved: 0,
+            settled: 0,
             closing: false,
         }
     }
@@ -371,5 +379,22 @@ mod tests {
         drop(open);
         assert!(sessions.knows(second));
         drop(in_use);
+    }
+
+    #[test]
+    fn a_move_told_while_a_session_is_taken_back_stands() {
+        let sessions = Sessions::new(Arc::default(), 10, Duration::from_secs(60), None);
+        let id = SessionId::from("moving");
+        sessions.own(id.clone(), "alice".into());
+        assert_eq!(sessions.has_moved(&id), None);
+        sessions.moved_away(&id);
+        let moves = sessions.has_moved(&id).expect("moved");
+        // Taken back here; meanwhile a third replica takes it and says so.
+        sessions.moved_away(&id);
+        sessions.settle(&id, moves);
+        assert!(sessions.has_moved(&id).is_some(), "the later move stands");
+        let moves = sessions.has_moved(&id).unwrap();
+        sessions.settle(&id, moves);
+        assert_eq!(sessions.has_moved(&id), None);
     }
 }
