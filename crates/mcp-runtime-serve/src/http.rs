@@ -271,10 +271,11 @@ async fn handle(
         .map(Arc::<str>::from);
     // In use from here: a reap meanwhile keeps the account of a session being
     // restored, which rmcp does not have yet.
-    let mut in_use = match session.clone().map(|id| front.sessions.begin(id)) {
-        // Being closed for idleness: it has ended.
-        Some(None) => return Ok(plain(StatusCode::NOT_FOUND, "session not found")),
-        in_use => in_use.flatten(),
+    // One being closed for idleness is waited for, then taken as one this replica
+    // does not know.
+    let mut in_use = match &session {
+        Some(id) => Some(front.sessions.begin_once_closed(id.clone()).await),
+        None => None,
     };
     // A session of the fleet that this replica does not hold is restored for its
     // owner alone; for anyone else it does not exist (invariant 6).

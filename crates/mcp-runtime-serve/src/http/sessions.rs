@@ -9,8 +9,9 @@
 //!
 //! Invariants:
 //! 1. A session with a response still being sent is never closed by the reaper. One
-//!    the reaper has begun to close is closing: a request for it is refused as for
-//!    a session that has ended, until it is closed and forgotten.
+//!    the reaper has begun to close is closing: a request for it waits until it is
+//!    closed and forgotten, and is then one for a session this listener does not
+//!    know (in a fleet, another replica may hold it).
 //! 2. A session idle for `idle` or longer is closed at the next reap, and its runtime
 //!    with it (rmcp drops the session's handler).
 //! 3. Sessions open plus sessions opening never exceed `max`: an opening past it (a
@@ -43,6 +44,8 @@ pub(crate) struct Sessions {
     /// POSTs whose responses are still being sent.
     posts: AtomicUsize,
     posts_ended: Notify,
+    /// Told when the reaper is done with a session it was closing (invariant 1).
+    closed: Notify,
     /// In a fleet, where the sessions are kept for the other replicas.
     fleet: Option<Arc<FleetSessions>>,
 }
@@ -93,6 +96,7 @@ impl Sessions {
             idle,
             posts: AtomicUsize::new(0),
             posts_ended: Notify::new(),
+            closed: Notify::new(),
             fleet,
         }
     }
@@ -131,6 +135,19 @@ impl Sessions {
             sessions: self.clone(),
             id,
         })
+    }
+
+    /// Session `id` is in use until the guard is dropped; if the reaper is closing
+    /// it, once it is closed and forgotten, as a session begun anew (invariant 1).
+    pub(crate) async fn begin_once_closed(self: &Arc<Self>, id: SessionId) -> InUse {
+        loop {
+            // Made before looking: told of a close that ends meanwhile.
+            let closed = self.closed.notified();
+            if let Some(in_use) = self.begin(id.clone()) {
+                return in_use;
+            }
+            closed.await;
+        }
     }
 
     /// Session `id` was opened by `principal` (invariant 4).
@@ -227,6 +244,7 @@ impl Sessions {
                     tracing::warn!(session = &*id, %error, "an idle session could not be closed");
                 }
             }
+            self.closed.notify_waiters();
         }
         // A session in use may not be open yet: one being restored from the fleet is
         // owned here before rmcp has it.
@@ -367,12 +385,20 @@ mod tests {
             false => (&ids[1], &ids[0]),
         };
         assert!(closing(first), "the reaper is closing one");
-        // A request for the session being closed is refused; one for the other,
-        // which the reaper listed as idle too, keeps it open.
+        // A request for the session being closed waits for the close; one for the
+        // other, which the reaper listed as idle too, keeps it open.
         assert!(sessions.begin(first.clone()).is_none());
+        let waiting = tokio::spawn({
+            let (sessions, first) = (sessions.clone(), first.clone());
+            async move { sessions.begin_once_closed(first).await }
+        });
         let in_use = sessions.begin(second.clone()).expect("not closing");
         drop(reading);
         reap.await.unwrap();
+        // Begun once closed, as a session this listener does not know.
+        let begun = waiting.await.unwrap();
+        assert!(!sessions.knows(first));
+        drop(begun);
         let open = manager.sessions.read().await;
         assert!(!open.contains_key(first));
         assert!(open.contains_key(second), "in use: not closed");
