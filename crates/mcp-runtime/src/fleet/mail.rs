@@ -19,7 +19,8 @@
 //!    even within the pause after a failure of Redis; an asker that hears nothing for
 //!    a lease takes it that the addressee died, and fails. Each word is numbered,
 //!    and only one numbered after the last heard counts: one replayed keeps no asker
-//!    waiting. A letter is answered at
+//!    waiting. (A word without a number, from a replica of an earlier version during
+//!    a rolling upgrade, counts.) A letter is answered at
 //!    most once: an answer nobody waits for (a late one, or a replay) is dropped.
 //!    Answers and notes are sent even within the pause after a failure of Redis, and
 //!    an answer Redis does not take is tried again for half a lease: a lost answer
@@ -145,8 +146,9 @@ pub enum AskError {
 
 /// What an asker hears about its letter.
 pub(super) enum Heard {
-    /// The addressee is still answering: its word's number (invariant 3).
-    Alive(u64),
+    /// The addressee is still answering: its word's number (invariant 3); none from
+    /// a replica of an earlier version, whose words are not numbered.
+    Alive(Option<u64>),
     /// A note of the addressee's, and its number (invariant 4).
     Note(u64, Vec<u8>),
     /// Its answer.
@@ -247,8 +249,9 @@ impl Fleet {
             let until = deadline.map_or(silence, |deadline| silence.min(deadline));
             match tokio::time::timeout_at(until, hearing.recv()).await {
                 Ok(Some(Heard::Alive(number))) => {
-                    if number >= next_word {
-                        next_word = number.saturating_add(1);
+                    let fresh = number.is_none_or(|number| number >= next_word);
+                    if fresh {
+                        next_word = number.map_or(next_word, |number| number.saturating_add(1));
                         silence = tokio::time::Instant::now() + self.inner.lease;
                     }
                 }
@@ -451,12 +454,7 @@ pub(super) fn arrived(fleet: &Fleet, channel: &str, message: &[u8]) {
     let heard = match kind {
         b"ask" => return deliver(fleet, id, rest),
         b"cancel" => return cancel(fleet, id, rest),
-        b"alive" => {
-            let Some((number, _)) = numbered(rest) else {
-                return;
-            };
-            Heard::Alive(number)
-        }
+        b"alive" => Heard::Alive(numbered(rest).map(|(number, _)| number)),
         b"note" => {
             let Some((number, note)) = numbered(rest) else {
                 return;

@@ -695,10 +695,30 @@ async fn correspondents(
     lease: Duration,
     name: &str,
 ) -> (Fleet, Fleet, tokio::sync::mpsc::Receiver<Letter>) {
+    let (owner, asker) = (redis.fleet("owner", lease), redis.fleet("asker", lease));
+    correspond(owner, asker, name).await
+}
+
+/// [`correspondents`] whose calls time out as a replica's do by default: for a test
+/// of a call that goes unanswered.
+async fn correspondents_timing_out(
+    redis: &Redis,
+    lease: Duration,
+    name: &str,
+) -> (Fleet, Fleet, tokio::sync::mpsc::Receiver<Letter>) {
     let (owner, asker) = (
         redis.fleet_timing_out("owner", lease),
         redis.fleet_timing_out("asker", lease),
     );
+    correspond(owner, asker, name).await
+}
+
+/// `owner`'s mailbox `name`, once both are subscribed.
+async fn correspond(
+    owner: Fleet,
+    asker: Fleet,
+    name: &str,
+) -> (Fleet, Fleet, tokio::sync::mpsc::Receiver<Letter>) {
     let letters = owner.mailbox(name);
     subscribed(&owner).await;
     subscribed(&asker).await;
@@ -770,6 +790,25 @@ async fn an_addressees_word_replayed_keeps_no_asker_waiting() {
         .unwrap();
     assert!(matches!(asked, Err(AskError::Silent)), "{asked:?}");
     replaying.abort();
+}
+
+#[tokio::test]
+async fn an_addressee_of_an_earlier_version_keeps_its_asker_waiting_with_its_words() {
+    let redis = Redis::start();
+    let lease = Duration::from_millis(900);
+    let (owner, asker, mut letters) = correspondents(&redis, lease, "slow").await;
+    let asked = ask_slowly(&asker, &owner, b"1", Duration::MAX);
+    // The asker's first letter: number 0. Its addressee's own words stop; words
+    // without a number, as a replica of an earlier version sends, go on for three
+    // leases, then the answer.
+    drop(letters.recv().await.unwrap());
+    let channel = asker.mail_channel(asker.address());
+    for _ in 0..18 {
+        owner.post(&channel, b"alive:0:").await.unwrap();
+        tokio::time::sleep(lease / 6).await;
+    }
+    owner.post(&channel, b"reply:0:done").await.unwrap();
+    assert_eq!(asked.await.unwrap().unwrap(), b"done");
 }
 
 #[tokio::test]
@@ -878,7 +917,7 @@ async fn an_addressee_says_it_is_answering_within_the_pause_after_a_failure() {
     let redis = Redis::start();
     // Shorter than the pause (a second), so that a silence through it is heard.
     let lease = Duration::from_millis(900);
-    let (owner, asker, mut letters) = correspondents(&redis, lease, "slow").await;
+    let (owner, asker, mut letters) = correspondents_timing_out(&redis, lease, "slow").await;
     let asked = ask_slowly(&asker, &owner, b"1", Duration::from_secs(30));
     let letter = letters.recv().await.unwrap();
     // Redis holds writes until one of the addressee's goes unanswered: its link
@@ -898,7 +937,7 @@ async fn a_note_redis_took_twice_is_passed_on_once() {
     let redis = Redis::start();
     // Long enough that a note is sent again while Redis holds writes.
     let lease = Duration::from_millis(900);
-    let (owner, asker, mut letters) = correspondents(&redis, lease, "slow").await;
+    let (owner, asker, mut letters) = correspondents_timing_out(&redis, lease, "slow").await;
     let (notes, mut noted) = mpsc::unbounded_channel();
     let asked = {
         let (asker, address) = (asker.clone(), owner.address().to_owned());
@@ -1161,7 +1200,7 @@ async fn a_letter_is_cancelled_when_its_asker_stops_waiting() {
 async fn a_letter_redis_took_too_late_for_its_asker_is_cancelled() {
     let redis = Redis::start();
     let lease = Duration::from_millis(600);
-    let (owner, asker, mut letters) = correspondents(&redis, lease, "slow").await;
+    let (owner, asker, mut letters) = correspondents_timing_out(&redis, lease, "slow").await;
     // Redis holds every write until the letter's post has gone unanswered, and runs
     // it then.
     let mut client = redis.client().await;
