@@ -34,7 +34,8 @@
 //! 5. An asker that stops waiting before the answer (its own client went away, or
 //!    Redis failed to take the letter in time, though it may have taken it) tells
 //!    the addressee, again for a lease while no process hears it (the addressee may
-//!    be making its subscription again), and the letter is then cancelled
+//!    be making its subscription again) and for three while Redis fails, and the
+//!    letter is then cancelled
 //!    ([`Letter::cancelled`]). So is a letter whose asker no process hears for a
 //!    lease of the addressee's word that it is answering: the asker's process died,
 //!    or lost its subscription and with it every waiter (an asker whose
@@ -380,10 +381,18 @@ impl Drop for Forget<'_> {
             let payload = format!("cancel:{}:{}:", self.id, fleet.inner.address);
             // Even within the pause after a failure: the failure may be this
             // letter's own post.
+            // For three leases while Redis fails: the asker's subscription, lost
+            // with Redis, may come back before the addressee hears nobody.
             runtime.spawn(async move {
-                let _ = fleet
-                    .post_until_heard(&channel, payload.as_bytes(), true)
-                    .await;
+                let until = tokio::time::Instant::now() + fleet.inner.lease * 3;
+                loop {
+                    let heard = fleet.post_until_heard(&channel, payload.as_bytes(), true);
+                    match heard.await {
+                        Ok(true) => return,
+                        _ if tokio::time::Instant::now() >= until => return,
+                        _ => tokio::time::sleep(fleet.inner.lease / 8).await,
+                    }
+                }
             });
         }
     }

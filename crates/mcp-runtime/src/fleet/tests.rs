@@ -105,8 +105,27 @@ impl Redis {
 
     /// A Redis whose socket is `redis.sock` in `dir`.
     fn start_in(dir: tempfile::TempDir) -> Self {
+        let (child, url) = Self::launch(dir.path());
+        Self {
+            child,
+            _dir: dir,
+            url,
+        }
+    }
+
+    /// Stops it at once (SIGKILL), and starts it again on the same socket, empty.
+    fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(self._dir.path().join("redis.sock"));
+        self.child = Self::launch(self._dir.path()).0;
+    }
+
+    /// A `redis-server` on the socket `redis.sock` in `dir`, and its URL, once it
+    /// accepts connections.
+    fn launch(dir: &std::path::Path) -> (std::process::Child, String) {
         use std::io::BufRead;
-        let socket = dir.path().join("redis.sock");
+        let socket = dir.join("redis.sock");
         let mut child = std::process::Command::new("redis-server")
             .args([
                 "--port",
@@ -119,7 +138,7 @@ impl Redis {
             ])
             .arg(&socket)
             .arg("--dir")
-            .arg(dir.path())
+            .arg(dir)
             .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("redis-server starts (`scripts/install-peers` installs it)");
@@ -130,12 +149,7 @@ impl Redis {
                 .contains("ready to accept connections")
             {
                 std::thread::spawn(move || lines.for_each(drop));
-                let url = format!("unix://{}", socket.display());
-                return Self {
-                    child,
-                    _dir: dir,
-                    url,
-                };
+                return (child, format!("unix://{}", socket.display()));
             }
         }
         let _ = child.kill();
@@ -735,6 +749,26 @@ fn ask_slowly(
     let asker = asker.clone();
     let address = owner.address().to_owned();
     tokio::spawn(async move { asker.ask(&address, "slow", body, within).await })
+}
+
+#[tokio::test]
+async fn an_asker_that_loses_redis_tells_the_addressee_once_it_is_back() {
+    let mut redis = Redis::start();
+    let (owner, asker, mut letters) = correspondents(&redis, DEFAULT_LEASE, "slow").await;
+    let asked = ask_slowly(&asker, &owner, b"1", Duration::from_secs(30));
+    let letter = letters.recv().await.unwrap();
+    // Redis goes, and the asker with it; its first words to the owner fail.
+    let _ = redis.child.kill();
+    let _ = redis.child.wait();
+    let asked = asked.await.unwrap();
+    assert!(matches!(asked, Err(AskError::Unavailable(_))), "{asked:?}");
+    tokio::time::sleep(DEFAULT_LEASE / 4).await;
+    // Back within three leases, the owner hears it once its subscription is made
+    // again (a second after it was lost).
+    redis.restart();
+    tokio::time::timeout(Duration::from_secs(10), letter.cancelled().cancelled())
+        .await
+        .expect("cancelled within 10 s");
 }
 
 #[tokio::test]
