@@ -67,6 +67,8 @@ struct Use {
     settled: u64,
     /// Whether the reaper is closing it (invariant 1).
     closing: bool,
+    /// When the reaper last took it back from the replica it moved to.
+    held_again: Option<Instant>,
 }
 
 /// A session's response being sent: the session is in use until dropped.
@@ -261,15 +263,19 @@ impl Sessions {
     /// theirs is still being sent here (a listen stream, say): the copy there, once
     /// idle, then leaves the session's entries to this one, which still serves it.
     async fn hold_again(&self, fleet: &FleetSessions) {
+        let now = Instant::now();
         let in_use: Vec<(SessionId, u64)> = lock(&self.uses)
             .iter()
-            .filter(|(_, used)| used.moved > used.settled && used.open > 0)
+            .filter(|(_, used)| used.to_hold_again(now, self.idle))
             .map(|(id, used)| (id.clone(), used.moved))
             .collect();
         for (id, moves) in in_use {
             // One Redis did not answer for is tried again at the next reap.
             if fleet.take_over(&id).await.is_ok() {
                 self.settle(&id, moves);
+                if let Some(used) = lock(&self.uses).get_mut(&id) {
+                    used.held_again = Some(now);
+                }
             }
         }
     }
@@ -294,6 +300,19 @@ impl Sessions {
 }
 
 impl Use {
+    /// Whether the reaper takes the session back at `now`: it moved away while a
+    /// response of it is still being sent here. Not more than once every half of
+    /// the idle time `idle`: two copies that both send (a listen stream on each)
+    /// would otherwise take it from each other at every reap, and the copy that
+    /// moved it ends idle no sooner than `idle` after it did.
+    fn to_hold_again(&self, now: Instant, idle: Duration) -> bool {
+        self.moved > self.settled
+            && self.open > 0
+            && self
+                .held_again
+                .is_none_or(|at| now.duration_since(at) >= idle / 2)
+    }
+
     fn new() -> Self {
         Self {
             open: 0,
@@ -303,6 +322,7 @@ impl Use {
             moved: 0,
             settled: 0,
             closing: false,
+            held_again: None,
         }
     }
 }
@@ -422,5 +442,26 @@ mod tests {
         let moves = sessions.has_moved(&id).unwrap();
         sessions.settle(&id, moves);
         assert_eq!(sessions.has_moved(&id), None);
+    }
+
+    #[test]
+    fn a_session_in_use_here_that_moved_is_taken_back_once_every_half_idle_time() {
+        let idle = Duration::from_secs(60);
+        let start = Instant::now();
+        let mut used = Use::new();
+        used.open = 1;
+        assert!(!used.to_hold_again(start, idle), "it has not moved");
+        used.moved = 1;
+        assert!(used.to_hold_again(start, idle));
+        used.held_again = Some(start);
+        used.settled = 1;
+        used.moved = 2;
+        assert!(!used.to_hold_again(start + idle / 4, idle));
+        assert!(used.to_hold_again(start + idle / 2, idle));
+        used.open = 0;
+        assert!(
+            !used.to_hold_again(start + idle, idle),
+            "nothing is sent here"
+        );
     }
 }
