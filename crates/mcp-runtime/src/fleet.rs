@@ -354,13 +354,19 @@ impl Fleet {
     }
 
     /// The value kept under `kind` and `id`, if there is one and its signature holds
-    /// (invariant 1).
+    /// (invariant 1): an error is the link's alone, as an entry no replica wrote is
+    /// none.
     pub async fn get(&self, kind: &str, id: &str) -> Result<Option<Vec<u8>>, Unavailable> {
         let name = self.entry(kind, id);
         let mut get = redis::cmd("GET");
         get.arg(&name);
-        let value = self.bounded(command::<Option<Vec<u8>>>(&get)).await?;
-        Ok(value.and_then(|value| open(&self.inner.key, &name, &value).map(|(_, value)| value)))
+        // An entry of the wrong type, as one whose signature fails, is absent.
+        let value = self
+            .bounded_or_bad(command::<Option<Vec<u8>>>(&get))
+            .await?;
+        Ok(value
+            .flatten()
+            .and_then(|value| open(&self.inner.key, &name, &value).map(|(_, value)| value)))
     }
 
     /// Forgets the values kept under `id` for each of `kinds`, in one command.
@@ -546,10 +552,19 @@ impl Fleet {
         &self,
         call: impl FnMut(ConnectionManager) -> Call<'a, T>,
     ) -> Result<T, Unavailable> {
+        self.bounded_or_bad(call).await?.ok_or(Unavailable)
+    }
+
+    /// [`Fleet::bounded`], an answer about an entry no replica wrote told apart:
+    /// none (it is logged).
+    async fn bounded_or_bad<'a, T>(
+        &self,
+        call: impl FnMut(ConnectionManager) -> Call<'a, T>,
+    ) -> Result<Option<T>, Unavailable> {
         if self.paused() {
             return Err(Unavailable);
         }
-        self.answer(call).await
+        self.answer_or_bad(call).await
     }
 
     /// Whether calls are not tried now: within the pause after a failure
@@ -564,25 +579,35 @@ impl Fleet {
         &self,
         call: impl FnMut(ConnectionManager) -> Call<'a, T>,
     ) -> Result<T, Unavailable> {
+        self.answer_or_bad(call).await?.ok_or(Unavailable)
+    }
+
+    /// [`Fleet::answer`], an answer about an entry no replica wrote told apart:
+    /// none (it is logged).
+    async fn answer_or_bad<'a, T>(
+        &self,
+        call: impl FnMut(ConnectionManager) -> Call<'a, T>,
+    ) -> Result<Option<T>, Unavailable> {
         match self.attempt(call).await {
             Ok(answer) => {
                 *lock(&self.inner.retry_at) = None;
                 if !self.inner.reachable.swap(true, Ordering::Relaxed) {
                     tracing::info!(replica = %self.inner.replica, "the fleet's Redis answers again; listings are shared across the fleet");
                 }
-                answer.map_err(|cause| {
-                    let replica = &self.inner.replica;
-                    let due = lock(&self.inner.bad_entries).count(Instant::now());
-                    match due {
-                        Some(answers) => {
-                            tracing::warn!(%replica, %cause, answers, "an entry in the fleet's Redis is not one a replica wrote; the calls that read one go on without the fleet (`answers`: how many since the last such warning)");
+                Ok(answer
+                    .inspect_err(|cause| {
+                        let replica = &self.inner.replica;
+                        let due = lock(&self.inner.bad_entries).count(Instant::now());
+                        match due {
+                            Some(answers) => {
+                                tracing::warn!(%replica, %cause, answers, "an entry in the fleet's Redis is not one a replica wrote; the calls that read one go on without the fleet (`answers`: how many since the last such warning)");
+                            }
+                            None => {
+                                tracing::debug!(%replica, %cause, "an entry in the fleet's Redis is not one a replica wrote; this call goes on without the fleet");
+                            }
                         }
-                        None => {
-                            tracing::debug!(%replica, %cause, "an entry in the fleet's Redis is not one a replica wrote; this call goes on without the fleet");
-                        }
-                    }
-                    Unavailable
-                })
+                    })
+                    .ok())
             }
             Err(cause) => {
                 *lock(&self.inner.retry_at) = Some(Instant::now() + RETRY_AFTER);
