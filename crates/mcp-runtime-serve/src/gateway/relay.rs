@@ -23,7 +23,7 @@
 //!    (those the retry asked for) back to that replica as notes of the letter, in
 //!    order and before its answer; that replica passes them on to its client as if
 //!    the call ran there. A note larger than a letter may be ([`MAX_ANSWER`]) is
-//!    dropped, and logged without its text: a log message of any size would have
+//!    dropped, and logged without its text: an unbounded log message would have
 //!    Redis drop the other replica's subscription. A retry whose client goes away
 //!    stops waiting, and the keeping process cancels the resumed call, as it would
 //!    its own client's.
