@@ -77,6 +77,23 @@ pub(crate) struct InUse {
     id: SessionId,
 }
 
+/// A session the reaper is closing: once dropped, however the close ended (done,
+/// failed, or the reaper stopped), it is closing no more, and the requests waiting
+/// for it go on (invariant 1).
+struct Closing<'a> {
+    sessions: &'a Sessions,
+    id: &'a SessionId,
+}
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        if let Some(used) = lock(&self.sessions.uses).get_mut(self.id) {
+            used.closing = false;
+        }
+        self.sessions.closed.notify_waiters();
+    }
+}
+
 /// A session being opened, counted against the bound until dropped.
 pub(crate) struct Opening(Arc<Sessions>);
 
@@ -210,6 +227,10 @@ impl Sessions {
     /// their clients closed.
     pub(crate) async fn reap(&self) {
         let now = Instant::now();
+        // First, before the closes below take their time (see `Use::to_hold_again`).
+        if let Some(fleet) = &self.fleet {
+            self.hold_again(fleet).await;
+        }
         let idle: Vec<SessionId> = lock(&self.uses)
             .iter()
             .filter(|(_, used)| used.open == 0 && now.duration_since(used.last) >= self.idle)
@@ -228,6 +249,10 @@ impl Sessions {
                 }
                 used.closing = true;
             }
+            let _closing = Closing {
+                sessions: self,
+                id: &id,
+            };
             tracing::info!(session = &*id, "closing a session idle for {:?}", self.idle);
             // Forgotten once closed, and in the fleet: until then, a request for it
             // finds it closing. A session that could not be closed keeps its owner
@@ -240,13 +265,9 @@ impl Sessions {
                     lock(&self.uses).remove(&id);
                 }
                 Err(error) => {
-                    if let Some(used) = lock(&self.uses).get_mut(&id) {
-                        used.closing = false;
-                    }
                     tracing::warn!(session = &*id, %error, "an idle session could not be closed");
                 }
             }
-            self.closed.notify_waiters();
         }
         // A session in use may not be open yet: one being restored from the fleet is
         // owned here before rmcp has it.
@@ -254,7 +275,6 @@ impl Sessions {
         lock(&self.uses).retain(|id, used| used.open > 0 || open.contains_key(id));
         drop(open);
         if let Some(fleet) = &self.fleet {
-            self.hold_again(fleet).await;
             self.keep_in(fleet, now).await;
         }
     }
@@ -304,7 +324,9 @@ impl Use {
     /// response of it is still being sent here. Not more than once every half of
     /// the idle time `idle`: two copies that both send (a listen stream on each)
     /// would otherwise take it from each other at every reap, and the copy that
-    /// moved it ends idle no sooner than `idle` after it did.
+    /// moved it ends idle no sooner than `idle` after it did, while the reaper here
+    /// looks every quarter of it (or 30 s, whichever is less; 100 ms at least: an
+    /// idle time under 400 ms leaves it no margin).
     fn to_hold_again(&self, now: Instant, idle: Duration) -> bool {
         self.moved > self.settled
             && self.open > 0
@@ -463,5 +485,42 @@ mod tests {
             !used.to_hold_again(start + idle, idle),
             "nothing is sent here"
         );
+    }
+
+    #[tokio::test]
+    async fn a_request_waiting_for_a_close_goes_on_when_the_reaper_stops() {
+        let manager = Arc::new(LocalSessionManager::default());
+        let sessions = Arc::new(Sessions::new(manager.clone(), 10, Duration::ZERO, None));
+        let (id, _transport) = manager.create_session().await.unwrap();
+        sessions.own(id.clone(), "alice".into());
+        // The reaper's close waits while rmcp's sessions are read, and is stopped
+        // there, as when the listener is dropped.
+        let reading = manager.sessions.read().await;
+        let reap = tokio::spawn({
+            let sessions = sessions.clone();
+            async move { sessions.reap().await }
+        });
+        for _ in 0..1000 {
+            if lock(&sessions.uses)[&id].closing {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            lock(&sessions.uses)[&id].closing,
+            "the reaper is closing it"
+        );
+        let waiting = tokio::spawn({
+            let (sessions, id) = (sessions.clone(), id.clone());
+            async move { sessions.begin_once_closed(id).await }
+        });
+        tokio::task::yield_now().await;
+        reap.abort();
+        let _ = reap.await;
+        let begun = tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("goes on once the reaper stopped")
+            .unwrap();
+        drop((begun, reading));
     }
 }
