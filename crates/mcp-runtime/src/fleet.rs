@@ -45,8 +45,9 @@
 //!    second no call is tried; the first call that succeeds afterwards logs the
 //!    return. An answer that shows an entry no replica wrote (one of the wrong type,
 //!    a value a script cannot read, a reply of the wrong shape) fails its own call
-//!    only: its caller falls back, and the link stays up, so that a forged entry
-//!    costs what invariant 1 says and no pause of every other call. Such answers are
+//!    only (`get` reads it as absent, as invariant 1 does a forged one): its caller
+//!    falls back, and the link stays up, so that a forged entry costs what
+//!    invariant 1 says and no pause of every other call. Such answers are
 //!    logged as a warning at most once a minute, with how many came since the last,
 //!    as a key written by hand may be read on every startup; the others at debug
 //!    level.

@@ -388,9 +388,10 @@ impl Drop for Forget<'_> {
                 loop {
                     let heard = fleet.post_until_heard(&channel, payload.as_bytes(), true);
                     match heard.await {
-                        Ok(true) => return,
-                        _ if tokio::time::Instant::now() >= until => return,
-                        _ => tokio::time::sleep(fleet.inner.lease / 8).await,
+                        // Heard; or, a lease long, by no process: it is gone.
+                        Ok(_) => return,
+                        Err(_) if tokio::time::Instant::now() >= until => return,
+                        Err(_) => tokio::time::sleep(fleet.inner.lease / 8).await,
                     }
                 }
             });

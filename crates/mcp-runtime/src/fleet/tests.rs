@@ -772,6 +772,36 @@ async fn an_asker_that_loses_redis_tells_the_addressee_once_it_is_back() {
 }
 
 #[tokio::test]
+async fn a_cancel_nobody_hears_is_sent_for_a_lease_only() {
+    let redis = Redis::start();
+    let lease = Duration::from_millis(400);
+    let (owner, asker, mut letters) = correspondents(&redis, lease, "slow").await;
+    let asked = ask_slowly(&asker, &owner, b"1", Duration::MAX);
+    let letter = letters.recv().await.unwrap();
+    // The owner's process goes, and the asker's client with it: the asker's cancel
+    // finds nobody.
+    drop((letter, letters, owner));
+    let publishes = || async {
+        let stats: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut redis.client().await)
+            .await
+            .unwrap();
+        stats
+            .lines()
+            .find_map(|line| line.strip_prefix("cmdstat_publish:calls="))
+            .and_then(|rest| rest.split(',').next()?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let before = publishes().await;
+    asked.abort();
+    // Three leases: the cancel is sent again every eighth of one, for one.
+    tokio::time::sleep(lease * 3).await;
+    let sent = publishes().await - before;
+    assert!((1..=12).contains(&sent), "{sent} cancels sent");
+}
+
+#[tokio::test]
 async fn an_asker_may_wait_without_a_bound_but_its_addressees_word() {
     let redis = Redis::start();
     let (owner, asker, mut letters) = correspondents(&redis, DEFAULT_LEASE, "slow").await;
