@@ -462,14 +462,10 @@ fn sessions_full(settings: &Settings) -> Response<Body> {
         max_sessions = settings.max_sessions,
         "refused a session: the bound is reached"
     );
-    let mut response = plain(
-        StatusCode::SERVICE_UNAVAILABLE,
+    unavailable(
         "the gateway serves as many sessions as it may (`[serve] max_sessions`); try again later",
-    );
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
-    response
+        "5",
+    )
 }
 
 /// The answer to a request for a session of the fleet that this replica cannot
@@ -477,13 +473,19 @@ fn sessions_full(settings: &Settings) -> Response<Body> {
 fn fleet_unavailable() -> Response<Body> {
     // The link's failure is logged once, by the fleet: not at every request.
     tracing::debug!("a session of the fleet was not restored: its Redis gives no answer");
-    let mut response = plain(
-        StatusCode::SERVICE_UNAVAILABLE,
+    unavailable(
         "this session cannot be restored on this replica while the fleet's Redis does not answer; try again",
+        "1",
+    )
+}
+
+/// 503 saying `text`, the client asked to try again after `seconds`.
+fn unavailable(text: &'static str, seconds: &'static str) -> Response<Body> {
+    let mut response = plain(StatusCode::SERVICE_UNAVAILABLE, text);
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        header::HeaderValue::from_static(seconds),
     );
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
     response
 }
 

@@ -739,6 +739,13 @@ async fn correspond(
     (owner, asker, letters)
 }
 
+/// Returns once `letter` is cancelled; fails the test after 10 s.
+async fn cancelled(letter: &Letter) {
+    tokio::time::timeout(Duration::from_secs(10), letter.cancelled().cancelled())
+        .await
+        .expect("cancelled within 10 s");
+}
+
 /// `asker` asking `owner`'s mailbox `slow` with `body`, in a task of its own.
 fn ask_slowly(
     asker: &Fleet,
@@ -766,9 +773,7 @@ async fn an_asker_that_loses_redis_tells_the_addressee_once_it_is_back() {
     // Back within three leases, the owner hears it once its subscription is made
     // again (a second after it was lost).
     redis.restart();
-    tokio::time::timeout(Duration::from_secs(10), letter.cancelled().cancelled())
-        .await
-        .expect("cancelled within 10 s");
+    cancelled(&letter).await;
 }
 
 #[tokio::test]
@@ -888,9 +893,7 @@ async fn a_letter_whose_asker_no_process_hears_is_cancelled() {
     let letter = format!("ask:7:{gone}:slow:1");
     assert_eq!(owner.post(&channel, letter.as_bytes()).await.unwrap(), 1);
     let letter = letters.recv().await.unwrap();
-    tokio::time::timeout(Duration::from_secs(10), letter.cancelled().cancelled())
-        .await
-        .expect("cancelled within 10 s");
+    cancelled(&letter).await;
 }
 
 #[tokio::test]
@@ -948,9 +951,7 @@ async fn an_asker_that_loses_its_subscription_fails_and_its_letter_is_cancelled(
         .unwrap();
     let asked = asked.await.unwrap();
     assert!(matches!(asked, Err(AskError::Unavailable(_))), "{asked:?}");
-    tokio::time::timeout(Duration::from_secs(10), letter.cancelled().cancelled())
-        .await
-        .expect("cancelled within 10 s");
+    cancelled(&letter).await;
 }
 
 #[tokio::test]
@@ -1282,9 +1283,7 @@ async fn a_letter_redis_took_too_late_for_its_asker_is_cancelled() {
         .await
         .expect("delivered within 10 s")
         .unwrap();
-    tokio::time::timeout(Duration::from_secs(10), letter.cancelled().cancelled())
-        .await
-        .expect("cancelled within 10 s");
+    cancelled(&letter).await;
 }
 
 #[tokio::test]
