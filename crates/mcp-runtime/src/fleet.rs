@@ -153,6 +153,8 @@ struct Inner {
     waiting: Mutex<HashMap<u64, mpsc::UnboundedSender<mail::Heard>>>,
     /// The letters taken lately.
     delivered: Mutex<mail::Delivered>,
+    /// The letters this process stopped waiting for unanswered (see `mail`).
+    abandoned: Mutex<mail::Abandoned>,
     /// The letters being answered here, by sender and number: cancelled when their
     /// askers stop waiting.
     answering: Mutex<HashMap<(String, u64), tokio_util::sync::CancellationToken>>,
@@ -268,6 +270,7 @@ impl Fleet {
                 mailboxes: Mutex::default(),
                 waiting: Mutex::default(),
                 delivered: Mutex::default(),
+                abandoned: Mutex::default(),
                 answering: Mutex::default(),
                 letters: AtomicU64::new(0),
                 _subscriber: tokio_util::task::AbortOnDropHandle::new(subscriber),

@@ -39,7 +39,10 @@
 //!    ([`Letter::cancelled`]). So is a letter whose asker no process hears for a
 //!    lease of the addressee's word that it is answering: the asker's process died,
 //!    or lost its subscription and with it every waiter (an asker whose
-//!    subscription is lost fails as Redis being unavailable).
+//!    subscription is lost fails as Redis being unavailable). And a process that
+//!    hears a word or a note about a letter it stopped waiting for (within
+//!    [`REMEMBERED`]) tells its addressee again, once a lease at most: a cancel
+//!    lost while Redis was down arrives once both are back.
 
 use std::{
     collections::{HashSet, VecDeque},
@@ -373,6 +376,10 @@ struct Forget<'a> {
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
         lock(&self.fleet.inner.waiting).remove(&self.id);
+        if let Some(channel) = &self.withdraw {
+            let now = tokio::time::Instant::now();
+            lock(&self.fleet.inner.abandoned).insert(self.id, channel.clone(), now);
+        }
         // Told from a task of its own, while there is a runtime to run it.
         if let Some(channel) = self.withdraw.take()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
@@ -478,6 +485,60 @@ pub(super) fn arrived(fleet: &Fleet, channel: &str, message: &[u8]) {
     };
     if let Some(waiter) = lock(&fleet.inner.waiting).get(&id) {
         let _ = waiter.send(heard);
+        return;
+    }
+    // A word about a letter this process stopped waiting for: its addressee is
+    // still at it, so the cancel was lost (invariant 5).
+    if matches!(heard, Heard::Alive(_) | Heard::Note(..)) {
+        let now = tokio::time::Instant::now();
+        let again = lock(&fleet.inner.abandoned).cancel_again(id, now, fleet.inner.lease);
+        if let Some(channel) = again {
+            let fleet = fleet.clone();
+            let payload = format!("cancel:{id}:{}:", fleet.inner.address);
+            tokio::spawn(async move {
+                let _ = fleet.post_anyway(&channel, payload.as_bytes()).await;
+            });
+        }
+    }
+}
+
+/// The letters this process stopped waiting for unanswered, by number: their
+/// addressees' channels, and when each was last told (invariant 5); each kept for
+/// [`REMEMBERED`].
+#[derive(Default)]
+pub(super) struct Abandoned {
+    letters: std::collections::HashMap<u64, (String, tokio::time::Instant)>,
+    order: VecDeque<(tokio::time::Instant, u64)>,
+}
+
+impl Abandoned {
+    /// Letter `id` to the addressee at `channel` was given up on at `now`, and its
+    /// addressee told.
+    pub(super) fn insert(&mut self, id: u64, channel: String, now: tokio::time::Instant) {
+        while let Some(&(at, old)) = self.order.front()
+            && now.duration_since(at) >= REMEMBERED
+        {
+            self.order.pop_front();
+            self.letters.remove(&old);
+        }
+        self.letters.insert(id, (channel, now));
+        self.order.push_back((now, id));
+    }
+
+    /// The channel to tell again that letter `id` is given up on, heard of at
+    /// `now`: if it was, and was last told a `lease` ago or more.
+    pub(super) fn cancel_again(
+        &mut self,
+        id: u64,
+        now: tokio::time::Instant,
+        lease: Duration,
+    ) -> Option<String> {
+        let (channel, told) = self.letters.get_mut(&id)?;
+        if now.duration_since(*told) < lease {
+            return None;
+        }
+        *told = now;
+        Some(channel.clone())
     }
 }
 

@@ -777,6 +777,25 @@ async fn an_asker_that_loses_redis_tells_the_addressee_once_it_is_back() {
 }
 
 #[tokio::test]
+async fn an_asker_back_after_a_long_outage_tells_the_addressee_it_stopped_waiting() {
+    let mut redis = Redis::start();
+    // Longer than either takes to subscribe again once Redis is back (a second or
+    // so), so that the owner hears its asker meanwhile.
+    let lease = Duration::from_millis(1500);
+    let (owner, asker, mut letters) = correspondents(&redis, lease, "slow").await;
+    let asked = ask_slowly(&asker, &owner, b"1", Duration::MAX);
+    let letter = letters.recv().await.unwrap();
+    let _ = redis.child.kill();
+    let _ = redis.child.wait();
+    let asked = asked.await.unwrap();
+    assert!(matches!(asked, Err(AskError::Unavailable(_))), "{asked:?}");
+    // Gone for longer than the asker tells the owner while Redis fails.
+    tokio::time::sleep(lease * 3 + lease / 3).await;
+    redis.restart();
+    cancelled(&letter).await;
+}
+
+#[tokio::test]
 async fn a_cancel_nobody_hears_is_sent_for_a_lease_only() {
     let redis = Redis::start();
     let lease = Duration::from_millis(400);
@@ -1384,6 +1403,34 @@ async fn a_health_check_ends_no_pause_begun_while_its_ping_was_out() {
     *lock(&fleet.inner.retry_at) = Some(Instant::now() + RETRY_AFTER * 5);
     assert!(fleet.health().await.redis_reachable);
     assert!(fleet.paused());
+}
+
+#[test]
+fn a_letter_given_up_on_is_told_again_once_a_lease_while_remembered() {
+    let lease = Duration::from_secs(3);
+    let start = Instant::now();
+    let mut abandoned = mail::Abandoned::default();
+    abandoned.insert(7, "to:there".into(), start);
+    assert_eq!(abandoned.cancel_again(7, start + lease / 2, lease), None);
+    assert_eq!(
+        abandoned.cancel_again(7, start + lease, lease).as_deref(),
+        Some("to:there")
+    );
+    assert_eq!(
+        abandoned.cancel_again(7, start + lease * 3 / 2, lease),
+        None
+    );
+    assert_eq!(
+        abandoned.cancel_again(8, start + lease * 2, lease),
+        None,
+        "not given up on"
+    );
+    // Forgotten once remembered long enough, as another is given up on.
+    abandoned.insert(9, "to:else".into(), start + mail::REMEMBERED);
+    assert_eq!(
+        abandoned.cancel_again(7, start + mail::REMEMBERED * 2, lease),
+        None
+    );
 }
 
 #[test]
