@@ -35,8 +35,7 @@
 //!    Redis failed to take the letter in time, though it may have taken it) tells
 //!    the addressee, again for a lease while no process hears it (the addressee may
 //!    be making its subscription again) and for three while Redis fails, and the
-//!    letter is then cancelled
-//!    ([`Letter::cancelled`]). So is a letter whose asker no process hears for a
+//!    letter is then cancelled ([`Letter::cancelled`]). So is a letter whose asker no process hears for a
 //!    lease of the addressee's word that it is answering: the asker's process died,
 //!    or lost its subscription and with it every waiter (an asker whose
 //!    subscription is lost fails as Redis being unavailable). And a process that
@@ -45,7 +44,8 @@
 //!    lost while Redis was down arrives once both are back.
 
 use std::{
-    collections::{HashSet, VecDeque},
+    collections::{HashMap, VecDeque},
+    hash::Hash,
     sync::atomic::{AtomicU64, Ordering},
     time::Duration,
 };
@@ -285,6 +285,12 @@ impl Fleet {
         }
     }
 
+    /// What tells an addressee that this process stopped waiting for its letter
+    /// `id` (invariant 5).
+    fn cancel_of(&self, id: u64) -> String {
+        format!("cancel:{id}:{}:", self.inner.address)
+    }
+
     /// The channel of the process at `address` (invariant 1).
     pub(super) fn mail_channel(&self, address: &str) -> String {
         format!("{}:to:{address}", self.inner.prefix)
@@ -376,20 +382,19 @@ struct Forget<'a> {
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
         lock(&self.fleet.inner.waiting).remove(&self.id);
-        if let Some(channel) = &self.withdraw {
-            let now = tokio::time::Instant::now();
-            lock(&self.fleet.inner.abandoned).insert(self.id, channel.clone(), now);
-        }
+        let Some(channel) = self.withdraw.take() else {
+            return;
+        };
+        let now = tokio::time::Instant::now();
+        lock(&self.fleet.inner.abandoned).insert(self.id, channel.clone(), now);
         // Told from a task of its own, while there is a runtime to run it.
-        if let Some(channel) = self.withdraw.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let fleet = self.fleet.clone();
-            let payload = format!("cancel:{}:{}:", self.id, fleet.inner.address);
+            let payload = fleet.cancel_of(self.id);
             // Even within the pause after a failure: the failure may be this
-            // letter's own post.
-            // For three leases while Redis fails: the asker's subscription, lost
-            // with Redis, may come back before the addressee hears nobody.
+            // letter's own post. For three leases while Redis fails: the asker's
+            // subscription, lost with Redis, may come back before the addressee
+            // hears nobody.
             runtime.spawn(async move {
                 let until = tokio::time::Instant::now() + fleet.inner.lease * 3;
                 loop {
@@ -494,7 +499,7 @@ pub(super) fn arrived(fleet: &Fleet, channel: &str, message: &[u8]) {
         let again = lock(&fleet.inner.abandoned).cancel_again(id, now, fleet.inner.lease);
         if let Some(channel) = again {
             let fleet = fleet.clone();
-            let payload = format!("cancel:{id}:{}:", fleet.inner.address);
+            let payload = fleet.cancel_of(id);
             tokio::spawn(async move {
                 let _ = fleet.post_anyway(&channel, payload.as_bytes()).await;
             });
@@ -503,26 +508,14 @@ pub(super) fn arrived(fleet: &Fleet, channel: &str, message: &[u8]) {
 }
 
 /// The letters this process stopped waiting for unanswered, by number: their
-/// addressees' channels, and when each was last told (invariant 5); each kept for
-/// [`REMEMBERED`].
-#[derive(Default)]
-pub(super) struct Abandoned {
-    letters: std::collections::HashMap<u64, (String, tokio::time::Instant)>,
-    order: VecDeque<(tokio::time::Instant, u64)>,
-}
+/// addressees' channels, and when each was last told (invariant 5).
+pub(super) type Abandoned = Remembered<u64, (String, tokio::time::Instant)>;
 
 impl Abandoned {
     /// Letter `id` to the addressee at `channel` was given up on at `now`, and its
     /// addressee told.
     pub(super) fn insert(&mut self, id: u64, channel: String, now: tokio::time::Instant) {
-        while let Some(&(at, old)) = self.order.front()
-            && now.duration_since(at) >= REMEMBERED
-        {
-            self.order.pop_front();
-            self.letters.remove(&old);
-        }
-        self.letters.insert(id, (channel, now));
-        self.order.push_back((now, id));
+        self.keep(id, (channel, now), now);
     }
 
     /// The channel to tell again that letter `id` is given up on, heard of at
@@ -533,7 +526,7 @@ impl Abandoned {
         now: tokio::time::Instant,
         lease: Duration,
     ) -> Option<String> {
-        let (channel, told) = self.letters.get_mut(&id)?;
+        let (channel, told) = self.entries.get_mut(&id)?;
         if now.duration_since(*told) < lease {
             return None;
         }
@@ -633,34 +626,52 @@ fn first_delivery(inner: &Inner, from: &str, id: u64) -> bool {
     lock(&inner.delivered).first(from, id, tokio::time::Instant::now())
 }
 
-/// The letters taken lately, by sender and number (invariant 2): a set to find them
-/// in, and a queue in the order they came, to forget each once it is
-/// [`REMEMBERED`] long.
-#[derive(Default)]
-pub(super) struct Delivered {
-    taken: HashSet<(String, u64)>,
-    order: VecDeque<(tokio::time::Instant, (String, u64))>,
-}
+/// The letters taken lately, by sender and number (invariant 2).
+pub(super) type Delivered = Remembered<(String, u64), ()>;
 
 impl Delivered {
     /// Whether letter `id` of `from`, arriving `now`, is new; it is remembered.
     pub(super) fn first(&mut self, from: &str, id: u64, now: tokio::time::Instant) -> bool {
+        self.keep((from.to_owned(), id), (), now)
+    }
+}
+
+/// Entries kept for [`REMEMBERED`] from when each came, then forgotten: a map to find
+/// them in, and a queue in the order they came.
+pub(super) struct Remembered<K, V> {
+    entries: HashMap<K, V>,
+    order: VecDeque<(tokio::time::Instant, K)>,
+}
+
+impl<K, V> Default for Remembered<K, V> {
+    fn default() -> Self {
+        Self {
+            entries: HashMap::new(),
+            order: VecDeque::new(),
+        }
+    }
+}
+
+impl<K: Eq + Hash + Clone, V> Remembered<K, V> {
+    /// Keeps `value` under `key`, come at `now`, unless one is kept there already:
+    /// whether it is new. What came [`REMEMBERED`] before `now` is forgotten first.
+    fn keep(&mut self, key: K, value: V, now: tokio::time::Instant) -> bool {
         while let Some((at, _)) = self.order.front()
             && now.duration_since(*at) >= REMEMBERED
         {
-            if let Some((_, letter)) = self.order.pop_front() {
-                self.taken.remove(&letter);
+            if let Some((_, old)) = self.order.pop_front() {
+                self.entries.remove(&old);
             }
         }
-        let letter = (from.to_owned(), id);
-        if !self.taken.insert(letter.clone()) {
+        if self.entries.contains_key(&key) {
             return false;
         }
-        self.order.push_back((now, letter));
+        self.entries.insert(key.clone(), value);
+        self.order.push_back((now, key));
         true
     }
 
-    /// How many letters are remembered.
+    /// How many entries are remembered.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.order.len()
