@@ -1434,6 +1434,13 @@ fn a_letter_given_up_on_is_told_again_once_a_lease_while_remembered() {
 }
 
 #[test]
+fn the_longest_timeout_a_config_may_set_leaves_a_leader_its_lease() {
+    // A leader renews its lease every third of it: a renewal must be answered, or
+    // time out, before the next is due.
+    assert!(crate::config::MAX_REDIS_TIMEOUT <= DEFAULT_LEASE / 3);
+}
+
+#[test]
 fn a_bad_entry_is_warned_of_once_a_minute_with_the_answers_since() {
     let mut warnings = Warnings::default();
     let start = Instant::now();

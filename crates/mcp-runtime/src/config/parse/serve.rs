@@ -1,5 +1,7 @@
 //! The `[serve]` table and its `[serve.auth]`.
 
+use std::time::Duration;
+
 use toml::{Table, Value};
 
 use super::File;
@@ -156,20 +158,7 @@ impl File<'_> {
             None => None,
         };
         let redis_timeout = match table.get("redis_timeout_ms") {
-            Some(value) => {
-                let timeout = self
-                    .seconds(value, "serve.fleet", "redis_timeout_ms", 1e-3)
-                    .and_then(|timeout| {
-                        (timeout <= MAX_REDIS_TIMEOUT).then_some(timeout).ok_or_else(|| {
-                            self.invalid(
-                                "serve.fleet",
-                                "redis_timeout_ms",
-                                "at most 1000 (a listing's leader renews its 3-second lease every second)",
-                            )
-                        })
-                    });
-                Some(self.ok(timeout)?)
-            }
+            Some(value) => Some(self.ok(self.redis_timeout(value))?),
             None => None,
         };
         Some(ServeFleet {
@@ -178,6 +167,19 @@ impl File<'_> {
             replica,
             redis_timeout,
         })
+    }
+
+    /// `[serve.fleet] redis_timeout_ms`: positive, and at most [`MAX_REDIS_TIMEOUT`].
+    fn redis_timeout(&self, value: &Value) -> Result<Duration, ConfigError> {
+        let timeout = self.seconds(value, "serve.fleet", "redis_timeout_ms", 1e-3)?;
+        if timeout > MAX_REDIS_TIMEOUT {
+            let most = format!(
+                "at most {} (a listing's leader renews its 3-second lease every second)",
+                MAX_REDIS_TIMEOUT.as_millis()
+            );
+            return Err(self.invalid("serve.fleet", "redis_timeout_ms", &most));
+        }
+        Ok(timeout)
     }
 
     /// `[serve.auth]`: a bearer token's variable, or an OAuth resource server's
