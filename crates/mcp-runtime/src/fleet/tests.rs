@@ -113,10 +113,14 @@ impl Redis {
         }
     }
 
-    /// Stops it at once (SIGKILL), and starts it again on the same socket, empty.
-    fn restart(&mut self) {
+    /// Stops it at once (SIGKILL).
+    fn stop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Starts it again once stopped, on the same socket, empty.
+    fn restart(&mut self) {
         let _ = std::fs::remove_file(self._dir.path().join("redis.sock"));
         self.child = Self::launch(self._dir.path()).0;
     }
@@ -208,19 +212,11 @@ impl Redis {
     fn fleet_timing_out(&self, replica: &str, lease: Duration) -> Fleet {
         Fleet::connect_with(&self.url, KEY, replica, DEFAULT_TIMEOUT, lease).unwrap()
     }
-
-    /// A replica's link whose calls may take 5 s: for a test of many calls that is
-    /// not about timeouts, so that no stall of a loaded machine fails it.
-    fn patient_fleet(&self) -> Fleet {
-        let patience = Duration::from_secs(5);
-        Fleet::connect_with(&self.url, KEY, "r1", patience, DEFAULT_LEASE).unwrap()
-    }
 }
 
 impl Drop for Redis {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
     }
 }
 
@@ -518,7 +514,7 @@ async fn a_public_grant_outlives_its_revocation_count() {
 #[tokio::test]
 async fn counters_no_replica_wrote_stop_no_change_and_no_startup() {
     let redis = Redis::start();
-    let fleet = redis.patient_fleet();
+    let fleet = redis.fleet("r1", DEFAULT_LEASE);
     let mut client = redis.client().await;
     let slot = fleet.slot(&[33; 32], &[34; 32]);
     publish_granted(lead(&fleet, &slot, WINDOW).await).await;
@@ -739,6 +735,11 @@ async fn correspond(
     (owner, asker, letters)
 }
 
+/// A letter to the mailbox `slow`, from an address no process listens at.
+fn letter_from_nowhere() -> Vec<u8> {
+    format!("ask:7:{}:slow:1", "0".repeat(32)).into_bytes()
+}
+
 /// Returns once `letter` is cancelled; fails the test after 10 s.
 async fn cancelled(letter: &Letter) {
     tokio::time::timeout(Duration::from_secs(10), letter.cancelled().cancelled())
@@ -765,11 +766,10 @@ async fn an_asker_that_loses_redis_tells_the_addressee_once_it_is_back() {
     let asked = ask_slowly(&asker, &owner, b"1", Duration::from_secs(30));
     let letter = letters.recv().await.unwrap();
     // Redis goes, and the asker with it; its first words to the owner fail.
-    let _ = redis.child.kill();
-    let _ = redis.child.wait();
+    redis.stop();
     let asked = asked.await.unwrap();
     assert!(matches!(asked, Err(AskError::Unavailable(_))), "{asked:?}");
-    tokio::time::sleep(DEFAULT_LEASE / 4).await;
+    gone_unanswered(&asker).await;
     // Back within three leases, the owner hears it once its subscription is made
     // again (a second after it was lost).
     redis.restart();
@@ -785,8 +785,7 @@ async fn an_asker_back_after_a_long_outage_tells_the_addressee_it_stopped_waitin
     let (owner, asker, mut letters) = correspondents(&redis, lease, "slow").await;
     let asked = ask_slowly(&asker, &owner, b"1", Duration::MAX);
     let letter = letters.recv().await.unwrap();
-    let _ = redis.child.kill();
-    let _ = redis.child.wait();
+    redis.stop();
     let asked = asked.await.unwrap();
     assert!(matches!(asked, Err(AskError::Unavailable(_))), "{asked:?}");
     // Gone for longer than the asker tells the owner while Redis fails.
@@ -907,10 +906,11 @@ async fn a_letter_whose_asker_no_process_hears_is_cancelled() {
     subscribed(&owner).await;
     // The letter of a process that died once it was sent: none listens at its
     // address, so none hears the owner say it is answering.
-    let gone = "0".repeat(32);
     let channel = owner.mail_channel(owner.address());
-    let letter = format!("ask:7:{gone}:slow:1");
-    assert_eq!(owner.post(&channel, letter.as_bytes()).await.unwrap(), 1);
+    assert_eq!(
+        owner.post(&channel, &letter_from_nowhere()).await.unwrap(),
+        1
+    );
     let letter = letters.recv().await.unwrap();
     cancelled(&letter).await;
 }
@@ -934,8 +934,7 @@ async fn letters_that_do_not_open_are_warned_of_once_a_minute() {
             .unwrap();
     }
     // A letter sent after them arrives after them.
-    let letter = format!("ask:7:{}:slow:1", "0".repeat(32));
-    owner.post(&channel, letter.as_bytes()).await.unwrap();
+    owner.post(&channel, &letter_from_nowhere()).await.unwrap();
     letters.recv().await.unwrap();
     let warnings: Vec<String> = events
         .with_targets()
