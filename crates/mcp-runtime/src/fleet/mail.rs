@@ -34,8 +34,8 @@
 //! 5. An asker that stops waiting before the answer (its own client went away, or
 //!    Redis failed to take the letter in time, though it may have taken it) tells
 //!    the addressee, again for a lease while no process hears it (the addressee may
-//!    be making its subscription again) and for three while Redis fails, and the
-//!    letter is then cancelled ([`Letter::cancelled`]). So is a letter whose asker no process hears for a
+//!    be making its subscription again), and the letter is then cancelled
+//!    ([`Letter::cancelled`]). So is a letter whose asker no process hears for a
 //!    lease of the addressee's word that it is answering: the asker's process died,
 //!    or lost its subscription and with it every waiter (an asker whose
 //!    subscription is lost fails as Redis being unavailable). And a process that
@@ -392,20 +392,12 @@ impl Drop for Forget<'_> {
             let fleet = self.fleet.clone();
             let payload = fleet.cancel_of(self.id);
             // Even within the pause after a failure: the failure may be this
-            // letter's own post. For three leases while Redis fails: the asker's
-            // subscription, lost with Redis, may come back before the addressee
-            // hears nobody.
+            // letter's own post. One Redis fails to take is told again when the
+            // addressee's word is heard (`arrived`).
             runtime.spawn(async move {
-                let until = tokio::time::Instant::now() + fleet.inner.lease * 3;
-                loop {
-                    let heard = fleet.post_until_heard(&channel, payload.as_bytes(), true);
-                    match heard.await {
-                        // Heard; or, a lease long, by no process: it is gone.
-                        Ok(_) => return,
-                        Err(_) if tokio::time::Instant::now() >= until => return,
-                        Err(_) => tokio::time::sleep(fleet.inner.lease / 8).await,
-                    }
-                }
+                let _ = fleet
+                    .post_until_heard(&channel, payload.as_bytes(), true)
+                    .await;
             });
         }
     }

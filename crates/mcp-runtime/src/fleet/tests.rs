@@ -770,8 +770,8 @@ async fn an_asker_that_loses_redis_tells_the_addressee_once_it_is_back() {
     let asked = asked.await.unwrap();
     assert!(matches!(asked, Err(AskError::Unavailable(_))), "{asked:?}");
     gone_unanswered(&asker).await;
-    // Back within three leases, the owner hears it once its subscription is made
-    // again (a second after it was lost).
+    // Back, the owner's word about the letter reaches the asker once both are
+    // subscribed again, and the asker tells it again.
     redis.restart();
     cancelled(&letter).await;
 }
@@ -788,7 +788,8 @@ async fn an_asker_back_after_a_long_outage_tells_the_addressee_it_stopped_waitin
     redis.stop();
     let asked = asked.await.unwrap();
     assert!(matches!(asked, Err(AskError::Unavailable(_))), "{asked:?}");
-    // Gone for longer than the asker tells the owner while Redis fails.
+    // Down for longer than three leases (the outage itself, not a wait): the asker
+    // tells the owner again at the first word it hears once both are back.
     tokio::time::sleep(lease * 3 + lease / 3).await;
     redis.restart();
     cancelled(&letter).await;
