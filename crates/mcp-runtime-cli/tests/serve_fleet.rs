@@ -68,17 +68,29 @@ fn offered_capabilities(log: &Path) -> std::collections::BTreeSet<String> {
 
 /// A replica's `/healthz`, asked with a plain HTTP/1.0 request.
 fn health(url: &str) -> Value {
+    let (status, _, body) = exchange(url, "GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    assert!(
+        status.starts_with("HTTP/1.0 200") || status.starts_with("HTTP/1.1 200"),
+        "{status}"
+    );
+    serde_json::from_str(&body).unwrap()
+}
+
+/// The status line, the headers (in lower case) and the body of the answer to
+/// `request`, sent whole to the replica at `url`, which closes the connection after.
+fn exchange(url: &str, request: &str) -> (String, String, String) {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(address(url)).unwrap();
-    write!(stream, "GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     let (head, body) = response.split_once("\r\n\r\n").unwrap();
-    assert!(
-        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
-        "{head}"
-    );
-    serde_json::from_str(body).unwrap()
+    let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
+    (
+        status.to_owned(),
+        headers.to_ascii_lowercase(),
+        body.to_owned(),
+    )
 }
 
 #[test]
@@ -168,22 +180,15 @@ fn fleet_config(dir: &Path, upstream: &str, window: u32) -> std::path::PathBuf {
 /// The status line and the headers of the answer to a POST of `body` to the replica
 /// at `url`, in session `session` if any (the connection closed after it).
 fn post(url: &str, session: Option<&str>, body: &str) -> (String, String) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(address(url)).unwrap();
     let session = session.map_or(String::new(), |id| format!("Mcp-Session-Id: {id}\r\n"));
-    write!(
-        stream,
+    let request = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
          Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
          {session}Content-Length: {}\r\n\r\n{body}",
         body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (head, _) = response.split_once("\r\n\r\n").unwrap();
-    let (status, headers) = head.split_once("\r\n").unwrap();
-    (status.to_owned(), headers.to_ascii_lowercase())
+    );
+    let (status, headers, _) = exchange(url, &request);
+    (status, headers)
 }
 
 #[test]
