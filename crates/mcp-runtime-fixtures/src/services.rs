@@ -62,11 +62,9 @@ impl RedisServer {
     /// # Panics
     /// When the server is stopped or answers with something else.
     pub fn time_ms(&self) -> u64 {
-        let mut stream = UnixStream::connect(self.socket()).expect("the Redis server is up");
-        stream.write_all(b"*1\r\n$4\r\nTIME\r\n").unwrap();
         // An array of two bulk strings: seconds, then microseconds.
-        let lines: Vec<String> = BufReader::new(stream)
-            .lines()
+        let lines: Vec<String> = self
+            .send(&["TIME"])
             .take(5)
             .collect::<Result<_, _>>()
             .unwrap();
@@ -80,6 +78,28 @@ impl RedisServer {
             "TIME answered {lines:?}"
         );
         number(&lines[2]) * 1000 + number(&lines[4]) / 1000
+    }
+
+    /// Has the server run `command` (its words), as the default user, and returns
+    /// the first line of its answer: `+OK`, say.
+    ///
+    /// # Panics
+    /// When the server is stopped, or answers with an error.
+    pub fn command(&self, command: &[&str]) -> String {
+        let line = self.send(command).next().expect("an answer").unwrap();
+        assert!(!line.starts_with('-'), "{command:?} answered {line}");
+        line
+    }
+
+    /// The lines of the server's answer to `command`, sent on a connection of its own.
+    fn send(&self, command: &[&str]) -> std::io::Lines<BufReader<UnixStream>> {
+        let mut stream = UnixStream::connect(self.socket()).expect("the Redis server is up");
+        let mut request = format!("*{}\r\n", command.len());
+        for word in command {
+            request.push_str(&format!("${}\r\n{word}\r\n", word.len()));
+        }
+        stream.write_all(request.as_bytes()).unwrap();
+        BufReader::new(stream).lines()
     }
 
     /// The URL of its loopback port.
