@@ -197,22 +197,112 @@ fn a_session_asked_of_another_replica_while_redis_is_down_is_not_taken_for_ended
     let mut redis = RedisServer::start(dir.path());
     let config = fleet_config_with(dir.path(), "");
     let gateways = replicas(&config, &redis, 2);
-    let initialize = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
-    let (status, headers) = post(&gateways[0].1, None, initialize);
-    assert!(status.ends_with("200 OK"), "{status}");
-    let session = headers
-        .lines()
-        .find_map(|line| line.strip_prefix("mcp-session-id: "))
-        .expect("a session id")
-        .to_owned();
+    let session = open_session(&gateways[0].1);
 
     // The other replica cannot learn whose the session is: it does not answer 404,
     // which would have the client open a new one, but asks it to try again.
     redis.stop();
-    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
-    let (status, headers) = post(&gateways[1].1, Some(&session), ping);
+    let (status, headers) = post(&gateways[1].1, Some(&session), PING);
     assert!(status.ends_with("503 Service Unavailable"), "{status}");
     assert!(headers.contains("retry-after: 1"), "{headers}");
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+const PING: &str = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+
+/// Opens a handshake session on the replica at `url`: its id.
+fn open_session(url: &str) -> String {
+    let (status, headers) = post(url, None, INITIALIZE);
+    assert!(status.ends_with("200 OK"), "{status}");
+    headers
+        .lines()
+        .find_map(|line| line.strip_prefix("mcp-session-id: "))
+        .expect("a session id")
+        .to_owned()
+}
+
+/// How many sessions' changes the replica at `url` keeps for Redis, as its
+/// `/healthz` says.
+fn unsaved(url: &str) -> u64 {
+    let health = health(url);
+    health["fleet"]["sessions_unsaved"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{health}"))
+}
+
+/// Waits until the replica at `url` keeps `count` sessions' changes for Redis (it
+/// tries to write them every second), for 30 s at most.
+fn until_unsaved(url: &str, count: u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while unsaved(url) != count {
+        assert!(std::time::Instant::now() < deadline, "{}", health(url));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_session_opened_while_redis_is_down_moves_to_another_replica_once_it_is_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut redis = RedisServer::start(dir.path());
+    let config = fleet_config_with(dir.path(), "");
+    let gateways = replicas(&config, &redis, 2);
+    redis.stop();
+    let session = open_session(&gateways[0].1);
+    assert_eq!(unsaved(&gateways[0].1), 1);
+
+    // Back, empty: the replica writes the session then, and the other can restore it.
+    redis.resume();
+    until_unsaved(&gateways[0].1, 0);
+    let (status, _) = post(&gateways[1].1, Some(&session), PING);
+    assert!(status.ends_with("200 OK"), "{status}");
+}
+
+#[test]
+fn a_session_its_client_ended_while_redis_refused_removals_is_not_restored_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(dir.path());
+    let config = fleet_config_with(dir.path(), "");
+    let gateways = replicas(&config, &redis, 2);
+    let session = open_session(&gateways[0].1);
+
+    // Redis keeps the session's entries, and refuses their removal (a removal sent
+    // to a stalled Redis would be run once it goes on).
+    redis.command(&["ACL", "SETUSER", "default", "-del"]);
+    let delete = format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
+         Mcp-Session-Id: {session}\r\n\r\n"
+    );
+    let (status, _, _) = exchange(&gateways[0].1, &delete);
+    assert!(status.ends_with("202 Accepted"), "{status}");
+    assert_eq!(unsaved(&gateways[0].1), 1);
+
+    redis.command(&["ACL", "SETUSER", "default", "+del"]);
+    until_unsaved(&gateways[0].1, 0);
+    let (status, _) = post(&gateways[1].1, Some(&session), PING);
+    assert!(status.ends_with("404 Not Found"), "{status}");
+}
+
+#[test]
+fn a_session_closed_idle_while_redis_refused_removals_is_not_restored_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(dir.path());
+    let config = fleet_config_with(dir.path(), "session_idle_sec = 1");
+    let gateways = replicas(&config, &redis, 2);
+    let session = open_session(&gateways[0].1);
+
+    // Closed idle within a second and a quarter, its entries' removal (a script)
+    // refused.
+    redis.command(&["ACL", "SETUSER", "default", "-@scripting"]);
+    until_unsaved(&gateways[0].1, 1);
+    assert_eq!(health(&gateways[0].1)["sessions"], 0);
+    // Asked of its replica meanwhile, it is not restored from its entries there.
+    let (status, _) = post(&gateways[0].1, Some(&session), PING);
+    assert!(status.ends_with("503 Service Unavailable"), "{status}");
+
+    redis.command(&["ACL", "SETUSER", "default", "+@scripting"]);
+    until_unsaved(&gateways[0].1, 0);
+    let (status, _) = post(&gateways[1].1, Some(&session), PING);
+    assert!(status.ends_with("404 Not Found"), "{status}");
 }
 
 #[test]

@@ -56,7 +56,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use self::settings::{DRAIN, Refused, Settings};
 use self::{
-    fleet_sessions::{Claim, FleetSessions},
+    fleet_sessions::{Claim, FleetSessions, SAVE_EVERY},
     jwt::Refusal,
     resumable::Resumable,
     sessions::Sessions,
@@ -153,6 +153,17 @@ pub async fn serve(
         upstreams.clone(),
         settings.session_idle,
     )));
+    // What Redis did not take of the sessions' changes, written once it answers.
+    let _saver = front.fleet_sessions.clone().map(|fleet| {
+        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(SAVE_EVERY);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                fleet.save().await;
+            }
+        }))
+    });
     let _moves = front.fleet_sessions.as_ref().map(|fleet| {
         let (mut moves, sessions) = (fleet.moves(), sessions.clone());
         tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
@@ -295,13 +306,9 @@ async fn handle(
                 };
                 restoring = Some(slot);
                 // Held here from now: the replica it moved from, if alive, no longer
-                // removes it from the fleet when it ends its copy.
-                if fleet.take_over(id).await.is_err() {
-                    tracing::warn!(
-                        session = &**id,
-                        "the fleet's Redis gave no usable answer: the replica this session moved from may still remove it"
-                    );
-                }
+                // removes it from the fleet when it ends its copy (once Redis
+                // answers, if it does not now).
+                let _ = fleet.take_over(id).await;
                 front.sessions.own(id.clone(), principal.clone());
             }
             Claim::Refused => return Ok(plain(StatusCode::NOT_FOUND, "session not found")),
@@ -314,12 +321,9 @@ async fn handle(
     {
         // Sent back here from the replica it moved to: held here again, so that the
         // copy there, once idle, leaves the session's entries to this one.
-        match fleet.take_over(id).await {
-            Ok(()) => front.sessions.settle(id, moves),
-            Err(_) => tracing::warn!(
-                session = &**id,
-                "the fleet's Redis gave no usable answer: the replica this session came back from may remove it"
-            ),
+        // Settled only once taken here: until then, each request tries again.
+        if fleet.take_over(id).await.is_ok() {
+            front.sessions.settle(id, moves);
         }
     }
     // A session is its opener's: another principal's request is told it does not
@@ -418,6 +422,9 @@ async fn health(front: &Front) -> Response<Body> {
     });
     if let Some(fleet) = &front.settings.fleet {
         report["fleet"] = serde_json::json!(fleet.health().await);
+    }
+    if let Some(sessions) = &front.fleet_sessions {
+        report["fleet"]["sessions_unsaved"] = sessions.unsaved().await.into();
     }
     let mut response = Response::new(Full::new(Bytes::from(report.to_string())).boxed());
     response.headers_mut().insert(

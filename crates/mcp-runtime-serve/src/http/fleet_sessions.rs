@@ -25,8 +25,15 @@
 //!    listen stream): a session the load balancer sends back and forth is held
 //!    where it is served, and the copy left idle never removes what the other
 //!    uses.
+//! 5. What Redis does not take of a session's change here (opened, restored, held
+//!    again, or ended, while it gave no answer) is kept here and written every
+//!    [`SAVE_EVERY`] until it does, and the newest change of a session is the one
+//!    written: a session opened during an outage can move once Redis is back, and
+//!    one ended then is not restored after. A claim for a session ended here waits
+//!    for its removal. At most [`MAX_UNSAVED_ENDS`] ends are kept (past them, an
+//!    end's entries are left to expire, and its owner could have it restored).
 
-use std::time::Duration;
+use std::{collections::HashMap, time::Duration};
 
 use mcp_runtime::fleet::{Fleet, Unavailable};
 use rmcp::transport::streamable_http_server::session::{
@@ -48,9 +55,43 @@ const HOLDER: &str = "serve-session-holder";
 /// The mailbox where a replica hears that a session it held moved (invariant 4).
 const MOVED: &str = "serve-session-moved";
 
+/// How often the changes Redis did not take are written again (invariant 5).
+pub(crate) const SAVE_EVERY: Duration = Duration::from_secs(1);
+
+/// How many sessions' ends are kept for Redis at most (invariant 5): bounded by the
+/// sessions ended during an outage, not by those open.
+pub(crate) const MAX_UNSAVED_ENDS: usize = 100_000;
+
 /// The sessions of a fleet's replicas, in its Redis.
 pub(crate) struct FleetSessions {
     fleet: Fleet,
+    /// Held across the writing of one session's change, which a newer change of it
+    /// waits for (invariant 5).
+    unsaved: tokio::sync::Mutex<Unsaved>,
+}
+
+/// The sessions' changes Redis has not taken (invariant 5).
+#[derive(Default)]
+struct Unsaved {
+    changes: HashMap<String, Change>,
+    /// Whether the outage was logged since the changes were last all written.
+    warned: bool,
+}
+
+/// A change of a session to write to Redis (invariant 5).
+#[derive(Clone)]
+enum Change {
+    /// Opened, restored or held again here: its entries Redis did not take, then
+    /// the session held here (which keeps all its entries).
+    Held {
+        /// Boxed: most changes are ends, which should not take its size.
+        state: Option<Box<SessionState>>,
+        owner: Option<Vec<u8>>,
+    },
+    /// Ended here: its entries removed, if it is still held here.
+    Ended,
+    /// Ended by its client: its entries removed, wherever it is held.
+    Deleted,
 }
 
 /// Whether a request's principal may have a session restored here (invariant 1).
@@ -68,20 +109,19 @@ pub(crate) enum Claim {
 
 impl FleetSessions {
     pub(crate) fn new(fleet: Fleet) -> Self {
-        Self { fleet }
+        Self {
+            fleet,
+            unsaved: tokio::sync::Mutex::default(),
+        }
     }
 
-    /// Records that `principal` opened session `id` here (invariants 1 and 3).
+    /// Records that `principal` opened session `id` here (invariants 1, 3 and 5).
     pub(crate) async fn own(&self, id: &str, principal: &str) {
-        let owned = self
-            .fleet
-            .put(OWNER, id, &self.digest(principal), SESSION_TTL)
-            .await;
+        let owner = self.digest(principal);
+        let owned = self.fleet.put(OWNER, id, &owner, SESSION_TTL).await;
         if owned.is_err() || self.hold(id).await.is_err() {
-            tracing::warn!(
-                session = id,
-                "the fleet's Redis gave no usable answer: this session cannot move to another replica"
-            );
+            let owner = Some(owner);
+            self.note(id, Change::Held { state: None, owner }).await;
         }
     }
 
@@ -93,8 +133,22 @@ impl FleetSessions {
 
     /// Records that session `id`, restored here or served here again, is held here
     /// now, keeps its entries for another [`SESSION_TTL`] (invariant 3), and tells
-    /// the replica that held it (invariant 4).
+    /// the replica that held it (invariant 4). Failed, it is done once Redis answers
+    /// (invariant 5).
     pub(crate) async fn take_over(&self, id: &str) -> Result<(), Unavailable> {
+        let taken = self.take_over_now(id).await;
+        if taken.is_err() {
+            let held = Change::Held {
+                state: None,
+                owner: None,
+            };
+            self.note(id, held).await;
+        }
+        taken
+    }
+
+    /// [`FleetSessions::take_over`], once.
+    async fn take_over_now(&self, id: &str) -> Result<(), Unavailable> {
         let here = self.fleet.address();
         // Read as it is replaced: of two replicas taking the session at once, the
         // second tells the first.
@@ -131,8 +185,12 @@ impl FleetSessions {
             .await
     }
 
-    /// Whether `principal` opened session `id`, as the fleet says.
+    /// Whether `principal` opened session `id`, as the fleet says, once the change of
+    /// it Redis did not take is written (invariant 5).
     pub(crate) async fn claim(&self, id: &str, principal: &str) -> Claim {
+        if self.save_one(id).await.is_err() {
+            return Claim::Unknown;
+        }
         match self.fleet.get(OWNER, id).await {
             Ok(Some(owner)) if owner == self.digest(principal) => Claim::Owner,
             Ok(_) => Claim::Refused,
@@ -140,19 +198,121 @@ impl FleetSessions {
         }
     }
 
-    /// Forgets session `id`, if it is held here (invariant 3).
+    /// Forgets session `id`, if it is held here (invariants 3 and 5).
     pub(crate) async fn forget(&self, id: &str) {
+        // A change not written yet is replaced (invariant 5), after the writing of
+        // one under way.
+        self.unsaved.lock().await.changes.remove(id);
+        match self.end(id, &Change::Ended).await {
+            Ok(()) => {}
+            Err(_) => self.note(id, Change::Ended).await,
+        }
+    }
+
+    /// Removes the entries of session `id`, which ended as `change` says.
+    async fn end(&self, id: &str, change: &Change) -> Result<(), Unavailable> {
+        if let Change::Deleted = change {
+            return self.fleet.remove(id, &[STATE, OWNER, HOLDER]).await;
+        }
         let holder = self.fleet.address().as_bytes();
         let removed = self
             .fleet
             .remove_if(id, (HOLDER, holder), &[STATE, OWNER])
-            .await;
-        if let Ok(false) = removed {
+            .await?;
+        if !removed {
             tracing::info!(
                 session = id,
                 "a session that moved to another replica ended here; the fleet keeps it for that one"
             );
         }
+        Ok(())
+    }
+
+    /// Keeps `change` of session `id` until Redis takes it (invariant 5), in place of
+    /// an earlier one, or, for a session opened, beside what Redis did not take of
+    /// its opening.
+    async fn note(&self, id: &str, change: Change) {
+        let mut unsaved = self.unsaved.lock().await;
+        let ends = matches!(change, Change::Ended | Change::Deleted);
+        if ends && unsaved.changes.len() >= MAX_UNSAVED_ENDS && !unsaved.changes.contains_key(id) {
+            tracing::warn!(
+                session = id,
+                "the fleet's Redis gave no usable answer, and {MAX_UNSAVED_ENDS} changes wait for it: this session's entries are left to expire"
+            );
+            return;
+        }
+        let change = match (unsaved.changes.remove(id), change) {
+            (
+                Some(Change::Held { state, owner }),
+                Change::Held {
+                    state: newer_state,
+                    owner: newer_owner,
+                },
+            ) => Change::Held {
+                state: newer_state.or(state),
+                owner: newer_owner.or(owner),
+            },
+            (_, change) => change,
+        };
+        unsaved.changes.insert(id.to_owned(), change);
+        if !unsaved.warned {
+            unsaved.warned = true;
+            tracing::warn!(
+                session = id,
+                "the fleet's Redis gave no usable answer: the sessions opened, moved or ended here meanwhile are written to it once it answers"
+            );
+        }
+    }
+
+    /// Writes the changes Redis did not take (invariant 5), until it fails again.
+    pub(crate) async fn save(&self) {
+        let ids: Vec<String> = self.unsaved.lock().await.changes.keys().cloned().collect();
+        for id in ids {
+            if self.save_one(&id).await.is_err() {
+                return;
+            }
+        }
+        let mut unsaved = self.unsaved.lock().await;
+        if unsaved.warned && unsaved.changes.is_empty() {
+            unsaved.warned = false;
+            tracing::info!(
+                "the sessions opened, moved or ended while the fleet's Redis gave no answer are written to it"
+            );
+        }
+    }
+
+    /// Writes the change of session `id` Redis did not take, if there is one.
+    async fn save_one(&self, id: &str) -> Result<(), Unavailable> {
+        // Held while it is written: a newer change waits, then replaces it.
+        let mut unsaved = self.unsaved.lock().await;
+        let Some(change) = unsaved.changes.get(id).cloned() else {
+            return Ok(());
+        };
+        match &change {
+            Change::Held { state, owner } => {
+                if let Some(state) = state {
+                    self.put_state(id, state).await?;
+                }
+                if let Some(owner) = owner {
+                    self.fleet.put(OWNER, id, owner, SESSION_TTL).await?;
+                }
+                self.take_over_now(id).await?;
+            }
+            Change::Ended | Change::Deleted => self.end(id, &change).await?,
+        }
+        unsaved.changes.remove(id);
+        Ok(())
+    }
+
+    /// How many sessions have a change Redis has not taken (invariant 5).
+    pub(crate) async fn unsaved(&self) -> usize {
+        self.unsaved.lock().await.changes.len()
+    }
+
+    async fn put_state(&self, id: &str, state: &SessionState) -> Result<(), Unavailable> {
+        // A `SessionState` is JSON-serializable by construction (rmcp's own type).
+        let value = serde_json::to_vec(state).expect("a session state serializes");
+        self.fleet.put(STATE, id, &value, SESSION_TTL).await
     }
 }
 
@@ -174,20 +334,23 @@ impl SessionStore for FleetSessions {
         Ok(Some(serde_json::from_slice(&value)?))
     }
 
+    /// Failed, it is written once Redis answers (invariant 5).
     async fn store(&self, session_id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
-        let value = serde_json::to_vec(state)?;
-        Ok(self
-            .fleet
-            .put(STATE, session_id, &value, SESSION_TTL)
-            .await?)
+        if self.put_state(session_id, state).await.is_err() {
+            let state = Some(Box::new(state.clone()));
+            let held = Change::Held { state, owner: None };
+            self.note(session_id, held).await;
+        }
+        Ok(())
     }
 
     /// The client ended the session (rmcp asks only then): it is removed from the
-    /// fleet wherever it is held.
+    /// fleet wherever it is held; failed, once Redis answers (invariant 5).
     async fn delete(&self, session_id: &str) -> Result<(), SessionStoreError> {
-        Ok(self
-            .fleet
-            .remove(session_id, &[STATE, OWNER, HOLDER])
-            .await?)
+        self.unsaved.lock().await.changes.remove(session_id);
+        if self.end(session_id, &Change::Deleted).await.is_err() {
+            self.note(session_id, Change::Deleted).await;
+        }
+        Ok(())
     }
 }
