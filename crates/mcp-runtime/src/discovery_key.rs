@@ -47,7 +47,7 @@ pub(crate) struct LoginIdentity(pub(crate) [u8; 32]);
 
 impl std::fmt::Debug for LoginIdentity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let start: String = self.0[..4].iter().map(|b| format!("{b:02x}")).collect();
+        let start = hex::encode(&self.0[..4]);
         write!(f, "LoginIdentity({start}…)")
     }
 }

@@ -180,12 +180,7 @@ fn tool_identity(server: &str, tool: &str) -> String {
 /// `_` and the first 12 hex digits of the SHA-1 of `identity`.
 fn hash_suffix(identity: &str) -> String {
     let digest = Sha1::digest(identity.as_bytes());
-    let mut suffix = String::with_capacity(SUFFIX_LEN);
-    suffix.push('_');
-    for byte in &digest[..HASH_LEN / 2] {
-        suffix.push_str(&format!("{byte:02x}"));
-    }
-    suffix
+    format!("_{}", hex::encode(&digest[..HASH_LEN / 2]))
 }
 
 /// Rule 4: `namespace` and `tool` cut to end in the hash of `hash_input`.

@@ -225,7 +225,7 @@ fn new_login_id() -> String {
             .as_nanos();
         bytes = nanos.to_le_bytes();
     }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(bytes)
 }
 
 #[cfg(test)]

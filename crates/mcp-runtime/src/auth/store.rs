@@ -221,7 +221,7 @@ impl StoreKey {
             }
         }
         let digest = hash.finalize();
-        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        let hex = hex::encode(&digest[..16]);
         format!("oauth-{hex}")
     }
 }

@@ -100,7 +100,7 @@ pub(crate) struct Entry {
 
 impl Entry {
     fn path(&self) -> PathBuf {
-        let name: String = self.key.0.iter().map(|b| format!("{b:02x}")).collect();
+        let name = hex::encode(self.key.0);
         self.cache.dir.join(name)
     }
 
