@@ -268,17 +268,48 @@ fn a_session_its_client_ended_while_redis_refused_removals_is_not_restored_after
     // Redis keeps the session's entries, and refuses their removal (a removal sent
     // to a stalled Redis would be run once it goes on).
     redis.command(&["ACL", "SETUSER", "default", "-del"]);
-    let delete = format!(
-        "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
-         Mcp-Session-Id: {session}\r\n\r\n"
-    );
-    let (status, _, _) = exchange(&gateways[0].1, &delete);
+    let (status, _, _) = exchange(&gateways[0].1, &delete(&session));
     assert!(status.ends_with("202 Accepted"), "{status}");
     assert_eq!(unsaved(&gateways[0].1), 1);
 
     redis.command(&["ACL", "SETUSER", "default", "+del"]);
     until_unsaved(&gateways[0].1, 0);
     let (status, _) = post(&gateways[1].1, Some(&session), PING);
+    assert!(status.ends_with("404 Not Found"), "{status}");
+}
+
+/// Waits until the replica at `url` has `count` sessions open, for 10 s at most.
+fn until_sessions(url: &str, count: u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while health(url)["sessions"] != count {
+        assert!(std::time::Instant::now() < deadline, "{}", health(url));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The request that ends session `id`, its connection closed after the answer.
+fn delete(id: &str) -> String {
+    format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
+         Mcp-Session-Id: {id}\r\n\r\n"
+    )
+}
+
+#[test]
+fn a_session_its_client_ended_on_another_replica_is_closed_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(dir.path());
+    let config = fleet_config_with(dir.path(), "");
+    let gateways = replicas(&config, &redis, 2);
+    let session = open_session(&gateways[0].1);
+
+    // Ended through the other replica (the load balancer lost track of it): the one
+    // holding it closes it, with its servers, within 10 s; it would stay open until
+    // idle for `session_idle_sec`, 600 s.
+    let (status, _, _) = exchange(&gateways[1].1, &delete(&session));
+    assert!(status.ends_with("202 Accepted"), "{status}");
+    until_sessions(&gateways[0].1, 0);
+    let (status, _) = post(&gateways[0].1, Some(&session), PING);
     assert!(status.ends_with("404 Not Found"), "{status}");
 }
 
@@ -700,9 +731,9 @@ fn a_session_restored_past_the_bound_is_refused_and_served_on_by_its_own_replica
         "a replica with its one session open restores no other: {report}"
     );
     assert_eq!(report["home"], 200, "{report}");
-    for (_, url) in &gateways {
-        assert_eq!(health(url)["sessions"], 1, "{url}");
-    }
-    // Ending it needs no room: it is not restored for that.
+    // Ending it needs no room: it is not restored for that, and its own replica,
+    // told, closes it.
     assert_eq!(report["ended_elsewhere"], 202, "{report}");
+    assert_eq!(health(&gateways[1].1)["sessions"], 1);
+    until_sessions(&gateways[0].1, 0);
 }

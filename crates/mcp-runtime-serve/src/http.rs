@@ -164,6 +164,16 @@ pub async fn serve(
             }
         }))
     });
+    let _ends = front.fleet_sessions.as_ref().map(|fleet| {
+        let (mut ends, sessions) = (fleet.ends(), sessions.clone());
+        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+            while let Some(letter) = ends.recv().await {
+                if let Ok(id) = std::str::from_utf8(letter.body()) {
+                    sessions.ended_elsewhere(&id.into()).await;
+                }
+            }
+        }))
+    });
     let _moves = front.fleet_sessions.as_ref().map(|fleet| {
         let (mut moves, sessions) = (fleet.moves(), sessions.clone());
         tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {

@@ -14,8 +14,9 @@
 //!    client's `initialize` parameters (its name, version and capabilities).
 //! 3. Entries last [`SESSION_TTL`] from the last time the replica holding the
 //!    session kept them (when it took the session, then every [`KEEP_EVERY`] while
-//!    it is open), and are removed when the client ends the session, or when it
-//!    ends idle on the replica that holds it. The holder is the process that opened
+//!    it is open), and are removed when the client ends the session (the replica
+//!    holding it, told, closes it too), or when it ends idle on the replica that
+//!    holds it. The holder is the process that opened
 //!    or last restored the session; a replica it moved away from (one the load
 //!    balancer took for dead, say) ends its own copy without removing what the
 //!    holder uses.
@@ -54,6 +55,10 @@ const HOLDER: &str = "serve-session-holder";
 
 /// The mailbox where a replica hears that a session it held moved (invariant 4).
 const MOVED: &str = "serve-session-moved";
+
+/// The mailbox where a replica hears that a session it holds was ended by its
+/// client on another replica (invariant 3).
+const ENDED: &str = "serve-session-ended";
 
 /// How often the changes Redis did not take are written again (invariant 5).
 pub(crate) const SAVE_EVERY: Duration = Duration::from_secs(1);
@@ -178,6 +183,12 @@ impl FleetSessions {
         self.fleet.mailbox(MOVED)
     }
 
+    /// The sessions held here that their clients ended on another replica, as it
+    /// tells (invariant 3).
+    pub(crate) fn ends(&self) -> tokio::sync::mpsc::Receiver<mcp_runtime::fleet::Letter> {
+        self.fleet.mailbox(ENDED)
+    }
+
     /// Keeps session `id`'s entries for another [`SESSION_TTL`] (invariant 3).
     pub(crate) async fn keep(&self, id: &str) -> Result<(), Unavailable> {
         self.fleet
@@ -209,9 +220,24 @@ impl FleetSessions {
         }
     }
 
-    /// Removes the entries of session `id`, which ended as `change` says.
+    /// Removes the entries of session `id`, which ended as `change` says; one its
+    /// client ended, once the replica holding it, if another, is told.
     async fn end(&self, id: &str, change: &Change) -> Result<(), Unavailable> {
         if let Change::Deleted = change {
+            let here = self.fleet.address().as_bytes();
+            if let Some(holder) = self
+                .fleet
+                .get(HOLDER, id)
+                .await?
+                .filter(|holder| holder != here)
+                .and_then(|holder| String::from_utf8(holder).ok())
+            {
+                // Told meanwhile (see `take_over_now`).
+                let (fleet, id) = (self.fleet.clone(), id.to_owned());
+                tokio::spawn(async move {
+                    let _ = fleet.tell(&holder, ENDED, id.as_bytes()).await;
+                });
+            }
             return self.fleet.remove(id, &[STATE, OWNER, HOLDER]).await;
         }
         let holder = self.fleet.address().as_bytes();

@@ -181,6 +181,24 @@ impl Sessions {
         }
     }
 
+    /// Closes session `id`, which its client ended on another replica, unless the
+    /// reaper is closing it already. Forgotten at a reap once nothing of it is being
+    /// sent (a stream of it ends as the session closes).
+    pub(crate) async fn ended_elsewhere(&self, id: &SessionId) {
+        if lock(&self.uses).get(id).is_none_or(|used| used.closing) {
+            return;
+        }
+        match self.manager.close_session(id).await {
+            Ok(()) => tracing::info!(
+                session = &**id,
+                "closed a session its client ended on another replica"
+            ),
+            Err(error) => {
+                tracing::warn!(session = &**id, %error, "a session its client ended on another replica could not be closed");
+            }
+        }
+    }
+
     /// If session `id` moved away since it was held here, how many moves have been
     /// told: what [`Sessions::settle`] takes once it is held here again.
     pub(crate) fn has_moved(&self, id: &SessionId) -> Option<u64> {
