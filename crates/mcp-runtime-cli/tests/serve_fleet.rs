@@ -240,6 +240,20 @@ fn until_unsaved(url: &str, count: u64) {
     }
 }
 
+/// The status line of the answer to a POST of `body` in session `session` to the
+/// replica at `url`, asked again while it answers 503 (its link to Redis may be
+/// pausing after a failure), for 10 s at most.
+fn post_until_answered(url: &str, session: &str, body: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, _) = post(url, Some(session), body);
+        if !status.ends_with("503 Service Unavailable") || std::time::Instant::now() > deadline {
+            return status;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn a_session_opened_while_redis_is_down_moves_to_another_replica_once_it_is_back() {
     let dir = tempfile::tempdir().unwrap();
@@ -253,7 +267,7 @@ fn a_session_opened_while_redis_is_down_moves_to_another_replica_once_it_is_back
     // Back, empty: the replica writes the session then, and the other can restore it.
     redis.resume();
     until_unsaved(&gateways[0].1, 0);
-    let (status, _) = post(&gateways[1].1, Some(&session), PING);
+    let status = post_until_answered(&gateways[1].1, &session, PING);
     assert!(status.ends_with("200 OK"), "{status}");
 }
 
@@ -274,8 +288,30 @@ fn a_session_its_client_ended_while_redis_refused_removals_is_not_restored_after
 
     redis.command(&["ACL", "SETUSER", "default", "+del"]);
     until_unsaved(&gateways[0].1, 0);
-    let (status, _) = post(&gateways[1].1, Some(&session), PING);
+    let status = post_until_answered(&gateways[1].1, &session, PING);
     assert!(status.ends_with("404 Not Found"), "{status}");
+}
+
+#[test]
+fn a_session_is_restored_only_once_redis_takes_its_new_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(dir.path());
+    let config = fleet_config_with(dir.path(), "");
+    let gateways = replicas(&config, &redis, 2);
+    let session = open_session(&gateways[0].1);
+
+    // Redis reads the session's entries but takes no write: restored then, the
+    // session would stay held by the first replica, whose copy, ending idle, would
+    // remove what the second one serves.
+    redis.command(&["ACL", "SETUSER", "default", "-set"]);
+    let (status, headers) = post(&gateways[1].1, Some(&session), PING);
+    assert!(status.ends_with("503 Service Unavailable"), "{status}");
+    assert!(headers.contains("retry-after: 1"), "{headers}");
+    assert_eq!(health(&gateways[1].1)["sessions"], 0);
+
+    redis.command(&["ACL", "SETUSER", "default", "+set"]);
+    let status = post_until_answered(&gateways[1].1, &session, PING);
+    assert!(status.ends_with("200 OK"), "{status}");
 }
 
 /// Waits until the replica at `url` has `count` sessions open, for 10 s at most.
@@ -317,12 +353,11 @@ fn a_session_its_client_ended_on_another_replica_is_closed_on_its_own() {
 fn a_session_closed_idle_while_redis_refused_removals_is_not_restored_after() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start(dir.path());
-    let config = fleet_config_with(dir.path(), "session_idle_sec = 1");
+    let config = fleet_config_with(dir.path(), "session_idle_sec = 3");
     let gateways = replicas(&config, &redis, 2);
     let session = open_session(&gateways[0].1);
 
-    // Closed idle within a second and a quarter, its entries' removal (a script)
-    // refused.
+    // Closed idle within 3¾ s, its entries' removal (a script) refused.
     redis.command(&["ACL", "SETUSER", "default", "-@scripting"]);
     until_unsaved(&gateways[0].1, 1);
     assert_eq!(health(&gateways[0].1)["sessions"], 0);
@@ -332,7 +367,7 @@ fn a_session_closed_idle_while_redis_refused_removals_is_not_restored_after() {
 
     redis.command(&["ACL", "SETUSER", "default", "+@scripting"]);
     until_unsaved(&gateways[0].1, 0);
-    let (status, _) = post(&gateways[1].1, Some(&session), PING);
+    let status = post_until_answered(&gateways[1].1, &session, PING);
     assert!(status.ends_with("404 Not Found"), "{status}");
 }
 

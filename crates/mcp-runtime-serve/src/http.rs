@@ -316,9 +316,11 @@ async fn handle(
                 };
                 restoring = Some(slot);
                 // Held here from now: the replica it moved from, if alive, no longer
-                // removes it from the fleet when it ends its copy (once Redis
-                // answers, if it does not now).
-                let _ = fleet.take_over(id).await;
+                // removes it from the fleet when it ends its copy. Not restored
+                // unless Redis takes that: rmcp's restore reads it too.
+                if fleet.take_over(id).await.is_err() {
+                    return Ok(fleet_unavailable());
+                }
                 front.sessions.own(id.clone(), principal.clone());
             }
             Claim::Refused => return Ok(plain(StatusCode::NOT_FOUND, "session not found")),
@@ -434,7 +436,7 @@ async fn health(front: &Front) -> Response<Body> {
         report["fleet"] = serde_json::json!(fleet.health().await);
     }
     if let Some(sessions) = &front.fleet_sessions {
-        report["fleet"]["sessions_unsaved"] = sessions.unsaved().await.into();
+        report["fleet"]["sessions_unsaved"] = sessions.unsaved().into();
     }
     let mut response = Response::new(Full::new(Bytes::from(report.to_string())).boxed());
     response.headers_mut().insert(

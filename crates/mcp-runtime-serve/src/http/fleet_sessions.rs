@@ -26,15 +26,21 @@
 //!    listen stream): a session the load balancer sends back and forth is held
 //!    where it is served, and the copy left idle never removes what the other
 //!    uses.
-//! 5. What Redis does not take of a session's change here (opened, restored, held
-//!    again, or ended, while it gave no answer) is kept here and written every
-//!    [`SAVE_EVERY`] until it does, and the newest change of a session is the one
-//!    written: a session opened during an outage can move once Redis is back, and
-//!    one ended then is not restored after. A claim for a session ended here waits
-//!    for its removal. At most [`MAX_UNSAVED_ENDS`] ends are kept (past them, an
-//!    end's entries are left to expire, and its owner could have it restored).
+//! 5. What Redis does not take of a session opened or ended here (while it gave no
+//!    answer) is kept here and written every [`SAVE_EVERY`] until it does, the
+//!    newest change of a session the one written: a session opened during an
+//!    outage can move once Redis is back, and one ended then is not restored from
+//!    its entries by a request here (which waits for the removal). Another replica
+//!    may restore it before the removal is written, and a change is lost with the
+//!    process. At most [`MAX_UNSAVED`] changes are kept (past them, an end's
+//!    entries are left to expire). A change that fails for an entry no replica
+//!    wrote (not for the link) is dropped.
 
-use std::{collections::HashMap, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::atomic::{AtomicUsize, Ordering},
+    time::Duration,
+};
 
 use mcp_runtime::fleet::{Fleet, Unavailable};
 use rmcp::transport::streamable_http_server::session::{
@@ -63,9 +69,10 @@ const ENDED: &str = "serve-session-ended";
 /// How often the changes Redis did not take are written again (invariant 5).
 pub(crate) const SAVE_EVERY: Duration = Duration::from_secs(1);
 
-/// How many sessions' ends are kept for Redis at most (invariant 5): bounded by the
-/// sessions ended during an outage, not by those open.
-pub(crate) const MAX_UNSAVED_ENDS: usize = 100_000;
+/// How many sessions' changes are kept for Redis at most (invariant 5). Ends are
+/// bounded by the sessions ended during an outage, not by those open, so only they
+/// are refused past it.
+pub(crate) const MAX_UNSAVED: usize = 100_000;
 
 /// The sessions of a fleet's replicas, in its Redis.
 pub(crate) struct FleetSessions {
@@ -73,6 +80,9 @@ pub(crate) struct FleetSessions {
     /// Held across the writing of one session's change, which a newer change of it
     /// waits for (invariant 5).
     unsaved: tokio::sync::Mutex<Unsaved>,
+    /// How many changes `unsaved` holds, read without waiting for a write: none
+    /// means no change is being written either.
+    unsaved_count: AtomicUsize,
 }
 
 /// The sessions' changes Redis has not taken (invariant 5).
@@ -81,13 +91,15 @@ struct Unsaved {
     changes: HashMap<String, Change>,
     /// Whether the outage was logged since the changes were last all written.
     warned: bool,
+    /// Whether an end refused past [`MAX_UNSAVED`] was logged since.
+    full: bool,
 }
 
 /// A change of a session to write to Redis (invariant 5).
 #[derive(Clone)]
 enum Change {
-    /// Opened, restored or held again here: its entries Redis did not take, then
-    /// the session held here (which keeps all its entries).
+    /// Opened here: the session held here (which keeps all its entries), then its
+    /// entries Redis did not take.
     Held {
         /// Boxed: most changes are ends, which should not take its size.
         state: Option<Box<SessionState>>,
@@ -117,14 +129,22 @@ impl FleetSessions {
         Self {
             fleet,
             unsaved: tokio::sync::Mutex::default(),
+            unsaved_count: AtomicUsize::new(0),
         }
     }
 
     /// Records that `principal` opened session `id` here (invariants 1, 3 and 5).
+    /// Held first: an owner is never written without its holder, which alone may
+    /// remove it when the session ends idle.
     pub(crate) async fn own(&self, id: &str, principal: &str) {
         let owner = self.digest(principal);
-        let owned = self.fleet.put(OWNER, id, &owner, SESSION_TTL).await;
-        if owned.is_err() || self.hold(id).await.is_err() {
+        if self.hold(id).await.is_err()
+            || self
+                .fleet
+                .put(OWNER, id, &owner, SESSION_TTL)
+                .await
+                .is_err()
+        {
             let owner = Some(owner);
             self.note(id, Change::Held { state: None, owner }).await;
         }
@@ -138,22 +158,8 @@ impl FleetSessions {
 
     /// Records that session `id`, restored here or served here again, is held here
     /// now, keeps its entries for another [`SESSION_TTL`] (invariant 3), and tells
-    /// the replica that held it (invariant 4). Failed, it is done once Redis answers
-    /// (invariant 5).
+    /// the replica that held it (invariant 4).
     pub(crate) async fn take_over(&self, id: &str) -> Result<(), Unavailable> {
-        let taken = self.take_over_now(id).await;
-        if taken.is_err() {
-            let held = Change::Held {
-                state: None,
-                owner: None,
-            };
-            self.note(id, held).await;
-        }
-        taken
-    }
-
-    /// [`FleetSessions::take_over`], once.
-    async fn take_over_now(&self, id: &str) -> Result<(), Unavailable> {
         let here = self.fleet.address();
         // Read as it is replaced: of two replicas taking the session at once, the
         // second tells the first.
@@ -199,7 +205,7 @@ impl FleetSessions {
     /// Whether `principal` opened session `id`, as the fleet says, once the change of
     /// it Redis did not take is written (invariant 5).
     pub(crate) async fn claim(&self, id: &str, principal: &str) -> Claim {
-        if self.save_one(id).await.is_err() {
+        if self.unsaved_count.load(Ordering::Acquire) > 0 && self.save_one(id).await.is_err() {
             return Claim::Unknown;
         }
         match self.fleet.get(OWNER, id).await {
@@ -213,16 +219,35 @@ impl FleetSessions {
     pub(crate) async fn forget(&self, id: &str) {
         // A change not written yet is replaced (invariant 5), after the writing of
         // one under way.
-        self.unsaved.lock().await.changes.remove(id);
+        let unwritten = self.unnote(id).await;
         match self.end(id, &Change::Ended).await {
-            Ok(()) => {}
+            // Not held here: it moved, unless this replica never wrote it.
+            Ok(false) if !unwritten => tracing::info!(
+                session = id,
+                "a session that moved to another replica ended here; the fleet keeps it for that one"
+            ),
+            Ok(_) => {}
             Err(_) => self.note(id, Change::Ended).await,
         }
     }
 
+    /// Drops the change of session `id` Redis did not take, once any writing of it
+    /// is done: whether there was one.
+    async fn unnote(&self, id: &str) -> bool {
+        if self.unsaved_count.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        let mut unsaved = self.unsaved.lock().await;
+        let dropped = unsaved.changes.remove(id).is_some();
+        self.unsaved_count
+            .store(unsaved.changes.len(), Ordering::Release);
+        dropped
+    }
+
     /// Removes the entries of session `id`, which ended as `change` says; one its
-    /// client ended, once the replica holding it, if another, is told.
-    async fn end(&self, id: &str, change: &Change) -> Result<(), Unavailable> {
+    /// client ended, once the replica holding it, if another, is told. Whether they
+    /// were removed (one that ended idle is not, unless held here).
+    async fn end(&self, id: &str, change: &Change) -> Result<bool, Unavailable> {
         if let Change::Deleted = change {
             let here = self.fleet.address().as_bytes();
             if let Some(holder) = self
@@ -238,20 +263,13 @@ impl FleetSessions {
                     let _ = fleet.tell(&holder, ENDED, id.as_bytes()).await;
                 });
             }
-            return self.fleet.remove(id, &[STATE, OWNER, HOLDER]).await;
+            self.fleet.remove(id, &[STATE, OWNER, HOLDER]).await?;
+            return Ok(true);
         }
         let holder = self.fleet.address().as_bytes();
-        let removed = self
-            .fleet
+        self.fleet
             .remove_if(id, (HOLDER, holder), &[STATE, OWNER])
-            .await?;
-        if !removed {
-            tracing::info!(
-                session = id,
-                "a session that moved to another replica ended here; the fleet keeps it for that one"
-            );
-        }
-        Ok(())
+            .await
     }
 
     /// Keeps `change` of session `id` until Redis takes it (invariant 5), in place of
@@ -260,11 +278,12 @@ impl FleetSessions {
     async fn note(&self, id: &str, change: Change) {
         let mut unsaved = self.unsaved.lock().await;
         let ends = matches!(change, Change::Ended | Change::Deleted);
-        if ends && unsaved.changes.len() >= MAX_UNSAVED_ENDS && !unsaved.changes.contains_key(id) {
-            tracing::warn!(
-                session = id,
-                "the fleet's Redis gave no usable answer, and {MAX_UNSAVED_ENDS} changes wait for it: this session's entries are left to expire"
-            );
+        if ends && unsaved.changes.len() >= MAX_UNSAVED && !unsaved.changes.contains_key(id) {
+            if !std::mem::replace(&mut unsaved.full, true) {
+                tracing::warn!(
+                    "the fleet's Redis gave no usable answer, and {MAX_UNSAVED} sessions' changes wait for it: the entries of sessions ending now are left to expire"
+                );
+            }
             return;
         }
         let change = match (unsaved.changes.remove(id), change) {
@@ -281,17 +300,22 @@ impl FleetSessions {
             (_, change) => change,
         };
         unsaved.changes.insert(id.to_owned(), change);
+        self.unsaved_count
+            .store(unsaved.changes.len(), Ordering::Release);
         if !unsaved.warned {
             unsaved.warned = true;
             tracing::warn!(
                 session = id,
-                "the fleet's Redis gave no usable answer: the sessions opened, moved or ended here meanwhile are written to it once it answers"
+                "the fleet's Redis gave no usable answer: the sessions opened or ended here meanwhile are written to it once it answers"
             );
         }
     }
 
     /// Writes the changes Redis did not take (invariant 5), until it fails again.
     pub(crate) async fn save(&self) {
+        if self.unsaved_count.load(Ordering::Acquire) == 0 {
+            return;
+        }
         let ids: Vec<String> = self.unsaved.lock().await.changes.keys().cloned().collect();
         for id in ids {
             if self.save_one(&id).await.is_err() {
@@ -301,38 +325,61 @@ impl FleetSessions {
         let mut unsaved = self.unsaved.lock().await;
         if unsaved.warned && unsaved.changes.is_empty() {
             unsaved.warned = false;
+            unsaved.full = false;
             tracing::info!(
-                "the sessions opened, moved or ended while the fleet's Redis gave no answer are written to it"
+                "the sessions opened or ended while the fleet's Redis gave no answer are written to it"
             );
         }
     }
 
-    /// Writes the change of session `id` Redis did not take, if there is one.
+    /// Writes the change of session `id` Redis did not take, if there is one. A
+    /// change that failed with the link answering failed for an entry no replica
+    /// wrote, and is dropped (invariant 5).
     async fn save_one(&self, id: &str) -> Result<(), Unavailable> {
         // Held while it is written: a newer change waits, then replaces it.
         let mut unsaved = self.unsaved.lock().await;
         let Some(change) = unsaved.changes.get(id).cloned() else {
             return Ok(());
         };
-        match &change {
+        let written = self.write(id, &change).await;
+        if written.is_err() && !self.fleet.reachable() {
+            return written;
+        }
+        if written.is_err() {
+            tracing::warn!(
+                session = id,
+                "the fleet's Redis holds an entry of this session that no replica wrote: what changed of it here is not written"
+            );
+        }
+        unsaved.changes.remove(id);
+        self.unsaved_count
+            .store(unsaved.changes.len(), Ordering::Release);
+        Ok(())
+    }
+
+    /// Writes `change` of session `id`: a session held here, its holder first (see
+    /// [`FleetSessions::own`]).
+    async fn write(&self, id: &str, change: &Change) -> Result<(), Unavailable> {
+        match change {
             Change::Held { state, owner } => {
-                if let Some(state) = state {
-                    self.put_state(id, state).await?;
-                }
+                self.take_over(id).await?;
                 if let Some(owner) = owner {
                     self.fleet.put(OWNER, id, owner, SESSION_TTL).await?;
                 }
-                self.take_over_now(id).await?;
+                if let Some(state) = state {
+                    self.put_state(id, state).await?;
+                }
             }
-            Change::Ended | Change::Deleted => self.end(id, &change).await?,
+            Change::Ended | Change::Deleted => {
+                self.end(id, change).await?;
+            }
         }
-        unsaved.changes.remove(id);
         Ok(())
     }
 
     /// How many sessions have a change Redis has not taken (invariant 5).
-    pub(crate) async fn unsaved(&self) -> usize {
-        self.unsaved.lock().await.changes.len()
+    pub(crate) fn unsaved(&self) -> usize {
+        self.unsaved_count.load(Ordering::Acquire)
     }
 
     async fn put_state(&self, id: &str, state: &SessionState) -> Result<(), Unavailable> {
@@ -373,7 +420,7 @@ impl SessionStore for FleetSessions {
     /// The client ended the session (rmcp asks only then): it is removed from the
     /// fleet wherever it is held; failed, once Redis answers (invariant 5).
     async fn delete(&self, session_id: &str) -> Result<(), SessionStoreError> {
-        self.unsaved.lock().await.changes.remove(session_id);
+        self.unnote(session_id).await;
         if self.end(session_id, &Change::Deleted).await.is_err() {
             self.note(session_id, Change::Deleted).await;
         }
