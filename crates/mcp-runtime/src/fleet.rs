@@ -36,8 +36,9 @@
 //!    same counter: a startup's stamp is drawn when it first asks, lowered then to
 //!    just below the oldest attempt (in flight or answered) sent less than the burst
 //!    window before and after the server's last change; a listing may serve it if
-//!    its token is greater than that stamp. Times are Redis's own (`TIME`), never a
-//!    replica's clock.
+//!    its token is greater than that stamp. A change while it waits raises the stamp
+//!    back to the one it drew (or to the change), as the in-process registry does.
+//!    Times are Redis's own (`TIME`), never a replica's clock.
 //! 4. Every call is bounded by a short timeout. A failure of the link (no answer in
 //!    time, a lost connection, or an error of Redis itself: out of memory, loading,
 //!    authentication refused…) marks the fleet unreachable: it is logged once, with
@@ -477,13 +478,13 @@ impl Fleet {
         self.inner.lease / 4
     }
 
-    /// Looks for a listing of `slot` that a startup with fleet stamp `since` (0:
-    /// none yet, one is drawn) may take, started in a registry with burst `window`;
-    /// or makes it the leader.
+    /// Looks for a listing of `slot` that a startup with fleet `stamp` (new: one is
+    /// drawn) may take, started in a registry with burst `window`; or makes it the
+    /// leader.
     pub(crate) async fn acquire(
         &self,
         slot: &Slot,
-        since: u64,
+        stamp: Stamp,
         window: Duration,
     ) -> Result<Acquired, Unavailable> {
         static ACQUIRE: std::sync::LazyLock<Script> =
@@ -491,13 +492,17 @@ impl Fleet {
         let mut invocation = slot.invocation(&ACQUIRE);
         invocation
             .key(&slot.lease)
-            .arg(since)
+            .arg(stamp.since)
             .arg(millis(window))
             .arg(millis(self.inner.lease))
-            .arg(millis(CHANGE_MEMORY));
-        let (kind, since, value, token, now, epoch) = self
-            .bounded(invoke::<(String, u64, Vec<u8>, u64, u64, u64)>(&invocation))
+            .arg(millis(CHANGE_MEMORY))
+            .arg(stamp.drawn);
+        let (kind, since, value, token, now, epoch, drawn) = self
+            .bounded(invoke::<(String, u64, Vec<u8>, u64, u64, u64, u64)>(
+                &invocation,
+            ))
             .await?;
+        let stamp = Stamp { since, drawn };
         let key = &self.inner.key;
         let payload = |name: &str| open(key, name, &value).map(|(_, payload)| payload);
         Ok(match kind.as_str() {
@@ -519,8 +524,8 @@ impl Fleet {
             // yet (it does so at once) lapses by itself unless renewed: it is waited
             // for, as a sealed one is (a waiter waits a bounded time). A seal that
             // does not hold is another's.
-            "wait" if open(key, &slot.lease, &value).is_some() => Acquired::Wait { since },
-            "wait" if unsealed_lease(&value).is_some() => Acquired::Wait { since },
+            "wait" if open(key, &slot.lease, &value).is_some() => Acquired::Wait(stamp),
+            "wait" if unsealed_lease(&value).is_some() => Acquired::Wait(stamp),
             "lead" => {
                 let sent = unsealed_lease(&value).unwrap_or(0);
                 Acquired::Lead(Box::new(Lease::new(
@@ -772,14 +777,30 @@ impl Slot {
     }
 }
 
+/// A startup's place in the fleet's order of attempts (invariant 3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    /// The startup takes a listing stamped after this: its own stamp, or, within
+    /// the burst window of an attempt in flight as it began, just before that one.
+    since: u64,
+    /// The stamp drawn as it began: after a change, `since` is raised back to it (or
+    /// to the change), so that no attempt sent before the change serves it.
+    drawn: u64,
+}
+
+impl Stamp {
+    /// A startup's first look: a stamp is drawn.
+    pub(crate) const NEW: Self = Self { since: 0, drawn: 0 };
+}
+
 /// What the fleet has for a startup.
 pub(crate) enum Acquired {
     /// A listing the startup may take, and how long ago its request was sent.
     Take { payload: Vec<u8>, age: Duration },
     /// A listing the server granted for reuse.
     Granted(Vec<u8>),
-    /// Another replica's leader is listing: wait, then ask again with `since`.
-    Wait { since: u64 },
+    /// Another replica's leader is listing: wait, then ask again with this stamp.
+    Wait(Stamp),
     /// Nobody is listing: the startup leads, under this lease.
     Lead(Box<Lease>),
     /// An entry failed its signature check: the startup lists alone (invariant 1).
@@ -1139,10 +1160,10 @@ end
 /// KEYS: clock, changed, listing, private grant, public grant, the public key's
 /// revocation count, lease.
 /// ARGV: the startup's stamp (0: draw one), the burst window, the lease, and how long
-/// the counter is kept, in ms.
-/// Returns {kind, stamp, value, token, now, epoch}: `token` is a new leader's, `now`
-/// Redis's time, `epoch` the public key's revocation count; values are checked by the
-/// caller.
+/// the counter is kept, in ms; the stamp drawn as the startup began.
+/// Returns {kind, stamp, value, token, now, epoch, drawn}: `token` is a new leader's,
+/// `now` Redis's time, `epoch` the public key's revocation count; values are checked
+/// by the caller.
 const ACQUIRE_LUA: &str = concat!(
     lua_now_and_draw!(),
     lua_count!(),
@@ -1157,8 +1178,10 @@ local function parts(value)
   if not stamp then return nil end
   return tonumber(stamp), tonumber(sent)
 end
+local drawn = tonumber(ARGV[5]) or 0
 if since == 0 then
   since = draw(KEYS[1], ARGV[4], changed)
+  drawn = since
   -- The window is applied once, as the startup begins: an attempt sent less than
   -- the window before, and after the last change, may serve it, however long it
   -- takes; the stamp returned says so for every later look.
@@ -1171,13 +1194,17 @@ if since == 0 then
       end
     end
   end
+else
+  -- A change since the startup began voids the window's credit: no attempt sent
+  -- before the change serves it.
+  since = math.max(since, math.min(drawn, changed))
 end
 local function usable(value)
   local stamp = parts(value)
   return stamp ~= nil and stamp > since
 end
 local listing = redis.call('GET', KEYS[3])
-if listing and usable(listing) then return {'take', since, listing, 0, now, epoch or 0} end
+if listing and usable(listing) then return {'take', since, listing, 0, now, epoch or 0, drawn} end
 local function fresh(grant)
   if not grant then return false end
   local _, expires = parts(grant)
@@ -1188,15 +1215,15 @@ end
 -- count when its leader began, which no change has passed since. One put back after
 -- a change revoked it is not served.
 local grant = redis.call('GET', KEYS[4])
-if fresh(grant) and parts(grant) > changed then return {'private-grant', since, grant, 0, now, epoch or 0} end
+if fresh(grant) and parts(grant) > changed then return {'private-grant', since, grant, 0, now, epoch or 0, drawn} end
 grant = redis.call('GET', KEYS[5])
-if epoch and fresh(grant) and parts(grant) >= epoch then return {'public-grant', since, grant, 0, now, epoch} end
+if epoch and fresh(grant) and parts(grant) >= epoch then return {'public-grant', since, grant, 0, now, epoch, drawn} end
 local lease = redis.call('GET', KEYS[7])
-if lease and usable(lease) then return {'wait', since, lease, 0, now, epoch or 0} end
+if lease and usable(lease) then return {'wait', since, lease, 0, now, epoch or 0, drawn} end
 local token = draw(KEYS[1], ARGV[4], changed)
 local value = token .. ':' .. now .. ':'
 redis.call('SET', KEYS[7], value, 'PX', ARGV[3])
-return {'lead', since, value, token, now, epoch or 0}
+return {'lead', since, value, token, now, epoch or 0, drawn}
 "
 );
 

@@ -257,7 +257,7 @@ pub mod bench_support {
     pub async fn fleet_publish(fleet: &crate::fleet::Fleet, digest: [u8; 32], payload: &[u8]) {
         let slot = fleet.slot(&digest, &digest);
         let window = std::time::Duration::from_secs(60);
-        match fleet.acquire(&slot, 0, window).await {
+        match fleet.acquire(&slot, crate::fleet::Stamp::NEW, window).await {
             Ok(crate::fleet::Acquired::Lead(lease)) => lease.publish(payload, window, None).await,
             _ => panic!("the fleet is reachable and nobody leads"),
         }
@@ -272,7 +272,11 @@ pub mod bench_support {
     pub async fn fleet_round_trip(fleet: &crate::fleet::Fleet, digest: [u8; 32]) -> bool {
         let slot = fleet.slot(&digest, &digest);
         match fleet
-            .acquire(&slot, 0, std::time::Duration::from_secs(60))
+            .acquire(
+                &slot,
+                crate::fleet::Stamp::NEW,
+                std::time::Duration::from_secs(60),
+            )
             .await
         {
             Ok(crate::fleet::Acquired::Take { .. }) => true,

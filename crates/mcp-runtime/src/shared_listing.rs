@@ -716,14 +716,14 @@ impl LeaderGuard {
         }
         let watch = fleet.watch(&slot);
         let deadline = Instant::now() + FLEET_WAIT;
-        let mut since = 0;
+        let mut stamp = crate::fleet::Stamp::NEW;
         loop {
             // Enabled before asking: a publication between the answer and the wait
             // still wakes it.
             let woken = watch.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            let (payload, granted) = match fleet.acquire(&slot, since, self.window()).await {
+            let (payload, granted) = match fleet.acquire(&slot, stamp, self.window()).await {
                 Ok(Acquired::Take { payload, age }) => {
                     // Kept here within the window of when its request was sent, as
                     // the fleet's clock says: not of when this startup took it.
@@ -733,8 +733,8 @@ impl LeaderGuard {
                     (payload, false)
                 }
                 Ok(Acquired::Granted(payload)) => (payload, true),
-                Ok(Acquired::Wait { since: stamp }) => {
-                    since = stamp;
+                Ok(Acquired::Wait(next)) => {
+                    stamp = next;
                     let now = Instant::now();
                     if now >= deadline {
                         return FleetTurn::Lead(self);

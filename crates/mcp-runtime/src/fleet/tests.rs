@@ -224,7 +224,7 @@ const WINDOW: Duration = Duration::from_secs(60);
 
 /// The lease `fleet` holds once a startup on `slot`, with burst `window`, leads.
 async fn lead(fleet: &Fleet, slot: &Slot, window: Duration) -> Box<Lease> {
-    match fleet.acquire(slot, 0, window).await {
+    match fleet.acquire(slot, Stamp::NEW, window).await {
         Ok(Acquired::Lead(lease)) => lease,
         _ => panic!("the startup leads"),
     }
@@ -233,7 +233,7 @@ async fn lead(fleet: &Fleet, slot: &Slot, window: Duration) -> Box<Lease> {
 /// Whether a startup on `slot` that begins now, with no burst window, leads.
 async fn leads_now(fleet: &Fleet, slot: &Slot) -> bool {
     matches!(
-        fleet.acquire(slot, 0, Duration::ZERO).await,
+        fleet.acquire(slot, Stamp::NEW, Duration::ZERO).await,
         Ok(Acquired::Lead(_))
     )
 }
@@ -241,7 +241,7 @@ async fn leads_now(fleet: &Fleet, slot: &Slot) -> bool {
 /// Whether a startup on `slot` that begins now, with no burst window, takes a grant.
 async fn granted_now(fleet: &Fleet, slot: &Slot) -> bool {
     matches!(
-        fleet.acquire(slot, 0, Duration::ZERO).await,
+        fleet.acquire(slot, Stamp::NEW, Duration::ZERO).await,
         Ok(Acquired::Granted(_))
     )
 }
@@ -277,7 +277,7 @@ async fn a_lease_whose_leader_died_lapses_and_a_waiter_leads() {
     let leader = lead(&dead, &dead.slot(&digest, &digest), WINDOW).await;
     leader.abandon();
     let slot = alive.slot(&digest, &digest);
-    let Ok(Acquired::Wait { since }) = alive.acquire(&slot, 0, WINDOW).await else {
+    let Ok(Acquired::Wait(since)) = alive.acquire(&slot, Stamp::NEW, WINDOW).await else {
         panic!("the lease holds until it lapses");
     };
     // Looked at as a waiter does: every `poll`, until the lease has lapsed.
@@ -285,7 +285,7 @@ async fn a_lease_whose_leader_died_lapses_and_a_waiter_leads() {
     loop {
         looks += 1;
         match alive.acquire(&slot, since, WINDOW).await {
-            Ok(Acquired::Wait { .. }) => tokio::time::sleep(alive.poll()).await,
+            Ok(Acquired::Wait(_)) => tokio::time::sleep(alive.poll()).await,
             Ok(Acquired::Lead(_)) => break,
             _ => panic!("nothing else is there"),
         }
@@ -310,7 +310,7 @@ async fn a_published_listing_is_taken_and_a_replaced_leader_publishes_nothing() 
     let replacing = lead(&second, &later, Duration::ZERO).await;
     leader.publish(b"stale", WINDOW, None).await;
     replacing.publish(b"fresh", WINDOW, None).await;
-    match first.acquire(&slot, 0, WINDOW).await {
+    match first.acquire(&slot, Stamp::NEW, WINDOW).await {
         Ok(Acquired::Take { payload, .. }) => assert_eq!(payload, b"fresh"),
         _ => panic!("the replacing leader's listing is taken"),
     }
@@ -325,7 +325,7 @@ async fn a_forged_or_foreign_entry_is_never_taken() {
     let forged = seal(OTHER_KEY, &slot.listing, u64::MAX, u64::MAX, b"[]");
     redis.set(&slot.listing, forged).await;
     assert!(matches!(
-        fleet.acquire(&slot, 0, WINDOW).await,
+        fleet.acquire(&slot, Stamp::NEW, WINDOW).await,
         Ok(Acquired::Unusable)
     ));
 }
@@ -351,7 +351,7 @@ async fn a_change_revokes_the_window_and_the_grants_for_every_replica() {
     );
     assert!(
         matches!(
-            other.acquire(&other_slot, 0, WINDOW).await,
+            other.acquire(&other_slot, Stamp::NEW, WINDOW).await,
             Ok(Acquired::Lead(_))
         ),
         "neither the grant nor the listing of the window serves a later startup"
@@ -370,7 +370,7 @@ async fn a_listing_asked_for_before_a_change_grants_nothing() {
     publish_granted(leader).await;
     assert!(
         matches!(
-            fleet.acquire(&slot, 0, Duration::ZERO).await,
+            fleet.acquire(&slot, Stamp::NEW, Duration::ZERO).await,
             Ok(Acquired::Lead(_))
         ),
         "no grant from before the change serves a later startup"
@@ -387,15 +387,42 @@ async fn the_window_is_applied_once_as_a_startup_begins() {
     let digest = [10; 32];
     let _leader = lead(&leading, &leading.slot(&digest, &digest), WINDOW).await;
     let slot = waiting.slot(&digest, &digest);
-    let Ok(Acquired::Wait { since }) = waiting.acquire(&slot, 0, WINDOW).await else {
+    let Ok(Acquired::Wait(since)) = waiting.acquire(&slot, Stamp::NEW, WINDOW).await else {
         panic!("a startup within the window waits for the attempt in flight");
     };
     // Looked at again with no window left (a long `tools/list`), the startup still
     // waits for that attempt: its stamp was set when it began.
     assert!(matches!(
         waiting.acquire(&slot, since, Duration::ZERO).await,
-        Ok(Acquired::Wait { .. })
+        Ok(Acquired::Wait(_))
     ));
+}
+
+#[tokio::test]
+async fn a_change_voids_the_window_a_waiting_startup_was_given() {
+    let redis = Redis::start();
+    let (leading, waiting) = (
+        redis.fleet("leading", DEFAULT_LEASE),
+        redis.fleet("waiting", DEFAULT_LEASE),
+    );
+    let digest = [14; 32];
+    let leader = lead(&leading, &leading.slot(&digest, &digest), WINDOW).await;
+    let slot = waiting.slot(&digest, &digest);
+    let Ok(Acquired::Wait(stamp)) = waiting.acquire(&slot, Stamp::NEW, WINDOW).await else {
+        panic!("a startup within the window waits for the attempt in flight");
+    };
+    // The server changes while both wait for the leader's request; its answer,
+    // from before the change, is published all the same (its own startups began
+    // before the change too).
+    waiting.revoke(&slot).await.unwrap();
+    leader.publish(b"before the change", WINDOW, None).await;
+    assert!(
+        matches!(
+            waiting.acquire(&slot, stamp, WINDOW).await,
+            Ok(Acquired::Lead(_))
+        ),
+        "the waiting startup lists after the change rather than take the answer from before"
+    );
 }
 
 #[tokio::test]
@@ -408,7 +435,7 @@ async fn an_expired_grant_put_back_in_redis_is_never_served() {
     let old = seal(KEY, &slot.private_grant, 1, 1_000, b"[]");
     redis.set(&slot.private_grant, old).await;
     assert!(matches!(
-        fleet.acquire(&slot, 0, WINDOW).await,
+        fleet.acquire(&slot, Stamp::NEW, WINDOW).await,
         Ok(Acquired::Lead(_))
     ));
     // A fresh one is served.
@@ -416,7 +443,11 @@ async fn an_expired_grant_put_back_in_redis_is_never_served() {
     publish_granted(leader).await;
     assert!(matches!(
         fleet
-            .acquire(&fleet.slot(&[12; 32], &[12; 32]), 0, Duration::ZERO)
+            .acquire(
+                &fleet.slot(&[12; 32], &[12; 32]),
+                Stamp::NEW,
+                Duration::ZERO
+            )
             .await,
         Ok(Acquired::Granted(_))
     ));
@@ -577,7 +608,7 @@ async fn counters_no_replica_wrote_stop_no_change_and_no_startup() {
         publish_granted_publicly(leader).await;
         assert!(
             matches!(
-                fleet.acquire(&waiting, 0, Duration::ZERO).await,
+                fleet.acquire(&waiting, Stamp::NEW, Duration::ZERO).await,
                 Ok(Acquired::Granted(_))
             ),
             "{written}"
@@ -1081,7 +1112,7 @@ async fn an_entry_no_replica_wrote_fails_its_own_call_and_pauses_no_other() {
     let marked = fleet.slot(&[7; 32], &[7; 32]);
     publish_granted(lead(&fleet, &marked, WINDOW).await).await;
     redis.set(&marked.changed, b"not a number".to_vec()).await;
-    assert!(fleet.acquire(&marked, 0, WINDOW).await.is_err());
+    assert!(fleet.acquire(&marked, Stamp::NEW, WINDOW).await.is_err());
     assert!(fleet.reachable());
     // A reply the call cannot read as what it asked for.
     let mut get = redis::cmd("GET");
@@ -1120,7 +1151,7 @@ async fn an_entry_no_replica_wrote_fails_its_own_call_and_pauses_no_other() {
     let url = format!("{}?user=limited&pass=a%20password", redis.url);
     let limited = Fleet::connect_with(&url, KEY, "r2", DEFAULT_TIMEOUT, DEFAULT_LEASE).unwrap();
     limited.put("state", "s3", b"kept", WINDOW).await.unwrap();
-    assert!(limited.acquire(&other, 0, WINDOW).await.is_err());
+    assert!(limited.acquire(&other, Stamp::NEW, WINDOW).await.is_err());
     assert!(!limited.reachable());
     assert!(
         limited.get("state", "s3").await.is_err(),
