@@ -502,13 +502,25 @@ impl Fleet {
                 &invocation,
             ))
             .await?;
-        let stamp = Stamp { since, drawn };
+        // The window is applied at the startup's first look, as it begins.
+        let earliest = match stamp.since {
+            0 => now.saturating_sub(millis(window)),
+            _ => stamp.earliest,
+        };
+        let stamp = Stamp {
+            since,
+            drawn,
+            earliest,
+        };
         let key = &self.inner.key;
         let payload = |name: &str| open(key, name, &value).map(|(_, payload)| payload);
         Ok(match kind.as_str() {
             // Its age, on Redis's clock: how long ago its leader's request was sent.
+            // One sent before the window the startup began in was put back (the
+            // stamps that let it through are plain numbers): no attempt of the
+            // fleet could serve the startup that early.
             "take" => match (payload(&slot.listing), sent_of(&value)) {
-                (Some(payload), Some(sent)) => Acquired::Take {
+                (Some(payload), Some(sent)) if sent >= earliest => Acquired::Take {
                     payload,
                     age: Duration::from_millis(now.saturating_sub(sent)),
                 },
@@ -525,7 +537,13 @@ impl Fleet {
             // for, as a sealed one is (a waiter waits a bounded time). A seal that
             // does not hold is another's.
             "wait" if open(key, &slot.lease, &value).is_some() => Acquired::Wait(stamp),
-            "wait" if unsealed_lease(&value).is_some() => Acquired::Wait(stamp),
+            // Unsealed for longer than a lease, it is not a leader's.
+            "wait"
+                if unsealed_lease(&value)
+                    .is_some_and(|sent| now.saturating_sub(sent) < millis(self.inner.lease)) =>
+            {
+                Acquired::Wait(stamp)
+            }
             "lead" => {
                 let sent = unsealed_lease(&value).unwrap_or(0);
                 Acquired::Lead(Box::new(Lease::new(
@@ -786,11 +804,18 @@ pub(crate) struct Stamp {
     /// The stamp drawn as it began: after a change, `since` is raised back to it (or
     /// to the change), so that no attempt sent before the change serves it.
     drawn: u64,
+    /// The earliest time, in Redis's milliseconds, an attempt that serves it can
+    /// have been sent: the burst window before it began.
+    earliest: u64,
 }
 
 impl Stamp {
     /// A startup's first look: a stamp is drawn.
-    pub(crate) const NEW: Self = Self { since: 0, drawn: 0 };
+    pub(crate) const NEW: Self = Self {
+        since: 0,
+        drawn: 0,
+        earliest: 0,
+    };
 }
 
 /// What the fleet has for a startup.

@@ -77,7 +77,8 @@
 //! 12. A startup that would lead an attempt in its own registry first asks the fleet
 //!     (see `fleet`'s invariants): it takes a listing another runtime published that
 //!     invariants 2 and 10 would allow, or a grant, or waits for another runtime's
-//!     attempt (within `FLEET_WAIT`), or leads, publishing its answer to the fleet as
+//!     attempt (within `FLEET_WAIT`, and within half the time its startup has
+//!     left, the other half for its own `tools/list`), or leads, publishing its answer to the fleet as
 //!     well as to its own registry. Waiters in its own registry wait on it as before.
 //! 13. A server's `tools/list_changed` seen by any runtime of the fleet revokes the
 //!     fleet's grants and windows for its key, and those of every runtime's registry.
@@ -86,7 +87,7 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
-    sync::{Arc, Mutex, MutexGuard, OnceLock},
+    sync::{Arc, Mutex, MutexGuard, OnceLock, atomic::AtomicBool},
     time::Duration,
 };
 
@@ -689,19 +690,25 @@ pub(crate) enum FleetTurn {
 
 impl LeaderGuard {
     /// Asks the fleet of the registry, if it has one, for a listing this attempt may
-    /// take, waiting for another runtime's attempt if one is in flight; otherwise this
-    /// leader lists, for the fleet too when it holds the fleet's lease (invariants
-    /// 12 and 14).
-    pub(crate) async fn across_fleet(self) -> FleetTurn {
+    /// take, waiting for another runtime's attempt if one is in flight, until `until`
+    /// at the latest (`waiting` says so meanwhile); otherwise this leader lists, for
+    /// the fleet too when it holds the fleet's lease (invariants 12 and 14).
+    #[cfg_attr(not(feature = "fleet"), allow(unused_variables))]
+    pub(crate) async fn across_fleet(self, until: Instant, waiting: &AtomicBool) -> FleetTurn {
         #[cfg(feature = "fleet")]
         if let Some(fleet) = self.registry.fleet().cloned() {
-            return self.ask_fleet(fleet).await;
+            return self.ask_fleet(fleet, until, waiting).await;
         }
         FleetTurn::Lead(self)
     }
 
     #[cfg(feature = "fleet")]
-    async fn ask_fleet(mut self, fleet: crate::fleet::Fleet) -> FleetTurn {
+    async fn ask_fleet(
+        mut self,
+        fleet: crate::fleet::Fleet,
+        until: Instant,
+        waiting: &AtomicBool,
+    ) -> FleetTurn {
         use crate::fleet::Acquired;
         let slot = fleet.slot(&self.keys.private.0, &self.keys.public.0);
         // A change the fleet was not told of is told first; until it is, what the
@@ -715,7 +722,7 @@ impl LeaderGuard {
             crate::sync::lock(&link.untold).remove(&self.keys.private);
         }
         let watch = fleet.watch(&slot);
-        let deadline = Instant::now() + FLEET_WAIT;
+        let deadline = (Instant::now() + FLEET_WAIT).min(until);
         let mut stamp = crate::fleet::Stamp::NEW;
         loop {
             // Enabled before asking: a publication between the answer and the wait
@@ -739,10 +746,12 @@ impl LeaderGuard {
                     if now >= deadline {
                         return FleetTurn::Lead(self);
                     }
+                    waiting.store(true, std::sync::atomic::Ordering::Relaxed);
                     tokio::select! {
                         () = &mut woken => {}
                         () = tokio::time::sleep(fleet.poll().min(deadline - now)) => {}
                     }
+                    waiting.store(false, std::sync::atomic::Ordering::Relaxed);
                     continue;
                 }
                 Ok(Acquired::Lead(lease)) => {

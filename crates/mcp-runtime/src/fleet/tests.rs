@@ -426,6 +426,49 @@ async fn a_change_voids_the_window_a_waiting_startup_was_given() {
 }
 
 #[tokio::test]
+async fn a_listing_put_back_long_after_it_was_sent_is_not_taken() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    let digest = [15; 32];
+    let slot = fleet.slot(&digest, &digest);
+    // A genuine listing sent an hour ago, and a lease whose plain head says an
+    // attempt began just now with the first stamp: it would lower a startup's stamp
+    // below the listing's.
+    let now = redis.time_ms().await;
+    let old = seal(KEY, &slot.listing, 5, now - 3_600_000, b"[]");
+    redis.set(&slot.listing, old).await;
+    redis
+        .set(&slot.lease, format!("1:{now}:").into_bytes())
+        .await;
+    assert!(matches!(
+        fleet.acquire(&slot, Stamp::NEW, WINDOW).await,
+        Ok(Acquired::Unusable)
+    ));
+}
+
+#[tokio::test]
+async fn a_lease_left_unsealed_past_its_lifetime_is_not_waited_for() {
+    let redis = Redis::start();
+    let lease = Duration::from_millis(600);
+    let fleet = redis.fleet("r1", lease);
+    let digest = [16; 32];
+    let slot = fleet.slot(&digest, &digest);
+    // A leader seals its lease at once: one written by hand, with no expiry, would
+    // have every startup of the key wait out its bound.
+    let long_ago = redis.time_ms().await - 2 * 600;
+    redis
+        .set(
+            &slot.lease,
+            format!("99999999999999:{long_ago}:").into_bytes(),
+        )
+        .await;
+    assert!(matches!(
+        fleet.acquire(&slot, Stamp::NEW, Duration::ZERO).await,
+        Ok(Acquired::Unusable)
+    ));
+}
+
+#[tokio::test]
 async fn an_expired_grant_put_back_in_redis_is_never_served() {
     let redis = Redis::start();
     let fleet = redis.fleet("r1", DEFAULT_LEASE);
@@ -1482,4 +1525,44 @@ fn a_bad_entry_is_warned_of_once_a_minute_with_the_answers_since() {
     assert_eq!(warnings.count(at(60)), Some(3));
     assert_eq!(warnings.count(at(61)), None);
     assert_eq!(warnings.count(at(600)), Some(2));
+}
+
+#[tokio::test]
+async fn a_startup_waits_for_another_replicas_attempt_only_until_its_own_bound() {
+    use crate::shared_listing::{DiscoveryKey, FleetTurn, ListingRegistry, Next, StartupKeys};
+    let redis = Redis::start();
+    let keys = || StartupKeys {
+        private: DiscoveryKey([17; 32]),
+        public: DiscoveryKey([17 | 0x80; 32]),
+    };
+    let replica = |name: &str| {
+        ListingRegistry::new()
+            .with_burst_window(WINDOW)
+            .with_fleet(redis.fleet(name, DEFAULT_LEASE))
+    };
+    let (leading, waiting) = (replica("leading"), replica("waiting"));
+    // The first replica's attempt leads the fleet, and never ends.
+    let Next::Lead(first) = leading.begin(keys()).next() else {
+        panic!("the first startup leads its registry");
+    };
+    let FleetTurn::Lead(_first) = first
+        .across_fleet(Instant::now() + WINDOW, &AtomicBool::new(false))
+        .await
+    else {
+        panic!("the first startup leads the fleet");
+    };
+    let Next::Lead(second) = waiting.begin(keys()).next() else {
+        panic!("the second startup leads its registry");
+    };
+    // The second waits for it until its bound (its startup's time), then lists
+    // alone, long before the fleet's own bound on a wait.
+    let waited = AtomicBool::new(false);
+    let turn = tokio::time::timeout(
+        Duration::from_secs(5),
+        second.across_fleet(Instant::now() + Duration::from_millis(200), &waited),
+    )
+    .await
+    .expect("the wait ends at the startup's bound");
+    assert!(matches!(turn, FleetTurn::Lead(_)));
+    assert!(!waited.load(std::sync::atomic::Ordering::Relaxed));
 }

@@ -308,7 +308,17 @@ async fn start_one(
             connection.allows_shared_listing() && connection.uses_oauth() == identity.is_some()
         });
         let keyed = identity.map(|identity| (&endpoint, identity));
-        let tools = Box::pin(list(&connection, ticket, config, keyed, &report, &progress)).await?;
+        let deadline = began + config.startup_timeout;
+        let tools = Box::pin(list(
+            &connection,
+            ticket,
+            config,
+            keyed,
+            &report,
+            &progress,
+            deadline,
+        ))
+        .await?;
         Ok(Started { connection, tools })
     };
     let result = tokio::select! {
@@ -386,6 +396,7 @@ async fn list(
     keyed: Option<(&Endpoint, LoginIdentity)>,
     report: &Report,
     progress: &Progress,
+    deadline: Instant,
 ) -> Result<SharedTools, StartupError> {
     let own = |leader: Option<LeaderGuard>| async move {
         report.send(StartupEvent::ListingTools {
@@ -425,6 +436,11 @@ async fn list(
     let Some(mut ticket) = ticket else {
         return own(None).await;
     };
+    // A wait for another process's listing leaves half the time left to list alone.
+    let until = {
+        let now = Instant::now();
+        now + deadline.saturating_duration_since(now) / 2
+    };
     let mut announced_wait = false;
     let shared = loop {
         match ticket.next() {
@@ -433,7 +449,7 @@ async fn list(
                 progress.served_from_cache.store(true, Ordering::Relaxed);
                 break tools;
             }
-            Next::Lead(leader) => match leader.across_fleet().await {
+            Next::Lead(leader) => match leader.across_fleet(until, &progress.waiting).await {
                 FleetTurn::Lead(leader) => return own(Some(leader)).await,
                 FleetTurn::Shared { tools, granted } => {
                     progress.served_from_cache.store(granted, Ordering::Relaxed);
