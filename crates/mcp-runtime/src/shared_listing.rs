@@ -192,7 +192,8 @@ pub struct ListingRegistry {
 struct FleetLink {
     fleet: crate::fleet::Fleet,
     /// The keys whose change the fleet could not be told (see
-    /// `ListingRegistry::revoke_everywhere`).
+    /// `ListingRegistry::revoke_everywhere`): the server's private key and its
+    /// public one, which the server's other identities share.
     untold: Mutex<std::collections::HashSet<DiscoveryKey>>,
     _listener: tokio_util::task::AbortOnDropHandle<()>,
 }
@@ -452,8 +453,9 @@ impl ListingRegistry {
     ///
     /// The fleet is told first: a startup of this registry that asks it after the
     /// local revocation finds nothing from before the change. A fleet that cannot be
-    /// told is told again before this registry asks it for the key again; until then
-    /// the key's startups list alone (what the fleet holds may be stale).
+    /// told is told again before this registry asks it for the key again, or for
+    /// another identity's key of the server (which its public grants serve); until
+    /// then those startups list alone (what the fleet holds may be stale).
     pub(crate) async fn revoke_everywhere(&self, keys: &StartupKeys) {
         #[cfg(feature = "fleet")]
         if let Some(link) = &self.fleet {
@@ -462,7 +464,9 @@ impl ListingRegistry {
                 tracing::warn!(
                     "a server's tool change could not be told to the fleet: this replica lists it alone until the fleet takes the change; the others may serve its old tools until their burst windows pass or its grant expires"
                 );
-                crate::sync::lock(&link.untold).insert(keys.private);
+                let mut untold = crate::sync::lock(&link.untold);
+                untold.insert(keys.private);
+                untold.insert(keys.public);
             }
         }
         self.revoke(keys);
@@ -712,14 +716,21 @@ impl LeaderGuard {
         use crate::fleet::Acquired;
         let slot = fleet.slot(&self.keys.private.0, &self.keys.public.0);
         // A change the fleet was not told of is told first; until it is, what the
-        // fleet holds for the key may be older than the change.
+        // fleet holds for the key may be older than the change. A change of the
+        // server under another identity revokes its public grants: told through this
+        // key's slot, which raises the public key's count (another identity's own
+        // key is told when it starts).
         if let Some(link) = &self.registry.fleet
-            && crate::sync::lock(&link.untold).contains(&self.keys.private)
+            && [&self.keys.private, &self.keys.public]
+                .iter()
+                .any(|key| crate::sync::lock(&link.untold).contains(*key))
         {
             if fleet.revoke(&slot).await.is_err() {
                 return FleetTurn::Lead(self);
             }
-            crate::sync::lock(&link.untold).remove(&self.keys.private);
+            let mut untold = crate::sync::lock(&link.untold);
+            untold.remove(&self.keys.private);
+            untold.remove(&self.keys.public);
         }
         let watch = fleet.watch(&slot);
         let deadline = (Instant::now() + FLEET_WAIT).min(until);

@@ -1566,3 +1566,50 @@ async fn a_startup_waits_for_another_replicas_attempt_only_until_its_own_bound()
     assert!(matches!(turn, FleetTurn::Lead(_)));
     assert!(!waited.load(std::sync::atomic::Ordering::Relaxed));
 }
+
+#[tokio::test]
+async fn a_change_the_fleet_missed_is_told_before_another_identity_takes_a_public_grant() {
+    use crate::shared_listing::{DiscoveryKey, FleetTurn, ListingRegistry, Next, StartupKeys};
+    let redis = Redis::start();
+    let public = DiscoveryKey([20 | 0x80; 32]);
+    let identity = |n: u8| StartupKeys {
+        private: DiscoveryKey([n; 32]),
+        public,
+    };
+    // Another replica's listing, granted to every identity of the server.
+    let other = redis.fleet("other", DEFAULT_LEASE);
+    let slot = other.slot(&[20; 32], &public.0);
+    publish_granted_publicly(lead(&other, &slot, WINDOW).await).await;
+    // This replica may run no script while the server changes under one identity:
+    // the fleet is not told.
+    let mut client = redis.client().await;
+    let acl = |rules: &[&str]| {
+        let mut command = redis::cmd("ACL");
+        command.arg("SETUSER").arg("limited").arg(rules);
+        command
+    };
+    let () = acl(&["on", ">a password", "~*", "&*", "+@all", "-@scripting"])
+        .query_async(&mut client)
+        .await
+        .unwrap();
+    let url = format!("{}?user=limited&pass=a%20password", redis.url);
+    let fleet = Fleet::connect_with(&url, KEY, "here", DEFAULT_TIMEOUT, DEFAULT_LEASE).unwrap();
+    let registry = ListingRegistry::new()
+        .with_burst_window(WINDOW)
+        .with_fleet(fleet.clone());
+    registry.revoke_everywhere(&identity(21)).await;
+    let () = acl(&["+@scripting"])
+        .query_async(&mut client)
+        .await
+        .unwrap();
+    assert!(fleet.health().await.redis_reachable, "the pause is over");
+    // Another identity of the same server begins on this replica: the change it
+    // saw is told first, and the grant from before it serves nobody.
+    let Next::Lead(startup) = registry.begin(identity(22)).next() else {
+        panic!("the startup leads its registry");
+    };
+    let turn = startup
+        .across_fleet(Instant::now() + WINDOW, &AtomicBool::new(false))
+        .await;
+    assert!(matches!(turn, FleetTurn::Lead(_)));
+}
