@@ -27,11 +27,15 @@
 //!    names are derived from the fleet key too (an HMAC of the discovery key's
 //!    digest): Redis holds no digest of what servers are sent, and two fleets with
 //!    different keys share nothing.
-//! 2. One discovery key has at most one leader in the fleet: the holder of its lease,
-//!    a fencing token drawn from the key's counter (`INCR`). The leader renews the
-//!    lease while it lists; it publishes by compare-and-set on its token, so a leader
-//!    whose lease lapsed or was replaced publishes nothing. When the lease lapses (the
-//!    leader's process died), the next waiter to look takes it over.
+//! 2. One discovery key has at most one leader in the fleet that waiters wait for:
+//!    the holder of its lease, a fencing token drawn from the key's counter (`INCR`).
+//!    The leader renews the lease while it lists; it publishes by compare-and-set on
+//!    its token: a listing replaces only one of an earlier token. A startup that may
+//!    not take the answer in flight (it began after that request was sent, past the
+//!    burst window) leads its own attempt and replaces the lease; the leader it
+//!    replaced still publishes for its own waiters, unless a later attempt's listing
+//!    is there. When the lease lapses (the leader's process died), the next waiter to
+//!    look takes it over.
 //! 3. The ordering rule of the in-process registry holds across the fleet, on the
 //!    same counter: a startup's stamp is drawn when it first asks, lowered then to
 //!    just below the oldest attempt (in flight or answered) sent less than the burst
@@ -1195,7 +1199,9 @@ const ACQUIRE_LUA: &str = concat!(
     r"
 local since = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
-local changed = tonumber(redis.call('GET', KEYS[2]) or '0')
+-- A mark that is no number (written by hand) is taken for a change just now: no
+-- listing sent before this startup, and no private grant, serves it.
+local changed = tonumber(redis.call('GET', KEYS[2]) or '0') or math.huge
 -- Unreadable (written by hand): no public grant is served until a change sets it.
 local epoch = count(KEYS[6])
 local function parts(value)
@@ -1257,22 +1263,35 @@ return {'lead', since, value, token, now, epoch or 0, drawn}
 /// grant the revocation count its leader read (else empty). A listing asked for
 /// before the server's last change, or (public) before another key's change, is kept
 /// for the startups that began before it, and grants nothing: an older grant stays.
+/// A leader whose lease was replaced or lapsed publishes unless a later attempt's
+/// listing is there, and leaves the lease to its holder.
 const PUBLISH_LUA: &str = concat!(
     lua_count!(),
     r"
+local token = tonumber(ARGV[1])
 local lease = redis.call('GET', KEYS[1])
-if not lease or string.match(lease, '^(%d+):') ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+local holds = lease and string.match(lease, '^(%d+):') == ARGV[1]
+if not holds then
+  -- Replaced by a later startup's attempt: published unless that one's, or a later
+  -- one's, listing is there already.
+  local listing = redis.call('GET', KEYS[2])
+  if listing then
+    local stamp = tonumber(string.match(listing, '^(%d+):') or '')
+    if not stamp or stamp >= token then return 0 end
+  end
+end
+-- A mark that is no number (written by hand) grants nothing.
 local changed = tonumber(redis.call('GET', KEYS[4]) or '0')
-local current = true
-if ARGV[7] ~= '' then
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+local current = changed ~= nil
+if current and ARGV[7] ~= '' then
   local epoch = count(KEYS[5])
   current = epoch ~= nil and tonumber(ARGV[7]) >= epoch
 end
-if ARGV[5] ~= '0' and tonumber(ARGV[1]) > changed and current then
+if ARGV[5] ~= '0' and current and token > changed then
   redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])
 end
-redis.call('DEL', KEYS[1])
+if holds then redis.call('DEL', KEYS[1]) end
 redis.call('PUBLISH', ARGV[6], 'published')
 return 1
 "

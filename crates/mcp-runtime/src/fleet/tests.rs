@@ -294,25 +294,43 @@ async fn a_lease_whose_leader_died_lapses_and_a_waiter_leads() {
 }
 
 #[tokio::test]
-async fn a_published_listing_is_taken_and_a_replaced_leader_publishes_nothing() {
+async fn a_replaced_leader_publishes_for_its_waiters_and_never_over_a_later_listing() {
     let redis = Redis::start();
-    let (first, second) = (
+    let (first, second, third) = (
         redis.fleet("first", DEFAULT_LEASE),
         redis.fleet("second", DEFAULT_LEASE),
+        redis.fleet("third", DEFAULT_LEASE),
     );
     let digest = [4; 32];
     let slot = first.slot(&digest, &digest);
     let leader = lead(&first, &slot, WINDOW).await;
+    let waiting = third.slot(&digest, &digest);
+    let Ok(Acquired::Wait(stamp)) = third.acquire(&waiting, Stamp::NEW, WINDOW).await else {
+        panic!("a startup within the window waits for the attempt in flight");
+    };
     // A startup that begins after the lease was taken, with no burst window: the
     // attempt in flight was sent before it began, so it leads its own, replacing
     // the lease (invariant 3).
     let later = second.slot(&digest, &digest);
     let replacing = lead(&second, &later, Duration::ZERO).await;
-    leader.publish(b"stale", WINDOW, None).await;
-    replacing.publish(b"fresh", WINDOW, None).await;
+    leader.publish(b"first", WINDOW, None).await;
+    match third.acquire(&waiting, stamp, WINDOW).await {
+        Ok(Acquired::Take { payload, .. }) => assert_eq!(payload, b"first"),
+        _ => panic!("the replaced leader's waiter takes its listing"),
+    }
+    replacing.publish(b"later", WINDOW, None).await;
     match first.acquire(&slot, Stamp::NEW, WINDOW).await {
-        Ok(Acquired::Take { payload, .. }) => assert_eq!(payload, b"fresh"),
+        Ok(Acquired::Take { payload, .. }) => assert_eq!(payload, b"later"),
         _ => panic!("the replacing leader's listing is taken"),
+    }
+    // An earlier attempt, published after a later one, does not replace it.
+    let earliest = lead(&third, &waiting, Duration::ZERO).await;
+    let latest = lead(&first, &slot, Duration::ZERO).await;
+    latest.publish(b"latest", WINDOW, None).await;
+    earliest.publish(b"earliest", WINDOW, None).await;
+    match second.acquire(&later, Stamp::NEW, WINDOW).await {
+        Ok(Acquired::Take { payload, .. }) => assert_eq!(payload, b"latest"),
+        _ => panic!("the latest attempt's listing stays"),
     }
 }
 
@@ -1151,10 +1169,15 @@ async fn an_entry_no_replica_wrote_fails_its_own_call_and_pauses_no_other() {
     fleet.put("state", "s2", b"kept", WINDOW).await.unwrap();
     let other = fleet.slot(&[6; 32], &[6; 32]);
     lead(&fleet, &other, WINDOW).await.abandon();
-    // A value a script cannot read: a change mark that is no number, beside a grant.
+    // A value a script cannot read: a change mark of the wrong type, beside a grant.
     let marked = fleet.slot(&[7; 32], &[7; 32]);
     publish_granted(lead(&fleet, &marked, WINDOW).await).await;
-    redis.set(&marked.changed, b"not a number".to_vec()).await;
+    let () = redis::cmd("LPUSH")
+        .arg(&marked.changed)
+        .arg("not a number")
+        .query_async(&mut client)
+        .await
+        .unwrap();
     assert!(fleet.acquire(&marked, Stamp::NEW, WINDOW).await.is_err());
     assert!(fleet.reachable());
     // A reply the call cannot read as what it asked for.
@@ -1612,4 +1635,23 @@ async fn a_change_the_fleet_missed_is_told_before_another_identity_takes_a_publi
         .across_fleet(Instant::now() + WINDOW, &AtomicBool::new(false))
         .await;
     assert!(matches!(turn, FleetTurn::Lead(_)));
+}
+
+#[tokio::test]
+async fn a_change_mark_written_by_hand_grants_nothing_and_stops_no_listing() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    let digest = [23; 32];
+    let slot = fleet.slot(&digest, &digest);
+    redis.set(&slot.changed, b"not a number".to_vec()).await;
+    // A startup leads, and publishes: its lease released for its waiters, and its
+    // grant not kept.
+    publish_granted(lead(&fleet, &slot, WINDOW).await).await;
+    let leases: u32 = redis::cmd("EXISTS")
+        .arg(&slot.lease)
+        .query_async(&mut redis.client().await)
+        .await
+        .unwrap();
+    assert_eq!(leases, 0);
+    assert!(!granted_now(&fleet, &slot).await);
 }
