@@ -242,7 +242,7 @@ pub async fn serve(
 /// Closes idle sessions and sessionless runtimes, a few times per idle period
 /// (invariant 4).
 async fn reap(sessions: Arc<Sessions>, upstreams: Upstreams, idle: Duration) {
-    let period = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+    let period = sessions::reap_period(idle);
     let mut ticks = tokio::time::interval(period);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

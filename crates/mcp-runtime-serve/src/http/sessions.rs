@@ -337,14 +337,19 @@ impl Sessions {
     }
 }
 
+/// How often the reaper looks at the sessions idle after `idle`: every quarter of
+/// it, and at least every 30 s (see [`Use::to_hold_again`]).
+pub(crate) fn reap_period(idle: Duration) -> Duration {
+    (idle / 4).clamp(Duration::from_millis(1), Duration::from_secs(30))
+}
+
 impl Use {
     /// Whether the reaper takes the session back at `now`: it moved away while a
     /// response of it is still being sent here. Not more than once every half of
     /// the idle time `idle`: two copies that both send (a listen stream on each)
     /// would otherwise take it from each other at every reap, and the copy that
     /// moved it ends idle no sooner than `idle` after it did, while the reaper here
-    /// looks every quarter of it (or 30 s, whichever is less; 100 ms at least: an
-    /// idle time under 400 ms leaves it no margin).
+    /// looks every quarter of it, or 30 s, whichever is less ([`reap_period`]).
     fn to_hold_again(&self, now: Instant, idle: Duration) -> bool {
         self.moved > self.settled
             && self.open > 0
@@ -465,6 +470,18 @@ mod tests {
         drop(open);
         assert!(sessions.knows(second));
         drop(in_use);
+    }
+
+    #[test]
+    fn the_reaper_looks_every_quarter_of_the_idle_time_however_short() {
+        for millis in [100, 399, 4_000, 119_000] {
+            let idle = Duration::from_millis(millis);
+            assert_eq!(reap_period(idle), idle / 4, "{idle:?}");
+        }
+        assert_eq!(
+            reap_period(Duration::from_secs(600)),
+            Duration::from_secs(30)
+        );
     }
 
     #[test]
