@@ -159,3 +159,11 @@ async fn disabled_servers_are_not_started() {
     );
     runtime.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_startup_timeout_no_clock_reaches_is_no_timeout() {
+    let server = fixture("unbounded", &[]).with_startup_timeout(Duration::MAX);
+    let (runtime, _events) = start(config([server])).await;
+    assert_eq!(runtime.servers()[0].state, ServerState::Ready);
+    runtime.shutdown().await;
+}

@@ -507,7 +507,7 @@ impl Fleet {
             ))
             .await?;
         // The window is applied at the startup's first look, as it begins.
-        let earliest = match stamp.since {
+        let earliest = match stamp.drawn {
             0 => now.saturating_sub(millis(window)),
             _ => stamp.earliest,
         };
@@ -544,7 +544,7 @@ impl Fleet {
             // Unsealed for longer than a lease, it is not a leader's.
             "wait"
                 if unsealed_lease(&value)
-                    .is_some_and(|sent| now.saturating_sub(sent) < millis(self.inner.lease)) =>
+                    .is_some_and(|sent| sent <= now && now - sent < millis(self.inner.lease)) =>
             {
                 Acquired::Wait(stamp)
             }
@@ -875,10 +875,10 @@ impl Lease {
         }
     }
 
-    /// Hands `payload` to the fleet if this lease still holds the slot: kept for
-    /// `window` (a burst's) and at least long enough for the waiters to read it, and,
-    /// when `grant` names a lifetime, as the slot's granted listing (public or
-    /// private) for that long.
+    /// Hands `payload` to the fleet unless a later attempt's listing is there: kept
+    /// for `window` (a burst's) and at least long enough for the waiters to read it,
+    /// and, when `grant` names a lifetime and this lease still holds the slot, as the
+    /// slot's granted listing (public or private) for that long.
     pub(crate) async fn publish(
         mut self,
         payload: &[u8],
@@ -1210,7 +1210,9 @@ local function parts(value)
   return tonumber(stamp), tonumber(sent)
 end
 local drawn = tonumber(ARGV[5]) or 0
-if since == 0 then
+-- A startup's first look: no stamp drawn yet (its `since` may be 0 later on, just
+-- below an attempt stamped 1).
+if drawn == 0 then
   since = draw(KEYS[1], ARGV[4], changed)
   drawn = since
   -- The window is applied once, as the startup begins: an attempt sent less than
@@ -1220,7 +1222,7 @@ if since == 0 then
     local value = redis.call('GET', key)
     if value then
       local stamp, sent = parts(value)
-      if stamp and stamp > changed and now - sent < window and stamp <= since then
+      if stamp and stamp > changed and sent <= now and now - sent < window and stamp <= since then
         since = math.min(since, stamp - 1)
       end
     end
@@ -1264,7 +1266,7 @@ return {'lead', since, value, token, now, epoch or 0, drawn}
 /// before the server's last change, or (public) before another key's change, is kept
 /// for the startups that began before it, and grants nothing: an older grant stays.
 /// A leader whose lease was replaced or lapsed publishes unless a later attempt's
-/// listing is there, and leaves the lease to its holder.
+/// listing is there, grants nothing, and leaves the lease to its holder.
 const PUBLISH_LUA: &str = concat!(
     lua_count!(),
     r"
@@ -1288,7 +1290,9 @@ if current and ARGV[7] ~= '' then
   local epoch = count(KEYS[5])
   current = epoch ~= nil and tonumber(ARGV[7]) >= epoch
 end
-if ARGV[5] ~= '0' and current and token > changed then
+-- A grant only from the lease's holder: a replaced leader's answer is older than
+-- its successor's, whose grant it must not replace.
+if holds and ARGV[5] ~= '0' and current and token > changed then
   redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])
 end
 if holds then redis.call('DEL', KEYS[1]) end

@@ -194,8 +194,45 @@ struct FleetLink {
     /// The keys whose change the fleet could not be told (see
     /// `ListingRegistry::revoke_everywhere`): the server's private key and its
     /// public one, which the server's other identities share.
-    untold: Mutex<std::collections::HashSet<DiscoveryKey>>,
+    untold: Mutex<Untold>,
     _listener: tokio_util::task::AbortOnDropHandle<()>,
+}
+
+/// The keys whose server changed while the fleet could not be told, each with the
+/// number of the last such change (see `ListingRegistry::revoke_everywhere`).
+#[cfg(feature = "fleet")]
+#[derive(Default)]
+struct Untold {
+    keys: HashMap<DiscoveryKey, u64>,
+    changes: u64,
+}
+
+#[cfg(feature = "fleet")]
+impl Untold {
+    /// A change of the server of `keys` the fleet could not be told.
+    fn add(&mut self, keys: &StartupKeys) {
+        self.changes += 1;
+        self.keys.insert(keys.private, self.changes);
+        self.keys.insert(keys.public, self.changes);
+    }
+
+    /// The last change untold that a startup of `keys` must tell first, if any.
+    fn of(&self, keys: &StartupKeys) -> Option<u64> {
+        [&keys.private, &keys.public]
+            .into_iter()
+            .filter_map(|key| self.keys.get(key).copied())
+            .max()
+    }
+
+    /// The fleet was told the changes of `keys` up to the `seen`th: a later one,
+    /// untold meanwhile, stays.
+    fn told(&mut self, keys: &StartupKeys, seen: u64) {
+        for key in [&keys.private, &keys.public] {
+            if self.keys.get(key).is_some_and(|&change| change <= seen) {
+                self.keys.remove(key);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for ListingRegistry {
@@ -464,9 +501,7 @@ impl ListingRegistry {
                 tracing::warn!(
                     "a server's tool change could not be told to the fleet: this replica lists it alone until the fleet takes the change; the others may serve its old tools until their burst windows pass or its grant expires"
                 );
-                let mut untold = crate::sync::lock(&link.untold);
-                untold.insert(keys.private);
-                untold.insert(keys.public);
+                crate::sync::lock(&link.untold).add(keys);
             }
         }
         self.revoke(keys);
@@ -695,10 +730,15 @@ pub(crate) enum FleetTurn {
 impl LeaderGuard {
     /// Asks the fleet of the registry, if it has one, for a listing this attempt may
     /// take, waiting for another runtime's attempt if one is in flight, until `until`
-    /// at the latest (`waiting` says so meanwhile); otherwise this leader lists, for
-    /// the fleet too when it holds the fleet's lease (invariants 12 and 14).
+    /// at the latest, if given (`waiting` says so meanwhile); otherwise this leader
+    /// lists, for the fleet too when it holds the fleet's lease (invariants 12 and
+    /// 14).
     #[cfg_attr(not(feature = "fleet"), allow(unused_variables))]
-    pub(crate) async fn across_fleet(self, until: Instant, waiting: &AtomicBool) -> FleetTurn {
+    pub(crate) async fn across_fleet(
+        self,
+        until: Option<Instant>,
+        waiting: &AtomicBool,
+    ) -> FleetTurn {
         #[cfg(feature = "fleet")]
         if let Some(fleet) = self.registry.fleet().cloned() {
             return self.ask_fleet(fleet, until, waiting).await;
@@ -710,7 +750,7 @@ impl LeaderGuard {
     async fn ask_fleet(
         mut self,
         fleet: crate::fleet::Fleet,
-        until: Instant,
+        until: Option<Instant>,
         waiting: &AtomicBool,
     ) -> FleetTurn {
         use crate::fleet::Acquired;
@@ -720,20 +760,19 @@ impl LeaderGuard {
         // server under another identity revokes its public grants: told through this
         // key's slot, which raises the public key's count (another identity's own
         // key is told when it starts).
-        if let Some(link) = &self.registry.fleet
-            && [&self.keys.private, &self.keys.public]
-                .iter()
-                .any(|key| crate::sync::lock(&link.untold).contains(*key))
-        {
+        let untold = (self.registry.fleet.as_ref())
+            .and_then(|link| crate::sync::lock(&link.untold).of(&self.keys));
+        if let Some(seen) = untold {
             if fleet.revoke(&slot).await.is_err() {
                 return FleetTurn::Lead(self);
             }
-            let mut untold = crate::sync::lock(&link.untold);
-            untold.remove(&self.keys.private);
-            untold.remove(&self.keys.public);
+            if let Some(link) = &self.registry.fleet {
+                crate::sync::lock(&link.untold).told(&self.keys, seen);
+            }
         }
         let watch = fleet.watch(&slot);
-        let deadline = (Instant::now() + FLEET_WAIT).min(until);
+        let deadline = Instant::now() + FLEET_WAIT;
+        let deadline = until.map_or(deadline, |until| deadline.min(until));
         let mut stamp = crate::fleet::Stamp::NEW;
         loop {
             // Enabled before asking: a publication between the answer and the wait

@@ -455,6 +455,8 @@ async fn a_listing_put_back_long_after_it_was_sent_is_not_taken() {
     let now = redis.time_ms().await;
     let old = seal(KEY, &slot.listing, 5, now - 3_600_000, b"[]");
     redis.set(&slot.listing, old).await;
+    // Later startups draw later stamps: only the lease's head lets the listing in.
+    redis.set(&slot.clock, b"100".to_vec()).await;
     redis
         .set(&slot.lease, format!("1:{now}:").into_bytes())
         .await;
@@ -1568,26 +1570,29 @@ async fn a_startup_waits_for_another_replicas_attempt_only_until_its_own_bound()
     let Next::Lead(first) = leading.begin(keys()).next() else {
         panic!("the first startup leads its registry");
     };
-    let FleetTurn::Lead(_first) = first
-        .across_fleet(Instant::now() + WINDOW, &AtomicBool::new(false))
-        .await
-    else {
+    let FleetTurn::Lead(_first) = first.across_fleet(None, &AtomicBool::new(false)).await else {
         panic!("the first startup leads the fleet");
     };
     let Next::Lead(second) = waiting.begin(keys()).next() else {
         panic!("the second startup leads its registry");
     };
-    // The second waits for it until its bound (its startup's time), then lists
-    // alone, long before the fleet's own bound on a wait.
-    let waited = AtomicBool::new(false);
-    let turn = tokio::time::timeout(
+    // The second waits for it until its bound (its startup's time), saying so
+    // meanwhile, then lists alone, long before the fleet's own bound on a wait.
+    let waiting = AtomicBool::new(false);
+    let said = async {
+        while !waiting.load(std::sync::atomic::Ordering::Relaxed) {
+            tokio::task::yield_now().await;
+        }
+    };
+    let bound = Some(Instant::now() + Duration::from_secs(1));
+    let (turn, ()) = tokio::time::timeout(
         Duration::from_secs(5),
-        second.across_fleet(Instant::now() + Duration::from_millis(200), &waited),
+        futures::future::join(second.across_fleet(bound, &waiting), said),
     )
     .await
-    .expect("the wait ends at the startup's bound");
+    .expect("the wait ends at the startup's bound, and says it is waiting");
     assert!(matches!(turn, FleetTurn::Lead(_)));
-    assert!(!waited.load(std::sync::atomic::Ordering::Relaxed));
+    assert!(!waiting.load(std::sync::atomic::Ordering::Relaxed));
 }
 
 #[tokio::test]
@@ -1631,9 +1636,7 @@ async fn a_change_the_fleet_missed_is_told_before_another_identity_takes_a_publi
     let Next::Lead(startup) = registry.begin(identity(22)).next() else {
         panic!("the startup leads its registry");
     };
-    let turn = startup
-        .across_fleet(Instant::now() + WINDOW, &AtomicBool::new(false))
-        .await;
+    let turn = startup.across_fleet(None, &AtomicBool::new(false)).await;
     assert!(matches!(turn, FleetTurn::Lead(_)));
 }
 
@@ -1653,5 +1656,49 @@ async fn a_change_mark_written_by_hand_grants_nothing_and_stops_no_listing() {
         .await
         .unwrap();
     assert_eq!(leases, 0);
-    assert!(!granted_now(&fleet, &slot).await);
+    let grants: u32 = redis::cmd("EXISTS")
+        .arg(&slot.private_grant)
+        .query_async(&mut redis.client().await)
+        .await
+        .unwrap();
+    assert_eq!(grants, 0);
+}
+
+#[tokio::test]
+async fn a_replaced_leader_grants_nothing() {
+    let redis = Redis::start();
+    let (first, second) = (
+        redis.fleet("first", DEFAULT_LEASE),
+        redis.fleet("second", DEFAULT_LEASE),
+    );
+    let digest = [24; 32];
+    let slot = first.slot(&digest, &digest);
+    let replaced = lead(&first, &slot, WINDOW).await;
+    let replacing = lead(&second, &second.slot(&digest, &digest), Duration::ZERO).await;
+    replacing.publish(b"later", WINDOW, None).await;
+    // Its listing gone (kept a burst's time), the replaced leader publishes its own,
+    // older, and no grant: the later attempt's grant, had it one, would stand.
+    let () = redis::cmd("DEL")
+        .arg(&slot.listing)
+        .query_async(&mut redis.client().await)
+        .await
+        .unwrap();
+    publish_granted(replaced).await;
+    assert!(!granted_now(&first, &slot).await);
+}
+
+#[tokio::test]
+async fn a_lease_dated_ahead_of_redis_is_not_waited_for() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    let digest = [25; 32];
+    let slot = fleet.slot(&digest, &digest);
+    let ahead = redis.time_ms().await + 3_600_000;
+    redis
+        .set(&slot.lease, format!("99999999999999:{ahead}:").into_bytes())
+        .await;
+    assert!(matches!(
+        fleet.acquire(&slot, Stamp::NEW, WINDOW).await,
+        Ok(Acquired::Unusable)
+    ));
 }

@@ -308,7 +308,8 @@ async fn start_one(
             connection.allows_shared_listing() && connection.uses_oauth() == identity.is_some()
         });
         let keyed = identity.map(|identity| (&endpoint, identity));
-        let deadline = began + config.startup_timeout;
+        // None for a timeout no clock reaches (`Duration::MAX`, say).
+        let deadline = began.checked_add(config.startup_timeout);
         let tools = Box::pin(list(
             &connection,
             ticket,
@@ -396,7 +397,7 @@ async fn list(
     keyed: Option<(&Endpoint, LoginIdentity)>,
     report: &Report,
     progress: &Progress,
-    deadline: Instant,
+    deadline: Option<Instant>,
 ) -> Result<SharedTools, StartupError> {
     let own = |leader: Option<LeaderGuard>| async move {
         report.send(StartupEvent::ListingTools {
@@ -437,10 +438,10 @@ async fn list(
         return own(None).await;
     };
     // A wait for another process's listing leaves half the time left to list alone.
-    let until = {
+    let until = deadline.map(|deadline| {
         let now = Instant::now();
         now + deadline.saturating_duration_since(now) / 2
-    };
+    });
     let mut announced_wait = false;
     let shared = loop {
         match ticket.next() {

@@ -760,3 +760,26 @@ fn startups_offering_other_capabilities_do_not_share() {
         DiscoveryKey::era(&with_roots, "default", "s", &endpoint, &local)
     );
 }
+
+#[cfg(feature = "fleet")]
+#[test]
+fn a_change_untold_while_an_earlier_one_is_told_stays_untold() {
+    let (alice, bob) = alice_and_bob();
+    let mut untold = Untold::default();
+    untold.add(&alice);
+    // Bob's startup tells the change through the public key they share...
+    let seen = untold
+        .of(&bob)
+        .expect("a change of the server Bob uses too");
+    // ...while another change under Alice's identity fails to be told.
+    untold.add(&alice);
+    untold.told(&bob, seen);
+    assert!(
+        untold.of(&bob).is_some(),
+        "the later change is still to tell"
+    );
+    let seen = untold.of(&alice).unwrap();
+    untold.told(&alice, seen);
+    assert_eq!(untold.of(&alice), None);
+    assert_eq!(untold.of(&bob), None);
+}
