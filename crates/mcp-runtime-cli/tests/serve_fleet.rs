@@ -726,8 +726,10 @@ fn a_session_that_moved_is_kept_for_its_new_replica_when_its_old_one_ends_its_co
 fn a_session_still_listened_to_on_its_first_replica_is_held_there_again() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start(dir.path());
-    // Idle after 2 s: each replica looks at its sessions every half second.
-    let config = fleet_config_with(dir.path(), "session_idle_sec = 2");
+    // Idle after 4 s: each replica looks at its sessions every second, and the
+    // first has 4 s to take the session back once it hears it moved, which a
+    // loaded machine needs (2 s did not always suffice).
+    let config = fleet_config_with(dir.path(), "session_idle_sec = 4");
     let gateways = replicas(&config, &redis, 2);
     let mut client = python_client("serve_fleet_client.py");
     client.args(["listening", &gateways[0].1, &gateways[1].1]);
