@@ -314,6 +314,37 @@ fn a_session_is_restored_only_once_redis_takes_its_new_holder() {
     assert!(status.ends_with("200 OK"), "{status}");
 }
 
+#[test]
+fn a_replica_a_session_moved_from_is_told_though_the_move_then_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(dir.path());
+    let config = fleet_config_with(dir.path(), "session_idle_sec = 3");
+    let gateways = replicas(&config, &redis, 2);
+    let (first, second) = (&gateways[0].1, &gateways[1].1);
+    let session = open_session(first);
+
+    // The second replica takes the session over, then fails to keep its entries:
+    // it answers 503, and its client's retry finds the session held there already.
+    redis.command(&["ACL", "SETUSER", "default", "-pexpire"]);
+    let (status, _) = post(second, Some(&session), PING);
+    assert!(status.ends_with("503 Service Unavailable"), "{status}");
+    redis.command(&["ACL", "SETUSER", "default", "+pexpire"]);
+    let status = post_until_answered(second, &session, PING);
+    assert!(status.ends_with("200 OK"), "{status}");
+
+    // Sent back to the first replica, which heard of the move: it holds it again,
+    // so the second's copy, ending idle, leaves the session's entries.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while health(second)["sessions"] != 0 {
+        let (status, _) = post(first, Some(&session), PING);
+        assert!(status.ends_with("200 OK"), "{status}");
+        assert!(std::time::Instant::now() < deadline, "{}", health(second));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let status = post_until_answered(second, &session, PING);
+    assert!(status.ends_with("200 OK"), "{status}");
+}
+
 /// Waits until the replica at `url` has `count` sessions open, for 10 s at most.
 fn until_sessions(url: &str, count: u64) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);

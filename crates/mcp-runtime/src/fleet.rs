@@ -583,7 +583,9 @@ impl Fleet {
         &self,
         call: impl FnMut(ConnectionManager) -> Call<'a, T>,
     ) -> Result<T, Unavailable> {
-        self.bounded_or_bad(call).await?.ok_or(Unavailable)
+        self.bounded_or_bad(call)
+            .await?
+            .ok_or(Unavailable::BAD_ENTRY)
     }
 
     /// [`Fleet::bounded`], an answer about an entry no replica wrote told apart:
@@ -593,7 +595,7 @@ impl Fleet {
         call: impl FnMut(ConnectionManager) -> Call<'a, T>,
     ) -> Result<Option<T>, Unavailable> {
         if self.paused() {
-            return Err(Unavailable);
+            return Err(Unavailable::LINK);
         }
         self.answer_or_bad(call).await
     }
@@ -610,7 +612,9 @@ impl Fleet {
         &self,
         call: impl FnMut(ConnectionManager) -> Call<'a, T>,
     ) -> Result<T, Unavailable> {
-        self.answer_or_bad(call).await?.ok_or(Unavailable)
+        self.answer_or_bad(call)
+            .await?
+            .ok_or(Unavailable::BAD_ENTRY)
     }
 
     /// [`Fleet::answer`], an answer about an entry no replica wrote told apart:
@@ -645,7 +649,7 @@ impl Fleet {
                 if self.inner.reachable.swap(false, Ordering::Relaxed) {
                     tracing::warn!(replica = %self.inner.replica, %cause, "the fleet's Redis is unreachable; listings are shared within this replica only until it answers");
                 }
-                Err(Unavailable)
+                Err(Unavailable::LINK)
             }
         }
     }
@@ -764,7 +768,22 @@ fn pipeline<'a, T: redis::FromRedisValue + Send + 'a>(
 #[derive(Debug, Clone, Copy, thiserror::Error)]
 #[error("the fleet's Redis gave no usable answer")]
 #[non_exhaustive]
-pub struct Unavailable;
+pub struct Unavailable {
+    bad_entry: bool,
+}
+
+impl Unavailable {
+    /// Redis did not answer, or failed (the link's failure).
+    pub(crate) const LINK: Self = Self { bad_entry: false };
+    /// Redis answered about an entry no replica wrote.
+    pub(crate) const BAD_ENTRY: Self = Self { bad_entry: true };
+
+    /// Whether Redis answered, about an entry no replica wrote (a call that reads
+    /// it again fails again), rather than failed to answer.
+    pub fn is_bad_entry(&self) -> bool {
+        self.bad_entry
+    }
+}
 
 /// The names of one discovery key's entries (invariant 1).
 #[derive(Clone, Debug)]

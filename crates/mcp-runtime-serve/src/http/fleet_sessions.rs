@@ -167,7 +167,9 @@ impl FleetSessions {
             .fleet
             .replace(HOLDER, id, here.as_bytes(), SESSION_TTL)
             .await?;
-        self.keep(id).await?;
+        // Told before anything else can fail: once the holder is replaced, a retry
+        // reads this replica back, and the one it took the session from would
+        // never hear of it.
         if let Some(previous) = previous
             .and_then(|previous| String::from_utf8(previous).ok())
             .filter(|previous| previous != here)
@@ -180,7 +182,7 @@ impl FleetSessions {
                 let _ = fleet.tell(&previous, MOVED, id.as_bytes()).await;
             });
         }
-        Ok(())
+        self.keep(id).await
     }
 
     /// The sessions held here that moved to another replica, as it tells
@@ -226,6 +228,7 @@ impl FleetSessions {
                 session = id,
                 "a session that moved to another replica ended here; the fleet keeps it for that one"
             ),
+            Ok(_) if unwritten => self.counted(&mut *self.unsaved.lock().await),
             Ok(_) => {}
             Err(_) => self.note(id, Change::Ended).await,
         }
@@ -257,7 +260,7 @@ impl FleetSessions {
                 .filter(|holder| holder != here)
                 .and_then(|holder| String::from_utf8(holder).ok())
             {
-                // Told meanwhile (see `take_over_now`).
+                // Told meanwhile (see `take_over`).
                 let (fleet, id) = (self.fleet.clone(), id.to_owned());
                 tokio::spawn(async move {
                     let _ = fleet.tell(&holder, ENDED, id.as_bytes()).await;
@@ -322,14 +325,6 @@ impl FleetSessions {
                 return;
             }
         }
-        let mut unsaved = self.unsaved.lock().await;
-        if unsaved.warned && unsaved.changes.is_empty() {
-            unsaved.warned = false;
-            unsaved.full = false;
-            tracing::info!(
-                "the sessions opened or ended while the fleet's Redis gave no answer are written to it"
-            );
-        }
     }
 
     /// Writes the change of session `id` Redis did not take, if there is one. A
@@ -341,20 +336,31 @@ impl FleetSessions {
         let Some(change) = unsaved.changes.get(id).cloned() else {
             return Ok(());
         };
-        let written = self.write(id, &change).await;
-        if written.is_err() && !self.fleet.reachable() {
-            return written;
-        }
-        if written.is_err() {
-            tracing::warn!(
+        match self.write(id, &change).await {
+            Err(failed) if !failed.is_bad_entry() => return Err(failed),
+            Err(_) => tracing::warn!(
                 session = id,
                 "the fleet's Redis holds an entry of this session that no replica wrote: what changed of it here is not written"
-            );
+            ),
+            Ok(()) => {}
         }
         unsaved.changes.remove(id);
+        self.counted(&mut unsaved);
+        Ok(())
+    }
+
+    /// Records how many changes `unsaved` holds; once none, the outage's warnings
+    /// may be given again.
+    fn counted(&self, unsaved: &mut Unsaved) {
         self.unsaved_count
             .store(unsaved.changes.len(), Ordering::Release);
-        Ok(())
+        if unsaved.changes.is_empty() && unsaved.warned {
+            unsaved.warned = false;
+            unsaved.full = false;
+            tracing::info!(
+                "the sessions opened or ended while the fleet's Redis gave no answer are written to it"
+            );
+        }
     }
 
     /// Writes `change` of session `id`: a session held here, its holder first (see
@@ -420,9 +426,11 @@ impl SessionStore for FleetSessions {
     /// The client ended the session (rmcp asks only then): it is removed from the
     /// fleet wherever it is held; failed, once Redis answers (invariant 5).
     async fn delete(&self, session_id: &str) -> Result<(), SessionStoreError> {
-        self.unnote(session_id).await;
-        if self.end(session_id, &Change::Deleted).await.is_err() {
-            self.note(session_id, Change::Deleted).await;
+        let unwritten = self.unnote(session_id).await;
+        match self.end(session_id, &Change::Deleted).await {
+            Ok(_) if unwritten => self.counted(&mut *self.unsaved.lock().await),
+            Ok(_) => {}
+            Err(_) => self.note(session_id, Change::Deleted).await,
         }
         Ok(())
     }

@@ -67,6 +67,8 @@ struct Use {
     settled: u64,
     /// Whether the reaper is closing it (invariant 1).
     closing: bool,
+    /// Whether its client ended it on another replica.
+    ended: bool,
     /// When the reaper last took it back from the replica it moved to.
     held_again: Option<Instant>,
 }
@@ -182,11 +184,19 @@ impl Sessions {
     }
 
     /// Closes session `id`, which its client ended on another replica, unless the
-    /// reaper is closing it already. Forgotten at a reap once nothing of it is being
-    /// sent (a stream of it ends as the session closes).
+    /// reaper is closing it already. Marked ended, it is closed again at the next
+    /// reap once nothing of it is being sent (a restore of it under way when told
+    /// ends then), and forgotten here alone: the fleet has forgotten it.
     pub(crate) async fn ended_elsewhere(&self, id: &SessionId) {
-        if lock(&self.uses).get(id).is_none_or(|used| used.closing) {
-            return;
+        {
+            let mut uses = lock(&self.uses);
+            let Some(used) = uses.get_mut(id) else {
+                return;
+            };
+            used.ended = true;
+            if used.closing {
+                return;
+            }
         }
         match self.manager.close_session(id).await {
             Ok(()) => tracing::info!(
@@ -251,10 +261,11 @@ impl Sessions {
         }
         let idle: Vec<SessionId> = lock(&self.uses)
             .iter()
-            .filter(|(_, used)| used.open == 0 && now.duration_since(used.last) >= self.idle)
+            .filter(|(_, used)| used.open == 0 && used.is_over(now, self.idle))
             .map(|(id, _)| id.clone())
             .collect();
         for id in idle {
+            let ended;
             // Looked at again as it is marked: a request may have begun since the
             // list was made, while the sessions before it were closed (invariant 1).
             {
@@ -262,22 +273,27 @@ impl Sessions {
                 let Some(used) = uses.get_mut(&id) else {
                     continue;
                 };
-                if used.open > 0 || Instant::now().duration_since(used.last) < self.idle {
+                if used.open > 0 || !used.is_over(Instant::now(), self.idle) {
                     continue;
                 }
                 used.closing = true;
+                ended = used.ended;
             }
             let _closing = Closing {
                 sessions: self,
                 id: &id,
             };
-            tracing::info!(session = &*id, "closing a session idle for {:?}", self.idle);
+            if !ended {
+                tracing::info!(session = &*id, "closing a session idle for {:?}", self.idle);
+            }
             // Forgotten once closed, and in the fleet: until then, a request for it
             // finds it closing. A session that could not be closed keeps its owner
             // (invariant 4), and is tried again at the next reap.
             match self.manager.close_session(&id).await {
                 Ok(()) => {
-                    if let Some(fleet) = &self.fleet {
+                    if let Some(fleet) = &self.fleet
+                        && !ended
+                    {
                         fleet.forget(&id).await;
                     }
                     lock(&self.uses).remove(&id);
@@ -344,6 +360,12 @@ pub(crate) fn reap_period(idle: Duration) -> Duration {
 }
 
 impl Use {
+    /// Whether the reaper closes the session once nothing of it is being sent: idle
+    /// for `idle` at `now`, or ended on another replica.
+    fn is_over(&self, now: Instant, idle: Duration) -> bool {
+        self.ended || now.duration_since(self.last) >= idle
+    }
+
     /// Whether the reaper takes the session back at `now`: it moved away while a
     /// response of it is still being sent here. Not more than once every half of
     /// the idle time `idle`: two copies that both send (a listen stream on each)
@@ -367,6 +389,7 @@ impl Use {
             moved: 0,
             settled: 0,
             closing: false,
+            ended: false,
             held_again: None,
         }
     }

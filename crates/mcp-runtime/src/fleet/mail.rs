@@ -216,7 +216,7 @@ impl Fleet {
         notes: &mpsc::UnboundedSender<Vec<u8>>,
     ) -> Result<Vec<u8>, AskError> {
         if !self.inner.subscribed.load(Ordering::Relaxed) {
-            return Err(Unavailable.into());
+            return Err(Unavailable::LINK.into());
         }
         let id = self.inner.letters.fetch_add(1, Ordering::Relaxed);
         let (heard, mut hearing) = mpsc::unbounded_channel();
@@ -229,12 +229,12 @@ impl Fleet {
         // Looked at again with the waiter in place: a subscription lost meanwhile
         // forgot it, and its answer could not arrive.
         if !self.inner.subscribed.load(Ordering::Relaxed) {
-            return Err(Unavailable.into());
+            return Err(Unavailable::LINK.into());
         }
         let channel = self.mail_channel(address);
         // Not sent at all within the pause after a failure.
         if self.paused() {
-            return Err(Unavailable.into());
+            return Err(Unavailable::LINK.into());
         }
         // Withdrawn from the moment it is sent: a post that fails may still have
         // reached Redis, and its letter the addressee, which must not answer it
@@ -279,7 +279,7 @@ impl Fleet {
                     return Err(AskError::Busy);
                 }
                 // This process's subscription was lost: the answer cannot arrive.
-                Ok(None) => return Err(Unavailable.into()),
+                Ok(None) => return Err(Unavailable::LINK.into()),
                 Err(_) => return Err(AskError::Silent),
             }
         }

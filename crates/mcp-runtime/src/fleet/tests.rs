@@ -1702,3 +1702,26 @@ async fn a_lease_dated_ahead_of_redis_is_not_waited_for() {
         Ok(Acquired::Unusable)
     ));
 }
+
+#[tokio::test]
+async fn a_failure_says_whether_the_link_or_an_entry_failed() {
+    let mut redis = Redis::start();
+    let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    let () = redis::cmd("LPUSH")
+        .arg(fleet.entry("state", "s1"))
+        .arg("not a string")
+        .query_async(&mut redis.client().await)
+        .await
+        .unwrap();
+    let failed = fleet
+        .replace("state", "s1", b"value", WINDOW)
+        .await
+        .unwrap_err();
+    assert!(failed.is_bad_entry());
+    redis.stop();
+    let failed = fleet
+        .put("state", "s2", b"value", WINDOW)
+        .await
+        .unwrap_err();
+    assert!(!failed.is_bad_entry());
+}
