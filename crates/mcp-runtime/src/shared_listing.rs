@@ -194,9 +194,16 @@ struct FleetLink {
     /// The keys whose change the fleet could not be told (see
     /// `ListingRegistry::revoke_everywhere`): the server's private key and its
     /// public one, which the server's other identities share.
-    untold: Mutex<Untold>,
+    untold: Arc<Mutex<Untold>>,
     _listener: tokio_util::task::AbortOnDropHandle<()>,
+    /// Tells the fleet the changes it could not be told, once a second until it
+    /// takes them.
+    _teller: tokio_util::task::AbortOnDropHandle<()>,
 }
+
+/// How often the changes the fleet could not be told are told again.
+#[cfg(feature = "fleet")]
+const TELL_AGAIN: Duration = Duration::from_secs(1);
 
 /// The keys whose server changed while the fleet could not be told, each with the
 /// number of the last such change (see `ListingRegistry::revoke_everywhere`).
@@ -204,6 +211,8 @@ struct FleetLink {
 #[derive(Default)]
 struct Untold {
     keys: HashMap<DiscoveryKey, u64>,
+    /// The startups' keys each change was seen under, by private key.
+    servers: HashMap<DiscoveryKey, (StartupKeys, u64)>,
     changes: u64,
 }
 
@@ -214,6 +223,12 @@ impl Untold {
         self.changes += 1;
         self.keys.insert(keys.private, self.changes);
         self.keys.insert(keys.public, self.changes);
+        self.servers.insert(keys.private, (*keys, self.changes));
+    }
+
+    /// The changes untold, each with the keys it was seen under.
+    fn pending(&self) -> Vec<(StartupKeys, u64)> {
+        self.servers.values().copied().collect()
     }
 
     /// The last change untold that a startup of `keys` must tell first, if any.
@@ -231,6 +246,9 @@ impl Untold {
             if self.keys.get(key).is_some_and(|&change| change <= seen) {
                 self.keys.remove(key);
             }
+        }
+        if (self.servers.get(&keys.private)).is_some_and(|&(_, change)| change <= seen) {
+            self.servers.remove(&keys.private);
         }
     }
 }
@@ -442,10 +460,32 @@ impl ListingRegistry {
                 });
             }
         });
+        let untold = Arc::new(Mutex::new(Untold::default()));
+        let teller = {
+            let (fleet, untold) = (fleet.clone(), Arc::downgrade(&untold));
+            tokio::spawn(async move {
+                let mut ticks = tokio::time::interval(TELL_AGAIN);
+                loop {
+                    ticks.tick().await;
+                    let Some(untold) = untold.upgrade() else {
+                        return;
+                    };
+                    let pending = crate::sync::lock(&untold).pending();
+                    for (keys, seen) in pending {
+                        let slot = fleet.slot(&keys.private.0, &keys.public.0);
+                        if fleet.revoke(&slot).await.is_err() {
+                            break;
+                        }
+                        crate::sync::lock(&untold).told(&keys, seen);
+                    }
+                }
+            })
+        };
         self.fleet = Some(Arc::new(FleetLink {
             fleet,
-            untold: Mutex::default(),
+            untold,
             _listener: tokio_util::task::AbortOnDropHandle::new(listener),
+            _teller: tokio_util::task::AbortOnDropHandle::new(teller),
         }));
         self
     }
@@ -490,16 +530,17 @@ impl ListingRegistry {
     ///
     /// The fleet is told first: a startup of this registry that asks it after the
     /// local revocation finds nothing from before the change. A fleet that cannot be
-    /// told is told again before this registry asks it for the key again, or for
-    /// another identity's key of the server (which its public grants serve); until
-    /// then those startups list alone (what the fleet holds may be stale).
+    /// told is told again every second until it takes the change, and before this
+    /// registry asks it for the key again, or for another identity's key of the
+    /// server (which its public grants serve); until then those startups list alone
+    /// (what the fleet holds may be stale).
     pub(crate) async fn revoke_everywhere(&self, keys: &StartupKeys) {
         #[cfg(feature = "fleet")]
         if let Some(link) = &self.fleet {
             let slot = link.fleet.slot(&keys.private.0, &keys.public.0);
             if link.fleet.revoke(&slot).await.is_err() {
                 tracing::warn!(
-                    "a server's tool change could not be told to the fleet: this replica lists it alone until the fleet takes the change; the others may serve its old tools until their burst windows pass or its grant expires"
+                    "a server's tool change could not be told to the fleet: it is told again every second; until the fleet takes it, this replica lists the server alone, and the others may serve its old tools"
                 );
                 crate::sync::lock(&link.untold).add(keys);
             }

@@ -1725,3 +1725,47 @@ async fn a_failure_says_whether_the_link_or_an_entry_failed() {
         .unwrap_err();
     assert!(!failed.is_bad_entry());
 }
+
+#[tokio::test]
+async fn a_change_the_fleet_missed_is_told_again_until_it_takes_it() {
+    use crate::shared_listing::{DiscoveryKey, ListingRegistry, StartupKeys};
+    let redis = Redis::start();
+    let keys = StartupKeys {
+        private: DiscoveryKey([26; 32]),
+        public: DiscoveryKey([26 | 0x80; 32]),
+    };
+    // Another replica's listing, granted to the key.
+    let other = redis.fleet("other", DEFAULT_LEASE);
+    let slot = other.slot(&keys.private.0, &keys.public.0);
+    publish_granted(lead(&other, &slot, WINDOW).await).await;
+    assert!(granted_now(&other, &slot).await);
+    // This replica may run no script while the server changes: the fleet is not
+    // told, and nothing of the server starts here afterwards.
+    let mut client = redis.client().await;
+    let acl = |rules: &[&str]| {
+        let mut command = redis::cmd("ACL");
+        command.arg("SETUSER").arg("limited").arg(rules);
+        command
+    };
+    let () = acl(&["on", ">a password", "~*", "&*", "+@all", "-@scripting"])
+        .query_async(&mut client)
+        .await
+        .unwrap();
+    let url = format!("{}?user=limited&pass=a%20password", redis.url);
+    let fleet = Fleet::connect_with(&url, KEY, "here", DEFAULT_TIMEOUT, DEFAULT_LEASE).unwrap();
+    let registry = ListingRegistry::new()
+        .with_burst_window(WINDOW)
+        .with_fleet(fleet);
+    registry.revoke_everywhere(&keys).await;
+    assert!(granted_now(&other, &slot).await, "not told yet");
+    // Once Redis runs its scripts again, the change is told within seconds.
+    let () = acl(&["+@scripting"])
+        .query_async(&mut client)
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while granted_now(&other, &slot).await {
+        assert!(Instant::now() < deadline, "the change is never told");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
