@@ -198,6 +198,17 @@ impl Redis {
             .unwrap();
     }
 
+    /// Has the ACL user `limited` follow `rules` as well.
+    async fn acl(&self, rules: &[&str]) {
+        let () = redis::cmd("ACL")
+            .arg("SETUSER")
+            .arg("limited")
+            .arg(rules)
+            .query_async(&mut self.client().await)
+            .await
+            .unwrap();
+    }
+
     /// A replica's link to it, its leases lasting `lease`, its calls taking up to a
     /// second, four times the default: the tests run side by side on a small
     /// machine, and a stall past the default would pause the link for a second,
@@ -1597,7 +1608,7 @@ async fn a_startup_waits_for_another_replicas_attempt_only_until_its_own_bound()
 
 #[tokio::test]
 async fn a_change_the_fleet_missed_is_told_before_another_identity_takes_a_public_grant() {
-    use crate::shared_listing::{DiscoveryKey, FleetTurn, ListingRegistry, Next, StartupKeys};
+    use crate::shared_listing::{DiscoveryKey, FleetTurn, Next, StartupKeys};
     let redis = Redis::start();
     let public = DiscoveryKey([20 | 0x80; 32]);
     let identity = |n: u8| StartupKeys {
@@ -1610,26 +1621,8 @@ async fn a_change_the_fleet_missed_is_told_before_another_identity_takes_a_publi
     publish_granted_publicly(lead(&other, &slot, WINDOW).await).await;
     // This replica may run no script while the server changes under one identity:
     // the fleet is not told.
-    let mut client = redis.client().await;
-    let acl = |rules: &[&str]| {
-        let mut command = redis::cmd("ACL");
-        command.arg("SETUSER").arg("limited").arg(rules);
-        command
-    };
-    let () = acl(&["on", ">a password", "~*", "&*", "+@all", "-@scripting"])
-        .query_async(&mut client)
-        .await
-        .unwrap();
-    let url = format!("{}?user=limited&pass=a%20password", redis.url);
-    let fleet = Fleet::connect_with(&url, KEY, "here", DEFAULT_TIMEOUT, DEFAULT_LEASE).unwrap();
-    let registry = ListingRegistry::new()
-        .with_burst_window(WINDOW)
-        .with_fleet(fleet.clone());
-    registry.revoke_everywhere(&identity(21)).await;
-    let () = acl(&["+@scripting"])
-        .query_async(&mut client)
-        .await
-        .unwrap();
+    let (fleet, registry) = missing_a_change(&redis, &identity(21)).await;
+    redis.acl(&["+@scripting"]).await;
     assert!(fleet.health().await.redis_reachable, "the pause is over");
     // Another identity of the same server begins on this replica: the change it
     // saw is told first, and the grant from before it serves nobody.
@@ -1728,7 +1721,7 @@ async fn a_failure_says_whether_the_link_or_an_entry_failed() {
 
 #[tokio::test]
 async fn a_change_the_fleet_missed_is_told_again_until_it_takes_it() {
-    use crate::shared_listing::{DiscoveryKey, ListingRegistry, StartupKeys};
+    use crate::shared_listing::{DiscoveryKey, StartupKeys};
     let redis = Redis::start();
     let keys = StartupKeys {
         private: DiscoveryKey([26; 32]),
@@ -1741,31 +1734,31 @@ async fn a_change_the_fleet_missed_is_told_again_until_it_takes_it() {
     assert!(granted_now(&other, &slot).await);
     // This replica may run no script while the server changes: the fleet is not
     // told, and nothing of the server starts here afterwards.
-    let mut client = redis.client().await;
-    let acl = |rules: &[&str]| {
-        let mut command = redis::cmd("ACL");
-        command.arg("SETUSER").arg("limited").arg(rules);
-        command
-    };
-    let () = acl(&["on", ">a password", "~*", "&*", "+@all", "-@scripting"])
-        .query_async(&mut client)
-        .await
-        .unwrap();
-    let url = format!("{}?user=limited&pass=a%20password", redis.url);
-    let fleet = Fleet::connect_with(&url, KEY, "here", DEFAULT_TIMEOUT, DEFAULT_LEASE).unwrap();
-    let registry = ListingRegistry::new()
-        .with_burst_window(WINDOW)
-        .with_fleet(fleet);
-    registry.revoke_everywhere(&keys).await;
+    let (_fleet, _registry) = missing_a_change(&redis, &keys).await;
     assert!(granted_now(&other, &slot).await, "not told yet");
     // Once Redis runs its scripts again, the change is told within seconds.
-    let () = acl(&["+@scripting"])
-        .query_async(&mut client)
-        .await
-        .unwrap();
+    redis.acl(&["+@scripting"]).await;
     let deadline = Instant::now() + Duration::from_secs(10);
     while granted_now(&other, &slot).await {
         assert!(Instant::now() < deadline, "the change is never told");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// A replica that saw the server of `keys` change while its ACL user (`limited`)
+/// could run no script, so that the fleet was not told: its link and registry.
+async fn missing_a_change(
+    redis: &Redis,
+    keys: &crate::shared_listing::StartupKeys,
+) -> (Fleet, crate::shared_listing::ListingRegistry) {
+    redis
+        .acl(&["on", ">a password", "~*", "&*", "+@all", "-@scripting"])
+        .await;
+    let url = format!("{}?user=limited&pass=a%20password", redis.url);
+    let fleet = Fleet::connect_with(&url, KEY, "here", DEFAULT_TIMEOUT, DEFAULT_LEASE).unwrap();
+    let registry = crate::shared_listing::ListingRegistry::new()
+        .with_burst_window(WINDOW)
+        .with_fleet(fleet.clone());
+    registry.revoke_everywhere(keys).await;
+    (fleet, registry)
 }
