@@ -314,6 +314,51 @@ fn a_session_is_restored_only_once_redis_takes_its_new_holder() {
     assert!(status.ends_with("200 OK"), "{status}");
 }
 
+/// Renames the one session state in a test's Redis, remembering its name.
+const PUT_STATE_ASIDE: &str = "local name = redis.call('KEYS', '*:serve-session:*')[1] \
+     redis.call('SET', 'aside', name) return redis.call('RENAME', name, 'state')";
+/// Gives the session state [`PUT_STATE_ASIDE`] renamed its name back.
+const PUT_STATE_BACK: &str = "return redis.call('RENAME', 'state', redis.call('GET', 'aside'))";
+
+#[test]
+fn a_session_whose_restore_failed_is_restored_again_within_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(dir.path());
+    let config = fleet_config_with(dir.path(), "max_sessions = 1");
+    let gateways = replicas(&config, &redis, 2);
+    let (first, second) = (&gateways[0].1, &gateways[1].1);
+    let session = open_session(first);
+
+    // The session's state is put aside: the second replica claims the session and
+    // takes it over, and its restore finds nothing to restore.
+    redis.command(&["EVAL", PUT_STATE_ASIDE, "0"]);
+    let (status, _) = post(second, Some(&session), PING);
+    assert!(status.ends_with("404 Not Found"), "{status}");
+    redis.command(&["EVAL", PUT_STATE_BACK, "0"]);
+
+    // The second replica then opens a session of its own, its one; the session it
+    // failed to restore is one it does not have, and restoring it would pass the
+    // bound (whose 503 says to try again in 5 s, where Redis's says 1 s).
+    open_session(second);
+    until_unsaved(second, 0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let retry_after = loop {
+        let (status, headers) = post(second, Some(&session), PING);
+        assert!(status.ends_with("503 Service Unavailable"), "{status}");
+        let retry_after = headers
+            .lines()
+            .find_map(|line| line.trim().strip_prefix("retry-after: "))
+            .map(str::to_owned);
+        if retry_after.as_deref() != Some("1") || std::time::Instant::now() > deadline {
+            break retry_after;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(retry_after.as_deref(), Some("5"));
+    let (status, _) = post(first, Some(&session), PING);
+    assert!(status.ends_with("200 OK"), "{status}");
+}
+
 #[test]
 fn a_replica_a_session_moved_from_is_told_though_the_move_then_failed() {
     let dir = tempfile::tempdir().unwrap();

@@ -356,6 +356,7 @@ async fn handle(
             .headers()
             .get(MCP_METHOD)
             .is_none_or(|method| method == "initialize");
+    let restores = restoring.is_some();
     let opening = match opens_session {
         true => match front.sessions.open().await {
             Some(opening) => Some(opening),
@@ -373,6 +374,14 @@ async fn handle(
 
     let response = front.mcp.handle(request).await;
     drop(opening);
+    // A restore that failed leaves nothing here: the session's next request claims
+    // it again, within the bound (invariant 3), as one this replica does not know.
+    if restores
+        && let Some(id) = &session
+        && (response.status().is_client_error() || response.status().is_server_error())
+    {
+        front.sessions.restore_failed(id).await;
+    }
     if in_use.is_none()
         && let Some(id) = response
             .headers()

@@ -176,6 +176,20 @@ impl Sessions {
         lock(&self.uses).entry(id).or_insert_with(Use::new).owner = Some(principal);
     }
 
+    /// Session `id`, owned here for its restore, was not restored: unless rmcp has it
+    /// (a restore that succeeded, and a request that failed after), its owner is
+    /// forgotten, so that its next request is one for a session this listener does
+    /// not know, restored within the bound (invariant 3), and not one rmcp restores
+    /// on its own.
+    pub(crate) async fn restore_failed(&self, id: &SessionId) {
+        let open = self.manager.sessions.read().await;
+        if !open.contains_key(id)
+            && let Some(used) = lock(&self.uses).get_mut(id)
+        {
+            used.owner = None;
+        }
+    }
+
     /// Another replica of the fleet took session `id` over.
     pub(crate) fn moved_away(&self, id: &str) {
         if let Some(used) = lock(&self.uses).get_mut(id) {
