@@ -378,13 +378,26 @@ impl Fleet {
             .and_then(|value| open(&self.inner.key, &name, &value).map(|(_, value)| value)))
     }
 
-    /// Forgets the values kept under `id` for each of `kinds`, in one command.
-    pub async fn remove(&self, id: &str, kinds: &[&str]) -> Result<(), Unavailable> {
-        let mut del = redis::cmd("DEL");
+    /// Forgets the values kept under `id` for `read` and for each of `kinds`, at once
+    /// (a script), reading the one of `read` as it goes: the value it held until
+    /// then, if there was one and its signature holds (invariant 1). For an entry
+    /// whose last value must be known of whoever ends it, as the replica holding a
+    /// session its client ended on another.
+    pub async fn remove_reading(
+        &self,
+        id: &str,
+        read: &str,
+        kinds: &[&str],
+    ) -> Result<Option<Vec<u8>>, Unavailable> {
+        static REMOVE_READING: std::sync::LazyLock<Script> =
+            std::sync::LazyLock::new(|| Script::new(REMOVE_READING_LUA));
+        let name = self.entry(read, id);
+        let mut invocation = REMOVE_READING.key(&name);
         for kind in kinds {
-            del.arg(self.entry(kind, id));
+            invocation.key(self.entry(kind, id));
         }
-        self.bounded(command::<()>(&del)).await
+        let value = self.bounded(invoke::<Option<Vec<u8>>>(&invocation)).await?;
+        Ok(value.and_then(|value| open(&self.inner.key, &name, &value).map(|(_, value)| value)))
     }
 
     /// Keeps the entries of `kinds` under `id` for `ttl` from now, those that exist.
@@ -1360,6 +1373,17 @@ return stamp
 
 /// KEYS: the guard, then the entries removed with it. ARGV: the guard's sealed
 /// value. Returns how many entries were removed (0: the guard holds another value).
+/// Removes every key, returning the first one's value: none for a value of another
+/// type than a string (written by hand), which is removed all the same.
+const REMOVE_READING_LUA: &str = r"
+local value = redis.pcall('GET', KEYS[1])
+redis.call('DEL', unpack(KEYS))
+if type(value) == 'string' then
+  return value
+end
+return false
+";
+
 const REMOVE_IF_LUA: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', unpack(KEYS))

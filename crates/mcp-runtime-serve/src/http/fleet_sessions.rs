@@ -252,11 +252,14 @@ impl FleetSessions {
     /// were removed (one that ended idle is not, unless held here).
     async fn end(&self, id: &str, change: &Change) -> Result<bool, Unavailable> {
         if let Change::Deleted = change {
-            let here = self.fleet.address().as_bytes();
-            if let Some(holder) = self
+            // Read as the entries are removed: a replica restoring the session
+            // meanwhile has written itself before, and is told, or finds nothing.
+            let holder = self
                 .fleet
-                .get(HOLDER, id)
-                .await?
+                .remove_reading(id, HOLDER, &[STATE, OWNER])
+                .await?;
+            let here = self.fleet.address().as_bytes();
+            if let Some(holder) = holder
                 .filter(|holder| holder != here)
                 .and_then(|holder| String::from_utf8(holder).ok())
             {
@@ -266,7 +269,6 @@ impl FleetSessions {
                     let _ = fleet.tell(&holder, ENDED, id.as_bytes()).await;
                 });
             }
-            self.fleet.remove(id, &[STATE, OWNER, HOLDER]).await?;
             return Ok(true);
         }
         let holder = self.fleet.address().as_bytes();
