@@ -49,7 +49,7 @@ use hyper::{body::Incoming, server::conn::http1, service::service_fn};
 use hyper_util::{rt::TokioIo, server::graceful::GracefulShutdown};
 use rmcp::transport::{
     StreamableHttpServerConfig, StreamableHttpService,
-    streamable_http_server::session::local::LocalSessionManager,
+    streamable_http_server::session::{SessionId, local::LocalSessionManager},
 };
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -165,24 +165,14 @@ pub async fn serve(
         }))
     });
     let _ends = front.fleet_sessions.as_ref().map(|fleet| {
-        let (mut ends, sessions) = (fleet.ends(), sessions.clone());
-        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
-            while let Some(letter) = ends.recv().await {
-                if let Ok(id) = std::str::from_utf8(letter.body()) {
-                    sessions.ended_elsewhere(&id.into()).await;
-                }
-            }
-        }))
+        hear(fleet.ends(), &sessions, async |sessions, id| {
+            sessions.ended_elsewhere(&id).await;
+        })
     });
     let _moves = front.fleet_sessions.as_ref().map(|fleet| {
-        let (mut moves, sessions) = (fleet.moves(), sessions.clone());
-        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
-            while let Some(letter) = moves.recv().await {
-                if let Ok(id) = std::str::from_utf8(letter.body()) {
-                    sessions.moved_away(id);
-                }
-            }
-        }))
+        hear(fleet.moves(), &sessions, async |sessions, id| {
+            sessions.moved_away(&id);
+        })
     });
 
     let graceful = GracefulShutdown::new();
@@ -241,6 +231,25 @@ pub async fn serve(
 
 /// Closes idle sessions and sessionless runtimes, a few times per idle period
 /// (invariant 4).
+/// Hears the fleet's `letters` naming a session, acting on each: until dropped.
+fn hear<F>(
+    mut letters: tokio::sync::mpsc::Receiver<mcp_runtime::fleet::Letter>,
+    sessions: &Arc<Sessions>,
+    act: impl Fn(Arc<Sessions>, SessionId) -> F + Send + 'static,
+) -> tokio_util::task::AbortOnDropHandle<()>
+where
+    F: Future<Output = ()> + Send,
+{
+    let sessions = sessions.clone();
+    tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        while let Some(letter) = letters.recv().await {
+            if let Ok(id) = std::str::from_utf8(letter.body()) {
+                act(sessions.clone(), id.into()).await;
+            }
+        }
+    }))
+}
+
 async fn reap(sessions: Arc<Sessions>, upstreams: Upstreams, idle: Duration) {
     let period = sessions::reap_period(idle);
     let mut ticks = tokio::time::interval(period);
