@@ -1371,8 +1371,6 @@ return stamp
 "
 );
 
-/// KEYS: the guard, then the entries removed with it. ARGV: the guard's sealed
-/// value. Returns how many entries were removed (0: the guard holds another value).
 /// Removes every key, returning the first one's value: none for a value of another
 /// type than a string (written by hand), which is removed all the same.
 const REMOVE_READING_LUA: &str = r"
@@ -1384,6 +1382,8 @@ end
 return false
 ";
 
+/// KEYS: the guard, then the entries removed with it. ARGV: the guard's sealed
+/// value. Returns how many entries were removed (0: the guard holds another value).
 const REMOVE_IF_LUA: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', unpack(KEYS))
