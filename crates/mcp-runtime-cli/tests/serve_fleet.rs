@@ -28,13 +28,17 @@ fn replicas(
     redis: &RedisServer,
     replicas: usize,
 ) -> Vec<(KillOnDrop<Child>, String)> {
-    let url = redis.url();
+    replicas_at(config, &redis.url(), replicas)
+}
+
+/// [`replicas`] told the Redis URL `url`.
+fn replicas_at(config: &Path, url: &str, replicas: usize) -> Vec<(KillOnDrop<Child>, String)> {
     (0..replicas)
         .map(|_| {
             let (child, url) = gateway(
                 config,
                 &[
-                    ("MCP_RUNTIME_REDIS_URL", &url),
+                    ("MCP_RUNTIME_REDIS_URL", url),
                     ("MCP_RUNTIME_FLEET_KEY", KEY),
                 ],
             );
@@ -423,6 +427,28 @@ fn a_session_its_client_ended_on_another_replica_is_closed_on_its_own() {
     until_sessions(&gateways[0].1, 0);
     let (status, _) = post(&gateways[0].1, Some(&session), PING);
     assert!(status.ends_with("404 Not Found"), "{status}");
+}
+
+/// Opens a session on the replica at `first`, has the one at `second` restore it
+/// (taking the listing the first published), then ends it through the first: the
+/// second, told, closes its copy.
+fn moved_then_ended_where_it_was_opened(first: &str, second: &str) {
+    let session = open_session(first);
+    let (status, _) = post(second, Some(&session), PING);
+    assert!(status.ends_with("200 OK"), "{status}");
+    let (status, _, _) = exchange(first, &delete(&session));
+    assert!(status.ends_with("202 Accepted"), "{status}");
+    until_sessions(second, 0);
+    until_sessions(first, 0);
+}
+
+#[test]
+fn a_session_its_client_ended_on_the_replica_it_moved_from_is_closed_where_it_moved() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(dir.path());
+    let config = fleet_config_with(dir.path(), "");
+    let gateways = replicas(&config, &redis, 2);
+    moved_then_ended_where_it_was_opened(&gateways[0].1, &gateways[1].1);
 }
 
 #[test]

@@ -339,10 +339,12 @@ async fn handle(
     } else if let (Some(id), Some(fleet)) = (&session, &front.fleet_sessions)
         && let Some(moves) = front.sessions.has_moved(id)
         && front.sessions.owned_by(id, &principal)
+        && request.method() != Method::DELETE
     {
         // Sent back here from the replica it moved to: held here again, so that the
         // copy there, once idle, leaves the session's entries to this one.
-        // Settled only once taken here: until then, each request tries again.
+        // Settled only once taken here: until then, each request tries again. Not
+        // to end it: the replica it moved to, still its holder, is then told.
         if fleet.take_over(id).await.is_ok() {
             front.sessions.settle(id, moves);
         }
