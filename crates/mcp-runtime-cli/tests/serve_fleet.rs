@@ -429,6 +429,45 @@ fn a_session_its_client_ended_on_another_replica_is_closed_on_its_own() {
     assert!(status.ends_with("404 Not Found"), "{status}");
 }
 
+/// The rules of the Redis user `docs/fleet.md` has a deployment give the fleet, as
+/// the guide words them (one code span, from its key pattern on).
+fn documented_user_rules() -> Vec<String> {
+    let guide = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fleet.md");
+    let guide = std::fs::read_to_string(guide).unwrap();
+    let from = guide
+        .find("`~mcp-runtime:")
+        .expect("the rules in the guide")
+        + 1;
+    let to = from + guide[from..].find('`').unwrap();
+    guide[from..to]
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_fleet_works_under_the_redis_user_its_guide_describes() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(dir.path());
+    let rules = documented_user_rules();
+    let mut command = vec!["ACL", "SETUSER", "fleet", "on", ">a password", "-@all"];
+    command.extend(rules.iter().map(String::as_str));
+    redis.command(&command);
+    let url = format!("{}?user=fleet&pass=a%20password", redis.url());
+    let config = fleet_config_with(dir.path(), "");
+    let gateways = replicas_at(&config, &url, 2);
+    let (first, second) = (&gateways[0].1, &gateways[1].1);
+    // A listing shared, a session restored elsewhere, and a letter telling its end.
+    moved_then_ended_where_it_was_opened(first, second);
+    assert_eq!(tools_lists(&dir.path().join("up.jsonl")), 1, "{rules:?}");
+    for gateway in [first, second] {
+        let fleet = &health(gateway)["fleet"];
+        assert_eq!(fleet["redis_reachable"], true, "{fleet}");
+        assert_eq!(fleet["last_call_answered"], true, "{fleet}");
+        assert_eq!(fleet["subscribed"], true, "{fleet}");
+    }
+}
+
 /// Opens a session on the replica at `first`, has the one at `second` restore it
 /// (taking the listing the first published), then ends it through the first: the
 /// second, told, closes its copy.

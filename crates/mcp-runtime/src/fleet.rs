@@ -57,7 +57,7 @@
 //!    as a key written by hand may be read on every startup; the others at debug
 //!    level.
 //! 5. Waiters hear a publication, a released lease and a server's change over one
-//!    pattern subscription per process, and also look again every `poll`: a lost
+//!    pattern subscription per process ([`SLOT_CHANNELS`]), and also look again every `poll`: a lost
 //!    message costs time, never a listing. The subscription is pinged every lease;
 //!    one that does not answer is made again, and every registry is told that any
 //!    server may have changed meanwhile; so are they when the first subscription
@@ -251,7 +251,7 @@ impl Fleet {
         let address = mail::new_address();
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
             let channels = Channels {
-                pattern: format!("{prefix}:ch:*"),
+                slots: format!("{prefix}:ch:"),
                 mail: format!("{prefix}:to:{address}"),
             };
             let subscriber = tokio::spawn(subscribe(client, weak.clone(), channels, timeout));
@@ -1013,10 +1013,16 @@ async fn renew(fleet: &Fleet, slot: &Slot, token: u64, sent: u64) -> bool {
         .map_or(true, |held| held == 1)
 }
 
-/// The channels a process subscribes to: the listings' (a pattern) and its own
-/// letters'.
+/// The pattern of the slots' channels a process subscribes to: every fleet's, so
+/// that a Redis user can be given it (Redis admits a pattern subscription only when
+/// the user's rules name that very pattern, and a fleet's own prefix is derived from
+/// its key). The messages of other fleets sharing the Redis are ignored.
+pub const SLOT_CHANNELS: &str = "mcp-runtime:*:ch:*";
+
+/// The channels a process hears: its fleet's slots' (the start of their names), and
+/// its own letters'.
 struct Channels {
-    pattern: String,
+    slots: String,
     mail: String,
 }
 
@@ -1025,14 +1031,13 @@ struct Channels {
 /// not answered in time; a message wakes the slot's waiters, a change is passed on
 /// to the registries (invariant 5), and a letter to its mailbox or its asker.
 async fn subscribe(client: Client, fleet: Weak<Inner>, channels: Channels, timeout: Duration) {
-    let channel_prefix = channels.pattern.trim_end_matches('*').to_owned();
     // Whether a change may have gone unheard: after any attempt but a first that
     // succeeds at once.
     let mut missed = false;
     loop {
         let connected = async {
             let mut pubsub = client.get_async_pubsub().await?;
-            pubsub.psubscribe(&channels.pattern).await?;
+            pubsub.psubscribe(SLOT_CHANNELS).await?;
             pubsub.subscribe(&channels.mail).await?;
             Ok::<_, RedisError>(pubsub)
         };
@@ -1073,13 +1078,16 @@ async fn subscribe(client: Client, fleet: Weak<Inner>, channels: Channels, timeo
                     mail::arrived(&Fleet { inner }, &channel, message.get_payload_bytes());
                     continue;
                 }
+                // Another fleet's, sharing the Redis: nothing of this one.
+                let Some(id) = channel.strip_prefix(&channels.slots) else {
+                    continue;
+                };
                 if let Some(notify) = lock(&inner.waiters).get(&channel).and_then(Weak::upgrade) {
                     notify.notify_waiters();
                 }
                 // Only a slot's name: the empty one, which stands for every slot, is
                 // this subscriber's own to send, never a message's.
                 if message.get_payload_bytes() == b"changed"
-                    && let Some(id) = channel.strip_prefix(&channel_prefix)
                     && id.len() == 32
                     && id.bytes().all(|byte| byte.is_ascii_hexdigit())
                 {

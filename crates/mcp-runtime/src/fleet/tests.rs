@@ -1462,14 +1462,21 @@ async fn a_letter_told_reaches_its_mailbox_and_none_says_whether_anyone_heard() 
 }
 
 #[tokio::test]
-async fn a_change_published_for_no_slot_is_not_taken_for_every_slot() {
+async fn a_change_published_for_no_slot_of_the_fleet_is_not_taken_for_any() {
     let redis = Redis::start();
     let fleet = redis.fleet("r1", WINDOW);
     let mut changes = fleet.changes();
     subscribed(&fleet).await;
     let mut client = redis.client().await;
     let prefix = fleet.inner.prefix.clone();
-    for channel in [format!("{prefix}:ch:"), format!("{prefix}:ch:not-a-slot")] {
+    // Nor is one of another fleet sharing the Redis, whose channels the replica
+    // hears too.
+    let other_fleet = format!("mcp-runtime:{}:ch:{}", "0".repeat(16), "1".repeat(32));
+    for channel in [
+        format!("{prefix}:ch:"),
+        format!("{prefix}:ch:not-a-slot"),
+        other_fleet,
+    ] {
         let _: i64 = redis::cmd("PUBLISH")
             .arg(channel)
             .arg("changed")
