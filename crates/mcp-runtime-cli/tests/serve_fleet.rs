@@ -28,20 +28,21 @@ fn replicas(
     redis: &RedisServer,
     replicas: usize,
 ) -> Vec<(KillOnDrop<Child>, String)> {
-    replicas_at(config, &redis.url(), replicas)
+    replicas_with(config, &[("MCP_RUNTIME_REDIS_URL", &redis.url())], replicas)
 }
 
-/// [`replicas`] told the Redis URL `url`.
-fn replicas_at(config: &Path, url: &str, replicas: usize) -> Vec<(KillOnDrop<Child>, String)> {
+/// `replicas` gateways of `config`, each told the fleet key and the variables of
+/// `env` (the Redis URL among them).
+fn replicas_with(
+    config: &Path,
+    env: &[(&str, &str)],
+    replicas: usize,
+) -> Vec<(KillOnDrop<Child>, String)> {
+    let mut env = env.to_vec();
+    env.push(("MCP_RUNTIME_FLEET_KEY", KEY));
     (0..replicas)
         .map(|_| {
-            let (child, url) = gateway(
-                config,
-                &[
-                    ("MCP_RUNTIME_REDIS_URL", url),
-                    ("MCP_RUNTIME_FLEET_KEY", KEY),
-                ],
-            );
+            let (child, url) = gateway(config, &env);
             (KillOnDrop(child), url)
         })
         .collect()
@@ -455,7 +456,7 @@ fn a_fleet_works_under_the_redis_user_its_guide_describes() {
     redis.command(&command);
     let url = format!("{}?user=fleet&pass=a%20password", redis.url());
     let config = fleet_config_with(dir.path(), "");
-    let gateways = replicas_at(&config, &url, 2);
+    let gateways = replicas_with(&config, &[("MCP_RUNTIME_REDIS_URL", &url)], 2);
     let (first, second) = (&gateways[0].1, &gateways[1].1);
     // A listing shared, a session restored elsewhere, and a letter telling its end.
     moved_then_ended_where_it_was_opened(first, second);
@@ -488,6 +489,30 @@ fn a_session_its_client_ended_on_the_replica_it_moved_from_is_closed_where_it_mo
     let config = fleet_config_with(dir.path(), "");
     let gateways = replicas(&config, &redis, 2);
     moved_then_ended_where_it_was_opened(&gateways[0].1, &gateways[1].1);
+}
+
+#[test]
+fn a_fleet_shares_through_a_redis_reached_over_tls_whose_certificate_it_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start_tls(dir.path());
+    let (url, authority) = (redis.tcp_url(), redis.certificate_authority());
+    let config = fleet_config_with(dir.path(), "");
+    let trusting = [
+        ("MCP_RUNTIME_REDIS_URL", url.as_str()),
+        ("SSL_CERT_FILE", authority.to_str().unwrap()),
+    ];
+    let gateways = replicas_with(&config, &trusting, 2);
+    moved_then_ended_where_it_was_opened(&gateways[0].1, &gateways[1].1);
+    assert_eq!(tools_lists(&dir.path().join("up.jsonl")), 1);
+    assert_eq!(health(&gateways[0].1)["fleet"]["subscribed"], true);
+
+    // A replica that does not trust the certificate reaches no Redis: it serves
+    // alone, and says so.
+    let untrusting = replicas_with(&config, &trusting[..1], 1);
+    open_session(&untrusting[0].1);
+    let fleet = &health(&untrusting[0].1)["fleet"];
+    assert_eq!(fleet["redis_reachable"], false, "{fleet}");
+    assert_eq!(fleet["subscribed"], false, "{fleet}");
 }
 
 #[test]

@@ -58,13 +58,25 @@ impl TestCa {
     /// A TLS server configuration whose certificate, issued by this CA, names
     /// `127.0.0.1` and `localhost`.
     pub fn server_config(&self) -> Arc<rustls::ServerConfig> {
+        let (certificate, key) = self.server_certificate();
+        server_config(certificate.der().clone(), &key)
+    }
+
+    /// A server certificate issued by this CA, naming `127.0.0.1` and `localhost`,
+    /// and its key, both PEM: for a server that reads them from files.
+    pub fn server_pem(&self) -> (String, String) {
+        let (certificate, key) = self.server_certificate();
+        (certificate.pem(), key.serialize_pem())
+    }
+
+    fn server_certificate(&self) -> (rcgen::Certificate, KeyPair) {
         let params = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
             .expect("server certificate parameters");
         let key = KeyPair::generate().expect("a server key");
         let certificate = params
             .signed_by(&key, &self.issuer)
             .expect("the server certificate");
-        server_config(certificate.der().clone(), &key)
+        (certificate, key)
     }
 }
 

@@ -22,6 +22,8 @@ pub struct RedisServer {
     child: Option<Child>,
     /// The loopback port it also listens on, if it does.
     port: Option<u16>,
+    /// Whether that port speaks TLS, under `tls.crt` and `tls.key` in `dir`.
+    tls: bool,
 }
 
 impl RedisServer {
@@ -39,11 +41,39 @@ impl RedisServer {
     /// binding port 0 and letting it go: for benchmarks, which are not run beside
     /// other tests).
     pub fn start_with_port(dir: &Path) -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("a free loopback port")
-            .port();
-        Self::started(dir, Some(port))
+        Self::started(dir, Some(free_port()))
+    }
+
+    /// [`RedisServer::start`], listening on a free loopback port for TLS as well, under
+    /// a certificate naming `127.0.0.1` issued by a CA of its own (the CA's
+    /// certificate, PEM: the file [`RedisServer::certificate_authority`]), clients
+    /// not asked for one.
+    ///
+    /// # Panics
+    /// As [`RedisServer::start`] does, or when five free ports in a row were taken
+    /// before the server could listen on them.
+    pub fn start_tls(dir: &Path) -> Self {
+        let authority = crate::network::TestCa::new("a Redis's CA");
+        let (certificate, key) = authority.server_pem();
+        std::fs::write(dir.join("tls-ca.crt"), &authority.pem).unwrap();
+        std::fs::write(dir.join("tls.crt"), certificate).unwrap();
+        std::fs::write(dir.join("tls.key"), key).unwrap();
+        // A port found free may be taken by another test before the server binds
+        // it: another is tried.
+        let mut failures = Vec::new();
+        for _ in 0..5 {
+            let mut server = Self {
+                dir: dir.to_owned(),
+                child: None,
+                port: Some(free_port()),
+                tls: true,
+            };
+            match server.try_resume() {
+                Ok(()) => return server,
+                Err(failure) => failures.push(failure),
+            }
+        }
+        panic!("redis-server did not start with TLS: {failures:?}");
     }
 
     fn started(dir: &Path, port: Option<u16>) -> Self {
@@ -51,9 +81,16 @@ impl RedisServer {
             dir: dir.to_owned(),
             child: None,
             port,
+            tls: false,
         };
         server.resume();
         server
+    }
+
+    /// The file of the certificate of the CA that issued the one a server started
+    /// with TLS presents.
+    pub fn certificate_authority(&self) -> PathBuf {
+        self.dir.join("tls-ca.crt")
     }
 
     /// The server's own clock (`TIME`), in milliseconds since the epoch: the clock a
@@ -102,13 +139,14 @@ impl RedisServer {
         BufReader::new(stream).lines()
     }
 
-    /// The URL of its loopback port.
+    /// The URL of its loopback port: `rediss://` for a server started with TLS.
     ///
     /// # Panics
     /// When it was started without one.
     pub fn tcp_url(&self) -> String {
         format!(
-            "redis://127.0.0.1:{}",
+            "{}://127.0.0.1:{}",
+            if self.tls { "rediss" } else { "redis" },
             self.port.expect("started with a port")
         )
     }
@@ -133,13 +171,33 @@ impl RedisServer {
     }
 
     /// Starts the server again on the same socket, empty, if it is stopped.
+    ///
+    /// # Panics
+    /// When it does not start.
     pub fn resume(&mut self) {
-        if self.child.is_some() {
-            return;
+        if let Err(failure) = self.try_resume() {
+            panic!("{failure}");
         }
-        let mut child = Command::new("redis-server")
-            .arg("--port")
-            .arg(self.port.unwrap_or(0).to_string())
+    }
+
+    fn try_resume(&mut self) -> Result<(), String> {
+        if self.child.is_some() {
+            return Ok(());
+        }
+        let mut command = Command::new("redis-server");
+        match (self.port, self.tls) {
+            (Some(port), true) => command
+                .args(["--port", "0", "--tls-port", &port.to_string()])
+                .arg("--tls-cert-file")
+                .arg(self.dir.join("tls.crt"))
+                .arg("--tls-key-file")
+                .arg(self.dir.join("tls.key"))
+                .arg("--tls-ca-cert-file")
+                .arg(self.certificate_authority())
+                .args(["--tls-auth-clients", "no"]),
+            (port, _) => command.args(["--port", &port.unwrap_or(0).to_string()]),
+        };
+        let mut child = command
             .args(["--bind", "127.0.0.1", "--unixsocket"])
             .arg(self.socket())
             .args([
@@ -161,6 +219,7 @@ impl RedisServer {
             });
         let stdout = child.stdout.take().expect("piped");
         let mut lines = BufReader::new(stdout).lines();
+        let mut said = Vec::new();
         loop {
             match lines.next() {
                 Some(Ok(line))
@@ -170,14 +229,28 @@ impl RedisServer {
                 {
                     break;
                 }
-                Some(Ok(_)) => {}
-                _ => panic!("redis-server exited before accepting connections"),
+                Some(Ok(line)) => said.push(line),
+                _ => {
+                    let _ = child.wait();
+                    return Err(format!(
+                        "redis-server exited before accepting connections: {said:?}"
+                    ));
+                }
             }
         }
         // The rest of its output is read (and dropped) so that it never blocks.
         std::thread::spawn(move || lines.for_each(drop));
         self.child = Some(child);
+        Ok(())
     }
+}
+
+/// A loopback port free when asked (found by binding port 0 and letting it go).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free loopback port")
+        .port()
 }
 
 impl Drop for RedisServer {
@@ -186,9 +259,9 @@ impl Drop for RedisServer {
     }
 }
 
-/// haproxy in front of a gateway's replicas, as `docs/fleet.md` deploys it: HTTP,
-/// round-robin, a handshake session kept on the replica whose response named its
-/// `Mcp-Session-Id`. Killed when dropped.
+/// haproxy in front of a gateway's replicas, configured as `docs/fleet.md` deploys it
+/// (read from the guide): HTTP, round-robin, a handshake session kept on the replica
+/// whose response named its `Mcp-Session-Id`. Killed when dropped.
 #[derive(Debug)]
 pub struct Haproxy {
     child: Child,
@@ -205,26 +278,8 @@ impl Haproxy {
     pub fn start(dir: &Path, replicas: &[SocketAddr]) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
         let address = listener.local_addr().unwrap();
-        let servers: String = replicas
-            .iter()
-            .enumerate()
-            .map(|(n, replica)| format!("    server r{n} {replica}\n"))
-            .collect();
         let config = dir.join("haproxy.cfg");
-        std::fs::write(
-            &config,
-            format!(
-                "global\n    maxconn 4096\n\
-                 defaults\n    mode http\n    option http-no-delay\n    timeout connect 5s\n    timeout client 300s\n    timeout server 300s\n\
-                 frontend mcp\n    bind fd@3\n    default_backend replicas\n\
-                 backend replicas\n    balance roundrobin\n    option redispatch\n    retries 2\n\
-                 \x20   stick-table type string len 128 size 100k expire 30m\n\
-                 \x20   stick on req.hdr(mcp-session-id)\n\
-                 \x20   stick store-response res.hdr(mcp-session-id)\n\
-                 {servers}"
-            ),
-        )
-        .unwrap();
+        std::fs::write(&config, guide_configuration(replicas)).unwrap();
         let fd = listener.as_raw_fd();
         let mut command = Command::new(haproxy());
         command
@@ -263,6 +318,38 @@ impl Haproxy {
     }
 }
 
+/// The haproxy configuration `docs/fleet.md` deploys, word for word but for its
+/// address (the descriptor [`Haproxy::start`] hands over) and its servers (the
+/// `replicas`).
+///
+/// # Panics
+/// When the guide has no configuration block under its "Load balancer" heading.
+fn guide_configuration(replicas: &[SocketAddr]) -> String {
+    let guide = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fleet.md");
+    let guide = std::fs::read_to_string(guide).expect("docs/fleet.md");
+    let block = guide
+        .split_once("## Load balancer")
+        .and_then(|(_, section)| section.split_once("\n```\n"))
+        .and_then(|(_, block)| block.split_once("\n```"))
+        .map(|(block, _)| block)
+        .expect("a configuration block under the guide's Load balancer heading");
+    let mut config = String::new();
+    for line in block.lines() {
+        match line.split_whitespace().next() {
+            Some("server") => continue,
+            Some("bind") => config.push_str("    bind fd@3\n"),
+            _ => {
+                config.push_str(line);
+                config.push('\n');
+            }
+        }
+    }
+    for (n, replica) in replicas.iter().enumerate() {
+        config.push_str(&format!("    server r{n} {replica}\n"));
+    }
+    config
+}
+
 /// haproxy's path: Debian puts it in `/usr/sbin`, which a user's `PATH` may lack.
 fn haproxy() -> PathBuf {
     let debian = Path::new("/usr/sbin/haproxy");
@@ -277,5 +364,30 @@ impl Drop for Haproxy {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn haproxy_runs_the_guides_configuration_on_the_tests_address_and_replicas() {
+        let replicas = [
+            "127.0.0.1:4001".parse().unwrap(),
+            "127.0.0.1:4002".parse().unwrap(),
+        ];
+        let config = guide_configuration(&replicas);
+        assert!(config.starts_with("global\n"), "{config}");
+        for line in [
+            "    bind fd@3\n",
+            "    option http-no-delay",
+            "    stick store-response res.hdr(mcp-session-id)",
+            "    server r0 127.0.0.1:4001\n    server r1 127.0.0.1:4002\n",
+        ] {
+            assert!(config.contains(line), "{line:?} in {config}");
+        }
+        assert!(!config.contains("10.0.0."), "{config}");
+        assert!(!config.contains(":8080"), "{config}");
     }
 }
