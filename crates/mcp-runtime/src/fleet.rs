@@ -26,7 +26,8 @@
 //!    a bounded time: a forged one delays, then costs one more `tools/list`. Key
 //!    names are derived from the fleet key too (an HMAC of the discovery key's
 //!    digest): Redis holds no digest of what servers are sent, and two fleets with
-//!    different keys share nothing.
+//!    different keys share no entry (each hears the other's slot messages, and
+//!    ignores them: invariant 5).
 //! 2. One discovery key has at most one leader in the fleet that waiters wait for:
 //!    the holder of its lease, a fencing token drawn from the key's counter (`INCR`).
 //!    The leader renews the lease while it lists; it publishes by compare-and-set on
@@ -57,11 +58,12 @@
 //!    as a key written by hand may be read on every startup; the others at debug
 //!    level.
 //! 5. Waiters hear a publication, a released lease and a server's change over one
-//!    pattern subscription per process ([`SLOT_CHANNELS`]), and also look again every `poll`: a lost
-//!    message costs time, never a listing. The subscription is pinged every lease;
-//!    one that does not answer is made again, and every registry is told that any
-//!    server may have changed meanwhile; so are they when the first subscription
-//!    comes up only after a failed attempt.
+//!    pattern subscription per process ([`SLOT_CHANNELS`], every fleet's slots: a
+//!    message of another fleet is dropped as it comes), and also look again every
+//!    `poll`: a lost message costs time, never a listing. The subscription is
+//!    pinged every lease; one that does not answer is made again, and every
+//!    registry is told that any server may have changed meanwhile; so are they
+//!    when the first subscription comes up only after a failed attempt.
 
 use std::{
     collections::HashMap,
@@ -378,15 +380,17 @@ impl Fleet {
             .and_then(|value| open(&self.inner.key, &name, &value).map(|(_, value)| value)))
     }
 
-    /// Forgets the values kept under `id` for `read` and for each of `kinds`, at once
-    /// (a script), reading the one of `read` as it goes: the value it held until
-    /// then, if there was one and its signature holds (invariant 1). For an entry
-    /// whose last value must be known of whoever ends it, as the replica holding a
-    /// session its client ended on another.
+    /// Forgets the values kept under `id` for each of `kinds`, and has the one of
+    /// `read` lapse within `linger`, at once (a script), reading it as it goes: the
+    /// value it held until then, if there was one and its signature holds
+    /// (invariant 1). For an entry whose last value must be known of whoever ends
+    /// it, as the replica holding a session its client ended on another; left to
+    /// lapse rather than removed, so that a call made again after its answer was
+    /// lost (a dropped connection, a timeout) reads it again.
     pub async fn remove_reading(
         &self,
         id: &str,
-        read: &str,
+        (read, linger): (&str, Duration),
         kinds: &[&str],
     ) -> Result<Option<Vec<u8>>, Unavailable> {
         static REMOVE_READING: std::sync::LazyLock<Script> =
@@ -396,6 +400,7 @@ impl Fleet {
         for kind in kinds {
             invocation.key(self.entry(kind, id));
         }
+        invocation.arg(millis(linger).max(1));
         let value = self.bounded(invoke::<Option<Vec<u8>>>(&invocation)).await?;
         Ok(value.and_then(|value| open(&self.inner.key, &name, &value).map(|(_, value)| value)))
     }
@@ -1379,11 +1384,16 @@ return stamp
 "
 );
 
-/// Removes every key, returning the first one's value: none for a value of another
-/// type than a string (written by hand), which is removed all the same.
+/// KEYS: the entry read, then those removed. ARGV: how long the entry read lingers,
+/// in ms. Returns its value: none for one of another type than a string (written
+/// by hand), which lingers all the same.
 const REMOVE_READING_LUA: &str = r"
 local value = redis.pcall('GET', KEYS[1])
-redis.call('DEL', unpack(KEYS))
+-- Removed first: refused, nothing has changed.
+if #KEYS > 1 then
+  redis.call('DEL', unpack(KEYS, 2))
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
 if type(value) == 'string' then
   return value
 end

@@ -15,17 +15,18 @@
 //! 3. Entries last [`SESSION_TTL`] from the last time the replica holding the
 //!    session kept them (when it took the session, then every [`KEEP_EVERY`] while
 //!    it is open), and are removed when the client ends the session (the replica
-//!    holding it, told, closes it too), or when it ends idle on the replica that
-//!    holds it. The holder is the process that opened
+//!    holding it, told, closes it too; the holder's entry lapses a minute later, so
+//!    that an end made again after its answer was lost tells it again), or when it
+//!    ends idle on the replica that holds it. The holder is the process that opened
 //!    or last restored the session; a replica it moved away from (one the load
 //!    balancer took for dead, say) ends its own copy without removing what the
 //!    holder uses.
 //! 4. A replica that takes a session over tells the one that held it, which, if its
-//!    copy is still open, takes the session back at its next request there, or at
-//!    its next reap while a response of the session is still being sent there (a
-//!    listen stream): a session the load balancer sends back and forth is held
-//!    where it is served, and the copy left idle never removes what the other
-//!    uses.
+//!    copy is still open, takes the session back at its next request there (but
+//!    one ending it), or at its next reap while a response of the session is still
+//!    being sent there (a listen stream): a session the load balancer sends back
+//!    and forth is held where it is served, and the copy left idle never removes
+//!    what the other uses.
 //! 5. What Redis does not take of a session opened or ended here (while it gave no
 //!    answer) is kept here and written every [`SAVE_EVERY`] until it does, the
 //!    newest change of a session the one written: a session opened during an
@@ -58,6 +59,11 @@ pub(crate) const KEEP_EVERY: Duration = Duration::from_secs(60 * 60);
 const STATE: &str = "serve-session";
 const OWNER: &str = "serve-session-owner";
 const HOLDER: &str = "serve-session-holder";
+
+/// How long a session's holder is kept once its client ended it: for the replica
+/// ending it, should it end it again (its first answer lost), to tell the holder
+/// again (invariant 3).
+const HOLDER_LINGERS: Duration = Duration::from_secs(60);
 
 /// The mailbox where a replica hears that a session it held moved (invariant 4).
 const MOVED: &str = "serve-session-moved";
@@ -254,9 +260,10 @@ impl FleetSessions {
         if let Change::Deleted = change {
             // Read as the entries are removed: a replica restoring the session
             // meanwhile has written itself before, and is told, or finds nothing.
+            // The holder lingers for a removal made again after its answer was lost.
             let holder = self
                 .fleet
-                .remove_reading(id, HOLDER, &[STATE, OWNER])
+                .remove_reading(id, (HOLDER, HOLDER_LINGERS), &[STATE, OWNER])
                 .await?;
             let here = self.fleet.address().as_bytes();
             if let Some(holder) = holder

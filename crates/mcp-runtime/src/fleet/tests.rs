@@ -1347,19 +1347,31 @@ async fn entries_are_kept_longer_when_touched_and_removed_by_their_holder_or_by_
     assert_eq!(fleet.get("holder", "s1").await.unwrap(), None);
 
     // An unconditional removal takes every kind named, whoever holds them, and says
-    // who did.
+    // who did, again while the entry read lingers.
     fleet
         .put("holder", "s2", b"replica b", short)
         .await
         .unwrap();
     fleet.put("state", "s2", b"{}", short).await.unwrap();
     fleet.put("owner", "s2", b"o", short).await.unwrap();
-    let holder = fleet.remove_reading("s2", "holder", &["state"]).await;
-    assert_eq!(holder.unwrap(), Some(b"replica b".to_vec()));
-    assert_eq!(fleet.get("holder", "s2").await.unwrap(), None);
+    let linger = Duration::from_millis(1500);
+    for _ in 0..2 {
+        let holder = fleet
+            .remove_reading("s2", ("holder", linger), &["state"])
+            .await;
+        assert_eq!(holder.unwrap(), Some(b"replica b".to_vec()));
+    }
     assert_eq!(fleet.get("state", "s2").await.unwrap(), None);
     assert_eq!(fleet.get("owner", "s2").await.unwrap(), Some(b"o".to_vec()));
-    // One no replica wrote says nobody, and is removed all the same.
+    let pttl = async |client: &mut redis::aio::MultiplexedConnection, id: &str| -> i64 {
+        redis::cmd("PTTL")
+            .arg(fleet.entry("holder", id))
+            .query_async(client)
+            .await
+            .unwrap()
+    };
+    assert!((1..=1500).contains(&pttl(&mut client, "s2").await));
+    // One no replica wrote says nobody, and lingers all the same.
     for forged in [&b"replica c"[..], b"\xff"] {
         let () = redis::cmd("SET")
             .arg(fleet.entry("holder", "s3"))
@@ -1367,25 +1379,23 @@ async fn entries_are_kept_longer_when_touched_and_removed_by_their_holder_or_by_
             .query_async(&mut client)
             .await
             .unwrap();
-        let holder = fleet.remove_reading("s3", "holder", &[]).await;
+        let holder = fleet.remove_reading("s3", ("holder", linger), &[]).await;
         assert_eq!(holder.unwrap(), None);
-        let exists: i64 = redis::cmd("EXISTS")
-            .arg(fleet.entry("holder", "s3"))
-            .query_async(&mut client)
-            .await
-            .unwrap();
-        assert_eq!(exists, 0);
+        assert!((1..=1500).contains(&pttl(&mut client, "s3").await));
     }
+    let () = redis::cmd("DEL")
+        .arg(fleet.entry("holder", "s3"))
+        .query_async(&mut client)
+        .await
+        .unwrap();
     let () = redis::cmd("LPUSH")
         .arg(fleet.entry("holder", "s3"))
         .arg("not a string")
         .query_async(&mut client)
         .await
         .unwrap();
-    assert_eq!(
-        fleet.remove_reading("s3", "holder", &[]).await.unwrap(),
-        None
-    );
+    let holder = fleet.remove_reading("s3", ("holder", linger), &[]).await;
+    assert_eq!(holder.unwrap(), None);
     assert!(fleet.reachable());
 }
 
