@@ -229,8 +229,6 @@ pub async fn serve(
     Ok(())
 }
 
-/// Closes idle sessions and sessionless runtimes, a few times per idle period
-/// (invariant 4).
 /// Hears the fleet's `letters` naming a session, acting on each: until dropped.
 fn hear<F>(
     mut letters: tokio::sync::mpsc::Receiver<mcp_runtime::fleet::Letter>,
@@ -250,6 +248,8 @@ where
     }))
 }
 
+/// Closes idle sessions and sessionless runtimes, a few times per idle period
+/// (invariant 4).
 async fn reap(sessions: Arc<Sessions>, upstreams: Upstreams, idle: Duration) {
     let period = sessions::reap_period(idle);
     let mut ticks = tokio::time::interval(period);
