@@ -63,6 +63,22 @@ pub(crate) async fn credentials(config: &Config) -> Option<Arc<dyn CredentialSou
     }
 }
 
+/// The first enabled remote server of `config` that `source` holds a login of: one a
+/// replica of a fleet may not serve (its tokens are this machine's alone). A login
+/// the store cannot read counts as one.
+pub(crate) async fn logged_in(config: &Config, source: &dyn CredentialSource) -> Option<String> {
+    for server in config.enabled_servers() {
+        let TransportConfig::StreamableHttp(http) = &server.transport else {
+            continue;
+        };
+        let store = source.store_for(&server.name, &http.url, &server.oauth);
+        if !matches!(store.load().await, Ok(None)) {
+            return Some(server.name.clone());
+        }
+    }
+    None
+}
+
 /// Logs in to `server` and stores the login; what to print.
 pub(crate) async fn login(
     config: &Config,

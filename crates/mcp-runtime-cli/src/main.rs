@@ -258,8 +258,10 @@ async fn run(plan: Plan, mut interrupt: Interrupt) -> u8 {
             scope,
             listen: Some(listen),
         } => {
-            // Nobody is at a terminal to answer a server's question.
-            let options = start_options(&config, scope, Some(elicit::Policy::Decline)).await;
+            let options = match serve_options(&config, scope).await {
+                Ok(options) => options,
+                Err(error) => return report(&error),
+            };
             // A signal drains the calls in flight before the servers end.
             match serve::http(config, options, listen, interrupt.received()).await {
                 Ok(()) => 0,
@@ -280,9 +282,10 @@ async fn run(plan: Plan, mut interrupt: Interrupt) -> u8 {
 async fn run_to_end(plan: Plan) -> u8 {
     match plan {
         Plan::Serve { config, scope, .. } => {
-            // Nobody is at a terminal: a server's question goes to the client, or is
-            // declined.
-            let options = start_options(&config, scope, Some(elicit::Policy::Decline)).await;
+            let options = match serve_options(&config, scope).await {
+                Ok(options) => options,
+                Err(error) => return report(&error),
+            };
             match serve::stdio(config, options).await {
                 Ok(()) => 0,
                 Err(error) => report(&error),
@@ -612,6 +615,25 @@ async fn start_options(
         options = options.with_era_cache(cache);
     }
     options
+}
+
+/// How `serve` starts the servers of `config` in `scope`: as [`start_options`] says,
+/// a server's question declined where the client does not answer it (nobody is at a
+/// terminal). In a fleet, a server with a stored OAuth login is refused, as one
+/// configured for OAuth is (`mcp_runtime_serve::fleet`): its tokens are in this
+/// machine's store alone, which the other replicas can neither read nor refresh.
+async fn serve_options(config: &Config, scope: String) -> anyhow::Result<StartOptions> {
+    if config.serve.fleet.is_some()
+        && let Some(source) = login::credentials(config).await
+        && let Some(server) = login::logged_in(config, &*source).await
+    {
+        anyhow::bail!(
+            "`[serve.fleet]`: server `{server}` has an OAuth login, whose tokens this machine's store keeps for itself; \
+             a fleet cannot serve it yet (serve it from a gateway without `[serve.fleet]`, or give it a static token \
+             through `bearer_token_env_var` and run `mcp-runtime logout {server}`)"
+        );
+    }
+    Ok(start_options(config, scope, Some(elicit::Policy::Decline)).await)
 }
 
 async fn start(config: Config, mut options: StartOptions, wait: Wait) -> anyhow::Result<Runtime> {

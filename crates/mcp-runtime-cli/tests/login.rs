@@ -221,6 +221,37 @@ async fn login_then_tools_and_call_then_logout() {
 }
 
 #[tokio::test]
+async fn a_fleet_replica_refuses_a_server_logged_in_to_on_its_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_fixture, url) = protected_fixture(&dir.path().join("oauth.jsonl")).await;
+    let user = User::new(&url);
+    let login = user.run(&["login", "web", "--timeout-sec", "60"]).await;
+    assert_eq!(login.status.code(), Some(0), "{}", stderr(&login));
+
+    // Its tokens are in this machine's store alone: the other replicas could neither
+    // use nor refresh them.
+    let mut config = std::fs::read_to_string(&user.config).unwrap();
+    config.push_str(
+        "\n[serve.fleet]\nredis_url_env_var = \"MCP_RUNTIME_REDIS_URL\"\n\
+         key_env_var = \"MCP_RUNTIME_FLEET_KEY\"\n",
+    );
+    std::fs::write(&user.config, config).unwrap();
+    for listen in [&["--listen", "127.0.0.1:0"][..], &[]] {
+        let args = [&["serve"][..], listen].concat();
+        let served =
+            tokio::time::timeout(std::time::Duration::from_secs(30), user.run(&args)).await;
+        let served = served.expect("refused at once");
+        assert!(!served.status.success(), "{}", stderr(&served));
+        assert!(
+            stderr(&served).contains("server `web` has an OAuth login")
+                && stderr(&served).contains("mcp-runtime logout web"),
+            "{}",
+            stderr(&served)
+        );
+    }
+}
+
+#[tokio::test]
 async fn servers_shows_a_login_past_its_expiry_without_a_refresh_token_as_expired() {
     let dir = tempfile::tempdir().unwrap();
     let (_fixture, url) = protected_fixture(&dir.path().join("oauth.jsonl")).await;
