@@ -149,9 +149,11 @@ fn a_burst_of_sessions_across_three_replicas_behind_haproxy_lists_each_upstream_
         .collect();
     assert!(pids.len() > 24, "{report}");
     for (_, url) in &gateways {
+        // A subscription whose ping went unanswered in time while the burst loaded
+        // the machine is being made again.
+        until_subscribed(url);
         let health = health(url);
         assert_eq!(health["fleet"]["redis_reachable"], true, "{health}");
-        assert_eq!(health["fleet"]["subscribed"], true, "{health}");
         assert!(
             health["fleet"]["replica"]
                 .as_str()
@@ -404,6 +406,16 @@ fn until_sessions(url: &str, count: u64) {
     }
 }
 
+/// Waits until the replica at `url` is subscribed to the fleet's messages, for 10 s
+/// at most.
+fn until_subscribed(url: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while health(url)["fleet"]["subscribed"] != true {
+        assert!(std::time::Instant::now() < deadline, "{}", health(url));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The request that ends session `id`, its connection closed after the answer.
 fn delete(id: &str) -> String {
     format!(
@@ -430,43 +442,19 @@ fn a_session_its_client_ended_on_another_replica_is_closed_on_its_own() {
     assert!(status.ends_with("404 Not Found"), "{status}");
 }
 
-/// The rules of the Redis user `docs/fleet.md` has a deployment give the fleet, as
-/// the guide words them (one code span, from its key pattern on).
-fn documented_user_rules() -> Vec<String> {
+/// The command `docs/fleet.md` has a deployment create the fleet's Redis user with,
+/// its words, the password `password`.
+fn documented_user(password: &str) -> Vec<String> {
     let guide = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fleet.md");
     let guide = std::fs::read_to_string(guide).unwrap();
-    let from = guide
-        .find("`~mcp-runtime:")
-        .expect("the rules in the guide")
-        + 1;
-    let to = from + guide[from..].find('`').unwrap();
-    guide[from..to]
+    let command = guide
+        .lines()
+        .find(|line| line.starts_with("ACL SETUSER "))
+        .expect("the user's command in the guide");
+    command
         .split_whitespace()
-        .map(str::to_owned)
+        .map(|word| word.replace("PASSWORD", password))
         .collect()
-}
-
-#[test]
-fn a_fleet_works_under_the_redis_user_its_guide_describes() {
-    let dir = tempfile::tempdir().unwrap();
-    let redis = RedisServer::start(dir.path());
-    let rules = documented_user_rules();
-    let mut command = vec!["ACL", "SETUSER", "fleet", "on", ">a password", "-@all"];
-    command.extend(rules.iter().map(String::as_str));
-    redis.command(&command);
-    let url = format!("{}?user=fleet&pass=a%20password", redis.url());
-    let config = fleet_config_with(dir.path(), "");
-    let gateways = replicas_with(&config, &[("MCP_RUNTIME_REDIS_URL", &url)], 2);
-    let (first, second) = (&gateways[0].1, &gateways[1].1);
-    // A listing shared, a session restored elsewhere, and a letter telling its end.
-    moved_then_ended_where_it_was_opened(first, second);
-    assert_eq!(tools_lists(&dir.path().join("up.jsonl")), 1, "{rules:?}");
-    for gateway in [first, second] {
-        let fleet = &health(gateway)["fleet"];
-        assert_eq!(fleet["redis_reachable"], true, "{fleet}");
-        assert_eq!(fleet["last_call_answered"], true, "{fleet}");
-        assert_eq!(fleet["subscribed"], true, "{fleet}");
-    }
 }
 
 /// Opens a session on the replica at `first`, has the one at `second` restore it
@@ -492,21 +480,35 @@ fn a_session_its_client_ended_on_the_replica_it_moved_from_is_closed_where_it_mo
 }
 
 #[test]
-fn a_fleet_shares_through_a_redis_reached_over_tls_whose_certificate_it_checks() {
+fn a_fleet_shares_through_redis_as_its_guide_deploys_it() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start_tls(dir.path());
-    let (url, authority) = (redis.tcp_url(), redis.certificate_authority());
+    // The user the guide has the fleet use, and a URL of the form it gives (over
+    // TLS, a database other than 0).
+    let command = documented_user("fleet-password");
+    redis.command(&command.iter().map(String::as_str).collect::<Vec<_>>());
+    let url = redis
+        .tcp_url()
+        .replace("rediss://", "rediss://mcp-fleet:fleet-password@")
+        + "/1";
+    let authority = redis.certificate_authority();
     let config = fleet_config_with(dir.path(), "");
     let trusting = [
         ("MCP_RUNTIME_REDIS_URL", url.as_str()),
         ("SSL_CERT_FILE", authority.to_str().unwrap()),
     ];
     let gateways = replicas_with(&config, &trusting, 2);
+    // A listing shared, a session restored elsewhere, and a letter telling its end.
     moved_then_ended_where_it_was_opened(&gateways[0].1, &gateways[1].1);
-    assert_eq!(tools_lists(&dir.path().join("up.jsonl")), 1);
-    assert_eq!(health(&gateways[0].1)["fleet"]["subscribed"], true);
+    assert_eq!(tools_lists(&dir.path().join("up.jsonl")), 1, "{command:?}");
+    for gateway in &gateways {
+        let fleet = &health(&gateway.1)["fleet"];
+        assert_eq!(fleet["redis_reachable"], true, "{fleet}");
+        assert_eq!(fleet["last_call_answered"], true, "{fleet}");
+        assert_eq!(fleet["subscribed"], true, "{fleet}");
+    }
 
-    // A replica that does not trust the certificate reaches no Redis: it serves
+    // A replica that does not trust Redis's certificate reaches no Redis: it serves
     // alone, and says so.
     let untrusting = replicas_with(&config, &trusting[..1], 1);
     open_session(&untrusting[0].1);
