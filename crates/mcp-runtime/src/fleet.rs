@@ -509,20 +509,12 @@ impl Fleet {
         stamp: Stamp,
         window: Duration,
     ) -> Result<Acquired, Unavailable> {
-        static ACQUIRE: std::sync::LazyLock<Script> =
-            std::sync::LazyLock::new(|| Script::new(ACQUIRE_LUA));
-        let mut invocation = slot.invocation(&ACQUIRE);
-        invocation
-            .key(&slot.lease)
-            .arg(stamp.since)
-            .arg(millis(window))
-            .arg(millis(self.inner.lease))
-            .arg(millis(CHANGE_MEMORY))
-            .arg(stamp.drawn);
+        // The attempt's own: a call made again after its answer was lost finds the
+        // lease it took, and leads under it.
+        let mut nonce = [0u8; 8];
+        getrandom::fill(&mut nonce).expect("the operating system provides random bytes");
         let (kind, since, value, token, now, epoch, drawn) = self
-            .bounded(invoke::<(String, u64, Vec<u8>, u64, u64, u64, u64)>(
-                &invocation,
-            ))
+            .acquiring(slot, stamp, window, &hex::encode(nonce))
             .await?;
         // The window is applied at the startup's first look, as it begins.
         let earliest = match stamp.drawn {
@@ -578,6 +570,29 @@ impl Fleet {
             }
             _ => Acquired::Unusable,
         })
+    }
+
+    /// The acquiring script's answer for `slot` to a startup with `stamp` and burst
+    /// `window`, its attempt's nonce `nonce` (see [`ACQUIRE_LUA`]).
+    async fn acquiring(
+        &self,
+        slot: &Slot,
+        stamp: Stamp,
+        window: Duration,
+        nonce: &str,
+    ) -> Result<(String, u64, Vec<u8>, u64, u64, u64, u64), Unavailable> {
+        static ACQUIRE: std::sync::LazyLock<Script> =
+            std::sync::LazyLock::new(|| Script::new(ACQUIRE_LUA));
+        let mut invocation = slot.invocation(&ACQUIRE);
+        invocation
+            .key(&slot.lease)
+            .arg(stamp.since)
+            .arg(millis(window))
+            .arg(millis(self.inner.lease))
+            .arg(millis(CHANGE_MEMORY))
+            .arg(stamp.drawn)
+            .arg(nonce);
+        self.bounded(invoke(&invocation)).await
     }
 
     /// Tells the fleet that `slot`'s server changed its tools: its granted listings
@@ -875,7 +890,7 @@ pub(crate) enum Acquired {
 
 /// A leader's hold on its slot. Renewed while held; [`Lease::publish`] hands a
 /// listing to the fleet, and dropping it unpublished releases the slot so that a
-/// waiter takes over at once.
+/// waiter takes over at once (a publication that fails releases it a second later).
 pub(crate) struct Lease {
     fleet: Fleet,
     slot: Slot,
@@ -924,8 +939,8 @@ impl Lease {
     ) {
         static PUBLISH: std::sync::LazyLock<Script> =
             std::sync::LazyLock::new(|| Script::new(PUBLISH_LUA));
-        // From here on the lease is never released: if this future is dropped before
-        // Redis answers, it lapses.
+        // From here on the lease is released only if the publication fails: if this
+        // future is dropped before Redis answers, it lapses.
         self.published = true;
         self.renewal = None;
         let (fleet, slot) = (&self.fleet, &self.slot);
@@ -966,7 +981,29 @@ impl Lease {
             } else {
                 String::new()
             });
-        let _ = fleet.bounded(invoke::<i64>(&invocation)).await;
+        if fleet.bounded(invoke::<i64>(&invocation)).await.is_err() {
+            // Not taken (or its answer lost): the waiters need not wait for the
+            // lease to lapse. Released once the pause after the failure is over; a
+            // release finds nothing to do where the publication was taken.
+            release(fleet, slot, self.token, RETRY_AFTER);
+        }
+    }
+}
+
+/// Releases `slot`'s lease if `token`'s still holds it, after `after`: a waiter takes
+/// over at once. Done in the background, where there is a runtime (a host shutting
+/// down has none: the lease lapses instead).
+fn release(fleet: &Fleet, slot: &Slot, token: u64, after: Duration) {
+    let (fleet, slot) = (fleet.clone(), slot.clone());
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        handle.spawn(async move {
+            static RELEASE: std::sync::LazyLock<Script> =
+                std::sync::LazyLock::new(|| Script::new(RELEASE_LUA));
+            tokio::time::sleep(after).await;
+            let mut invocation = RELEASE.key(&slot.lease);
+            invocation.arg(token).arg(&slot.channel);
+            let _ = fleet.bounded(invoke::<i64>(&invocation)).await;
+        });
     }
 }
 
@@ -985,19 +1022,7 @@ impl Drop for Lease {
             return;
         }
         self.renewal = None;
-        let fleet = self.fleet.clone();
-        let slot = self.slot.clone();
-        let token = self.token;
-        // Dropped outside a runtime (a host shutting down): the lease lapses instead.
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move {
-                static RELEASE: std::sync::LazyLock<Script> =
-                    std::sync::LazyLock::new(|| Script::new(RELEASE_LUA));
-                let mut invocation = RELEASE.key(&slot.lease);
-                invocation.arg(token).arg(&slot.channel);
-                let _ = fleet.bounded(invoke::<i64>(&invocation)).await;
-            });
-        }
+        release(&self.fleet, &self.slot, self.token, Duration::ZERO);
     }
 }
 
@@ -1157,12 +1182,13 @@ fn sent_of(value: &[u8]) -> Option<u64> {
     std::str::from_utf8(sent).ok()?.parse().ok()
 }
 
-/// When a lease written by the acquiring script (`token:sent:`, not sealed yet) was
-/// taken, in Redis's milliseconds.
+/// When a lease written by the acquiring script (`token:sent:nonce`, not sealed yet)
+/// was taken, in Redis's milliseconds.
 fn unsealed_lease(value: &[u8]) -> Option<u64> {
-    // The head alone: nothing after its second `:`.
+    // The head and a nonce (hex digits) alone: a sealed value has a third `:`.
     let colons = value.iter().filter(|&&byte| byte == b':').count();
-    (colons == 2 && value.ends_with(b":"))
+    let nonce = value.rsplit(|&byte| byte == b':').next()?;
+    (colons == 2 && nonce.iter().all(u8::is_ascii_hexdigit))
         .then(|| sent_of(value))
         .flatten()
 }
@@ -1234,7 +1260,9 @@ end
 /// KEYS: clock, changed, listing, private grant, public grant, the public key's
 /// revocation count, lease.
 /// ARGV: the startup's stamp (0: draw one), the burst window, the lease, and how long
-/// the counter is kept, in ms; the stamp drawn as the startup began.
+/// the counter is kept, in ms; the stamp drawn as the startup began; the attempt's
+/// nonce (hex digits), written into the lease it takes: the same attempt made again
+/// (its answer lost) leads under that lease, not waiting for it to lapse.
 /// Returns {kind, stamp, value, token, now, epoch, drawn}: `token` is a new leader's,
 /// `now` Redis's time, `epoch` the public key's revocation count; values are checked
 /// by the caller.
@@ -1249,6 +1277,13 @@ local window = tonumber(ARGV[2])
 local changed = tonumber(redis.call('GET', KEYS[2]) or '0') or math.huge
 -- Unreadable (written by hand): no public grant is served until a change sets it.
 local epoch = count(KEYS[6])
+-- This attempt's own lease, not sealed yet: it was taken by this very call, made
+-- again as its answer was lost. Answered as it was then.
+local own = redis.call('GET', KEYS[7])
+if own and ARGV[6] ~= '' then
+  local token, _, nonce = string.match(own, '^(%d+):(%d+):(%x+)$')
+  if nonce == ARGV[6] then return {'lead', since, own, tonumber(token), now, epoch or 0, tonumber(ARGV[5]) or 0} end
+end
 local function parts(value)
   local stamp, sent = string.match(value, '^(%d+):(%d+):')
   if not stamp then return nil end
@@ -1299,7 +1334,7 @@ if epoch and fresh(grant) and parts(grant) >= epoch then return {'public-grant',
 local lease = redis.call('GET', KEYS[7])
 if lease and usable(lease) then return {'wait', since, lease, 0, now, epoch or 0, drawn} end
 local token = draw(KEYS[1], ARGV[4], changed)
-local value = token .. ':' .. now .. ':'
+local value = token .. ':' .. now .. ':' .. ARGV[6]
 redis.call('SET', KEYS[7], value, 'PX', ARGV[3])
 return {'lead', since, value, token, now, epoch or 0, drawn}
 "

@@ -61,6 +61,11 @@ fn an_unsealed_lease_reads_its_time_and_a_sealed_one_does_not() {
         unsealed_lease(b"12:1700000000000:"),
         Some(1_700_000_000_000)
     );
+    assert_eq!(
+        unsealed_lease(b"12:1700000000000:0a1b2c3d4e5f6789"),
+        Some(1_700_000_000_000)
+    );
+    assert_eq!(unsealed_lease(b"12:1700000000000:not hex"), None);
     assert_eq!(unsealed_lease(&seal(KEY, "lease", 12, 5, b"")), None);
 }
 
@@ -497,6 +502,63 @@ async fn a_lease_left_unsealed_past_its_lifetime_is_not_waited_for() {
         fleet.acquire(&slot, Stamp::NEW, Duration::ZERO).await,
         Ok(Acquired::Unusable)
     ));
+}
+
+#[tokio::test]
+async fn an_attempt_made_again_after_its_answer_was_lost_leads_under_the_lease_it_took() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    let slot = fleet.slot(&[19; 32], &[19; 32]);
+    // The script ran and took the lease; its answer never came back.
+    let (kind, _, lease, token, ..) = fleet
+        .acquiring(&slot, Stamp::NEW, WINDOW, "0a1b2c3d")
+        .await
+        .unwrap();
+    assert_eq!(kind, "lead");
+    // Made again, the same attempt leads under the same lease: it does not wait for
+    // its own to lapse.
+    let (again, _, same, same_token, ..) = fleet
+        .acquiring(&slot, Stamp::NEW, WINDOW, "0a1b2c3d")
+        .await
+        .unwrap();
+    assert_eq!((again.as_str(), same_token), ("lead", token));
+    assert_eq!(same, lease);
+    // Another attempt waits for it.
+    let (other, ..) = fleet
+        .acquiring(&slot, Stamp::NEW, WINDOW, "99999999")
+        .await
+        .unwrap();
+    assert_eq!(other, "wait");
+}
+
+#[tokio::test]
+async fn a_lease_whose_publication_failed_is_released_once_the_pause_is_over() {
+    let redis = Redis::start();
+    redis.acl(&["on", ">a password", "~*", "&*", "+@all"]).await;
+    let url = format!("{}?user=limited&pass=a%20password", redis.url);
+    // Its lease would last a minute unpublished.
+    let lease = Duration::from_secs(60);
+    let leader = Fleet::connect_with(&url, KEY, "r1", DEFAULT_TIMEOUT, lease).unwrap();
+    let slot = leader.slot(&[20; 32], &[20; 32]);
+    let held = lead(&leader, &slot, WINDOW).await;
+    // Redis takes no listing from it (the publishing script's SET is refused); the
+    // release, which writes nothing, it takes.
+    redis.acl(&["-set"]).await;
+    held.publish(b"[]", WINDOW, None).await;
+    let mut client = redis.client().await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let exists: i64 = redis::cmd("EXISTS")
+            .arg(&slot.lease)
+            .query_async(&mut client)
+            .await
+            .unwrap();
+        if exists == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the lease is still held");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test]
