@@ -63,17 +63,32 @@ pub(crate) async fn credentials(config: &Config) -> Option<Arc<dyn CredentialSou
     }
 }
 
-/// The first enabled remote server of `config` that `source` holds a login of: one a
-/// replica of a fleet may not serve (its tokens are this machine's alone). A login
-/// the store cannot read counts as one.
-pub(crate) async fn logged_in(config: &Config, source: &dyn CredentialSource) -> Option<String> {
+/// What a token store holds of a server a replica of a fleet may not serve.
+pub(crate) enum Stored {
+    /// A login of the server: its tokens are this machine's alone.
+    Login(String),
+    /// An entry of the server the store cannot read, `error` saying why (no token:
+    /// the store's errors hold none).
+    Unreadable { server: String, error: String },
+}
+
+/// The first enabled remote server of `config` that `source` holds a login of, or
+/// an entry it cannot read.
+pub(crate) async fn logged_in(config: &Config, source: &dyn CredentialSource) -> Option<Stored> {
     for server in config.enabled_servers() {
         let TransportConfig::StreamableHttp(http) = &server.transport else {
             continue;
         };
         let store = source.store_for(&server.name, &http.url, &server.oauth);
-        if !matches!(store.load().await, Ok(None)) {
-            return Some(server.name.clone());
+        match store.load().await {
+            Ok(None) => {}
+            Ok(Some(_)) => return Some(Stored::Login(server.name.clone())),
+            Err(error) => {
+                return Some(Stored::Unreadable {
+                    server: server.name.clone(),
+                    error: error.to_string(),
+                });
+            }
         }
     }
     None

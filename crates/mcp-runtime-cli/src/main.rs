@@ -591,11 +591,6 @@ enum Wait {
     Usable,
 }
 
-/// Starts the servers with `options`, which wait as `wait` says; with the live
-/// display (which shows the servers still starting) when stderr is a terminal. The
-/// display ends when the start returns: with [`Wait::Usable`] the servers still
-/// starting then are left shown as starting, so that it does not hold up the
-/// command nor draw over its output.
 /// How a command starts the runtime of `config` in `scope`: questions answered as
 /// `elicitation` says, the stored OAuth logins, and the protocol eras kept in the
 /// user's cache directory (a repeated run starts each local server in its era without
@@ -605,10 +600,20 @@ async fn start_options(
     scope: String,
     elicitation: Option<elicit::Policy>,
 ) -> StartOptions {
+    let credentials = login::credentials(config).await;
+    options_with(scope, elicitation, credentials)
+}
+
+/// [`start_options`], with the stored logins of `credentials`, if any.
+fn options_with(
+    scope: String,
+    elicitation: Option<elicit::Policy>,
+    credentials: Option<std::sync::Arc<dyn mcp_runtime::auth::CredentialSource>>,
+) -> StartOptions {
     let mut options = StartOptions::new()
         .with_scope(scope)
         .with_host(elicit::handlers(elicitation, elicit::person_at_terminal()));
-    if let Some(source) = login::credentials(config).await {
+    if let Some(source) = credentials {
         options = options.with_credentials(source);
     }
     if let Some(cache) = EraCache::in_user_cache() {
@@ -619,23 +624,38 @@ async fn start_options(
 
 /// How `serve` starts the servers of `config` in `scope`: as [`start_options`] says,
 /// a server's question declined where the client does not answer it (nobody is at a
-/// terminal). In a fleet, a server with a stored OAuth login is refused, as one
-/// configured for OAuth is (`mcp_runtime_serve::fleet`): its tokens are in this
-/// machine's store alone, which the other replicas can neither read nor refresh.
+/// terminal). A replica of a fleet starts them without the stored OAuth logins, whose
+/// tokens are in this machine's store alone, which the other replicas can neither
+/// read nor refresh; and refuses a server with one, as it does one configured for
+/// OAuth (`mcp_runtime_serve::fleet`).
 async fn serve_options(config: &Config, scope: String) -> anyhow::Result<StartOptions> {
-    if config.serve.fleet.is_some()
-        && let Some(source) = login::credentials(config).await
-        && let Some(server) = login::logged_in(config, &*source).await
-    {
-        anyhow::bail!(
-            "`[serve.fleet]`: server `{server}` has an OAuth login, whose tokens this machine's store keeps for itself; \
-             a fleet cannot serve it yet (serve it from a gateway without `[serve.fleet]`, or give it a static token \
-             through `bearer_token_env_var` and run `mcp-runtime logout {server}`)"
-        );
+    let credentials = login::credentials(config).await;
+    let decline = Some(elicit::Policy::Decline);
+    if config.serve.fleet.is_none() {
+        return Ok(options_with(scope, decline, credentials));
     }
-    Ok(start_options(config, scope, Some(elicit::Policy::Decline)).await)
+    let instead = "serve it from a gateway without `[serve.fleet]`, or give it a static token through `bearer_token_env_var`";
+    match match &credentials {
+        Some(source) => login::logged_in(config, &**source).await,
+        None => None,
+    } {
+        Some(login::Stored::Login(server)) => anyhow::bail!(
+            "`[serve.fleet]`: server `{server}` has an OAuth login, whose tokens this machine's store keeps for itself; \
+             a fleet cannot serve it yet ({instead} and run `mcp-runtime logout {server}`)"
+        ),
+        Some(login::Stored::Unreadable { server, error }) => anyhow::bail!(
+            "`[serve.fleet]`: whether server `{server}` has an OAuth login cannot be read from this machine's token store \
+             ({error}); a fleet cannot serve a server logged in to on one machine ({instead}, and mend or remove the store)"
+        ),
+        None => Ok(options_with(scope, decline, None)),
+    }
 }
 
+/// Starts the servers with `options`, which wait as `wait` says; with the live
+/// display (which shows the servers still starting) when stderr is a terminal. The
+/// display ends when the start returns: with [`Wait::Usable`] the servers still
+/// starting then are left shown as starting, so that it does not hold up the
+/// command nor draw over its output.
 async fn start(config: Config, mut options: StartOptions, wait: Wait) -> anyhow::Result<Runtime> {
     let stop = mcp_runtime::CancellationToken::new();
     let display = if std::io::stderr().is_terminal() {

@@ -252,6 +252,27 @@ async fn a_fleet_replica_refuses_a_server_logged_in_to_on_its_machine() {
 }
 
 #[tokio::test]
+async fn a_fleet_replica_refuses_a_server_whose_login_its_store_cannot_read() {
+    let user = User::new("http://127.0.0.1:1/mcp");
+    let mut config = std::fs::read_to_string(&user.config).unwrap();
+    config.push_str(
+        "\n[serve.fleet]\nredis_url_env_var = \"MCP_RUNTIME_REDIS_URL\"\n\
+         key_env_var = \"MCP_RUNTIME_FLEET_KEY\"\n",
+    );
+    std::fs::write(&user.config, config).unwrap();
+    let store = user.home.path().join(".config/mcp-runtime");
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::write(store.join("oauth-credentials.json"), "not JSON").unwrap();
+    let served = user.run(&["serve"]).await;
+    assert!(!served.status.success(), "{}", stderr(&served));
+    assert!(
+        stderr(&served).contains("whether server `web` has an OAuth login cannot be read"),
+        "{}",
+        stderr(&served)
+    );
+}
+
+#[tokio::test]
 async fn servers_shows_a_login_past_its_expiry_without_a_refresh_token_as_expired() {
     let dir = tempfile::tempdir().unwrap();
     let (_fixture, url) = protected_fixture(&dir.path().join("oauth.jsonl")).await;
