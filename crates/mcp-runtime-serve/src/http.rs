@@ -367,7 +367,6 @@ async fn handle(
             .headers()
             .get(MCP_METHOD)
             .is_none_or(|method| method == "initialize");
-    let restores = restoring.is_some();
     let opening = match opens_session {
         true => match front.sessions.open().await {
             Some(opening) => Some(opening),
@@ -387,7 +386,10 @@ async fn handle(
     drop(opening);
     // A restore that failed leaves nothing here: the session's next request claims
     // it again, within the bound (invariant 3), as one this replica does not know.
-    if restores
+    // Asked of every failed request of a session in a fleet: one that came while a
+    // restore was under way skipped the claim, and may have restored it (or failed
+    // to) through rmcp itself.
+    if front.fleet_sessions.is_some()
         && let Some(id) = &session
         && (response.status().is_client_error() || response.status().is_server_error())
     {

@@ -546,10 +546,10 @@ impl Fleet {
             "public-grant" => {
                 payload(&slot.public_grant).map_or(Acquired::Unusable, Acquired::Granted)
             }
-            // A lease carries nothing but a number. One its leader has not sealed
-            // yet (it does so at once) lapses by itself unless renewed: it is waited
-            // for, as a sealed one is (a waiter waits a bounded time). A seal that
-            // does not hold is another's.
+            // A lease carries nothing but numbers (and, unsealed, its attempt's
+            // nonce). One its leader has not sealed yet (it does so at once) lapses
+            // by itself unless renewed: it is waited for, as a sealed one is (a
+            // waiter waits a bounded time). A seal that does not hold is another's.
             "wait" if open(key, &slot.lease, &value).is_some() => Acquired::Wait(stamp),
             // Unsealed for longer than a lease, it is not a leader's.
             "wait"

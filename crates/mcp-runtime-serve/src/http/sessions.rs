@@ -176,12 +176,12 @@ impl Sessions {
         lock(&self.uses).entry(id).or_insert_with(Use::new).owner = Some(principal);
     }
 
-    /// Session `id`, owned here for its restore, was not restored by the request
-    /// using it: unless rmcp has it (a restore that succeeded, and a request that
-    /// failed after) or another request uses it (one that came after the owner was
-    /// recorded, whose own restore may be under way), its owner is forgotten, so
-    /// that its next request is one for a session this listener does not know,
-    /// restored within the bound (invariant 3), and not one rmcp restores on its own.
+    /// A request of session `id` failed: unless rmcp has the session (a restore that
+    /// succeeded, or no restore, and a request that failed after) or another request
+    /// uses it (one whose own restore may be under way: the last to fail asks
+    /// again), its owner is forgotten, so that its next request is one for a session
+    /// this listener does not know, restored within the bound (invariant 3), and not
+    /// one rmcp restores on its own.
     pub(crate) async fn restore_failed(&self, id: &SessionId) {
         let open = self.manager.sessions.read().await;
         if !open.contains_key(id)

@@ -538,7 +538,8 @@ async fn a_lease_whose_publication_failed_is_released_once_the_pause_is_over() {
     let url = format!("{}?user=limited&pass=a%20password", redis.url);
     // Its lease would last a minute unpublished.
     let lease = Duration::from_secs(60);
-    let leader = Fleet::connect_with(&url, KEY, "r1", DEFAULT_TIMEOUT, lease).unwrap();
+    let patience = Duration::from_secs(1);
+    let leader = Fleet::connect_with(&url, KEY, "r1", patience, lease).unwrap();
     let slot = leader.slot(&[20; 32], &[20; 32]);
     let held = lead(&leader, &slot, WINDOW).await;
     // Redis takes no listing from it (the publishing script's SET is refused); the
