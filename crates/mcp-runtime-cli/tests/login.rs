@@ -121,6 +121,16 @@ impl User {
         command.output().await.expect("the binary runs")
     }
 
+    /// Makes the user's config a fleet's (`[serve.fleet]`), its variables unset.
+    fn join_a_fleet(&self) {
+        let mut config = std::fs::read_to_string(&self.config).unwrap();
+        config.push_str(
+            "\n[serve.fleet]\nredis_url_env_var = \"MCP_RUNTIME_REDIS_URL\"\n\
+             key_env_var = \"MCP_RUNTIME_FLEET_KEY\"\n",
+        );
+        std::fs::write(&self.config, config).unwrap();
+    }
+
     /// Every file under the user's home, as text: where a token must not be.
     fn files(&self) -> Vec<(PathBuf, String)> {
         let mut found = Vec::new();
@@ -230,12 +240,7 @@ async fn a_fleet_replica_refuses_a_server_logged_in_to_on_its_machine() {
 
     // Its tokens are in this machine's store alone: the other replicas could neither
     // use nor refresh them.
-    let mut config = std::fs::read_to_string(&user.config).unwrap();
-    config.push_str(
-        "\n[serve.fleet]\nredis_url_env_var = \"MCP_RUNTIME_REDIS_URL\"\n\
-         key_env_var = \"MCP_RUNTIME_FLEET_KEY\"\n",
-    );
-    std::fs::write(&user.config, config).unwrap();
+    user.join_a_fleet();
     for listen in [&["--listen", "127.0.0.1:0"][..], &[]] {
         let args = [&["serve"][..], listen].concat();
         let served =
@@ -254,12 +259,7 @@ async fn a_fleet_replica_refuses_a_server_logged_in_to_on_its_machine() {
 #[tokio::test]
 async fn a_fleet_replica_refuses_a_server_whose_login_its_store_cannot_read() {
     let user = User::new("http://127.0.0.1:1/mcp");
-    let mut config = std::fs::read_to_string(&user.config).unwrap();
-    config.push_str(
-        "\n[serve.fleet]\nredis_url_env_var = \"MCP_RUNTIME_REDIS_URL\"\n\
-         key_env_var = \"MCP_RUNTIME_FLEET_KEY\"\n",
-    );
-    std::fs::write(&user.config, config).unwrap();
+    user.join_a_fleet();
     let store = user.home.path().join(".config/mcp-runtime");
     std::fs::create_dir_all(&store).unwrap();
     std::fs::write(store.join("oauth-credentials.json"), "not JSON").unwrap();
