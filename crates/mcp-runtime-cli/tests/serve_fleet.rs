@@ -16,7 +16,7 @@ use mcp_runtime_fixtures::{
 use serde_json::Value;
 
 use crate::{
-    serve_http::{KillOnDrop, gateway},
+    serve_http::{KillOnDrop, gateway, gateway_on},
     support::{fixture_server, http_fixture, python_client, report_of},
 };
 
@@ -618,6 +618,94 @@ impl Conversation {
         std::io::Write::write_all(&mut self.stdin, b"\n").unwrap();
         self.report()
     }
+}
+
+/// The config `docs/fleet.md` gives every replica (its `toml` block under
+/// "Configuration", word for word), serving `upstream` (the keys of a server table)
+/// as `up`.
+fn guide_config(dir: &Path, upstream: &str) -> PathBuf {
+    let guide = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fleet.md");
+    let guide = std::fs::read_to_string(guide).unwrap();
+    let block = guide
+        .split_once("## Configuration")
+        .and_then(|(_, section)| section.split_once("```toml\n"))
+        .and_then(|(_, block)| block.split_once("```"))
+        .map(|(block, _)| block)
+        .expect("a config block under the guide's Configuration heading");
+    let config = dir.join("config.toml");
+    std::fs::write(
+        &config,
+        format!("{block}\n[mcp_servers.up]\n{upstream}required = true\n"),
+    )
+    .unwrap();
+    config
+}
+
+#[test]
+fn replicas_configured_as_the_guide_says_answer_the_load_balancers_host_with_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(dir.path());
+    let config = guide_config(
+        dir.path(),
+        &fixture_upstream(&dir.path().join("up.jsonl"), &[]),
+    );
+    let url = redis.url();
+    let env = [
+        ("MCP_RUNTIME_REDIS_URL", url.as_str()),
+        ("MCP_RUNTIME_FLEET_KEY", KEY),
+        ("GATEWAY_TOKEN", "a gateway token"),
+    ];
+    // On every interface, as behind a load balancer on another machine.
+    let gateways: Vec<_> = (0..2)
+        .map(|_| {
+            let (child, url) = gateway_on("0.0.0.0:0", &config, &env);
+            (KillOnDrop(child), url)
+        })
+        .collect();
+    let addresses: Vec<SocketAddr> = gateways
+        .iter()
+        .map(|(_, url)| SocketAddr::from(([127, 0, 0, 1], address(url).port())))
+        .collect();
+    let haproxy = Haproxy::start(dir.path(), &addresses);
+    let post = |host: &str, token: Option<&str>, session: Option<&str>, body: &str| {
+        let token = token.map_or(String::new(), |token| {
+            format!("Authorization: Bearer {token}\r\n")
+        });
+        let session = session.map_or(String::new(), |id| format!("Mcp-Session-Id: {id}\r\n"));
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             {token}{session}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let (status, headers, _) = exchange(&haproxy.url(), &request);
+        (status, headers)
+    };
+
+    // The name clients reach the load balancer by, and the token.
+    let (status, headers) = post("mcp.example.com", Some("a gateway token"), None, INITIALIZE);
+    assert!(status.ends_with("200 OK"), "{status}");
+    let session = headers
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("mcp-session-id: "))
+        .expect("a session id");
+    let (status, _) = post(
+        "mcp.example.com",
+        Some("a gateway token"),
+        Some(session),
+        PING,
+    );
+    assert!(status.ends_with("200 OK"), "{status}");
+    // Without the token, or by another name, nothing is served.
+    let (status, _) = post("mcp.example.com", None, Some(session), PING);
+    assert!(status.ends_with("401 Unauthorized"), "{status}");
+    let (status, _) = post(
+        "elsewhere.example.com",
+        Some("a gateway token"),
+        Some(session),
+        PING,
+    );
+    assert!(status.ends_with("403 Forbidden"), "{status}");
 }
 
 /// `count` replicas of `config` sharing `redis`, behind haproxy (configured in `dir`).

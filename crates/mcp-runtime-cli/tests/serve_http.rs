@@ -17,9 +17,14 @@ use crate::support::{cli, fixture_server, python_client, report_of};
 
 /// The gateway, started on a free loopback port with `config`; its endpoint's URL.
 pub(crate) fn gateway(config: &Path, env: &[(&str, &str)]) -> (Child, String) {
+    gateway_on("0", config, env)
+}
+
+/// [`gateway`] listening on `listen` (an address, or a port on loopback).
+pub(crate) fn gateway_on(listen: &str, config: &Path, env: &[(&str, &str)]) -> (Child, String) {
     let mut command = cli();
     command
-        .args(["serve", "--listen", "0", "--config"])
+        .args(["serve", "--listen", listen, "--config"])
         .arg(config)
         .envs(env.iter().copied())
         .stdin(Stdio::null())
