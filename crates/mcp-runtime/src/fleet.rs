@@ -1277,12 +1277,12 @@ local window = tonumber(ARGV[2])
 local changed = tonumber(redis.call('GET', KEYS[2]) or '0') or math.huge
 -- Unreadable (written by hand): no public grant is served until a change sets it.
 local epoch = count(KEYS[6])
+local lease = redis.call('GET', KEYS[7])
 -- This attempt's own lease, not sealed yet: it was taken by this very call, made
 -- again as its answer was lost. Answered as it was then.
-local own = redis.call('GET', KEYS[7])
-if own and ARGV[6] ~= '' then
-  local token, _, nonce = string.match(own, '^(%d+):(%d+):(%x+)$')
-  if nonce == ARGV[6] then return {'lead', since, own, tonumber(token), now, epoch or 0, tonumber(ARGV[5]) or 0} end
+if lease and ARGV[6] ~= '' then
+  local token, _, nonce = string.match(lease, '^(%d+):(%d+):(%x+)$')
+  if nonce == ARGV[6] then return {'lead', since, lease, tonumber(token), now, epoch or 0, tonumber(ARGV[5]) or 0} end
 end
 local function parts(value)
   local stamp, sent = string.match(value, '^(%d+):(%d+):')
@@ -1331,7 +1331,6 @@ local grant = redis.call('GET', KEYS[4])
 if fresh(grant) and parts(grant) > changed then return {'private-grant', since, grant, 0, now, epoch or 0, drawn} end
 grant = redis.call('GET', KEYS[5])
 if epoch and fresh(grant) and parts(grant) >= epoch then return {'public-grant', since, grant, 0, now, epoch, drawn} end
-local lease = redis.call('GET', KEYS[7])
 if lease and usable(lease) then return {'wait', since, lease, 0, now, epoch or 0, drawn} end
 local token = draw(KEYS[1], ARGV[4], changed)
 local value = token .. ':' .. now .. ':' .. ARGV[6]

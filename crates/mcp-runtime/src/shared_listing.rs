@@ -239,6 +239,20 @@ impl Untold {
             .max()
     }
 
+    /// Tells `fleet` the changes of `keys` up to the `seen`th, forgotten in
+    /// `untold` once it takes them.
+    async fn tell(
+        untold: &Mutex<Self>,
+        fleet: &crate::fleet::Fleet,
+        keys: &StartupKeys,
+        seen: u64,
+    ) -> Result<(), crate::fleet::Unavailable> {
+        let slot = fleet.slot(&keys.private.0, &keys.public.0);
+        fleet.revoke(&slot).await?;
+        crate::sync::lock(untold).told(keys, seen);
+        Ok(())
+    }
+
     /// The fleet was told the changes of `keys` up to the `seen`th: a later one,
     /// untold meanwhile, stays.
     fn told(&mut self, keys: &StartupKeys, seen: u64) {
@@ -472,11 +486,9 @@ impl ListingRegistry {
                     };
                     let pending = crate::sync::lock(&untold).pending();
                     for (keys, seen) in pending {
-                        let slot = fleet.slot(&keys.private.0, &keys.public.0);
-                        if fleet.revoke(&slot).await.is_err() {
+                        if Untold::tell(&untold, &fleet, &keys, seen).await.is_err() {
                             break;
                         }
-                        crate::sync::lock(&untold).told(&keys, seen);
                     }
                 }
             })
@@ -801,15 +813,16 @@ impl LeaderGuard {
         // server under another identity revokes its public grants: told through this
         // key's slot, which raises the public key's count (another identity's own
         // key is told when it starts).
-        let untold = (self.registry.fleet.as_ref())
-            .and_then(|link| crate::sync::lock(&link.untold).of(&self.keys));
-        if let Some(seen) = untold {
-            if fleet.revoke(&slot).await.is_err() {
-                return FleetTurn::Lead(self);
-            }
-            if let Some(link) = &self.registry.fleet {
-                crate::sync::lock(&link.untold).told(&self.keys, seen);
-            }
+        let untold = (self.registry.fleet.clone()).and_then(|link| {
+            let seen = crate::sync::lock(&link.untold).of(&self.keys);
+            seen.map(|seen| (link, seen))
+        });
+        if let Some((link, seen)) = untold
+            && Untold::tell(&link.untold, &fleet, &self.keys, seen)
+                .await
+                .is_err()
+        {
+            return FleetTurn::Lead(self);
         }
         let watch = fleet.watch(&slot);
         let deadline = Instant::now() + FLEET_WAIT;
