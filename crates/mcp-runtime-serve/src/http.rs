@@ -393,7 +393,7 @@ async fn handle(
         && let Some(id) = &session
         && (response.status().is_client_error() || response.status().is_server_error())
     {
-        front.sessions.restore_failed(id).await;
+        front.sessions.request_failed(id).await;
     }
     if in_use.is_none()
         && let Some(id) = response

@@ -182,7 +182,7 @@ impl Sessions {
     /// again), its owner is forgotten, so that its next request is one for a session
     /// this listener does not know, restored within the bound (invariant 3), and not
     /// one rmcp restores on its own.
-    pub(crate) async fn restore_failed(&self, id: &SessionId) {
+    pub(crate) async fn request_failed(&self, id: &SessionId) {
         let open = self.manager.sessions.read().await;
         if !open.contains_key(id)
             && let Some(used) = lock(&self.uses).get_mut(id)
