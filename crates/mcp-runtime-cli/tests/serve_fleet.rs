@@ -10,7 +10,7 @@ use std::{
 };
 
 use mcp_runtime_fixtures::{
-    services::{Haproxy, RedisServer},
+    services::{Haproxy, RedisServer, fleet_guide_block},
     testing::{children, count_method, is_alive, read_log, wait_for_exit},
 };
 use serde_json::Value;
@@ -445,9 +445,8 @@ fn a_session_its_client_ended_on_another_replica_is_closed_on_its_own() {
 /// The command `docs/fleet.md` has a deployment create the fleet's Redis user with,
 /// its words, the password `password`.
 fn documented_user(password: &str) -> Vec<String> {
-    let guide = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fleet.md");
-    let guide = std::fs::read_to_string(guide).unwrap();
-    let command = guide
+    let block = fleet_guide_block("## Redis", "```");
+    let command = block
         .lines()
         .find(|line| line.starts_with("ACL SETUSER "))
         .expect("the user's command in the guide");
@@ -624,14 +623,7 @@ impl Conversation {
 /// "Configuration", word for word), serving `upstream` (the keys of a server table)
 /// as `up`.
 fn guide_config(dir: &Path, upstream: &str) -> PathBuf {
-    let guide = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fleet.md");
-    let guide = std::fs::read_to_string(guide).unwrap();
-    let block = guide
-        .split_once("## Configuration")
-        .and_then(|(_, section)| section.split_once("```toml\n"))
-        .and_then(|(_, block)| block.split_once("```"))
-        .map(|(block, _)| block)
-        .expect("a config block under the guide's Configuration heading");
+    let block = fleet_guide_block("## Configuration", "```toml");
     let config = dir.join("config.toml");
     std::fs::write(
         &config,

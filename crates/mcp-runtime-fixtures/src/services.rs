@@ -318,6 +318,23 @@ impl Haproxy {
     }
 }
 
+/// The first code block of `docs/fleet.md` (the fleet's deployment guide) opened by
+/// the line `fence` under the heading line `heading`: what the guide has a deployer
+/// write, for the tests to run as written.
+///
+/// # Panics
+/// When the guide has no such block.
+pub fn fleet_guide_block(heading: &str, fence: &str) -> String {
+    let guide = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fleet.md");
+    let guide = std::fs::read_to_string(guide).expect("docs/fleet.md");
+    guide
+        .split_once(&format!("\n{heading}\n"))
+        .and_then(|(_, section)| section.split_once(&format!("\n{fence}\n")))
+        .and_then(|(_, block)| block.split_once("\n```"))
+        .map(|(block, _)| format!("{block}\n"))
+        .unwrap_or_else(|| panic!("a {fence} block under the guide's {heading}"))
+}
+
 /// The haproxy configuration `docs/fleet.md` deploys, word for word but for its
 /// address (the descriptor [`Haproxy::start`] hands over) and its servers (the
 /// `replicas`).
@@ -325,14 +342,7 @@ impl Haproxy {
 /// # Panics
 /// When the guide has no configuration block under its "Load balancer" heading.
 fn guide_configuration(replicas: &[SocketAddr]) -> String {
-    let guide = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fleet.md");
-    let guide = std::fs::read_to_string(guide).expect("docs/fleet.md");
-    let block = guide
-        .split_once("## Load balancer")
-        .and_then(|(_, section)| section.split_once("\n```\n"))
-        .and_then(|(_, block)| block.split_once("\n```"))
-        .map(|(block, _)| block)
-        .expect("a configuration block under the guide's Load balancer heading");
+    let block = fleet_guide_block("## Load balancer", "```");
     let mut config = String::new();
     for line in block.lines() {
         match line.split_whitespace().next() {
