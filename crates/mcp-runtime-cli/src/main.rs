@@ -126,15 +126,15 @@ fn describe(error: &anyhow::Error) -> String {
     parts.join(": ")
 }
 
-/// Writes `text` to stdout and returns `code`. A closed stdout (the reader of a pipe
-/// went away, as with `| head`) ends the output quietly with exit code 0: nobody
-/// wants the rest.
 /// Whether stdout is a terminal: the server's text printed there is escaped (see
 /// [`output::output_text`]).
 fn stdout_is_terminal() -> bool {
     std::io::stdout().is_terminal()
 }
 
+/// Writes `text` to stdout and returns `code`. A closed stdout (the reader of a pipe
+/// went away, as with `| head`) ends the output quietly with exit code 0: nobody
+/// wants the rest.
 fn print(text: &str, code: u8) -> u8 {
     print_with(code, |out| out.write_all(text.as_bytes()))
 }

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::{
     serve_http::{KillOnDrop, gateway, gateway_on},
-    support::{fixture_server, http_fixture, python_client, report_of},
+    support::{cli, fixture_server, http_fixture, python_client, report_of},
 };
 
 const KEY: &str = "a fleet key of thirty-two bytes or more";
@@ -568,6 +568,48 @@ fn a_replica_waits_for_redis_as_long_as_its_config_says() {
     assert!(asked.elapsed() >= Duration::from_secs(1), "{health}");
     assert_eq!(health["status"], "up", "{health}");
     assert_eq!(health["fleet"]["redis_reachable"], false, "{health}");
+}
+
+#[test]
+fn a_replica_that_cannot_join_its_fleet_refuses_to_start_saying_why_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = fleet_config_with(dir.path(), "");
+    let refusal = |url: Option<&str>, key: &str| {
+        let mut command = cli();
+        command
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&config)
+            .env("MCP_RUNTIME_FLEET_KEY", key)
+            .env_remove("MCP_RUNTIME_REDIS_URL");
+        if let Some(url) = url {
+            command.env("MCP_RUNTIME_REDIS_URL", url);
+        }
+        let output = command.output().unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        String::from_utf8(output.stderr).unwrap()
+    };
+    // One line each, the cause said once, and the URL (which may hold a password)
+    // never repeated.
+    let unset = refusal(None, KEY);
+    assert_eq!(
+        unset,
+        "mcp-runtime: `[serve.fleet] redis_url_env_var` names `MCP_RUNTIME_REDIS_URL`, \
+         which is not set or is empty: set it to the Redis URL\n"
+    );
+    let invalid = refusal(Some("redis://fleet:hunter2@redis.internal:port/"), KEY);
+    assert!(
+        invalid.starts_with("mcp-runtime: `[serve.fleet]`: the fleet's Redis URL is not valid: ")
+            && invalid.matches("not valid").count() == 1
+            && invalid.lines().count() == 1
+            && !invalid.contains("hunter2"),
+        "{invalid}"
+    );
+    let short = refusal(Some("redis://127.0.0.1:1/"), "short");
+    assert_eq!(
+        short,
+        "mcp-runtime: `[serve.fleet]`: the fleet key has 5 bytes; it needs at least 32 \
+         (`openssl rand -base64 32` makes one)\n"
+    );
 }
 
 /// The `[mcp_servers.up]` keys of the stdio fixture logging to `log`, with `args`.

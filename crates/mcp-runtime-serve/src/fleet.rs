@@ -23,8 +23,9 @@ pub enum FleetRefused {
         /// What the variable should hold.
         what: &'static str,
     },
-    /// The URL or the key is not usable (neither is repeated).
-    #[error("`[serve.fleet]`: {0}")]
+    /// The URL or the key is not usable (neither is repeated). Its cause is the
+    /// source, not part of this text: a chain's reader would print it twice.
+    #[error("`[serve.fleet]`")]
     Invalid(#[from] FleetError),
     /// A server reached with an OAuth login: its tokens live in this machine's store,
     /// which the other replicas cannot read or refresh.
