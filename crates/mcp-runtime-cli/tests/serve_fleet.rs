@@ -48,6 +48,35 @@ fn replicas_with(
         .collect()
 }
 
+/// Two replicas of the fixture's fleet, sharing a Redis of their own: what most tests
+/// of sessions moving between replicas start from.
+struct Pair {
+    /// The first replica's endpoint URL.
+    first: String,
+    /// The second replica's endpoint URL.
+    second: String,
+    /// Both, ended before their Redis.
+    _replicas: Vec<(KillOnDrop<Child>, String)>,
+    redis: RedisServer,
+    /// Holds the config and Redis's files; removed last.
+    _dir: tempfile::TempDir,
+}
+
+/// A [`Pair`] whose `[serve]` table has `line` added (see [`fleet_config_with`]).
+fn pair(line: &str) -> Pair {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(dir.path());
+    let config = fleet_config_with(dir.path(), line);
+    let replicas = replicas(&config, &redis, 2);
+    Pair {
+        first: replicas[0].1.clone(),
+        second: replicas[1].1.clone(),
+        _replicas: replicas,
+        redis,
+        _dir: dir,
+    }
+}
+
 /// The address of a replica's endpoint URL (`http://127.0.0.1:PORT/mcp`).
 fn address(url: &str) -> SocketAddr {
     url.strip_prefix("http://")
@@ -200,16 +229,13 @@ fn post(url: &str, session: Option<&str>, body: &str) -> (String, String) {
 
 #[test]
 fn a_session_asked_of_another_replica_while_redis_is_down_is_not_taken_for_ended() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut redis = RedisServer::start(dir.path());
-    let config = fleet_config_with(dir.path(), "");
-    let gateways = replicas(&config, &redis, 2);
-    let session = open_session(&gateways[0].1);
+    let mut fleet = pair("");
+    let session = open_session(&fleet.first);
 
     // The other replica cannot learn whose the session is: it does not answer 404,
     // which would have the client open a new one, but asks it to try again.
-    redis.stop();
-    let (status, headers) = post(&gateways[1].1, Some(&session), PING);
+    fleet.redis.stop();
+    let (status, headers) = post(&fleet.second, Some(&session), PING);
     assert!(status.ends_with("503 Service Unavailable"), "{status}");
     assert!(headers.contains("retry-after: 1"), "{headers}");
 }
@@ -263,61 +289,52 @@ fn post_until_answered(url: &str, session: &str, body: &str) -> String {
 
 #[test]
 fn a_session_opened_while_redis_is_down_moves_to_another_replica_once_it_is_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut redis = RedisServer::start(dir.path());
-    let config = fleet_config_with(dir.path(), "");
-    let gateways = replicas(&config, &redis, 2);
-    redis.stop();
-    let session = open_session(&gateways[0].1);
-    assert_eq!(unsaved(&gateways[0].1), 1);
+    let mut fleet = pair("");
+    fleet.redis.stop();
+    let session = open_session(&fleet.first);
+    assert_eq!(unsaved(&fleet.first), 1);
 
     // Back, empty: the replica writes the session then, and the other can restore it.
-    redis.resume();
-    until_unsaved(&gateways[0].1, 0);
-    let status = post_until_answered(&gateways[1].1, &session, PING);
+    fleet.redis.resume();
+    until_unsaved(&fleet.first, 0);
+    let status = post_until_answered(&fleet.second, &session, PING);
     assert!(status.ends_with("200 OK"), "{status}");
 }
 
 #[test]
 fn a_session_its_client_ended_while_redis_refused_removals_is_not_restored_after() {
-    let dir = tempfile::tempdir().unwrap();
-    let redis = RedisServer::start(dir.path());
-    let config = fleet_config_with(dir.path(), "");
-    let gateways = replicas(&config, &redis, 2);
-    let session = open_session(&gateways[0].1);
+    let fleet = pair("");
+    let session = open_session(&fleet.first);
 
     // Redis keeps the session's entries, and refuses their removal (a removal sent
     // to a stalled Redis would be run once it goes on).
-    redis.command(&["ACL", "SETUSER", "default", "-del"]);
-    let (status, _, _) = exchange(&gateways[0].1, &delete(&session));
+    fleet.redis.command(&["ACL", "SETUSER", "default", "-del"]);
+    let (status, _, _) = exchange(&fleet.first, &delete(&session));
     assert!(status.ends_with("202 Accepted"), "{status}");
-    assert_eq!(unsaved(&gateways[0].1), 1);
+    assert_eq!(unsaved(&fleet.first), 1);
 
-    redis.command(&["ACL", "SETUSER", "default", "+del"]);
-    until_unsaved(&gateways[0].1, 0);
-    let status = post_until_answered(&gateways[1].1, &session, PING);
+    fleet.redis.command(&["ACL", "SETUSER", "default", "+del"]);
+    until_unsaved(&fleet.first, 0);
+    let status = post_until_answered(&fleet.second, &session, PING);
     assert!(status.ends_with("404 Not Found"), "{status}");
 }
 
 #[test]
 fn a_session_is_restored_only_once_redis_takes_its_new_holder() {
-    let dir = tempfile::tempdir().unwrap();
-    let redis = RedisServer::start(dir.path());
-    let config = fleet_config_with(dir.path(), "");
-    let gateways = replicas(&config, &redis, 2);
-    let session = open_session(&gateways[0].1);
+    let fleet = pair("");
+    let session = open_session(&fleet.first);
 
     // Redis reads the session's entries but takes no write: restored then, the
     // session would stay held by the first replica, whose copy, ending idle, would
     // remove what the second one serves.
-    redis.command(&["ACL", "SETUSER", "default", "-set"]);
-    let (status, headers) = post(&gateways[1].1, Some(&session), PING);
+    fleet.redis.command(&["ACL", "SETUSER", "default", "-set"]);
+    let (status, headers) = post(&fleet.second, Some(&session), PING);
     assert!(status.ends_with("503 Service Unavailable"), "{status}");
     assert!(headers.contains("retry-after: 1"), "{headers}");
-    assert_eq!(health(&gateways[1].1)["sessions"], 0);
+    assert_eq!(health(&fleet.second)["sessions"], 0);
 
-    redis.command(&["ACL", "SETUSER", "default", "+set"]);
-    let status = post_until_answered(&gateways[1].1, &session, PING);
+    fleet.redis.command(&["ACL", "SETUSER", "default", "+set"]);
+    let status = post_until_answered(&fleet.second, &session, PING);
     assert!(status.ends_with("200 OK"), "{status}");
 }
 
@@ -329,19 +346,16 @@ const PUT_STATE_BACK: &str = "return redis.call('RENAME', 'state', redis.call('G
 
 #[test]
 fn a_session_whose_restore_failed_is_restored_again_within_the_bound() {
-    let dir = tempfile::tempdir().unwrap();
-    let redis = RedisServer::start(dir.path());
-    let config = fleet_config_with(dir.path(), "max_sessions = 1");
-    let gateways = replicas(&config, &redis, 2);
-    let (first, second) = (&gateways[0].1, &gateways[1].1);
+    let fleet = pair("max_sessions = 1");
+    let (first, second) = (&fleet.first, &fleet.second);
     let session = open_session(first);
 
     // The session's state is put aside: the second replica claims the session and
     // takes it over, and its restore finds nothing to restore.
-    redis.command(&["EVAL", PUT_STATE_ASIDE, "0"]);
+    fleet.redis.command(&["EVAL", PUT_STATE_ASIDE, "0"]);
     let (status, _) = post(second, Some(&session), PING);
     assert!(status.ends_with("404 Not Found"), "{status}");
-    redis.command(&["EVAL", PUT_STATE_BACK, "0"]);
+    fleet.redis.command(&["EVAL", PUT_STATE_BACK, "0"]);
 
     // The second replica then opens a session of its own, its one; the session it
     // failed to restore is one it does not have, and restoring it would pass the
@@ -368,19 +382,20 @@ fn a_session_whose_restore_failed_is_restored_again_within_the_bound() {
 
 #[test]
 fn a_replica_a_session_moved_from_is_told_though_the_move_then_failed() {
-    let dir = tempfile::tempdir().unwrap();
-    let redis = RedisServer::start(dir.path());
-    let config = fleet_config_with(dir.path(), "session_idle_sec = 3");
-    let gateways = replicas(&config, &redis, 2);
-    let (first, second) = (&gateways[0].1, &gateways[1].1);
+    let fleet = pair("session_idle_sec = 3");
+    let (first, second) = (&fleet.first, &fleet.second);
     let session = open_session(first);
 
     // The second replica takes the session over, then fails to keep its entries:
     // it answers 503, and its client's retry finds the session held there already.
-    redis.command(&["ACL", "SETUSER", "default", "-pexpire"]);
+    fleet
+        .redis
+        .command(&["ACL", "SETUSER", "default", "-pexpire"]);
     let (status, _) = post(second, Some(&session), PING);
     assert!(status.ends_with("503 Service Unavailable"), "{status}");
-    redis.command(&["ACL", "SETUSER", "default", "+pexpire"]);
+    fleet
+        .redis
+        .command(&["ACL", "SETUSER", "default", "+pexpire"]);
     let status = post_until_answered(second, &session, PING);
     assert!(status.ends_with("200 OK"), "{status}");
 
@@ -426,19 +441,16 @@ fn delete(id: &str) -> String {
 
 #[test]
 fn a_session_its_client_ended_on_another_replica_is_closed_on_its_own() {
-    let dir = tempfile::tempdir().unwrap();
-    let redis = RedisServer::start(dir.path());
-    let config = fleet_config_with(dir.path(), "");
-    let gateways = replicas(&config, &redis, 2);
-    let session = open_session(&gateways[0].1);
+    let fleet = pair("");
+    let session = open_session(&fleet.first);
 
     // Ended through the other replica (the load balancer lost track of it): the one
     // holding it closes it, with its servers, within 10 s; it would stay open until
     // idle for `session_idle_sec`, 600 s.
-    let (status, _, _) = exchange(&gateways[1].1, &delete(&session));
+    let (status, _, _) = exchange(&fleet.second, &delete(&session));
     assert!(status.ends_with("202 Accepted"), "{status}");
-    until_sessions(&gateways[0].1, 0);
-    let (status, _) = post(&gateways[0].1, Some(&session), PING);
+    until_sessions(&fleet.first, 0);
+    let (status, _) = post(&fleet.first, Some(&session), PING);
     assert!(status.ends_with("404 Not Found"), "{status}");
 }
 
@@ -471,11 +483,8 @@ fn moved_then_ended_where_it_was_opened(first: &str, second: &str) {
 
 #[test]
 fn a_session_its_client_ended_on_the_replica_it_moved_from_is_closed_where_it_moved() {
-    let dir = tempfile::tempdir().unwrap();
-    let redis = RedisServer::start(dir.path());
-    let config = fleet_config_with(dir.path(), "");
-    let gateways = replicas(&config, &redis, 2);
-    moved_then_ended_where_it_was_opened(&gateways[0].1, &gateways[1].1);
+    let fleet = pair("");
+    moved_then_ended_where_it_was_opened(&fleet.first, &fleet.second);
 }
 
 #[test]
@@ -518,23 +527,24 @@ fn a_fleet_shares_through_redis_as_its_guide_deploys_it() {
 
 #[test]
 fn a_session_closed_idle_while_redis_refused_removals_is_not_restored_after() {
-    let dir = tempfile::tempdir().unwrap();
-    let redis = RedisServer::start(dir.path());
-    let config = fleet_config_with(dir.path(), "session_idle_sec = 3");
-    let gateways = replicas(&config, &redis, 2);
-    let session = open_session(&gateways[0].1);
+    let fleet = pair("session_idle_sec = 3");
+    let session = open_session(&fleet.first);
 
     // Closed idle within 3¾ s, its entries' removal (a script) refused.
-    redis.command(&["ACL", "SETUSER", "default", "-@scripting"]);
-    until_unsaved(&gateways[0].1, 1);
-    assert_eq!(health(&gateways[0].1)["sessions"], 0);
+    fleet
+        .redis
+        .command(&["ACL", "SETUSER", "default", "-@scripting"]);
+    until_unsaved(&fleet.first, 1);
+    assert_eq!(health(&fleet.first)["sessions"], 0);
     // Asked of its replica meanwhile, it is not restored from its entries there.
-    let (status, _) = post(&gateways[0].1, Some(&session), PING);
+    let (status, _) = post(&fleet.first, Some(&session), PING);
     assert!(status.ends_with("503 Service Unavailable"), "{status}");
 
-    redis.command(&["ACL", "SETUSER", "default", "+@scripting"]);
-    until_unsaved(&gateways[0].1, 0);
-    let status = post_until_answered(&gateways[1].1, &session, PING);
+    fleet
+        .redis
+        .command(&["ACL", "SETUSER", "default", "+@scripting"]);
+    until_unsaved(&fleet.first, 0);
+    let status = post_until_answered(&fleet.second, &session, PING);
     assert!(status.ends_with("404 Not Found"), "{status}");
 }
 
@@ -1014,15 +1024,12 @@ fn a_session_that_moved_is_kept_for_its_new_replica_when_its_old_one_ends_its_co
 
 #[test]
 fn a_session_still_listened_to_on_its_first_replica_is_held_there_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let redis = RedisServer::start(dir.path());
     // Idle after 4 s: each replica looks at its sessions every second, and the
     // first has 4 s to take the session back once it hears it moved, which a
     // loaded machine needs (2 s did not always suffice).
-    let config = fleet_config_with(dir.path(), "session_idle_sec = 4");
-    let gateways = replicas(&config, &redis, 2);
+    let fleet = pair("session_idle_sec = 4");
     let mut client = python_client("serve_fleet_client.py");
-    client.args(["listening", &gateways[0].1, &gateways[1].1]);
+    client.args(["listening", &fleet.first, &fleet.second]);
     let report = report_of(client, "listening");
     assert_eq!(
         report,
@@ -1045,12 +1052,9 @@ fn a_session_sent_back_to_its_first_replica_is_held_there_again() {
 
 #[test]
 fn a_session_restored_past_the_bound_is_refused_and_served_on_by_its_own_replica() {
-    let dir = tempfile::tempdir().unwrap();
-    let redis = RedisServer::start(dir.path());
-    let config = fleet_config_with(dir.path(), "max_sessions = 1");
-    let gateways = replicas(&config, &redis, 2);
+    let fleet = pair("max_sessions = 1");
     let mut client = python_client("serve_fleet_client.py");
-    client.args(["bounded", &gateways[0].1, &gateways[1].1]);
+    client.args(["bounded", &fleet.first, &fleet.second]);
     let report = report_of(client, "bounded");
     assert_eq!(
         report["elsewhere"],
@@ -1061,6 +1065,6 @@ fn a_session_restored_past_the_bound_is_refused_and_served_on_by_its_own_replica
     // Ending it needs no room: it is not restored for that, and its own replica,
     // told, closes it.
     assert_eq!(report["ended_elsewhere"], 202, "{report}");
-    assert_eq!(health(&gateways[1].1)["sessions"], 1);
-    until_sessions(&gateways[0].1, 0);
+    assert_eq!(health(&fleet.second)["sessions"], 1);
+    until_sessions(&fleet.first, 0);
 }
