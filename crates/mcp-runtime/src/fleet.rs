@@ -513,9 +513,21 @@ impl Fleet {
         // lease it took, and leads under it.
         let mut nonce = [0u8; 8];
         getrandom::fill(&mut nonce).expect("the operating system provides random bytes");
-        let (kind, since, value, token, now, epoch, drawn) = self
-            .acquiring(slot, stamp, window, &hex::encode(nonce))
-            .await?;
+        let nonce = hex::encode(nonce);
+        let sent = !self.paused();
+        let (kind, since, value, token, now, epoch, drawn) =
+            match self.acquiring(slot, stamp, window, &nonce).await {
+                Ok(answer) => answer,
+                // Redis may have run it, its answer late: a lease it took would hold
+                // the fleet's waiters until it lapses. Released once the pause after
+                // the failure is over; a release finds nothing to do where no lease
+                // was taken.
+                Err(error) if sent && !error.is_bad_entry() => {
+                    release(self, slot, Taker::Attempt(nonce), RETRY_AFTER);
+                    return Err(error);
+                }
+                Err(error) => return Err(error),
+            };
         // The window is applied at the startup's first look, as it begins.
         let earliest = match stamp.drawn {
             0 => now.saturating_sub(millis(window)),
@@ -985,23 +997,36 @@ impl Lease {
             // Not taken (or its answer lost): the waiters need not wait for the
             // lease to lapse. Released once the pause after the failure is over; a
             // release finds nothing to do where the publication was taken.
-            release(fleet, slot, self.token, RETRY_AFTER);
+            release(fleet, slot, Taker::Leader(self.token), RETRY_AFTER);
         }
     }
 }
 
-/// Releases `slot`'s lease if `token`'s still holds it, after `after`: a waiter takes
+/// Who took a lease that is to be released.
+enum Taker {
+    /// The leader of this token.
+    Leader(u64),
+    /// The acquiring attempt of this nonce, whose answer never came: the lease, if
+    /// Redis took it, is not sealed.
+    Attempt(String),
+}
+
+/// Releases `slot`'s lease if `taker`'s still holds it, after `after`: a waiter takes
 /// over at once. Done in the background, where there is a runtime (a host shutting
 /// down has none: the lease lapses instead).
-fn release(fleet: &Fleet, slot: &Slot, token: u64, after: Duration) {
+fn release(fleet: &Fleet, slot: &Slot, taker: Taker, after: Duration) {
     let (fleet, slot) = (fleet.clone(), slot.clone());
     if let Ok(handle) = tokio::runtime::Handle::try_current() {
         handle.spawn(async move {
             static RELEASE: std::sync::LazyLock<Script> =
                 std::sync::LazyLock::new(|| Script::new(RELEASE_LUA));
             tokio::time::sleep(after).await;
+            let (token, nonce) = match taker {
+                Taker::Leader(token) => (token.to_string(), String::new()),
+                Taker::Attempt(nonce) => (String::new(), nonce),
+            };
             let mut invocation = RELEASE.key(&slot.lease);
-            invocation.arg(token).arg(&slot.channel);
+            invocation.arg(token).arg(&slot.channel).arg(nonce);
             let _ = fleet.bounded(invoke::<i64>(&invocation)).await;
         });
     }
@@ -1022,7 +1047,12 @@ impl Drop for Lease {
             return;
         }
         self.renewal = None;
-        release(&self.fleet, &self.slot, self.token, Duration::ZERO);
+        release(
+            &self.fleet,
+            &self.slot,
+            Taker::Leader(self.token),
+            Duration::ZERO,
+        );
     }
 }
 
@@ -1388,10 +1418,15 @@ redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2])
 return 1
 ";
 
-/// KEYS: lease. ARGV: token, channel.
+/// KEYS: lease. ARGV: the leader's token, the channel, the attempt's nonce (the token
+/// or the nonce empty: the lease is released if it is the token's, or the nonce's
+/// and not sealed).
 const RELEASE_LUA: &str = r"
 local lease = redis.call('GET', KEYS[1])
-if not lease or string.match(lease, '^(%d+):') ~= ARGV[1] then return 0 end
+if not lease then return 0 end
+local token = string.match(lease, '^(%d+):')
+local nonce = string.match(lease, '^%d+:%d+:(%x+)$')
+if token ~= ARGV[1] and nonce ~= ARGV[3] then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[2], 'released')
 return 1

@@ -563,6 +563,39 @@ async fn a_lease_whose_publication_failed_is_released_once_the_pause_is_over() {
 }
 
 #[tokio::test]
+async fn a_lease_taken_by_an_attempt_that_timed_out_is_released_once_the_pause_is_over() {
+    let redis = Redis::start();
+    // Its lease would last a minute unsealed.
+    let fleet = redis.fleet_timing_out("r1", Duration::from_secs(60));
+    let slot = fleet.slot(&[22; 32], &[22; 32]);
+    let mut client = redis.client().await;
+    let exists = async |client: &mut redis::aio::MultiplexedConnection| -> bool {
+        redis::cmd("EXISTS")
+            .arg(&slot.lease)
+            .query_async::<i64>(client)
+            .await
+            .unwrap()
+            == 1
+    };
+    // Redis knows the acquiring script (an unknown one's first send is refused).
+    drop(lead(&fleet, &fleet.slot(&[23; 32], &[23; 32]), WINDOW).await);
+    // Redis runs the attempt once its caller has given up: the lease is taken, its
+    // taker gone.
+    hold_writes(&mut client).await;
+    assert!(fleet.acquire(&slot, Stamp::NEW, WINDOW).await.is_err());
+    let_writes_go(&mut client).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !exists(&mut client).await {
+        assert!(Instant::now() < deadline, "the attempt never ran");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    while exists(&mut client).await {
+        assert!(Instant::now() < deadline, "the lease is still held");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
 async fn an_expired_grant_put_back_in_redis_is_never_served() {
     let redis = Redis::start();
     let fleet = redis.fleet("r1", DEFAULT_LEASE);
