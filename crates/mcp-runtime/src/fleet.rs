@@ -521,7 +521,8 @@ impl Fleet {
                 // Redis may have run it, its answer late: a lease it took would hold
                 // the fleet's waiters until it lapses. Released once the pause after
                 // the failure is over; a release finds nothing to do where no lease
-                // was taken.
+                // was taken. An answer about an entry no replica wrote came: no
+                // lease was taken unseen.
                 Err(error) if sent && !error.is_bad_entry() => {
                     release(self, slot, Taker::Attempt(nonce), RETRY_AFTER);
                     return Err(error);
