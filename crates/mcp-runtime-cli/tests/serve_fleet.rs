@@ -412,6 +412,43 @@ fn a_replica_a_session_moved_from_is_told_though_the_move_then_failed() {
     assert!(status.ends_with("200 OK"), "{status}");
 }
 
+#[test]
+fn a_replica_a_session_moved_from_is_told_though_the_moves_answer_came_too_late() {
+    let fleet = pair("session_idle_sec = 3");
+    // Redis knows the take-over's script: a first session moved to the second
+    // replica (a script Redis does not know is refused at its first send).
+    let moved_before = open_session(&fleet.first);
+    let (status, _) = post(&fleet.second, Some(&moved_before), PING);
+    assert!(status.ends_with("200 OK"), "{status}");
+    let session = open_session(&fleet.first);
+
+    // Redis takes the second replica's take-over only once that replica gave up on
+    // its answer: its client is asked to try again, and finds the session held
+    // there already.
+    fleet.redis.command(&["CLIENT", "PAUSE", "60000", "WRITE"]);
+    let (status, _) = post(&fleet.second, Some(&session), PING);
+    assert!(status.ends_with("503 Service Unavailable"), "{status}");
+    fleet.redis.command(&["CLIENT", "UNPAUSE"]);
+    let status = post_until_answered(&fleet.second, &session, PING);
+    assert!(status.ends_with("200 OK"), "{status}");
+
+    // Sent back to the first replica, told of the move all the same: it holds it
+    // again, so the second's copy, ending idle, leaves the session's entries.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while health(&fleet.second)["sessions"] != 0 {
+        let (status, _) = post(&fleet.first, Some(&session), PING);
+        assert!(status.ends_with("200 OK"), "{status}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{}",
+            health(&fleet.second)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let status = post_until_answered(&fleet.second, &session, PING);
+    assert!(status.ends_with("200 OK"), "{status}");
+}
+
 /// Waits until the replica at `url` has `count` sessions open, for 10 s at most.
 fn until_sessions(url: &str, count: u64) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);

@@ -342,25 +342,33 @@ impl Fleet {
         self.bounded(command::<()>(&set)).await
     }
 
-    /// [`Fleet::put`], in the same command reading the value it replaces, if there
-    /// was one and its signature holds (invariant 1): of two replicas replacing it at
-    /// once, each reads what the other wrote, or what was there before both.
+    /// [`Fleet::put`], at once reading the value it replaces, if there was one and its
+    /// signature holds (invariant 1): of two replicas replacing it at once, each reads
+    /// what the other wrote, or what was there before both.
+    ///
+    /// The value replaced is remembered for `remember`: a replace made again with the
+    /// same value (its answer lost, though Redis ran it) reads that one again, not its
+    /// own. A replace that finds its own value with nothing remembered reads none.
     pub async fn replace(
         &self,
         kind: &str,
         id: &str,
         value: &[u8],
         ttl: Duration,
+        remember: Duration,
     ) -> Result<Option<Vec<u8>>, Unavailable> {
+        static REPLACE: std::sync::LazyLock<Script> =
+            std::sync::LazyLock::new(|| Script::new(REPLACE_LUA));
         let name = self.entry(kind, id);
         let sealed = seal(&self.inner.key, &name, 0, 0, value);
-        let mut set = redis::cmd("SET");
-        set.arg(&name)
+        let mut invocation = REPLACE.key(&name);
+        invocation
+            .key(self.entry(&format!("{kind}-replaced"), id))
             .arg(sealed)
-            .arg("PX")
             .arg(millis(ttl).max(1))
-            .arg("GET");
-        let replaced = self.bounded(command::<Option<Vec<u8>>>(&set)).await?;
+            .arg(millis(remember).max(1));
+        let replaced = self.bounded(invoke::<Option<Vec<u8>>>(&invocation)).await?;
+        // Remembered as it was: sealed under the name of the entry it was read from.
         Ok(replaced.and_then(|value| open(&self.inner.key, &name, &value).map(|(_, value)| value)))
     }
 
@@ -1468,6 +1476,24 @@ if type(value) == 'string' then
   return value
 end
 return false
+";
+
+/// KEYS: the entry, and the one remembering the value it replaced. ARGV: the sealed
+/// value, its lifetime and how long the value it replaces is remembered (ms). Returns
+/// the value replaced; where the entry held this very value already, the one
+/// remembered.
+const REPLACE_LUA: &str = r"
+local old = redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if old == ARGV[1] then
+  return redis.call('GET', KEYS[2])
+end
+if old then
+  redis.call('SET', KEYS[2], old, 'PX', ARGV[3])
+else
+  redis.call('DEL', KEYS[2])
+end
+return old
 ";
 
 /// KEYS: the guard, then the entries removed with it. ARGV: the guard's sealed

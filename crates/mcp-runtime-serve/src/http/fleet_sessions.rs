@@ -65,6 +65,11 @@ const HOLDER: &str = "serve-session-holder";
 /// again (invariant 3).
 const HOLDER_LINGERS: Duration = Duration::from_secs(60);
 
+/// How long the replica a session was taken from is remembered: for the replica
+/// taking it, should it take it again (its first answer lost), to tell that one
+/// (invariant 4).
+const TAKEN_FROM_REMEMBERED: Duration = Duration::from_secs(60);
+
 /// The mailbox where a replica hears that a session it held moved (invariant 4).
 const MOVED: &str = "serve-session-moved";
 
@@ -168,14 +173,20 @@ impl FleetSessions {
     pub(crate) async fn take_over(&self, id: &str) -> Result<(), Unavailable> {
         let here = self.fleet.address();
         // Read as it is replaced: of two replicas taking the session at once, the
-        // second tells the first.
+        // second tells the first. A take-over made again, the first's answer lost
+        // though Redis took it, reads the replica the first took it from.
         let previous = self
             .fleet
-            .replace(HOLDER, id, here.as_bytes(), SESSION_TTL)
+            .replace(
+                HOLDER,
+                id,
+                here.as_bytes(),
+                SESSION_TTL,
+                TAKEN_FROM_REMEMBERED,
+            )
             .await?;
         // Told before anything else can fail: once the holder is replaced, a retry
-        // reads this replica back, and the one it took the session from would
-        // never hear of it.
+        // reads the one it took the session from for a minute only.
         if let Some(previous) = previous
             .and_then(|previous| String::from_utf8(previous).ok())
             .filter(|previous| previous != here)

@@ -1840,6 +1840,69 @@ async fn a_lease_dated_ahead_of_redis_is_not_waited_for() {
 }
 
 #[tokio::test]
+async fn a_replace_made_again_reads_what_the_first_replaced_while_it_is_remembered() {
+    let redis = Redis::start();
+    let fleet = redis.fleet("r1", DEFAULT_LEASE);
+    let replace = async |id: &str, value: &[u8], remember: Duration| {
+        fleet
+            .replace("holder", id, value, WINDOW, remember)
+            .await
+            .unwrap()
+    };
+    assert_eq!(replace("s1", b"a", WINDOW).await, None);
+    // Made again with the same value, as after an answer lost: the value the first
+    // replaced, however often.
+    assert_eq!(
+        replace("s1", b"b", WINDOW).await.as_deref(),
+        Some(&b"a"[..])
+    );
+    assert_eq!(
+        replace("s1", b"b", WINDOW).await.as_deref(),
+        Some(&b"a"[..])
+    );
+    assert_eq!(
+        replace("s1", b"b", WINDOW).await.as_deref(),
+        Some(&b"a"[..])
+    );
+    assert_eq!(
+        replace("s1", b"c", WINDOW).await.as_deref(),
+        Some(&b"b"[..])
+    );
+    assert_eq!(
+        fleet.get("holder", "s1").await.unwrap().as_deref(),
+        Some(&b"c"[..])
+    );
+    // Remembered for its time only; an entry written afresh remembers nothing.
+    assert_eq!(replace("s2", b"a", WINDOW).await, None);
+    assert_eq!(
+        replace("s2", b"b", Duration::from_millis(1))
+            .await
+            .as_deref(),
+        Some(&b"a"[..])
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while replace("s2", b"b", WINDOW).await.is_some() {
+        assert!(Instant::now() < deadline, "remembered past its time");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let () = redis::cmd("DEL")
+        .arg(fleet.entry("holder", "s1"))
+        .query_async(&mut redis.client().await)
+        .await
+        .unwrap();
+    assert_eq!(replace("s1", b"c", WINDOW).await, None);
+    assert_eq!(replace("s1", b"c", WINDOW).await, None);
+    // What it remembers is signed as the entry was: a forged one reads as none.
+    redis
+        .set(
+            &fleet.entry("holder-replaced", "s1"),
+            b"0:0:forged:x".to_vec(),
+        )
+        .await;
+    assert_eq!(replace("s1", b"c", WINDOW).await, None);
+}
+
+#[tokio::test]
 async fn a_failure_says_whether_the_link_or_an_entry_failed() {
     let mut redis = Redis::start();
     let fleet = redis.fleet("r1", DEFAULT_LEASE);
@@ -1850,7 +1913,7 @@ async fn a_failure_says_whether_the_link_or_an_entry_failed() {
         .await
         .unwrap();
     let failed = fleet
-        .replace("state", "s1", b"value", WINDOW)
+        .replace("state", "s1", b"value", WINDOW, WINDOW)
         .await
         .unwrap_err();
     assert!(failed.is_bad_entry());
