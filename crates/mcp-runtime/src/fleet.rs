@@ -522,21 +522,25 @@ impl Fleet {
         let mut nonce = [0u8; 8];
         getrandom::fill(&mut nonce).expect("the operating system provides random bytes");
         let nonce = hex::encode(nonce);
-        let sent = !self.paused();
-        let (kind, since, value, token, now, epoch, drawn) =
-            match self.acquiring(slot, stamp, window, &nonce).await {
-                Ok(answer) => answer,
-                // Redis may have run it, its answer late: a lease it took would hold
-                // the fleet's waiters until it lapses. Released once the pause after
-                // the failure is over; a release finds nothing to do where no lease
-                // was taken. An answer about an entry no replica wrote came: no
-                // lease was taken unseen.
-                Err(error) if sent && !error.is_bad_entry() => {
-                    release(self, slot, Taker::Attempt(nonce), RETRY_AFTER);
-                    return Err(error);
-                }
-                Err(error) => return Err(error),
-            };
+        // Redis may run it and its answer come too late, or never be read (this
+        // future dropped): a lease it took would hold the fleet's waiters until it
+        // lapses.
+        let mut unanswered = Unanswered {
+            fleet: self,
+            slot,
+            nonce: (!self.paused()).then(|| nonce.clone()),
+        };
+        let answer = self.acquiring(slot, stamp, window, &nonce).await;
+        // Answered, if only about an entry no replica wrote: no lease was taken
+        // unseen.
+        if answer
+            .as_ref()
+            .map_or_else(Unavailable::is_bad_entry, |_| true)
+        {
+            unanswered.nonce = None;
+        }
+        drop(unanswered);
+        let (kind, since, value, token, now, epoch, drawn) = answer?;
         // The window is applied at the startup's first look, as it begins.
         let earliest = match stamp.drawn {
             0 => now.saturating_sub(millis(window)),
@@ -1007,6 +1011,23 @@ impl Lease {
             // lease to lapse. Released once the pause after the failure is over; a
             // release finds nothing to do where the publication was taken.
             release(fleet, slot, Taker::Leader(self.token), RETRY_AFTER);
+        }
+    }
+}
+
+/// An acquiring attempt sent (`nonce` some) whose answer has not come: dropped so,
+/// it releases the lease Redis may have taken for it once the pause after a failure
+/// is over. A release finds nothing to do where no lease was taken.
+struct Unanswered<'a> {
+    fleet: &'a Fleet,
+    slot: &'a Slot,
+    nonce: Option<String>,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if let Some(nonce) = self.nonce.take() {
+            release(self.fleet, self.slot, Taker::Attempt(nonce), RETRY_AFTER);
         }
     }
 }
