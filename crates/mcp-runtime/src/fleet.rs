@@ -346,9 +346,10 @@ impl Fleet {
     /// signature holds (invariant 1): of two replicas replacing it at once, each reads
     /// what the other wrote, or what was there before both.
     ///
-    /// The value replaced is remembered for `remember`: a replace made again with the
-    /// same value (its answer lost, though Redis ran it) reads that one again, not its
-    /// own. A replace that finds its own value with nothing remembered reads none.
+    /// The value replaced is remembered for `remember`: any replace made with the same
+    /// value within it reads that one again, not its own, as one made again after its
+    /// answer was lost (though Redis ran it) needs. A replace that finds its own value
+    /// with nothing remembered reads none.
     pub async fn replace(
         &self,
         kind: &str,

@@ -26,7 +26,9 @@
 //!    one ending it), or at its next reap while a response of the session is still
 //!    being sent there (a listen stream): a session the load balancer sends back
 //!    and forth is held where it is served, and the copy left idle never removes
-//!    what the other uses.
+//!    what the other uses. The replica it was taken from is remembered a minute:
+//!    a take-over made again within it (its first answer lost, though Redis took
+//!    it; or two at once) tells that one again.
 //! 5. What Redis does not take of a session opened or ended here (while it gave no
 //!    answer) is kept here and written every [`SAVE_EVERY`] until it does, the
 //!    newest change of a session the one written: a session opened during an
@@ -65,9 +67,8 @@ const HOLDER: &str = "serve-session-holder";
 /// again (invariant 3).
 const HOLDER_LINGERS: Duration = Duration::from_secs(60);
 
-/// How long the replica a session was taken from is remembered: for the replica
-/// taking it, should it take it again (its first answer lost), to tell that one
-/// (invariant 4).
+/// How long the replica a session was taken from is remembered: a take-over made
+/// again within it (its first answer lost, say) tells that one again (invariant 4).
 const TAKEN_FROM_REMEMBERED: Duration = Duration::from_secs(60);
 
 /// The mailbox where a replica hears that a session it held moved (invariant 4).
