@@ -571,7 +571,7 @@ async fn a_lease_taken_by_an_attempt_that_timed_out_is_released_once_the_pause_i
     // Redis runs the attempt once its caller has given up: the lease is taken, its
     // taker gone.
     let attempt = fleet.acquire(&slot, Stamp::NEW, WINDOW);
-    run_too_late(&redis, &fleet, &slot, async {
+    run_too_late(&redis, &slot, async {
         assert!(attempt.await.is_err());
     })
     .await;
@@ -584,7 +584,7 @@ async fn a_lease_taken_by_an_attempt_its_startup_dropped_is_released() {
     let slot = fleet.slot(&[24; 32], &[24; 32]);
     // The startup gives up (its own timeout, say) while Redis holds the attempt.
     let attempt = fleet.acquire(&slot, Stamp::NEW, WINDOW);
-    run_too_late(&redis, &fleet, &slot, async {
+    run_too_late(&redis, &slot, async {
         let dropped = tokio::time::timeout(Duration::from_millis(100), attempt).await;
         assert!(dropped.is_err(), "answered while Redis held it");
     })
@@ -594,12 +594,7 @@ async fn a_lease_taken_by_an_attempt_its_startup_dropped_is_released() {
 /// Has Redis run the acquiring attempt `given_up` makes of `slot` only once
 /// `given_up` is over, then checks that the lease the attempt took is released
 /// within 10 s (it would last a minute).
-async fn run_too_late(
-    redis: &Redis,
-    fleet: &Fleet,
-    slot: &Slot,
-    given_up: impl Future<Output = ()>,
-) {
+async fn run_too_late(redis: &Redis, slot: &Slot, given_up: impl Future<Output = ()>) {
     let mut client = redis.client().await;
     let exists = async |client: &mut redis::aio::MultiplexedConnection| -> bool {
         redis::cmd("EXISTS")
@@ -609,8 +604,10 @@ async fn run_too_late(
             .unwrap()
             == 1
     };
-    // Redis knows the acquiring script (an unknown one's first send is refused).
-    drop(lead(fleet, &fleet.slot(&[23; 32], &[23; 32]), WINDOW).await);
+    // Redis knows the acquiring script (an unknown one's first send is refused),
+    // taught by a replica with the tests' patience.
+    let teacher = redis.fleet("r0", DEFAULT_LEASE);
+    drop(lead(&teacher, &teacher.slot(&[23; 32], &[23; 32]), WINDOW).await);
     hold_writes(&mut client).await;
     given_up.await;
     let_writes_go(&mut client).await;
