@@ -916,7 +916,7 @@ pub(crate) enum Acquired {
 
 /// A leader's hold on its slot. Renewed while held; [`Lease::publish`] hands a
 /// listing to the fleet, and dropping it unpublished releases the slot so that a
-/// waiter takes over at once (a publication that fails releases it a second later).
+/// waiter takes over at once (a publication Redis did not answer, a second later).
 pub(crate) struct Lease {
     fleet: Fleet,
     slot: Slot,
@@ -926,7 +926,11 @@ pub(crate) struct Lease {
     /// The public key's revocation count when the leader's request was sent.
     epoch: u64,
     renewal: Option<tokio_util::task::AbortOnDropHandle<()>>,
-    published: bool,
+    /// When the lease is released once dropped: at once while held, a second later
+    /// while its publication has no answer (once the pause after a failure is over;
+    /// a release finds nothing to do where the publication was taken), never once
+    /// published.
+    release_after: Option<Duration>,
 }
 
 impl Lease {
@@ -949,7 +953,7 @@ impl Lease {
             sent,
             epoch,
             renewal: Some(tokio_util::task::AbortOnDropHandle::new(renewal)),
-            published: false,
+            release_after: Some(Duration::ZERO),
         }
     }
 
@@ -965,9 +969,9 @@ impl Lease {
     ) {
         static PUBLISH: std::sync::LazyLock<Script> =
             std::sync::LazyLock::new(|| Script::new(PUBLISH_LUA));
-        // From here on the lease is released only if the publication fails: if this
-        // future is dropped before Redis answers, it lapses.
-        self.published = true;
+        // Not renewed from here on: released a second after a publication Redis did
+        // not answer, its answer lost, or this future dropped before it came.
+        self.release_after = Some(RETRY_AFTER);
         self.renewal = None;
         let (fleet, slot) = (&self.fleet, &self.slot);
         let key = &fleet.inner.key;
@@ -1007,11 +1011,8 @@ impl Lease {
             } else {
                 String::new()
             });
-        if fleet.bounded(invoke::<i64>(&invocation)).await.is_err() {
-            // Not taken (or its answer lost): the waiters need not wait for the
-            // lease to lapse. Released once the pause after the failure is over; a
-            // release finds nothing to do where the publication was taken.
-            release(fleet, slot, Taker::Leader(self.token), RETRY_AFTER);
+        if fleet.bounded(invoke::<i64>(&invocation)).await.is_ok() {
+            self.release_after = None;
         }
     }
 }
@@ -1068,22 +1069,17 @@ impl Lease {
     /// Drops the lease as a leader's death does: no renewal, no release.
     fn abandon(mut self) {
         self.renewal = None;
-        self.published = true;
+        self.release_after = None;
     }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        if self.published {
+        let Some(after) = self.release_after else {
             return;
-        }
+        };
         self.renewal = None;
-        release(
-            &self.fleet,
-            &self.slot,
-            Taker::Leader(self.token),
-            Duration::ZERO,
-        );
+        release(&self.fleet, &self.slot, Taker::Leader(self.token), after);
     }
 }
 
