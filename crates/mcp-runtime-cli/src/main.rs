@@ -635,10 +635,11 @@ async fn serve_options(config: &Config, scope: String) -> anyhow::Result<StartOp
         return Ok(options_with(scope, decline, credentials));
     }
     let instead = "serve it from a gateway without `[serve.fleet]`, or give it a static token through `bearer_token_env_var`";
-    match match &credentials {
+    let stored = match &credentials {
         Some(source) => login::logged_in(config, &**source).await,
         None => None,
-    } {
+    };
+    match stored {
         Some(login::Stored::Login(server)) => anyhow::bail!(
             "`[serve.fleet]`: server `{server}` has an OAuth login, whose tokens this machine's store keeps for itself; \
              a fleet cannot serve it yet ({instead} and run `mcp-runtime logout {server}`)"
