@@ -399,16 +399,23 @@ fn a_replica_a_session_moved_from_is_told_though_the_move_then_failed() {
     let status = post_until_answered(second, &session, PING);
     assert!(status.ends_with("200 OK"), "{status}");
 
-    // Sent back to the first replica, which heard of the move: it holds it again,
-    // so the second's copy, ending idle, leaves the session's entries.
+    // Sent back to the first replica, which heard of the move.
+    held_again_where_it_is_sent_back(first, second, &session);
+}
+
+/// Sends session `session`, which moved from the replica at `first` to the one at
+/// `second`, back to the first until the second's copy has ended idle: the first,
+/// told of the move, holds it again, so the second's copy leaves the session's
+/// entries, and the second restores it again.
+fn held_again_where_it_is_sent_back(first: &str, second: &str, session: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while health(second)["sessions"] != 0 {
-        let (status, _) = post(first, Some(&session), PING);
+        let (status, _) = post(first, Some(session), PING);
         assert!(status.ends_with("200 OK"), "{status}");
         assert!(std::time::Instant::now() < deadline, "{}", health(second));
         std::thread::sleep(Duration::from_millis(200));
     }
-    let status = post_until_answered(second, &session, PING);
+    let status = post_until_answered(second, session, PING);
     assert!(status.ends_with("200 OK"), "{status}");
 }
 
@@ -436,21 +443,8 @@ fn a_replica_a_session_moved_from_is_told_though_the_moves_answer_came_too_late(
     let status = post_until_answered(&fleet.second, &session, PING);
     assert!(status.ends_with("200 OK"), "{status}");
 
-    // Sent back to the first replica, told of the move all the same: it holds it
-    // again, so the second's copy, ending idle, leaves the session's entries.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while health(&fleet.second)["sessions"] != 0 {
-        let (status, _) = post(&fleet.first, Some(&session), PING);
-        assert!(status.ends_with("200 OK"), "{status}");
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{}",
-            health(&fleet.second)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let status = post_until_answered(&fleet.second, &session, PING);
-    assert!(status.ends_with("200 OK"), "{status}");
+    // Sent back to the first replica, told of the move all the same.
+    held_again_where_it_is_sent_back(&fleet.first, &fleet.second, &session);
 }
 
 /// Waits until the replica at `url` has `count` sessions open, for 10 s at most.
