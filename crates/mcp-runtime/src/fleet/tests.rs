@@ -546,20 +546,8 @@ async fn a_lease_whose_publication_failed_is_released_once_the_pause_is_over() {
     // release, which writes nothing, it takes.
     redis.acl(&["-set"]).await;
     held.publish(b"[]", WINDOW, None).await;
-    let mut client = redis.client().await;
     let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let exists: i64 = redis::cmd("EXISTS")
-            .arg(&slot.lease)
-            .query_async(&mut client)
-            .await
-            .unwrap();
-        if exists == 0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the lease is still held");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_lease(&redis, &slot, false, deadline, "the lease is still held").await;
 }
 
 #[tokio::test]
@@ -596,14 +584,6 @@ async fn a_lease_taken_by_an_attempt_its_startup_dropped_is_released() {
 /// within 10 s (it would last a minute).
 async fn run_too_late(redis: &Redis, slot: &Slot, given_up: impl Future<Output = ()>) {
     let mut client = redis.client().await;
-    let exists = async |client: &mut redis::aio::MultiplexedConnection| -> bool {
-        redis::cmd("EXISTS")
-            .arg(&slot.lease)
-            .query_async::<i64>(client)
-            .await
-            .unwrap()
-            == 1
-    };
     // Redis knows the acquiring script (an unknown one's first send is refused),
     // taught by a replica with the tests' patience.
     let teacher = redis.fleet("r0", DEFAULT_LEASE);
@@ -612,13 +592,25 @@ async fn run_too_late(redis: &Redis, slot: &Slot, given_up: impl Future<Output =
     given_up.await;
     let_writes_go(&mut client).await;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !exists(&mut client).await {
-        assert!(Instant::now() < deadline, "the attempt never ran");
+    until_lease(redis, slot, true, deadline, "the attempt never ran").await;
+    until_lease(redis, slot, false, deadline, "the lease is still held").await;
+}
+
+/// Waits until `slot`'s lease is `held`, or is not, in `redis`; failing with `what`
+/// at `deadline`.
+async fn until_lease(redis: &Redis, slot: &Slot, held: bool, deadline: Instant, what: &str) {
+    let mut client = redis.client().await;
+    loop {
+        let exists: i64 = redis::cmd("EXISTS")
+            .arg(&slot.lease)
+            .query_async(&mut client)
+            .await
+            .unwrap();
+        if (exists == 1) == held {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what}");
         tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    while exists(&mut client).await {
-        assert!(Instant::now() < deadline, "the lease is still held");
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
