@@ -216,15 +216,38 @@ fn fleet_config(dir: &Path, upstream: &str, window: u32) -> std::path::PathBuf {
 /// The status line and the headers of the answer to a POST of `body` to the replica
 /// at `url`, in session `session` if any (the connection closed after it).
 fn post(url: &str, session: Option<&str>, body: &str) -> (String, String) {
+    post_as(url, "127.0.0.1", None, session, body)
+}
+
+/// [`post`] under the `Host` `host`, with the bearer token `token` if any.
+fn post_as(
+    url: &str,
+    host: &str,
+    token: Option<&str>,
+    session: Option<&str>,
+    body: &str,
+) -> (String, String) {
+    let token = token.map_or(String::new(), |token| {
+        format!("Authorization: Bearer {token}\r\n")
+    });
     let session = session.map_or(String::new(), |id| format!("Mcp-Session-Id: {id}\r\n"));
     let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\
          Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-         {session}Content-Length: {}\r\n\r\n{body}",
+         {token}{session}Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
     let (status, headers, _) = exchange(url, &request);
     (status, headers)
+}
+
+/// The session id an answer's `headers` name.
+fn session_id(headers: &str) -> String {
+    headers
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("mcp-session-id: "))
+        .expect("a session id")
+        .to_owned()
 }
 
 #[test]
@@ -247,11 +270,7 @@ const PING: &str = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
 fn open_session(url: &str) -> String {
     let (status, headers) = post(url, None, INITIALIZE);
     assert!(status.ends_with("200 OK"), "{status}");
-    headers
-        .lines()
-        .find_map(|line| line.strip_prefix("mcp-session-id: "))
-        .expect("a session id")
-        .to_owned()
+    session_id(&headers)
 }
 
 /// How many sessions' changes the replica at `url` keeps for Redis, as its
@@ -747,27 +766,13 @@ fn replicas_configured_as_the_guide_says_answer_the_load_balancers_host_with_a_t
         .collect();
     let haproxy = Haproxy::start(dir.path(), &addresses);
     let post = |host: &str, token: Option<&str>, session: Option<&str>, body: &str| {
-        let token = token.map_or(String::new(), |token| {
-            format!("Authorization: Bearer {token}\r\n")
-        });
-        let session = session.map_or(String::new(), |id| format!("Mcp-Session-Id: {id}\r\n"));
-        let request = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\
-             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-             {token}{session}Content-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        let (status, headers, _) = exchange(&haproxy.url(), &request);
-        (status, headers)
+        post_as(&haproxy.url(), host, token, session, body)
     };
 
     // The name clients reach the load balancer by, and the token.
     let (status, headers) = post("mcp.example.com", Some("a gateway token"), None, INITIALIZE);
     assert!(status.ends_with("200 OK"), "{status}");
-    let session = headers
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("mcp-session-id: "))
-        .expect("a session id");
+    let session = &session_id(&headers);
     let (status, _) = post(
         "mcp.example.com",
         Some("a gateway token"),
